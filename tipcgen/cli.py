@@ -1,0 +1,103 @@
+"""The tipcgen command line: parse arguments, call one library function, print, map errors to exit codes.
+
+Heavy modules (jinja2, yaml) are imported inside the commands so that ``tipcgen --help`` stays fast;
+nothing here ever imports paddle.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .errors import TipcgenError
+
+app = typer.Typer(
+    add_completion=True,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="Render, run and check PaddlePaddle TIPC test chains.\n\n"
+         "Example:\n\n    tipcgen init bert-sst2\n\n    tipcgen run --mode lite_train_lite_infer",
+)
+
+
+class Devices(str, Enum):
+    all = "all"
+    cpu = "cpu"
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+@app.command()
+def init(
+    target: str = typer.Argument(..., help="A built-in sample name (bert-sst2) or a path to a descriptor .yaml."),
+    output: Path = typer.Option(Path("."), "--output", "-o", help="The repository root to write test_tipc/ into."),
+    force: bool = typer.Option(False, "--force", help="Replace files that differ (old ones are kept under .tipcgen/backup/)."),
+    devices: Devices = typer.Option(Devices.all, "--devices", help="all: GPU and CPU entries; cpu: only CPU entries."),
+) -> None:
+    """Render test_tipc/ (config, runner, prepare.sh, docs) from a descriptor.
+
+    Example: tipcgen init bert-sst2 --output my_repo --devices cpu
+    """
+    from . import descriptor, render
+
+    desc = descriptor.load(target)
+    if devices is Devices.cpu:
+        desc = desc.for_cpu_only()
+    written = render.init(desc, output, force=force)
+    for item in written:
+        typer.echo(f"{item.action:>11}  {output / item.path}")
+    created = sum(1 for w in written if w.action != "unchanged")
+    typer.echo(f"{desc.model_name}: {created} file(s) written, {len(written) - created} unchanged. Next:\n"
+               f"  tipcgen run --mode lite_train_lite_infer" + (f"  (from {output})" if str(output) != "." else ""))
+
+
+@app.command()
+def run(
+    mode: str = typer.Option("lite_train_lite_infer", "--mode", "-m", help="lite_train_lite_infer, lite_train_whole_infer, whole_infer or whole_train_whole_infer."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run (default: the only test_tipc/configs/*/train_infer_python.txt)."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set for whole-data modes (sets TIPC_DATA_DIR)."),
+    step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default 600)."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
+) -> None:
+    """Prepare the data, run the chain's generated scripts, and summarise the results.
+
+    Writes summary.json and junit.xml next to results_python.log; exit code 0 only if every step passed.
+
+    Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
+    """
+    from . import results
+    from . import run as runner
+
+    def show(line: str) -> None:
+        if not quiet or line.startswith(("[tipc] PASS", "[tipc] FAIL", "[tipc] SKIP", "tipc error", "  hint")):
+            typer.echo(line)
+
+    summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout, on_line=show)
+    typer.echo(results.terminal_text(summary, color=_color()))
+    run_dir = runner.run_dir_of(root, summary.model, summary.mode)
+    typer.echo(f"summary: {run_dir / results.SUMMARY_JSON}\njunit:   {run_dir / results.JUNIT_XML}")
+    raise typer.Exit(summary.exit_code)
+
+
+def main() -> None:
+    try:
+        app()
+    except TipcgenError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,465 @@
+"""The model descriptor (``tipc.yaml``): schema, loading and validation.
+
+A descriptor says everything a TIPC chain needs. Its slot fields map one to one onto the
+lines of ``train_infer_python.txt`` (see ``layout.py``); the rest describes data and limits.
+Every error names the file, the line, the field, what was found and what is expected.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import layout
+from .errors import DescriptorError
+
+SCHEMA_VERSION = 1
+MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]+$")
+GPU_ENTRY_RE = re.compile(r"^(-1|\d+(,\d+)*|[A-Za-z0-9_.,-]+;\d+(,\d+)*)$")
+KEY_RE = re.compile(r"^[^\s:|=]+( [^\s:|=]+)?$")
+DATA_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+MD5_RE = re.compile(r"^[0-9a-f]{32}$")
+# Full-width and other look-alike punctuation that TIPC parsers split on wrongly (PaddleGAN #637).
+BAD_PUNCTUATION = "，：｜；（）＝　、"
+MAX_STEP_TIMEOUT = 24 * 3600
+
+SECTION_FIELDS = {
+    "train", "eval", "export", "whole_infer", "inference",
+}
+TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run"} | SECTION_FIELDS
+DATA_FIELDS = {"dir", "whole_env", "files", "setup"}
+DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
+RUN_FIELDS = {"step_timeout"}
+ROLES = ("train", "infer")
+
+
+@dataclass(frozen=True)
+class SlotValue:
+    """The key and value text of one config line."""
+
+    key: str
+    value: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.key}:{self.value}"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One file of the chain's data folder: lite copy shipped with the project, whole copy read in place."""
+
+    name: str
+    role: str
+    lite: str | None
+    whole: str | None
+    md5: str | None
+    rows: int | None
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    dir: str
+    whole_env: str
+    files: tuple[DataFile, ...]
+    setup: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A validated descriptor: slot name → (key, value) text, plus data and run settings."""
+
+    source: str
+    base_dir: Path
+    model_name: str
+    slots: dict[str, SlotValue]
+    sections: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    data: DataSpec | None = None
+    step_timeout: int = 600
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def slot(self, name: str) -> SlotValue:
+        return self.slots[name]
+
+    def list_value(self, name: str) -> list[str]:
+        return self.slots[name].value.split("|")
+
+    def for_cpu_only(self) -> "Descriptor":
+        """The same chain with only the CPU entries of gpu_list and inference use_gpu."""
+        gpus = self.list_value("gpu_list")
+        if "-1" not in gpus:
+            raise DescriptorError(self.source, "gpu_list", f"has no CPU entry (-1): {'|'.join(gpus)}",
+                                  hint="add \"-1\" to gpu_list to render a config for --devices cpu")
+        slots = dict(self.slots)
+        device = self.list_value("train_use_gpu")
+        keep = [i for i, g in enumerate(gpus) if g == "-1"]
+        slots["gpu_list"] = replace(slots["gpu_list"], value="-1")
+        if len(device) == len(gpus):
+            slots["train_use_gpu"] = replace(slots["train_use_gpu"], value="|".join(device[i] for i in keep))
+        use_gpu = [v for v in self.list_value("infer_use_gpu") if v.lower() in ("false", "cpu")]
+        if not use_gpu:
+            raise DescriptorError(self.source, "inference.use_gpu", "has no CPU value (False or cpu)",
+                                  hint="add False (or cpu) to inference.use_gpu")
+        slots["infer_use_gpu"] = replace(slots["infer_use_gpu"], value="|".join(use_gpu))
+        return replace(self, slots=slots)
+
+
+# ---------------------------------------------------------------- loading
+
+def samples_dir() -> Path:
+    """Where the built-in samples live: inside the wheel, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "sample_models", here.parent / "sample_models"):
+        if candidate.is_dir():
+            return candidate
+    return here / "sample_models"
+
+
+def sample_names() -> list[str]:
+    root = samples_dir()
+    return sorted(p.parent.name for p in root.glob("*/tipc.yaml")) if root.is_dir() else []
+
+
+def resolve(target: str) -> Path:
+    """A sample name or a path to a descriptor file → the descriptor path."""
+    path = Path(target)
+    if path.is_file():
+        return path
+    if path.suffix in (".yaml", ".yml") or "/" in target:
+        raise DescriptorError(target, "", "no such descriptor file",
+                              hint="check the path, or name a built-in sample: " + ", ".join(sample_names()))
+    sample = samples_dir() / target / "tipc.yaml"
+    if sample.is_file():
+        return sample
+    close = difflib.get_close_matches(target, sample_names(), n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    raise DescriptorError(target, "", "is neither a descriptor file nor a built-in sample",
+                          hint=hint + "built-in samples: " + (", ".join(sample_names()) or "none") +
+                          "; or pass path/to/tipc.yaml")
+
+
+def load(target: str | Path) -> Descriptor:
+    path = resolve(str(target))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DescriptorError(str(path), "", f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DescriptorError(str(path), "", f"cannot be read: {exc.strerror}") from None
+    return load_text(text, source=str(path), base_dir=path.parent)
+
+
+def load_text(text: str, source: str = "<descriptor>", base_dir: Path | None = None) -> Descriptor:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise DescriptorError(source, "", f"is not valid YAML: {problem}", line,
+                              hint="check indentation and quoting around that line") from None
+    lines: dict[str, int] = {}
+    data = _to_python(node, "", lines, source) if node is not None else None
+    return _Validator(source, lines).descriptor(data, base_dir or Path("."))
+
+
+def _to_python(node: yaml.Node, path: str, lines: dict[str, int], source: str) -> Any:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if not isinstance(key, str) or not key:
+                raise DescriptorError(source, path or "(top level)", "has a key that is not a plain name",
+                                      key_node.start_mark.line + 1)
+            sub = f"{path}.{key}" if path else key
+            if key in out:
+                raise DescriptorError(source, sub, "is given twice", key_node.start_mark.line + 1)
+            out[key] = _to_python(value_node, sub, lines, source)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(item, f"{path}[{i}]", lines, source) for i, item in enumerate(node.value)]
+    try:
+        return _SCALARS.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise DescriptorError(source, path, f"cannot be read: {exc}", node.start_mark.line + 1) from None
+
+
+_SCALARS = yaml.SafeLoader("")  # constructs scalar nodes only; holds no document state between calls
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the text {value!r}" if len(value) < 60 else f"a text of {len(value)} characters"
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return "a mapping with keys " + ", ".join(map(str, list(value)[:5]))
+    return type(value).__name__
+
+
+class _Validator:
+    def __init__(self, source: str, lines: dict[str, int]) -> None:
+        self.source = source
+        self.lines = lines
+
+    def fail(self, path: str, message: str, hint: str = "") -> DescriptorError:
+        line = self.lines.get(path)
+        while line is None and path:
+            path_up = path.rsplit(".", 1)[0] if "." in path else ""
+            line = self.lines.get(path_up)
+            if path_up == path:
+                break
+            path = path_up
+        return DescriptorError(self.source, path, message, line, hint)
+
+    def _err(self, path: str, found: Any, expected: str, hint: str = "") -> DescriptorError:
+        line = self.lines.get(path)
+        return DescriptorError(self.source, path, f"expected {expected}, found {_describe(found)}", line, hint)
+
+    # -- generic checks
+    def mapping(self, value: Any, path: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self._err(path or "(top level)", value, "a mapping")
+        for key in value:
+            if key not in allowed:
+                sub = f"{path}.{key}" if path else key
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                hint = f"did you mean '{close[0]}'?" if close else "allowed: " + ", ".join(sorted(allowed))
+                raise DescriptorError(self.source, sub, "unknown field", self.lines.get(sub), hint)
+        return value
+
+    def text(self, value: Any, path: str, *, what: str = "text") -> str:
+        if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+            raise self._err(path, value, what)
+        text = str(value)
+        if not text.strip():
+            raise self._err(path, value, f"non-empty {what}")
+        if text != text.strip():
+            raise self.fail(path, f"{text!r} has leading or trailing spaces",
+                            "remove them: upstream runners keep trailing spaces as part of the value")
+        for ch in text:
+            if ch in BAD_PUNCTUATION:
+                raise self.fail(path, f"{text!r} contains the full-width character {ch!r}",
+                                "use the ASCII character instead: TIPC parsers split on ASCII , : | ; only")
+            if not ch.isprintable():
+                raise self.fail(path, f"{text!r} contains a control character {ch!r}",
+                                "values are single-line printable text")
+        return text
+
+    def scalar_text(self, value: Any, path: str) -> str:
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "True" if value else "False"
+        if isinstance(value, (dict, list)):
+            raise self._err(path, value, "a single value")
+        return self.text(value, path, what="value")
+
+    def slot_value(self, value: Any, path: str) -> str:
+        """scalar | list (|-joined) | mapping of mode → value."""
+        if isinstance(value, list):
+            if not value:
+                raise self._err(path, value, "a non-empty list")
+            parts = []
+            for i, item in enumerate(value):
+                part = self.scalar_text(item, f"{path}[{i}]")
+                if "|" in part:
+                    raise self.fail(f"{path}[{i}]", f"{part!r} contains '|'", "one value per list item")
+                parts.append(part)
+            return "|".join(parts)
+        if isinstance(value, dict):
+            if not value:
+                raise self._err(path, value, "a mapping of mode to value")
+            parts = []
+            for mode, item in value.items():
+                if mode not in layout.MODES and mode not in layout.KNOWN_EXTRA_MODES:
+                    close = difflib.get_close_matches(mode, layout.MODES, n=1)
+                    hint = f"did you mean '{close[0]}'? " if close else ""
+                    raise DescriptorError(self.source, f"{path}.{mode}", "is not a TIPC mode",
+                                          self.lines.get(f"{path}.{mode}"),
+                                          hint + "modes: " + ", ".join(layout.MODES))
+                part = self.scalar_text(item, f"{path}.{mode}")
+                if "|" in part or "=" in part:
+                    raise self.fail(f"{path}.{mode}", f"{part!r} contains '|' or '='", "give one plain value per mode")
+                parts.append(f"{mode}={part}")
+            return "|".join(parts)
+        return self.scalar_text(value, path)
+
+    def slot(self, slot: layout.Slot, value: Any, path: str) -> SlotValue:
+        default_key = slot.key
+        if isinstance(value, dict) and "key" in value and set(value) <= {"key", "value"}:
+            key_raw = value["key"]
+            key = "null" if key_raw is None else self.text(key_raw, f"{path}.key", what="flag name")
+            if not KEY_RE.match(key):
+                raise self.fail(f"{path}.key", f"{key!r} is not a usable flag name",
+                                "a flag name has no ':', '|', '=' and at most one inner space (as in '-o Global.epochs')")
+            text = self.slot_value(value.get("value"), f"{path}.value")
+            return SlotValue(key, text)
+        if value is None:
+            return SlotValue(default_key or "null", "null")
+        if default_key is None:
+            raise self._err(path, value, "a mapping {key: FLAG, value: VALUE} (or null)",
+                            hint=f"this line's key is the script's flag name, e.g. {path}: {{key: --flag, value: ...}}")
+        return SlotValue(default_key, self.slot_value(value, path))
+
+    # -- the descriptor
+    def descriptor(self, data: Any, base_dir: Path) -> Descriptor:
+        if data is None:
+            raise DescriptorError(self.source, "", "is empty", hint="start from a sample: tipcgen init bert-sst2 writes one")
+        data = self.mapping(data, "", TOP_FIELDS)
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise self._err("schema_version", version, f"{SCHEMA_VERSION}")
+        for required in ("model_name", "gpu_list", "train", "inference"):
+            if required not in data:
+                raise DescriptorError(self.source, required, "is missing", None,
+                                      hint=f"add '{required}:' (see docs/DESCRIPTOR.md)")
+        sections = {name: self.mapping(data[name], name, self._section_fields(name))
+                    for name in SECTION_FIELDS if name in data and data[name] is not None}
+        if "norm" not in sections["train"]:
+            raise DescriptorError(self.source, "train.norm", "is missing", self.lines.get("train"),
+                                  hint="name the train script, e.g. train.norm: tools/train.py")
+        if "script" not in sections["inference"]:
+            raise DescriptorError(self.source, "inference.script", "is missing", self.lines.get("inference"),
+                                  hint="name the inference script, or write inference.script: null")
+        slots: dict[str, SlotValue] = {}
+        for slot in layout.TRAIN_INFER_PYTHON:
+            if slot.kind != "kv":
+                continue
+            head, _, tail = slot.field.partition(".")
+            if tail:
+                raw = sections.get(head, {}).get(tail)
+            else:
+                raw = data.get(head)
+            slots[slot.name] = self.slot(slot, raw, slot.field)
+        model_name = self._model_name(slots["model_name"].value)
+        self._python(slots["python"].value)
+        self._gpu_list(slots)
+        return Descriptor(
+            source=self.source,
+            base_dir=base_dir,
+            model_name=model_name,
+            slots=slots,
+            sections=self._sections(data.get("sections")),
+            data=self._data(data.get("data")),
+            step_timeout=self._run(data.get("run")),
+            description=self.text(data["description"], "description") if data.get("description") else "",
+        )
+
+    @staticmethod
+    def _section_fields(name: str) -> set[str]:
+        return {slot.field.split(".", 1)[1] for slot in layout.TRAIN_INFER_PYTHON
+                if slot.field and slot.field.startswith(name + ".")}
+
+    def _model_name(self, name: str) -> str:
+        if not MODEL_NAME_RE.match(name) or ".." in name:
+            raise self.fail("model_name", f"{name!r} cannot name a folder",
+                            "use letters, digits, '_', '-' and '.', starting with a letter or digit (no '/', '..' or spaces)")
+        return name
+
+    def _python(self, python: str) -> None:
+        if not PYTHON_RE.match(python):
+            raise self.fail("python", f"{python!r} is not an interpreter name",
+                            "use a command such as python or python3, or a path without spaces")
+
+    def _gpu_list(self, slots: dict[str, SlotValue]) -> None:
+        gpus = slots["gpu_list"].value.split("|")
+        for entry in gpus:
+            if not GPU_ENTRY_RE.match(entry):
+                raise self.fail("gpu_list", f"entry {entry!r} is not a device entry",
+                                "use -1 (CPU), 0 (one GPU), 0,1 (one machine, several GPUs) or ip1,ip2;0,1")
+        devices = slots["train_use_gpu"].value.split("|")
+        if slots["train_use_gpu"].key != "null" and len(devices) not in (1, len(gpus)):
+            raise self.fail("train.device", f"has {len(devices)} values for {len(gpus)} gpu_list entries",
+                            "give one value per gpu_list entry (they are paired by position), or a single value")
+
+    def _sections(self, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self._err("sections", value, "a list of {name: SECTION, lines: [...]}")
+        out = []
+        for i, item in enumerate(value):
+            path = f"sections[{i}]"
+            item = self.mapping(item, path, {"name", "lines"})
+            name = self.text(item.get("name"), f"{path}.name", what="section name")
+            lines = item.get("lines") or []
+            if not isinstance(lines, list):
+                raise self._err(f"{path}.lines", lines, "a list of config lines")
+            out.append((name, tuple(self.text(line, f"{path}.lines[{j}]", what="config line") for j, line in enumerate(lines))))
+        return tuple(out)
+
+    def _data(self, value: Any) -> DataSpec | None:
+        if value is None:
+            return None
+        value = self.mapping(value, "data", DATA_FIELDS)
+        data_dir = self.text(value.get("dir", "./train_data"), "data.dir", what="folder")
+        if data_dir.startswith("/") or ".." in Path(data_dir).parts:
+            raise self.fail("data.dir", f"{data_dir!r} is outside the repository", "use a relative path such as ./train_data/<model>")
+        env = self.text(value.get("whole_env", "TIPC_DATA_DIR"), "data.whole_env", what="variable name")
+        if not re.match(r"^[A-Z_][A-Z0-9_]*$", env):
+            raise self.fail("data.whole_env", f"{env!r} is not an environment variable name", "use upper case, digits and _")
+        files_raw = value.get("files") or {}
+        files_raw = self.mapping(files_raw, "data.files", set(files_raw) if isinstance(files_raw, dict) else set())
+        files = []
+        for name, spec in files_raw.items():
+            path = f"data.files.{name}"
+            if not DATA_NAME_RE.match(name):
+                raise self.fail(path, f"{name!r} is not a plain file name", "no folders, spaces or shell characters")
+            spec = self.mapping(spec, path, DATA_FILE_FIELDS)
+            role = spec.get("role", "train")
+            if role not in ROLES:
+                raise self._err(f"{path}.role", role, "train or infer")
+            lite = self._rel(spec.get("lite"), f"{path}.lite")
+            whole = self._rel(spec.get("whole"), f"{path}.whole")
+            md5 = spec.get("md5")
+            if md5 is not None and not (isinstance(md5, str) and MD5_RE.match(md5)):
+                raise self._err(f"{path}.md5", md5, "32 lower-case hex digits")
+            rows = spec.get("rows")
+            if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+                raise self._err(f"{path}.rows", rows, "a row count (whole number ≥ 0)")
+            if lite is None and whole is None:
+                raise self.fail(path, "names neither a lite nor a whole source", "give lite: and/or whole:")
+            files.append(DataFile(name, role, lite, whole, md5, rows))
+        setup_raw = value.get("setup") or []
+        if not isinstance(setup_raw, list):
+            raise self._err("data.setup", setup_raw, "a list of python script calls, each a list [script.py, args...]")
+        setup = []
+        for i, call in enumerate(setup_raw):
+            if not isinstance(call, list) or not call:
+                raise self._err(f"data.setup[{i}]", call, "a list [script.py, args...]")
+            words = tuple(self.text(w, f"data.setup[{i}][{j}]", what="argument") for j, w in enumerate(call))
+            if not words[0].endswith(".py"):
+                raise self.fail(f"data.setup[{i}]", f"{words[0]!r} is not a python script", "setup runs python scripts only")
+            setup.append(words)
+        return DataSpec(data_dir, env, tuple(files), tuple(setup))
+
+    def _rel(self, value: Any, path: str) -> str | None:
+        if value is None:
+            return None
+        text = self.text(value, path, what="relative path")
+        if text.startswith("/") or ".." in Path(text).parts:
+            raise self.fail(path, f"{text!r} must be a relative path inside the repository (or data folder)", "")
+        return text
+
+    def _run(self, value: Any) -> int:
+        if value is None:
+            return 600
+        value = self.mapping(value, "run", RUN_FIELDS)
+        timeout = value.get("step_timeout", 600)
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 < timeout <= MAX_STEP_TIMEOUT:
+            raise self._err("run.step_timeout", timeout, f"whole seconds between 1 and {MAX_STEP_TIMEOUT}")
+        return timeout

@@ -1,0 +1,192 @@
+"""Descriptor → the files of ``test_tipc/`` (from the Jinja templates), written safely.
+
+Rendering is pure (text in, text out); ``write_tree`` is the only function that touches the
+user's files: it writes all files or none, and never overwrites a changed file without force.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from . import __version__, layout
+from .descriptor import Descriptor, samples_dir
+from .errors import RenderConflictError, TipcgenError
+
+
+def templates_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise TipcgenError("tipcgen's templates are missing from the installation", "reinstall tipcgen")
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+        # Bash's ${#array[@]} would open a Jinja comment: templates use <#-- --#> for comments.
+        comment_start_string="<#--",
+        comment_end_string="--#>",
+    )
+    env.filters["sh"] = shlex.quote
+    env.globals["header"] = layout.header_line
+    env.globals["version"] = __version__
+    return env
+
+
+def config_relpath(model_name: str) -> str:
+    return f"test_tipc/configs/{model_name}/train_infer_python.txt"
+
+
+def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
+    env = env or environment()
+    return env.get_template("config/train_infer_python.txt.j2").render(
+        layout=layout.TRAIN_INFER_PYTHON, slots=desc.slots, sections=desc.sections)
+
+
+def _runner_context() -> dict:
+    anchors = [slot for slot in layout.TRAIN_INFER_PYTHON if slot.index in layout.RUNNER_ANCHOR_INDICES]
+    return {
+        "modes": layout.MODES,
+        "legacy_modes": layout.LEGACY_MODES,
+        "n_lines": layout.TRAIN_INFER_PYTHON_LINES,
+        "anchors": anchors,
+        "slots": [slot for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"],
+    }
+
+
+def _docs_context(desc: Descriptor) -> dict:
+    def shown(name: str) -> str:
+        return desc.slots[name].value.replace("|", "/")
+
+    gpus = desc.list_value("gpu_list")
+    return {
+        "model_name": desc.model_name,
+        "description": desc.description,
+        "descriptor_name": Path(desc.source).name,
+        "modes": layout.MODES,
+        "gpu_list": desc.slots["gpu_list"].value,
+        "multi_device": any("," in g and ";" not in g for g in gpus),
+        "multi_node": any(";" in g for g in gpus),
+        "whole_env": desc.data.whole_env if desc.data else "",
+        "infer": {"batch_size": shown("infer_batch_size"), "trt": shown("use_trt"),
+                  "mkldnn": shown("enable_mkldnn"), "threads": shown("cpu_threads")},
+    }
+
+
+def render_files(desc: Descriptor) -> dict[str, str]:
+    """Every generated file of test_tipc/, by path relative to the repository root."""
+    env = environment()
+    runner = _runner_context()
+    docs = _docs_context(desc)
+    whole_files = [f.whole for f in desc.data.files if f.whole] if desc.data else []
+    files = {
+        config_relpath(desc.model_name): render_config(desc, env),
+        "test_tipc/common_func.sh": env.get_template("runner/common_func.sh.j2").render(**runner),
+        "test_tipc/test_train_inference_python.sh": env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
+        "test_tipc/prepare.sh": env.get_template("runner/prepare.sh.j2").render(
+            model_name=desc.model_name, data=desc.data, whole_files=sorted(set(whole_files))),
+        "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
+        "test_tipc/docs/test_train_inference_python.md": env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
+    }
+    return files
+
+
+def sample_files(desc: Descriptor) -> dict[str, bytes]:
+    """A built-in sample's own project files, so that its scripts exist where its config says."""
+    root = samples_dir()
+    try:
+        sample = desc.base_dir.resolve().relative_to(root.resolve())
+    except ValueError:
+        return {}
+    out = {}
+    for path in sorted((root / sample).rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            out[f"sample_models/{sample.as_posix()}/{path.relative_to(root / sample).as_posix()}"] = path.read_bytes()
+    return out
+
+
+@dataclass(frozen=True)
+class Written:
+    path: str
+    action: str  # created | unchanged | overwritten
+
+
+def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False) -> list[Written]:
+    """Write all files under out_dir, or none. A file that differs is only replaced with force,
+    and then its old content is kept under .tipcgen/backup/<time>/."""
+    plan: list[tuple[str, Path, bytes, str]] = []
+    conflicts = []
+    for rel, content in sorted(files.items()):
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        target = out_dir / rel
+        if target.is_dir():
+            raise TipcgenError(f"{target} is a folder, but tipcgen writes a file there", "move it away and run again")
+        if target.exists():
+            if target.read_bytes() == data:
+                plan.append((rel, target, data, "unchanged"))
+                continue
+            conflicts.append(rel)
+            plan.append((rel, target, data, "overwritten"))
+        else:
+            plan.append((rel, target, data, "created"))
+    if conflicts and not force:
+        listing = "\n".join(f"  {rel}" for rel in conflicts)
+        raise RenderConflictError(
+            f"{len(conflicts)} file(s) in {out_dir} differ from what tipcgen renders; nothing was written:\n{listing}",
+            "rerun with --force to replace them (the old files are kept under .tipcgen/backup/)")
+    todo = [item for item in plan if item[3] != "unchanged"]
+    if todo:
+        _commit(todo, out_dir)
+    return [Written(rel, action) for rel, _, _, action in plan]
+
+
+def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".tipcgen-stage-", dir=out_dir))
+    backup = out_dir / ".tipcgen" / "backup" / time.strftime("%Y%m%d-%H%M%S")
+    done: list[tuple[Path, str]] = []
+    try:
+        for rel, _, data, _ in todo:
+            staged = stage / rel
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            staged.write_bytes(data)
+            if rel.endswith(".sh"):
+                staged.chmod(0o755)
+        for rel, target, _, action in todo:
+            if action == "overwritten":
+                saved = backup / rel
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(target, saved)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / rel, target)
+            done.append((target, action))
+    except BaseException:
+        for target, action in reversed(done):
+            rel = target.relative_to(out_dir).as_posix()
+            if action == "overwritten":
+                shutil.copy2(backup / rel, target)
+            else:
+                target.unlink(missing_ok=True)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def init(desc: Descriptor, out_dir: Path, force: bool = False) -> list[Written]:
+    """Render test_tipc/ (and a built-in sample's project files) into out_dir."""
+    files: dict[str, str | bytes] = dict(render_files(desc))
+    files.update(sample_files(desc))
+    return write_tree(files, out_dir, force)

@@ -1,0 +1,165 @@
+"""What a chain left behind → a Summary; and the Summary's writers (JSON, JUnit XML, terminal).
+
+The runner writes one JSON record per step (steps.jsonl) next to results_python.log; the
+summary is built from those records and cross-checked against the status lines, so it never
+depends on regular expressions over free text.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+RESULTS_LOG = "results_python.log"
+RECORDS = "steps.jsonl"
+SUMMARY_JSON = "summary.json"
+JUNIT_XML = "junit.xml"
+TAIL_LINES = 20
+_TAIL_BYTES = 64 * 1024
+
+
+@dataclass
+class Step:
+    kind: str
+    name: str
+    status: str  # passed | failed | skipped
+    exit_code: int | None = None
+    seconds: float = 0.0
+    log: str = ""
+    reason: str = ""
+    note: str = ""
+    command: str = ""
+    tail: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Summary:
+    model: str
+    mode: str
+    config: str
+    chain: str = "basic"
+    steps: list[Step] = field(default_factory=list)
+    wall_seconds: float = 0.0
+    runner_exit_code: int | None = None
+    interrupted: bool = False
+    problems: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+
+    def count(self, status: str) -> int:
+        return sum(1 for step in self.steps if step.status == status)
+
+    @property
+    def ok(self) -> bool:
+        return (not self.problems and not self.interrupted and self.count("failed") == 0
+                and self.count("passed") > 0)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 0 if self.ok else 1
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.update(ok=self.ok, exit_code=self.exit_code, passed=self.count("passed"),
+                    failed=self.count("failed"), skipped=self.count("skipped"),
+                    steps_seconds=round(sum(s.seconds for s in self.steps), 3))
+        return data
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
+    """The last lines of a log, reading at most 64 KiB however large the log is."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-lines:]
+
+
+def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
+    """The step records of a run folder, and any record that could not be read."""
+    steps, problems = [], []
+    path = run_dir / RECORDS
+    if not path.is_file():
+        return steps, problems
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            step = Step(**{k: raw[k] for k in ("kind", "name", "status")},
+                        exit_code=raw.get("exit_code"), seconds=float(raw.get("seconds") or 0),
+                        log=raw.get("log") or "", reason=raw.get("reason") or "",
+                        note=raw.get("note") or "", command=raw.get("command") or "")
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(f"{path}:{number}: unreadable step record ({exc})")
+            continue
+        if step.status == "failed" and step.log:
+            step.tail = log_tail(root / step.log)
+        steps.append(step)
+    return steps, problems
+
+
+def check_status_lines(run_dir: Path, steps: list[Step]) -> list[str]:
+    """The legacy results_python.log must say exactly what the records say."""
+    path = run_dir / RESULTS_LOG
+    if not path.is_file():
+        return [f"{path} is missing"] if steps else []
+    lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    ok = sum(1 for line in lines if "Run successfully with command" in line)
+    bad = sum(1 for line in lines if "Run failed with command" in line)
+    problems = []
+    passed = sum(1 for s in steps if s.status == "passed")
+    failed = sum(1 for s in steps if s.status == "failed" and s.command)
+    if (ok, bad) != (passed, failed):
+        problems.append(f"{path}: {ok} success and {bad} failure lines, but the step records say "
+                        f"{passed} passed and {failed} failed")
+    other = [line for line in lines if "Run successfully" not in line and "Run failed" not in line]
+    if other:
+        problems.append(f"{path}: {len(other)} line(s) are neither success nor failure lines, e.g. {other[0]!r}")
+    return problems
+
+
+def environment_info() -> dict[str, str]:
+    return {"python": platform.python_version(), "platform": platform.platform(), "machine": platform.machine()}
+
+
+def write_json(summary: Summary, path: Path) -> None:
+    path.write_text(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _env():
+    from .render import environment
+
+    return environment()
+
+
+def write_junit(summary: Summary, path: Path) -> None:
+    text = _env().get_template("report/junit.xml.j2").render(s=summary, ok=summary.ok)
+    path.write_text(text, encoding="utf-8")
+
+
+def terminal_text(summary: Summary, color: bool = False) -> str:
+    """The table a person reads at the end of a run."""
+    marks = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
+    paint = {"passed": "\033[32m", "failed": "\033[31m", "skipped": "\033[33m"} if color else {}
+    rows = []
+    for step in summary.steps:
+        mark = marks.get(step.status, step.status.upper())
+        if paint:
+            mark = f"{paint.get(step.status, '')}{mark}\033[0m"
+        detail = step.reason or step.note
+        if step.note and step.reason:
+            detail = f"{step.reason}; {step.note}"
+        rows.append((mark, step.kind, step.name, f"{step.seconds:.1f}" if step.status != "skipped" else "-",
+                     detail))
+    return _env().get_template("report/summary.txt.j2").render(
+        s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
+        kind_width=max([len(r[1]) for r in rows] + [4]),
+        verdict=("PASSED" if summary.ok else "INTERRUPTED" if summary.interrupted else "FAILED"))

@@ -1,0 +1,142 @@
+"""Run a chain exactly as a reviewer does: ``bash test_tipc/prepare.sh`` then the runner.
+
+Both scripts run as subprocesses from the repository root; their output is streamed line by
+line to a callback (progress), and the summary is read from what the runner leaves on disk.
+There is no private execution path.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable
+
+from . import layout
+from .errors import RunError
+from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
+                      read_records, write_json, write_junit)
+
+RUNNERS = {"basic": "test_tipc/test_train_inference_python.sh"}
+PREPARE = "test_tipc/prepare.sh"
+PREPARE_LOG = "prepare.log"
+_GRACE_SECONDS = 30
+
+
+def check_mode(mode: str) -> str:
+    if mode in layout.MODES:
+        return mode
+    if mode in layout.LEGACY_MODES:
+        raise RunError(f"mode '{mode}' is a legacy name from the first TIPC version",
+                       f"use {layout.LEGACY_MODES[mode]} (modes: {', '.join(layout.MODES)})")
+    raise RunError(f"unknown mode '{mode}'", "use one of: " + ", ".join(layout.MODES))
+
+
+def find_config(config: str | None, root: Path) -> Path:
+    """The config to run: the one given, or the only train_infer_python.txt under test_tipc/configs."""
+    if config:
+        path = Path(config)
+        if not (root / path).is_file():
+            raise RunError(f"config file not found: {config}",
+                           "pass a file such as test_tipc/configs/<model>/train_infer_python.txt")
+        return path
+    found = sorted((root / "test_tipc" / "configs").glob("*/train_infer_python.txt"))
+    if not found:
+        raise RunError(f"no test_tipc/configs/*/train_infer_python.txt under {root.resolve()}",
+                       "render one first: tipcgen init <sample | descriptor.yaml>, or pass --config")
+    if len(found) > 1:
+        listing = ", ".join(str(p.relative_to(root)) for p in found)
+        raise RunError(f"several configs found ({listing})", "choose one with --config")
+    return found[0].relative_to(root)
+
+
+def model_name_of(config_path: Path) -> str:
+    for line in config_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("model_name:"):
+            return line.split(":", 1)[1].strip()
+    raise RunError(f"{config_path} has no model_name: line", "check it with tipcgen lint")
+
+
+def run_dir_of(root: Path, model: str, mode: str) -> Path:
+    return root / "test_tipc" / "output" / model / mode
+
+
+def _stream(cmd: list[str], root: Path, env: dict[str, str], on_line: Callable[[str], None],
+            keep: deque) -> tuple[int, bool]:
+    """Run cmd, passing each output line to on_line; returns (exit code, interrupted)."""
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True, errors="replace", bufsize=1)
+    interrupted = False
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            keep.append(line)
+            on_line(line)
+        return proc.wait(), False
+    except KeyboardInterrupt:
+        interrupted = True
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        return proc.wait(), interrupted
+
+
+def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,
+              step_timeout: int | None = None, chain: str = "basic",
+              on_line: Callable[[str], None] = lambda line: None) -> Summary:
+    check_mode(mode)
+    root = root.resolve()
+    config_path = find_config(config, root)
+    model = model_name_of(root / config_path)
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
+    for script in (PREPARE, RUNNERS[chain]):
+        if not (root / script).is_file():
+            raise RunError(f"{script} is missing under {root}", "render it with tipcgen init, and run from the repository root")
+    if shutil.which("bash") is None:
+        raise RunError("bash is not installed", "the TIPC scripts are bash scripts: install bash")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.setdefault("GLOG_minloglevel", "2")
+    if data_dir is not None:
+        env["TIPC_DATA_DIR"] = str(Path(data_dir).resolve())
+    if step_timeout is not None:
+        env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
+
+    started = time.perf_counter()
+    summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info())
+    prepare_out: deque = deque(maxlen=200_000)
+    t0 = time.perf_counter()
+    rc, interrupted = _stream(["bash", PREPARE, str(config_path), mode], root, env, on_line, prepare_out)
+    prepare = Step(kind="prepare", name="prepare", status="passed" if rc == 0 else "failed", exit_code=rc,
+                   seconds=round(time.perf_counter() - t0, 3), log="", command=f"bash {PREPARE} {config_path} {mode}")
+    run_dir = run_dir_of(root, model, mode)
+    runner_out: deque = deque(maxlen=50)
+    if rc == 0 and not interrupted:
+        rc, interrupted = _stream(["bash", RUNNERS[chain], str(config_path), mode], root, env, on_line, runner_out)
+        summary.runner_exit_code = rc
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        prepare.reason = "interrupted" if interrupted else f"exit code {rc}"
+        prepare.tail = list(prepare_out)[-20:]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / PREPARE_LOG).write_text("\n".join(prepare_out) + "\n", encoding="utf-8")
+    prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
+    steps, problems = read_records(run_dir, root)
+    summary.steps = [prepare, *steps]
+    summary.problems = problems + check_status_lines(run_dir, steps)
+    if prepare.status == "passed" and not interrupted and not steps:
+        summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))
+    if summary.runner_exit_code not in (None, 0, 1, 130) and steps:
+        summary.problems.append(f"the runner exited with code {summary.runner_exit_code}: "
+                                + " | ".join(list(runner_out)[-3:]))
+    summary.interrupted = interrupted
+    summary.wall_seconds = round(time.perf_counter() - started, 3)
+    write_json(summary, run_dir / SUMMARY_JSON)
+    write_junit(summary, run_dir / JUNIT_XML)
+    return summary
