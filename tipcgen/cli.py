@@ -82,7 +82,9 @@ def run(
     from . import run as runner
 
     def show(line: str) -> None:
-        if not quiet or line.startswith(("[tipc] PASS", "[tipc] FAIL", "[tipc] SKIP", "tipc error", "  hint")):
+        if line.startswith(("tipc error: ", "  hint: ")):
+            return  # a script that refuses to start: run_chain raises it as one error message
+        if not quiet or line.startswith(("[tipc] PASS", "[tipc] FAIL", "[tipc] SKIP")):
             typer.echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout, on_line=show)

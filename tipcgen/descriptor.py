@@ -266,10 +266,17 @@ class _Validator:
             return "True" if value else "False"
         if isinstance(value, (dict, list)):
             raise self._err(path, value, "a single value")
+        if value == "":
+            return ""  # upstream configs leave some values empty (`Global.checkpoints:`)
         return self.text(value, path, what="value")
 
-    def slot_value(self, value: Any, path: str) -> str:
-        """scalar | list (|-joined) | mapping of mode → value."""
+    def slot_value(self, value: Any, path: str, slot: layout.Slot) -> str:
+        """scalar | list (|-joined, for list slots) | mapping of mode → value (for per-mode slots)."""
+        if isinstance(value, list) and slot.name not in layout.LIST_SLOTS:
+            raise self._err(path, value, "a single value", hint="this line is not a | list in TIPC")
+        if isinstance(value, dict) and slot.name not in layout.PER_MODE_SLOTS:
+            raise self._err(path, value, "a single value" + (" or a list" if slot.name in layout.LIST_SLOTS else ""),
+                            hint="only epochs and batch_size take per-mode values")
         if isinstance(value, list):
             if not value:
                 raise self._err(path, value, "a non-empty list")
@@ -306,14 +313,14 @@ class _Validator:
             if not KEY_RE.match(key):
                 raise self.fail(f"{path}.key", f"{key!r} is not a usable flag name",
                                 "a flag name has no ':', '|', '=' and at most one inner space (as in '-o Global.epochs')")
-            text = self.slot_value(value.get("value"), f"{path}.value")
+            text = self.slot_value(value.get("value"), f"{path}.value", slot)
             return SlotValue(key, text)
         if value is None:
             return SlotValue(default_key or "null", "null")
         if default_key is None:
             raise self._err(path, value, "a mapping {key: FLAG, value: VALUE} (or null)",
                             hint=f"this line's key is the script's flag name, e.g. {path}: {{key: --flag, value: ...}}")
-        return SlotValue(default_key, self.slot_value(value, path))
+        return SlotValue(default_key, self.slot_value(value, path, slot))
 
     # -- the descriptor
     def descriptor(self, data: Any, base_dir: Path) -> Descriptor:

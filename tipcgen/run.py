@@ -139,4 +139,15 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     summary.wall_seconds = round(time.perf_counter() - started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
+    stopped = prepare_out if prepare.exit_code == 2 else runner_out if summary.runner_exit_code == 2 and not steps else None
+    if stopped is not None:
+        raise _script_error(list(stopped))
     return summary
+
+
+def _script_error(lines: list[str]) -> RunError:
+    """A script that refused to start (exit 2) explains why in `tipc error:` / `hint:` lines."""
+    errors = [line.removeprefix("tipc error: ") for line in lines if line.startswith("tipc error: ")]
+    hints = [line.strip().removeprefix("hint: ") for line in lines if line.strip().startswith("hint: ")]
+    message = errors[-1] if errors else " | ".join(lines[-3:]) or "the script stopped with exit code 2"
+    return RunError(message, hints[-1] if hints else "")

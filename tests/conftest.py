@@ -1,0 +1,42 @@
+"""Shared fixtures: paths, the stub project, and running the CLI as a user does (a real process)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "tipc-corpus"
+SST2 = SHARED / "data" / "sst2"
+STUB = ROOT / "tests" / "fixtures" / "stub"
+
+
+def tipcgen(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600,
+            check: bool = False) -> subprocess.CompletedProcess:
+    """Run `python -m tipcgen ARGS` in a real subprocess; returns the completed process (text)."""
+    full_env = dict(os.environ, NO_COLOR="1", **(env or {}))
+    proc = subprocess.run([sys.executable, "-m", "tipcgen", *args], cwd=cwd or ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tipcgen {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def stub_repo(tmp_path: Path) -> Path:
+    """A repository with the stub model scripts and its rendered test_tipc/."""
+    shutil.copytree(STUB, tmp_path / "stub")
+    tipcgen("init", str(STUB / "tipc.yaml"), "--output", str(tmp_path), check=True)
+    return tmp_path
+
+
+def read_records(repo: Path, model: str, mode: str) -> list[dict]:
+    import json
+
+    path = repo / "test_tipc" / "output" / model / mode / "steps.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,176 @@
+"""The generated runner's semantics, through the real scripts, with stand-in model scripts (no paddle).
+
+What these check is the shell: status per step, failure and timeout handling, quoting, layout
+checks, mode names, interruption. The real chain with Paddle is in test_chain.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, STUB, read_records, tipcgen
+
+CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
+RUN_DIR = Path("test_tipc/output/stub_model/lite_train_lite_infer")
+
+
+def run(repo: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return tipcgen("run", "--mode", "lite_train_lite_infer", *args, cwd=repo, env=env)
+
+
+def test_passing_chain_writes_every_artefact(stub_repo: Path):
+    proc = run(stub_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
+    kinds = [(r["kind"], r["status"]) for r in records]
+    assert ("train", "passed") in kinds and ("eval", "passed") in kinds and ("export", "passed") in kinds
+    assert sum(1 for k in kinds if k == ("infer", "passed")) == 2
+    gpu_skips = [r for r in records if r["status"] == "skipped"]
+    assert gpu_skips and all("CUDA device" in r["reason"] for r in gpu_skips)
+    lines = (stub_repo / RUN_DIR / "results_python.log").read_text().splitlines()
+    assert len(lines) == 5 and all(line.startswith("Run successfully with command - stub_model - ") for line in lines)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert summary["ok"] and summary["exit_code"] == 0 and summary["passed"] == 6  # prepare + 5 steps
+    suite = ET.parse(stub_repo / RUN_DIR / "junit.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "0" and suite.get("skipped") == str(len(gpu_skips))
+    assert "PASSED: 6 passed, 0 failed" in proc.stdout
+
+
+def test_flags_reach_the_scripts_as_key_value(stub_repo: Path, tmp_path: Path):
+    argv_file = tmp_path / "argv.jsonl"
+    assert run(stub_repo, env={"STUB_ARGV": str(argv_file)}).returncode == 0
+    calls = [json.loads(line) for line in argv_file.read_text().splitlines()]
+    train = next(c for c in calls if c[0] == "train")
+    assert "--epochs=1" in train and "--batch_size=2" in train and "--device=cpu" in train
+    assert "--data_file=./data/train.tsv" in train
+    infer = [c for c in calls if c[0] == "infer"]
+    assert {a for c in infer for a in c if a.startswith("--enable_mkldnn")} == {"--enable_mkldnn=False", "--enable_mkldnn=True"}
+
+
+def test_a_failing_step_is_reported_and_the_chain_goes_on(stub_repo: Path):
+    proc = run(stub_repo, env={"STUB_FAIL": "eval"})
+    assert proc.returncode == 1
+    records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
+    status = {r["kind"]: r["status"] for r in records if r["kind"] != "infer"}
+    assert status["eval"] == "failed" and status["export"] == "passed"
+    assert any(r["kind"] == "infer" and r["status"] == "passed" for r in records)
+    failed = next(r for r in records if r["status"] == "failed")
+    assert failed["exit_code"] == 3 and failed["reason"] == "exit code 3"
+    assert "eval: failing on purpose" in proc.stdout  # the log tail in the summary
+    results = (stub_repo / RUN_DIR / "results_python.log").read_text()
+    assert results.count("Run failed with command - stub_model - ") == 1
+
+
+def test_failed_train_skips_its_dependents(stub_repo: Path):
+    proc = run(stub_repo, env={"STUB_FAIL": "train"})
+    assert proc.returncode == 1
+    records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
+    assert [r["kind"] for r in records if r["status"] != "skipped"] == ["train"]
+    assert any("did not pass" in r["reason"] for r in records if r["status"] == "skipped")
+
+
+def test_a_hanging_step_is_killed_at_its_limit(stub_repo: Path):
+    start = time.monotonic()
+    proc = run(stub_repo, "--step-timeout", "2", env={"STUB_HANG": "infer"})
+    assert time.monotonic() - start < 60
+    assert proc.returncode == 1
+    records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
+    infers = [r for r in records if r["kind"] == "infer" and r["status"] != "skipped"]
+    assert len(infers) == 2 and all(r["reason"] == "timeout after 2 s" for r in infers)
+    assert all(r["status"] == "passed" for r in records if r["kind"] in ("train", "eval", "export") and r["status"] != "skipped")
+
+
+@pytest.mark.parametrize("mode, words", [
+    ("lite_train_infer", "legacy name"),
+    ("whole_train_infer", "use whole_train_whole_infer"),
+    ("fast", "unknown mode"),
+])
+def test_mode_names(stub_repo: Path, mode, words):
+    proc = tipcgen("run", "--mode", mode, cwd=stub_repo)
+    assert proc.returncode == 2 and words in proc.stderr and "lite_train_lite_infer" in proc.stderr
+    direct = subprocess.run(["bash", "test_tipc/test_train_inference_python.sh", CONFIG, mode], cwd=stub_repo,
+                            capture_output=True, text=True)
+    assert direct.returncode == 2 and words in direct.stderr
+
+
+def test_a_shifted_config_fails_loudly(stub_repo: Path):
+    config = stub_repo / CONFIG
+    lines = config.read_text().splitlines(keepends=True)
+    config.write_text("".join(line for line in lines if not line.startswith("pact_train:")))
+    direct = subprocess.run(["bash", "test_tipc/test_train_inference_python.sh", CONFIG, "lite_train_lite_infer"],
+                            cwd=stub_repo, capture_output=True, text=True)
+    assert direct.returncode == 2
+    assert "expected '##'" in direct.stderr and "missing or extra" in direct.stderr
+    proc = run(stub_repo)
+    assert proc.returncode == 2 and "missing or extra" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_trailing_spaces_and_blank_lines_do_not_change_the_chain(stub_repo: Path, tmp_path: Path):
+    config = stub_repo / CONFIG
+    text = config.read_text().replace("--use_gpu:True|False\n", "--use_gpu:True|False  \n\n")
+    config.write_text(text)
+    assert run(stub_repo).returncode == 0
+    records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
+    assert sum(1 for r in records if r["kind"] == "infer" and r["status"] == "passed") == 2
+
+
+HOSTILE = ["$(touch pwned1)", "; touch pwned2", "`touch pwned3`", "a b'c\"d", "x|$(touch pwned4)", "*"]
+
+
+@pytest.mark.parametrize("field", [
+    "train.extra", "train.infer_data", "train.pretrained", "eval.extra", "inference.data", "inference.benchmark",
+    "inference.extra", "train.norm", "export.norm",
+])
+def test_hostile_values_are_data_never_code(tmp_path: Path, field):
+    import yaml
+
+    doc = yaml.safe_load((STUB / "tipc.yaml").read_text())
+    section, name = field.split(".")
+    value = HOSTILE[0] + " " + " ".join(HOSTILE[1:4])
+    if name in ("norm", "script"):
+        value = doc[section][name] + " --x=" + value.replace(" ", "_")
+    if name in ("infer_data", "norm") or (section, name) in (("eval", "script"),):
+        doc[section][name] = value
+    else:
+        doc[section][name] = {"key": "--hostile", "value": value}
+    descriptor_path = tmp_path / "tipc.yaml"
+    descriptor_path.write_text(yaml.safe_dump(doc))
+    repo = tmp_path / "repo"
+    (repo / "stub").mkdir(parents=True)
+    for script in STUB.glob("*.py"):
+        (repo / "stub" / script.name).write_text(script.read_text())
+    tipcgen("init", str(descriptor_path), "--output", str(repo), check=True)
+    argv_file = tmp_path / "argv.jsonl"
+    tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo, env={"STUB_ARGV": str(argv_file)})
+    assert not list(repo.rglob("pwned*")) and not list(Path.cwd().glob("pwned*")), "a value ran as a command"
+    seen = argv_file.read_text()
+    if field == "inference.data":
+        return  # its value is read only in whole_infer; its key carries train_infer_img_dir's value
+    assert "$(touch pwned1)" in seen or "$(touch_pwned1)" in seen, "the hostile value must arrive as data"
+
+
+def test_interrupt_leaves_a_summary(stub_repo: Path):
+    env = dict(os.environ, NO_COLOR="1", STUB_HANG="infer")
+    proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "--mode", "lite_train_lite_infer"], cwd=stub_repo,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("[tipc] RUN  infer"):
+            break
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, "".join(seen) + out
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert [s["kind"] for s in summary["steps"] if s["status"] == "passed"] == ["prepare", "train", "eval", "export"]
+    assert "INTERRUPTED" in out

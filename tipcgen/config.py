@@ -1,0 +1,332 @@
+"""The TIPC config text model: a lossless list of lines, queried by key, slot or section.
+
+``TipcConfig.parse(text).render() == text`` for every real config: nothing is normalised
+(trailing spaces, header ``=`` counts, blank lines, a missing final newline all survive).
+Queries follow the bash runners (SPEC §1.1): blank lines do not count, a key ends at the first
+``:``, lists split on ``|``, per-mode values are ``mode=value`` pairs. Standard library only.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tipcgen import layout
+
+_HEADER = re.compile(r"^=+([^=]+)=+$")
+_MODE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Chains that the file's first header names; `train_params` needs a closer look (see `_detect_kind`).
+_KIND_BY_FIRST_HEADER = {
+    "serving_params": "serving",
+    "serving_infer_python_params": "serving",
+    "serving_infer_cpp_params": "serving",
+    "cpp_infer_params": "cpp",
+    "paddle2onnx_params": "paddle2onnx",
+    "lite_params": "lite",
+    "ptq_params": "ptq",
+    "kl_quant_params": "kl_quant",
+    "base_train": "dy2static",
+    "amp_train": "dy2static",
+    "infer_params": "infer_python",
+}
+KINDS = (
+    "train_infer_python", "tutorial_32", "infer_python", "paddle2onnx", "serving", "cpp", "lite",
+    "ptq", "kl_quant", "dy2static", "empty", "unknown",
+)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One physical line, exactly as written (no ``\\n``; trailing spaces and ``\\r`` kept)."""
+
+    text: str
+
+    @property
+    def kind(self) -> str:
+        """``blank``, ``header`` (``===name===``), ``sep`` (``##``), ``kv`` (has a ``:``) or ``text``."""
+        stripped = _bare(self.text)
+        if not stripped:
+            return "blank"
+        if stripped[0] == "=" and _HEADER.match(stripped):
+            return "header"
+        if not stripped.strip("#"):
+            return "sep"
+        return "kv" if ":" in self.text else "text"
+
+    @property
+    def key(self) -> str:
+        """Text before the first ``:`` (what ``func_parser_key`` reads); the stripped line if none."""
+        key, colon, _ = self.text.partition(":")
+        return key if colon else self.text.strip()
+
+    @property
+    def value(self) -> str | None:
+        """Everything after the first ``:`` (PaddleDetection's reading); ``None`` without a colon."""
+        _, colon, value = self.text.partition(":")
+        return value if colon else None
+
+    @property
+    def bash_value(self) -> str:
+        """What OCR/Clas/NLP ``func_parser_value`` reads: the text between the 1st and 2nd ``:``."""
+        parts = self.text.split(":", 2)
+        return parts[1] if len(parts) > 1 else ""
+
+    @property
+    def header_name(self) -> str | None:
+        """The name inside a header line (``base_train`` for ``=== base_train ===``), else ``None``."""
+        match = _HEADER.match(_bare(self.text))
+        return match.group(1).strip() if match else None
+
+
+def _bare(text: str) -> str:
+    """The text without surrounding whitespace or a byte-order mark (lint reports both)."""
+    return text.strip().lstrip("\ufeff").strip()
+
+
+@dataclass(frozen=True)
+class Section:
+    """A header and the physical lines up to the next header; the leading section has no name."""
+
+    name: str | None
+    header_line_index: int | None
+    lines: tuple[Line, ...]
+
+    def get(self, key: str) -> str | None:
+        """The value of the first line in this section with this key."""
+        return next((line.value for line in self.lines if line.value is not None and line.key == key), None)
+
+
+@dataclass(frozen=True)
+class TipcConfig:
+    """A config file as its physical lines; ``render()`` gives the exact text back."""
+
+    lines: tuple[Line, ...]
+    final_newline: bool = True
+
+    @classmethod
+    def parse(cls, text: str) -> TipcConfig:
+        """Split on ``\\n`` only, so ``\\r`` and every other byte stay where they were."""
+        if not text:
+            return cls((), False)
+        final_newline = text.endswith("\n")
+        body = text[:-1] if final_newline else text
+        return cls(tuple(Line(part) for part in body.split("\n")), final_newline)
+
+    @classmethod
+    def read(cls, path: str | Path) -> TipcConfig:
+        """Parse a file without newline translation (``Path.read_text`` would eat ``\\r``)."""
+        return cls.parse(Path(path).read_bytes().decode("utf-8", errors="surrogateescape"))
+
+    @classmethod
+    def from_lines(cls, texts: Iterable[str], final_newline: bool = True) -> TipcConfig:
+        """Build a config from line texts (no ``\\n`` inside a text)."""
+        lines = tuple(Line(text) for text in texts)
+        if any("\n" in line.text for line in lines):
+            raise ValueError("a config line must not contain a newline")
+        return cls(lines, final_newline and bool(lines))
+
+    def render(self) -> str:
+        text = "\n".join(line.text for line in self.lines)
+        return text + "\n" if self.final_newline else text
+
+    def logical_lines(self) -> list[Line]:
+        """The lines the bash runner indexes: ``IFS=$'\\n'`` drops only truly empty lines."""
+        return [line for line in self.lines if line.text]
+
+    def physical_index(self, logical_index: int) -> int | None:
+        """The 0-based physical line of a logical index (add 1 for the editor line)."""
+        seen = -1
+        for number, line in enumerate(self.lines):
+            if line.text:
+                seen += 1
+                if seen == logical_index:
+                    return number
+        return None
+
+    @property
+    def kind(self) -> str:
+        """One of ``KINDS``, from the first header (or first key) and, for ``train_params``, the layout."""
+        return _detect_kind(self.logical_lines())
+
+    def sections(self) -> list[Section]:
+        """Sections in file order; lines before the first header form a nameless section."""
+        sections: list[Section] = []
+        name: str | None = None
+        start: int | None = None
+        body: list[Line] = []
+        for number, line in enumerate(self.lines):
+            header = line.header_name
+            if header is None:
+                body.append(line)
+                continue
+            if start is not None or body:
+                sections.append(Section(name, start, tuple(body)))
+            name, start, body = header, number, []
+        if start is not None or body:
+            sections.append(Section(name, start, tuple(body)))
+        return sections
+
+    def section(self, name: str) -> Section | None:
+        return next((section for section in self.sections() if section.name == name), None)
+
+    def get(self, key: str) -> str | None:
+        """The value of the first ``key:value`` line with exactly this key."""
+        return next((line.value for line in self.lines if line.value is not None and line.key == key), None)
+
+    def values(self, key: str) -> list[str]:
+        """Every value for this key, in file order."""
+        return [line.value for line in self.lines if line.value is not None and line.key == key]
+
+    def slot(self, name: str) -> Line | None:
+        """The logical line at a slot of the 51-line layout (positional: meaningful for
+        ``train_infer_python`` files); ``None`` beyond the end."""
+        index = layout.SLOT_BY_NAME[name].index
+        logical = self.logical_lines()
+        return logical[index] if index < len(logical) else None
+
+    @property
+    def model_name(self) -> str | None:
+        return self.get("model_name")
+
+    @property
+    def python(self) -> str | None:
+        return self.get("python")
+
+    @property
+    def gpu_list(self) -> list[str]:
+        return split_list(self.get("gpu_list"))
+
+
+def _detect_kind(logical: Sequence[Line]) -> str:
+    if not logical:
+        return "empty"
+    first = logical[0].header_name
+    if first is None:
+        return "lite" if logical[0].key == "runtime_device" else "unknown"
+    if first == "train_params":
+        return _train_params_kind(logical)
+    if first in _KIND_BY_FIRST_HEADER:
+        return _KIND_BY_FIRST_HEADER[first]
+    # OCR system configs name the header after the model, then follow the inference-only layout.
+    if len(logical) > 3 and logical[1].key == "model_name" and logical[3].key == "infer_model":
+        return "infer_python"
+    return "unknown"
+
+
+def _train_params_kind(logical: Sequence[Line]) -> str:
+    """Tell the 51-line layout from the 32-line tutorial and OCR's kl_quant layout."""
+    def key_at(index: int) -> str | None:
+        return logical[index].key if index < len(logical) else None
+
+    if key_at(7) == "infer_quant" and key_at(8) == "inference":
+        return "kl_quant"
+    # The tutorial's eval header sits at idx 15 (idx 22 in the 51-line layout); allow a shift.
+    eval_header = next(index for index, key in layout.TUTORIAL_32_ANCHORS.items() if key == "eval_params")
+    nearby = logical[eval_header - 3: eval_header + 4]
+    if any(line.header_name == "eval_params" for line in nearby):
+        return "tutorial_32"
+    return "train_infer_python"
+
+
+def split_list(value: str | None) -> list[str]:
+    """A ``|`` list as bash's ``IFS="|"`` splits it (an empty value has no items, and a
+    trailing empty item is dropped)."""
+    if not value:
+        return []
+    items = value.split("|")
+    return items[:-1] if items[-1] == "" else items
+
+
+def parse_per_mode(value: str | None) -> dict[str, str]:
+    """``lite_train_lite_infer=1|whole_train_whole_infer=300`` as a dict; items that are not
+    ``mode=value`` are skipped, and the first of a repeated mode wins, as in the runner."""
+    pairs: dict[str, str] = {}
+    for item in split_list(value):
+        mode, equals, mode_value = item.partition("=")
+        if equals and _MODE_NAME.match(mode):
+            pairs.setdefault(mode, mode_value)
+    return pairs
+
+
+def value_for_mode(value: str | None, mode: str) -> str:
+    """What ``func_parser_params`` gives for a mode: its value, or ``""`` when it is missing."""
+    return parse_per_mode(value).get(mode, "")
+
+
+def is_null(value: str | None) -> bool:
+    """True for values the runner omits: ``null``, empty, whitespace (or no value at all)."""
+    return value is None or value.strip() in ("", "null")
+
+
+def build_train_infer_python(
+    slot_pairs: Mapping[str, tuple[str, str | None]],
+    trailing: Sequence[tuple[str | None, Sequence[str]]] = (),
+    final_newline: bool = True,
+) -> TipcConfig:
+    """Render the 51-line layout from ``{slot_name: (key, value)}`` plus trailing sections.
+
+    Headers and ``##`` come from ``layout``; a kv slot that is not given gets its default key
+    (``null:null`` where the layout has none). A ``None`` value writes the key alone (``##``).
+    ``trailing`` is ``[(section_name, [line, ...])]``; a ``None`` name writes no header.
+    """
+    unknown = set(slot_pairs) - {slot.name for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"}
+    if unknown:
+        raise ValueError(f"not kv slots of the 51-line layout: {', '.join(sorted(unknown))}")
+    texts: list[str] = []
+    for slot in layout.TRAIN_INFER_PYTHON:
+        if slot.kind == "header":
+            texts.append(layout.header_line(slot.name))
+        elif slot.kind == "sep":
+            texts.append("##")
+        else:
+            key, value = slot_pairs.get(slot.name, (slot.key or "null", "null"))
+            if ":" in key:
+                raise ValueError(f"slot {slot.name}: a key cannot contain ':' ({key!r})")
+            texts.append(key if value is None else f"{key}:{value}")
+    for name, lines in trailing:
+        if name is not None:
+            texts.append(layout.header_line(name))
+        texts.extend(lines)
+    if any(not text or "\n" in text for text in texts):
+        raise ValueError("config lines must be non-empty and must not contain a newline")
+    return TipcConfig.from_lines(texts, final_newline)
+
+
+def slot_pairs(config: TipcConfig) -> dict[str, tuple[str, str | None]]:
+    """The kv slots of a conforming 51-line file as ``{slot_name: (key, value)}`` (the inverse
+    of ``build_train_infer_python``; a line without ``:`` gives ``(text, None)``)."""
+    logical = _conforming_logical(config)
+    return {
+        slot.name: (logical[slot.index].key, logical[slot.index].value)
+        for slot in layout.TRAIN_INFER_PYTHON
+        if slot.kind == "kv"
+    }
+
+
+def trailing_sections(config: TipcConfig) -> list[tuple[str | None, list[str]]]:
+    """The logical lines after idx 50 grouped by header: ``[(name, [line, ...])]``; lines
+    before the first trailing header come first with the name ``None``."""
+    logical = _conforming_logical(config)
+    sections: list[tuple[str | None, list[str]]] = []
+    for line in logical[layout.TRAIN_INFER_PYTHON_LINES:]:
+        name = line.header_name
+        if name is not None:
+            sections.append((name, []))
+        elif sections:
+            sections[-1][1].append(line.text)
+        else:
+            sections.append((None, [line.text]))
+    return sections
+
+
+def _conforming_logical(config: TipcConfig) -> list[Line]:
+    logical = config.logical_lines()
+    if config.kind != "train_infer_python" or len(logical) < layout.TRAIN_INFER_PYTHON_LINES:
+        raise ValueError(f"not a 51-line train_infer_python config (kind {config.kind}, {len(logical)} lines)")
+    for slot in layout.TRAIN_INFER_PYTHON:
+        line = logical[slot.index]
+        if (slot.kind == "header" and line.header_name != slot.name) or (slot.kind == "sep" and line.kind != "sep"):
+            raise ValueError(f"idx {slot.index} should be the {slot.name} line but is {line.text!r}; run tipcgen lint")
+    return logical
