@@ -94,6 +94,56 @@ def run(
     raise typer.Exit(summary.exit_code)
 
 
+@app.command()
+def lint(
+    configs: List[Path] = typer.Argument(..., help="Config files or folders (searched for *.txt)."),
+    repo_root: Optional[Path] = typer.Option(None, "--repo-root", help="Check that the scripts the config names exist here."),
+    format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
+) -> None:
+    """Find what upstream TIPC runners get silently wrong: shifted lines, ':' in values, list lengths, ...
+
+    Exit code 1 if any finding is an error, 0 otherwise.
+
+    Example: tipcgen lint test_tipc/configs --repo-root .
+    """
+    from . import lint as linter
+
+    for path in configs:
+        if not path.exists():
+            raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
+    findings = linter.lint_paths([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None)
+    if format is Format.json:
+        typer.echo(linter.findings_to_json(findings))
+    else:
+        for finding in findings:
+            typer.echo(linter.format_finding(finding))
+        errors = sum(1 for f in findings if f.severity == "error")
+        typer.echo(f"{errors} error(s), {len(findings) - errors} warning(s)", err=True)
+    raise typer.Exit(1 if linter.has_errors(findings) else 0)
+
+
+@app.command("import")
+def import_(
+    config: Path = typer.Argument(..., help="An existing train_infer_python.txt."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
+) -> None:
+    """Turn an existing train_infer_python config into a tipcgen descriptor.
+
+    `tipcgen init` of the result renders the same config again.
+
+    Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
+    """
+    from . import importer, render
+
+    text = importer.import_file(config)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    render.write_tree({output.name: text}, output.parent, force=force)
+    typer.echo(f"wrote {output}; render it with: tipcgen init {output}")
+
+
 def main() -> None:
     try:
         app()
