@@ -32,12 +32,12 @@ case $MODE in
     *) WHOLE_ROLES=" " ;;
 esac
 
-# The folder with the whole data set, checked once.
+# whole_source FILE: the folder with the whole data set, which must be named by WHOLE_ENV.
 whole_source() {
     local dir=${!WHOLE_ENV:-}
     if [ -z "$dir" ]; then
-        tipc_die "mode $MODE reads dev.tsv, train.tsv from the folder named by $WHOLE_ENV, which is not set" \
-            "export $WHOLE_ENV=/path/to/the/data (tipcgen run --data-dir DIR sets it)"
+        tipc_die "mode $MODE reads $1 from the folder named by $WHOLE_ENV, which is not set" \
+            "export $WHOLE_ENV=/path/to/the/data, the folder that holds dev.tsv, train.tsv (tipcgen run --data-dir DIR sets it)"
     fi
     if [ ! -d "$dir" ]; then
         tipc_die "$WHOLE_ENV=$dir is not a folder" "point $WHOLE_ENV at the folder that holds dev.tsv, train.tsv"
@@ -50,7 +50,7 @@ prepare_file() {
     local name=$1 role=$2 lite=$3 whole=$4 md5=$5 rows=$6 src found_md5 found_rows
     rm -f -- "$DATA_DIR/$name"
     if [[ $WHOLE_ROLES == *" $role "* ]] && [ -n "$whole" ]; then
-        src=$(whole_source)/$whole || exit 2
+        src=$(whole_source "$whole")/$whole || exit 2
         if [ ! -f "$src" ]; then
             tipc_die "$name: $src does not exist" "the folder in $WHOLE_ENV must hold $whole"
         fi
@@ -79,6 +79,30 @@ mkdir -p -- "$DATA_DIR"
 prepare_file train.tsv train sample_models/bert-sst2/data/lite_train.tsv train.tsv 0f7c7389da97a0e006a89ffb5efbcaa5 67349
 prepare_file dev.tsv train sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
 prepare_file infer.tsv infer sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
+if [ "$MODE" = whole_infer ]; then
+    # whole_infer exports and infers an existing trained model: TIPC_MODEL_DIR, or the latest train run.
+    TRAINED=./train_data/bert_sst2/trained
+    CHECKPOINT=$(slot_value train_model_name)
+    SOURCE=${TIPC_MODEL_DIR:-}
+    if [ -z "$SOURCE" ]; then
+        for run in whole_train_whole_infer lite_train_whole_infer lite_train_lite_infer; do
+            for dir in ./test_tipc/output/"$TIPC_MODEL"/"$run"/*/; do
+                if [ -d "$dir$CHECKPOINT" ]; then SOURCE=$dir; break 2; fi
+            done
+        done
+    fi
+    if [ -z "$SOURCE" ]; then
+        tipc_die "whole_infer needs a trained model, and no train run of $TIPC_MODEL was found" \
+            "set TIPC_MODEL_DIR to a train output folder that holds $CHECKPOINT/, or run lite_train_lite_infer first"
+    fi
+    if [ ! -d "$SOURCE/$CHECKPOINT" ]; then
+        tipc_die "TIPC_MODEL_DIR=$SOURCE holds no $CHECKPOINT/ folder" "point it at a train output folder (it holds $CHECKPOINT/)"
+    fi
+    mkdir -p -- "$(dirname -- "$TRAINED")"
+    rm -f -- "$TRAINED"
+    ln -s -- "$(cd -- "$SOURCE" && pwd)" "$TRAINED"
+    printf '[prepare] %s -> %s (trained model)\n' "$TRAINED" "$SOURCE"
+fi
 printf '[prepare] %s\n' 'python sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt'
 "$PYTHON" sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt || tipc_die "data setup failed: sample_models/bert-sst2/build_vocab.py" "see the output above"
 printf '[prepare] %s %s: ready\n' "$TIPC_MODEL" "$MODE"

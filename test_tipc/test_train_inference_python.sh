@@ -26,6 +26,9 @@ fi
 PYTHON=${TIPC_PYTHON:-$(slot_value python)}
 tipc_check_python "$PYTHON"
 
+# The descriptor's step time limit, unless the caller sets one (tipcgen run --step-timeout).
+: "${TIPC_STEP_TIMEOUT:=600}"
+export TIPC_STEP_TIMEOUT
 LOG_PATH=./test_tipc/output/$TIPC_MODEL/$MODE
 rm -rf -- "$LOG_PATH"
 mkdir -p -- "$LOG_PATH"
@@ -291,7 +294,7 @@ run_whole_infer() {
                 continue
             fi
         fi
-        run_inference "$model_dir" "$(slot_value infer_data)" "$is_quant" "${GPU_ID:-0}" "_model_$count"
+        run_inference "$model_dir" "$(slot_value infer_data)" "$is_quant" "${GPU_ID:--1}" "_model_$count"
     done
     if [ "$count" -eq 0 ]; then
         tipc_die "$CONFIG: whole_infer needs trained models in the infer_model line" "list model folders there (| separated)"

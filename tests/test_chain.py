@@ -96,3 +96,74 @@ def test_upstream_runner_semantics_pass(tmp_path: Path):
     lines = run_upstream(repo, "test_tipc/configs/bert_sst2/train_infer_python.txt", MODE, env=ENV)
     assert len(lines) >= 7, lines  # train, eval, export, 4 inference cases
     assert all(line.startswith("Run successfully with command - bert_sst2 - ") for line in lines), lines
+
+
+def _variant(tmp_path: Path, edit) -> Path:
+    """A bert-sst2 repository whose descriptor was edited, then rendered again."""
+    repo = tmp_path / "repo"
+    tipcgen("init", "bert-sst2", "--output", str(repo), check=True)
+    descriptor = repo / "sample_models/bert-sst2/tipc.yaml"
+    text = descriptor.read_text()
+    descriptor.write_text(edit(text))
+    assert descriptor.read_text() != text
+    tipcgen("init", str(descriptor), "--output", str(repo), "--force", check=True)
+    return repo
+
+
+def test_a_several_device_entry_runs_as_cpu_processes(tmp_path: Path):
+    repo = _variant(tmp_path, lambda t: t.replace('gpu_list: ["0", "-1"]', 'gpu_list: ["-1", "0,1"]')
+                    .replace("value: [gpu, cpu]}", "value: [cpu, gpu]}"))
+    proc = tipcgen("run", "--mode", MODE, cwd=repo, env=ENV)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    records = read_records(repo, "bert_sst2", MODE)
+    trains = [r for r in records if r["kind"] == "train" and r["status"] == "passed"]
+    assert [r["name"] for r in trains] == ["norm_train_gpus_-1_autocast_fp32", "norm_train_gpus_0,1_autocast_fp32"]
+    assert "paddle.distributed.launch" not in trains[0]["command"]
+    assert "--nproc_per_node 2" in trains[1]["command"] and "127.0.0.1" in trains[1]["command"]
+    assert "--device=cpu" in trains[1]["command"] and "ran on CPU: 2 processes" in trains[1]["note"]
+    logs = repo / "test_tipc/output/bert_sst2" / MODE / "norm_train_gpus_0,1_autocast_fp32" / "log"
+    for rank in (0, 1):
+        assert "global_step" in (logs / f"workerlog.{rank}").read_text(), f"rank {rank}'s log is kept"
+    assert "ran on CPU: 2 processes" in proc.stdout
+
+
+def test_autocast_amp_on_cpu_is_reported_as_no_effect(tmp_path: Path):
+    repo = _variant(tmp_path, lambda t: t.replace("autocast: {key: --auto_cast, value: fp32}",
+                                                  "autocast: {key: --auto_cast, value: [fp32, amp]}")
+                    .replace('gpu_list: ["0", "-1"]', 'gpu_list: ["-1"]').replace("value: [gpu, cpu]}", "value: cpu}"))
+    proc = tipcgen("run", "--mode", MODE, "--quiet", cwd=repo, env=ENV)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    trains = {r["name"]: r for r in read_records(repo, "bert_sst2", MODE) if r["kind"] == "train"}
+    amp = trains["norm_train_gpus_-1_autocast_amp"]
+    assert amp["status"] == "passed" and "had no effect" in amp["note"] and "float32" in amp["note"]
+    assert "had no effect" not in trains["norm_train_gpus_-1_autocast_fp32"]["note"]
+    assert "--auto_cast=amp" in amp["command"]
+
+
+@pytest.fixture(scope="module")
+def sst2() -> Path:
+    from conftest import SST2
+
+    if not (SST2 / "dev.tsv").is_file():
+        pytest.skip("SST-2 is not at ../shared/data/sst2")
+    return SST2
+
+
+def test_whole_infer_exports_and_infers_an_earlier_run(lite_run, sst2):
+    repo, _ = lite_run
+    proc = tipcgen("run", "--mode", "whole_infer", "--data-dir", str(sst2), cwd=repo, env=ENV)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    records = read_records(repo, "bert_sst2", "whole_infer")
+    assert [r["kind"] for r in records if r["status"] == "passed"][:1] == ["export"]
+    infers = [r for r in records if r["kind"] == "infer" and r["status"] == "passed"]
+    assert len(infers) == 4
+    log = (repo / infers[0]["log"]).read_text()
+    assert sum(1 for line in log.splitlines() if line.startswith("sst2_")) == 872  # the whole dev set
+
+
+def test_lite_train_whole_infer(lite_run, sst2):
+    repo, _ = lite_run
+    proc = tipcgen("run", "--mode", "lite_train_whole_infer", "--data-dir", str(sst2), "--quiet", cwd=repo, env=ENV)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    infer = next(r for r in read_records(repo, "bert_sst2", "lite_train_whole_infer") if r["kind"] == "infer" and r["status"] == "passed")
+    assert sum(1 for line in (repo / infer["log"]).read_text().splitlines() if line.startswith("sst2_")) == 872

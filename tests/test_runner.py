@@ -174,3 +174,24 @@ def test_interrupt_leaves_a_summary(stub_repo: Path):
     assert summary["interrupted"] is True
     assert [s["kind"] for s in summary["steps"] if s["status"] == "passed"] == ["prepare", "train", "eval", "export"]
     assert "INTERRUPTED" in out
+
+
+@pytest.mark.parametrize("mode", ["lite_train_whole_infer", "whole_infer", "whole_train_whole_infer"])
+def test_whole_modes_stop_at_once_without_data(tmp_path: Path, mode):
+    tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
+    env = {k: v for k, v in os.environ.items() if k != "TIPC_DATA_DIR"}
+    proc = subprocess.run([sys.executable, "-m", "tipcgen", "run", "--mode", mode], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "TIPC_DATA_DIR" in proc.stderr and "--data-dir" in proc.stderr and "Traceback" not in proc.stderr
+    assert "[tipc] RUN" not in proc.stdout, "no step may run"
+
+
+def test_whole_data_with_the_wrong_checksum_is_refused(tmp_path: Path):
+    tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
+    fake = tmp_path / "fake_sst2"
+    fake.mkdir()
+    for name in ("train.tsv", "dev.tsv"):
+        (fake / name).write_text("label\tsentence\n1\tgood\n")
+    proc = tipcgen("run", "--mode", "whole_train_whole_infer", "--data-dir", str(fake), cwd=tmp_path)
+    assert proc.returncode == 2 and "md5" in proc.stderr and "1 data rows, expected 67349" in proc.stderr

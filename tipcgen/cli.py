@@ -68,7 +68,8 @@ def run(
     mode: str = typer.Option("lite_train_lite_infer", "--mode", "-m", help="lite_train_lite_infer, lite_train_whole_infer, whole_infer or whole_train_whole_infer."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run (default: the only test_tipc/configs/*/train_infer_python.txt)."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set for whole-data modes (sets TIPC_DATA_DIR)."),
-    step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default 600)."),
+    step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout)."),
+    model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
 ) -> None:
@@ -87,7 +88,8 @@ def run(
         if not quiet or line.startswith(("[tipc] PASS", "[tipc] FAIL", "[tipc] SKIP")):
             typer.echo(line)
 
-    summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout, on_line=show)
+    summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
+                                model_dir=model_dir, on_line=show)
     typer.echo(results.terminal_text(summary, color=_color()))
     run_dir = runner.run_dir_of(root, summary.model, summary.mode)
     typer.echo(f"summary: {run_dir / results.SUMMARY_JSON}\njunit:   {run_dir / results.JUNIT_XML}")

@@ -27,12 +27,17 @@ MD5_RE = re.compile(r"^[0-9a-f]{32}$")
 # Full-width and other look-alike punctuation that TIPC parsers split on wrongly (PaddleGAN #637).
 BAD_PUNCTUATION = "，：｜；（）＝　、"
 MAX_STEP_TIMEOUT = 24 * 3600
+# A descriptor holds about 150 values; far more means an alias that repeats itself (a "billion laughs").
+MAX_VALUES = 10_000
+MAX_NUMBER_BITS = 256
+# Slots whose key the generated runner checks before it reads anything: only their value is the user's.
+FIXED_KEY_SLOTS = ("model_name", "python", "gpu_list", "trainer")
 
 SECTION_FIELDS = {
     "train", "eval", "export", "whole_infer", "inference",
 }
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run"} | SECTION_FIELDS
-DATA_FIELDS = {"dir", "whole_env", "files", "setup"}
+DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model"}
 DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
 RUN_FIELDS = {"step_timeout"}
 ROLES = ("train", "infer")
@@ -43,11 +48,11 @@ class SlotValue:
     """The key and value text of one config line."""
 
     key: str
-    value: str
+    value: str | None  # None: a line without ':' (such as `##`), as some upstream configs have
 
     @property
     def line(self) -> str:
-        return f"{self.key}:{self.value}"
+        return self.key if self.value is None else f"{self.key}:{self.value}"
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class DataSpec:
     whole_env: str
     files: tuple[DataFile, ...]
     setup: tuple[tuple[str, ...], ...]
+    trained_model: str | None = None  # whole_infer: the folder prepare.sh links to a trained model
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ class Descriptor:
     base_dir: Path
     model_name: str
     slots: dict[str, SlotValue]
-    sections: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    sections: tuple[tuple[str | None, tuple[str, ...]], ...] = ()
     data: DataSpec | None = None
     step_timeout: int = 600
     description: str = ""
@@ -88,7 +94,7 @@ class Descriptor:
         return self.slots[name]
 
     def list_value(self, name: str) -> list[str]:
-        return self.slots[name].value.split("|")
+        return (self.slots[name].value or "").split("|")
 
     def for_cpu_only(self) -> "Descriptor":
         """The same chain with only the CPU entries of gpu_list and inference use_gpu."""
@@ -157,25 +163,35 @@ def load(target: str | Path) -> Descriptor:
 
 def load_text(text: str, source: str = "<descriptor>", base_dir: Path | None = None) -> Descriptor:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise DescriptorError(source, "", f"is not valid YAML: {problem}", line,
                               hint="check indentation and quoting around that line") from None
+    except RecursionError:
+        raise DescriptorError(source, "", "nests too deeply to be a descriptor",
+                              hint="a descriptor is a few levels of mappings and lists") from None
     lines: dict[str, int] = {}
-    data = _to_python(node, "", lines, source) if node is not None else None
+    try:
+        data = _to_python(node, "", lines, source) if node is not None else None
+    except RecursionError:
+        raise DescriptorError(source, "", "nests too deeply to be a descriptor (or a YAML alias contains itself)",
+                              hint="write the values out instead of using &anchor / *alias") from None
     return _Validator(source, lines).descriptor(data, base_dir or Path("."))
 
 
 def _to_python(node: yaml.Node, path: str, lines: dict[str, int], source: str) -> Any:
     lines[path] = node.start_mark.line + 1
+    if len(lines) > MAX_VALUES:
+        raise DescriptorError(source, path, f"is value number {MAX_VALUES + 1}: far too many for a descriptor",
+                              lines[path], "a YAML *alias probably repeats a large value; write the values out")
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if not isinstance(key, str) or not key:
+            if not isinstance(key, str) or not key or not key.isprintable():
                 raise DescriptorError(source, path or "(top level)", "has a key that is not a plain name",
                                       key_node.start_mark.line + 1)
             sub = f"{path}.{key}" if path else key
@@ -185,10 +201,20 @@ def _to_python(node: yaml.Node, path: str, lines: dict[str, int], source: str) -
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_to_python(item, f"{path}[{i}]", lines, source) for i, item in enumerate(node.value)]
+    line = node.start_mark.line + 1
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
     try:
-        return _SCALARS.construct_document(node)
-    except yaml.YAMLError as exc:
-        raise DescriptorError(source, path, f"cannot be read: {exc}", node.start_mark.line + 1) from None
+        value = _SCALARS.construct_document(node)
+    # PyYAML's scalar constructors fail with ValueError, IndexError, KeyError, ... on text such as `!!int ''`.
+    except Exception:
+        raise DescriptorError(source, path or "(top level)", f"cannot be read as {tag}: {_describe(node.value)}", line,
+                              "quote the value to keep it as text (and drop any !!tag)") from None
+    if isinstance(value, bytes):
+        raise DescriptorError(source, path or "(top level)", "is binary data (!!binary)", line, "write the value as text")
+    if isinstance(value, int) and value.bit_length() > MAX_NUMBER_BITS:
+        raise DescriptorError(source, path or "(top level)", f"is a number of {value.bit_length()} bits: too large for any setting",
+                              line, "quote it if it is meant as text")
+    return value
 
 
 _SCALARS = yaml.SafeLoader("")  # constructs scalar nodes only; holds no document state between calls
@@ -313,6 +339,8 @@ class _Validator:
             if not KEY_RE.match(key):
                 raise self.fail(f"{path}.key", f"{key!r} is not a usable flag name",
                                 "a flag name has no ':', '|', '=' and at most one inner space (as in '-o Global.epochs')")
+            if "value" not in value:
+                return SlotValue(key, None)  # the line is the key alone
             text = self.slot_value(value.get("value"), f"{path}.value", slot)
             return SlotValue(key, text)
         if value is None:
@@ -328,12 +356,12 @@ class _Validator:
             raise DescriptorError(self.source, "", "is empty", hint="start from a sample: tipcgen init bert-sst2 writes one")
         data = self.mapping(data, "", TOP_FIELDS)
         version = data.get("schema_version", SCHEMA_VERSION)
-        if version != SCHEMA_VERSION:
+        if isinstance(version, bool) or version != SCHEMA_VERSION:
             raise self._err("schema_version", version, f"{SCHEMA_VERSION}")
         for required in ("model_name", "gpu_list", "train", "inference"):
-            if required not in data:
-                raise DescriptorError(self.source, required, "is missing", None,
-                                      hint=f"add '{required}:' (see docs/DESCRIPTOR.md)")
+            if data.get(required) is None:
+                raise DescriptorError(self.source, required, "is missing" if required not in data else "is null",
+                                      self.lines.get(required), hint=f"give '{required}:' a value (see docs/DESCRIPTOR.md)")
         sections = {name: self.mapping(data[name], name, self._section_fields(name))
                     for name in SECTION_FIELDS if name in data and data[name] is not None}
         if "norm" not in sections["train"]:
@@ -352,6 +380,9 @@ class _Validator:
             else:
                 raw = data.get(head)
             slots[slot.name] = self.slot(slot, raw, slot.field)
+            if slot.name in FIXED_KEY_SLOTS and slots[slot.name].key != slot.key:
+                raise self.fail(f"{slot.field}.key", f"{slots[slot.name].key!r} replaces the fixed key {slot.key!r}",
+                                f"the runner checks this line's key: write {slot.field}: VALUE")
         model_name = self._model_name(slots["model_name"].value)
         self._python(slots["python"].value)
         self._gpu_list(slots)
@@ -388,12 +419,13 @@ class _Validator:
             if not GPU_ENTRY_RE.match(entry):
                 raise self.fail("gpu_list", f"entry {entry!r} is not a device entry",
                                 "use -1 (CPU), 0 (one GPU), 0,1 (one machine, several GPUs) or ip1,ip2;0,1")
-        devices = slots["train_use_gpu"].value.split("|")
-        if slots["train_use_gpu"].key != "null" and len(devices) not in (1, len(gpus)):
+        devices = (slots["train_use_gpu"].value or "").split("|")
+        # Paired by position; extra values are never read (upstream configs have them), missing ones drop the flag.
+        if slots["train_use_gpu"].key != "null" and 1 < len(devices) < len(gpus):
             raise self.fail("train.device", f"has {len(devices)} values for {len(gpus)} gpu_list entries",
                             "give one value per gpu_list entry (they are paired by position), or a single value")
 
-    def _sections(self, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    def _sections(self, value: Any) -> tuple[tuple[str | None, tuple[str, ...]], ...]:
         if value is None:
             return ()
         if not isinstance(value, list):
@@ -402,7 +434,8 @@ class _Validator:
         for i, item in enumerate(value):
             path = f"sections[{i}]"
             item = self.mapping(item, path, {"name", "lines"})
-            name = self.text(item.get("name"), f"{path}.name", what="section name")
+            # name null: lines after idx 50 that stand before any header (upstream fillers)
+            name = None if item.get("name") is None else self.text(item["name"], f"{path}.name", what="section name")
             lines = item.get("lines") or []
             if not isinstance(lines, list):
                 raise self._err(f"{path}.lines", lines, "a list of config lines")
@@ -433,7 +466,7 @@ class _Validator:
             lite = self._rel(spec.get("lite"), f"{path}.lite")
             whole = self._rel(spec.get("whole"), f"{path}.whole")
             md5 = spec.get("md5")
-            if md5 is not None and not (isinstance(md5, str) and MD5_RE.match(md5)):
+            if md5 is not None and not (isinstance(md5, str) and MD5_RE.fullmatch(md5)):
                 raise self._err(f"{path}.md5", md5, "32 lower-case hex digits")
             rows = spec.get("rows")
             if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
@@ -452,7 +485,8 @@ class _Validator:
             if not words[0].endswith(".py"):
                 raise self.fail(f"data.setup[{i}]", f"{words[0]!r} is not a python script", "setup runs python scripts only")
             setup.append(words)
-        return DataSpec(data_dir, env, tuple(files), tuple(setup))
+        trained = self._rel(value.get("trained_model"), "data.trained_model")
+        return DataSpec(data_dir, env, tuple(files), tuple(setup), trained)
 
     def _rel(self, value: Any, path: str) -> str | None:
         if value is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ class Step:
     note: str = ""
     command: str = ""
     tail: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,6 +84,22 @@ def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
     return text.splitlines()[-lines:]
 
 
+_METRIC = re.compile(r"^\s*(accuracy|acc|f1|loss)\s*[:=]\s*([-+0-9.eE]+)")
+
+
+def eval_metrics(lines: list[str]) -> dict[str, float]:
+    """The last `accuracy: X` style values an eval step printed."""
+    metrics = {}
+    for line in lines:
+        match = _METRIC.match(line)
+        if match:
+            try:
+                metrics[match.group(1)] = float(match.group(2))
+            except ValueError:
+                continue
+    return metrics
+
+
 def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
     """The step records of a run folder, and any record that could not be read."""
     steps, problems = [], []
@@ -102,6 +120,8 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
             continue
         if step.status == "failed" and step.log:
             step.tail = log_tail(root / step.log)
+        if step.status == "passed" and step.kind == "eval" and step.log:
+            step.metrics = eval_metrics(log_tail(root / step.log, 200))
         steps.append(step)
     return steps, problems
 
@@ -154,9 +174,9 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         mark = marks.get(step.status, step.status.upper())
         if paint:
             mark = f"{paint.get(step.status, '')}{mark}\033[0m"
-        detail = step.reason or step.note
-        if step.note and step.reason:
-            detail = f"{step.reason}; {step.note}"
+        detail = "; ".join(part for part in (step.reason, step.note) if part)
+        if step.metrics:
+            detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
         rows.append((mark, step.kind, step.name, f"{step.seconds:.1f}" if step.status != "skipped" else "-",
                      detail))
     return _env().get_template("report/summary.txt.j2").render(

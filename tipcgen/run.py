@@ -88,7 +88,7 @@ def _stream(cmd: list[str], root: Path, env: dict[str, str], on_line: Callable[[
 
 
 def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,
-              step_timeout: int | None = None, chain: str = "basic",
+              step_timeout: int | None = None, chain: str = "basic", model_dir: str | None = None,
               on_line: Callable[[str], None] = lambda line: None) -> Summary:
     check_mode(mode)
     root = root.resolve()
@@ -105,6 +105,10 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     env.setdefault("GLOG_minloglevel", "2")
     if data_dir is not None:
         env["TIPC_DATA_DIR"] = str(Path(data_dir).resolve())
+    if model_dir is not None:
+        if not Path(model_dir).is_dir():
+            raise RunError(f"--model-dir {model_dir} is not a folder", "name a train output folder (it holds the checkpoint)")
+        env["TIPC_MODEL_DIR"] = str(Path(model_dir).resolve())
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 

@@ -1,0 +1,267 @@
+"""tipcgen import: configs become descriptors that render back to the same lines; clear refusals.
+
+The corpus sweep imports every train_infer_python file of ../shared/tipc-corpus (read in place),
+loads the descriptor, renders it and compares the config line for line, with trailing
+whitespace stripped, blank lines dropped and header padding compared by name (the documented
+normalisations, plus whitespace around a slot's key and value).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tipcgen import descriptor, layout, render
+from tipcgen.config import TipcConfig, build_train_infer_python, slot_pairs, split_list
+from tipcgen.errors import TipcgenError
+from tipcgen.importer import ConfigImportError, import_config, import_descriptor, import_file
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"
+SHIFTED = "PaddleOCR/test_tipc__configs__ch_PP-OCRv4_server_rec_ampO2_ultra__train_infer_python.txt"
+CLAS_RESNET = "PaddleClas/test_tipc__configs__ResNet__ResNet50_vd_train_infer_python.txt"
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
+ENV = render.environment()
+
+
+def round_trip(text: str, source: str = "t.txt") -> str:
+    """import → descriptor.load_text → render_config, independently of import_descriptor."""
+    return render.render_config(descriptor.load_text(import_config(text, source), source="t.yaml"), ENV)
+
+
+def lines_of(text: str) -> list[str]:
+    """Logical lines, trailing whitespace stripped, headers compared by name."""
+    config = TipcConfig.parse(text)
+    return [layout.header_line(line.header_name) if line.header_name is not None else line.text.rstrip()
+            for line in config.logical_lines()]
+
+
+def expected_lines(text: str) -> list[str]:
+    """``lines_of`` with no whitespace around a slot's key and value or around a trailing line."""
+    lines = lines_of(text)
+    logical = TipcConfig.parse(text).logical_lines()
+    for slot in layout.TRAIN_INFER_PYTHON:
+        if slot.kind == "kv":
+            line = logical[slot.index]
+            lines[slot.index] = line.key.strip() + ("" if line.value is None else ":" + line.value.strip())
+    tail = [line.strip() for line in lines[layout.TRAIN_INFER_PYTHON_LINES:]]
+    return lines[: layout.TRAIN_INFER_PYTHON_LINES] + tail
+
+
+BERT_SST2 = {name: (value.key, value.value) for name, value in descriptor.load("bert-sst2").slots.items()}
+
+
+def config_text(**pairs: tuple[str, str | None]) -> str:
+    """A 51-line config: the bert-sst2 sample's slots with some replaced."""
+    return build_train_infer_python({**BERT_SST2, **pairs}).render()
+
+
+# ---------------------------------------------------------------- the corpus
+
+def _import_and_compare(text: str, source: str) -> str:
+    """``ok``, or why the file cannot be imported or does not render back the same."""
+    try:
+        _, desc = import_descriptor(text, source)
+    except TipcgenError as exc:
+        return str(exc).splitlines()[0]
+    rendered = render.render_config(desc, ENV)
+    if lines_of(rendered) != expected_lines(text):
+        return "renders differently"
+    return "ok"
+
+
+def _conforming(config: TipcConfig) -> bool:
+    try:
+        slot_pairs(config)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def sweep() -> dict[str, tuple[bool, str]]:
+    """name → (conforming 51-line layout, outcome) for every train_infer_python corpus file."""
+    results = {}
+    for path in sorted(CORPUS.rglob("*.txt")):
+        text = path.read_bytes().decode("utf-8")
+        config = TipcConfig.parse(text)
+        if config.kind == "train_infer_python":
+            name = str(path.relative_to(CORPUS))
+            results[name] = (_conforming(config), _import_and_compare(text, name))
+    return results
+
+
+@needs_corpus
+def test_every_conforming_config_imports_and_renders_back(sweep: dict[str, tuple[bool, str]]) -> None:
+    """Every file in the 51-line layout renders back line for line (12 OCR files pair `gpu_list:0`
+    with `Global.use_gpu:True|True`: the extra value is never read, and it is kept)."""
+    refused = {name: outcome for name, (conforming, outcome) in sweep.items() if conforming and outcome != "ok"}
+    listing = "\n".join(f"{name}: {outcome}" for name, outcome in sorted(refused.items()))
+    assert not refused, listing
+
+
+@needs_corpus
+def test_corpus_figures(sweep: dict[str, tuple[bool, str]]) -> None:
+    """The figures docs/DESCRIPTOR.md quotes; the assertion message lists every refused file."""
+    outcomes = Counter("ok" if outcome == "ok" else outcome.split(": ", 1)[1].split(" (")[0]
+                       for _, outcome in sweep.values())
+    refused = "\n".join(f"{name}: {outcome}" for name, (_, outcome) in sorted(sweep.items()) if outcome != "ok")
+    summary = f"{dict(outcomes)}\n{refused}"
+    assert len(sweep) == 651, summary
+    assert sum(conforming for conforming, _ in sweep.values()) == 646, summary
+    assert outcomes["ok"] == 646, summary
+    assert sum("lines of the layout" in outcome for _, outcome in sweep.values()) == 4, summary
+    assert sum("slot shift" in outcome for _, outcome in sweep.values()) == 1, summary
+
+
+@needs_corpus
+def test_import_config_text_loads_as_import_descriptor_says() -> None:
+    text = (CORPUS / CLAS_RESNET).read_text()
+    document, desc = import_descriptor(text, CLAS_RESNET)
+    assert document == import_config(text, CLAS_RESNET)
+    assert descriptor.load_text(document, source="t.yaml").slots == desc.slots
+    assert lines_of(round_trip(text)) == expected_lines(text)
+
+
+@needs_corpus
+def test_normalisations_are_listed_in_the_header_comment() -> None:
+    document = import_file(CORPUS / CLAS_RESNET)
+    assert f"imported from {CORPUS / CLAS_RESNET}" in document
+    assert "tipcgen init <this file>" in document
+    assert "  - name: null\n    lines:\n      - null:null" in document  # the filler before the first header
+    assert "27/27 '=' padding: lines 27, 53, 61" in document
+
+
+@needs_corpus
+def test_a_shifted_file_is_refused_naming_the_shift() -> None:
+    with pytest.raises(ConfigImportError) as caught:
+        import_file(CORPUS / SHIFTED)
+    message = str(caught.value)
+    assert f"{CORPUS / SHIFTED}:22: idx 21 should be a '##' separator" in message
+    assert "slot shift (1 line missing above it)" in message
+    assert "tipcgen lint" in message
+
+
+# ---------------------------------------------------------------- without the corpus
+
+def test_the_bert_sst2_config_round_trips() -> None:
+    config = render.render_config(descriptor.load("bert-sst2"), ENV)
+    document = import_config(config, "test_tipc/configs/bert_sst2/train_infer_python.txt")
+    assert round_trip(config) == config
+    assert "# Normalised" not in document
+    for natural in ("gpu_list: [0, -1]", "checkpoint: checkpoint", "quant: False",
+                    "use_gpu: {key: --use_gpu, value: [True, False]}",
+                    "epochs: {key: --epochs, value: {lite_train_lite_infer: 1, lite_train_whole_infer: 1, "
+                    "whole_train_whole_infer: 1}}"):
+        assert f"\n{natural}" in document or f"\n  {natural}" in document, natural
+    assert "pact:" not in document  # a slot holding its default null line is left out
+
+
+@pytest.mark.parametrize("value", ["true", "TRUE", "yes", "on", "1.0", "1e-4", "1.0e-4", "0.0001", "010", "0x1F",
+                                   "1_000", "1:30", "2021-01-01", "~", "Null", ".inf", "'q'", "a #b", "[1,2]",
+                                   "{a: 1}", "*ref", "&ref", "!tag", "@x", "%x", "-", "- x", "? x", "x: y", "0,1"])
+def test_scalars_render_back_as_written(value: str) -> None:
+    text = config_text(
+        train_use_gpu=("--device", f"{value}|{value}"),   # a list item
+        epoch=("--epochs", f"lite_train_lite_infer={value}|whole_train_whole_infer=1"),  # a per-mode value
+        save_model=(value.split(":")[0] or "k", value),     # a plain slot value (and a key)
+        train_model_name=("train_model_name", value),        # a value under its default key
+    )
+    assert round_trip(text) == text
+
+
+@pytest.mark.parametrize("slot, value", [
+    ("epoch", "lite_train_infer=1|whole_train_infer=2"),                        # legacy modes
+    ("epoch", "lite_train_lite_infer=1|lite_train_lite_infer=2"),                # a repeated mode
+    ("epoch", "lite_train_lite_infer=a=b"),                                      # '=' inside a value
+    ("infer_use_gpu", "True||False"),                                            # an empty item
+    ("infer_use_gpu", "True|"),                                                  # a trailing '|'
+    ("infer_use_gpu", "True |False"),                                            # space inside an item
+])
+def test_values_without_a_structured_form_are_kept_as_text(slot: str, value: str) -> None:
+    text = config_text(**{slot: (BERT_SST2[slot][0], value)})
+    assert f"value: {value}" in import_config(text, "t.txt")
+    assert round_trip(text) == text
+
+
+def test_a_comma_entry_stays_a_string() -> None:
+    text = config_text(gpu_list=("gpu_list", "0|0,1"), train_model_name=("train_model_name", "0,1"))
+    document = import_config(text, "t.txt")
+    assert "\ngpu_list: [0, '0,1']" in document and "\n  checkpoint: 0,1" in document
+    assert round_trip(text) == text
+
+
+def test_whitespace_is_normalised_and_said() -> None:
+    text = config_text(norm_train=("norm_train", "train.py ")).replace("python:python\n", "python:python \t\n")
+    document = import_config(text, "t.txt")
+    assert "#   whitespace around a key or value removed: lines 3, 16" in document
+    assert round_trip(text) == config_text(norm_train=("norm_train", "train.py"))
+
+
+def test_a_separator_in_a_value_slot_comes_back_as_it_was() -> None:
+    text = config_text(inference_dir=("##", None))
+    assert "\n##\n" in text
+    assert "inference_dir: {key: '##'}" in import_config(text, "t.txt")
+    assert round_trip(text) == text
+
+
+def test_a_line_after_idx_50_outside_any_section_is_kept() -> None:
+    text = config_text() + "extra:1\n"
+    assert round_trip(text) == text
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("===========================serving_params===========================\nmodel_name:m\n", "serving"),
+    ("===========================paddle2onnx_params===========================\nmodel_name:m\n", "paddle2onnx"),
+])
+def test_other_kinds_are_refused(text: str, kind: str) -> None:
+    with pytest.raises(ConfigImportError) as caught:
+        import_config(text, "serving.txt")
+    assert str(caught.value).startswith(
+        f"serving.txt: is a {kind} config: only train_infer_python configs (the 51-line layout) can be imported")
+
+
+def test_an_empty_or_short_file_is_refused() -> None:
+    with pytest.raises(ConfigImportError, match="is empty"):
+        import_config("", "e.txt")
+    short = "\n".join(config_text().splitlines()[:26]) + "\n"
+    with pytest.raises(ConfigImportError, match="has 26 of the 51 lines of the layout"):
+        import_config(short, "s.txt")
+
+
+def test_a_missing_line_is_refused_as_a_shift() -> None:
+    lines = config_text().splitlines()
+    del lines[layout.SLOT_BY_NAME["pact_train"].index]
+    with pytest.raises(ConfigImportError) as caught:
+        import_config("\n".join(lines) + "\n", "t.txt")
+    assert str(caught.value).startswith("t.txt:22: idx 21 should be a '##' separator but is '=====")
+    assert "a slot shift (1 line missing above it)" in str(caught.value)
+
+
+@pytest.mark.parametrize("pairs, message", [
+    ({"norm_train": ("norm_train", "a，b")}, r"^t\.txt:16: train\.norm: 'a，b' contains the full-width"),
+        ({"gpu_list": ("gpu_list", "0|-1|0,1"), "train_use_gpu": ("--device", "gpu|cpu")},
+         r"^t\.txt:5: train\.device: has 2 values for 3 gpu_list"),
+    ({"model_name": ("model_name", "a/b")}, r"^t\.txt:2: model_name: 'a/b' cannot name a folder"),
+    ({"epoch": ("--my  epochs", "1")}, r"^t\.txt:7: train\.epochs\.key: '--my  epochs' is not a usable flag name"),
+    ({"norm_train": ("norm_train", "train.py\x01")}, r"^t\.txt:16: contains the control character '\\x01'"),
+])
+def test_refused_values_name_the_config_line(pairs: dict, message: str) -> None:
+    with pytest.raises(ConfigImportError, match=message):
+        import_config(config_text(**pairs), "t.txt")
+
+
+def test_import_file_reports_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigImportError, match="cannot be read"):
+        import_file(tmp_path / "missing.txt")
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes(config_text().replace("bert_sst2", "caf\xe9").encode("latin-1"))
+    with pytest.raises(ConfigImportError, match="is not UTF-8 text"):
+        import_file(latin1)
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + config_text().encode())
+    assert "27/27 '=' padding: line 1" in import_file(bom)
+    crlf = tmp_path / "crlf.txt"
+    crlf.write_bytes(config_text().replace("\n", "\r\n").encode())
+    assert round_trip(crlf.read_bytes().decode()) == config_text()
+    assert "whitespace around a key or value removed" in import_file(crlf)

@@ -1,0 +1,326 @@
+"""``tipcgen import``: an existing ``train_infer_python`` config → a descriptor (``tipc.yaml``).
+
+The descriptor renders back to the same config: the same logical lines, keys and values in the
+same order. A few things the runners read the same way are normalised, and the descriptor's
+header comment lists them: whitespace around keys, values and section lines, header ``=``
+padding (made 27/27), blank lines and a byte-order mark. A file that cannot be
+represented (another kind of config, a shifted or short layout, a value the descriptor refuses)
+raises ``ConfigImportError`` naming the file, the line and the reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from . import config as cfg
+from . import descriptor, layout
+from .errors import DescriptorError, TipcgenError
+
+# Written even when they hold the default: the descriptor requires them.
+_REQUIRED_FIELDS = ("model_name", "gpu_list", "train.norm", "inference.script")
+_KNOWN_MODES = (*layout.MODES, *layout.KNOWN_EXTRA_MODES)
+_SHIFT_WINDOW = (-1, 1, -2, 2, -3, 3)
+_COMMENT_COLUMN = 50
+_LINE_WIDTH = 110
+# What the descriptor validator accepts where: slot values (scalar_text), keys, section text.
+_VALUE_TYPES = (str, bool, int, float, type(None))
+_KEY_TYPES = (str, type(None))
+_TEXT_TYPES = (str,)
+
+
+@dataclass
+class _Trailing:
+    """A trailing section: its name, the editor line of its header, and its (line, text) pairs."""
+
+    name: str | None  # None: lines before any header
+    line: int
+    lines: list[tuple[int, str]]
+
+
+class ConfigImportError(TipcgenError):
+    """A config that cannot become a descriptor: names the file, the line and the reason."""
+
+    def __init__(self, source: str, line: int | None, message: str, hint: str = "") -> None:
+        super().__init__(f"{source}:{line}: {message}" if line else f"{source}: {message}", hint)
+
+
+def import_file(path: str | Path) -> str:
+    """The descriptor YAML for a config file (read without newline translation)."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigImportError(str(path), None, f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigImportError(str(path), None, f"cannot be read: {exc.strerror}") from None
+    return import_config(text, str(path))
+
+
+def import_config(text: str, source: str) -> str:
+    """The descriptor YAML for a ``train_infer_python`` config text; ``source`` names the config
+    in messages and in the header comment. The result passes ``descriptor.load_text``."""
+    return import_descriptor(text, source)[0]
+
+
+def import_descriptor(text: str, source: str) -> tuple[str, descriptor.Descriptor]:
+    """The descriptor YAML and the ``Descriptor`` it loads as (to render it without loading twice)."""
+    config = cfg.TipcConfig.parse(text)
+    _check_kind(config, source)
+    _check_layout(config, source)
+    _check_printable(config, source)
+    notes: list[str] = []
+    pairs = _normalised_pairs(config, notes)
+    sections = _normalised_sections(config, source, notes)
+    _note_headers_and_blanks(config, notes)
+    document, origin = _document(source, pairs, sections, notes, config)
+    return document, _load(document, source, origin)
+
+
+# ---------------------------------------------------------------- what can be imported
+
+def _check_kind(config: cfg.TipcConfig, source: str) -> None:
+    kind = config.kind
+    if kind == "empty":
+        raise ConfigImportError(source, None, "is empty: there is nothing to import")
+    if kind != "train_infer_python":
+        raise ConfigImportError(
+            source, None, f"is a {kind} config: only train_infer_python configs (the 51-line layout) can be imported",
+            "import the model's train_infer_python.txt; tipcgen renders only that chain")
+
+
+def _check_layout(config: cfg.TipcConfig, source: str) -> None:
+    """Every header and ``##`` of the 51-line layout sits at its index (else the slots are
+    shifted), and no line of the layout is missing at the end."""
+    logical = config.logical_lines()
+    for slot in layout.TRAIN_INFER_PYTHON:
+        if slot.kind != "kv" and slot.index < len(logical) and not _holds(logical[slot.index], slot):
+            raise ConfigImportError(
+                source, _editor_line(config, slot.index),
+                f"idx {slot.index} should be {_describe(slot)} but is {logical[slot.index].text.strip()!r}"
+                f"{_shift(logical, slot)}: every later slot would be read from its neighbour",
+                f"run `tipcgen lint {source}` to find the missing or extra line, fix it and import again")
+    if len(logical) < layout.TRAIN_INFER_PYTHON_LINES:
+        raise ConfigImportError(
+            source, None,
+            f"has {len(logical)} of the {layout.TRAIN_INFER_PYTHON_LINES} lines of the layout "
+            "(a train-only or train+eval config, or one cut short): import needs all of them",
+            f"run `tipcgen lint {source}` to see where it ends")
+
+
+def _holds(line: cfg.Line, slot: layout.Slot) -> bool:
+    return line.header_name == slot.name if slot.kind == "header" else line.kind == "sep"
+
+
+def _describe(slot: layout.Slot) -> str:
+    return f"the {slot.name} header" if slot.kind == "header" else "a '##' separator"
+
+
+def _shift(logical: list[cfg.Line], slot: layout.Slot) -> str:
+    """Where the expected line sits instead, as a slot shift, or nothing if it is not nearby."""
+    for offset in _SHIFT_WINDOW:
+        index = slot.index + offset
+        if 0 <= index < len(logical) and _holds(logical[index], slot):
+            count = abs(offset)
+            lines = f"{count} line{'s' if count > 1 else ''}"
+            cause = f"{lines} missing" if offset < 0 else f"{lines} extra"
+            return f"; it sits at idx {index}, a slot shift ({cause} above it)"
+    return "; the lines are shifted (a slot shift)"
+
+
+def _check_printable(config: cfg.TipcConfig, source: str) -> None:
+    """Control characters cannot be written to YAML as text. Surrounding whitespace is normalised;
+    a byte-order mark is let through (the first header, which carries it, is rewritten; anywhere
+    else the descriptor refuses it)."""
+    for number, line in enumerate(config.lines, start=1):
+        bad = next((ch for ch in line.text.strip().lstrip("\ufeff") if not ch.isprintable()), None)
+        if bad is not None:
+            raise ConfigImportError(source, number, f"contains the control character {bad!r}",
+                                    "a config line is single-line printable text; remove it")
+
+
+def _editor_line(config: cfg.TipcConfig, index: int) -> int:
+    physical = config.physical_index(index)
+    return physical + 1 if physical is not None else len(config.lines)
+
+
+# ---------------------------------------------------------------- normalisation
+
+def _normalised_pairs(config: cfg.TipcConfig, notes: list[str]) -> dict[str, tuple[str, str | None]]:
+    """The kv slots as ``{name: (key, value)}``, stripped; ``None`` for a line without ``:`` (``##``)."""
+    pairs: dict[str, tuple[str, str | None]] = {}
+    stripped: list[int] = []
+    for name, (key, value) in cfg.slot_pairs(config).items():
+        line = _editor_line(config, layout.SLOT_BY_NAME[name].index)
+        if (key, value) != (key.strip(), value.strip() if value is not None else None):
+            stripped.append(line)
+        pairs[name] = (key.strip(), value.strip() if value is not None else None)
+    if stripped:
+        notes.append(f"whitespace around a key or value removed: {_lines(stripped)}")
+    return pairs
+
+
+def _normalised_sections(config: cfg.TipcConfig, source: str, notes: list[str]) -> list[_Trailing]:
+    """The trailing sections with stripped lines; lines after idx 50 that stand before any header
+    (upstream ``null:null`` fillers) form a first section without a name."""
+    logical = config.logical_lines()
+    sections: list[_Trailing] = []
+    stripped: list[int] = []
+    for index in range(layout.TRAIN_INFER_PYTHON_LINES, len(logical)):
+        line, number = logical[index], _editor_line(config, index)
+        if line.header_name is not None:
+            sections.append(_Trailing(line.header_name, number, []))
+            continue
+        if not sections:
+            sections.append(_Trailing(None, number, []))
+        if line.text != line.text.strip():
+            stripped.append(number)
+        sections[-1].lines.append((number, line.text.strip()))
+    if stripped:
+        notes.append(f"whitespace around a section line removed: {_lines(stripped)}")
+    return sections
+
+
+def _note_headers_and_blanks(config: cfg.TipcConfig, notes: list[str]) -> None:
+    headers = [n for n, line in enumerate(config.lines, start=1)
+               if line.header_name is not None and line.text != layout.header_line(line.header_name)]
+    if headers:
+        notes.append(f"header rewritten with the canonical 27/27 '=' padding: {_lines(headers)}")
+    blanks = [n for n, line in enumerate(config.lines, start=1) if not line.text]
+    if blanks:
+        notes.append(f"blank line dropped (the runners skip it): {_lines(blanks)}")
+
+
+def _lines(numbers: list[int]) -> str:
+    return ("line " if len(numbers) == 1 else "lines ") + ", ".join(map(str, numbers))
+
+
+# ---------------------------------------------------------------- YAML
+
+def _document(source: str, pairs: dict[str, tuple[str, str]], sections: list[_Trailing],
+              notes: list[str], config: cfg.TipcConfig) -> tuple[str, dict[str, int]]:
+    """The descriptor text, and the config line of every descriptor path (for error messages)."""
+    out = [
+        f"# tipcgen descriptor imported from {source} by `tipcgen import`.",
+        "# Render test_tipc/ from it (the config, runner, prepare.sh, docs): tipcgen init <this file>",
+        "# Each field under train/eval/export/whole_infer/inference is one line of the config; a field",
+        "# left out renders its default null line (docs/DESCRIPTOR.md). Add a data: section so that",
+        "# prepare.sh provides the data the config names.",
+    ]
+    if notes:
+        out.append("# Normalised on import (the runners read these the same way):")
+        out += [f"#   {note}" for note in notes]
+    out.append(f"schema_version: {descriptor.SCHEMA_VERSION}")
+    origin: dict[str, int] = {}
+    current = ""
+    for slot in layout.TRAIN_INFER_PYTHON:
+        if slot.kind != "kv":
+            continue
+        node = _slot_node(slot, *pairs[slot.name])
+        if node is None:
+            continue
+        section, _, field = slot.field.rpartition(".")
+        if section != current:
+            out += ["", f"{section}:"]
+            current = section
+        out += _commented(f"{'  ' if section else ''}{field}: {node}", slot.doc)
+        origin[slot.field] = _editor_line(config, slot.index)
+    out += _sections_yaml(sections, origin)
+    return "\n".join(out) + "\n", origin
+
+
+def _commented(entry: str, comment: str) -> list[str]:
+    """The entry with its comment aligned after it, or on the line above when that is too long."""
+    line = f"{entry.ljust(_COMMENT_COLUMN)}  # {comment}"
+    if len(line) <= _LINE_WIDTH:
+        return [line]
+    indent = entry[: len(entry) - len(entry.lstrip())]
+    return [f"{indent}# {comment}", entry]
+
+
+def _slot_node(slot: layout.Slot, key: str, value: str | None) -> str | None:
+    """The most natural YAML for one slot; ``None`` when leaving it out renders the same line."""
+    if value is None:
+        return f"{{key: {_token(key, _KEY_TYPES, True)}}}"  # a line without ':'
+    if (key, value) == (slot.key or "null", "null") and slot.field not in _REQUIRED_FIELDS:
+        return None
+    if key == slot.key:
+        return _value_node(slot, value, flow=False)
+    return f"{{key: {_token(key, _KEY_TYPES, True)}, value: {_value_node(slot, value, flow=True)}}}"
+
+
+def _value_node(slot: layout.Slot, value: str, flow: bool) -> str:
+    """A per-mode flow mapping or a flow list where it renders back the same, else the text as is."""
+    modes = _per_mode(value) if slot.name in layout.PER_MODE_SLOTS else None
+    if modes:
+        return "{" + ", ".join(f"{mode}: {_token(item, _VALUE_TYPES, True)}" for mode, item in modes) + "}"
+    items = value.split("|")
+    if slot.name in layout.LIST_SLOTS and len(items) > 1 and all(item and item == item.strip() for item in items):
+        return "[" + ", ".join(_token(item, _VALUE_TYPES, True) for item in items) + "]"
+    return _token(value, _VALUE_TYPES, flow)
+
+
+def _per_mode(value: str) -> list[tuple[str, str]] | None:
+    """``mode=value`` items with known, distinct modes and plain values; ``None`` otherwise."""
+    pairs = [item.partition("=") for item in value.split("|")]
+    modes = [mode for mode, _, _ in pairs]
+    plain = all(equals and mode in _KNOWN_MODES and "=" not in item and item == item.strip()
+                for mode, equals, item in pairs)
+    return [(mode, item) for mode, _, item in pairs] if plain and len(set(modes)) == len(modes) else None
+
+
+def _sections_yaml(sections: list[_Trailing], origin: dict[str, int]) -> list[str]:
+    if not sections:
+        return []
+    out = ["", *_commented("sections:", "trailing sections, found by name")]
+    for i, section in enumerate(sections):
+        name = "null" if section.name is None else _token(section.name, _TEXT_TYPES, False)
+        out.append(f"  - name: {name}")
+        out.append("    lines:" + ("" if section.lines else " []"))
+        out += [f"      - {_token(text, _TEXT_TYPES, False)}" for _, text in section.lines]
+        origin[f"sections[{i}]"] = section.line
+        origin.update({f"sections[{i}].lines[{j}]": number for j, (number, _) in enumerate(section.lines)})
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _token(text: str, types: tuple[type, ...], flow: bool) -> str:
+    """``text`` as a plain YAML scalar if it loads back as one of ``types`` and renders as
+    ``text`` (``True``, ``1.0``, ``null``; ``0,1`` outside a flow list), else single-quoted."""
+    try:
+        loaded = yaml.safe_load(f"[{text}]" if flow else f"k: {text}")
+    except yaml.YAMLError:
+        loaded = None
+    if flow and isinstance(loaded, list) and len(loaded) == 1:
+        value, found = loaded[0], True
+    elif not flow and isinstance(loaded, dict) and list(loaded) == ["k"]:
+        value, found = loaded["k"], True
+    else:
+        value, found = None, False
+    if found and isinstance(value, types) and _rendered(value) == text:
+        return text
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _rendered(value: object) -> str:
+    """How the descriptor writes a loaded scalar into the config."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return str(value)
+
+
+def _load(document: str, source: str, origin: dict[str, int]) -> descriptor.Descriptor:
+    """Load the descriptor; a refusal is reported at the config line it came from."""
+    try:
+        return descriptor.load_text(document, source=source)
+    except DescriptorError as exc:
+        path = exc.field
+        while path and path not in origin:
+            path = path[: max(path.rfind("."), path.rfind("["), 0)]
+        where = f"{exc.source}:{exc.line}" if exc.line else exc.source
+        reason = exc.message.removeprefix(f"{where}: {exc.field}: " if exc.field else f"{where}: ")
+        raise ConfigImportError(source, origin.get(path), f"{exc.field}: {reason}" if exc.field else reason,
+                                exc.hint or "fix this line of the config, then import again") from None
