@@ -93,6 +93,46 @@ slot_value() {
     if [[ $line == *:* ]]; then printf '%s' "${line#*:}"; fi
 }
 
+# section_value SECTION KEY: KEY's value in the trailing section SECTION (found by name, not position).
+section_value() {
+    local section=$1 key=$2 i line inside=""
+    for ((i = TIPC_LAYOUT_LINES; i < ${#TIPC_LINES[@]}; i++)); do
+        line=${TIPC_LINES[i]}
+        if [[ $line == =*= ]]; then
+            inside=""
+            if [ "$(tipc_line_name "$line")" = "$section" ]; then inside=1; fi
+        elif [ -n "$inside" ] && [ "${line%%:*}" = "$key" ]; then
+            printf '%s' "${line#*:}"
+            return 0
+        fi
+    done
+}
+
+# config_value KEY: KEY's value on the first line keyed KEY (configs read by key).
+config_value() {
+    local line
+    for line in "${TIPC_LINES[@]}"; do
+        if [ "${line%%:*}" = "$1" ]; then
+            printf '%s' "${line#*:}"
+            return 0
+        fi
+    done
+}
+
+# value_after ANCHOR KEY: KEY's value on the first line after the line keyed ANCHOR (configs read by key).
+value_after() {
+    local anchor=$1 key=$2 i line seen=""
+    for ((i = 0; i < ${#TIPC_LINES[@]}; i++)); do
+        line=${TIPC_LINES[i]}
+        if [ -z "$seen" ]; then
+            if [ "${line%%:*}" = "$anchor" ]; then seen=1; fi
+        elif [ "${line%%:*}" = "$key" ]; then
+            printf '%s' "${line#*:}"
+            return 0
+        fi
+    done
+}
+
 tipc_is_null() { [[ -z ${1//[[:space:]]/} || $1 == null ]]; }
 
 # mode=value|mode=value -> the value for MODE, or nothing (upstream's func_parser_params).

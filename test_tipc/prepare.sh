@@ -15,9 +15,16 @@ CONFIG=$1
 MODE=$2
 tipc_check_mode "$MODE"
 tipc_load_config "$CONFIG"
-tipc_check_layout "$CONFIG"
-TIPC_MODEL=$(slot_value model_name)
-PYTHON=${TIPC_PYTHON:-$(slot_value python)}
+if [ "$(tipc_line_name "${TIPC_LINES[0]:-}")" = paddle2onnx_params ]; then
+    CHAIN=paddle2onnx
+    TIPC_MODEL=$(config_value model_name)
+    PYTHON=${TIPC_PYTHON:-$(config_value python)}
+else
+    CHAIN=basic
+    tipc_check_layout "$CONFIG"
+    TIPC_MODEL=$(slot_value model_name)
+    PYTHON=${TIPC_PYTHON:-$(slot_value python)}
+fi
 tipc_check_python "$PYTHON"
 if [ "$TIPC_MODEL" != bert_sst2 ]; then
     tipc_die "$CONFIG is for model '$TIPC_MODEL'; this prepare.sh prepares bert_sst2" \
@@ -79,24 +86,25 @@ mkdir -p -- "$DATA_DIR"
 prepare_file train.tsv train sample_models/bert-sst2/data/lite_train.tsv train.tsv 0f7c7389da97a0e006a89ffb5efbcaa5 67349
 prepare_file dev.tsv train sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
 prepare_file infer.tsv infer sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
-if [ "$MODE" = whole_infer ]; then
-    # whole_infer exports and infers an existing trained model: TIPC_MODEL_DIR, or the latest train run.
+# whole_infer exports and infers a trained model, the paddle2onnx chain converts an exported one:
+# TIPC_MODEL_DIR, or the latest train run of this model (this mode's first).
+if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
     TRAINED=./train_data/bert_sst2/trained
-    CHECKPOINT=$(slot_value train_model_name)
+    if [ "$CHAIN" = paddle2onnx ]; then NEED=inference.json; else NEED=$(slot_value train_model_name); fi
     SOURCE=${TIPC_MODEL_DIR:-}
     if [ -z "$SOURCE" ]; then
-        for run in whole_train_whole_infer lite_train_whole_infer lite_train_lite_infer; do
+        for run in "$MODE" whole_train_whole_infer lite_train_whole_infer lite_train_lite_infer; do
             for dir in ./test_tipc/output/"$TIPC_MODEL"/"$run"/*/; do
-                if [ -d "$dir$CHECKPOINT" ]; then SOURCE=$dir; break 2; fi
+                if [ -e "$dir$NEED" ]; then SOURCE=$dir; break 2; fi
             done
         done
     fi
     if [ -z "$SOURCE" ]; then
-        tipc_die "whole_infer needs a trained model, and no train run of $TIPC_MODEL was found" \
-            "set TIPC_MODEL_DIR to a train output folder that holds $CHECKPOINT/, or run lite_train_lite_infer first"
+        tipc_die "the $CHAIN chain in mode $MODE needs a trained model, and no train run of $TIPC_MODEL was found" \
+            "run the basic chain first (tipcgen run --mode lite_train_lite_infer), or set TIPC_MODEL_DIR to a train output folder that holds $NEED"
     fi
-    if [ ! -d "$SOURCE/$CHECKPOINT" ]; then
-        tipc_die "TIPC_MODEL_DIR=$SOURCE holds no $CHECKPOINT/ folder" "point it at a train output folder (it holds $CHECKPOINT/)"
+    if [ ! -e "$SOURCE/$NEED" ]; then
+        tipc_die "TIPC_MODEL_DIR=$SOURCE holds no $NEED" "point it at a train output folder (it holds $NEED)"
     fi
     mkdir -p -- "$(dirname -- "$TRAINED")"
     rm -f -- "$TRAINED"

@@ -137,6 +137,40 @@ run_inference() {
     done
 }
 
+# run_checks MODEL_DIR GPU TAG: compare this model's inference results with the dygraph model's
+# (written by the export step) and with the committed golden results, when the config asks for it.
+run_checks() {
+    local model_dir=$1 gpu=$2 tag=$3 compare reference golden pattern name
+    compare=$(section_value result_check_params compare)
+    if tipc_is_null "$compare"; then return 0; fi
+    pattern=$LOG_PATH/python_infer_*_gpus_${gpu}${tag}_*.log
+    if ! compgen -G "$pattern" > /dev/null; then return 0; fi
+    reference=$(section_value result_check_params reference_file)
+    if ! tipc_is_null "$reference"; then
+        name=infer_vs_dygraph_gpus_${gpu}${tag}
+        if [ -f "$model_dir/$reference" ]; then
+            tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
+                "--gt_file=$model_dir/$reference" "--log_file=$pattern" \
+                "--atol=$(section_value result_check_params reference_atol)" \
+                "--rtol=$(section_value result_check_params reference_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
+        else
+            tipc_skip check "$name" "the export step wrote no $reference into $model_dir"
+        fi
+    fi
+    golden=$(section_value result_check_params golden_dir)
+    if ! tipc_is_null "$golden"; then
+        name=golden_gpus_${gpu}${tag}
+        if compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_results_*.txt" > /dev/null; then
+            tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
+                "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_results_*.txt" "--log_file=$pattern" \
+                "--atol=$(section_value result_check_params golden_atol)" \
+                "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
+        else
+            tipc_skip check "$name" "no golden results for $MODE in $golden (tipcgen golden --mode $MODE writes them)"
+        fi
+    fi
+}
+
 # The train and export commands of a trainer (upstream's dispatch on the trainer name).
 trainer_commands() {
     local trainer=$1
@@ -264,6 +298,7 @@ run_train_chain() {
                 if ! tipc_is_null "$inference_dir" && [ "$inference_dir" != "##" ]; then model_dir=$save/$inference_dir; fi
                 if [ ${#autocasts[@]} -gt 1 ] || [ ${#trainers[@]} -gt 1 ]; then tag=_${trainer}_autocast_${autocast}; fi
                 run_inference "$model_dir" "$(slot_value train_infer_data)" "$IS_QUANT" "$gpu" "$tag"
+                run_checks "$model_dir" "$gpu" "$tag"
             done
         done
     done
@@ -295,6 +330,7 @@ run_whole_infer() {
             fi
         fi
         run_inference "$model_dir" "$(slot_value infer_data)" "$is_quant" "${GPU_ID:--1}" "_model_$count"
+        run_checks "$model_dir" "${GPU_ID:--1}" "_model_$count"
     done
     if [ "$count" -eq 0 ]; then
         tipc_die "$CONFIG: whole_infer needs trained models in the infer_model line" "list model folders there (| separated)"

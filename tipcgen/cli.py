@@ -72,6 +72,7 @@ def run(
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
+    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference) or paddle2onnx."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 
@@ -89,9 +90,9 @@ def run(
             typer.echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
-                                model_dir=model_dir, on_line=show)
+                                model_dir=model_dir, chain=chain, on_line=show)
     typer.echo(results.terminal_text(summary, color=_color()))
-    run_dir = runner.run_dir_of(root, summary.model, summary.mode)
+    run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
     typer.echo(f"summary: {run_dir / results.SUMMARY_JSON}\njunit:   {run_dir / results.JUNIT_XML}")
     raise typer.Exit(summary.exit_code)
 
@@ -144,6 +145,30 @@ def import_(
         return
     render.write_tree({output.name: text}, output.parent, force=force)
     typer.echo(f"wrote {output}; render it with: tipcgen init {output}")
+
+
+@app.command()
+def golden(
+    target: str = typer.Argument(..., help="The descriptor (sample name or path) whose golden results to write."),
+    mode: str = typer.Option("lite_train_lite_infer", "--mode", "-m", help="The mode whose last passing run gives the results."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+) -> None:
+    """Write golden inference results from the last passing run, on purpose.
+
+    They go to the descriptor's checks.golden folder and to test_tipc/results/; every later run
+    compares its inference results with them (atol/rtol from the descriptor).
+
+    Example: tipcgen golden sample_models/bert-sst2/tipc.yaml --mode lite_train_lite_infer
+    """
+    from . import descriptor
+    from . import golden as goldens
+    from .run import check_mode
+
+    check_mode(mode)
+    written = goldens.regenerate(descriptor.load(target), root, mode)
+    for item in written:
+        typer.echo(f"{item.action:>11}  {item.path}")
+    typer.echo("Commit them: later runs of this mode check their inference results against them.")
 
 
 def main() -> None:

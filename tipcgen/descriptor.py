@@ -36,7 +36,10 @@ FIXED_KEY_SLOTS = ("model_name", "python", "gpu_list", "trainer")
 SECTION_FIELDS = {
     "train", "eval", "export", "whole_infer", "inference",
 }
-TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run"} | SECTION_FIELDS
+TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
+              "checks", "paddle2onnx"} | SECTION_FIELDS
+CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance"}
+PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
 DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model"}
 DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
 RUN_FIELDS = {"step_timeout"}
@@ -77,6 +80,34 @@ class DataSpec:
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class ChecksSpec:
+    """Result checks: the dygraph reference the export step writes, and committed golden results."""
+
+    reference: str | None
+    reference_tolerance: Tolerance
+    golden: str | None  # a folder next to the descriptor; init copies it to test_tipc/results/
+    golden_tolerance: Tolerance
+    onnx_tolerance: Tolerance
+
+
+@dataclass(frozen=True)
+class Paddle2OnnxSpec:
+    """The paddle2onnx chain: convert the exported model, run it with onnxruntime, compare."""
+
+    model_dir: str
+    save_file: str
+    opset_version: int
+    inference: str
+    onnx_flag: str
+
+
+@dataclass(frozen=True)
 class Descriptor:
     """A validated descriptor: slot name → (key, value) text, plus data and run settings."""
 
@@ -88,6 +119,8 @@ class Descriptor:
     data: DataSpec | None = None
     step_timeout: int = 600
     description: str = ""
+    checks: ChecksSpec | None = None
+    paddle2onnx: Paddle2OnnxSpec | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def slot(self, name: str) -> SlotValue:
@@ -173,6 +206,8 @@ def load_text(text: str, source: str = "<descriptor>", base_dir: Path | None = N
     except RecursionError:
         raise DescriptorError(source, "", "nests too deeply to be a descriptor",
                               hint="a descriptor is a few levels of mappings and lists") from None
+    except UnicodeEncodeError as exc:  # a lone surrogate: only a caller's str can hold one, never a UTF-8 file
+        raise DescriptorError(source, "", f"is not valid Unicode text ({exc.reason} at character {exc.start})") from None
     lines: dict[str, int] = {}
     try:
         data = _to_python(node, "", lines, source) if node is not None else None
@@ -206,7 +241,7 @@ def _to_python(node: yaml.Node, path: str, lines: dict[str, int], source: str) -
     try:
         value = _SCALARS.construct_document(node)
     # PyYAML's scalar constructors fail with ValueError, IndexError, KeyError, ... on text such as `!!int ''`.
-    except Exception:
+    except Exception:  # noqa: BLE001
         raise DescriptorError(source, path or "(top level)", f"cannot be read as {tag}: {_describe(node.value)}", line,
                               "quote the value to keep it as text (and drop any !!tag)") from None
     if isinstance(value, bytes):
@@ -386,14 +421,17 @@ class _Validator:
         model_name = self._model_name(slots["model_name"].value)
         self._python(slots["python"].value)
         self._gpu_list(slots)
+        data_spec = self._data(data.get("data"))
         return Descriptor(
             source=self.source,
             base_dir=base_dir,
             model_name=model_name,
             slots=slots,
             sections=self._sections(data.get("sections")),
-            data=self._data(data.get("data")),
+            data=data_spec,
             step_timeout=self._run(data.get("run")),
+            checks=self._checks(data.get("checks")),
+            paddle2onnx=self._paddle2onnx(data.get("paddle2onnx"), data_spec),
             description=self.text(data["description"], "description") if data.get("description") else "",
         )
 
@@ -495,6 +533,58 @@ class _Validator:
         if text.startswith("/") or ".." in Path(text).parts:
             raise self.fail(path, f"{text!r} must be a relative path inside the repository (or data folder)", "")
         return text
+
+    def _tolerance(self, value: Any, path: str, default: Tolerance) -> Tolerance:
+        if value is None:
+            return default
+        value = self.mapping(value, path, {"atol", "rtol"})
+        out = {}
+        for name in ("atol", "rtol"):
+            number = value.get(name, getattr(default, name))
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < 1e6 \
+                    or number != number:
+                raise self._err(f"{path}.{name}", number, "a tolerance: a number ≥ 0, such as 1.0e-5")
+            out[name] = float(number)
+        return Tolerance(**out)
+
+    def _checks(self, value: Any) -> ChecksSpec | None:
+        if value is None:
+            return None
+        value = self.mapping(value, "checks", CHECK_FIELDS)
+        reference = value.get("reference")
+        if reference is not None:
+            reference = self.text(reference, "checks.reference", what="file name")
+            if not DATA_NAME_RE.match(reference):
+                raise self.fail("checks.reference", f"{reference!r} is not a plain file name", "the export step writes it into its output folder")
+        return ChecksSpec(
+            reference=reference,
+            reference_tolerance=self._tolerance(value.get("reference_tolerance"), "checks.reference_tolerance", Tolerance(1e-5, 1e-4)),
+            golden=self._rel(value.get("golden"), "checks.golden"),
+            golden_tolerance=self._tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
+            onnx_tolerance=self._tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
+        )
+
+    def _paddle2onnx(self, value: Any, data: DataSpec | None) -> Paddle2OnnxSpec | None:
+        if value is None:
+            return None
+        value = self.mapping(value, "paddle2onnx", PADDLE2ONNX_FIELDS)
+        model_dir = self._rel(value.get("model_dir"), "paddle2onnx.model_dir") or (data.trained_model if data else None)
+        if model_dir is None:
+            raise DescriptorError(self.source, "paddle2onnx.model_dir", "is missing", self.lines.get("paddle2onnx"),
+                                  hint="name the exported model folder, or set data.trained_model")
+        save_file = self._rel(value.get("save_file"), "paddle2onnx.save_file")
+        if save_file is None or not save_file.endswith(".onnx"):
+            raise self._err("paddle2onnx.save_file", value.get("save_file"), "a relative path ending in .onnx")
+        opset = value.get("opset_version", 11)
+        if isinstance(opset, bool) or not isinstance(opset, int) or not 7 <= opset <= 21:
+            raise self._err("paddle2onnx.opset_version", opset, "an ONNX opset between 7 and 21")
+        if "inference" not in value:
+            raise DescriptorError(self.source, "paddle2onnx.inference", "is missing", self.lines.get("paddle2onnx"),
+                                  hint="name the script that runs the .onnx model with onnxruntime")
+        flag = self.text(value.get("onnx_flag", "--use_onnx"), "paddle2onnx.onnx_flag", what="flag name")
+        if not KEY_RE.match(flag):
+            raise self.fail("paddle2onnx.onnx_flag", f"{flag!r} is not a usable flag name", "such as --use_onnx")
+        return Paddle2OnnxSpec(model_dir, save_file, opset, self.text(value["inference"], "paddle2onnx.inference", what="command"), flag)
 
     def _run(self, value: Any) -> int:
         if value is None:

@@ -6,6 +6,7 @@ user's files: it writes all files or none, and never overwrites a changed file w
 from __future__ import annotations
 
 import os
+import posixpath
 import shlex
 import shutil
 import tempfile
@@ -50,10 +51,45 @@ def config_relpath(model_name: str) -> str:
     return f"test_tipc/configs/{model_name}/train_infer_python.txt"
 
 
+PADDLE2ONNX_CONFIG = "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
+
+
+def paddle2onnx_relpath(model_name: str) -> str:
+    return f"test_tipc/configs/{model_name}/{PADDLE2ONNX_CONFIG}"
+
+
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
     env = env or environment()
     return env.get_template("config/train_infer_python.txt.j2").render(
-        layout=layout.TRAIN_INFER_PYTHON, slots=desc.slots, sections=desc.sections)
+        layout=layout.TRAIN_INFER_PYTHON, slots=desc.slots, sections=desc.sections, checks=desc.checks)
+
+
+def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
+    p = desc.paddle2onnx
+    if p is None:
+        return {}
+    keys = {"use_gpu_key": desc.slots["infer_use_gpu"].key, "model_dir_key": desc.slots["infer_model_dir"].key,
+            "data_key": desc.slots["infer_data"].key}
+    config = env.get_template("config/paddle2onnx.txt.j2").render(
+        model_name=desc.model_name, python=desc.slots["python"].value, p=p, checks=desc.checks,
+        use_gpu={"key": keys["use_gpu_key"], "value": desc.slots["infer_use_gpu"].value},
+        model_dir_key=keys["model_dir_key"], onnx_dir=posixpath.dirname(p.save_file),
+        data={"key": keys["data_key"]}, infer_data=desc.slots["train_infer_data"].value)
+    runner = env.get_template("runner/test_paddle2onnx.sh.j2").render(
+        step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, **keys)
+    return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
+
+
+def golden_dir(desc: Descriptor) -> Path | None:
+    return desc.base_dir / desc.checks.golden if desc.checks and desc.checks.golden else None
+
+
+def _golden_files(desc: Descriptor) -> dict[str, bytes]:
+    """Committed golden results (next to the descriptor) → test_tipc/results/."""
+    folder = golden_dir(desc)
+    if folder is None or not folder.is_dir():
+        return {}
+    return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt"))}
 
 
 def _runner_context() -> dict:
@@ -86,7 +122,7 @@ def _docs_context(desc: Descriptor) -> dict:
     }
 
 
-def render_files(desc: Descriptor) -> dict[str, str]:
+def render_files(desc: Descriptor) -> dict[str, str | bytes]:
     """Every generated file of test_tipc/, by path relative to the repository root."""
     env = environment()
     runner = _runner_context()
@@ -102,6 +138,9 @@ def render_files(desc: Descriptor) -> dict[str, str]:
         "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
         "test_tipc/docs/test_train_inference_python.md": env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
     }
+    if desc.checks is not None:
+        files["test_tipc/compare_results.py"] = env.get_template("runner/compare_results.py.j2").render()
+    files.update(_paddle2onnx_files(desc, env))
     return files
 
 
@@ -189,5 +228,6 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path) -> None:
 def init(desc: Descriptor, out_dir: Path, force: bool = False) -> list[Written]:
     """Render test_tipc/ (and a built-in sample's project files) into out_dir."""
     files: dict[str, str | bytes] = dict(render_files(desc))
+    files.update(_golden_files(desc))
     files.update(sample_files(desc))
     return write_tree(files, out_dir, force)

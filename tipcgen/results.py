@@ -34,6 +34,7 @@ class Step:
     command: str = ""
     tail: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
+    check: dict = field(default_factory=dict)  # a result check's differences (compare_results.py)
 
 
 @dataclass
@@ -100,6 +101,28 @@ def eval_metrics(lines: list[str]) -> dict[str, float]:
     return metrics
 
 
+CHECK_MARKER = ":::TIPC_CHECK "
+
+
+def check_result(lines: list[str]) -> dict:
+    """The structured result line compare_results.py prints (`:::TIPC_CHECK {json}`)."""
+    for line in reversed(lines):
+        if line.startswith(CHECK_MARKER):
+            try:
+                return json.loads(line[len(CHECK_MARKER):])
+            except ValueError:
+                return {}
+    return {}
+
+
+def check_text(check: dict) -> str:
+    """`logits 3.1e-07 (atol 1e-05, rtol 0.0001)`: the worst difference per output."""
+    if not check.get("max_abs"):
+        return ""
+    diffs = ", ".join(f"{name} {value:.2g}" for name, value in sorted(check["max_abs"].items()))
+    return f"max abs diff {diffs} (atol {check.get('atol'):g}, rtol {check.get('rtol'):g})"
+
+
 def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
     """The step records of a run folder, and any record that could not be read."""
     steps, problems = [], []
@@ -122,13 +145,15 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
             step.tail = log_tail(root / step.log)
         if step.status == "passed" and step.kind == "eval" and step.log:
             step.metrics = eval_metrics(log_tail(root / step.log, 200))
+        if step.kind == "check" and step.log:
+            step.check = check_result(log_tail(root / step.log, 200))
         steps.append(step)
     return steps, problems
 
 
-def check_status_lines(run_dir: Path, steps: list[Step]) -> list[str]:
-    """The legacy results_python.log must say exactly what the records say."""
-    path = run_dir / RESULTS_LOG
+def check_status_lines(run_dir: Path, steps: list[Step], results_log: str = RESULTS_LOG) -> list[str]:
+    """The legacy results log must say exactly what the records say."""
+    path = run_dir / results_log
     if not path.is_file():
         return [f"{path} is missing"] if steps else []
     lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
@@ -174,7 +199,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         mark = marks.get(step.status, step.status.upper())
         if paint:
             mark = f"{paint.get(step.status, '')}{mark}\033[0m"
-        detail = "; ".join(part for part in (step.reason, step.note) if part)
+        detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
         if step.metrics:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
         rows.append((mark, step.kind, step.name, f"{step.seconds:.1f}" if step.status != "skipped" else "-",

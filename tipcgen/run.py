@@ -20,7 +20,9 @@ from .errors import RunError
 from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
                       read_records, write_json, write_junit)
 
-RUNNERS = {"basic": "test_tipc/test_train_inference_python.sh"}
+RUNNERS = {"basic": "test_tipc/test_train_inference_python.sh", "paddle2onnx": "test_tipc/test_paddle2onnx.sh"}
+CONFIG_NAMES = {"basic": "train_infer_python.txt", "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"}
+RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log"}
 PREPARE = "test_tipc/prepare.sh"
 PREPARE_LOG = "prepare.log"
 _GRACE_SECONDS = 30
@@ -35,17 +37,17 @@ def check_mode(mode: str) -> str:
     raise RunError(f"unknown mode '{mode}'", "use one of: " + ", ".join(layout.MODES))
 
 
-def find_config(config: str | None, root: Path) -> Path:
-    """The config to run: the one given, or the only train_infer_python.txt under test_tipc/configs."""
+def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
+    """The config to run: the one given, or the only one of the chain under test_tipc/configs."""
+    name = CONFIG_NAMES[chain]
     if config:
         path = Path(config)
         if not (root / path).is_file():
-            raise RunError(f"config file not found: {config}",
-                           "pass a file such as test_tipc/configs/<model>/train_infer_python.txt")
+            raise RunError(f"config file not found: {config}", f"pass a file such as test_tipc/configs/<model>/{name}")
         return path
-    found = sorted((root / "test_tipc" / "configs").glob("*/train_infer_python.txt"))
+    found = sorted((root / "test_tipc" / "configs").glob(f"*/{name}"))
     if not found:
-        raise RunError(f"no test_tipc/configs/*/train_infer_python.txt under {root.resolve()}",
+        raise RunError(f"no test_tipc/configs/*/{name} under {root.resolve()}",
                        "render one first: tipcgen init <sample | descriptor.yaml>, or pass --config")
     if len(found) > 1:
         listing = ", ".join(str(p.relative_to(root)) for p in found)
@@ -60,8 +62,11 @@ def model_name_of(config_path: Path) -> str:
     raise RunError(f"{config_path} has no model_name: line", "check it with tipcgen lint")
 
 
-def run_dir_of(root: Path, model: str, mode: str) -> Path:
-    return root / "test_tipc" / "output" / model / mode
+def run_dir_of(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
+    """Each chain and mode has its own output folder: two runs never share one."""
+    if chain == "basic":
+        return root / "test_tipc" / "output" / model / mode
+    return root / "test_tipc" / "output" / model / chain / mode
 
 
 def _stream(cmd: list[str], root: Path, env: dict[str, str], on_line: Callable[[str], None],
@@ -91,8 +96,10 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
               step_timeout: int | None = None, chain: str = "basic", model_dir: str | None = None,
               on_line: Callable[[str], None] = lambda line: None) -> Summary:
     check_mode(mode)
+    if chain not in RUNNERS:
+        raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
     root = root.resolve()
-    config_path = find_config(config, root)
+    config_path = find_config(config, root, chain)
     model = model_name_of(root / config_path)
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
@@ -119,7 +126,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     rc, interrupted = _stream(["bash", PREPARE, str(config_path), mode], root, env, on_line, prepare_out)
     prepare = Step(kind="prepare", name="prepare", status="passed" if rc == 0 else "failed", exit_code=rc,
                    seconds=round(time.perf_counter() - t0, 3), log="", command=f"bash {PREPARE} {config_path} {mode}")
-    run_dir = run_dir_of(root, model, mode)
+    run_dir = run_dir_of(root, model, mode, chain)
     runner_out: deque = deque(maxlen=50)
     if rc == 0 and not interrupted:
         rc, interrupted = _stream(["bash", RUNNERS[chain], str(config_path), mode], root, env, on_line, runner_out)
@@ -133,7 +140,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
     steps, problems = read_records(run_dir, root)
     summary.steps = [prepare, *steps]
-    summary.problems = problems + check_status_lines(run_dir, steps)
+    summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[chain])
     if prepare.status == "passed" and not interrupted and not steps:
         summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))
     if summary.runner_exit_code not in (None, 0, 1, 130) and steps:

@@ -1,0 +1,66 @@
+"""Golden results: taken on purpose from a passing run, committed, and checked by every later run.
+
+``tipcgen golden DESCRIPTOR --mode MODE`` copies the inference results of the last passing run of
+MODE into the descriptor's golden folder and into ``test_tipc/results/`` (the compare_results
+convention: ``python_<model>_<mode>_results_<precision>.txt``, one ``<name>\\t<json>`` line per example).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from .descriptor import Descriptor
+from .errors import TipcgenError
+from .render import Written, golden_dir, write_tree
+from .results import SUMMARY_JSON
+
+_PRECISION = re.compile(r"_precision_(fp32|fp16|int8)_")
+
+
+def golden_name(model: str, mode: str, precision: str) -> str:
+    return f"python_{model}_{mode}_results_{precision}.txt"
+
+
+def result_lines(log: Path) -> list[str]:
+    """The `<name>\\t<json>` lines of an inference log."""
+    out = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        name, tab, payload = line.partition("\t")
+        if tab and name and payload.startswith(("{", "[")):
+            out.append(line)
+    return out
+
+
+def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
+    """Golden file name → text, one per precision, from the first CPU inference log of each."""
+    summary = run_dir / SUMMARY_JSON
+    if not summary.is_file():
+        raise TipcgenError(f"no run of {mode} under {run_dir}", f"run it first: tipcgen run --mode {mode}")
+    if not json.loads(summary.read_text(encoding="utf-8")).get("ok"):
+        raise TipcgenError(f"the last run of {mode} did not pass ({summary})",
+                           "golden results are taken from a passing run only: fix the chain, run it again")
+    files: dict[str, str] = {}
+    for log in sorted(run_dir.glob("python_infer_cpu_*.log")):
+        match = _PRECISION.search(log.name)
+        if not match or golden_name(model, mode, match.group(1)) in files:
+            continue
+        lines = result_lines(log)
+        if lines:
+            files[golden_name(model, mode, match.group(1))] = "\n".join(lines) + "\n"
+    if not files:
+        raise TipcgenError(f"no inference log under {run_dir} prints `<name>\\t<json>` result lines",
+                           "the inference script must print one such line per example")
+    return files
+
+
+def regenerate(desc: Descriptor, root: Path, mode: str) -> list[Written]:
+    """Write the golden results of the last passing run of mode (on purpose: they replace the old ones)."""
+    folder = golden_dir(desc)
+    if folder is None:
+        raise TipcgenError(f"{desc.source} has no checks.golden folder", "add checks: {golden: golden} to the descriptor")
+    run_dir = root / "test_tipc" / "output" / desc.model_name / mode
+    files = collect(run_dir, desc.model_name, mode)
+    written = write_tree(files, folder, force=True)
+    written += write_tree({f"test_tipc/results/{name}": text for name, text in files.items()}, root, force=True)
+    return written
