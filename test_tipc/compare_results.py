@@ -139,6 +139,7 @@ def main():
     for path in gts:
         buckets.setdefault(precision_of(path), {}).update(parse_results(path))
     outcome = Outcome()
+    compared = 0
     for path in gts:
         if not parse_results(path):
             outcome.fail(f"{path}: holds no `<name>\\t<json>` result lines")
@@ -148,7 +149,10 @@ def main():
         if expected is None:
             print(f"skipped {path}: no {token} ground truth")
             continue
+        compared += 1
         compare(expected, parse_results(path), path, args.atol, args.rtol, outcome)
+    if not compared:
+        outcome.fail("no result file had ground truth of its precision: nothing was compared")
     for output in sorted(outcome.max_abs):
         print(f"{output}: max abs diff {outcome.max_abs[output]:.3e}, max rel diff {outcome.max_rel[output]:.3e} "
               f"(atol {args.atol:g}, rtol {args.rtol:g})")
@@ -156,7 +160,7 @@ def main():
         print(f"FAIL {failure}")
     print(MARKER + json.dumps({"passed": not outcome.failures, "atol": args.atol, "rtol": args.rtol,
                                "max_abs": outcome.max_abs, "max_rel": outcome.max_rel,
-                               "failures": len(outcome.failures), "logs": len(logs)}))
+                               "failures": len(outcome.failures), "logs": compared}))
     if args.diff_log:
         write_diff_log(args.diff_log, outcome, args.atol)
     if outcome.failures:

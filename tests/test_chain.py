@@ -167,3 +167,57 @@ def test_lite_train_whole_infer(lite_run, sst2):
     assert proc.returncode == 0, proc.stdout[-4000:]
     infer = next(r for r in read_records(repo, "bert_sst2", "lite_train_whole_infer") if r["kind"] == "infer" and r["status"] == "passed")
     assert sum(1 for line in (repo / infer["log"]).read_text().splitlines() if line.startswith("sst2_")) == 872
+
+
+def _pip_freeze() -> str:
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, check=True).stdout
+
+
+def test_paddle2onnx_chain_passes_and_installs_nothing(lite_run):
+    pytest.importorskip("paddle2onnx")
+    pytest.importorskip("onnxruntime")
+    repo, _ = lite_run
+    before = _pip_freeze()
+    proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", MODE, cwd=repo, env=ENV)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert _pip_freeze() == before, "the paddle2onnx chain changed the installed packages"
+    run_dir = repo / "test_tipc/output/bert_sst2/paddle2onnx" / MODE
+    records = {r["name"]: r for r in read_records(repo, "bert_sst2", f"paddle2onnx/{MODE}")}
+    assert records["paddle2onnx_convert"]["status"] == "passed"
+    assert "--optimize_tool=None" in records["paddle2onnx_convert"]["command"]
+    for name in ("paddle2onnx_infer_cpu", "paddle_infer_cpu", "onnx_vs_paddle_inference_cpu", "onnx_vs_dygraph_cpu"):
+        assert records[name]["status"] == "passed", name
+    assert "max abs diff label 0, logits" in proc.stdout  # the summary shows the differences
+    lines = (run_dir / "results_paddle2onnx.log").read_text().splitlines()
+    assert lines and all(line.startswith("Run successfully with command - bert_sst2 - ") for line in lines)
+
+
+def test_basic_chain_checks_inference_against_dygraph_and_golden(lite_run):
+    repo, proc = lite_run
+    checks = {r["name"]: r for r in read_records(repo, "bert_sst2", MODE) if r["kind"] == "check"}
+    assert checks["infer_vs_dygraph_gpus_-1"]["status"] == "passed"
+    assert checks["golden_gpus_-1"]["status"] == "passed", "the committed golden results must match a fresh run"
+    summary = json.loads((repo / "test_tipc/output/bert_sst2" / MODE / "summary.json").read_text())
+    golden = next(s for s in summary["steps"] if s["name"] == "golden_gpus_-1")
+    assert golden["check"]["max_abs"]["logits"] <= 1e-3
+
+
+def test_a_perturbed_exported_weight_fails_the_checks(lite_run, tmp_path: Path):
+    """One float of inference.pdiparams changed: onnxruntime still agrees with Paddle Inference
+    (same weights), but both now disagree with the dygraph model, and the check says where."""
+    pytest.importorskip("paddle2onnx")
+    repo, _ = lite_run
+    perturbed = tmp_path / "trained"
+    shutil.copytree(repo / "test_tipc/output/bert_sst2" / MODE / "norm_train_gpus_-1_autocast_fp32", perturbed)
+    params = perturbed / "inference.pdiparams"
+    data = bytearray(params.read_bytes())
+    data[-4:] = __import__("struct").pack("<f", 3.0)  # the last value of the last tensor
+    params.write_bytes(bytes(data))
+    proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", MODE, "--model-dir", str(perturbed), cwd=repo, env=ENV)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    records = {r["name"]: r for r in read_records(repo, "bert_sst2", f"paddle2onnx/{MODE}")}
+    assert records["onnx_vs_paddle_inference_cpu"]["status"] == "passed"
+    assert records["onnx_vs_dygraph_cpu"]["status"] == "failed"
+    assert "output 'logits' differs by up to" in proc.stdout
