@@ -24,7 +24,7 @@ def load(text: str):
 def test_sample_loads_with_every_slot():
     desc = descriptor.load("bert-sst2")
     assert desc.model_name == "bert_sst2"
-    assert desc.slot("epoch").line == "--epochs:lite_train_lite_infer=1|lite_train_whole_infer=1|whole_train_whole_infer=1"
+    assert desc.slot("epoch").line == "--epochs:lite_train_lite_infer=10|lite_train_whole_infer=10|whole_train_whole_infer=1"
     assert desc.slot("infer_use_gpu").line == "--use_gpu:True|False"
     assert desc.slot("trainer_key1").line == "null:null"
     assert desc.slot("eval").line == "eval:sample_models/bert-sst2/eval.py"
@@ -49,7 +49,7 @@ def test_cpu_only_keeps_the_cpu_entries_paired():
      "train.autocast.value", "trailing spaces"),
     (lambda t: t.replace("cpu_threads: {key: --cpu_threads, value: [1, 2]}", "cpu_threads: {key: --cpu_threads, value: '1，2'}"),
      "inference.cpu_threads.value", "full-width"),
-    (lambda t: t.replace("lite_train_lite_infer: 1,", "lite_train_lite_infr: 1,"), "train.epochs.value.lite_train_lite_infr",
+    (lambda t: t.replace("lite_train_lite_infer: 10,", "lite_train_lite_infr: 10,"), "train.epochs.value.lite_train_lite_infr",
      "not a TIPC mode"),
     (lambda t: t.replace('gpu_list: ["0", "-1"]', 'gpu_list: ["0", "-1", "0,1"]'), "train.device", "3 gpu_list entries"),
     (lambda t: t.replace('gpu_list: ["0", "-1"]', 'gpu_list: ["gpu0"]'), "gpu_list", "not a device entry"),

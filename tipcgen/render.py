@@ -153,8 +153,9 @@ def sample_files(desc: Descriptor) -> dict[str, bytes]:
         return {}
     out = {}
     for path in sorted((root / sample).rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            out[f"sample_models/{sample.as_posix()}/{path.relative_to(root / sample).as_posix()}"] = path.read_bytes()
+        rel = path.relative_to(root / sample)
+        if path.is_file() and "__pycache__" not in rel.parts and not any(p.startswith(".") for p in rel.parts):
+            out[f"sample_models/{sample.as_posix()}/{rel.as_posix()}"] = path.read_bytes()
     return out
 
 
@@ -164,9 +165,9 @@ class Written:
     action: str  # created | unchanged | overwritten
 
 
-def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False) -> list[Written]:
+def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False, backup: bool = True) -> list[Written]:
     """Write all files under out_dir, or none. A file that differs is only replaced with force,
-    and then its old content is kept under .tipcgen/backup/<time>/."""
+    and then its old content is kept under .tipcgen/backup/<time>/ (unless backup is False)."""
     plan: list[tuple[str, Path, bytes, str]] = []
     conflicts = []
     for rel, content in sorted(files.items()):
@@ -189,14 +190,16 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
             "rerun with --force to replace them (the old files are kept under .tipcgen/backup/)")
     todo = [item for item in plan if item[3] != "unchanged"]
     if todo:
-        _commit(todo, out_dir)
+        _commit(todo, out_dir, backup)
     return [Written(rel, action) for rel, _, _, action in plan]
 
 
-def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path) -> None:
+def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup: bool) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".tipcgen-stage-", dir=out_dir))
     backup = out_dir / ".tipcgen" / "backup" / time.strftime("%Y%m%d-%H%M%S")
+    if not keep_backup:  # still needed to roll back a failed write, then removed
+        backup = stage.parent / (stage.name + "-backup")
     done: list[tuple[Path, str]] = []
     try:
         for rel, _, data, _ in todo:
@@ -223,6 +226,8 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path) -> None:
         raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        if not keep_backup:
+            shutil.rmtree(backup, ignore_errors=True)
 
 
 def init(desc: Descriptor, out_dir: Path, force: bool = False) -> list[Written]:
