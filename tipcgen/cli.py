@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import typer
 
+from .cli_align import align_app
 from .errors import TipcgenError
 
 app = typer.Typer(
@@ -23,6 +24,9 @@ app = typer.Typer(
     help="Render, run and check PaddlePaddle TIPC test chains.\n\n"
          "Example:\n\n    tipcgen init bert-sst2\n\n    tipcgen run --mode lite_train_lite_infer",
 )
+
+
+app.add_typer(align_app, name="align")
 
 
 class Devices(str, Enum):

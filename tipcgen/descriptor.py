@@ -37,7 +37,8 @@ SECTION_FIELDS = {
     "train", "eval", "export", "whole_infer", "inference",
 }
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
-              "checks", "paddle2onnx"} | SECTION_FIELDS
+              "checks", "paddle2onnx", "align"} | SECTION_FIELDS
+ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
 DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model"}
@@ -121,6 +122,7 @@ class Descriptor:
     description: str = ""
     checks: ChecksSpec | None = None
     paddle2onnx: Paddle2OnnxSpec | None = None
+    align_thresholds: dict[str, float] = field(default_factory=dict)  # tipcgen align report
     extra: dict[str, Any] = field(default_factory=dict)
 
     def slot(self, name: str) -> SlotValue:
@@ -432,6 +434,7 @@ class _Validator:
             step_timeout=self._run(data.get("run")),
             checks=self._checks(data.get("checks")),
             paddle2onnx=self._paddle2onnx(data.get("paddle2onnx"), data_spec),
+            align_thresholds=self._align(data.get("align")),
             description=self.text(data["description"], "description") if data.get("description") else "",
         )
 
@@ -585,6 +588,18 @@ class _Validator:
         if not KEY_RE.match(flag):
             raise self.fail("paddle2onnx.onnx_flag", f"{flag!r} is not a usable flag name", "such as --use_onnx")
         return Paddle2OnnxSpec(model_dir, save_file, opset, self.text(value["inference"], "paddle2onnx.inference", what="command"), flag)
+
+    def _align(self, value: Any) -> dict[str, float]:
+        if value is None:
+            return {}
+        value = self.mapping(value, "align", {"thresholds"})
+        thresholds = self.mapping(value.get("thresholds") or {}, "align.thresholds", set(ALIGN_CHECKPOINTS))
+        out = {}
+        for name, number in thresholds.items():
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < 1e6:
+                raise self._err(f"align.thresholds.{name}", number, "a threshold: a number ≥ 0, such as 1.0e-6")
+            out[name] = float(number)
+        return out
 
     def _run(self, value: Any) -> int:
         if value is None:
