@@ -261,6 +261,8 @@ tipc_step() {
         reason="timeout after ${TIPC_STEP_TIMEOUT:-600} s"
     elif [ "$rc" -eq 153 ]; then
         reason="log over ${TIPC_MAX_LOG_MB:-1024} MB (killed by SIGXFSZ)"
+    elif [ "$rc" -ne 0 ] && [ "$(wc -c < "$log")" -ge $((${TIPC_MAX_LOG_MB:-1024} * 1048576)) ]; then
+        reason="log over ${TIPC_MAX_LOG_MB:-1024} MB (the step failed when its log reached the limit)"
     elif [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
         reason="command not found or not executable: $1"
     elif [ "$rc" -gt 128 ]; then

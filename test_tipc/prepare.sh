@@ -33,6 +33,7 @@ fi
 
 DATA_DIR=./train_data/bert_sst2
 WHOLE_ENV=TIPC_DATA_DIR
+WHOLE_FILES='dev.tsv, train.tsv'
 case $MODE in
     whole_train_whole_infer) WHOLE_ROLES=" train infer " ;;
     lite_train_whole_infer | whole_infer) WHOLE_ROLES=" infer " ;;
@@ -44,10 +45,10 @@ whole_source() {
     local dir=${!WHOLE_ENV:-}
     if [ -z "$dir" ]; then
         tipc_die "mode $MODE reads $1 from the folder named by $WHOLE_ENV, which is not set" \
-            "export $WHOLE_ENV=/path/to/the/data, the folder that holds dev.tsv, train.tsv (tipcgen run --data-dir DIR sets it)"
+            "export $WHOLE_ENV=/path/to/the/data, the folder that holds $WHOLE_FILES (tipcgen run --data-dir DIR sets it)"
     fi
     if [ ! -d "$dir" ]; then
-        tipc_die "$WHOLE_ENV=$dir is not a folder" "point $WHOLE_ENV at the folder that holds dev.tsv, train.tsv"
+        tipc_die "$WHOLE_ENV=$dir is not a folder" "point $WHOLE_ENV at the folder that holds $WHOLE_FILES"
     fi
     (cd -- "$dir" && pwd)
 }
@@ -112,5 +113,5 @@ if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
     printf '[prepare] %s -> %s (trained model)\n' "$TRAINED" "$SOURCE"
 fi
 printf '[prepare] %s\n' 'python sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt'
-"$PYTHON" sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt || tipc_die "data setup failed: sample_models/bert-sst2/build_vocab.py" "see the output above"
+"$PYTHON" sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt || tipc_die 'data setup failed: sample_models/bert-sst2/build_vocab.py' "see the output above"
 printf '[prepare] %s %s: ready\n' "$TIPC_MODEL" "$MODE"

@@ -151,7 +151,7 @@ def test_the_bert_sst2_config_round_trips() -> None:
     assert "# Normalised" not in document
     for natural in ("gpu_list: [0, -1]", "checkpoint: checkpoint", "quant: False",
                     "use_gpu: {key: --use_gpu, value: [True, False]}",
-                    "epochs: {key: --epochs, value: {lite_train_lite_infer: 1, lite_train_whole_infer: 1, "
+                    "epochs: {key: --epochs, value: {lite_train_lite_infer: 10, lite_train_whole_infer: 10, "
                     "whole_train_whole_infer: 1}}"):
         assert f"\n{natural}" in document or f"\n  {natural}" in document, natural
     assert "pact:" not in document  # a slot holding its default null line is left out

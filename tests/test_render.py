@@ -96,7 +96,7 @@ def test_a_failed_commit_rolls_back(tmp_path: Path, monkeypatch):
         real_replace(src, dst)
 
     monkeypatch.setattr(render.os, "replace", flaky)
-    with pytest.raises(OSError):
+    with pytest.raises(TipcgenError, match="disk full"):
         render.write_tree(files, tmp_path, force=True)
     assert (tmp_path / "a.txt").read_text() == "old a"
     assert not (tmp_path / "b.txt").exists() and not (tmp_path / "c.txt").exists()

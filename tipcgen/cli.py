@@ -175,6 +175,25 @@ def golden(
     typer.echo("Commit them: later runs of this mode check their inference results against them.")
 
 
+@app.command()
+def doctor(
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to check (default: the only test_tipc/configs/*/train_infer_python.txt)."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set to check (default: $TIPC_DATA_DIR)."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+) -> None:
+    """Check this machine before a run: Python, paddle and its export format, GPU, ONNX tools, scripts, data.
+
+    Exit code 1 if any check failed (its fix is printed under it), 0 otherwise.
+
+    Example: tipcgen doctor --data-dir ../shared/data/sst2
+    """
+    from . import doctor as checkup
+
+    checks = checkup.diagnose(root, config, data_dir)
+    typer.echo(checkup.format_checks(checks))
+    raise typer.Exit(checkup.exit_code(checks))
+
+
 def main() -> None:
     try:
         app()

@@ -105,7 +105,7 @@ def _runner_context() -> dict:
 
 def _docs_context(desc: Descriptor) -> dict:
     def shown(name: str) -> str:
-        return desc.slots[name].value.replace("|", "/")
+        return (desc.slots[name].value or "").replace("|", "/")
 
     gpus = desc.list_value("gpu_list")
     return {
@@ -173,6 +173,9 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
     for rel, content in sorted(files.items()):
         data = content.encode("utf-8") if isinstance(content, str) else content
         target = out_dir / rel
+        blocker = next((parent for parent in target.parents if parent.is_file()), None)
+        if blocker is not None:
+            raise TipcgenError(f"{blocker} is a file, but tipcgen needs a folder there", "choose another --output")
         if target.is_dir():
             raise TipcgenError(f"{target} is a folder, but tipcgen writes a file there", "move it away and run again")
         if target.exists():
@@ -190,7 +193,11 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
             "rerun with --force to replace them (the old files are kept under .tipcgen/backup/)")
     todo = [item for item in plan if item[3] != "unchanged"]
     if todo:
-        _commit(todo, out_dir, backup)
+        try:
+            _commit(todo, out_dir, backup)
+        except OSError as exc:
+            raise TipcgenError(f"cannot write under {out_dir}: {exc.strerror or exc} ({exc.filename or out_dir}); nothing was written",
+                               "choose an output folder you can write to") from None
     return [Written(rel, action) for rel, _, _, action in plan]
 
 

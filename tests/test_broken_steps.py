@@ -1,0 +1,117 @@
+"""Steps that break in the ways real model scripts do, through the generated runner with the stub model.
+
+A crash, a kill by a signal and gigabytes of output each fail that one step with a reason; the
+chain goes on, and the log of a step that floods its output stops at TIPC_MAX_LOG_MB. A missing
+interpreter stops the chain before any step; a missing script or paddle fails the step that needs it.
+(Exit codes, hangs and Ctrl-C are in test_runner.py; `tipcgen doctor` in test_doctor.py.)
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import read_records, tipcgen
+
+MODE = "lite_train_lite_infer"
+RUN_DIR = Path("test_tipc/output/stub_model") / MODE
+
+
+def run(repo: Path, env: dict) -> tuple[int, str, list[dict]]:
+    proc = tipcgen("run", "--mode", MODE, cwd=repo, env=env, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr, read_records(repo, "stub_model", MODE)
+
+
+def only(records: list[dict], kind: str) -> dict:
+    ran = [r for r in records if r["kind"] == kind and r["status"] != "skipped"]
+    assert len(ran) == 1, ran
+    return ran[0]
+
+
+def assert_rest_of_chain_ran(records: list[dict]) -> None:
+    assert only(records, "train")["status"] == "passed" and only(records, "export")["status"] == "passed"
+    assert any(r["kind"] == "infer" and r["status"] == "passed" for r in records)
+
+
+def test_a_crash_fails_the_step_and_shows_the_traceback(stub_repo: Path):
+    rc, out, records = run(stub_repo, {"STUB_RAISE": "eval"})
+    assert rc == 1
+    step = only(records, "eval")
+    assert step["status"] == "failed" and step["reason"] == "exit code 1"
+    assert "RuntimeError: eval: crashing on purpose" in out, "the log tail belongs in the summary"
+    assert_rest_of_chain_ran(records)
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSEGV"])
+def test_a_step_killed_by_a_signal_names_the_signal(stub_repo: Path, signal_name: str):
+    rc, _, records = run(stub_repo, {"STUB_KILL": f"eval:{signal_name}"})
+    assert rc == 1
+    step = only(records, "eval")
+    assert step["status"] == "failed" and step["reason"] == f"killed by signal {signal_name}", step
+    assert_rest_of_chain_ran(records)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert summary["exit_code"] == 1 and not summary["ok"]
+
+
+def test_a_native_step_flooding_its_log_stops_at_the_cap(stub_repo: Path):
+    """A program that does not ignore SIGXFSZ (a C++ predictor) is killed at TIPC_MAX_LOG_MB."""
+    rc, _, records = run(stub_repo, {"STUB_SPAM": "eval:native", "TIPC_MAX_LOG_MB": "1"})
+    assert rc == 1
+    step = only(records, "eval")
+    assert step["reason"] == "log over 1 MB (killed by SIGXFSZ)", step
+    assert (stub_repo / step["log"]).stat().st_size == 1 << 20
+    assert_rest_of_chain_ran(records)
+
+
+def test_a_python_step_flooding_its_log_stops_at_the_cap(stub_repo: Path):
+    """CPython ignores SIGXFSZ, so the write fails (EFBIG) and the script exits 1: the cap still holds."""
+    rc, _, records = run(stub_repo, {"STUB_SPAM": "eval", "TIPC_MAX_LOG_MB": "1"})
+    assert rc == 1
+    step = only(records, "eval")
+    assert step["status"] == "failed"
+    assert (stub_repo / step["log"]).stat().st_size == 1 << 20
+    assert_rest_of_chain_ran(records)
+
+
+def test_a_python_step_flooding_its_log_says_why(stub_repo: Path):
+    _, _, records = run(stub_repo, {"STUB_SPAM": "eval", "TIPC_MAX_LOG_MB": "1"})
+    assert only(records, "eval")["reason"].startswith("log over 1 MB")
+
+
+def test_a_missing_interpreter_stops_before_any_step(stub_repo: Path):
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_PYTHON": "no-such-python"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "error: the config's interpreter 'no-such-python' (line python:) is not on PATH" in proc.stderr
+    assert "hint: " in proc.stderr and "TIPC_PYTHON" in proc.stderr and "Traceback" not in proc.stderr
+    assert "[tipc] RUN" not in proc.stdout
+
+
+def test_a_missing_script_fails_its_step_and_says_which(stub_repo: Path):
+    (stub_repo / "stub" / "stub_eval.py").unlink()
+    rc, out, records = run(stub_repo, {})
+    assert rc == 1
+    step = only(records, "eval")
+    assert step["reason"] == "exit code 2" and "stub/stub_eval.py" in (stub_repo / step["log"]).read_text()
+    assert "No such file or directory" in out, "the log tail in the summary names the missing file"
+    assert_rest_of_chain_ran(records)
+
+
+def _python_without_paddle() -> str | None:
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if Path(candidate).is_file() and subprocess.run([candidate, "-c", "import paddle"], capture_output=True).returncode:
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
+def test_without_paddle_the_first_paddle_step_fails_and_its_dependents_skip(tmp_path: Path):
+    """The runner does not check the stack up front (tipcgen doctor does): train fails with the import error."""
+    tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
+    proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, env={"TIPC_PYTHON": _python_without_paddle()}, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    records = read_records(tmp_path, "bert_sst2", MODE)
+    assert [r["kind"] for r in records if r["status"] == "failed"] == ["train"]
+    assert "ModuleNotFoundError: No module named" in proc.stdout, "the import error is in the log tail"
+    assert all(r["status"] == "skipped" for r in records if r["kind"] != "train")
