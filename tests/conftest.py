@@ -16,10 +16,16 @@ SST2 = SHARED / "data" / "sst2"
 STUB = ROOT / "tests" / "fixtures" / "stub"
 
 
+def chain_env(**extra: str) -> dict:
+    """The environment of a chain: the interpreter running the tests (the one with paddle) first on PATH."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "NO_COLOR": "1", "PATH": path, **extra}
+
+
 def tipcgen(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600,
             check: bool = False) -> subprocess.CompletedProcess:
     """Run `python -m tipcgen ARGS` in a real subprocess; returns the completed process (text)."""
-    full_env = dict(os.environ, NO_COLOR="1", **(env or {}))
+    full_env = chain_env(**(env or {}))
     proc = subprocess.run([sys.executable, "-m", "tipcgen", *args], cwd=cwd or ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:

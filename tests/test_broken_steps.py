@@ -88,13 +88,24 @@ def test_a_missing_interpreter_stops_before_any_step(stub_repo: Path):
     assert "[tipc] RUN" not in proc.stdout
 
 
-def test_a_missing_script_fails_its_step_and_says_which(stub_repo: Path):
+def test_a_missing_script_is_named_before_any_step_runs(stub_repo: Path):
     (stub_repo / "stub" / "stub_eval.py").unlink()
-    rc, out, records = run(stub_repo, {})
-    assert rc == 1
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "stub/stub_eval.py" in proc.stderr and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    assert "[tipc] RUN" not in proc.stdout
+
+
+def test_a_script_that_disappears_fails_its_step_and_says_which(stub_repo: Path):
+    """Bash run directly (no preflight): the step fails and its log names the file."""
+    (stub_repo / "stub" / "stub_eval.py").unlink()
+    config = "test_tipc/configs/stub_model/train_infer_python.txt"
+    proc = subprocess.run(["bash", "test_tipc/test_train_inference_python.sh", config, MODE], cwd=stub_repo,
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    records = [json.loads(line) for line in (stub_repo / "test_tipc/output/stub_model" / MODE / "steps.jsonl").read_text().splitlines()]
     step = only(records, "eval")
     assert step["reason"] == "exit code 2" and "stub/stub_eval.py" in (stub_repo / step["log"]).read_text()
-    assert "No such file or directory" in out, "the log tail in the summary names the missing file"
     assert_rest_of_chain_ran(records)
 
 
@@ -106,12 +117,24 @@ def _python_without_paddle() -> str | None:
 
 
 @pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
-def test_without_paddle_the_first_paddle_step_fails_and_its_dependents_skip(tmp_path: Path):
-    """The runner does not check the stack up front (tipcgen doctor does): train fails with the import error."""
+def test_without_paddle_the_run_stops_before_any_step_and_says_what_to_install(tmp_path: Path):
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
     proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, env={"TIPC_PYTHON": _python_without_paddle()}, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "paddle is not installed for" in proc.stderr and "pip install paddlepaddle==3.3.1" in proc.stderr
+    assert "[tipc] RUN" not in proc.stdout and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
+def test_without_paddle_the_runner_fails_the_first_paddle_step_and_skips_its_dependents(tmp_path: Path):
+    """The generated runner run directly (no preflight): train fails with the import error in its log."""
+    tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
+    config = "test_tipc/configs/bert_sst2/train_infer_python.txt"
+    env = dict(__import__("os").environ, TIPC_PYTHON=_python_without_paddle())
+    for script in ("test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh"):
+        proc = subprocess.run(["bash", script, config, MODE], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     records = read_records(tmp_path, "bert_sst2", MODE)
     assert [r["kind"] for r in records if r["status"] == "failed"] == ["train"]
-    assert "ModuleNotFoundError: No module named" in proc.stdout, "the import error is in the log tail"
+    assert "ModuleNotFoundError: No module named" in (tmp_path / records[1]["log"]).read_text()
     assert all(r["status"] == "skipped" for r in records if r["kind"] != "train")

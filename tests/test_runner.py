@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, STUB, read_records, tipcgen
+from conftest import ROOT, STUB, chain_env, read_records, tipcgen
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 RUN_DIR = Path("test_tipc/output/stub_model/lite_train_lite_infer")
@@ -109,8 +109,8 @@ def test_a_shifted_config_fails_loudly(stub_repo: Path):
                             cwd=stub_repo, capture_output=True, text=True)
     assert direct.returncode == 2
     assert "expected '##'" in direct.stderr and "missing or extra" in direct.stderr
-    proc = run(stub_repo)
-    assert proc.returncode == 2 and "missing or extra" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run(stub_repo)  # tipcgen's preflight lints the config before any step
+    assert proc.returncode == 2 and "1 line missing" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_trailing_spaces_and_blank_lines_do_not_change_the_chain(stub_repo: Path, tmp_path: Path):
@@ -158,7 +158,7 @@ def test_hostile_values_are_data_never_code(tmp_path: Path, field):
 
 
 def test_interrupt_leaves_a_summary(stub_repo: Path):
-    env = dict(os.environ, NO_COLOR="1", STUB_HANG="infer")
+    env = chain_env(STUB_HANG="infer")
     proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "--mode", "lite_train_lite_infer"], cwd=stub_repo,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen = []
@@ -179,7 +179,7 @@ def test_interrupt_leaves_a_summary(stub_repo: Path):
 @pytest.mark.parametrize("mode", ["lite_train_whole_infer", "whole_infer", "whole_train_whole_infer"])
 def test_whole_modes_stop_at_once_without_data(tmp_path: Path, mode):
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
-    env = {k: v for k, v in os.environ.items() if k != "TIPC_DATA_DIR"}
+    env = {k: v for k, v in chain_env().items() if k != "TIPC_DATA_DIR"}
     proc = subprocess.run([sys.executable, "-m", "tipcgen", "run", "--mode", mode], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr

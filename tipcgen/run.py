@@ -55,6 +55,33 @@ def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
     return found[0].relative_to(root)
 
 
+_PADDLE_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('paddle') else 3)"
+
+
+def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str]) -> None:
+    """What would make every step fail, said once before any step runs (tipcgen doctor says more)."""
+    from . import lint
+
+    text = config_path.read_text(encoding="utf-8", errors="replace")
+    if chain == "basic":
+        missing = [f for f in lint.lint_text(text, str(config_path.relative_to(root)), repo_root=root)
+                   if f.rule in ("missing-script", "slot-shift")]
+        if missing:
+            raise RunError("; ".join(f"{f.path}:{f.line}: {f.message}" for f in missing),
+                           "fix the config (tipcgen lint shows every finding), or run from the repository root")
+    python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                                              if line.startswith("python:")), "python")
+    found = shutil.which(python, path=env.get("PATH"))
+    if found is None:
+        raise RunError(f"the config's interpreter '{python}' (line python:) is not on PATH",
+                       "write python:python in the config, or set TIPC_PYTHON to the interpreter to use")
+    probe = subprocess.run([found, "-c", _PADDLE_PROBE], env=env, capture_output=True, timeout=60)
+    if probe.returncode == 3:
+        raise RunError(f"paddle is not installed for {found}",
+                       "pip install paddlepaddle==3.3.1 (or pip install -e \".[paddle]\" for the tested stack); "
+                       "tipcgen doctor checks the rest")
+
+
 def model_name_of(config_path: Path) -> str:
     for line in config_path.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith("model_name:"):
@@ -119,6 +146,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 
+    preflight(root / config_path, root, chain, env)
     started = time.perf_counter()
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info())
     prepare_out: deque = deque(maxlen=200_000)
