@@ -195,3 +195,15 @@ def test_whole_data_with_the_wrong_checksum_is_refused(tmp_path: Path):
         (fake / name).write_text("label\tsentence\n1\tgood\n")
     proc = tipcgen("run", "--mode", "whole_train_whole_infer", "--data-dir", str(fake), cwd=tmp_path)
     assert proc.returncode == 2 and "md5" in proc.stderr and "1 data rows, expected 67349" in proc.stderr
+
+
+def test_a_second_run_replaces_the_first_cleanly_and_modes_never_share_a_folder(stub_repo: Path):
+    assert run(stub_repo, env={"STUB_FAIL": "eval"}).returncode == 1
+    (stub_repo / RUN_DIR / "stale.log").write_text("from an earlier run")
+    assert run(stub_repo).returncode == 0
+    assert not (stub_repo / RUN_DIR / "stale.log").exists()
+    assert "Run failed" not in (stub_repo / RUN_DIR / "results_python.log").read_text()
+    assert all(r["status"] != "failed" for r in read_records(stub_repo, "stub_model", "lite_train_lite_infer"))
+    other = stub_repo / "test_tipc/output/stub_model/whole_train_whole_infer"
+    tipcgen("run", "--mode", "whole_train_whole_infer", cwd=stub_repo)
+    assert other.is_dir() and (stub_repo / RUN_DIR / "summary.json").is_file(), "each mode keeps its own folder"
