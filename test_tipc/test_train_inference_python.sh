@@ -160,13 +160,14 @@ run_checks() {
     golden=$(section_value result_check_params golden_dir)
     if ! tipc_is_null "$golden"; then
         name=golden_gpus_${gpu}${tag}
-        if compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_results_*.txt" > /dev/null; then
+        # Golden results belong to one training (mode, device entry, trainer/autocast): gpus_-1 for the CPU.
+        if compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" > /dev/null; then
             tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
-                "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_results_*.txt" "--log_file=$pattern" \
+                "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" "--log_file=$pattern" \
                 "--atol=$(section_value result_check_params golden_atol)" \
                 "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
         else
-            tipc_skip check "$name" "no golden results for $MODE in $golden (tipcgen golden --mode $MODE writes them)"
+            tipc_skip check "$name" "no golden results for $MODE, gpus $gpu$tag in $golden (tipcgen golden --mode $MODE writes them)"
         fi
     fi
 }

@@ -15,11 +15,11 @@ from .errors import TipcgenError
 from .render import Written, golden_dir, write_tree
 from .results import SUMMARY_JSON
 
-_PRECISION = re.compile(r"_precision_(fp32|fp16|int8)_")
+_CASE = re.compile(r"^python_infer_cpu_(gpus_.+?)_usemkldnn_.*_precision_(fp32|fp16|int8)_")
 
 
-def golden_name(model: str, mode: str, precision: str) -> str:
-    return f"python_{model}_{mode}_results_{precision}.txt"
+def golden_name(model: str, mode: str, training: str, precision: str) -> str:
+    return f"python_{model}_{mode}_{training}_results_{precision}.txt"
 
 
 def result_lines(log: Path) -> list[str]:
@@ -33,7 +33,7 @@ def result_lines(log: Path) -> list[str]:
 
 
 def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
-    """Golden file name → text, one per precision, from the first CPU inference log of each."""
+    """Golden file name → text, one per trained model and precision, from the first CPU inference log of each."""
     summary = run_dir / SUMMARY_JSON
     if not summary.is_file():
         raise TipcgenError(f"no run of {mode} under {run_dir}", f"run it first: tipcgen run --mode {mode}")
@@ -46,12 +46,12 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
                            "golden results are taken from a passing run only: fix the chain, run it again")
     files: dict[str, str] = {}
     for log in sorted(run_dir.glob("python_infer_cpu_*.log")):
-        match = _PRECISION.search(log.name)
-        if not match or golden_name(model, mode, match.group(1)) in files:
+        match = _CASE.search(log.name)
+        if not match or golden_name(model, mode, *match.groups()) in files:
             continue
         lines = result_lines(log)
         if lines:
-            files[golden_name(model, mode, match.group(1))] = "\n".join(lines) + "\n"
+            files[golden_name(model, mode, *match.groups())] = "\n".join(lines) + "\n"
     if not files:
         raise TipcgenError(f"no inference log under {run_dir} prints `<name>\\t<json>` result lines",
                            "the inference script must print one such line per example")
