@@ -27,6 +27,7 @@ import numpy as np
 
 PRECISIONS = ("fp32", "fp16", "int8")
 MARKER = ":::TIPC_CHECK "
+MAX_SHOWN = 10  # failures printed one by one; all are counted
 
 
 def parse_results(path):
@@ -156,8 +157,10 @@ def main():
     for output in sorted(outcome.max_abs):
         print(f"{output}: max abs diff {outcome.max_abs[output]:.3e}, max rel diff {outcome.max_rel[output]:.3e} "
               f"(atol {args.atol:g}, rtol {args.rtol:g})")
-    for failure in outcome.failures:
+    for failure in outcome.failures[:MAX_SHOWN]:
         print(f"FAIL {failure}")
+    if len(outcome.failures) > MAX_SHOWN:
+        print(f"FAIL ... and {len(outcome.failures) - MAX_SHOWN} more failures")
     print(MARKER + json.dumps({"passed": not outcome.failures, "atol": args.atol, "rtol": args.rtol,
                                "max_abs": outcome.max_abs, "max_rel": outcome.max_rel,
                                "failures": len(outcome.failures), "logs": compared}))
