@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, read_records, tipcgen
+from conftest import read_records, tipcgen
 
 pytest.importorskip("paddle")
 pytestmark = [pytest.mark.paddle, pytest.mark.chain]

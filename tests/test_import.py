@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen import descriptor, layout, render
-from tipcgen.config import TipcConfig, build_train_infer_python, slot_pairs, split_list
+from tipcgen.config import TipcConfig, build_train_infer_python, slot_pairs
 from tipcgen.errors import TipcgenError
 from tipcgen.importer import ConfigImportError, import_config, import_descriptor, import_file
 

@@ -6,7 +6,6 @@ checks, mode names, interruption. The real chain with Paddle is in test_chain.py
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, STUB, chain_env, read_records, tipcgen
+from conftest import STUB, chain_env, read_records, tipcgen
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 RUN_DIR = Path("test_tipc/output/stub_model/lite_train_lite_infer")
