@@ -55,7 +55,7 @@ def ok(proc):
 
 
 def rows(path):
-    return [l.rstrip("\n").split("\t", 1) for l in open(path, encoding="utf-8")][1:]
+    return [line.rstrip("\n").split("\t", 1) for line in open(path, encoding="utf-8")][1:]
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def dygraph_logits(chain):
 
 # ------------------------------------------------------------------ vocab / tokenizer
 def test_build_vocab(chain, tmp_path):
-    vocab = [l.rstrip("\n") for l in open(chain["data"] / "vocab.txt", encoding="utf-8")]
+    vocab = [line.rstrip("\n") for line in open(chain["data"] / "vocab.txt", encoding="utf-8")]
     assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert len(vocab) == len(set(vocab))
     words = set()
@@ -113,7 +113,7 @@ def test_build_vocab(chain, tmp_path):
     assert set(vocab[5:]) == words  # small input: default min_freq 1 keeps every word
     assert "min_freq=1" in chain["vocab"].stdout
     ok(run("build_vocab.py", "--input", LITE_TRAIN, "--output", str(tmp_path / "v2.txt"), "--min_freq", "2", cwd=tmp_path))
-    v2 = [l.rstrip("\n") for l in open(tmp_path / "v2.txt", encoding="utf-8")]
+    v2 = [line.rstrip("\n") for line in open(tmp_path / "v2.txt", encoding="utf-8")]
     assert v2[:5] == vocab[:5] and "the" in v2 and 5 < len(v2) < len(vocab)
 
 
@@ -165,7 +165,7 @@ def test_tokenizer_matches_paddlenlp(tmp_path):
 # ------------------------------------------------------------------ train / eval / export
 def test_train_log_and_checkpoint(chain):
     log = (chain["out"] / "train.log").read_text(encoding="utf-8")
-    step_lines = [l for l in log.splitlines() if "global_step:" in l]
+    step_lines = [line for line in log.splitlines() if "global_step:" in line]
     assert len(step_lines) >= 2
     for line in step_lines:
         for field in TRAIN_FIELDS:
@@ -179,7 +179,7 @@ def test_train_log_and_checkpoint(chain):
     assert (chain["ckpt"] / "vocab.txt").read_bytes() == (chain["data"] / "vocab.txt").read_bytes()
     meta = json.loads((chain["ckpt"] / "train_meta.json").read_text())
     assert meta["max_seq_length"] == 64 and meta["global_step"] == 32 and meta["precision"] == "fp32"
-    losses = [float(re.search(r"loss: ([0-9.]+)", l).group(1)) for l in step_lines]
+    losses = [float(re.search(r"loss: ([0-9.]+)", line).group(1)) for line in step_lines]
     assert losses[-1] < losses[0]  # it learned something on 64 rows
 
 
@@ -244,7 +244,7 @@ def test_infer_matches_dygraph(chain, dygraph_logits, mkldnn, threads, batch):
     for n, r in res.items():
         assert r["label"] == int(np.argmax(logits[n]))
         np.testing.assert_allclose(r["logits"], logits[n], atol=2e-6)
-    labels = [int(l) for l, _ in rows(chain["data"] / "infer.tsv")]
+    labels = [int(label) for label, _ in rows(chain["data"] / "infer.tsv")]
     correct = sum(int(res[i]["label"] == labels[i]) for i in range(16))
     assert re.search(r"^accuracy: [0-9.]+ \(%d/16\)$" % correct, p.stdout, re.M)
     # mkldnn really on/off: Config.mkldnn_enabled() as printed in Conf info
@@ -265,7 +265,7 @@ def test_infer_fp16_on_cpu_runs_fp32(chain):
     p = ok(run("infer.py", "--model_dir=%s" % chain["out"], "--precision=fp16", "--enable_mkldnn=True",
                "--benchmark=True", "--data_file=%s" % (chain["data"] / "infer.tsv"), cwd=chain["root"],
                PYTHONPROFILEIMPORTTIME="1"))
-    imported = {l.rsplit("|", 1)[-1].strip() for l in p.stderr.splitlines() if l.startswith("import time:")}
+    imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
     assert "paddle.inference" in imported or "paddle" in imported
     assert not any(m == "paddlenlp" or m.startswith("paddlenlp.") for m in imported)  # infer.py stays light
     assert "--precision fp16 requested; CPU inference runs in fp32" in p.stdout
@@ -312,7 +312,7 @@ def test_train_two_processes_resume_amp_max_steps(chain, tmp_path):
     assert "world_size=2" in log
     assert "auto_cast=amp requested; CPU has no AMP, trained in float32" in log
     assert "init_from_ckpt: %s" % chain["ckpt"] in log
-    assert len([l for l in log.splitlines() if "global_step:" in l]) == 3
+    assert len([line for line in log.splitlines() if "global_step:" in line]) == 3
     assert log.splitlines()[-1].startswith("train done: steps=3, ")  # max_steps < 64 / (2 x 4)
     assert (tmp_path / "o" / "checkpoint" / "model_state.pdparams").is_file()
     meta = json.loads((tmp_path / "o" / "checkpoint" / "train_meta.json").read_text())
