@@ -39,8 +39,91 @@ class Format(str, Enum):
     json = "json"
 
 
+class ReportFormat(str, Enum):
+    all = "all"
+    md = "md"
+    html = "html"
+
+
+class ConflictMode(str, Enum):
+    keep = "keep"
+    markers = "markers"
+
+
 def _color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+_PAINT = {"conflict": "\033[31m", "merged": "\033[36m", "updated": "\033[32m", "created": "\033[32m",
+          "removed": "\033[33m", "kept": "\033[2m"}
+
+
+def _action(word: str, color: bool) -> str:
+    """A right-aligned action word (`    updated`), coloured only for a terminal; the word says it all without."""
+    text = f"{word:>11}"
+    return f"{_PAINT[word]}{text}\033[0m" if color and word in _PAINT else text
+
+
+def _pairs(items: List[str], option: str) -> dict:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise TipcgenError(f"{option} {item!r}: expected FIELD=VALUE", f"e.g. {option} train.epochs=--num_epochs")
+        out[name.strip()] = value.strip()
+    return out
+
+
+@app.command()
+def new(
+    train: Optional[str] = typer.Option(None, "--train", help="The train script and any fixed arguments, relative to --root (e.g. \"tools/train.py -c configs/m.yml\")."),
+    eval_: Optional[str] = typer.Option(None, "--eval", help="The eval script (null: no eval step)."),
+    export: Optional[str] = typer.Option(None, "--export", help="The export script (writes the inference model)."),
+    infer: Optional[str] = typer.Option(None, "--infer", help="The inference script (Paddle Inference)."),
+    model_name: Optional[str] = typer.Option(None, "--model-name", help="The model's name: names test_tipc/configs/<model>/ and the log folder."),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="What train saves in its output dir for eval and export to load (a file or folder name; '.' for the dir itself)."),
+    train_data: Optional[str] = typer.Option(None, "--train-data", help="Lite train data shipped with the repository; prepare.sh copies it to ./train_data/<model>/."),
+    eval_data: Optional[str] = typer.Option(None, "--eval-data", help="Lite eval data (as --train-data)."),
+    infer_data: Optional[str] = typer.Option(None, "--infer-data", help="Lite inference data (as --train-data)."),
+    setup: List[str] = typer.Option([], "--setup", metavar="\"SCRIPT.py ARGS\"", help="A data preparation script prepare.sh runs after copying the data ({data_dir} becomes ./train_data/<model>); repeatable."),
+    flag: List[str] = typer.Option([], "--flag", metavar="FIELD=FLAG", help="Fill a descriptor field with this flag (null: leave it empty), e.g. train.epochs=--num_epochs; repeatable; beats probing."),
+    value: List[str] = typer.Option([], "--value", metavar="FIELD=VALUE", help="A field's value as YAML, e.g. inference.cpu_threads='[1, 6]'; repeatable."),
+    python: str = typer.Option("python", "--python", help="The interpreter the chain runs (and the scripts' --help is probed with)."),
+    devices: Devices = typer.Option(Devices.all, "--devices", help="all: GPU and CPU entries; cpu: only CPU entries."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (script and data paths are relative to it)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where to write the descriptor (default: ROOT/tipc.yaml)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing descriptor file (the old one is kept under .tipcgen/backup/)."),
+    probe_timeout: float = typer.Option(60, "--probe-timeout", min=1, help="Seconds each `python SCRIPT --help` may take."),
+) -> None:
+    """Write a descriptor for an existing Paddle repository: probe each script's --help and map its flags to TIPC slots.
+
+    Missing scripts and names are asked for on a terminal; elsewhere (CI) the error names the option to pass.
+    The descriptor loads and renders before it is written; then run tipcgen init on it.
+
+    Example: tipcgen new --model-name my_model --train tools/train.py --eval tools/eval.py --export tools/export_model.py --infer tools/infer.py --checkpoint best_model --train-data data/lite_train.txt
+    """
+    from . import new as newdesc
+    from . import render
+
+    scripts = {role: path for role, path in (("train", train), ("eval", eval_), ("export", export), ("infer", infer))
+               if path is not None}
+    data = {role: path for role, path in (("train", train_data), ("eval", eval_data), ("infer", infer_data)) if path}
+    options = newdesc.Options(model_name=model_name, scripts=scripts, data=data, setup=list(setup), checkpoint=checkpoint,
+                              python=python, devices=devices.value, flags=newdesc.check_fields(_pairs(flag, "--flag"), "--flag"),
+                              values=newdesc.check_fields(_pairs(value, "--value"), "--value"), probe_timeout=probe_timeout)
+
+    def ask(option: str, question: str, default: str) -> str:
+        return typer.prompt(f"{question} ({option})", default=default or None, show_default=bool(default))
+
+    proposal = newdesc.propose(options, root, ask if sys.stdin.isatty() else None)
+    for field, source, origin in proposal.mapping:
+        typer.echo(f"{origin:>8}  {field:<24} {source}")
+    for note in proposal.notes:
+        typer.echo(f"    note  {note}")
+    target = output or root / "tipc.yaml"
+    render.write_tree({target.name: proposal.text}, target.parent, force=force)
+    typer.echo(f"wrote {target} ({proposal.model_name}). Read it, then:\n  tipcgen init {target}"
+               + (f" --output {root}" if str(root) != "." else "") + "\n  tipcgen run --mode lite_train_lite_infer")
 
 
 @app.command()
@@ -57,14 +140,56 @@ def init(
     from . import descriptor, render
 
     desc = descriptor.load(target)
-    if devices is Devices.cpu:
-        desc = desc.for_cpu_only()
-    written = render.init(desc, output, force=force)
+    written = render.init(desc, output, force=force, devices=devices.value)
     for item in written:
         typer.echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")
     typer.echo(f"{desc.model_name}: {created} file(s) written, {len(written) - created} unchanged. Next:\n"
                f"  tipcgen run --mode lite_train_lite_infer" + (f"  (from {output})" if str(output) != "." else ""))
+
+
+@app.command()
+def update(
+    output: Path = typer.Option(Path("."), "--output", "-o", help="The folder tipcgen init rendered into (it holds .tipcgen-answers.yml)."),
+    diff: bool = typer.Option(False, "--diff", help="Print what would change as unified diffs, and write nothing."),
+    conflict: ConflictMode = typer.Option(ConflictMode.keep, "--conflict", help="keep: leave a conflicting file untouched; markers: write it with conflict markers to resolve by hand."),
+) -> None:
+    """Re-render after a descriptor edit or a tipcgen upgrade, keeping your own edits to generated files.
+
+    Untouched files take the new render; edited ones are merged three ways (git merge-file) with what
+    init rendered last time (.tipcgen/base/). Conflicts are listed, never resolved silently: exit code 1.
+
+    Example: tipcgen update --diff
+    """
+    from . import update as updater
+
+    plan = updater.plan(output)
+    color = _color()
+    if plan.descriptor_changed:
+        typer.echo(f"descriptor {plan.new.descriptor} changed since the last render")
+    if plan.old.tipcgen_version != plan.new.tipcgen_version:
+        typer.echo(f"tipcgen {plan.old.tipcgen_version} rendered it last time; this is tipcgen {plan.new.tipcgen_version}")
+    if diff:
+        typer.echo(updater.diff_text(plan), nl=False)
+    else:
+        updater.apply(plan, markers=conflict is ConflictMode.markers)
+    for item in plan.files:
+        if item.action != updater.UNCHANGED:
+            typer.echo(f"{_action(item.action, color)}  {output / item.path}" + (f"  ({item.reason})" if item.reason else ""))
+    unchanged = sum(1 for f in plan.files if f.action == updater.UNCHANGED)
+    changes = [f for f in plan.changes if f.action != updater.CONFLICT]
+    verb = "would change" if diff else "changed"
+    typer.echo(f"{len(changes)} file(s) {verb}, {len(plan.conflicts)} conflict(s), "
+               f"{sum(1 for f in plan.files if f.action == updater.KEPT)} kept as you edited them, {unchanged} unchanged"
+               + ("; nothing was written (--diff)" if diff else ""))
+    if plan.conflicts:
+        if conflict is ConflictMode.markers and not diff:
+            hint = "resolve the <<<<<<< / >>>>>>> blocks in the files above, then run tipcgen update again"
+        else:
+            hint = ("the conflicting files were left as they are; see the change with tipcgen update --diff, or write "
+                    "it into them with --conflict markers and resolve by hand")
+        typer.echo(f"conflicts: {hint}", err=True)
+    raise typer.Exit(1 if plan.conflicts else 0)
 
 
 @app.command()
@@ -99,6 +224,35 @@ def run(
     run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
     typer.echo(f"summary: {run_dir / results.SUMMARY_JSON}\njunit:   {run_dir / results.JUNIT_XML}")
     raise typer.Exit(summary.exit_code)
+
+
+@app.command()
+def report(
+    run_dir: Optional[Path] = typer.Argument(None, help="A run folder, test_tipc/output/<model>/<mode> (default: the newest under --root)."),
+    format: ReportFormat = typer.Option(ReportFormat.all, "--format", help="md, html, or all (both)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="The folder to write into (default: the run folder, next to summary.json)."),
+    align: Optional[Path] = typer.Option(None, "--align", help="Add the alignment table: the JSON of tipcgen align report --json, or the reproduction folder (default: align_report.json in the run folder, if any)."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+) -> None:
+    """Write one document for a submission or a pull request from a run: environment, steps, a timing
+    chart, the loss curve (from train.log), the result checks, the alignment table and the commands to reproduce.
+
+    Markdown links the PNGs next to it; the HTML embeds them (one file, no JavaScript).
+
+    Example: tipcgen report test_tipc/output/bert_sst2/lite_train_lite_infer --format html
+    """
+    from . import report as reporter
+
+    folder = run_dir if run_dir is not None else reporter.find_run(root)
+    formats = reporter.FORMATS if format is ReportFormat.all else (format.value,)
+    result, paths = reporter.write(folder, output, formats, align, root if run_dir is None else None)
+    for path in paths:
+        typer.echo(f"      wrote  {path}")
+    for note in result.notes:
+        typer.echo(f"note: {note}", err=True)
+    s = result.summary
+    typer.echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count('passed')} passed, {s.count('failed')} failed, "
+               f"{s.count('skipped')} skipped)")
 
 
 @app.command()

@@ -15,7 +15,9 @@ align_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
-    help="Check a paper reproduction: compare reprod_log files, report the six acceptance checkpoints.",
+    help="Check a paper reproduction: compare reprod_log files, report the six acceptance checkpoints.\n\n"
+         "Example:\n\n    tipcgen align compare forward_torch.npy forward_paddle.npy\n\n"
+         "    tipcgen align report output/align --descriptor tipc.yaml",
 )
 
 

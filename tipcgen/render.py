@@ -17,6 +17,7 @@ from pathlib import Path
 import jinja2
 
 from . import __version__, layout
+from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
 
@@ -162,12 +163,16 @@ def sample_files(desc: Descriptor) -> dict[str, bytes]:
 @dataclass(frozen=True)
 class Written:
     path: str
-    action: str  # created | unchanged | overwritten
+    action: str  # created | unchanged | overwritten | updated (tipcgen's own files) | removed
 
 
-def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False, backup: bool = True) -> list[Written]:
+def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False, backup: bool = True,
+               owned: frozenset[str] | set[str] = frozenset(), remove: tuple[str, ...] | list[str] = ()) -> list[Written]:
     """Write all files under out_dir, or none. A file that differs is only replaced with force,
-    and then its old content is kept under .tipcgen/backup/<time>/ (unless backup is False)."""
+    and then its old content is kept under .tipcgen/backup/<time>/ (unless backup is False).
+
+    ``owned`` files are tipcgen's own bookkeeping (the answers file, the merge base): they are
+    replaced without force and without a backup. ``remove`` names files to delete (backed up too)."""
     plan: list[tuple[str, Path, bytes, str]] = []
     conflicts = []
     for rel, content in sorted(files.items()):
@@ -182,16 +187,24 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
             if target.read_bytes() == data:
                 plan.append((rel, target, data, "unchanged"))
                 continue
+            if rel in owned:
+                plan.append((rel, target, data, "updated"))
+                continue
             conflicts.append(rel)
             plan.append((rel, target, data, "overwritten"))
         else:
             plan.append((rel, target, data, "created"))
+    for rel in sorted(set(remove) - set(files)):
+        if (out_dir / rel).is_file():
+            plan.append((rel, out_dir / rel, b"", "removed"))
     if conflicts and not force:
         listing = "\n".join(f"  {rel}" for rel in conflicts)
         raise RenderConflictError(
             f"{len(conflicts)} file(s) in {out_dir} differ from what tipcgen renders; nothing was written:\n{listing}",
-            "rerun with --force to replace them (the old files are kept under .tipcgen/backup/)")
-    todo = [item for item in plan if item[3] != "unchanged"]
+            "rerun with --force to replace them (the old files are kept under .tipcgen/backup/), "
+            "or keep your edits and merge the new render with tipcgen update")
+    # removals first, so that a failed write later on puts them back too
+    todo = sorted((item for item in plan if item[3] != "unchanged"), key=lambda item: item[3] != "removed")
     if todo:
         try:
             _commit(todo, out_dir, backup)
@@ -202,44 +215,72 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
 
 
 def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup: bool) -> None:
+    """Stage every file, then move each into place; on any failure put back what was there."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".tipcgen-stage-", dir=out_dir))
-    backup = out_dir / ".tipcgen" / "backup" / time.strftime("%Y%m%d-%H%M%S")
-    if not keep_backup:  # still needed to roll back a failed write, then removed
-        backup = stage.parent / (stage.name + "-backup")
-    done: list[tuple[Path, str]] = []
+    undo = stage.parent / (stage.name + "-undo")  # old copies needed only to roll back
+    backup = out_dir / ".tipcgen" / "backup" / time.strftime("%Y%m%d-%H%M%S") if keep_backup else undo
+    done: list[tuple[Path, Path | None]] = []
     try:
-        for rel, _, data, _ in todo:
+        for rel, _, data, action in todo:
+            if action == "removed":
+                continue
             staged = stage / rel
             staged.parent.mkdir(parents=True, exist_ok=True)
             staged.write_bytes(data)
             if rel.endswith(".sh"):
                 staged.chmod(0o755)
         for rel, target, _, action in todo:
-            if action == "overwritten":
-                saved = backup / rel
+            saved = None
+            if action != "created":
+                saved = (backup if action in ("overwritten", "removed") else undo) / rel
                 saved.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(target, saved)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage / rel, target)
-            done.append((target, action))
-    except BaseException:
-        for target, action in reversed(done):
-            rel = target.relative_to(out_dir).as_posix()
-            if action == "overwritten":
-                shutil.copy2(backup / rel, target)
+            if action == "removed":
+                target.unlink()
             else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(stage / rel, target)
+            done.append((target, saved))
+    except BaseException:
+        for target, saved in reversed(done):
+            if saved is None:
                 target.unlink(missing_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(saved, target)
         raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-        if not keep_backup:
-            shutil.rmtree(backup, ignore_errors=True)
+        shutil.rmtree(undo, ignore_errors=True)
 
 
-def init(desc: Descriptor, out_dir: Path, force: bool = False) -> list[Written]:
-    """Render test_tipc/ (and a built-in sample's project files) into out_dir."""
+def rendered(desc: Descriptor, devices: str = "all") -> dict[str, str | bytes]:
+    """Everything init writes besides its bookkeeping: test_tipc/, golden results, a sample's own files."""
+    if devices == "cpu":
+        desc = desc.for_cpu_only()
     files: dict[str, str | bytes] = dict(render_files(desc))
     files.update(_golden_files(desc))
     files.update(sample_files(desc))
-    return write_tree(files, out_dir, force)
+    return files
+
+
+def bookkeeping(answers: Answers, base: dict[str, str | bytes]) -> dict[str, str | bytes]:
+    """The answers file and the merge base (.tipcgen/base/<path>) for the given rendered files."""
+    out: dict[str, str | bytes] = {ANSWERS_FILE: environment().get_template("answers/tipcgen-answers.yml.j2").render(a=answers)}
+    out.update({base_path(rel): content for rel, content in base.items()})
+    return out
+
+
+def answers_for(desc: Descriptor, out_dir: Path, devices: str, files: dict[str, str | bytes]) -> Answers:
+    return Answers(__version__, descriptor_reference(desc, out_dir), sha256_of(Path(desc.source)), devices,
+                   tuple(sorted(files)))
+
+
+def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all") -> list[Written]:
+    """Render test_tipc/ (and a built-in sample's project files) into out_dir, and record what it
+    rendered from (.tipcgen-answers.yml, .tipcgen/base/) so that tipcgen update can merge later."""
+    files = rendered(desc, devices)
+    book = bookkeeping(answers_for(desc, out_dir, devices, files), files)
+    written = write_tree({**files, **book}, out_dir, force, owned=set(book))
+    return [w for w in written if not w.path.startswith(BASE_DIR + "/")]

@@ -175,6 +175,16 @@ def environment_info() -> dict[str, str]:
     return {"python": platform.python_version(), "platform": platform.platform(), "machine": platform.machine()}
 
 
+def load_summary(path: Path) -> Summary:
+    """A summary.json (as write_json wrote it) → the Summary again; derived fields are recomputed."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    step_fields = {f for f in Step.__dataclass_fields__}
+    summary_fields = {f for f in Summary.__dataclass_fields__} - {"steps"}
+    summary = Summary(**{k: v for k, v in data.items() if k in summary_fields})
+    summary.steps = [Step(**{k: v for k, v in raw.items() if k in step_fields}) for raw in data.get("steps", [])]
+    return summary
+
+
 def write_json(summary: Summary, path: Path) -> None:
     path.write_text(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

@@ -1,0 +1,255 @@
+"""`tipcgen new`: probe scripts' --help, map their flags to TIPC slots, write a descriptor that renders.
+
+Unit tests use small argparse scripts written here (real subprocesses, no paddle); the chain test runs
+`tipcgen new` on the bert-sst2 scripts and then the chain its descriptor renders.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tipcgen import descriptor, new, render
+from tipcgen.errors import TipcgenError
+
+from conftest import read_records, tipcgen
+
+OCR_LIKE = {
+    "tools/train.py": """
+        p.add_argument("-c", "--config", required=True, help="config file")
+        p.add_argument("--use_gpu", type=str, default="True", help="run on a GPU")
+        p.add_argument("--epoch_num", type=int, default=500)
+        p.add_argument("--save_dir", default="./output")
+        p.add_argument("--batch_size", type=int, default=16)
+        p.add_argument("--pretrained", default=None,
+                       help="a very long help text that argparse wraps onto a second line because it goes on and on")
+        p.add_argument("--image_dir", default="./data")
+        p.add_argument("--use_amp", action="store_true", help="a switch: TIPC cannot pass it")
+    """,
+    "tools/eval.py": """
+        p.add_argument("-c", "--config", required=True)
+        p.add_argument("--use_gpu", default="True")
+        p.add_argument("--pretrained", required=True)
+    """,
+    "tools/export_model.py": """
+        p.add_argument("-c", "--config", required=True)
+        p.add_argument("--pretrained", required=True)
+        p.add_argument("--save_inference_dir", required=True)
+    """,
+    "tools/infer/predict.py": """
+        p.add_argument("--use_gpu", default="True")
+        p.add_argument("--enable_mkldnn", default="False")
+        p.add_argument("--cpu_threads", type=int, default=10)
+        p.add_argument("--rec_batch_num", type=int, default=6)
+        p.add_argument("--use_tensorrt", default="False")
+        p.add_argument("--precision", choices=["fp32", "fp16", "int8"], default="fp32")
+        p.add_argument("--model_dir", required=True)
+        p.add_argument("--image_dir", default="./doc/imgs")
+        p.add_argument("--benchmark", default="False")
+    """,
+}
+
+
+def write_scripts(root: Path, scripts: dict[str, str]) -> Path:
+    for rel, body in scripts.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("import argparse\np = argparse.ArgumentParser()\n" + textwrap.dedent(body)
+                        + "p.parse_args()\n")
+    return root
+
+
+def ocr_options(**extra) -> new.Options:
+    scripts = {"train": "tools/train.py -c configs/rec.yml", "eval": "tools/eval.py -c configs/rec.yml",
+               "export": "tools/export_model.py -c configs/rec.yml", "infer": "tools/infer/predict.py"}
+    return new.Options(model_name="ocr_rec", scripts=scripts, checkpoint="latest", **extra)
+
+
+def slot_lines(text: str) -> dict[str, str]:
+    desc = descriptor.load_text(text)
+    return {name: slot.line for name, slot in desc.slots.items()}
+
+
+# ---------------------------------------------------------------- probing
+
+def test_parse_help_of_a_real_argparse_script(tmp_path: Path):
+    write_scripts(tmp_path, {"t.py": """
+        p.add_argument("-c", "--config", required=True, help="config file")
+        p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+        p.add_argument("--ids", nargs="+", type=int)
+        p.add_argument("--verbose", action="store_true")
+        p.add_argument("--out-dir", dest="out_dir", required=True,
+                       help="a long help that wraps: " + "words " * 20)
+    """})
+    flags = new.probe(new.Script("train", "t.py"), tmp_path, "python")
+    by_name = {f.name: f for f in flags}
+    assert sorted(by_name) == ["--config", "--device", "--ids", "--out-dir", "--verbose"]
+    assert by_name["--config"].names == ("-c", "--config") and by_name["--config"].required
+    assert by_name["--device"].choices == ("cpu", "gpu") and not by_name["--device"].required
+    assert not by_name["--verbose"].takes_value and by_name["--ids"].takes_value
+    assert by_name["--out-dir"].required and by_name["--out-dir"].help.endswith("words")
+
+
+def test_a_script_whose_help_fails_or_hangs_is_an_error(tmp_path: Path):
+    (tmp_path / "broken.py").write_text("import no_such_module_here\n")
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(30)\n")
+    with pytest.raises(TipcgenError, match="exited 1: .*no_such_module_here"):
+        new.probe(new.Script("train", "broken.py"), tmp_path, "python")
+    with pytest.raises(TipcgenError, match="did not finish in 1 s"):
+        new.probe(new.Script("train", "slow.py"), tmp_path, "python", timeout=1)
+
+
+# ---------------------------------------------------------------- mapping
+
+def test_ocr_style_scripts_map_to_the_tipc_slots(tmp_path: Path):
+    write_scripts(tmp_path, OCR_LIKE)
+    proposal = new.propose(ocr_options(), tmp_path)
+    lines = slot_lines(proposal.text)
+    assert lines["train_use_gpu"] == "--use_gpu:True|False"
+    assert lines["epoch"] == "--epoch_num:lite_train_lite_infer=1|lite_train_whole_infer=1"
+    assert lines["save_model"] == "--save_dir:./output/"
+    assert lines["pretrain"] == "--pretrained:null" and lines["train_model_name"] == "train_model_name:latest"
+    assert lines["autocast"] == "null:null"  # --use_amp is a switch
+    assert lines["norm_train"] == "norm_train:tools/train.py -c configs/rec.yml"
+    assert lines["eval"] == "eval:tools/eval.py -c configs/rec.yml"
+    assert lines["save_infer"] == "--save_inference_dir:./output/" and lines["export_weight"] == "--pretrained:null"
+    assert lines["infer_use_gpu"] == "--use_gpu:True|False" and lines["enable_mkldnn"] == "--enable_mkldnn:False|True"
+    assert lines["precision"] == "--precision:fp32" and lines["infer_model_dir"] == "--model_dir:null"
+    assert lines["infer_batch_size"] == "null:null"  # --rec_batch_num is not a batch-size name tipcgen knows
+    assert any("--use_amp is a switch" in note for note in proposal.notes)
+    assert ("train.epochs", "--epoch_num (tools/train.py)", "probed") in proposal.mapping
+    render.render_files(descriptor.load_text(proposal.text))
+
+
+def test_options_override_probing(tmp_path: Path):
+    write_scripts(tmp_path, OCR_LIKE)
+    options = ocr_options(flags={"inference.batch_size": "--rec_batch_num", "inference.benchmark": "null"},
+                          values={"inference.cpu_threads": "[1, 6]", "train.epochs": "{lite_train_lite_infer: 2}"})
+    proposal = new.propose(options, tmp_path)
+    lines = slot_lines(proposal.text)
+    assert lines["infer_batch_size"] == "--rec_batch_num:1" and lines["benchmark"] == "null:null"
+    assert lines["cpu_threads"] == "--cpu_threads:1|6" and lines["epoch"] == "--epoch_num:lite_train_lite_infer=2"
+    assert ("inference.batch_size", "--rec_batch_num (tools/infer/predict.py)", "option") in proposal.mapping
+
+
+def test_lite_data_and_setup_become_the_data_section(tmp_path: Path):
+    write_scripts(tmp_path, OCR_LIKE)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "lite.txt").write_text("x\n")
+    options = ocr_options(data={"train": "data/lite.txt", "infer": "data/lite.txt"},
+                          setup=["tools/make_dict.py --out {data_dir}/dict.txt"])
+    desc = descriptor.load_text(new.propose(options, tmp_path).text)
+    assert desc.slots["train_param"].line == "--image_dir:./train_data/ocr_rec/train.txt"
+    assert desc.slots["infer_data"].line == "--image_dir:./train_data/ocr_rec/infer.txt"
+    assert desc.slots["train_infer_data"].value == "./train_data/ocr_rec/infer.txt"
+    assert [(f.name, f.role, f.lite) for f in desc.data.files] == [("train.txt", "train", "data/lite.txt"),
+                                                                   ("infer.txt", "infer", "data/lite.txt")]
+    assert desc.data.setup == (("tools/make_dict.py", "--out", "./train_data/ocr_rec/dict.txt"),)
+
+
+def test_a_required_flag_no_slot_fills_is_an_error_unless_given(tmp_path: Path):
+    write_scripts(tmp_path, OCR_LIKE)
+    options = ocr_options()
+    options.scripts["train"] = "tools/train.py"  # without -c configs/rec.yml
+    with pytest.raises(TipcgenError, match=r"tools/train.py: the required flag --config fills no TIPC slot") as info:
+        new.propose(options, tmp_path)
+    assert '--train "tools/train.py --config VALUE"' in str(info.value)
+
+
+def test_a_required_data_flag_needs_data(tmp_path: Path):
+    scripts = dict(OCR_LIKE)
+    scripts["tools/infer/predict.py"] = OCR_LIKE["tools/infer/predict.py"].replace(
+        'p.add_argument("--image_dir", default="./doc/imgs")', 'p.add_argument("--image_dir", required=True)')
+    write_scripts(tmp_path, scripts)
+    with pytest.raises(TipcgenError, match=r"required flag --image_dir \(inference.data\) gets no value; ship lite "
+                                           r"data with --infer-data FILE"):
+        new.propose(ocr_options(), tmp_path)
+    lines = slot_lines(new.propose(ocr_options(values={"inference.data": "./doc/imgs/1.jpg"}), tmp_path).text)
+    assert lines["infer_data"] == "--image_dir:./doc/imgs/1.jpg"
+    assert lines["train_infer_data"] == "train_infer_img_dir:./doc/imgs/1.jpg"  # what inference reads after training
+
+
+def test_eval_must_accept_what_the_runner_passes_it(tmp_path: Path):
+    scripts = dict(OCR_LIKE)
+    scripts["tools/eval.py"] = """
+        p.add_argument("-c", "--config", required=True)
+        p.add_argument("--checkpoints", required=True)
+    """
+    write_scripts(tmp_path, scripts)
+    with pytest.raises(TipcgenError) as info:
+        new.propose(ocr_options(), tmp_path)
+    message = str(info.value)
+    assert "tools/eval.py has no --pretrained" in message and "tools/eval.py has no --use_gpu" in message
+    assert "the required flag --checkpoints fills no TIPC slot" in message
+
+
+def test_missing_values_are_asked_for_on_a_terminal(tmp_path: Path):
+    write_scripts(tmp_path, OCR_LIKE)
+    asked = []
+
+    def ask(option: str, question: str, default: str) -> str:
+        asked.append((option, default))
+        return {"--export": "tools/export_model.py -c configs/rec.yml", "--model-name": default,
+                "--checkpoint": "."}[option]
+
+    options = new.Options(scripts={"train": "tools/train.py -c configs/rec.yml", "infer": "tools/infer/predict.py"})
+    proposal = new.propose(options, tmp_path, ask)
+    assert asked == [("--export", ""), ("--model-name", "tools"), ("--checkpoint", "")]
+    assert slot_lines(proposal.text)["train_model_name"] == "train_model_name:"
+
+
+def test_cli_without_a_terminal_names_every_missing_option(tmp_path: Path):
+    write_scripts(tmp_path, OCR_LIKE)
+    proc = subprocess.run([sys.executable, "-m", "tipcgen", "new", "--train", "tools/train.py", "--root", str(tmp_path)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    for option in ("--export", "--infer", "--model-name", "--checkpoint"):
+        assert f"  {option}: " in proc.stderr
+    assert not (tmp_path / "tipc.yaml").exists()
+
+
+def test_cli_writes_a_descriptor_that_init_renders(tmp_path: Path):
+    write_scripts(tmp_path, OCR_LIKE)
+    args = ["new", "--root", str(tmp_path), "--model-name", "ocr_rec", "--checkpoint", "latest",
+            "--train", "tools/train.py -c configs/rec.yml", "--eval", "tools/eval.py -c configs/rec.yml",
+            "--export", "tools/export_model.py -c configs/rec.yml", "--infer", "tools/infer/predict.py",
+            "--flag", "trian.epochs=--epochs"]
+    proc = tipcgen(*args)
+    assert proc.returncode == 2 and "did you mean train.epochs?" in proc.stderr
+    proc = tipcgen(*args[:-2], check=True)
+    assert "probed  train.epochs" in proc.stdout and f"tipcgen init {tmp_path / 'tipc.yaml'}" in proc.stdout
+    again = [a if a != "ocr_rec" else "ocr_rec2" for a in args[:-2]]
+    assert tipcgen(*again).returncode == 2  # a different descriptor is only written over with --force
+    tipcgen("init", "tipc.yaml", cwd=tmp_path, check=True)
+    lint = tipcgen("lint", "test_tipc/configs", "--repo-root", ".", cwd=tmp_path)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+# ---------------------------------------------------------------- the bert-sst2 scripts, for real
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_new_on_the_bert_sst2_scripts_yields_a_passing_chain(tmp_path: Path):
+    pytest.importorskip("paddle")
+    # An existing repository: the sample's scripts and lite data, no test_tipc/ yet.
+    render.write_tree(render.sample_files(descriptor.load("bert-sst2")), tmp_path)
+    assert not (tmp_path / "test_tipc").exists()
+    s = "sample_models/bert-sst2"
+    proc = tipcgen("new", "--model-name", "bert_new", "--checkpoint", "checkpoint",
+                   "--train", f"{s}/train.py", "--eval", f"{s}/eval.py", "--export", f"{s}/export_model.py",
+                   "--infer", f"{s}/infer.py", "--train-data", f"{s}/data/lite_train.tsv",
+                   "--eval-data", f"{s}/data/lite_dev.tsv", "--infer-data", f"{s}/data/lite_dev.tsv",
+                   "--setup", f"{s}/build_vocab.py --input {{data_dir}}/train.tsv --output {{data_dir}}/vocab.txt",
+                   "-o", "bert_new.yaml", cwd=tmp_path, check=True)
+    assert "note" not in proc.stdout  # every flag found a slot
+    lines = slot_lines((tmp_path / "bert_new.yaml").read_text())
+    assert lines["pretrain"] == "--init_from_ckpt:null" and lines["export_weight"] == "--params_path:null"
+    tipcgen("init", "bert_new.yaml", cwd=tmp_path, check=True)
+    run = tipcgen("run", "--mode", "lite_train_lite_infer", "--quiet", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+    records = read_records(tmp_path, "bert_new", "lite_train_lite_infer")
+    passed = {r["kind"] for r in records if r["status"] == "passed"}
+    assert {"train", "eval", "export", "infer"} <= passed

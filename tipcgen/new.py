@@ -1,0 +1,532 @@
+"""``tipcgen new``: a descriptor for an existing Paddle repository, from its scripts' ``--help``.
+
+Each script (train, eval, export, infer) is run as ``python SCRIPT --help`` in a subprocess with a
+timeout; its argparse-style flags are matched to TIPC slots by name (``--epochs``/``--epoch_num``/
+``--max_steps`` → ``train.epochs``, ...). Options override what probing finds. What a chain cannot do
+without (a required flag no slot fills, a flag the runner passes that a script lacks) is an error
+naming the option to pass. The descriptor is checked by loading and rendering it before it is written.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from . import descriptor, render
+from .errors import TipcgenError
+
+PROBE_TIMEOUT = 60
+ROLES = ("train", "eval", "export", "infer")
+DATA_ROLES = {"train": "train", "eval": "train", "infer": "infer"}  # descriptor data.files roles
+
+# Descriptor field → the flag names that fill it, best first (compared without dashes, '-' as '_').
+CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "train.device": ("train", ("device", "use_gpu", "place")),
+    "train.autocast": ("train", ("auto_cast", "autocast", "amp_level", "use_amp", "amp", "precision")),
+    "train.epochs": ("train", ("epochs", "epoch_num", "num_epochs", "epoch", "max_epochs", "num_train_epochs",
+                               "max_steps", "max_iters", "total_iters", "iters")),
+    "train.output_dir": ("train", ("output_dir", "save_dir", "output", "save_path", "checkpoint_dir", "output_path",
+                                   "save_model_dir", "model_save_dir")),
+    "train.batch_size": ("train", ("batch_size", "train_batch_size", "per_device_train_batch_size", "bs")),
+    "train.pretrained": ("train", ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
+                                   "init_checkpoint", "params_path", "checkpoint", "resume", "weights")),
+    "train.extra": ("train", ("data_file", "data", "data_dir", "data_path", "train_data", "train_file",
+                              "train_set", "image_dir", "dataset_dir", "input_file")),
+    "eval.extra": ("eval", ("data_file", "data", "data_dir", "data_path", "eval_data", "dev_file", "eval_file",
+                            "dev_set", "image_dir", "dataset_dir", "input_file")),
+    "export.output_dir": ("export", ("output_path", "save_inference_dir", "save_dir", "output_dir", "export_dir",
+                                     "output", "inference_dir", "save_path")),
+    "export.weights": ("export", ("params_path", "init_from_ckpt", "pretrained", "pretrained_model", "model_path",
+                                  "checkpoint", "weights", "ckpt", "resume")),
+    "inference.use_gpu": ("infer", ("use_gpu", "device")),
+    "inference.enable_mkldnn": ("infer", ("enable_mkldnn", "use_mkldnn", "enable_onednn", "use_onednn")),
+    "inference.cpu_threads": ("infer", ("cpu_threads", "cpu_num_threads", "num_threads", "threads",
+                                        "cpu_math_library_num_threads")),
+    "inference.batch_size": ("infer", ("batch_size", "infer_batch_size")),
+    "inference.use_tensorrt": ("infer", ("use_tensorrt", "use_trt", "enable_tensorrt")),
+    "inference.precision": ("infer", ("precision", "run_mode", "infer_precision")),
+    "inference.model_dir": ("infer", ("model_dir", "inference_model_dir", "model_path", "infer_model_dir",
+                                      "model", "model_file")),
+    "inference.data": ("infer", ("data_file", "data", "image_dir", "input_file", "infer_data", "infer_file",
+                                 "data_dir", "input", "text_file", "data_path")),
+    "inference.benchmark": ("infer", ("benchmark",)),
+}
+VALUE_FIELDS = (*CANDIDATES, "train.infer_data")
+_STEP_COUNTERS = ("max_steps", "max_iters", "total_iters", "iters")
+_SCRIPT_OPTION = {"train": "--train", "eval": "--eval", "export": "--export", "infer": "--infer"}
+_DATA_OPTION = {"train": "--train-data", "eval": "--eval-data", "infer": "--infer-data"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One option of a script's --help: its names, whether it takes a value, its choices."""
+
+    names: tuple[str, ...]  # as written: ('-c', '--config')
+    takes_value: bool
+    choices: tuple[str, ...] = ()
+    help: str = ""
+    required: bool = False
+
+    @property
+    def name(self) -> str:
+        longs = [n for n in self.names if n.startswith("--")]
+        return (longs or list(self.names))[0]
+
+
+@dataclass
+class Script:
+    """A script given for a role: its path, the fixed arguments after it, and its probed flags."""
+
+    role: str
+    path: str  # relative to the repository root
+    args: tuple[str, ...] = ()
+    flags: list[Flag] = field(default_factory=list)
+
+    @property
+    def command(self) -> str:
+        return " ".join([self.path, *self.args])
+
+    def find(self, names: tuple[str, ...]) -> Flag | None:
+        by_name = {_norm(n): flag for flag in self.flags for n in flag.names}
+        return next((by_name[n] for n in names if n in by_name), None)
+
+    def accepts(self, key: str) -> bool:
+        return any(_norm(key) == _norm(n) for flag in self.flags for n in flag.names)
+
+    def given(self, flag: Flag) -> bool:
+        """The fixed arguments already set this flag (``--config x`` or ``--config=x``)."""
+        return any(arg.split("=", 1)[0] in flag.names for arg in self.args)
+
+
+@dataclass
+class Proposal:
+    """The descriptor text, and what was mapped from where (for the user to read)."""
+
+    text: str
+    model_name: str
+    mapping: list[tuple[str, str, str]]  # (field, flag or value, origin)
+    notes: list[str]
+
+
+def check_fields(pairs: dict[str, str], option: str) -> dict[str, str]:
+    """--flag / --value FIELD=...: every FIELD must be one that tipcgen new fills."""
+    import difflib
+
+    allowed = tuple(CANDIDATES) if option == "--flag" else VALUE_FIELDS
+    for name in pairs:
+        if name not in allowed:
+            close = difflib.get_close_matches(name, allowed, n=1)
+            raise TipcgenError(f"{option} {name}=...: {name} is not a field tipcgen new fills",
+                               (f"did you mean {close[0]}? " if close else "") + "fields: " + ", ".join(allowed))
+    return pairs
+
+
+def _norm(name: str) -> str:
+    return name.lstrip("-").replace("-", "_").lower()
+
+
+# ---------------------------------------------------------------- probing
+
+_OPTION_LINE = re.compile(r"^\s{1,12}-")  # deeper lines are help text (argparse indents it by 24)
+_CHOICES = re.compile(r"^\{(.*)\}$")
+
+
+def parse_help(text: str) -> list[Flag]:
+    """The flags of an argparse-style --help text (options, their metavars and choices, required ones)."""
+    required = _required_in_usage(text)
+    flags: list[Flag] = []
+    current: list[str] | None = None  # [option spec, help text]
+    for line in text.splitlines():
+        if _OPTION_LINE.match(line):
+            if current:
+                flags.append(_flag(current[0], current[1], required))
+            parts = re.split(r"\s{2,}", line.strip(), maxsplit=1)
+            current = [parts[0], parts[1] if len(parts) > 1 else ""]
+        elif current and line.strip() and line.startswith(" " * 6):
+            current[1] = (current[1] + " " + line.strip()).strip()
+        elif current:
+            flags.append(_flag(current[0], current[1], required))
+            current = None
+    if current:
+        flags.append(_flag(current[0], current[1], required))
+    return [f for f in flags if f.name not in ("-h", "--help")]
+
+
+def _flag(spec: str, help: str, required: set[str]) -> Flag:
+    names, metavars = [], []
+    for part in spec.split(", "):
+        words = part.strip().split(None, 1)
+        if not words or not words[0].startswith("-"):
+            continue
+        name, _, inline = words[0].partition("=")
+        names.append(name)
+        metavar = inline or (words[1] if len(words) > 1 else "")
+        if metavar:
+            metavars.append(metavar)
+    choices: tuple[str, ...] = ()
+    if metavars:
+        found = _CHOICES.match(metavars[0].split()[0])
+        if found:
+            choices = tuple(c.strip() for c in found.group(1).split(","))
+    return Flag(tuple(names), bool(metavars), choices, help, any(n in required for n in names))
+
+
+def _required_in_usage(text: str) -> set[str]:
+    """Options outside [...] in the usage line: the ones argparse requires."""
+    usage = []
+    for line in text.splitlines():
+        if line.lower().startswith("usage:"):
+            usage.append(line[6:])
+        elif usage and line.strip() and line.startswith(" "):
+            usage.append(line)
+        elif usage:
+            break
+    depth, out, word = 0, set(), ""
+    for ch in " ".join(usage) + " ":
+        if ch.isspace() or ch in "[]()|":
+            if depth == 0 and word.startswith("-"):
+                out.add(word)
+            word = ""
+            depth += (ch == "[") - (ch == "]")
+        else:
+            word += ch
+    return out
+
+
+def probe(script: Script, root: Path, python: str, timeout: float = PROBE_TIMEOUT) -> list[Flag]:
+    """``python SCRIPT --help`` in root → its flags; a script whose --help fails is an error."""
+    interpreter = shutil.which(python) or (sys.executable if python in ("python", "python3") else None)
+    if interpreter is None:
+        raise TipcgenError(f"'{python}' is not on PATH, so {script.path} --help cannot be probed",
+                           "pass --python with an interpreter that has the model's packages (e.g. --python python3)")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", COLUMNS="200")
+    try:
+        proc = subprocess.run([interpreter, script.path, "--help"], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, errors="replace", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TipcgenError(f"{script.path} --help did not finish in {timeout:g} s",
+                           "a script should parse its arguments before loading models or data; "
+                           "raise the limit with --probe-timeout") from None
+    flags = parse_help(proc.stdout)
+    if proc.returncode != 0 or not flags and "usage:" not in proc.stdout.lower():
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        raise TipcgenError(f"`{python} {script.path} --help` exited {proc.returncode}: {tail or 'no output'}",
+                           f"make `{python} {script.path} --help` work from {root} (it must not need a GPU or data), "
+                           f"or check {_SCRIPT_OPTION[script.role]}")
+    return flags
+
+
+# ---------------------------------------------------------------- mapping
+
+@dataclass
+class Options:
+    """What the user gave (as CLI options); anything missing may be asked for, or is an error."""
+
+    model_name: str | None = None
+    scripts: dict[str, str] = field(default_factory=dict)   # role → "path [fixed args]"
+    data: dict[str, str] = field(default_factory=dict)      # role → lite data file
+    setup: list[str] = field(default_factory=list)          # "script.py args" ({data_dir} is replaced)
+    checkpoint: str | None = None
+    python: str = "python"
+    devices: str = "all"
+    flags: dict[str, str] = field(default_factory=dict)     # field → flag ('null' drops it)
+    values: dict[str, str] = field(default_factory=dict)    # field → YAML value
+    probe_timeout: float = PROBE_TIMEOUT
+
+
+def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | None = None) -> Proposal:
+    """Probe the scripts and map their flags → a descriptor that loads and renders.
+
+    ``ask(option, question, default)`` is called for missing values when stdin is a terminal; without
+    it a missing value is an error that names the option to pass."""
+    options = replace(options, scripts=dict(options.scripts))
+    _ask_missing(options, root, ask)
+    scripts = {role: _script(role, given, root) for role in ROLES
+               if (given := options.scripts.get(role)) is not None and given.lower() != "null"}
+    model_name = options.model_name or ""
+    for script in scripts.values():
+        script.flags = probe(script, root, options.python, options.probe_timeout)
+    notes: list[str] = []
+    chosen = _choose_flags(scripts, options, notes)
+    data_dir = f"./train_data/{model_name}"
+    data_files = _data_files(options.data, data_dir, root)
+    values = _values(scripts, chosen, options, data_files, model_name)
+    _check(scripts, chosen, values, notes)
+    text = _document(model_name, scripts, chosen, values, options, data_files, data_dir)
+    desc = descriptor.load_text(text, source="<tipcgen new>", base_dir=root)
+    render.render_files(desc)
+    mapping = []
+    for fld, (role, _) in CANDIDATES.items():
+        origin = "option" if fld in options.flags else "probed" if role in scripts else "no script"
+        flag = chosen.get(fld)
+        mapping.append((fld, f"{flag} ({scripts[role].path})" if flag else "-", origin if flag else "empty"))
+    return Proposal(text, model_name, mapping, notes)
+
+
+def _ask_missing(options: Options, root: Path, ask: Callable[[str, str, str], str] | None) -> None:
+    """Fill what the user must say (scripts, model name, checkpoint) by asking, or fail naming every option."""
+    if options.checkpoint == ".":
+        options.checkpoint = ""
+    wanted = [(_SCRIPT_OPTION[role], f"the {role} script (path relative to the repository root)", role)
+              for role in ("train", "export", "infer") if options.scripts.get(role) is None]
+    if not options.model_name:
+        wanted.append(("--model-name", "the model's name (it names test_tipc/configs/<model>)", "model_name"))
+    # eval and export load <output_dir>/<checkpoint>; export is required unless given as null
+    loads = options.scripts.get("eval") not in (None, "null") or options.scripts.get("export") != "null"
+    if loads and options.checkpoint is None:
+        wanted.append(("--checkpoint", "what train saves in its output dir for eval and export to load "
+                       "(a file or folder name; '.' for the output dir itself)", "checkpoint"))
+    if not wanted:
+        return
+    if ask is None:
+        listing = "\n".join(f"  {option}: {question}" for option, question, _ in wanted)
+        raise TipcgenError(f"tipcgen new needs {len(wanted)} more option(s):\n{listing}", _EXAMPLE)
+    for option, question, key in wanted:
+        default = _suggest_name(options.scripts["train"], root) if key == "model_name" and options.scripts.get("train") else ""
+        answer = ask(option, question, default).strip()
+        if not answer:
+            raise TipcgenError(f"{option}: no answer given", f"pass {option} ...; {_EXAMPLE}")
+        if key == "model_name":
+            options.model_name = answer
+        elif key == "checkpoint":
+            options.checkpoint = "" if answer == "." else answer
+        else:
+            options.scripts[key] = answer
+
+
+_EXAMPLE = ("e.g. tipcgen new --model-name my_model --train tools/train.py --export tools/export_model.py "
+            "--infer tools/infer.py --checkpoint best_model (on a terminal, tipcgen new asks instead)")
+
+
+def _script(role: str, given: str, root: Path) -> Script:
+    try:
+        words = shlex.split(given)
+    except ValueError as exc:
+        raise TipcgenError(f"{_SCRIPT_OPTION[role]} {given!r}: {exc}", "quote the script and its arguments as one word") from None
+    if not words:
+        raise TipcgenError(f"{_SCRIPT_OPTION[role]} is empty", f"give a script path, or null for no {role} step")
+    path = Path(words[0])
+    full = path if path.is_absolute() else root / path
+    if not full.is_file():
+        raise TipcgenError(f"{_SCRIPT_OPTION[role]} {words[0]}: no such file under {root}",
+                           "give the script's path relative to the repository root (--root)")
+    try:
+        rel = full.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        raise TipcgenError(f"{_SCRIPT_OPTION[role]} {words[0]} is outside the repository {root}",
+                           "TIPC runs scripts by paths relative to the repository root") from None
+    return Script(role, rel, tuple(words[1:]))
+
+
+def _suggest_name(train: str, root: Path) -> str:
+    name = Path(shlex.split(train)[0]).parent.name or root.resolve().name
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("._-") or "my_model"
+
+
+def _choose_flags(scripts: dict[str, Script], options: Options, notes: list) -> dict[str, str | None]:
+    """Field → the flag that fills it (None: the slot stays null)."""
+    chosen: dict[str, str | None] = {}
+    for fld, (role, names) in CANDIDATES.items():
+        script = scripts.get(role)
+        if fld in options.flags:
+            flag_name = options.flags[fld]
+            chosen[fld] = None if flag_name.lower() == "null" else flag_name
+            continue
+        if script is None:
+            chosen[fld] = None
+            continue
+        if fld == "train.pretrained" and "eval" in scripts:
+            # The runner passes this key to eval with the checkpoint: prefer a flag eval has too.
+            flag = scripts["eval"].find(names) or script.find(names)
+        else:
+            flag = script.find(names)
+        if flag is not None and not flag.takes_value:
+            notes.append(f"{script.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
+                         f"{fld} stays empty (make it take True/False, or pass --flag {fld}=FLAG)")
+            flag = None
+        chosen[fld] = flag.name if flag else None
+    return chosen
+
+
+def _data_files(data: dict[str, str], data_dir: str, root: Path) -> dict[str, tuple[str, str]]:
+    """Role → (file name in the data dir, lite source) for the lite data the user ships."""
+    out = {}
+    for role, source in data.items():
+        if not (root / source).is_file():
+            raise TipcgenError(f"{_DATA_OPTION[role]} {source}: no such file under {root}",
+                               "give the lite data file's path relative to the repository root")
+        suffix = "".join(Path(source).suffixes[-1:])
+        out[role] = (f"{role}{suffix}", Path(source).as_posix())
+    return out
+
+
+def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: Options,
+            data_files: dict[str, tuple[str, str]], model_name: str) -> dict[str, Any]:
+    """Field → the proposed value (YAML-ready Python data)."""
+    cpu_only = options.devices == "cpu"
+    values: dict[str, Any] = {}
+
+    def device_values(fld: str, gpu: Any, cpu: Any) -> Any:
+        flag = _flag_of(scripts, fld, chosen)
+        if flag is not None and flag.choices:
+            lowered = [c.lower() for c in flag.choices]
+            gpu = next((c for c in flag.choices if c.lower() in ("gpu", "cuda", "true")), gpu)
+            cpu = next((c for c in flag.choices if c.lower() in ("cpu", "false")), cpu)
+            if "cpu" not in lowered and "false" not in lowered:
+                cpu = flag.choices[0]
+        return [cpu] if cpu_only else [gpu, cpu]
+
+    device_flag = chosen.get("train.device") or ""
+    is_switch = "gpu" in _norm(device_flag)
+    values["train.device"] = device_values("train.device", True if is_switch else "gpu", False if is_switch else "cpu")
+    autocast = _flag_of(scripts, "train.autocast", chosen)
+    if autocast is not None and _norm(autocast.name) in ("use_amp", "amp"):
+        values["train.autocast"] = False  # a True/False flag: train in float32
+    else:
+        values["train.autocast"] = "fp32" if autocast is None or not autocast.choices else \
+            next((c for c in autocast.choices if c.lower() == "fp32"), autocast.choices[0])
+    steps = _norm(chosen.get("train.epochs") or "") in _STEP_COUNTERS
+    lite = {"lite_train_lite_infer": 10 if steps else 1, "lite_train_whole_infer": 10 if steps else 1}
+    values["train.epochs"] = lite  # whole_train_whole_infer: no value, so the script's own default
+    values["train.batch_size"] = {"lite_train_lite_infer": 4, "lite_train_whole_infer": 4}
+    values["train.output_dir"] = "./output/"
+    values["train.pretrained"] = None
+    values["train.extra"] = f"./train_data/{model_name}/{data_files['train'][0]}" if "train" in data_files else None
+    values["eval.extra"] = f"./train_data/{model_name}/{data_files['eval'][0]}" if "eval" in data_files else None
+    values["export.output_dir"] = "./output/"
+    values["export.weights"] = None
+    use_gpu = _norm(chosen.get("inference.use_gpu") or "") == "use_gpu"
+    values["inference.use_gpu"] = device_values("inference.use_gpu", True if use_gpu else "gpu", False if use_gpu else "cpu")
+    values["inference.enable_mkldnn"] = [False, True]
+    values["inference.cpu_threads"] = [1, 2]
+    values["inference.batch_size"] = 1
+    values["inference.use_tensorrt"] = False
+    precision = _flag_of(scripts, "inference.precision", chosen)
+    values["inference.precision"] = "fp32" if precision is None or not precision.choices or "fp32" in precision.choices \
+        else precision.choices[0]
+    values["inference.model_dir"] = None
+    infer_data = f"./train_data/{model_name}/{data_files['infer'][0]}" if "infer" in data_files else None
+    values["inference.data"] = infer_data
+    values["inference.benchmark"] = True
+    values["train.infer_data"] = infer_data
+    import yaml
+
+    for fld, text in options.values.items():
+        try:
+            values[fld] = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise TipcgenError(f"--value {fld}={text}: not a YAML value ({str(exc).splitlines()[0]})",
+                               "e.g. --value inference.cpu_threads='[1, 6]'") from None
+    if "inference.data" in options.values and "train.infer_data" not in options.values:
+        values["train.infer_data"] = values["inference.data"]  # what inference reads after training
+    return values
+
+
+def _flag_of(scripts: dict[str, Script], fld: str, chosen: dict[str, str | None]) -> Flag | None:
+    role = CANDIDATES[fld][0]
+    name = chosen.get(fld)
+    script = scripts.get(role)
+    if name is None or script is None:
+        return None
+    return next((f for f in script.flags if name in f.names), None)
+
+
+_RUNNER_FILLED = ("train.output_dir", "export.output_dir", "export.weights", "inference.model_dir")
+
+
+def _passed_with_value(role: str, fld: str, values: dict[str, Any]) -> bool:
+    """Whether the runner passes this field's flag with a value (a null value drops the flag)."""
+    if fld in _RUNNER_FILLED or (role == "eval" and fld == "train.pretrained"):
+        return True
+    # after training, inference reads train.infer_data (with inference.data's key)
+    value = values.get("train.infer_data" if fld == "inference.data" else fld)
+    return value not in (None, "", [], {})
+
+
+def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any], notes: list[str]) -> None:
+    """Errors for what would make the chain fail; notes for what the user should know."""
+    problems = []
+    passed: dict[str, dict[str, str]] = {role: {} for role in ROLES}  # role → {flag: the field that passes it}
+    for fld, (role, _) in CANDIDATES.items():
+        if chosen.get(fld):
+            passed[role][_norm(chosen[fld])] = fld
+    for fld in ("train.pretrained", "train.device"):  # the runner passes these to eval too
+        if chosen.get(fld):
+            passed["eval"][_norm(chosen[fld])] = fld
+    for role, script in scripts.items():
+        for flag in script.flags:
+            if not flag.required or script.given(flag):
+                continue
+            fld = next((passed[role][_norm(n)] for n in flag.names if _norm(n) in passed[role]), None)
+            if fld is None:
+                problems.append(f"{script.path}: the required flag {flag.name} fills no TIPC slot; give it as a fixed "
+                                f"argument ({_SCRIPT_OPTION[role]} \"{script.path} {flag.name} VALUE\") or map it "
+                                f"(--flag FIELD={flag.name})")
+            elif not _passed_with_value(role, fld, values):
+                data_role = {"train.extra": "train", "eval.extra": "eval", "inference.data": "infer"}.get(fld)
+                fix = f"ship lite data with {_DATA_OPTION[data_role]} FILE" if data_role else f"pass --value {fld}=VALUE"
+                problems.append(f"{script.path}: the required flag {flag.name} ({fld}) gets no value; {fix}")
+    if "eval" in scripts:
+        for fld, why in (("train.pretrained", "the checkpoint"), ("train.device", "the device")):
+            key = chosen.get(fld)
+            if key and not scripts["eval"].accepts(key):
+                problems.append(f"{scripts['eval'].path} has no {key}, but the runner passes {why} to eval with the "
+                                f"key of {fld}; add it to the eval script, or pass --eval null to skip eval")
+        if not chosen.get("train.pretrained"):
+            problems.append(f"{scripts['eval'].path}: no flag to load the trained checkpoint was found (tried "
+                            f"{', '.join('--' + n for n in CANDIDATES['train.pretrained'][1][:4])}, ...); "
+                            "pass --flag train.pretrained=FLAG")
+    for fld, role in (("export.weights", "export"), ("inference.model_dir", "infer")):
+        if role in scripts and not chosen.get(fld):
+            problems.append(f"{scripts[role].path}: no flag for {fld} was found; pass --flag {fld}=FLAG")
+    for fld in ("train.extra", "eval.extra", "inference.data"):
+        role = CANDIDATES[fld][0]
+        if chosen.get(fld) and values.get(fld) is None and role in scripts:
+            notes.append(f"{scripts[role].path}: {chosen[fld]} is not passed, so the script reads its default data; "
+                         f"ship lite data with {_DATA_OPTION[role]} FILE")
+    if problems:
+        raise TipcgenError("the chain would fail:\n" + "\n".join(f"  - {p}" for p in problems),
+                           "fix the scripts or pass the options named above; tipcgen new --help lists them")
+
+
+# ---------------------------------------------------------------- the descriptor text
+
+def _flow(value: Any) -> str:
+    """A YAML flow node for value (lists and mappings on one line)."""
+    import yaml
+
+    text = yaml.safe_dump([value], default_flow_style=True, width=10_000, sort_keys=False).strip()
+    return text[1:-1]
+
+
+def _slot(flag: str | None, value: Any) -> str:
+    if flag is None:
+        return "null"
+    return "{key: " + _flow(flag) + ", value: " + _flow(value) + "}"
+
+
+def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any],
+              options: Options, data_files: dict[str, tuple[str, str]], data_dir: str) -> str:
+    def entry(fld: str) -> str:
+        return _slot(chosen.get(fld), values.get(fld))
+
+    setup = [[word.replace("{data_dir}", data_dir) for word in shlex.split(call)] for call in options.setup]
+    context = {
+        "model_name": _flow(model_name), "python": _flow(options.python),
+        "gpu_list": _flow(["-1"] if options.devices == "cpu" else ["0", "-1"]),
+        "scripts": {role: _flow(s.command) for role, s in scripts.items()},
+        "sources": {role: s.path for role, s in scripts.items()},
+        "entry": entry, "flow": _flow, "checkpoint": _flow(options.checkpoint if options.checkpoint is not None else None),
+        "infer_data": _flow(values.get("train.infer_data")),
+        "data_dir": _flow(data_dir),
+        "data_files": [(name, _flow({"role": DATA_ROLES[role], "lite": source}))
+                       for role, (name, source) in sorted(data_files.items(), key=lambda kv: ROLES.index(kv[0]))],
+        "setup": [_flow(call) for call in setup],
+    }
+    return render.environment().get_template("descriptor/tipc.yaml.j2").render(**context)

@@ -1,0 +1,422 @@
+"""``tipcgen report``: one document for a submission or a pull request, from a run folder.
+
+Reads what a ``tipcgen run`` left (summary.json, the step logs, the train script's train.log) into
+a ``Report``; draws the per-step times and the training loss as PNGs (matplotlib, Agg, imported only
+here); and renders ``templates/report/report.md.j2`` and ``report.html.j2`` (self-contained: the
+pictures are embedded, no JavaScript). Pure reading and rendering; ``render.write_tree`` writes.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from . import __version__, render
+from .errors import TipcgenError
+from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary
+from .run import PREPARE, RUNNERS
+
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+LOSS_PNG = "report-loss.png"
+TIMING_PNG = "report-timing.png"
+TRAIN_LOG = "train.log"
+ALIGN_JSON = "align_report.json"
+FORMATS = ("md", "html")
+
+# `epoch: 1, global_step: 5, loss: 0.69312, ...` (the TIPC train log fields); step counters by other names too.
+_LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
+_STEP = re.compile(r"(?<![\w.])(global_step|step|iter|iteration)\s*[:=]\s*(\d+)", re.IGNORECASE)
+_IPS = re.compile(r"(?<![\w.])avg_ips\s*[:=]\s*([-+0-9.eE]+)")
+# AutoLog's environment block in inference logs: `... INFO:  paddle_version: 3.3.1`.
+_AUTOLOG = re.compile(r"INFO:\s+(OS_version|CUDA_version|CUDNN_version|paddle_version|paddle_commit|"
+                      r"runtime_device|inference_engine):\s*(.*?)\s*$")
+_GPU_ENTRY = re.compile(r"_gpus_(.+?)(?:_autocast_|_model_|_usemkldnn_|_usetrt_|$)")
+_STATUS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
+_SHOWN_ENV = ("python", "platform", "paddle")  # summary.json environment keys with a row of their own
+
+
+@dataclass
+class TrainCurve:
+    """The loss values one train step logged, in order."""
+
+    step: str  # the train step's name
+    source: str  # the log they were read from, relative to the repository root
+    x_label: str
+    points: list[tuple[float, float]] = field(default_factory=list)
+    ips: float | None = None  # the last avg_ips
+
+    @property
+    def non_finite(self) -> list[float]:
+        return [x for x, loss in self.points if not math.isfinite(loss)]
+
+
+@dataclass
+class Row:
+    """One line of the step table."""
+
+    number: int
+    status: str  # PASS | FAIL | SKIP
+    kind: str
+    name: str
+    seconds: str
+    detail: str
+    command: str
+    log: str
+
+
+@dataclass
+class CheckRow:
+    """One output of one result check: the worst difference against the tolerance."""
+
+    check: str
+    status: str
+    output: str
+    max_abs: str
+    max_rel: str
+    tolerance: str
+    note: str
+
+
+@dataclass
+class Report:
+    summary: Summary
+    run_dir: Path
+    root: Path
+    environment: list[tuple[str, str]]
+    rows: list[Row]
+    curves: list[TrainCurve]
+    checks: list[CheckRow]
+    alignment: dict | None
+    reproduce: list[str]
+    images: dict[str, str] = field(default_factory=dict)  # loss / timing -> file name
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def trained(self) -> bool:
+        return any(step.kind == "train" and step.status != "skipped" for step in self.summary.steps)
+
+    @property
+    def verdict(self) -> str:
+        return "PASSED" if self.summary.ok else "INTERRUPTED" if self.summary.interrupted else "FAILED"
+
+
+# ---------------------------------------------------------------- finding and reading a run
+
+def find_run(root: Path) -> Path:
+    """The newest run folder (the one whose summary.json was written last) under root/test_tipc/output."""
+    output = root / "test_tipc" / "output"
+    found = [p for p in output.glob("*/*/" + SUMMARY_JSON)] + [p for p in output.glob("*/*/*/" + SUMMARY_JSON)]
+    if not found:
+        raise TipcgenError(f"no {SUMMARY_JSON} under {output}",
+                           "run a chain first (tipcgen run --mode lite_train_lite_infer), or pass its run folder")
+    return max(found, key=lambda p: p.stat().st_mtime).parent
+
+
+def root_of(run_dir: Path) -> Path:
+    """The repository root of a run folder (the folder that holds its test_tipc/)."""
+    for parent in run_dir.resolve().parents:
+        if parent.name == "test_tipc":
+            return parent.parent
+    return Path.cwd()
+
+
+def build(run_dir: Path, root: Path | None = None, align: Path | None = None) -> Report:
+    """Everything the report shows, read from a run folder."""
+    path = run_dir / SUMMARY_JSON
+    if not path.is_file():
+        raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}", "pass a run folder such as "
+                           "test_tipc/output/<model>/<mode>, which tipcgen run writes")
+    try:
+        summary = load_summary(path)
+    except (ValueError, TypeError) as exc:
+        raise TipcgenError(f"{path} cannot be read: {exc}", "run the chain again to rewrite it") from None
+    root = root or root_of(run_dir)
+    curves = [curve for step in summary.steps if step.kind == "train" and step.status != "skipped"
+              for curve in [read_curve(step, run_dir, root)] if curve is not None]
+    report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
+                    rows=step_rows(summary), curves=curves, checks=check_rows(summary.steps),
+                    alignment=read_alignment(align, run_dir, root, summary.model), reproduce=reproduce(summary))
+    for curve in curves:
+        if curve.non_finite:
+            report.notes.append(f"{curve.step}: the loss is not finite at {curve.x_label} "
+                                f"{', '.join(f'{x:g}' for x in curve.non_finite[:5])}")
+    return report
+
+
+def read_curve(step: Step, run_dir: Path, root: Path) -> TrainCurve | None:
+    """The loss values of a train step: from <output_dir>/train.log, else from the step's own log."""
+    for path in (run_dir / step.name / TRAIN_LOG, root / step.log if step.log else None):
+        if path is None or not path.is_file():
+            continue
+        with path.open(encoding="utf-8", errors="replace") as lines:  # line by line: a whole-data log can be large
+            curve = parse_train_log(lines, step.name, _rel(path, root))
+        if curve.points:
+            return curve
+    return None
+
+
+def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainCurve:
+    """Loss lines (`global_step: 5, loss: 0.69`) → points; without a step counter, the line's order."""
+    curve = TrainCurve(step=step, source=source, x_label="global_step")
+    counters = set()
+    for line in text.splitlines() if isinstance(text, str) else text:
+        loss = _LOSS.search(line)
+        if not loss:
+            continue
+        counter = _STEP.search(line)
+        counters.add(counter.group(1).lower() if counter else "")
+        x = float(counter.group(2)) if counter else float(len(curve.points) + 1)
+        curve.points.append((x, float(loss.group(1))))
+        ips = _IPS.search(line)
+        if ips:
+            try:
+                curve.ips = float(ips.group(1))
+            except ValueError:
+                pass
+    named = counters - {""}
+    curve.x_label = named.pop() if len(named) == 1 and "" not in counters else "logged loss line"
+    if curve.x_label == "logged loss line":
+        curve.points = [(float(i), loss) for i, (_, loss) in enumerate(curve.points, 1)]
+    return curve
+
+
+def environment_rows(summary: Summary, root: Path) -> list[tuple[str, str]]:
+    """Python, platform, Paddle and the device, from summary.json and the AutoLog block of an inference log."""
+    autolog = _autolog(summary, root)
+    env = summary.environment
+    paddle = autolog.get("paddle_version") or env.get("paddle") or ""
+    if paddle and autolog.get("paddle_commit"):
+        paddle += f" (commit {autolog['paddle_commit'][:10]})"
+    rows = [("model", summary.model), ("mode", summary.mode), ("chain", summary.chain), ("config", summary.config),
+            ("Python", env.get("python", "not recorded")), ("platform", env.get("platform", "not recorded")),
+            ("Paddle", paddle or "not recorded (no inference log with an AutoLog environment block)"),
+            ("device", device_text(summary, autolog))]
+    for key in ("CUDA_version", "CUDNN_version"):
+        if autolog.get(key) and autolog[key] != "None":
+            rows.append((key.replace("_version", ""), autolog[key]))
+    if autolog.get("OS_version"):
+        rows.append(("OS", autolog["OS_version"]))
+    rows.extend((key, value) for key, value in env.items() if key not in _SHOWN_ENV)
+    rows.append(("tipcgen", __version__))
+    return rows
+
+
+def _autolog(summary: Summary, root: Path) -> dict[str, str]:
+    for step in summary.steps:
+        if step.kind == "infer" and step.status == "passed" and step.log and (root / step.log).is_file():
+            found = {}
+            with open(root / step.log, encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    match = _AUTOLOG.search(line)
+                    if match:
+                        found[match.group(1)] = match.group(2)
+            if found:
+                return found
+    return {}
+
+
+def device_text(summary: Summary, autolog: dict[str, str]) -> str:
+    """`CPU (gpu_list -1); GPU cases skipped: no CUDA device` from the steps that ran and were skipped."""
+    ran = []
+    for step in summary.steps:
+        match = _GPU_ENTRY.search(step.name)
+        if step.kind == "train" and step.status != "skipped" and match:
+            entry = match.group(1)
+            ran.append("CPU (gpu_list -1)" if entry == "-1" else f"GPU {entry} (gpu_list {entry})")
+    if not ran and autolog.get("runtime_device"):
+        ran.append(autolog["runtime_device"])
+    text = ", ".join(dict.fromkeys(ran)) or "not recorded"
+    if any("CUDA device" in step.reason for step in summary.steps if step.status == "skipped"):
+        text += "; GPU cases skipped: no CUDA device on this machine"
+    return text
+
+
+def step_rows(summary: Summary) -> list[Row]:
+    rows = []
+    for number, step in enumerate(summary.steps, 1):
+        parts = [", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), step.reason, check_text(step.check), step.note]
+        rows.append(Row(number, _STATUS.get(step.status, step.status.upper()), step.kind, step.name,
+                        f"{step.seconds:.1f}" if step.status != "skipped" else "-",
+                        "; ".join(p for p in parts if p), step.command, step.log.removeprefix("./")))
+    return rows
+
+
+def check_rows(steps: list[Step]) -> list[CheckRow]:
+    rows = []
+    for step in steps:
+        if step.kind != "check":
+            continue
+        status = _STATUS.get(step.status, step.status.upper())
+        check = step.check
+        if not check.get("max_abs"):
+            rows.append(CheckRow(step.name, status, "-", "-", "-", "-", step.reason or "no differences recorded"))
+            continue
+        tolerance = f"atol {check.get('atol', 0):g}, rtol {check.get('rtol', 0):g}"
+        note = f"{check.get('logs', '?')} log(s) compared" + (f"; {check['failures']} failure(s)" if check.get("failures") else "")
+        for output, value in sorted(check["max_abs"].items()):
+            rel = check.get("max_rel", {}).get(output)
+            rows.append(CheckRow(step.name, status, output, f"{value:.3g}", "-" if rel is None else f"{rel:.3g}",
+                                 tolerance, note))
+    return rows
+
+
+def read_alignment(align: Path | None, run_dir: Path, root: Path, model: str) -> dict | None:
+    """The alignment table: --align (a JSON file from `tipcgen align report --json`, or a reproduction
+    folder to check now), else align_report.json next to summary.json, else none."""
+    if align is None:
+        if not (run_dir / ALIGN_JSON).is_file():
+            return None
+        align = run_dir / ALIGN_JSON
+    if align.is_dir():
+        from . import align_report
+
+        return align_report.build_report(align, align_report.resolve_thresholds(), root, model).to_dict()
+    try:
+        data = json.loads(align.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TipcgenError(f"--align {align}: cannot read it ({exc})",
+                           "pass the JSON that tipcgen align report --json wrote, or the reproduction folder") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise TipcgenError(f"--align {align}: not an alignment report (no rows)",
+                           "write one with: tipcgen align report DIR --json align_report.json")
+    return data
+
+
+def reproduce(summary: Summary) -> list[str]:
+    """The commands a reviewer runs, from the repository root."""
+    runner = RUNNERS.get(summary.chain, RUNNERS["basic"])
+    tipcgen_run = f"tipcgen run --mode {summary.mode}" + (f" --chain {summary.chain}" if summary.chain != "basic" else "")
+    return [f"bash {PREPARE} {summary.config} {summary.mode}",
+            f"bash {runner} {summary.config} {summary.mode}",
+            f"# or both, with this summary: {tipcgen_run}"]
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------- pictures
+
+def draw(report: Report) -> dict[str, bytes]:
+    """The PNGs (file name → bytes): per-step time, and the loss curve when a train log has one.
+    Empty, with a note, when matplotlib is not installed."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        report.notes.append("matplotlib is not installed, so this report has no pictures (pip install matplotlib)")
+        return {}
+    import io
+
+    def png(fig: Figure) -> bytes:
+        FigureCanvasAgg(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+        return buffer.getvalue()
+
+    pictures = {}
+    timing = _timing_figure(Figure, report)
+    if timing is not None:
+        pictures[TIMING_PNG] = png(timing)
+        report.images["timing"] = TIMING_PNG
+    if report.curves:
+        pictures[LOSS_PNG] = png(_loss_figure(Figure, report))
+        report.images["loss"] = LOSS_PNG
+    return pictures
+
+
+_COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
+
+
+def _short(name: str, width: int = 84) -> str:
+    return name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2 - 1):]
+
+
+def _label(row: Row) -> str:
+    return f"{row.number}. {_short(row.name)}" if row.kind in row.name else f"{row.number}. {row.kind}: {_short(row.name)}"
+
+
+def _timing_figure(figure, report: Report):
+    rows = [row for row in report.rows if row.status != "SKIP"]
+    if not rows:
+        return None
+    fig = figure(figsize=(12, 1.1 + 0.28 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    seconds = [float(row.seconds) for row in rows]
+    positions = list(range(len(rows)))[::-1]
+    ax.barh(positions, seconds, color=[_COLOURS.get(row.status, "#1565c0") for row in rows], height=0.65)
+    ax.set_yticks(positions, [_label(row) for row in rows], fontsize=8)
+    for y, value, row in zip(positions, seconds, rows):
+        ax.text(value, y, f" {value:.1f} s" + ("  FAILED" if row.status == "FAIL" else ""), va="center", fontsize=8)
+    ax.set_xlabel("seconds")
+    ax.set_xlim(0, max(seconds + [0.1]) * 1.18)
+    s = report.summary
+    ax.set_title(f"Time per step: {s.model} / {s.mode}\n{sum(seconds):.1f} s in steps, {s.wall_seconds:.1f} s wall; "
+                 f"skipped steps not shown", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _loss_figure(figure, report: Report):
+    fig = figure(figsize=(12, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    for curve in report.curves:
+        xs = [x for x, _ in curve.points]
+        ys = [y if math.isfinite(y) else float("nan") for _, y in curve.points]
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5, label=_short(curve.step, 60))
+    ax.set_xlabel(report.curves[0].x_label)
+    ax.set_ylabel("loss")
+    ax.set_title(f"Training loss: {report.summary.model} / {report.summary.mode}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+# ---------------------------------------------------------------- documents
+
+def _md_cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _wbr(value: object):
+    """HTML: let long step names wrap after each '_' instead of mid-word."""
+    from markupsafe import Markup, escape
+
+    return Markup(str(escape(value)).replace("_", "_<wbr>"))
+
+
+def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
+    """report.md (pictures as files next to it) and report.html (pictures embedded), by file name."""
+    env = render.environment()
+    env.filters["md"] = _md_cell
+    env.filters["wbr"] = _wbr
+    embedded = {name: base64.b64encode(data).decode("ascii") for name, data in pictures.items()}
+    context = {"r": report, "s": report.summary, "embedded": embedded, "alignment": report.alignment}
+    out = {}
+    if "md" in formats:
+        out[REPORT_MD] = env.get_template("report/report.md.j2").render(**context)
+    if "html" in formats:
+        out[REPORT_HTML] = env.get_template("report/report.html.j2").render(**context)
+    return out
+
+
+def write(run_dir: Path, out_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
+          align: Path | None = None, root: Path | None = None) -> tuple[Report, list[Path]]:
+    """Build, draw and render the report; write it (and its PNGs) to out_dir, default the run folder."""
+    out_dir = out_dir or run_dir
+    report = build(run_dir, root, align)
+    pictures = draw(report)
+    files: dict[str, str | bytes] = dict(render_documents(report, pictures, formats))
+    if "md" in formats:
+        files.update(pictures)  # the HTML embeds them; the Markdown links to them
+    render.write_tree(files, out_dir, force=True, backup=False)
+    return report, [out_dir / name for name in sorted(files)]
+
