@@ -31,6 +31,20 @@ tipc_check_mode() {
     tipc_die "unknown mode '$mode'" "use one of: ${TIPC_MODES[*]}"
 }
 
+# tipc_open USAGE ARGS...: the shared start of every TIPC script: CONFIG and MODE from the
+# arguments, the mode checked, the config loaded.
+tipc_open() {
+    local usage=$1
+    shift
+    if [ $# -lt 2 ]; then
+        tipc_die "usage: bash $0 $usage" "MODE is one of: ${TIPC_MODES[*]}"
+    fi
+    CONFIG=$1
+    MODE=$2
+    tipc_check_mode "$MODE"
+    tipc_load_config "$CONFIG"
+}
+
 # tipc_load_config FILE: the non-blank lines of FILE into TIPC_LINES (the indices upstream runners
 # read), their editor line numbers into TIPC_LINENOS. Trailing whitespace is dropped: upstream keeps
 # it as part of the value and silently skips steps.

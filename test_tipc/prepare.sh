@@ -8,13 +8,7 @@ set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 
-if [ $# -lt 2 ]; then
-    tipc_die "usage: bash $0 CONFIG MODE" "MODE is one of: ${TIPC_MODES[*]}"
-fi
-CONFIG=$1
-MODE=$2
-tipc_check_mode "$MODE"
-tipc_load_config "$CONFIG"
+tipc_open "CONFIG MODE" "$@"
 if [ "$(tipc_line_name "${TIPC_LINES[0]:-}")" = paddle2onnx_params ]; then
     CHAIN=paddle2onnx
     TIPC_MODEL=$(config_value model_name)

@@ -9,14 +9,8 @@ set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 
-if [ $# -lt 2 ]; then
-    tipc_die "usage: bash $0 CONFIG MODE [GPU_ID]" "MODE is one of: ${TIPC_MODES[*]}"
-fi
-CONFIG=$1
-MODE=$2
+tipc_open "CONFIG MODE [GPU_ID]" "$@"
 GPU_ID=${3:-}
-tipc_check_mode "$MODE"
-tipc_load_config "$CONFIG"
 tipc_check_layout "$CONFIG"
 
 TIPC_MODEL=$(slot_value model_name)
