@@ -122,22 +122,12 @@ section_value() {
     done
 }
 
-# config_value KEY: KEY's value on the first line keyed KEY (configs read by key).
-config_value() {
-    local line
-    for line in "${TIPC_LINES[@]}"; do
-        if [ "${line%%:*}" = "$1" ]; then
-            printf '%s' "${line#*:}"
-            return 0
-        fi
-    done
-}
-
-# value_after ANCHOR KEY: KEY's value on the first line after the line keyed ANCHOR (configs read by key).
+# value_after ANCHOR KEY: KEY's value on the first line after the line keyed ANCHOR, or on the
+# first line keyed KEY anywhere when ANCHOR is empty (configs read by key).
 value_after() {
-    local anchor=$1 key=$2 i line seen=""
-    for ((i = 0; i < ${#TIPC_LINES[@]}; i++)); do
-        line=${TIPC_LINES[i]}
+    local anchor=$1 key=$2 line seen=""
+    if [ -z "$anchor" ]; then seen=1; fi
+    for line in "${TIPC_LINES[@]}"; do
         if [ -z "$seen" ]; then
             if [ "${line%%:*}" = "$anchor" ]; then seen=1; fi
         elif [ "${line%%:*}" = "$key" ]; then
@@ -146,6 +136,8 @@ value_after() {
         fi
     done
 }
+
+config_value() { value_after "" "$1"; }
 
 tipc_is_null() { [[ -z ${1//[[:space:]]/} || $1 == null ]]; }
 
@@ -297,6 +289,21 @@ tipc_step() {
     fi
     tipc_record "$kind" "$name" "$status" "$rc" "$seconds" "$log" "$reason" "$note" "$shown"
     [ "$status" = passed ]
+}
+
+# tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (a second run replaces the first),
+# its status log and step records, the CUDA device count, and Ctrl-C handling.
+tipc_start_run() {
+    LOG_PATH=$1
+    rm -rf -- "$LOG_PATH"
+    mkdir -p -- "$LOG_PATH"
+    TIPC_RESULTS=$LOG_PATH/$2
+    TIPC_RECORDS=$LOG_PATH/steps.jsonl
+    : > "$TIPC_RESULTS"
+    : > "$TIPC_RECORDS"
+    GPU_COUNT=$(tipc_gpu_count "$PYTHON")
+    trap tipc_on_interrupt INT TERM
+    printf '[tipc] %s %s: config %s, python %s, %s CUDA device(s)\n' "$TIPC_MODEL" "$3" "$CONFIG" "$PYTHON" "$GPU_COUNT"
 }
 
 # tipc_finish: the closing line, and the exit code (1 if a step failed, 130 if interrupted).

@@ -25,16 +25,7 @@ tipc_check_python "$PYTHON"
 : "${TIPC_STEP_TIMEOUT:=600}"
 export TIPC_STEP_TIMEOUT
 
-LOG_PATH=./test_tipc/output/$TIPC_MODEL/paddle2onnx/$MODE
-rm -rf -- "$LOG_PATH"
-mkdir -p -- "$LOG_PATH"
-TIPC_RESULTS=$LOG_PATH/results_paddle2onnx.log
-TIPC_RECORDS=$LOG_PATH/steps.jsonl
-: > "$TIPC_RESULTS"
-: > "$TIPC_RECORDS"
-GPU_COUNT=$(tipc_gpu_count "$PYTHON")
-trap tipc_on_interrupt INT TERM
-printf '[tipc] %s paddle2onnx %s: config %s, python %s, %s CUDA device(s)\n' "$TIPC_MODEL" "$MODE" "$CONFIG" "$PYTHON" "$GPU_COUNT"
+tipc_start_run "./test_tipc/output/$TIPC_MODEL/paddle2onnx/$MODE" results_paddle2onnx.log "paddle2onnx $MODE"
 
 # The conversion: every key:value line between `2onnx` and `inference`, as KEY=VALUE.
 convert_cmd=()

@@ -23,16 +23,7 @@ tipc_check_python "$PYTHON"
 # The descriptor's step time limit, unless the caller sets one (tipcgen run --step-timeout).
 : "${TIPC_STEP_TIMEOUT:=600}"
 export TIPC_STEP_TIMEOUT
-LOG_PATH=./test_tipc/output/$TIPC_MODEL/$MODE
-rm -rf -- "$LOG_PATH"
-mkdir -p -- "$LOG_PATH"
-TIPC_RESULTS=$LOG_PATH/results_python.log
-TIPC_RECORDS=$LOG_PATH/steps.jsonl
-: > "$TIPC_RESULTS"
-: > "$TIPC_RECORDS"
-GPU_COUNT=$(tipc_gpu_count "$PYTHON")
-trap tipc_on_interrupt INT TERM
-printf '[tipc] %s %s: config %s, python %s, %s CUDA device(s)\n' "$TIPC_MODEL" "$MODE" "$CONFIG" "$PYTHON" "$GPU_COUNT"
+tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
 
 # The CPU value of a train or inference device flag (gpu -> cpu, True -> False).
 cpu_value() {
@@ -166,6 +157,16 @@ run_checks() {
     fi
 }
 
+# run_export COMMAND WEIGHTS OUTPUT NAME: export WEIGHTS into OUTPUT with the config's export keys
+# (under the caller's env_prefix, e.g. CUDA_VISIBLE_DEVICES).
+run_export() {
+    local -a cmd=("${env_prefix[@]}" "$PYTHON")
+    tipc_add_words cmd "$1"
+    tipc_add_flag cmd "$(slot_key export_weight)" "$2"
+    tipc_add_flag cmd "$(slot_key save_infer)" "$3"
+    tipc_step export "$4" "$LOG_PATH/$4.log" "" -- "${cmd[@]}"
+}
+
 # The train and export commands of a trainer (upstream's dispatch on the trainer name).
 trainer_commands() {
     local trainer=$1
@@ -280,11 +281,7 @@ run_train_chain() {
                     tipc_step eval "${prefix}_nodes_${nodes}_eval" "$LOG_PATH/${prefix}_nodes_${nodes}_eval.log" "" -- "${cmd[@]}"
                 fi
                 if tipc_is_null "$EXPORT_CMD"; then continue; fi
-                cmd=("${env_prefix[@]}" "$PYTHON")
-                tipc_add_words cmd "$EXPORT_CMD"
-                tipc_add_flag cmd "$(slot_key export_weight)" "$checkpoint"
-                tipc_add_flag cmd "$(slot_key save_infer)" "$save"
-                if ! tipc_step export "${prefix}_nodes_${nodes}_export" "$LOG_PATH/${prefix}_nodes_${nodes}_export.log" "" -- "${cmd[@]}"; then
+                if ! run_export "$EXPORT_CMD" "$checkpoint" "$save" "${prefix}_nodes_${nodes}_export"; then
                     tipc_skip infer "$prefix" "skipped because export ${prefix} did not pass"
                     continue
                 fi
@@ -301,7 +298,7 @@ run_train_chain() {
 
 run_whole_infer() {
     local count=0 model export_cmd is_quant model_dir i
-    local -a models exports quants cmd
+    local -a models exports quants env_prefix=()
     if [ -n "$GPU_ID" ]; then export CUDA_VISIBLE_DEVICES=$GPU_ID; fi
     tipc_split models "$(slot_value infer_model)"
     tipc_split exports "$(slot_value infer_export)"
@@ -315,11 +312,7 @@ run_whole_infer() {
         model_dir=$model
         if ! tipc_is_null "$export_cmd" && [ "${export_cmd,,}" != false ]; then
             model_dir=$LOG_PATH/whole_infer_model_$count
-            cmd=("$PYTHON")
-            tipc_add_words cmd "$export_cmd"
-            tipc_add_flag cmd "$(slot_key export_weight)" "$model"
-            tipc_add_flag cmd "$(slot_key save_infer)" "$model_dir"
-            if ! tipc_step export "whole_infer_export_$count" "$LOG_PATH/whole_infer_export_$count.log" "" -- "${cmd[@]}"; then
+            if ! run_export "$export_cmd" "$model" "$model_dir" "whole_infer_export_$count"; then
                 tipc_skip infer "whole_infer_$count" "export of $model did not pass"
                 continue
             fi
