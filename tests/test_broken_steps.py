@@ -131,8 +131,10 @@ def test_without_paddle_the_runner_fails_the_first_paddle_step_and_skips_its_dep
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
     config = "test_tipc/configs/bert_sst2/train_infer_python.txt"
     env = dict(__import__("os").environ, TIPC_PYTHON=_python_without_paddle())
-    for script in ("test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh"):
-        proc = subprocess.run(["bash", script, config, MODE], cwd=tmp_path, env=env, capture_output=True, text=True)
+    prepare, proc = [subprocess.run(["bash", script, config, MODE], cwd=tmp_path, env=env, capture_output=True,
+                                    text=True)
+                     for script in ("test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh")]
+    assert prepare.returncode == 0, prepare.stdout + prepare.stderr  # lite data needs no paddle
     assert proc.returncode == 1, proc.stdout + proc.stderr
     records = read_records(tmp_path, "bert_sst2", MODE)
     assert [r["kind"] for r in records if r["status"] == "failed"] == ["train"]
