@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import typer
 
+from .cli_accept import accept as accept_command
 from .cli_align import align_app
 from .errors import TipcgenError
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 
 
 app.add_typer(align_app, name="align")
+app.command(name="accept")(accept_command)
 
 
 class Devices(str, Enum):

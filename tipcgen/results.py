@@ -13,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import autolog
+
 RESULTS_LOG = "results_python.log"
 RECORDS = "steps.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -35,6 +37,7 @@ class Step:
     tail: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     check: dict = field(default_factory=dict)  # a result check's differences (compare_results.py)
+    speed: dict = field(default_factory=dict)  # an inference case's AutoLog figures (autolog.py)
 
 
 @dataclass
@@ -145,6 +148,8 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
             step.tail = log_tail(root / step.log)
         if step.status == "passed" and step.kind == "eval" and step.log:
             step.metrics = eval_metrics(log_tail(root / step.log, 200))
+        if step.kind == "infer" and step.status == "passed" and step.log:
+            step.speed = autolog.parse(log_tail(root / step.log, 400))
         if step.kind == "check" and step.log:
             step.check = check_result(log_tail(root / step.log, 200))
         steps.append(step)
