@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from . import __version__, render
+from . import __version__, accept, render
+from .checklist import Acceptance
 from .errors import TipcgenError
 from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary
 from .run import PREPARE, RUNNERS
@@ -95,6 +96,7 @@ class Report:
     reproduce: list[str]
     images: dict[str, str] = field(default_factory=dict)  # loss / timing -> file name
     notes: list[str] = field(default_factory=list)
+    acceptance: Acceptance | None = None  # the basic chain's acceptance checklist (tipcgen accept)
 
     @property
     def trained(self) -> bool:
@@ -141,6 +143,8 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
     report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
                     rows=step_rows(summary), curves=curves, checks=check_rows(summary.steps),
                     alignment=read_alignment(align, run_dir, root, summary.model), reproduce=reproduce(summary))
+    if summary.chain == "basic":
+        report.acceptance = accept.check(root, run_dir)
     for curve in curves:
         if curve.non_finite:
             report.notes.append(f"{curve.step}: the loss is not finite at {curve.x_label} "
@@ -398,6 +402,7 @@ def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[
     env = render.environment()
     env.filters["md"] = _md_cell
     env.filters["wbr"] = _wbr
+    env.filters["int_or"] = lambda value: int(value) if isinstance(value, float) and value.is_integer() else value
     embedded = {name: base64.b64encode(data).decode("ascii") for name, data in pictures.items()}
     context = {"r": report, "s": report.summary, "embedded": embedded, "alignment": report.alignment}
     out = {}
