@@ -46,3 +46,15 @@ def read_records(repo: Path, model: str, mode: str) -> list[dict]:
 
     path = repo / "test_tipc" / "output" / model / mode / "steps.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def sample_lite_run(tmp_path_factory) -> Path:
+    """`tipcgen init bert-sst2` in an empty folder and one lite chain run there, once per session.
+    Tests that change the folder work on a copy."""
+    pytest.importorskip("paddle")
+    repo = tmp_path_factory.mktemp("sample_lite_run")
+    tipcgen("init", "bert-sst2", "--output", str(repo), check=True)
+    proc = tipcgen("run", "--mode", "lite_train_lite_infer", "--quiet", cwd=repo)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    return repo
