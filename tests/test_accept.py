@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import shutil
+import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -60,6 +63,8 @@ def test_autolog_variants_and_absence():
     cpp[1] = cpp[1].replace("nan", "7.25")
     assert autolog.parse(cpp) == {"preprocess_ms": 1.5, "inference_ms": 7.25, "postprocess_ms": 0.5}
     assert autolog.parse(["inference_time(ms): 3.0", "cpu_rss(MB): 3"]) == {}, "no section rule: not AutoLog"
+    renamed = AUTOLOG_BLOCK.replace("Perf info", "Perf")
+    assert autolog.parse(renamed.splitlines()) == {}, "times outside a Perf info section are not AutoLog's"
     assert autolog.parse([]) == {}
     two = AUTOLOG_BLOCK + AUTOLOG_BLOCK.replace("50.7443", "9.5")
     assert autolog.parse(two.splitlines())["inference_ms"] == 9.5, "the last block counts"
@@ -293,9 +298,7 @@ def test_the_sample_passes_and_its_documented_demo_runs(sample_lite_run: Path, t
     assert "正常训练 (CPU)" in text and "| 正常模型 | CPU | 2 | - | False/True | 1/2 |" in text
     readme = (repo / "sample_models/bert-sst2/README.md").read_text()
     command = readme.split("python sample_models/bert-sst2/predict.py", 1)[1].split("```", 1)[0]
-    args = [word.strip('"') for word in command.replace("\\\n", " ").split()]
-    import subprocess
-    import sys
+    args = shlex.split(command.replace("\\\n", " "))
 
     proc = subprocess.run([sys.executable, "sample_models/bert-sst2/predict.py", *args], cwd=repo,
                           capture_output=True, text=True, timeout=300)

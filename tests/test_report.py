@@ -142,14 +142,10 @@ def test_cli_finds_the_newest_run_and_reports_bad_input(tmp_path: Path):
 
 @pytest.mark.paddle
 @pytest.mark.chain
-def test_report_of_a_real_bert_sst2_run(tmp_path: Path):
-    pytest.importorskip("paddle")
+def test_report_of_a_real_bert_sst2_run(sample_lite_run: Path):
     pytest.importorskip("matplotlib")
-    tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
-    run = tipcgen("run", "--mode", MODE, "--quiet", cwd=tmp_path)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr
-    proc = tipcgen("report", cwd=tmp_path, check=True)
-    run_dir = tmp_path / "test_tipc/output/bert_sst2" / MODE
+    proc = tipcgen("report", cwd=sample_lite_run, check=True)  # the session's lite run (conftest.py)
+    run_dir = sample_lite_run / "test_tipc/output/bert_sst2" / MODE
     assert "bert_sst2 / lite_train_lite_infer: PASSED" in proc.stdout
     for png in ("report-loss.png", "report-timing.png"):
         png_size(run_dir / png)

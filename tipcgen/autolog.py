@@ -21,7 +21,8 @@ _KEYS = {
     "model_name": "model_name",
 }
 TEXT_KEYS = frozenset({"precision", "device", "mkldnn", "tensorrt", "model_name"})
-TIME_KEYS = ("preprocess_ms", "inference_ms", "postprocess_ms")
+PERF_KEYS = frozenset({"preprocess_ms", "inference_ms", "postprocess_ms", "total_s", "cpu_rss_mb", "gpu_rss_mb",
+                       "gpu_util_percent"})  # read only under the Perf info rule
 _SECTION = re.compile(r"-{3,}\s*(\w+) info\s*-{3,}", re.IGNORECASE)
 _PREFIX = re.compile(r"^.*?\b(?:INFO|WARNING|DEBUG)\s*:\s?")
 _PAIR = re.compile(r"^\s*([^:,]+?)\s*:\s*(.*?)\s*$")
@@ -52,6 +53,8 @@ def parse(lines: Iterable[str]) -> dict:
             if not pair or pair.group(1) not in _KEYS:
                 continue
             key, value = _KEYS[pair.group(1)], pair.group(2)
+            if (key in PERF_KEYS) != (section == "perf"):
+                continue
             if key in TEXT_KEYS:
                 block[key] = value
                 continue
