@@ -212,7 +212,9 @@ MUTATIONS = {
                          {"3.2.3 inference speed"}),
     "empty docs table": (lambda r: _edit(r / support_table.DOC, "| toy_accept | toy_accept | 正常训练 |", "| toy_accept | toy_accept | - |")
                          or _edit(r / support_table.DOC, "| 正常模型 | GPU | 1 | False | - | - |\n| 正常模型 | CPU | 1 | - | False | 1 |\n", ""),
-                         False, {"4.2.2 docs/test_train_inference_python.md"}),
+                         False, {"4.2.2-docs docs/test_train_inference_python.md"}),
+    "a failing step": (lambda r: _edit(r / "eval.py", 'print("accuracy', 'raise SystemExit(3)\nprint("accuracy'), True,
+                       {"4.2.2-run the chain passes (prepare.sh + test_train_inference_python.sh)"}),
     "no runner": (lambda r: (r / "test_tipc/common_func.sh").unlink(), False, {"4.2.1 test_tipc tree"}),
 }
 
@@ -243,7 +245,7 @@ def test_without_a_run_the_run_items_fail_and_user_errors_exit_2(toy_repo: Path,
     shutil.rmtree(repo / "test_tipc" / "output")
     rc, data = _accept(repo)
     failed = _failed(data)
-    assert rc == 1 and {k.split()[0] for k in failed} == {"2.2.3", "3.2.3", "4.2.2"}
+    assert rc == 1 and {k.split()[0] for k in failed} == {"2.2.3", "3.2.3", "4.2.2-run"}
     assert all(item["detail"] == "no run found" and "tipcgen run" in item["hint"] for item in failed.values())
     proc = tipcgen("accept", cwd=repo)
     assert proc.returncode == 1 and "NOT ACCEPTED: 7 passed, 3 failed" in proc.stdout

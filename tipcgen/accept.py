@@ -159,32 +159,32 @@ def check_support_table(root: Path) -> Item:
     title = "docs/test_train_inference_python.md: the support table says what was tested"
     path = root / support_table.DOC
     if not path.is_file():
-        return Item("4.2.2", title, False, support_table.DOC, "missing", "render it with tipcgen init")
+        return Item("4.2.2-docs", title, False, support_table.DOC, "missing", "render it with tipcgen init")
     found = support_table.table_body(path.read_text(encoding="utf-8", errors="replace"))
     if found is None:
-        return Item("4.2.2", title, False, support_table.DOC, "no section `## 1. 测试结论汇总`",
+        return Item("4.2.2-docs", title, False, support_table.DOC, "no section `## 1. 测试结论汇总`",
                     "fill it from a run: tipcgen accept --write-docs")
     line, body = found
     if not body:
-        return Item("4.2.2", title, False, f"{support_table.DOC}:{line}", "the support table is empty",
+        return Item("4.2.2-docs", title, False, f"{support_table.DOC}:{line}", "the support table is empty",
                     "fill it from a run: tipcgen accept --write-docs")
     text = path.read_text(encoding="utf-8", errors="replace")
     source = "a run" if support_table.MARKER in text else "the descriptor (tipcgen accept --write-docs fills it from a run)"
-    return Item("4.2.2", title, True, f"{support_table.DOC}:{body[0][0]}", f"{len(body)} row(s), from {source}")
+    return Item("4.2.2-docs", title, True, f"{support_table.DOC}:{body[0][0]}", f"{len(body)} row(s), from {source}")
 
 
 def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
     title = "the chain passes (prepare.sh + test_train_inference_python.sh)"
     if summary is None or run_dir is None:
-        return Item("4.2.2", title, False, "test_tipc/output/", "no run found", _NO_RUN)
+        return Item("4.2.2-run", title, False, "test_tipc/output/", "no run found", _NO_RUN)
     where = _rel(run_dir / SUMMARY_JSON, root)
     counts = f"{summary.count('passed')} passed, {summary.count('failed')} failed, {summary.count('skipped')} skipped"
     if not summary.ok:
         failed = [s.name for s in summary.steps if s.status == "failed"]
         detail = counts + (f"; failed: {', '.join(failed[:3])}" if failed else "") + \
             (f"; {summary.problems[0]}" if summary.problems else "") + ("; interrupted" if summary.interrupted else "")
-        return Item("4.2.2", title, False, where, detail, "fix the failed steps (tipcgen report shows their logs) and run again")
-    return Item("4.2.2", title, True, where, f"{summary.mode}: {counts}")
+        return Item("4.2.2-run", title, False, where, detail, "fix the failed steps (tipcgen report shows their logs) and run again")
+    return Item("4.2.2-run", title, True, where, f"{summary.mode}: {counts}")
 
 
 def write_docs(root: Path, run_dir: Path | None = None) -> Path:
