@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -134,6 +135,9 @@ def _summary() -> Summary:
     s.steps = [Step("train", "gpus_0", "skipped", reason="needs a CUDA device"),
                Step("train", "norm_train_gpus_-1_autocast_fp32", "passed"),
                Step("train", "norm_train_gpus_0,1_autocast_fp32", "failed"),
+               Step("train", "norm_train_gpus_2,3_autocast_fp32", "passed",
+                    note="ran on CPU: 2 processes over gloo (no CUDA device for gpu_list entry 2,3)"),
+               Step("infer", "python_infer_gpu_gpus_0_usetrt_True_precision_fp16_batchsize_1", "passed"),
                Step("infer", "python_infer_cpu_gpus_-1_usemkldnn_True_threads_2_precision_fp32_batchsize_4", "passed"),
                Step("infer", "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_4", "passed")]
     return s
@@ -141,16 +145,19 @@ def _summary() -> Summary:
 
 def test_support_table_says_only_what_passed_and_replaces_itself():
     table = support_table.build(_summary(), "test_tipc/output/m/" + MODE)
-    assert table.single == ["正常训练 (CPU)"] and table.multi == [], "a failed step proves nothing"
+    assert table.single == ["正常训练 (CPU)"], "a failed step proves nothing"
+    assert table.multi == ["正常训练 (CPU, 2 processes over gloo)"], "a gloo stand-in is no GPU"
     text = support_table.render(table)
-    assert "| 正常模型 | CPU | 4 | - | False/True | 1/2 |" in text and "| 正常模型 | GPU" not in text
+    assert "| 正常模型 | CPU | 4 | - | False/True | 1/2 |" in text and "| 正常模型 | GPU | 1 | True | - | - |" in text
     assert "train gpus_0: needs a CUDA device" in text
     doc = "# t\n\n## 1. 测试结论汇总\n\n| a | b | c |\n| --- | --- | --- |\n| m | m | x |\n\nafter\n\n## 2. next\n"
     once = support_table.replace(doc, text)
     assert once.endswith("\nafter\n\n## 2. next\n") and "| m | m | x |" not in once
     assert support_table.replace(once, text) == once, "a second write replaces the first, nothing piles up"
     line, body = support_table.table_body(once)
-    assert line == 3 and [row for _, row in body] == ["| m | m | 正常训练 (CPU) | - | - | - |", "| 正常模型 | CPU | 4 | - | False/True | 1/2 |"]
+    assert line == 3 and [row for _, row in body] == [
+        "| m | m | 正常训练 (CPU) | 正常训练 (CPU, 2 processes over gloo) | - | - |",
+        "| 正常模型 | GPU | 1 | True | - | - |", "| 正常模型 | CPU | 4 | - | False/True | 1/2 |"]
     empty = doc.replace("| m | m | x |\n", "")
     assert support_table.table_body(empty)[1] == []
     assert support_table.table_body(doc.replace("| m | m | x |", "| m | m | - |"))[1] == []
@@ -281,11 +288,18 @@ def _report_md(repo: Path) -> str:
 def test_report_shows_the_speed_and_the_checklist(toy_repo: Path, tmp_path: Path):
     repo = _copy(toy_repo, tmp_path)
     md = _report_md(repo)
-    assert "| `python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1` | cpu | 1 | 1 | 0.5 | 2.25 | 0.125 | 0.01 | 12.5 | - |" in md
+    case = "| `python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1` |"
+    assert re.search(re.escape(case + " cpu | 1 | 1 | 0.5 | 2.25 | 0.125 | 0.01 | 12.5 | - | ") + r"\d+\.\d \|", md), md
     assert "## Acceptance checklist\n\nACCEPTED" in md and "| 2.2.1 | PASS | lite_data archive" in md
     (repo / "lite_data.tar.gz").unlink()
+    summary = repo / "test_tipc/output/toy_accept" / MODE / "summary.json"
+    data = json.loads(summary.read_text())
+    for step in data["steps"]:
+        step["speed"] = {}  # a script without AutoLog: the case still gets its wall time
+    summary.write_text(json.dumps(data))
     md = _report_md(repo)
     assert "NOT ACCEPTED" in md and "| 2.2.1 | **FAIL** |" in md
+    assert re.search(re.escape(case + " no AutoLog block in its log: only the step's wall time | | | | | | | | | ") + r"\d+\.\d \|", md)
 
 
 # ---------------------------------------------------------------- the bert-sst2 sample

@@ -59,7 +59,12 @@ def build(summary: Summary, run: str) -> Table:
                 continue
             entry = match.group("entry")
             devices = entry.split(",")
-            where = "CPU" if entry == "-1" else f"{len(devices)} GPU" if len(devices) > 1 else "GPU"
+            if entry == "-1":
+                where = "CPU"
+            elif "ran on CPU" in step.note:  # no CUDA device: the runner stood in processes over gloo
+                where = f"CPU, {len(devices)} processes over gloo"
+            else:
+                where = f"{len(devices)} GPU" if len(devices) > 1 else "GPU"
             text = f"{_TRAINERS.get(match.group('trainer'), match.group('trainer'))} ({where})"
             target = multi if len(devices) > 1 else single
             if text not in target:
