@@ -240,7 +240,11 @@ def test_a_copy_missing_one_item_fails_naming_it(toy_repo: Path, tmp_path: Path,
 
 def test_the_failing_train_log_line_is_named(toy_repo: Path, tmp_path: Path):
     repo = _copy(toy_repo, tmp_path)
-    log = repo / "test_tipc/output/toy_accept" / MODE / "norm_train_gpus_-1_autocast_fp32/train.log"
+    run_dir = repo / "test_tipc/output/toy_accept" / MODE
+    log = run_dir / "norm_train_gpus_-1_autocast_fp32/train.log"
+    log.write_text(log.read_text() + "[Eval] epoch: 1, loss: 0.3000, acc: 0.5\nepoch: 1, val_loss: 0.3\n")
+    item = accept.check_train_log(repo, run_dir, accept.read_run(run_dir))
+    assert item.passed and item.detail.startswith("3 logged iteration(s)"), "eval lines are no training iterations"
     _edit(log, "global_step: 2, loss: 0.5000, avg_reader_cost: 0.0010 sec,", "global_step: 2, loss: 0.5000,")
     _, data = _accept(repo)
     item = _failed(data)["2.2.3 training log"]

@@ -23,6 +23,7 @@ TRAIN_FIELDS = ("loss", "avg_reader_cost", "avg_batch_cost", "avg_ips")
 TRAIN_LOG = "train.log"
 _LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 _COUNTER = re.compile(r"(?<![\w.])(?:global_step|step|iter|iteration|batch_id|epoch)\s*[:=\[]\s*\d", re.IGNORECASE)
+_NOT_TRAIN = re.compile(r"\b(?:eval|evaluat|valid|val\b|val_|test)", re.IGNORECASE)  # an eval line in a train log
 _EXCERPT = 160
 _NO_RUN = "run the chain first: tipcgen run --mode lite_train_lite_infer (or pass --run RUN_DIR)"
 
@@ -108,7 +109,7 @@ def check_train_log(root: Path, run_dir: Path | None, summary: Summary | None) -
     for path in logs:
         with path.open(encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, 1):
-                if not (_LOSS.search(line) and (_COUNTER.search(line) or "avg_" in line)):
+                if not (_LOSS.search(line) and (_COUNTER.search(line) or "avg_" in line)) or _NOT_TRAIN.search(line):
                     continue
                 iterations += 1
                 missing = [f for f in TRAIN_FIELDS if not re.search(rf"(?<![\w.]){f}\s*[:=]\s*[-+0-9.na]", line, re.I)]
