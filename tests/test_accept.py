@@ -93,6 +93,11 @@ def test_lite_data_archive_accepts_gzip_behind_dot_tar_and_zip(tmp_path: Path):
     _tar(tmp_path / "lite_data.tar", [("lite_data", None, None), ("lite_data/a.tsv", b"1\tx\n", None)])  # tar -zcf
     item = accept_repo.check_lite_data(tmp_path)
     assert item.passed and item.where == "lite_data.tar", item
+    (tmp_path / "model").mkdir()
+    _tar(tmp_path / "model" / "lite_data.tgz", [("lite_data/b.tsv", b"0\ty\n", None)])
+    assert accept_repo.check_lite_data(tmp_path).where == "lite_data.tar", "nearest the root first"
+    assert accept_repo.check_lite_data(tmp_path, [tmp_path / "model"]).where == "model/lite_data.tgz", "beside the scripts first"
+    (tmp_path / "model" / "lite_data.tgz").unlink()
     (tmp_path / "lite_data.tar").unlink()
     (tmp_path / "data").mkdir()
     with zipfile.ZipFile(tmp_path / "data" / "lite_data.zip", "w") as z:

@@ -55,7 +55,7 @@ def check(root: Path, run_dir: Path | None = None) -> Acceptance:
     config_path, config = accept_repo._config(root, summary)
     dirs = accept_repo._script_dirs(root, config)
     docs = accept_repo.readmes(root, dirs)
-    items = [accept_repo.check_lite_data(root),
+    items = [accept_repo.check_lite_data(root, dirs),
              accept_repo.check_entry_points(root, dirs, config, "2.2.2", ("train.py", "eval.py", "predict.py"),
                                             {"train.py": "norm_train", "eval.py": "eval"},
                                             "entry points train.py, eval.py, predict.py"),

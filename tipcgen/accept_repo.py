@@ -115,9 +115,11 @@ def archive_problems(members: list[tuple[str, str]]) -> list[str]:
     return problems
 
 
-def check_lite_data(root: Path) -> Item:
+def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Item:
+    """The first good archive, looking beside the entry points (dirs) first, then nearest the root."""
     title = "lite_data archive that unpacks to lite_data/"
-    archives = [p for p in _walk(root) if "lite_data" in p.name and p.name.endswith(ARCHIVE_SUFFIXES)]
+    archives = sorted((p for p in _walk(root) if "lite_data" in p.name and p.name.endswith(ARCHIVE_SUFFIXES)),
+                      key=lambda p: (p.parent.resolve() not in dirs, len(p.relative_to(root).parts), p.as_posix()))
     if not archives:
         return Item("2.2.1", title, False, "./",
                     f"no lite_data archive ({', '.join(ARCHIVE_SUFFIXES)}) within {SEARCH_DEPTH} folders of the root",
