@@ -14,6 +14,7 @@ from typing import List, Optional
 import typer
 
 from .cli_align import align_app
+from .cli_repro import register as register_repro
 from .errors import TipcgenError
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ app = typer.Typer(
 )
 
 
+register_repro(align_app)
 app.add_typer(align_app, name="align")
 
 
