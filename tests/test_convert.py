@@ -128,3 +128,83 @@ def test_a_rule_file_builds_on_a_builtin_set(tmp_path):
     path.write_text("base: bn-cnn\nrename:\n  - ['^backbone\\.', '']\nallow: ['head.*']\n")
     rules = load_rules(str(path))
     assert rules.target_name("backbone.bn.running_mean") == "bn._mean" and rules.allow == ["head.*"]
+
+
+
+@pytest.fixture(scope="session")
+def cnn_inputs(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("trace") / "x.npz"
+    np.savez(path, np.random.RandomState(0).randn(2, 3, 6, 6).astype("float32"))
+    return path
+
+
+_TRACES = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import numpy as np
+import models
+from tipcgen import convert, trace
+x = [np.load(sys.argv[1])["arr_0"]]
+out = {"ok": trace.compare(models.paddle_cnn_converted(), models.torch_cnn(), x, "bn-cnn"),
+       "nan": trace.compare(models.paddle_cnn_nan(), models.torch_cnn(), x, "bn-cnn"),
+       "nan_alone": trace.scan(models.paddle_cnn_nan(), x)}
+torch_bert, paddle_bert = models.torch_bert(), models.paddle_bert()
+paddle_bert.set_state_dict(convert.convert_state({k: v.numpy() for k, v in torch_bert.state_dict().items()},
+                                                 convert.load_rules("bert")).state)
+ids = {"input_ids": np.random.RandomState(0).randint(1, 100, size=(2, 16)).astype("int64")}
+out["bert"] = trace.compare(paddle_bert, torch_bert, ids, "bert")
+print(json.dumps({k: v.to_dict() for k, v in out.items()}))
+"""
+
+
+@pytest.fixture(scope="session")
+def traces(cnn_inputs) -> dict:
+    """The Python API: the BN CNN converted right, with an injected NaN (both modes), and the sample's BERT
+    against its PyTorch reference; one process (~12 s)."""
+    import json
+
+    proc = subprocess.run([sys.executable, "-c", _TRACES, str(cnn_inputs)], cwd=MODELS.parent, env=chain_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_trace_of_a_correct_conversion_passes_every_layer(traces):
+    report = traces["ok"]
+    assert report["passed"] and report["first_bad"] is None
+    names = [row["name"] for row in report["rows"]]
+    assert names[:3] == ["conv", "bn", "relu"] and names[-1] == "(model)"
+    assert all(row["max_abs"] < 1e-5 for row in report["rows"])
+
+
+def test_trace_matches_the_sample_bert_layer_by_layer_through_the_bert_rules(traces):
+    report = traces["bert"]
+    assert report["passed"], [r for r in report["rows"] if r["status"] != "ok"]
+    rows = {row["name"]: row for row in report["rows"]}
+    assert rows["bert.encoder.layers.1.self_attn.q_proj"]["reference"] == "bert.encoder.layer.1.attention.self.query"
+    assert rows["bert.encoder.layers.0"]["reference"] == "bert.encoder.layer.0" and len(rows) > 30
+
+
+def test_trace_cli_names_a_wrongly_transposed_layer_first(cnn_inputs):
+    import json
+
+    proc = tipcgen("align", "trace", "--paddle", "models:paddle_cnn_wrong_transpose", "--torch", "models:torch_cnn",
+                   "--inputs", str(cnn_inputs), "--rules", "bn-cnn", "--format", "json", cwd=MODELS.parent)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["first_bad"] == "fc2"
+    rows = {row["name"]: row for row in report["rows"]}
+    assert rows["fc1"]["status"] == "ok" and rows["fc2"]["status"] == "diverged" and rows["fc2"]["max_abs"] > 1e-3
+
+
+def test_trace_names_the_layer_that_injects_a_nan_first_in_both_modes(traces):
+    assert traces["nan"]["first_bad"] == "fc1"
+    alone = traces["nan_alone"]
+    assert not alone["passed"] and alone["first_bad"] == "fc1" and alone["rows"][0]["name"] == "conv"
+    assert next(r for r in alone["rows"] if r["name"] == "fc1")["nan"] == 2  # one feature, both rows of the batch
+
+
+def test_trace_inputs_must_be_a_pickle_free_npz(tmp_path):
+    bad = tmp_path / "x.npy"
+    bad.write_bytes(b"")
+    proc = tipcgen("align", "trace", "--paddle", "models:paddle_cnn", "--inputs", str(bad), cwd=MODELS.parent)
+    assert proc.returncode == 2 and "not a .npz file" in proc.stderr and "Traceback" not in proc.stderr

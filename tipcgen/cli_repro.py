@@ -54,6 +54,51 @@ def convert(
     raise typer.Exit(0 if result.passed else 1)
 
 
+def trace(
+    paddle: str = typer.Option(..., "--paddle", help="MODULE:FACTORY returning the Paddle model, weights loaded "
+                               "(MODULE is imported from the current folder)."),
+    inputs: Path = typer.Option(..., "--inputs", help="A .npz of the inputs: arr_0, arr_1, ... are passed by "
+                                "position, other names as keyword arguments."),
+    torch: Optional[str] = typer.Option(None, "--torch", help="MODULE:FACTORY returning the PyTorch model; "
+                                        "without it, the Paddle model alone is scanned for NaN/Inf."),
+    rules: Optional[str] = typer.Option(None, "--rules", "-r", help="The conversion's rule set (bert, bn-cnn, or a "
+                                        "YAML file): maps PyTorch layer names to Paddle ones."),
+    threshold: float = typer.Option(1e-5, "--threshold", min=0.0, help="Largest max abs difference that passes."),
+    format: str = typer.Option("text", "--format", help="text for people, json for machines."),
+) -> None:
+    """Run both models over the same inputs with forward hooks; one row per layer; name the first that diverges.
+
+    Rows are in the order the layers finished, so the first bad row is the first layer to go wrong.
+    Exit code 0 when every matched layer is within the threshold (and has no NaN/Inf), 1 otherwise.
+
+    Example: tipcgen align trace --paddle mymodels:paddle_model --torch mymodels:torch_model --inputs x.npz --rules bert
+    """
+    from . import trace as tracer
+    from .convert import ConvertError, import_factory, load_rules
+
+    if format not in ("text", "json"):
+        raise ConvertError(f"--format {format}: unknown", "use text or json")
+    if not inputs.is_file() or inputs.suffix != ".npz":
+        raise ConvertError(f"--inputs {inputs}: not a .npz file", "save the inputs with numpy.savez(path, ids=..., ...)")
+    with np_load(inputs) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    feed = list(arrays.values()) if all(n.startswith("arr_") for n in arrays) else arrays
+    rule_set = load_rules(rules) if rules else None
+    model = import_factory(paddle)
+    result = (tracer.compare(model, import_factory(torch), feed, rule_set, threshold) if torch
+              else tracer.scan(model, feed))
+    typer.echo(json.dumps(result.to_dict(), indent=2) if format == "json" else "\n".join(tracer.table_lines(result)))
+    raise typer.Exit(0 if result.passed else 1)
+
+
+def np_load(path: Path):
+    """numpy.load of a .npz without pickles (allow_pickle stays off: a data file never runs code)."""
+    import numpy as np
+
+    return np.load(path, allow_pickle=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add the toolkit's commands to the `align` sub-app."""
     app.command()(convert)
+    app.command()(trace)

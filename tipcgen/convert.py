@@ -37,6 +37,7 @@ BUILTIN_RULES: dict[str, dict[str, Any]] = {
             [_LAYER + r"output\.LayerNorm\.", r"encoder.layers.\1.norm2."],
             [r"predictions\.transform\.dense\.", "predictions.transform."],
             [r"predictions\.transform\.LayerNorm\.", "predictions.layer_norm."],
+            [_LAYER, r"encoder.layers.\1."],  # what is left: the block itself, so tracing matches it too
         ],
         "drop": [r"\.position_ids$"],  # a buffer older transformers saved; Paddle builds it
         "transpose": {"match": [r"\.weight$"], "except": [r"embeddings\.", r"LayerNorm", r"predictions\.decoder\."],
