@@ -39,6 +39,8 @@ def test_a_whole_run_reports_the_target_met_or_missed_with_the_figures(tmp_path,
     (metric,) = target["metrics"]
     assert metric["measured"] == 0.8125 and metric["paper"] == paper and metric["bound"] == pytest.approx(bound)
     assert metric["step"].endswith("_eval")
+    tipcgen("report", "--format", "md", cwd=repo, check=True)
+    assert f"- accuracy: 0.8125 vs paper {paper:.4f}" in (repo / "test_tipc/output/stub_model" / WHOLE / "report.md").read_text()
 
 
 def test_the_target_is_checked_only_on_whole_train_whole_infer_basic_chain():
@@ -100,6 +102,9 @@ def test_every_summary_carries_provenance(stub_repo):
     assert "paddlenlp" in p["versions"] and "paddle_cuda_version" in p["versions"]
     assert "gpus" in p["device"] and p["data_hashing"]["larger_files"] == "size+mtime"
     assert isinstance(p["data"], list) and isinstance(p["seeds"], dict) and len(p["config_sha256"]) == 64
+    tipcgen("report", "--format", "md", cwd=stub_repo, check=True)
+    text = (stub_repo / "test_tipc/output/stub_model" / mode / "report.md").read_text()
+    assert "## Provenance" in text and f"| git commit | {head[:12]} (dirty) |" in text
 
 
 def test_provenance_without_git_says_so(tmp_path):
