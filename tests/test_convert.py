@@ -70,10 +70,11 @@ def test_a_renamed_key_fails_naming_it_and_writes_nothing(weights, tmp_path):
     assert allowed.returncode == 0 and "allowed unmatched: classifier.kernel" in allowed.stdout
 
 
-def test_a_missing_key_fails_naming_it(weights, tmp_path):
-    proc = tipcgen("align", "convert", str(weights / "cnn_missing.pt"), "--rules", "bn-cnn",
-                   "--check", str(weights / "cnn_target.pdparams"), "-o", str(tmp_path / "x.pdparams"))
-    assert proc.returncode == 1 and "missing: bn._variance" in proc.stdout
+def test_a_missing_key_fails_naming_it_checked_against_a_model_factory(weights, tmp_path):
+    proc = tipcgen("align", "convert", str(weights / "cnn_missing.pt"), "--rules", "bn-cnn", "--check",
+                   "models:paddle_cnn", "-o", str(tmp_path / "x.pdparams"), cwd=MODELS.parent)
+    assert proc.returncode == 1, proc.stderr
+    assert "missing: bn._variance" in proc.stdout and "unmatched" not in proc.stdout
 
 
 def _payload(marker: Path) -> bytes:

@@ -238,7 +238,11 @@ def read_paddle_state(path: str | Path) -> StateDict:
 
 def write_paddle_state(state: StateDict, path: str | Path) -> None:
     """paddle.save of the arrays as Paddle tensors, written to a temporary file first (never half a file)."""
-    import paddle
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # paddle's import warns about ccache, which says nothing about the conversion
+        import paddle
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

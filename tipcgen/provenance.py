@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -159,6 +158,14 @@ def load_descriptor(root: Path) -> tuple[Any, dict[str, Any]]:
                   "changed_since_render": current != answers.descriptor_sha256}
 
 
+def _shown(path: Path, root: Path) -> str:
+    """A path relative to the repository when it is inside it (so summaries from two clones compare)."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def collect(root: Path, config_path: Path, python: str | None, env: dict[str, str],
             data_dir: str | None = None, desc: Any = None, descriptor_info: dict[str, Any] | None = None) -> dict[str, Any]:
     """The provenance record of one run (see the module docstring); `root` is the user's repository."""
@@ -170,14 +177,11 @@ def collect(root: Path, config_path: Path, python: str | None, env: dict[str, st
         "git": git_info(root),
         "versions": versions(python, env),
         "device": device_info(env),
-        "data": [file_checksum(path, budget) for path in data_files(root, desc, data_dir)],
+        "data": [dict(file_checksum(path, budget), path=_shown(path, root)) for path in data_files(root, desc, data_dir)],
         "data_hashing": {"sha256_up_to_bytes": HASH_LIMIT, "budget_bytes": HASH_BUDGET,
                          "larger_files": "size+mtime"},
         "seeds": seeds(config_text, env),
     }
-
-
-_SECRET = re.compile(r"(token|secret|password|key)", re.I)
 
 
 def rows(record: dict[str, Any]) -> list[tuple[str, str]]:
@@ -199,6 +203,6 @@ def rows(record: dict[str, Any]) -> list[tuple[str, str]]:
         value = (f"sha256 {entry['sha256'][:12]}" if entry.get("method") == "sha256"
                  else f"{entry.get('method')} {entry.get('size', '')}")
         out.append((f"data {Path(entry['path']).name}", value))
-    seeds_found = {k: v for k, v in (record.get("seeds") or {}).items() if not _SECRET.search(k)}
+    seeds_found = record.get("seeds") or {}
     out.append(("seeds", ", ".join(f"{k}={v}" for k, v in seeds_found.items()) or "none set by the config"))
     return out
