@@ -204,8 +204,12 @@ def test_trace_names_the_layer_that_injects_a_nan_first_in_both_modes(traces):
     assert next(r for r in alone["rows"] if r["name"] == "fc1")["nan"] == 2  # one feature, both rows of the batch
 
 
-def test_trace_inputs_must_be_a_pickle_free_npz(tmp_path):
+def test_trace_inputs_must_be_a_pickle_free_npz_that_fits_the_model(tmp_path):
     bad = tmp_path / "x.npy"
     bad.write_bytes(b"")
     proc = tipcgen("align", "trace", "--paddle", "models:paddle_cnn", "--inputs", str(bad), cwd=MODELS.parent)
     assert proc.returncode == 2 and "not a .npz file" in proc.stderr and "Traceback" not in proc.stderr
+    wrong = tmp_path / "wrong.npz"
+    np.savez(wrong, np.zeros((2, 5), "float32"))  # a CNN wants (N, 3, H, W)
+    proc = tipcgen("align", "trace", "--paddle", "models:paddle_cnn", "--inputs", str(wrong), cwd=MODELS.parent)
+    assert proc.returncode == 2 and "raised" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

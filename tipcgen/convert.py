@@ -257,7 +257,11 @@ def import_factory(spec: str) -> Any:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ConvertError(f"{spec}: cannot import it ({exc})", "run from the folder that holds the module") from None
-    return factory()
+    try:
+        return factory()
+    except Exception as exc:  # the user's own code: say where it failed instead of a traceback
+        raise ConvertError(f"{spec}: the factory raised {type(exc).__name__}: {exc}",
+                           "call it in Python to see the traceback; it should return the model") from None
 
 
 def target_shapes(spec: str) -> dict[str, tuple[int, ...]]:

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .convert import Rules, load_rules
+from .errors import TipcgenError
 
 ROOT_NAME = "(model)"
 DEFAULT_THRESHOLD = 1e-5
@@ -122,6 +123,10 @@ def record(model: Any, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray]) 
                 model(**{k: _to_framework(v, framework) for k, v in inputs.items()})
             else:
                 model(*[_to_framework(v, framework) for v in inputs])
+    except Exception as exc:  # wrong inputs for the model: one message, not a traceback from deep inside it
+        raise TipcgenError(f"the {framework} model {type(model).__name__} raised {type(exc).__name__} on the inputs: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}",
+                           "check the inputs' names, shapes and dtypes against the model's forward()") from None
     finally:
         for handle in handles:
             handle.remove()
