@@ -20,6 +20,8 @@ MODELS = ROOT / "tests" / "fixtures" / "repro" / "models.py"
 @pytest.fixture(scope="session")
 def weights(tmp_path_factory) -> Path:
     """torch and Paddle weights of the BN CNN and the sample's BERT, written once (~10 s, one process)."""
+    for module in ("torch", "transformers", "paddle", "paddlenlp"):
+        pytest.importorskip(module)
     out = tmp_path_factory.mktemp("repro_weights")
     subprocess.run([sys.executable, str(MODELS), str(out)], check=True, env=chain_env(), capture_output=True,
                    timeout=300)
@@ -164,6 +166,9 @@ def traces(cnn_inputs) -> dict:
     against its PyTorch reference; one process (~12 s)."""
     import json
 
+    for module in ("torch", "transformers", "paddle", "paddlenlp"):
+        pytest.importorskip(module)
+
     proc = subprocess.run([sys.executable, "-c", _TRACES, str(cnn_inputs)], cwd=MODELS.parent, env=chain_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -189,6 +194,9 @@ def test_trace_matches_the_sample_bert_layer_by_layer_through_the_bert_rules(tra
 def test_trace_cli_names_a_wrongly_transposed_layer_first(cnn_inputs):
     import json
 
+    pytest.importorskip("torch")
+    pytest.importorskip("paddle")
+
     proc = tipcgen("align", "trace", "--paddle", "models:paddle_cnn_wrong_transpose", "--torch", "models:torch_cnn",
                    "--inputs", str(cnn_inputs), "--rules", "bn-cnn", "--format", "json", cwd=MODELS.parent)
     report = json.loads(proc.stdout)
@@ -205,6 +213,7 @@ def test_trace_names_the_layer_that_injects_a_nan_first_in_both_modes(traces):
 
 
 def test_trace_inputs_must_be_a_pickle_free_npz_that_fits_the_model(tmp_path):
+    pytest.importorskip("paddle")
     bad = tmp_path / "x.npy"
     bad.write_bytes(b"")
     proc = tipcgen("align", "trace", "--paddle", "models:paddle_cnn", "--inputs", str(bad), cwd=MODELS.parent)
@@ -213,3 +222,19 @@ def test_trace_inputs_must_be_a_pickle_free_npz_that_fits_the_model(tmp_path):
     np.savez(wrong, np.zeros((2, 5), "float32"))  # a CNN wants (N, 3, H, W)
     proc = tipcgen("align", "trace", "--paddle", "models:paddle_cnn", "--inputs", str(wrong), cwd=MODELS.parent)
     assert proc.returncode == 2 and "raised" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_safetensors_are_read_without_any_library(tmp_path):
+    import json
+    import struct
+
+    weight = np.arange(6, dtype="<f4").reshape(2, 3)
+    bf16 = (np.array([1.5, -2.0], dtype="<f4").view("<u4") >> 16).astype("<u2")  # bfloat16: a float32's upper half
+    header = {"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+              "h": {"dtype": "BF16", "shape": [2], "data_offsets": [24, 28]}, "__metadata__": {"format": "pt"}}
+    raw = json.dumps(header).encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + weight.tobytes() + bf16.tobytes())
+    state = read_torch_state(path)
+    np.testing.assert_array_equal(state["w"], weight)
+    np.testing.assert_array_equal(state["h"], np.array([1.5, -2.0], dtype="float32"))
