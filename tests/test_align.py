@@ -359,42 +359,6 @@ def test_report_of_a_missing_folder_is_a_user_error(tmp_path):
     assert isinstance(exc, TipcgenError)
 
 
-# ---------------------------------------------------------------- the example's weight conversion (numpy only)
-
-def _convert_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("convert_weights", EXAMPLE / "convert_weights.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _paddle_names(layers: int) -> list[str]:
-    names = [f"bert.embeddings.{k}_embeddings.weight" for k in ("word", "position", "token_type")]
-    names += ["bert.embeddings.layer_norm.weight", "bert.embeddings.layer_norm.bias"]
-    for i in range(layers):
-        for part in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj", "linear1",
-                     "linear2", "norm1", "norm2"):
-            names += [f"bert.encoder.layers.{i}.{part}.weight", f"bert.encoder.layers.{i}.{part}.bias"]
-    return names + ["bert.pooler.dense.weight", "bert.pooler.dense.bias", "classifier.weight", "classifier.bias"]
-
-
-def test_weight_conversion_maps_every_tensor_once_and_transposes_linear_weights():
-    convert = _convert_module()
-    state = {name: RNG.randn(3, 5).astype("float32") if name.endswith("weight") and "norm" not in name
-             else RNG.randn(5).astype("float32") for name in _paddle_names(2)}
-    out = convert.convert(state)
-    assert len(out) == len(state) == 41
-    q = out["bert.encoder.layer.1.attention.self.query.weight"]
-    assert np.array_equal(q, state["bert.encoder.layers.1.self_attn.q_proj.weight"].T)
-    assert np.array_equal(out["bert.embeddings.word_embeddings.weight"],
-                          state["bert.embeddings.word_embeddings.weight"])  # embeddings are not transposed
-    assert "bert.encoder.layer.0.output.LayerNorm.bias" in out and "classifier.weight" in out
-    with pytest.raises(convert.ConversionError, match="matched by 0 rules"):
-        convert.convert({"bert.encoder.layers.0.self_attn.qkv_proj.weight": np.zeros((2, 2))})
-
-
 # ---------------------------------------------------------------- the worked example, end to end
 
 @pytest.mark.align

@@ -234,3 +234,5 @@ def test_whole_train_whole_infer_reaches_080_on_sst2_dev(lite_run, sst2):
     print(f"SST-2 dev accuracy {eval_step['metrics']['accuracy']:.4f}, train step {train_step['seconds']:.0f} s")
     assert eval_step["metrics"]["accuracy"] >= 0.80
     assert train_step["seconds"] <= 300
+    assert summary["target"]["reproduced"], summary["target"]  # the descriptor's target: accuracy 0.82, 2 % relative
+    assert "paper target reproduced" in proc.stdout

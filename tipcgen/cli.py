@@ -15,6 +15,7 @@ import typer
 
 from .cli_accept import accept as accept_command
 from .cli_align import align_app
+from .cli_repro import register as register_repro
 from .errors import TipcgenError
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 
 
+register_repro(align_app)
 app.add_typer(align_app, name="align")
 app.command(name="accept")(accept_command)
 

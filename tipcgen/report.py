@@ -106,6 +106,18 @@ class Report:
     def verdict(self) -> str:
         return "PASSED" if self.summary.ok else "INTERRUPTED" if self.summary.interrupted else "FAILED"
 
+    @property
+    def provenance(self) -> list[tuple[str, str]]:
+        from .provenance import rows
+
+        return rows(self.summary.provenance)
+
+    @property
+    def target_lines(self) -> list[str]:
+        from .target import result_lines
+
+        return result_lines(self.summary.target) if self.summary.target else []
+
 
 # ---------------------------------------------------------------- finding and reading a run
 

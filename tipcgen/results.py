@@ -52,6 +52,8 @@ class Summary:
     interrupted: bool = False
     problems: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)  # tipcgen.provenance.collect
+    target: dict = field(default_factory=dict)  # tipcgen.target.TargetResult.to_dict(), whole_train_whole_infer only
 
     def count(self, status: str) -> int:
         return sum(1 for step in self.steps if step.status == status)
@@ -59,7 +61,7 @@ class Summary:
     @property
     def ok(self) -> bool:
         return (not self.problems and not self.interrupted and self.count("failed") == 0
-                and self.count("passed") > 0)
+                and self.count("passed") > 0 and self.target.get("reproduced", True))
 
     @property
     def exit_code(self) -> int:
@@ -222,4 +224,11 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
     return _env().get_template("report/summary.txt.j2").render(
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),
-        verdict=("PASSED" if summary.ok else "INTERRUPTED" if summary.interrupted else "FAILED"))
+        verdict=("PASSED" if summary.ok else "INTERRUPTED" if summary.interrupted else "FAILED"),
+        target_lines=_target_lines(summary))
+
+
+def _target_lines(summary: Summary) -> list[str]:
+    from .target import result_lines
+
+    return result_lines(summary.target) if summary.target else []

@@ -15,7 +15,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable
 
-from . import layout
+from . import layout, provenance, target
 from .errors import RunError
 from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
                       read_records, write_json, write_junit)
@@ -58,8 +58,10 @@ def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
 _PADDLE_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('paddle') else 3)"
 
 
-def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str]) -> None:
-    """What would make every step fail, said once before any step runs (tipcgen doctor says more)."""
+def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str]) -> str:
+    """What would make every step fail, said once before any step runs (tipcgen doctor says more).
+
+    Returns the chain's interpreter (its full path)."""
     from . import lint
 
     text = config_path.read_text(encoding="utf-8", errors="replace")
@@ -80,6 +82,7 @@ def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str]) ->
         raise RunError(f"paddle is not installed for {found}",
                        "pip install paddlepaddle==3.3.1 (or pip install -e \".[paddle]\" for the tested stack); "
                        "tipcgen doctor checks the rest")
+    return found
 
 
 def model_name_of(config_path: Path) -> str:
@@ -146,9 +149,12 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 
-    preflight(root / config_path, root, chain, env)
+    python = preflight(root / config_path, root, chain, env)
     started = time.perf_counter()
-    summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info())
+    desc, desc_info = provenance.load_descriptor(root)
+    summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
+                      provenance=provenance.collect(root, root / config_path, python, env, env.get("TIPC_DATA_DIR"),
+                                                    desc, desc_info))
     prepare_out: deque = deque(maxlen=200_000)
     t0 = time.perf_counter()
     rc, interrupted = _stream(["bash", PREPARE, str(config_path), mode], root, env, on_line, prepare_out)
@@ -175,6 +181,8 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
         summary.problems.append(f"the runner exited with code {summary.runner_exit_code}: "
                                 + " | ".join(list(runner_out)[-3:]))
     summary.interrupted = interrupted
+    summary.target = target.check_run(desc, mode, chain, [(s.name, s.metrics) for s in steps
+                                                          if s.kind == "eval" and s.status == "passed"])
     summary.wall_seconds = round(time.perf_counter() - started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)

@@ -45,8 +45,8 @@ TRAIN = {"epochs": 20, "batch_size": 8, "learning_rate": 2e-3, "warmup_proportio
 LOG_INTERVAL = 8  # steps between training log lines: one epoch, as train.py also logs at each epoch end
 
 INIT_DIR = "init"  # a sample checkpoint dir: config.json, model_state.pdparams, vocab.txt, train_meta.json
-PADDLE_INIT = "paddle_init.npz"  # the same weights with paddlenlp names, numpy only
-TORCH_INIT = "torch_init.npz"  # converted: Hugging Face names, Linear weights transposed
+TORCH_INIT = "torch_init.bin"  # the reference's random init (torch.save of its state dict)
+NAME_MAP = "name_map.json"  # what `tipcgen align convert --map` wrote: Hugging Face name -> paddlenlp name
 FAKE_DATA = "fake_data.npz"
 
 # checkpoint -> file stem, as the guide names them (<stem>_paddle.npy, <stem>_torch.npy, <stem>_diff.log)

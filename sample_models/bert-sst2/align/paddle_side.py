@@ -1,10 +1,12 @@
 """The Paddle side of the bert-sst2 alignment example: writes every checkpoint's *_paddle.npy.
 
+    python paddle_side.py --out OUT --init-only     # once: vocab, config, fake data, the target state dict
     python paddle_side.py --out OUT [--only forward,loss]
 
-First (once) it makes the shared starting point in OUT: the vocabulary of the lite data, a random-init
-tiny BERT saved as a sample checkpoint (OUT/init/) and as numpy (OUT/init/paddle_init.npz, for
-convert_weights.py), and the fake data (OUT/fake_data.npz). Then, per checkpoint:
+First (once) it makes the shared starting point in OUT: the vocabulary of the lite data, the tiny
+BERT's config and a random-init sample checkpoint (OUT/init/; its state dict is what
+`tipcgen align convert --check` checks the converted PyTorch weights against, and the conversion then
+replaces it), and the fake data (OUT/fake_data.npz). Then, per checkpoint, from the converted weights:
 forward (logits on the fake batch, eval mode), metric (paddle.metric.Accuracy on random logits),
 loss (cross entropy on the fake batch), backward (loss_i and lr_i over AdamW steps), train (the
 sample's own train.py and eval.py on the lite data from OUT/init; dev accuracy).
@@ -29,7 +31,7 @@ SIDE = "paddle"
 
 
 def make_init(out: str) -> None:
-    """The shared starting point: vocab, random-init checkpoint, its numpy copy, fake data."""
+    """The shared starting point: vocab, config, random-init checkpoint (the conversion's target), fake data."""
     import build_vocab
     import paddle
     from paddlenlp.transformers import BertForSequenceClassification
@@ -49,7 +51,6 @@ def make_init(out: str) -> None:
     common.save_config(config, os.path.join(init, common.CONFIG_FILE))
     common.write_json(os.path.join(init, common.META_FILE), {"max_seq_length": ac.MAX_SEQ_LENGTH,
                                                              "labels": common.LABELS})
-    np.savez(os.path.join(init, ac.PADDLE_INIT), **{k: v.numpy() for k, v in state.items()})
     ac.write_fake_data(out, vocab_size, config.pad_token_id)
 
 
@@ -154,6 +155,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                      allow_abbrev=False)
     parser.add_argument("--out", required=True, help="the output folder (shared with torch_side.py)")
     parser.add_argument("--only", default=",".join(ac.CHECKPOINTS), help="comma-separated checkpoints to write")
+    parser.add_argument("--init-only", action="store_true", help="make OUT/init and the fake data, write nothing else")
     args = parser.parse_args(argv)
     args.only = [c.strip() for c in args.only.split(",") if c.strip()]
     unknown = [c for c in args.only if c not in STEPS]
@@ -170,8 +172,10 @@ def main(argv: list[str] | None = None) -> int:
 
         paddle.set_device("cpu")
         import paddlenlp.transformers  # noqa: F401  (slow import, once)
-    if not os.path.isfile(os.path.join(args.out, ac.INIT_DIR, ac.PADDLE_INIT)):
+    if not os.path.isfile(os.path.join(args.out, ac.INIT_DIR, common.CONFIG_FILE)):
         make_init(args.out)
+    if args.init_only:
+        return 0
     fake = ac.load_fake_data(args.out)
     for name in args.only:
         STEPS[name](args.out, fake)

@@ -2,11 +2,13 @@
 
     python sample_models/bert-sst2/align/run_all.py --out output/align
 
-1. paddle_side.py   -> init/ (vocab, random-init checkpoint), fake_data.npz, *_paddle.npy
-2. convert_weights.py  init/paddle_init.npz -> init/torch_init.npz
-3. torch_side.py    -> *_torch.npy
-4. per checkpoint, tipcgen.align compares <stem>_torch.npy with <stem>_paddle.npy -> <stem>_diff.log
-5. the report of the six checkpoints (the TIPC row comes from --root's last `tipcgen run`)
+1. paddle_side.py --init-only -> init/ (vocab, config, a random-init checkpoint: the target), fake_data.npz
+2. torch_side.py --init      -> init/torch_init.bin (the reference's random init, torch.save)
+3. tipcgen align convert init/torch_init.bin --rules bert --check init/model_state.pdparams
+                             -> init/model_state.pdparams (every key checked, Linear weights transposed)
+4. paddle_side.py -> *_paddle.npy;  torch_side.py -> *_torch.npy
+5. per checkpoint, tipcgen.align compares <stem>_torch.npy with <stem>_paddle.npy -> <stem>_diff.log
+6. the report of the six checkpoints (the TIPC row comes from --root's last `tipcgen run`)
 
 The two sides run as separate processes, so --paddle-python and --torch-python may name two environments.
 Exit code 0 when the five compared checkpoints pass (a missing TIPC run does not count here).
@@ -33,7 +35,9 @@ def run_side(python: str, script: str, args: list[str]) -> float:
     """Run one step as its own process (output passes through); its wall time in seconds."""
     start = time.time()
     env = dict(os.environ, GLOG_minloglevel="2", PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1")
-    proc = subprocess.run([python, str(HERE / script), *args], env=env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parents[2]), env.get("PYTHONPATH")]))
+    command = [python, "-m", "tipcgen", *args] if script == "tipcgen" else [python, str(HERE / script), *args]
+    proc = subprocess.run(command, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{script} failed with exit code {proc.returncode}")
     return time.time() - start
@@ -66,11 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     init = out / ac.INIT_DIR
-    if args.fresh and (init / ac.PADDLE_INIT).exists():
-        (init / ac.PADDLE_INIT).unlink()
-    seconds = {"paddle": run_side(args.paddle_python, "paddle_side.py", ["--out", str(out)])}
-    seconds["convert"] = run_side(args.torch_python, "convert_weights.py", [
-        "--paddle", str(init / ac.PADDLE_INIT), "--output", str(init / ac.TORCH_INIT)])
+    if args.fresh and (init / "config.json").exists():
+        (init / "config.json").unlink()
+    seconds = {"init": run_side(args.paddle_python, "paddle_side.py", ["--out", str(out), "--init-only"])}
+    seconds["init"] += run_side(args.torch_python, "torch_side.py", ["--out", str(out), "--init"])
+    target = str(init / "model_state.pdparams")
+    seconds["convert"] = run_side(args.paddle_python, "tipcgen", [
+        "align", "convert", str(init / ac.TORCH_INIT), "--rules", "bert", "--check", target, "--output", target,
+        "--force", "--map", str(init / ac.NAME_MAP)])
+    seconds["paddle"] = run_side(args.paddle_python, "paddle_side.py", ["--out", str(out)])
     seconds["torch"] = run_side(args.torch_python, "torch_side.py", ["--out", str(out)])
     print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
     ok = compare_all(out)

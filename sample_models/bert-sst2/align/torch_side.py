@@ -1,11 +1,13 @@
 """The reference side of the bert-sst2 alignment example (PyTorch + transformers): writes *_torch.npy.
 
+    python torch_side.py --out OUT --init           # once: the reference's random init, init/torch_init.bin
     python torch_side.py --out OUT [--only forward,loss]
 
-Needs what paddle_side.py and convert_weights.py left in OUT: init/config.json (the Paddle config,
-turned into a transformers.BertConfig here), init/torch_init.npz (the converted weights), init/vocab.txt
-and fake_data.npz. Nothing is downloaded: the model is built from its config (no from_pretrained),
-and HF_HUB_OFFLINE is set. Imports neither paddle nor reprod_log.
+Needs what paddle_side.py --init-only left in OUT: init/config.json (the Paddle config, turned into a
+transformers.BertConfig here), init/vocab.txt and fake_data.npz. --init writes the random-init state
+dict that `tipcgen align convert --rules bert` turns into the Paddle side's weights, as a reproduction
+starts from the reference's checkpoint. Nothing is downloaded: the model is built from its config (no
+from_pretrained), and HF_HUB_OFFLINE is set. Imports neither paddle nor reprod_log.
 """
 from __future__ import annotations
 
@@ -44,16 +46,30 @@ def hf_config(paddle_config: dict):
     )
 
 
-def load_model(out: str):
-    """BertForSequenceClassification with the converted weights; every tensor must fit (strict)."""
-    import torch
+def new_model(out: str):
+    """BertForSequenceClassification built from OUT/init/config.json, at its random init."""
     from transformers import BertForSequenceClassification
 
-    init = os.path.join(out, ac.INIT_DIR)
-    with open(os.path.join(init, common.CONFIG_FILE), encoding="utf-8") as handle:
-        model = BertForSequenceClassification(hf_config(json.load(handle)))
-    with np.load(os.path.join(init, ac.TORCH_INIT)) as archive:
-        state = {name: torch.from_numpy(archive[name]) for name in archive.files}
+    with open(os.path.join(out, ac.INIT_DIR, common.CONFIG_FILE), encoding="utf-8") as handle:
+        return BertForSequenceClassification(hf_config(json.load(handle)))
+
+
+def make_init(out: str) -> str:
+    """The reference's random init, saved as a PyTorch checkpoint is: torch.save of the state dict."""
+    import torch
+
+    torch.manual_seed(ac.SEED)
+    path = os.path.join(out, ac.INIT_DIR, ac.TORCH_INIT)
+    torch.save(new_model(out).state_dict(), path)
+    return path
+
+
+def load_model(out: str):
+    """The model with the init weights (the ones converted for Paddle); every tensor must fit (strict)."""
+    import torch
+
+    model = new_model(out)
+    state = torch.load(os.path.join(out, ac.INIT_DIR, ac.TORCH_INIT), weights_only=True)
     model.load_state_dict(state, strict=True)
     return model
 
@@ -175,8 +191,10 @@ STEPS = {"forward": forward, "metric": metric, "loss": loss, "backward": backwar
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Write the reference (torch) side of each alignment checkpoint.",
                                      allow_abbrev=False)
-    parser.add_argument("--out", required=True, help="the output folder paddle_side.py and convert_weights.py wrote")
+    parser.add_argument("--out", required=True, help="the output folder paddle_side.py --init-only wrote")
     parser.add_argument("--only", default=",".join(ac.CHECKPOINTS), help="comma-separated checkpoints to write")
+    parser.add_argument("--init", action="store_true", help="write init/torch_init.bin (the reference's random init) "
+                        "and nothing else")
     args = parser.parse_args(argv)
     args.only = [c.strip() for c in args.only.split(",") if c.strip()]
     unknown = [c for c in args.only if c not in STEPS]
@@ -190,10 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.manual_seed(ac.SEED)
-    for name in ("config.json", ac.TORCH_INIT):
+    needed = ("config.json",) if args.init else ("config.json", ac.TORCH_INIT)
+    for name in needed:
         if not os.path.isfile(os.path.join(args.out, ac.INIT_DIR, name)):
-            raise common.UserError(f"{args.out}/{ac.INIT_DIR}/{name} is missing: run paddle_side.py and "
-                                   "convert_weights.py first (run_all.py does all of it)")
+            raise common.UserError(f"{args.out}/{ac.INIT_DIR}/{name} is missing: run paddle_side.py --init-only, "
+                                   "torch_side.py --init and tipcgen align convert first (run_all.py does all of it)")
+    if args.init:
+        print(f"[torch] init: wrote {make_init(args.out)}", flush=True)
+        return 0
     fake = ac.load_fake_data(args.out)
     for name in args.only:
         STEPS[name](args.out, fake)

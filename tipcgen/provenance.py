@@ -1,0 +1,208 @@
+"""Where a run's figures came from: descriptor, code, packages, device, data and seeds.
+
+Collected once before a chain's first step and written into every summary.json (``provenance``), so a
+figure can be traced back to the tree, the data and the stack that produced it. Never imports paddle
+in tipcgen's process: versions come from the chain's own interpreter via importlib.metadata, and
+CUDA from paddle's version file read as text. Every probe is bounded (timeouts, a hashing budget) and
+says what it could not find instead of failing the run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+HASH_LIMIT = 64 * 1024 * 1024  # files up to this size are hashed (sha256); larger ones get size + mtime
+HASH_BUDGET = 256 * 1024 * 1024  # at most this many bytes hashed per run, in all
+MAX_DATA_FILES = 64
+_PROBE_TIMEOUT = 30
+
+# Runs in the chain's interpreter: versions from package metadata, CUDA from paddle's version file (no import).
+_VERSIONS_PROBE = r"""
+import importlib.metadata as md, importlib.util, json, os, platform, re, sys
+out = {"python": platform.python_version(), "executable": sys.executable}
+for key, dists in (("paddle", ("paddlepaddle-gpu", "paddlepaddle")), ("paddlenlp", ("paddlenlp",))):
+    for dist in dists:
+        try:
+            out[key] = md.version(dist); out[key + "_dist"] = dist; break
+        except md.PackageNotFoundError:
+            pass
+    else:
+        out[key] = None
+spec = importlib.util.find_spec("paddle")
+if spec and spec.submodule_search_locations:
+    path = os.path.join(list(spec.submodule_search_locations)[0], "version", "__init__.py")
+    try:
+        text = open(path, encoding="utf-8").read()
+        for name in ("cuda_version", "cudnn_version", "commit"):
+            m = re.search(r"^%s\s*=\s*['\"]([^'\"]*)['\"]" % name, text, re.M)
+            out["paddle_" + name] = m.group(1) if m else None
+    except OSError:
+        pass
+print(json.dumps(out))
+"""
+
+
+def _run(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=_PROBE_TIMEOUT)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def git_info(root: Path) -> dict[str, Any]:
+    """The commit of the user's repository and whether tracked files differ from it."""
+    if shutil.which("git") is None:
+        return {"commit": None, "dirty": None, "note": "git is not installed"}
+    head = _run(["git", "rev-parse", "HEAD"], cwd=root)
+    if head is None or head.returncode != 0:
+        return {"commit": None, "dirty": None, "note": f"{root} is not in a git repository (or has no commit)"}
+    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root)
+    changed = [line[3:] for line in (status.stdout.splitlines() if status and status.returncode == 0 else [])]
+    return {"commit": head.stdout.strip(), "dirty": bool(changed), "changed_files": len(changed),
+            "note": "dirty: tracked files differ from the commit" if changed else ""}
+
+
+def versions(python: str | None, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Python, paddle, paddlenlp and paddle's CUDA/cuDNN build, as the chain's interpreter sees them."""
+    if not python:
+        return {"note": "the chain's interpreter was not found"}
+    proc = _run([python, "-c", _VERSIONS_PROBE], env=env)
+    if proc is None or proc.returncode != 0:
+        return {"note": f"{python} could not report its versions"}
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"note": f"{python} printed no version record"}
+
+
+def device_info(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The GPUs nvidia-smi lists (name, driver), or that there is none; the CPU count either way."""
+    info: dict[str, Any] = {"cpu_count": os.cpu_count(), "cuda_visible_devices": (env or os.environ).get("CUDA_VISIBLE_DEVICES")}
+    smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH"))
+    if smi is None:
+        info["gpus"] = []
+        info["note"] = "no nvidia-smi: CPU only"
+        return info
+    proc = _run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], env=env)
+    info["gpus"] = [line.strip() for line in proc.stdout.splitlines() if line.strip()] if proc and proc.returncode == 0 else []
+    return info
+
+
+def file_checksum(path: Path, budget: list[int]) -> dict[str, Any]:
+    """sha256 of a file up to HASH_LIMIT while the budget lasts; else its size and mtime (and says which)."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        return {"path": str(path), "method": "missing", "note": exc.strerror or str(exc)}
+    entry = {"path": str(path), "size": stat.st_size}
+    if stat.st_size <= HASH_LIMIT and stat.st_size <= budget[0]:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        budget[0] -= stat.st_size
+        entry.update(method="sha256", sha256=digest.hexdigest())
+    else:
+        entry.update(method="size+mtime", mtime=int(stat.st_mtime))
+    return entry
+
+
+def data_files(root: Path, desc: Any, data_dir: str | None) -> list[Path]:
+    """The descriptor's lite files, the whole data files under TIPC_DATA_DIR; else that folder's files."""
+    found: list[Path] = []
+    spec = getattr(desc, "data", None)
+    if spec is not None:
+        for item in spec.files:
+            if item.lite:
+                found.append(root / item.lite)
+            if item.whole and data_dir:
+                found.append(Path(data_dir) / item.whole)
+    elif data_dir and Path(data_dir).is_dir():
+        found = sorted(p for p in Path(data_dir).iterdir() if p.is_file())
+    return list(dict.fromkeys(found))[:MAX_DATA_FILES]
+
+
+def seeds(config_text: str, env: dict[str, str]) -> dict[str, str]:
+    """Seeds the config passes (any key with `seed` in it) and the seeding environment variables."""
+    found = {}
+    for line in config_text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and "seed" in key.lower() and value.strip() not in ("", "null"):
+            found[key.strip()] = value.strip()
+    for name in ("PYTHONHASHSEED", "FLAGS_cudnn_deterministic", "FLAGS_embedding_deterministic"):
+        if env.get(name):
+            found[name] = env[name]
+    return found
+
+
+def load_descriptor(root: Path) -> tuple[Any, dict[str, Any]]:
+    """The descriptor `tipcgen init` rendered this tree from (via the answers file), and its hashes."""
+    from . import answers as answer_file
+    from . import descriptor as descriptors
+    from .errors import TipcgenError
+
+    if not (root / answer_file.ANSWERS_FILE).is_file():
+        return None, {"note": f"no {answer_file.ANSWERS_FILE}: test_tipc/ was not rendered by tipcgen init here"}
+    try:
+        answers = answer_file.read(root)
+        desc = descriptors.load(answer_file.descriptor_target(answers, root))
+    except TipcgenError as exc:
+        return None, {"note": f"the descriptor could not be read: {exc.message}"}
+    current = answer_file.sha256_of(Path(desc.source))
+    return desc, {"source": answers.descriptor, "sha256": current, "rendered_sha256": answers.descriptor_sha256,
+                  "changed_since_render": current != answers.descriptor_sha256}
+
+
+def _shown(path: Path, root: Path) -> str:
+    """A path relative to the repository when it is inside it (so summaries from two clones compare)."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def collect(root: Path, config_path: Path, python: str | None, env: dict[str, str],
+            data_dir: str | None = None, desc: Any = None, descriptor_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The provenance record of one run (see the module docstring); `root` is the user's repository."""
+    budget = [HASH_BUDGET]
+    config_text = config_path.read_text(encoding="utf-8", errors="replace")
+    return {
+        "descriptor": descriptor_info or {"note": "no descriptor"},
+        "config_sha256": hashlib.sha256(config_text.encode("utf-8")).hexdigest(),
+        "git": git_info(root),
+        "versions": versions(python, env),
+        "device": device_info(env),
+        "data": [dict(file_checksum(path, budget), path=_shown(path, root)) for path in data_files(root, desc, data_dir)],
+        "data_hashing": {"sha256_up_to_bytes": HASH_LIMIT, "budget_bytes": HASH_BUDGET,
+                         "larger_files": "size+mtime"},
+        "seeds": seeds(config_text, env),
+    }
+
+
+def rows(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """The record as (label, text) rows for the report's Provenance table."""
+    if not record:
+        return []
+    git, ver, desc, dev = (record.get(k) or {} for k in ("git", "versions", "descriptor", "device"))
+    out = [("descriptor", f"{desc.get('source', '-')} sha256 {str(desc.get('sha256', ''))[:12]}"
+            + (" (changed since render)" if desc.get("changed_since_render") else "") if desc.get("sha256")
+            else desc.get("note", "-")),
+           ("git commit", (git.get("commit") or "")[:12] + (" (dirty)" if git.get("dirty") else "")
+            if git.get("commit") else git.get("note", "-")),
+           ("Python (chain)", str(ver.get("python") or ver.get("note", "-"))),
+           ("paddle", str(ver.get("paddle") or "not installed")
+            + (f", CUDA {ver['paddle_cuda_version']}" if ver.get("paddle_cuda_version") not in (None, "", "False") else "")),
+           ("paddlenlp", str(ver.get("paddlenlp") or "not installed")),
+           ("GPUs", ", ".join(dev.get("gpus") or []) or dev.get("note", "none"))]
+    for entry in record.get("data") or []:
+        value = (f"sha256 {entry['sha256'][:12]}" if entry.get("method") == "sha256"
+                 else f"{entry.get('method')} {entry.get('size', '')}")
+        out.append((f"data {Path(entry['path']).name}", value))
+    seeds_found = record.get("seeds") or {}
+    out.append(("seeds", ", ".join(f"{k}={v}" for k, v in seeds_found.items()) or "none set by the config"))
+    return out
