@@ -4,6 +4,12 @@
 # layout first; build commands as arrays (a config value is never evaluated as shell code);
 # run each step with a time limit and record its own exit code.
 
+# local -n needs bash 4.3 and EPOCHREALTIME bash 5.0: say so instead of failing halfway.
+if [ -z "${BASH_VERSINFO:-}" ] || [ "${BASH_VERSINFO[0]}" -lt 5 ]; then
+    printf 'tipc error: the TIPC scripts need bash 5.0 or newer; this is bash %s\n' "${BASH_VERSION:-unknown}" >&2
+    printf '  hint: install a newer bash (macOS: brew install bash) and run the script with it\n' >&2
+    exit 2
+fi
 shopt -s extglob
 
 TIPC_MODES=("lite_train_lite_infer" "lite_train_whole_infer" "whole_infer" "whole_train_whole_infer")
@@ -81,8 +87,10 @@ tipc_line_name() {
     fi
 }
 
+# tipc_check_layout FILE: every line the runner reads is where the layout says, before any step.
 tipc_check_layout() {
     local file=$1 entry idx keys found
+    tipc_check_markers "$file"
     for entry in "${TIPC_ANCHORS[@]}"; do
         idx=${entry%%:*}
         keys=${entry#*:}
@@ -95,8 +103,65 @@ tipc_check_layout() {
     done
     if [ "${#TIPC_LINES[@]}" -lt "$TIPC_LAYOUT_LINES" ]; then
         tipc_die "$file has ${#TIPC_LINES[@]} non-blank lines; the train_infer_python layout has $TIPC_LAYOUT_LINES" \
-            "render the config with tipcgen init, or check it with tipcgen lint"
+            "a line is missing (or the file was cut short): render the config with tipcgen init, or check it with tipcgen lint"
     fi
+    for idx in "${TIPC_SLOT[@]}"; do
+        tipc_check_kv_line "$file" "$idx"
+    done
+}
+
+# tipc_has_key FILE KEY: stop unless a line is keyed KEY (configs read by key).
+tipc_has_key() {
+    local line
+    for line in "${TIPC_LINES[@]}"; do
+        if [ "${line%%:*}" = "$2" ]; then return 0; fi
+    done
+    tipc_die "$1 has no '$2:' line" "render the config with tipcgen init (or restore the line)"
+}
+
+# tipc_check_markers FILE: merge conflict markers (as tipcgen update --conflict markers writes them).
+tipc_check_markers() {
+    local i line
+    for i in "${!TIPC_LINES[@]}"; do
+        line=${TIPC_LINES[i]}
+        if [[ $line == '<<<<<<<'* || $line == '>>>>>>>'* || $line == '|||||||'* || $line == '=======' ]]; then
+            tipc_die "$1:${TIPC_LINENOS[i]}: merge conflict marker '$line'" \
+                "resolve the conflict (keep one side, delete the <<<<<<< ======= >>>>>>> lines), then run again"
+        fi
+    done
+}
+
+# tipc_check_kv_line FILE IDX: a key:value line whose key (and flag value) has no stray whitespace
+# and no full-width punctuation (the ASCII split would silently drop the flag).
+tipc_check_kv_line() {
+    local file=$1 idx=$2 line key where
+    line=${TIPC_LINES[$idx]}
+    where="$file:${TIPC_LINENOS[$idx]}"
+    key=${line%%:*}
+    if [[ $line == =*= ]]; then
+        tipc_die "$where: a section header sits on non-blank line $((idx + 1)), where the layout has a key:value line" \
+            "a line above it is missing, so every later value would be read from the wrong line (tipcgen lint shows where)"
+    fi
+    if [[ $line == *$'\xef\xbc\x9a'* || $line == *$'\xef\xbd\x9c'* ]]; then
+        tipc_die "$where: full-width ':' or '|' in '$line'" "the runner splits only on ASCII ':' and '|': retype them"
+    fi
+    if [[ $line == *:* ]] && { [[ $key == *[[:space:]] || $key == [[:space:]]* ]] || [[ $key == -* && ${line#*:} == [[:space:]]* ]]; }; then
+        tipc_die "$where: whitespace around ':' in '$line'" "it would become part of the flag: write key:value"
+    fi
+}
+
+# tipc_check_keys FILE: each slot holds the key this runner was rendered with (or the null filler), so an
+# extra or missing line even among the keyless inference lines fails here instead of dropping steps.
+tipc_check_keys() {
+    local file=$1 i idx found
+    for i in "${!TIPC_KEY_INDEX[@]}"; do
+        idx=${TIPC_KEY_INDEX[i]}
+        found=$(tipc_line_name "${TIPC_LINES[$idx]}")
+        if [ "$found" != "${TIPC_KEY_NAME[i]}" ] && [ "$found" != null ]; then
+            tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '${TIPC_KEY_NAME[i]}' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}'" \
+                "a line above it is missing or extra (tipcgen lint shows where); if you renamed the flag on purpose, change the descriptor and re-render (tipcgen update)"
+        fi
+    done
 }
 
 slot_key() { local line=${TIPC_LINES[${TIPC_SLOT[$1]}]}; printf '%s' "${line%%:*}"; }

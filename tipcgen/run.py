@@ -63,12 +63,13 @@ def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str]) ->
     from . import lint
 
     text = config_path.read_text(encoding="utf-8", errors="replace")
-    if chain == "basic":
-        missing = [f for f in lint.lint_text(text, str(config_path.relative_to(root)), repo_root=root)
-                   if f.rule in ("missing-script", "slot-shift")]
-        if missing:
-            raise RunError("; ".join(f"{f.path}:{f.line}: {f.message}" for f in missing),
-                           "fix the config (tipcgen lint shows every finding), or run from the repository root")
+    errors = [f for f in lint.lint_text(text, str(config_path.relative_to(root)), repo_root=root)
+              if f.severity == "error"]
+    if errors:
+        shown = "; ".join(f"{f.path}:{f.line}: {f.message}" for f in errors[:5])
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise RunError(f"the config has {len(errors)} lint error(s): {shown}{more}",
+                       "fix them (tipcgen lint lists every finding), or run from the repository root")
     python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
                                               if line.startswith("python:")), "python")
     found = shutil.which(python, path=env.get("PATH"))
