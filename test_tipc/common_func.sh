@@ -284,6 +284,8 @@ TIPC_FAILED=0
 TIPC_SKIPPED=0
 TIPC_INTERRUPTED=
 TIPC_STEP_PID=
+TIPC_STEP_SIGNAL=
+TIPC_KILLER_PID=
 
 # tipc_record KIND NAME STATUS EXIT_CODE SECONDS LOG REASON NOTE COMMAND: one JSON line per step.
 tipc_record() {
@@ -299,9 +301,41 @@ tipc_skip() {
     tipc_record "$1" "$2" skipped null 0 "" "$3" "${4:-}" ""
 }
 
+# Ctrl-C, SIGTERM or SIGHUP (also sent when tipcgen run dies): stop the running step's whole process
+# group (timeout made one), and KILL it if it is still there after a short grace.
 tipc_on_interrupt() {
+    local pid=$TIPC_STEP_PID
     TIPC_INTERRUPTED=1
-    if [ -n "$TIPC_STEP_PID" ]; then kill -TERM "$TIPC_STEP_PID" 2> /dev/null; fi
+    if [ -n "$pid" ]; then
+        kill -TERM -- "-$pid" "$pid" 2> /dev/null
+        (
+            read -r -t "${TIPC_KILL_GRACE:-5}" -u "$TIPC_SLEEP_FD" _
+            kill -KILL -- "-$pid" "$pid" 2> /dev/null
+        ) < /dev/null > /dev/null 2>&1 &
+        TIPC_KILLER_PID=$!
+    fi
+}
+
+# tipc_wait_step PID: wait for a step; sets rc and TIPC_STEP_SIGNAL (the signal that killed it, or
+# nothing). Bash gives 128+N both for a process killed by signal N and for one that ran `exit 128+N`;
+# its job table knows which, so the status is read there (polling with a builtin read, no fork).
+tipc_wait_step() {
+    local pid=$1 status_file=$LOG_PATH/.step_status
+    while kill -0 "$pid" 2> /dev/null; do
+        read -r -t 0.05 -u "$TIPC_SLEEP_FD" _ || :
+    done
+    jobs -l > "$status_file" 2>&1  # `PID Exit 137` or `PID Killed` (the latter as a notice on stderr)
+    wait "$pid"
+    rc=$?
+    TIPC_STEP_SIGNAL=
+    if [ "$rc" -gt 128 ]; then
+        if grep -qE "(^|[^0-9])$pid +[A-Z]" "$status_file"; then
+            if ! grep -qE "(^|[^0-9])$pid +(Done|Exit)" "$status_file"; then TIPC_STEP_SIGNAL=$(kill -l "$rc"); fi
+        elif [ "$rc" -le $((128 + 64)) ]; then
+            TIPC_STEP_SIGNAL=$(kill -l "$rc")  # the job table had already reported it: 128+N read as signal N
+        fi
+    fi
+    rm -f -- "$status_file"
 }
 
 # tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step under the time and log-size limits,
@@ -318,26 +352,26 @@ tipc_step() {
         exec timeout --kill-after=10 "${TIPC_STEP_TIMEOUT:-600}" "$@"
     ) > "$log" 2>&1 < /dev/null &
     TIPC_STEP_PID=$!
-    wait "$TIPC_STEP_PID"
-    rc=$?
-    while kill -0 "$TIPC_STEP_PID" 2> /dev/null; do
-        wait "$TIPC_STEP_PID"
-        rc=$?
-    done
+    tipc_wait_step "$TIPC_STEP_PID"
+    if [ -n "$TIPC_INTERRUPTED" ]; then
+        # timeout has exited: what is left of its group would be an orphan.
+        kill -KILL -- "-$TIPC_STEP_PID" 2> /dev/null
+        if [ -n "$TIPC_KILLER_PID" ]; then kill "$TIPC_KILLER_PID" 2> /dev/null; fi
+    fi
     TIPC_STEP_PID=
     seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
     if [ -n "$TIPC_INTERRUPTED" ]; then
         reason="interrupted"
-    elif [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ "${seconds%.*}" -ge "${TIPC_STEP_TIMEOUT:-600}" ]; }; then
+    elif [ "$rc" -eq 124 ] || { [ "$TIPC_STEP_SIGNAL" = KILL ] && [ "${seconds%.*}" -ge "${TIPC_STEP_TIMEOUT:-600}" ]; }; then
         reason="timeout after ${TIPC_STEP_TIMEOUT:-600} s"
-    elif [ "$rc" -eq 153 ]; then
+    elif [ "$TIPC_STEP_SIGNAL" = XFSZ ]; then
         reason="log over ${TIPC_MAX_LOG_MB:-1024} MB (killed by SIGXFSZ)"
     elif [ "$rc" -ne 0 ] && [ "$(wc -c < "$log")" -ge $((${TIPC_MAX_LOG_MB:-1024} * 1048576)) ]; then
         reason="log over ${TIPC_MAX_LOG_MB:-1024} MB (the step failed when its log reached the limit)"
     elif [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
         reason="command not found or not executable: $1"
-    elif [ "$rc" -gt 128 ]; then
-        reason="killed by signal SIG$(kill -l $((rc - 128)) 2> /dev/null || printf '%s' $((rc - 128)))"
+    elif [ -n "$TIPC_STEP_SIGNAL" ]; then
+        reason="killed by signal SIG$TIPC_STEP_SIGNAL"
     elif [ "$rc" -ne 0 ]; then
         reason="exit code $rc"
     fi
@@ -367,7 +401,9 @@ tipc_start_run() {
     : > "$TIPC_RESULTS"
     : > "$TIPC_RECORDS"
     GPU_COUNT=$(tipc_gpu_count "$PYTHON")
-    trap tipc_on_interrupt INT TERM
+    # A pipe that never delivers: `read -t` on it sleeps without a fork.
+    exec {TIPC_SLEEP_FD}<> <(:)
+    trap tipc_on_interrupt INT TERM HUP
     printf '[tipc] %s %s: config %s, python %s, %s CUDA device(s)\n' "$TIPC_MODEL" "$3" "$CONFIG" "$PYTHON" "$GPU_COUNT"
 }
 

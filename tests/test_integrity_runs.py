@@ -3,13 +3,19 @@ verdict is only PASSED when the steps it claims ran. Real scripts, real processe
 """
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import STUB, tipcgen
+from conftest import STUB, chain_env, tipcgen
 
 MODE = "lite_train_lite_infer"
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
@@ -72,3 +78,168 @@ def test_the_paddle2onnx_runner_refuses_conflict_markers(tmp_path: Path):
     direct = subprocess.run(["bash", "test_tipc/test_paddle2onnx.sh", str(config.relative_to(repo)), MODE], cwd=repo,
                             capture_output=True, text=True, timeout=60)
     assert direct.returncode == 2 and "merge conflict marker" in direct.stderr, direct.stderr
+
+
+# -- one run per output folder; signals; the death of tipcgen run ----------------------------------
+
+RUN_DIR = Path("test_tipc/output/stub_model") / MODE
+
+
+def _start(repo: Path, **env: str) -> subprocess.Popen:
+    """tipcgen run in its own process group (as a shell's job is), training for a fixed time."""
+    return subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "--mode", MODE], cwd=repo,
+                            env=chain_env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def _wait_for_training(proc: subprocess.Popen) -> list[str]:
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("[tipc] RUN  train"):
+            time.sleep(0.5)  # the train step is now in its sleep
+            return seen
+    raise AssertionError("training never started:\n" + "".join(seen))
+
+
+def _left_behind(repo: Path) -> list[str]:
+    """Live processes whose command line or working folder mentions the test's repository."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+            state = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if "Z" not in state and (str(repo) in cmdline or cwd.startswith(str(repo))):
+            left.append(f"{entry.name}: {cmdline}")
+    return left
+
+
+def _gone(repo: Path, seconds: float = 10) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while (left := _left_behind(repo)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(stub_repo: Path):
+    first = _start(stub_repo, STUB_SLEEP="train:3")
+    _wait_for_training(first)
+    second = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=60)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr, second.stderr
+    out, _ = first.communicate(timeout=120)
+    assert first.returncode == 0, out
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    names = [(s["kind"], s["name"]) for s in summary["steps"]]
+    assert summary["ok"] and len(names) == len(set(names)) == 8, names
+    assert not (stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock").exists()
+
+
+@pytest.mark.parametrize("how, code", [("SIGTERM", 143), ("SIGHUP", 129), ("group SIGINT", 130)])
+def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_process(stub_repo: Path, how, code):
+    proc = _start(stub_repo, STUB_SLEEP="train:60")
+    _wait_for_training(proc)
+    if how == "group SIGINT":  # Ctrl-C in a terminal: the whole foreground process group
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(getattr(signal, how))
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == code, out
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert summary["interrupted"] and summary["interrupted_by"] == how.split()[-1] and not summary["ok"]
+    assert summary["exit_code"] == code
+    train = [s for s in summary["steps"] if s["kind"] == "train" and s["status"] != "skipped"]
+    assert [s["reason"] for s in train] == ["interrupted"], train
+    assert "INTERRUPTED" in out and "PASSED" not in out
+    assert _gone(stub_repo, 5) == []
+
+
+def test_kill_9_of_tipcgen_run_leaves_no_process_and_a_rerun_recovers_the_lock(stub_repo: Path):
+    proc = _start(stub_repo, STUB_SLEEP="train:60")
+    _wait_for_training(proc)
+    proc.kill()
+    proc.wait()
+    assert _gone(stub_repo, 5) == [], "the runner and its steps must not outlive tipcgen run"
+    lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
+    assert json.loads(lock.read_text())["pid"] == proc.pid  # kill -9 left it
+    again = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "recovered the stale lock" in again.stdout and f"pid {proc.pid}" in again.stdout
+    assert not lock.exists()
+
+
+def test_a_stale_lock_stops_the_dead_runs_leftovers_before_the_new_run(stub_repo: Path):
+    """A writer of an older run (here: a process carrying its run id) never sees the new run."""
+    old_id = "0" * 32
+    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, "TIPC_RUN_ID": old_id}, cwd=stub_repo)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "run_id": old_id,
+                                "started": "2026-01-01T00:00:00+00:00"}))
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "stopped 1 leftover process" in proc.stdout
+    assert orphan.wait(timeout=10) == -signal.SIGTERM
+
+
+# -- verdicts ------------------------------------------------------------------------------------
+
+def _edit(repo: Path, old: str, new: str) -> None:
+    config = repo / CONFIG
+    text = config.read_text()
+    assert old in text
+    config.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("trainer", ["trainer:", "trainer:null"])
+def test_a_chain_that_trains_nothing_is_not_passed(stub_repo: Path, trainer: str):
+    _edit(stub_repo, "trainer:norm_train\n", trainer + "\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert proc.returncode == 1 and "PASSED" not in proc.stdout, proc.stdout
+    assert not summary["ok"] and summary["exit_code"] == 1
+    assert not [s for s in summary["steps"] if s["kind"] == "train" and s["status"] == "passed"]
+
+
+def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
+    """Both inference devices are GPU ones on this CPU machine: every case is skipped."""
+    _edit(stub_repo, "--use_gpu:True|False\n", "--use_gpu:True\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert proc.returncode == 1 and not summary["ok"], proc.stdout
+    assert summary["runner_exit_code"] == 0 and "no infer step passed" in " ".join(summary["problems"])
+
+
+def test_a_config_without_inference_needs_none(stub_repo: Path):
+    _edit(stub_repo, "inference:stub/stub_infer.py\n", "inference:null\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert proc.returncode == 0 and summary["ok"] and summary["required_kinds"] == ["train", "eval", "export"]
+
+
+@pytest.mark.parametrize("env, reason", [
+    ({"STUB_EXIT": "eval:241"}, "exit code 241"),
+    ({"STUB_EXIT": "eval:137"}, "exit code 137"),
+    ({"STUB_KILL": "eval:SIGKILL"}, "killed by signal SIGKILL"),
+])
+def test_exit_codes_and_signals_are_reported_as_what_they_are(stub_repo: Path, env, reason):
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env=env, timeout=120)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    step = next(s for s in summary["steps"] if s["kind"] == "eval")
+    assert step["reason"] == reason, step
+    assert proc.returncode == 1 and not summary["ok"]
+
+
+def test_ok_is_never_true_next_to_a_failing_runner(tmp_path: Path):
+    from tipcgen.results import Step, Summary
+
+    summary = Summary(model="m", mode=MODE, config="c", steps=[Step("train", "t", "passed")], runner_exit_code=1)
+    assert not summary.ok and summary.to_dict()["ok"] is False
