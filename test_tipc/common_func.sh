@@ -390,10 +390,26 @@ tipc_step() {
     [ "$status" = passed ]
 }
 
+# tipc_check_lock LOG_PATH: stop if a live tipcgen run other than ours holds LOG_PATH.lock (its
+# pid and run id, as tipcgen/run_guard.py writes them): emptying the folder would mix two runs.
+tipc_check_lock() {
+    local lock=$1.lock text pid
+    if [ ! -f "$lock" ]; then return 0; fi
+    text=$(< "$lock")
+    if [ -n "${TIPC_RUN_ID:-}" ] && [[ $text == *"\"run_id\": \"$TIPC_RUN_ID\""* ]]; then return 0; fi
+    if [[ $text =~ \"pid\":\ ([0-9]+) ]]; then
+        pid=${BASH_REMATCH[1]}
+        if kill -0 "$pid" 2> /dev/null; then
+            tipc_die "another run (tipcgen run, pid $pid) is writing $1 (lock: $lock)" "wait for it to finish, or stop it (kill $pid)"
+        fi
+    fi
+}
+
 # tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (a second run replaces the first),
 # its status log and step records, the CUDA device count, and Ctrl-C handling.
 tipc_start_run() {
     LOG_PATH=$1
+    tipc_check_lock "$LOG_PATH"
     rm -rf -- "$LOG_PATH"
     mkdir -p -- "$LOG_PATH"
     TIPC_RESULTS=$LOG_PATH/$2

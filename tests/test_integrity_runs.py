@@ -133,6 +133,8 @@ def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(s
     second = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=60)
     assert second.returncode == 2, second.stdout + second.stderr
     assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr, second.stderr
+    direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 2 and f"pid {first.pid}" in direct.stderr, direct.stderr
     out, _ = first.communicate(timeout=120)
     assert first.returncode == 0, out
     summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())

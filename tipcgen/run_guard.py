@@ -139,12 +139,15 @@ def die_with_parent(parent: int) -> Callable[[], None]:
     """A preexec_fn: the child gets SIGTERM when tipcgen dies, even by SIGKILL (Linux
     PR_SET_PDEATHSIG: the kernel delivers it, no polling); the scripts' TERM trap then stops their step."""
 
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
+    except (OSError, AttributeError):
+        prctl = None  # not Linux: the lock's stale-run cleanup is the fallback
+
     def preexec() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        except (OSError, AttributeError):
-            return  # not Linux: the lock's stale-run cleanup is the fallback
+        if prctl is None:
+            return
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() != parent:  # tipcgen died before prctl took effect
             os._exit(143)
 
