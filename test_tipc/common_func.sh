@@ -390,6 +390,11 @@ tipc_step() {
     [ "$status" = passed ]
 }
 
+# TIPC_CHECK_ONLY=1: stop after the config and interpreter checks (tipcgen run's preflight).
+tipc_checked_only() {
+    if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
+}
+
 # tipc_check_lock LOG_PATH: stop if a live tipcgen run other than ours holds LOG_PATH.lock (its
 # pid and run id, as tipcgen/run_guard.py writes them): emptying the folder would mix two runs.
 tipc_check_lock() {

@@ -37,6 +37,7 @@ tipc_check_python "$PYTHON"
 : "${TIPC_STEP_TIMEOUT:=600}"
 export TIPC_STEP_TIMEOUT
 
+tipc_checked_only
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/paddle2onnx/$MODE" results_paddle2onnx.log "paddle2onnx $MODE"
 
 # The conversion: every key:value line between `2onnx` and `inference`, as KEY=VALUE.

@@ -27,6 +27,7 @@ tipc_check_python "$PYTHON"
 # The descriptor's step time limit, unless the caller sets one (tipcgen run --step-timeout).
 : "${TIPC_STEP_TIMEOUT:=600}"
 export TIPC_STEP_TIMEOUT
+tipc_checked_only
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
 
 # The CPU value of a train or inference device flag (gpu -> cpu, True -> False).

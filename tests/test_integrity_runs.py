@@ -68,6 +68,17 @@ def test_a_broken_layout_is_refused_by_the_runner_and_by_run(layout_repo: Path, 
     assert lint.returncode == 1 and "error" in lint.stdout, "lint must see what run refuses"
 
 
+def test_run_refuses_what_only_the_runner_sees_before_prepare_runs(layout_repo: Path):
+    """An extra line among idx 46-50 has no value shape lint could check; the runner knows the keys."""
+    original = (layout_repo / CONFIG).read_text(encoding="utf-8").splitlines()
+    name = "test_tipc/configs/stub_model/extra-line-late.txt"
+    (layout_repo / name).write_text("\n".join(_insert(original, 47, "--x:y")) + "\n", encoding="utf-8")
+    assert tipcgen("lint", name, cwd=layout_repo).returncode == 0  # what lint cannot see
+    proc = tipcgen("run", "--mode", MODE, "--config", name, cwd=layout_repo, timeout=60)
+    assert proc.returncode == 2 and f"{name}:48: expected key '--data_file'" in proc.stderr, proc.stderr
+    assert "prepare" not in proc.stdout and not (layout_repo / "test_tipc/output").exists()
+
+
 def test_the_paddle2onnx_runner_refuses_conflict_markers(tmp_path: Path):
     repo = tmp_path / "repo"
     tipcgen("init", "bert-sst2", "--output", str(repo), check=True)

@@ -59,7 +59,7 @@ def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
 _PADDLE_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('paddle') else 3)"
 
 
-def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str]) -> None:
+def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str = "lite_train_lite_infer") -> None:
     """What would make every step fail, said once before any step runs (tipcgen doctor says more)."""
     from . import lint
 
@@ -71,6 +71,12 @@ def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str]) ->
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
         raise RunError(f"the config has {len(errors)} lint error(s): {shown}{more}",
                        "fix them (tipcgen lint lists every finding), or run from the repository root")
+    # The runner's own layout checks (the keys it was rendered with, which lint cannot know), no step.
+    check = subprocess.run(["bash", RUNNERS[chain], str(config_path.relative_to(root)), mode],
+                           cwd=root, env=dict(env, TIPC_CHECK_ONLY="1"), capture_output=True, text=True,
+                           errors="replace", stdin=subprocess.DEVNULL, timeout=120)
+    if check.returncode == 2:
+        raise _script_error(check.stderr.splitlines())
     python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
                                               if line.startswith("python:")), "python")
     found = shutil.which(python, path=env.get("PATH"))
@@ -174,7 +180,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 
-    preflight(root / config_path, root, chain, env)
+    preflight(root / config_path, root, chain, env, mode)
     run_dir = run_dir_of(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
@@ -208,10 +214,11 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
             prepare.seconds = round(time.perf_counter() - t0, 3)
         # The summary first (a CI cancel may KILL us soon), then stop every process, then the final one.
         _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started)
-        code = work.stop(runner_out if prepare.status == "passed" else prepare_out)
-        if prepare.status == "passed":
+        runner_started = work.proc is not None and RUNNERS[chain] in work.proc.args
+        code = work.stop(runner_out if runner_started else prepare_out)
+        if runner_started:
             summary.runner_exit_code = code
-        else:
+        elif prepare.status == "failed":
             prepare.exit_code = code
     _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started)
     if signals.received is not None and not summary.interrupted:  # it came as the scripts ended
