@@ -256,3 +256,26 @@ def test_ok_is_never_true_next_to_a_failing_runner(tmp_path: Path):
 
     summary = Summary(model="m", mode=MODE, config="c", steps=[Step("train", "t", "passed")], runner_exit_code=1)
     assert not summary.ok and summary.to_dict()["ok"] is False
+
+
+@pytest.mark.parametrize("content", ["not json", '{"pid": "x"}'])
+def test_a_garbled_lock_is_stale(stub_repo: Path, content: str):
+    lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(content)
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    assert proc.returncode == 0 and "recovered the stale lock" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_lock_held_by_a_reused_pid_is_stale(stub_repo: Path):
+    """The pid is alive, but it is not tipcgen (here: this pytest process's sleeping child)."""
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
+        lock.parent.mkdir(parents=True)
+        lock.write_text(json.dumps({"pid": other.pid, "host": socket.gethostname(), "run_id": "1" * 32}))
+        proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+        assert proc.returncode == 0 and "recovered the stale lock" in proc.stdout, proc.stdout + proc.stderr
+        assert other.poll() is None, "a process of another program is never stopped"
+    finally:
+        other.kill()

@@ -41,13 +41,17 @@ def lock_path(run_dir: Path) -> Path:
 
 
 def _alive(pid: int) -> bool:
+    """A live tipcgen process has this pid (a pid reused by another program does not count)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return b"tipcgen" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: trust the pid
 
 
 def _read_lock(path: Path) -> dict:
@@ -62,13 +66,19 @@ def _read_lock(path: Path) -> dict:
 def run_lock(run_dir: Path, run_id: str, note: Callable[[str], None]) -> Iterator[Path]:
     """Hold the output folder's lock for the run; refuse when a live run holds it, recover a stale one."""
     path = lock_path(run_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"cannot create {path.parent}: {exc.strerror}", "run where test_tipc/output is writable") from None
     holder = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id,
               "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     for _ in range(3):
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
+            if path.is_dir():
+                raise RunError(f"{path} is a folder, where tipcgen run keeps its lock file",
+                               "remove that folder and run again") from None
             old = _read_lock(path)
             pid, host = old.get("pid"), old.get("host")
             if isinstance(pid, int) and host == holder["host"] and _alive(pid):
@@ -79,10 +89,16 @@ def run_lock(run_dir: Path, run_id: str, note: Callable[[str], None]) -> Iterato
                 raise RunError(f"{path} is held by a run on host {host} (pid {pid})",
                                f"if that run is over, delete {path} and run again")
             stopped = stop_run_processes(str(old.get("run_id") or ""))
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise RunError(f"cannot remove the stale lock {path}: {exc.strerror}",
+                               "remove it by hand, then run again") from None
             note(f"note: recovered the stale lock {path} of pid {pid} (started {old.get('started', '?')}), "
                  f"which is no longer running" + (f"; stopped {stopped} leftover process(es) of it" if stopped else ""))
             continue
+        except OSError as exc:
+            raise RunError(f"cannot write the lock {path}: {exc.strerror}", "run where test_tipc/output is writable") from None
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(holder, handle)
         break
@@ -92,7 +108,10 @@ def run_lock(run_dir: Path, run_id: str, note: Callable[[str], None]) -> Iterato
         yield path
     finally:
         if _read_lock(path).get("run_id") == run_id:
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass  # a later run finds it stale (its pid is gone)
 
 
 def run_processes(run_id: str) -> list[int]:
