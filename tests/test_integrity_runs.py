@@ -173,6 +173,19 @@ def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_proce
     assert _gone(stub_repo, 5) == []
 
 
+def test_a_ci_cancel_gets_the_summary_before_its_kill(stub_repo: Path):
+    """SIGTERM, then SIGKILL a second later (a CI cancel), while the step ignores SIGTERM."""
+    proc = _start(stub_repo, STUB_SLEEP="train:60", STUB_IGNORE_TERM="train", TIPC_KILL_GRACE="2")
+    _wait_for_training(proc)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(1)
+    proc.kill()
+    proc.wait()
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert summary["interrupted"] and summary["interrupted_by"] == "SIGTERM" and not summary["ok"]
+    assert _gone(stub_repo, 10) == [], "the runner KILLs the step's group after TIPC_KILL_GRACE"
+
+
 def test_kill_9_of_tipcgen_run_leaves_no_process_and_a_rerun_recovers_the_lock(stub_repo: Path):
     proc = _start(stub_repo, STUB_SLEEP="train:60")
     _wait_for_training(proc)
