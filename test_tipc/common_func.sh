@@ -124,7 +124,7 @@ tipc_check_markers() {
     local i line
     for i in "${!TIPC_LINES[@]}"; do
         line=${TIPC_LINES[i]}
-        if [[ $line == '<<<<<<<'* || $line == '>>>>>>>'* || $line == '|||||||'* || $line == '=======' ]]; then
+        if [[ $line =~ ^(\<{7,}|\>{7,}|\|{7,})(\ |$) || $line =~ ^={7,}$ ]]; then
             tipc_die "$1:${TIPC_LINENOS[i]}: merge conflict marker '$line'" \
                 "resolve the conflict (keep one side, delete the <<<<<<< ======= >>>>>>> lines), then run again"
         fi

@@ -292,3 +292,21 @@ def test_a_lock_held_by_a_reused_pid_is_stale(stub_repo: Path):
         assert other.poll() is None, "a process of another program is never stopped"
     finally:
         other.kill()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="update merges with git merge-file")
+def test_the_markers_tipcgen_update_writes_are_refused(tmp_path: Path):
+    """A hand edit and a descriptor change on the same inference line: update --conflict markers."""
+    shutil.copytree(STUB, tmp_path / "stub")
+    tipcgen("init", "stub/tipc.yaml", cwd=tmp_path, check=True)
+    config = tmp_path / CONFIG
+    config.write_text(config.read_text().replace("--cpu_threads:1\n", "--cpu_threads:2\n"))
+    descriptor = tmp_path / "stub" / "tipc.yaml"
+    descriptor.write_text(descriptor.read_text().replace("cpu_threads: {key: --cpu_threads, value: 1}",
+                                                         "cpu_threads: {key: --cpu_threads, value: [1, 4]}"))
+    assert tipcgen("update", "--conflict", "markers", cwd=tmp_path).returncode == 1
+    assert "<<<<<<<" in config.read_text()
+    direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 2 and f"{CONFIG}:43: merge conflict marker" in direct.stderr, direct.stderr
+    proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and "conflict marker" in proc.stderr and "[tipc] RUN" not in proc.stdout

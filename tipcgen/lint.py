@@ -72,7 +72,7 @@ _FLAG_SLOTS = frozenset(
 )
 _LIST_SLOTS = frozenset(layout.SLOT_BY_NAME[name].index for name in (*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
 _KNOWN_MODES = frozenset((*layout.MODES, *layout.KNOWN_EXTRA_MODES))
-_CONFLICT_MARKER = re.compile(r"^(<{7}|>{7}|\|{7})( |$)|^={7}$")
+_CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
 # The keyless inference block (idx 40-50) has no anchor; these values have a fixed shape in every
 # corpus file (the precision slot holds use_fp16's True/False in PaddleClas), so a value of another
 # shape means a line above it is missing or extra.
