@@ -116,8 +116,8 @@ def run_lock(run_dir: Path, run_id: str, note: Callable[[str], None]) -> Iterato
 
 def run_processes(run_id: str) -> list[int]:
     """The live processes (this user's) whose environment carries this run id, tipcgen itself excepted."""
-    if not run_id:
-        return []
+    if not run_id or not Path("/proc").is_dir():
+        return []  # no /proc (macOS): the scripts' own traps and the parent-death signal remain
     needle = f"{RUN_ID_VAR}={run_id}".encode()
     found = []
     for entry in Path("/proc").iterdir():
