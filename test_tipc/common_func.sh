@@ -4,6 +4,12 @@
 # layout first; build commands as arrays (a config value is never evaluated as shell code);
 # run each step with a time limit and record its own exit code.
 
+# local -n needs bash 4.3 and EPOCHREALTIME bash 5.0: say so instead of failing halfway.
+if [ -z "${BASH_VERSINFO:-}" ] || [ "${BASH_VERSINFO[0]}" -lt 5 ]; then
+    printf 'tipc error: the TIPC scripts need bash 5.0 or newer; this is bash %s\n' "${BASH_VERSION:-unknown}" >&2
+    printf '  hint: install a newer bash (macOS: brew install bash) and run the script with it\n' >&2
+    exit 2
+fi
 shopt -s extglob
 
 TIPC_MODES=("lite_train_lite_infer" "lite_train_whole_infer" "whole_infer" "whole_train_whole_infer")
@@ -81,8 +87,10 @@ tipc_line_name() {
     fi
 }
 
+# tipc_check_layout FILE: every line the runner reads is where the layout says, before any step.
 tipc_check_layout() {
     local file=$1 entry idx keys found
+    tipc_check_markers "$file"
     for entry in "${TIPC_ANCHORS[@]}"; do
         idx=${entry%%:*}
         keys=${entry#*:}
@@ -95,8 +103,65 @@ tipc_check_layout() {
     done
     if [ "${#TIPC_LINES[@]}" -lt "$TIPC_LAYOUT_LINES" ]; then
         tipc_die "$file has ${#TIPC_LINES[@]} non-blank lines; the train_infer_python layout has $TIPC_LAYOUT_LINES" \
-            "render the config with tipcgen init, or check it with tipcgen lint"
+            "a line is missing (or the file was cut short): render the config with tipcgen init, or check it with tipcgen lint"
     fi
+    for idx in "${TIPC_SLOT[@]}"; do
+        tipc_check_kv_line "$file" "$idx"
+    done
+}
+
+# tipc_has_key FILE KEY: stop unless a line is keyed KEY (configs read by key).
+tipc_has_key() {
+    local line
+    for line in "${TIPC_LINES[@]}"; do
+        if [ "${line%%:*}" = "$2" ]; then return 0; fi
+    done
+    tipc_die "$1 has no '$2:' line" "render the config with tipcgen init (or restore the line)"
+}
+
+# tipc_check_markers FILE: merge conflict markers (as tipcgen update --conflict markers writes them).
+tipc_check_markers() {
+    local i line
+    for i in "${!TIPC_LINES[@]}"; do
+        line=${TIPC_LINES[i]}
+        if [[ $line =~ ^(\<{7,}|\>{7,}|\|{7,})(\ |$) || $line =~ ^={7,}$ ]]; then
+            tipc_die "$1:${TIPC_LINENOS[i]}: merge conflict marker '$line'" \
+                "resolve the conflict (keep one side, delete the <<<<<<< ======= >>>>>>> lines), then run again"
+        fi
+    done
+}
+
+# tipc_check_kv_line FILE IDX: a key:value line whose key (and flag value) has no stray whitespace
+# and no full-width punctuation (the ASCII split would silently drop the flag).
+tipc_check_kv_line() {
+    local file=$1 idx=$2 line key where
+    line=${TIPC_LINES[$idx]}
+    where="$file:${TIPC_LINENOS[$idx]}"
+    key=${line%%:*}
+    if [[ $line == =*= ]]; then
+        tipc_die "$where: a section header sits on non-blank line $((idx + 1)), where the layout has a key:value line" \
+            "a line above it is missing, so every later value would be read from the wrong line (tipcgen lint shows where)"
+    fi
+    if [[ $line == *$'\xef\xbc\x9a'* || $line == *$'\xef\xbd\x9c'* ]]; then
+        tipc_die "$where: full-width ':' or '|' in '$line'" "the runner splits only on ASCII ':' and '|': retype them"
+    fi
+    if [[ $line == *:* ]] && { [[ $key == *[[:space:]] || $key == [[:space:]]* ]] || [[ $key == -* && ${line#*:} == [[:space:]]* ]]; }; then
+        tipc_die "$where: whitespace around ':' in '$line'" "it would become part of the flag: write key:value"
+    fi
+}
+
+# tipc_check_keys FILE: each slot holds the key this runner was rendered with (or the null filler), so an
+# extra or missing line even among the keyless inference lines fails here instead of dropping steps.
+tipc_check_keys() {
+    local file=$1 i idx found
+    for i in "${!TIPC_KEY_INDEX[@]}"; do
+        idx=${TIPC_KEY_INDEX[i]}
+        found=$(tipc_line_name "${TIPC_LINES[$idx]}")
+        if [ "$found" != "${TIPC_KEY_NAME[i]}" ] && [ "$found" != null ]; then
+            tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '${TIPC_KEY_NAME[i]}' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}'" \
+                "a line above it is missing or extra (tipcgen lint shows where); if you renamed the flag on purpose, change the descriptor and re-render (tipcgen update)"
+        fi
+    done
 }
 
 slot_key() { local line=${TIPC_LINES[${TIPC_SLOT[$1]}]}; printf '%s' "${line%%:*}"; }
@@ -219,6 +284,8 @@ TIPC_FAILED=0
 TIPC_SKIPPED=0
 TIPC_INTERRUPTED=
 TIPC_STEP_PID=
+TIPC_STEP_SIGNAL=
+TIPC_KILLER_PID=
 
 # tipc_record KIND NAME STATUS EXIT_CODE SECONDS LOG REASON NOTE COMMAND: one JSON line per step.
 tipc_record() {
@@ -234,9 +301,41 @@ tipc_skip() {
     tipc_record "$1" "$2" skipped null 0 "" "$3" "${4:-}" ""
 }
 
+# Ctrl-C, SIGTERM or SIGHUP (also sent when tipcgen run dies): stop the running step's whole process
+# group (timeout made one), and KILL it if it is still there after a short grace.
 tipc_on_interrupt() {
+    local pid=$TIPC_STEP_PID
     TIPC_INTERRUPTED=1
-    if [ -n "$TIPC_STEP_PID" ]; then kill -TERM "$TIPC_STEP_PID" 2> /dev/null; fi
+    if [ -n "$pid" ]; then
+        kill -TERM -- "-$pid" "$pid" 2> /dev/null
+        (
+            read -r -t "${TIPC_KILL_GRACE:-5}" -u "$TIPC_SLEEP_FD" _
+            kill -KILL -- "-$pid" "$pid" 2> /dev/null
+        ) < /dev/null > /dev/null 2>&1 &
+        TIPC_KILLER_PID=$!
+    fi
+}
+
+# tipc_wait_step PID: wait for a step; sets rc and TIPC_STEP_SIGNAL (the signal that killed it, or
+# nothing). Bash gives 128+N both for a process killed by signal N and for one that ran `exit 128+N`;
+# its job table knows which, so the status is read there (polling with a builtin read, no fork).
+tipc_wait_step() {
+    local pid=$1 status_file=$LOG_PATH/.step_status
+    while kill -0 "$pid" 2> /dev/null; do
+        read -r -t 0.05 -u "$TIPC_SLEEP_FD" _ || :
+    done
+    jobs -l > "$status_file" 2>&1  # `PID Exit 137` or `PID Killed` (the latter as a notice on stderr)
+    wait "$pid"
+    rc=$?
+    TIPC_STEP_SIGNAL=
+    if [ "$rc" -gt 128 ]; then
+        if grep -qE "(^|[^0-9])$pid +[A-Z]" "$status_file"; then
+            if ! grep -qE "(^|[^0-9])$pid +(Done|Exit)" "$status_file"; then TIPC_STEP_SIGNAL=$(kill -l "$rc"); fi
+        elif [ "$rc" -le $((128 + 64)) ]; then
+            TIPC_STEP_SIGNAL=$(kill -l "$rc")  # the job table had already reported it: 128+N read as signal N
+        fi
+    fi
+    rm -f -- "$status_file"
 }
 
 # tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step under the time and log-size limits,
@@ -253,26 +352,26 @@ tipc_step() {
         exec timeout --kill-after=10 "${TIPC_STEP_TIMEOUT:-600}" "$@"
     ) > "$log" 2>&1 < /dev/null &
     TIPC_STEP_PID=$!
-    wait "$TIPC_STEP_PID"
-    rc=$?
-    while kill -0 "$TIPC_STEP_PID" 2> /dev/null; do
-        wait "$TIPC_STEP_PID"
-        rc=$?
-    done
+    tipc_wait_step "$TIPC_STEP_PID"
+    if [ -n "$TIPC_INTERRUPTED" ]; then
+        # timeout has exited: what is left of its group would be an orphan.
+        kill -KILL -- "-$TIPC_STEP_PID" 2> /dev/null
+        if [ -n "$TIPC_KILLER_PID" ]; then kill "$TIPC_KILLER_PID" 2> /dev/null; fi
+    fi
     TIPC_STEP_PID=
     seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
     if [ -n "$TIPC_INTERRUPTED" ]; then
         reason="interrupted"
-    elif [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ "${seconds%.*}" -ge "${TIPC_STEP_TIMEOUT:-600}" ]; }; then
+    elif [ "$rc" -eq 124 ] || { [ "$TIPC_STEP_SIGNAL" = KILL ] && [ "${seconds%.*}" -ge "${TIPC_STEP_TIMEOUT:-600}" ]; }; then
         reason="timeout after ${TIPC_STEP_TIMEOUT:-600} s"
-    elif [ "$rc" -eq 153 ]; then
+    elif [ "$TIPC_STEP_SIGNAL" = XFSZ ]; then
         reason="log over ${TIPC_MAX_LOG_MB:-1024} MB (killed by SIGXFSZ)"
     elif [ "$rc" -ne 0 ] && [ "$(wc -c < "$log")" -ge $((${TIPC_MAX_LOG_MB:-1024} * 1048576)) ]; then
         reason="log over ${TIPC_MAX_LOG_MB:-1024} MB (the step failed when its log reached the limit)"
     elif [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
         reason="command not found or not executable: $1"
-    elif [ "$rc" -gt 128 ]; then
-        reason="killed by signal SIG$(kill -l $((rc - 128)) 2> /dev/null || printf '%s' $((rc - 128)))"
+    elif [ -n "$TIPC_STEP_SIGNAL" ]; then
+        reason="killed by signal SIG$TIPC_STEP_SIGNAL"
     elif [ "$rc" -ne 0 ]; then
         reason="exit code $rc"
     fi
@@ -291,10 +390,31 @@ tipc_step() {
     [ "$status" = passed ]
 }
 
+# TIPC_CHECK_ONLY=1: stop after the config and interpreter checks (tipcgen run's preflight).
+tipc_checked_only() {
+    if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
+}
+
+# tipc_check_lock LOG_PATH: stop if a live tipcgen run other than ours holds LOG_PATH.lock (its
+# pid and run id, as tipcgen/run_guard.py writes them): emptying the folder would mix two runs.
+tipc_check_lock() {
+    local lock=$1.lock text pid
+    if [ ! -f "$lock" ]; then return 0; fi
+    text=$(< "$lock")
+    if [ -n "${TIPC_RUN_ID:-}" ] && [[ $text == *"\"run_id\": \"$TIPC_RUN_ID\""* ]]; then return 0; fi
+    if [[ $text =~ \"pid\":\ ([0-9]+) ]]; then
+        pid=${BASH_REMATCH[1]}
+        if kill -0 "$pid" 2> /dev/null; then
+            tipc_die "another run (tipcgen run, pid $pid) is writing $1 (lock: $lock)" "wait for it to finish, or stop it (kill $pid)"
+        fi
+    fi
+}
+
 # tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (a second run replaces the first),
 # its status log and step records, the CUDA device count, and Ctrl-C handling.
 tipc_start_run() {
     LOG_PATH=$1
+    tipc_check_lock "$LOG_PATH"
     rm -rf -- "$LOG_PATH"
     mkdir -p -- "$LOG_PATH"
     TIPC_RESULTS=$LOG_PATH/$2
@@ -302,7 +422,9 @@ tipc_start_run() {
     : > "$TIPC_RESULTS"
     : > "$TIPC_RECORDS"
     GPU_COUNT=$(tipc_gpu_count "$PYTHON")
-    trap tipc_on_interrupt INT TERM
+    # A pipe that never delivers: `read -t` on it sleeps without a fork.
+    exec {TIPC_SLEEP_FD}<> <(:)
+    trap tipc_on_interrupt INT TERM HUP
     printf '[tipc] %s %s: config %s, python %s, %s CUDA device(s)\n' "$TIPC_MODEL" "$3" "$CONFIG" "$PYTHON" "$GPU_COUNT"
 }
 

@@ -16,6 +16,18 @@ if [ "$(tipc_line_name "${TIPC_LINES[0]:-}")" != paddle2onnx_params ]; then
         "pass test_tipc/configs/<model>/model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
 fi
 TIPC_LAYOUT_LINES=1  # trailing sections start after the header: read by name
+onnx_key=--use_onnx
+use_gpu_key=--use_gpu
+model_dir_key=--model_dir
+data_key=--data_file
+# Every line it reads, checked before any step: no conflict marker, no stray whitespace, each key there.
+tipc_check_markers "$CONFIG"
+for idx in "${!TIPC_LINES[@]}"; do
+    if [[ ${TIPC_LINES[idx]} != =*= ]]; then tipc_check_kv_line "$CONFIG" "$idx"; fi
+done
+for key in model_name python 2onnx --model_dir --save_file inference "$onnx_key" "$use_gpu_key" "$model_dir_key" "$data_key"; do
+    if [ "$key" != null ]; then tipc_has_key "$CONFIG" "$key"; fi
+done
 TIPC_MODEL=$(config_value model_name)
 if [[ ! $TIPC_MODEL =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || [[ $TIPC_MODEL == *..* ]]; then
     tipc_die "$CONFIG: model_name '$TIPC_MODEL' cannot name a folder" "use letters, digits, '_', '-' and '.'"
@@ -25,6 +37,7 @@ tipc_check_python "$PYTHON"
 : "${TIPC_STEP_TIMEOUT:=600}"
 export TIPC_STEP_TIMEOUT
 
+tipc_checked_only
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/paddle2onnx/$MODE" results_paddle2onnx.log "paddle2onnx $MODE"
 
 # The conversion: every key:value line between `2onnx` and `inference`, as KEY=VALUE.
@@ -54,11 +67,7 @@ if tipc_step convert paddle2onnx_convert "$LOG_PATH/paddle2onnx_convert.log" "" 
 fi
 
 script=$(config_value inference)
-onnx_key=--use_onnx
 onnx_flag=$(value_after inference "$onnx_key")
-use_gpu_key=--use_gpu
-model_dir_key=--model_dir
-data_key=--data_file
 data=$(value_after inference "$data_key")
 reference=$(section_value result_check_params reference_file)
 compare=$(section_value result_check_params compare)

@@ -11,7 +11,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 
 tipc_open "CONFIG MODE [GPU_ID]" "$@"
 GPU_ID=${3:-}
+# The keys this runner was rendered with, by non-blank line index (null slots are not checked).
+TIPC_KEY_INDEX=(1 2 3 4 5 6 7 8 9 10 11 12 14 15 16 17 18 23 24 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 49)
+TIPC_KEY_NAME=(model_name python gpu_list --device --auto_cast --epochs --output_dir --batch_size --init_from_ckpt train_model_name train_infer_img_dir --data_file trainer norm_train pact_train fpgm_train distill_train eval --data_file --output_path --params_path norm_export quant_export fpgm_export distill_export export1 export2 inference_dir infer_model infer_export infer_quant inference --use_gpu --enable_mkldnn --cpu_threads --batch_size --use_tensorrt --precision --model_dir --data_file --benchmark)
 tipc_check_layout "$CONFIG"
+tipc_check_keys "$CONFIG"
 
 TIPC_MODEL=$(slot_value model_name)
 if [[ ! $TIPC_MODEL =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || [[ $TIPC_MODEL == *..* ]]; then
@@ -23,6 +27,7 @@ tipc_check_python "$PYTHON"
 # The descriptor's step time limit, unless the caller sets one (tipcgen run --step-timeout).
 : "${TIPC_STEP_TIMEOUT:=600}"
 export TIPC_STEP_TIMEOUT
+tipc_checked_only
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
 
 # The CPU value of a train or inference device flag (gpu -> cpu, True -> False).

@@ -116,9 +116,14 @@ def test_trailing_spaces_and_blank_lines_do_not_change_the_chain(stub_repo: Path
     config = stub_repo / CONFIG
     text = config.read_text().replace("--use_gpu:True|False\n", "--use_gpu:True|False  \n\n")
     config.write_text(text)
-    assert run(stub_repo).returncode == 0
+    direct = subprocess.run(["bash", "test_tipc/test_train_inference_python.sh", CONFIG, "lite_train_lite_infer"],
+                            cwd=stub_repo, capture_output=True, text=True, timeout=120)
+    assert direct.returncode == 0, direct.stdout + direct.stderr
     records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
     assert sum(1 for r in records if r["kind"] == "infer" and r["status"] == "passed") == 2
+    # An upstream runner would compare 'False  ' and skip, so tipcgen run refuses the lint error by name.
+    proc = run(stub_repo)
+    assert proc.returncode == 2 and f"{CONFIG}:41:" in proc.stderr and "trailing whitespace" in proc.stderr
 
 
 HOSTILE = ["$(touch pwned1)", "; touch pwned2", "`touch pwned3`", "a b'c\"d", "x|$(touch pwned4)", "*"]

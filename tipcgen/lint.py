@@ -22,12 +22,14 @@ any error. Slot rules run on ``train_infer_python`` files (and the anchor check 
 | ``whitespace-line`` | warning | a line of only spaces: it looks blank, but bash counts it |
 | ``bom`` | warning | a UTF-8 byte-order mark, glued to the first key |
 | ``empty-file`` | warning | no lines at all |
+| ``conflict-marker`` | error | a ``<<<<<<<``/``=======``/``>>>>>>>`` line (``tipcgen update --conflict markers``) |
 
 Why these severities (what the upstream runners do):
 
 * ``slot-shift``: the runner reads every later slot from its neighbour and skips export and
   inference without a failure line (SPEC §8.1). Found by anchor keys 1-3 lines early or late,
-  a trailing section starting inside idx 40-50, or a file ending inside a section. After a
+  a trailing section starting inside idx 40-50, a file ending inside a section, or an idx 41-45
+  value of the wrong shape (the keyless inference block: on/off, counts, precision). After a
   shift the slot-value rules are not run: every value they would read is a neighbour's.
 * ``anchor-key``: the runners read values by position, never keys, so a renamed key in place
   (OCR ``det_r18_ct``'s idx 16-17) runs fine.
@@ -70,6 +72,17 @@ _FLAG_SLOTS = frozenset(
 )
 _LIST_SLOTS = frozenset(layout.SLOT_BY_NAME[name].index for name in (*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
 _KNOWN_MODES = frozenset((*layout.MODES, *layout.KNOWN_EXTRA_MODES))
+_CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
+# The keyless inference block (idx 40-50) has no anchor; these values have a fixed shape in every
+# corpus file (the precision slot holds use_fp16's True/False in PaddleClas), so a value of another
+# shape means a line above it is missing or extra.
+_INFER_SHAPES = {
+    "enable_mkldnn": ("True/False", re.compile(r"^(True|False|true|false)$")),
+    "cpu_threads": ("a number", re.compile(r"^\d+$")),
+    "infer_batch_size": ("a number", re.compile(r"^\d+$")),
+    "use_trt": ("True/False", re.compile(r"^(True|False|true|false)$")),
+    "precision": ("fp32/fp16/int8 or True/False", re.compile(r"^(fp32|fp16|int8|bf16|True|False|true|false)$")),
+}
 
 
 @dataclass(frozen=True)
@@ -124,6 +137,8 @@ class _Linter:
         if self.kind == "train_infer_python":
             self.anchor_rules(_TRAIN_ANCHORS, layout.TRAIN_INFER_PYTHON_LINES)
             if not any(finding.rule == "slot-shift" for finding in self.findings):
+                self.inference_block()
+            if not any(finding.rule == "slot-shift" for finding in self.findings):
                 self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
         elif self.kind == "tutorial_32":
             self.anchor_rules(_TUTORIAL_ANCHORS, _TUTORIAL_LINES)
@@ -150,6 +165,10 @@ class _Linter:
         if text and not text.strip():
             self.add(number, "whitespace-line", "warning",
                      "a line of only whitespace looks blank but the runner counts it; delete it")
+            return
+        if _CONFLICT_MARKER.match(text):
+            self.add(number, "conflict-marker", "error",
+                     f"merge conflict marker {text.strip()[:7]!r}: keep one side and delete the marker lines")
             return
         if not text.isascii():
             for char, ascii_char in _FULLWIDTH.items():
@@ -233,6 +252,21 @@ class _Linter:
         self.add(self.line_of(count - 1), "slot-shift", "error",
                  f"the file ends after idx {count - 1} inside a section ({count} of {expected_lines} lines): "
                  "a line is missing, or the file was cut short")
+
+    def inference_block(self) -> None:
+        """A missing or extra line among idx 40-50, where no key anchors the layout."""
+        for name, (shape, pattern) in _INFER_SHAPES.items():
+            found = self.slot_lines(name)
+            if found is None:
+                continue
+            index, line = found
+            bad = [item for item in split_list(line.value) if item.strip() != "null" and not pattern.match(item.strip())]
+            if bad or not line.value.strip():
+                self.add(self.line_of(index), "slot-shift", "error",
+                         f"idx {index} ({name}) should hold {shape} but holds {line.text.strip()!r}: a line is "
+                         "missing or extra in the inference block (idx 40-50), so every later flag is read "
+                         "from its neighbour")
+                return
 
     # -- 51-line slot values ------------------------------------------------------------------
     def slot_rules(self) -> None:

@@ -104,6 +104,12 @@ def _runner_context() -> dict:
     }
 
 
+def _slot_keys(desc: Descriptor) -> list[tuple[layout.Slot, str]]:
+    """The key of every key:value slot as rendered (a null slot has no key to check)."""
+    return [(slot, desc.slots[slot.name].key) for slot in layout.TRAIN_INFER_PYTHON
+            if slot.kind == "kv" and desc.slots[slot.name].key != "null"]
+
+
 def _docs_context(desc: Descriptor) -> dict:
     def shown(name: str) -> str:
         return (desc.slots[name].value or "").replace("|", "/")
@@ -133,7 +139,7 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
         config_relpath(desc.model_name): render_config(desc, env),
         "test_tipc/common_func.sh": env.get_template("runner/common_func.sh.j2").render(**runner),
         "test_tipc/test_train_inference_python.sh": env.get_template("runner/test_train_inference_python.sh.j2").render(
-            step_timeout=desc.step_timeout, **runner),
+            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), **runner),
         "test_tipc/prepare.sh": env.get_template("runner/prepare.sh.j2").render(
             model_name=desc.model_name, data=desc.data, whole_files=sorted(set(whole_files))),
         "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),

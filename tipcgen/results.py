@@ -40,6 +40,24 @@ class Step:
     speed: dict = field(default_factory=dict)  # an inference case's AutoLog figures (autolog.py)
 
 
+# What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode.
+# A kind whose command the config sets to null (eval:null, inference:null) is not required.
+REQUIRED_KINDS = {
+    "basic": {"lite_train_lite_infer": ("train", "eval", "export", "infer"),
+              "lite_train_whole_infer": ("train", "eval", "export", "infer"),
+              "whole_train_whole_infer": ("train", "eval", "export", "infer"),
+              "whole_infer": ("infer",)},
+    "paddle2onnx": {},  # every mode: ("convert", "infer")
+}
+_P2O_KINDS = ("convert", "infer")
+
+
+def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
+    """The step kinds a PASSED verdict needs; null_kinds: kinds the config turns off (command null)."""
+    kinds = REQUIRED_KINDS.get(chain, {}).get(mode, _P2O_KINDS if chain == "paddle2onnx" else ())
+    return [kind for kind in kinds if kind not in null_kinds]
+
+
 @dataclass
 class Summary:
     model: str
@@ -50,6 +68,8 @@ class Summary:
     wall_seconds: float = 0.0
     runner_exit_code: int | None = None
     interrupted: bool = False
+    interrupted_by: str = ""  # SIGINT, SIGTERM or SIGHUP, when tipcgen run received it
+    required_kinds: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)  # tipcgen.provenance.collect
@@ -58,15 +78,21 @@ class Summary:
     def count(self, status: str) -> int:
         return sum(1 for step in self.steps if step.status == status)
 
+    def missing_kinds(self) -> list[str]:
+        """Required kinds without a passed step (the runner exited 0, but it did not do the work)."""
+        passed = {step.kind for step in self.steps if step.status == "passed"}
+        return [kind for kind in self.required_kinds if kind not in passed]
+
     @property
     def ok(self) -> bool:
         return (not self.problems and not self.interrupted and self.count("failed") == 0
-                and self.count("passed") > 0 and self.target.get("reproduced", True))
+                and self.count("passed") > 0 and self.runner_exit_code == 0 and not self.missing_kinds()
+                and self.target.get("reproduced", True))
 
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return 130
+            return 128 + _SIGNAL_NUMBERS.get(self.interrupted_by, 2)
         return 0 if self.ok else 1
 
     def to_dict(self) -> dict:
@@ -75,6 +101,9 @@ class Summary:
                     failed=self.count("failed"), skipped=self.count("skipped"),
                     steps_seconds=round(sum(s.seconds for s in self.steps), 3))
         return data
+
+
+_SIGNAL_NUMBERS = {"SIGHUP": 1, "SIGINT": 2, "SIGTERM": 15}
 
 
 def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:

@@ -11,21 +11,22 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from collections import deque
 from pathlib import Path
 from typing import Callable
 
-from . import layout, provenance, target
+from . import layout, provenance, run_guard, target
+from .config import TipcConfig
 from .errors import RunError
 from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
-                      read_records, write_json, write_junit)
+                      read_records, required_kinds, write_json, write_junit)
 
 RUNNERS = {"basic": "test_tipc/test_train_inference_python.sh", "paddle2onnx": "test_tipc/test_paddle2onnx.sh"}
 CONFIG_NAMES = {"basic": "train_infer_python.txt", "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"}
 RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log"}
 PREPARE = "test_tipc/prepare.sh"
 PREPARE_LOG = "prepare.log"
-_GRACE_SECONDS = 30
 
 
 def check_mode(mode: str) -> str:
@@ -58,19 +59,26 @@ def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
 _PADDLE_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('paddle') else 3)"
 
 
-def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str]) -> str:
+def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str = "lite_train_lite_infer") -> str:
     """What would make every step fail, said once before any step runs (tipcgen doctor says more).
 
     Returns the chain's interpreter (its full path)."""
     from . import lint
 
     text = config_path.read_text(encoding="utf-8", errors="replace")
-    if chain == "basic":
-        missing = [f for f in lint.lint_text(text, str(config_path.relative_to(root)), repo_root=root)
-                   if f.rule in ("missing-script", "slot-shift")]
-        if missing:
-            raise RunError("; ".join(f"{f.path}:{f.line}: {f.message}" for f in missing),
-                           "fix the config (tipcgen lint shows every finding), or run from the repository root")
+    errors = [f for f in lint.lint_text(text, str(config_path.relative_to(root)), repo_root=root)
+              if f.severity == "error"]
+    if errors:
+        shown = "; ".join(f"{f.path}:{f.line}: {f.message}" for f in errors[:5])
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise RunError(f"the config has {len(errors)} lint error(s): {shown}{more}",
+                       "fix them (tipcgen lint lists every finding), or run from the repository root")
+    # The runner's own layout checks (the keys it was rendered with, which lint cannot know), no step.
+    check = subprocess.run(["bash", RUNNERS[chain], str(config_path.relative_to(root)), mode],
+                           cwd=root, env=dict(env, TIPC_CHECK_ONLY="1"), capture_output=True, text=True,
+                           errors="replace", stdin=subprocess.DEVNULL, timeout=120)
+    if check.returncode == 2:
+        raise _script_error(check.stderr.splitlines())
     python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
                                               if line.startswith("python:")), "python")
     found = shutil.which(python, path=env.get("PATH"))
@@ -99,27 +107,53 @@ def run_dir_of(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
     return root / "test_tipc" / "output" / model / chain / mode
 
 
-def _stream(cmd: list[str], root: Path, env: dict[str, str], on_line: Callable[[str], None],
-            keep: deque) -> tuple[int, bool]:
-    """Run cmd, passing each output line to on_line; returns (exit code, interrupted)."""
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True, errors="replace", bufsize=1)
-    interrupted = False
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
+class _Chain:
+    """One run of prepare.sh and the runner: each in its own session, streamed, stoppable as a whole."""
+
+    def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None]) -> None:
+        self.root, self.env, self.on_line = root, env, on_line
+        self.proc: subprocess.Popen | None = None
+
+    def stream(self, cmd: list[str], keep: deque) -> int:
+        """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N)."""
+        self.proc = subprocess.Popen(cmd, cwd=self.root, env=self.env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                                     errors="replace", bufsize=1, start_new_session=True,
+                                     preexec_fn=run_guard.die_with_parent(os.getpid()))
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
             line = line.rstrip("\n")
             keep.append(line)
-            on_line(line)
-        return proc.wait(), False
-    except KeyboardInterrupt:
-        interrupted = True
-        proc.send_signal(signal.SIGINT)
+            self.on_line(line)
+        return self.proc.wait()
+
+    def stop(self, keep: deque) -> int | None:
+        """After an interrupt: let the script finish its records for a short grace, then stop every
+        process of the run; the script's exit code, if it had started."""
+        if self.proc is None:
+            return None
         try:
-            proc.wait(timeout=_GRACE_SECONDS)
+            out, _ = self.proc.communicate(timeout=run_guard.GRACE_SECONDS)
+            keep.extend((out or "").splitlines())
         except subprocess.TimeoutExpired:
-            proc.kill()
-        return proc.wait(), interrupted
+            pass
+        run_guard.stop_run_processes(self.env[run_guard.RUN_ID_VAR], grace=1.0)
+        return self.proc.wait()
+
+
+def _null_kinds(text: str) -> set[str]:
+    """The step kinds a basic config turns off: a null eval or inference command, or no export at all."""
+    lines = TipcConfig.parse(text).logical_lines()
+
+    def is_null(name: str) -> bool:
+        index = layout.SLOT_BY_NAME[name].index
+        value = (lines[index].value or "").strip() if index < len(lines) else ""
+        return value in ("", "null")
+
+    kinds = {kind for kind, name in (("eval", "eval"), ("infer", "inference")) if is_null(name)}
+    if all(is_null(name) for name in ("norm_export", "quant_export", "fpgm_export", "distill_export")):
+        kinds.add("export")
+    return kinds
 
 
 def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,
@@ -149,47 +183,98 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 
-    python = preflight(root / config_path, root, chain, env)
-    started = time.perf_counter()
+    python = preflight(root / config_path, root, chain, env, mode)
+    run_dir = run_dir_of(root, model, mode, chain)
+    text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     desc, desc_info = provenance.load_descriptor(root)
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
+                      required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
                       provenance=provenance.collect(root, root / config_path, python, env, env.get("TIPC_DATA_DIR"),
                                                     desc, desc_info))
+    env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
+    with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
+        return _run(summary, root, config_path, run_dir, env, on_line, signals, desc)
+
+
+def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: dict[str, str],
+         on_line: Callable[[str], None], signals: run_guard.StopSignals, desc) -> Summary:
+    chain, mode = summary.chain, summary.mode
+    started = t0 = time.perf_counter()
     prepare_out: deque = deque(maxlen=200_000)
-    t0 = time.perf_counter()
-    rc, interrupted = _stream(["bash", PREPARE, str(config_path), mode], root, env, on_line, prepare_out)
-    prepare = Step(kind="prepare", name="prepare", status="passed" if rc == 0 else "failed", exit_code=rc,
-                   seconds=round(time.perf_counter() - t0, 3), log="", command=f"bash {PREPARE} {config_path} {mode}")
-    run_dir = run_dir_of(root, model, mode, chain)
     runner_out: deque = deque(maxlen=50)
-    if rc == 0 and not interrupted:
-        rc, interrupted = _stream(["bash", RUNNERS[chain], str(config_path), mode], root, env, on_line, runner_out)
-        summary.runner_exit_code = rc
-    else:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        prepare.reason = "interrupted" if interrupted else f"exit code {rc}"
+    prepare_cmd = ["bash", PREPARE, str(config_path), mode]
+    prepare = Step(kind="prepare", name="prepare", status="failed", log="", command=" ".join(prepare_cmd))
+    work = _Chain(root, env, on_line)
+    try:
+        prepare.exit_code = work.stream(prepare_cmd, prepare_out)
+        prepare.seconds = round(time.perf_counter() - t0, 3)
+        if prepare.exit_code == 0:
+            prepare.status = "passed"
+            summary.runner_exit_code = work.stream(["bash", RUNNERS[chain], str(config_path), mode], runner_out)
+        signals.armed = False
+    except run_guard.Interrupted as exc:
+        signals.armed = False
+        summary.interrupted, summary.interrupted_by = True, signal.Signals(exc.signum).name
+        run_guard.signal_run_processes(env[run_guard.RUN_ID_VAR], signal.SIGTERM)
+        if prepare.status == "failed":
+            prepare.seconds = round(time.perf_counter() - t0, 3)
+        # The summary first (a CI cancel may KILL us soon), then stop every process, then the final one.
+        _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
+        runner_started = work.proc is not None and RUNNERS[chain] in work.proc.args
+        code = work.stop(runner_out if runner_started else prepare_out)
+        if runner_started:
+            summary.runner_exit_code = code
+        elif prepare.status == "failed":
+            prepare.exit_code = code
+    _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
+    if signals.received is not None and not summary.interrupted:  # it came as the scripts ended
+        summary.interrupted, summary.interrupted_by = True, signal.Signals(signals.received).name
+        _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
+    stopped = prepare_out if prepare.exit_code == 2 else runner_out if summary.runner_exit_code == 2 and not summary.steps[1:] else None
+    if stopped is not None and not summary.interrupted:
+        raise _script_error(list(stopped))
+    return summary
+
+
+def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deque, root: Path, run_dir: Path,
+            started: float, desc) -> None:
+    """Build the summary from what the scripts left on disk, and write summary.json and junit.xml."""
+    if prepare.status != "passed":
+        shutil.rmtree(run_dir, ignore_errors=True)  # no runner ran: an older run's files must not be read
+        prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
         prepare.tail = list(prepare_out)[-20:]
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / PREPARE_LOG).write_text("\n".join(prepare_out) + "\n", encoding="utf-8")
     prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
-    steps, problems = read_records(run_dir, root)
+    steps, problems = read_records(run_dir, root) if prepare.status == "passed" else ([], [])
     summary.steps = [prepare, *steps]
-    summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[chain])
-    if prepare.status == "passed" and not interrupted and not steps:
+    summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[summary.chain])
+    code = summary.runner_exit_code
+    if prepare.status == "passed" and not summary.interrupted and not steps:
         summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))
-    if summary.runner_exit_code not in (None, 0, 1, 130) and steps:
-        summary.problems.append(f"the runner exited with code {summary.runner_exit_code}: "
-                                + " | ".join(list(runner_out)[-3:]))
-    summary.interrupted = interrupted
-    summary.target = target.check_run(desc, mode, chain, [(s.name, s.metrics) for s in steps
-                                                          if s.kind == "eval" and s.status == "passed"])
+    if code is not None and code not in (0, 1, 130) and steps:
+        summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(list(runner_out)[-3:]))
+    missing = summary.missing_kinds()
+    if code == 0 and missing and not summary.interrupted:
+        summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
+                                f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
+    summary.target = target.check_run(desc, summary.mode, summary.chain,
+                                      [(s.name, s.metrics) for s in steps if s.kind == "eval" and s.status == "passed"])
     summary.wall_seconds = round(time.perf_counter() - started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
-    stopped = prepare_out if prepare.exit_code == 2 else runner_out if summary.runner_exit_code == 2 and not steps else None
-    if stopped is not None:
-        raise _script_error(list(stopped))
-    return summary
+
+
+def exit_text(code: int | None) -> str:
+    """A script's exit as what it was: `exit code 241`, or `killed by signal SIGKILL` (Popen's -N)."""
+    if code is None:
+        return "no exit code (it did not start)"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
 
 
 def _script_error(lines: list[str]) -> RunError:

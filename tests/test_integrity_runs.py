@@ -1,0 +1,312 @@
+"""Issue 12, the runner's part: a shifted or conflicted config never runs, runs never mix, and a
+verdict is only PASSED when the steps it claims ran. Real scripts, real processes (the stub model).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import STUB, chain_env, tipcgen
+
+MODE = "lite_train_lite_infer"
+CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
+RUNNER = "test_tipc/test_train_inference_python.sh"
+
+
+@pytest.fixture(scope="module")
+def layout_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One rendered stub repository for the layout cases: none of them runs a step."""
+    repo = tmp_path_factory.mktemp("layout")
+    shutil.copytree(STUB, repo / "stub")
+    tipcgen("init", str(STUB / "tipc.yaml"), "--output", str(repo), check=True)
+    return repo
+
+
+def _insert(lines: list[str], at: int, *new: str) -> list[str]:
+    return lines[:at] + list(new) + lines[at:]
+
+
+# Each case: how the config is broken, and the editor line the runner must name. Line 44 is
+# --batch_size:1 (idx 43), inside the keyless inference block (idx 40-50) where no key anchors.
+BROKEN = {
+    "conflict-markers": (lambda ls: ls[:43] + ["<<<<<<< ours", ls[43], "=======", "--batch_size:2", ">>>>>>> theirs"]
+                         + ls[44:], 44, "merge conflict marker"),
+    "extra-line-in-inference-block": (lambda ls: _insert(ls, 44, "--foo:bar"), 45, "expected key '--use_tensorrt'"),
+    "duplicated-line-in-inference-block": (lambda ls: _insert(ls, 43, ls[42]), 44, "expected key '--batch_size'"),
+    "missing-line-in-inference-block": (lambda ls: ls[:44] + ls[45:], None, "51"),
+    "tab-after-key": (lambda ls: [line.replace("--epochs:", "--epochs\t:") for line in ls], 7, "whitespace around ':'"),
+    "fullwidth-colon": (lambda ls: [line.replace("--cpu_threads:", "--cpu_threads\uff1a") for line in ls], 43,
+                        "full-width"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_broken_layout_is_refused_by_the_runner_and_by_run(layout_repo: Path, case: str):
+    change, line, words = BROKEN[case]
+    original = (layout_repo / CONFIG).read_text(encoding="utf-8").splitlines()
+    name = f"test_tipc/configs/stub_model/{case}.txt"
+    (layout_repo / name).write_text("\n".join(change(original)) + "\n", encoding="utf-8")
+    direct = subprocess.run(["bash", RUNNER, name, MODE], cwd=layout_repo, capture_output=True, text=True,
+                            timeout=60)
+    assert direct.returncode == 2, direct.stdout + direct.stderr
+    assert words in direct.stderr and (line is None or f"{name}:{line}:" in direct.stderr), direct.stderr
+    assert "[tipc] RUN" not in direct.stdout
+    proc = tipcgen("run", "--mode", MODE, "--config", name, cwd=layout_repo, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "lint error" in proc.stderr and f"{name}:" in proc.stderr and "Traceback" not in proc.stderr
+    assert "[tipc] RUN" not in proc.stdout and not (layout_repo / "test_tipc/output").exists()
+    lint = tipcgen("lint", name, cwd=layout_repo, timeout=60)
+    assert lint.returncode == 1 and "error" in lint.stdout, "lint must see what run refuses"
+
+
+def test_run_refuses_what_only_the_runner_sees_before_prepare_runs(layout_repo: Path):
+    """An extra line among idx 46-50 has no value shape lint could check; the runner knows the keys."""
+    original = (layout_repo / CONFIG).read_text(encoding="utf-8").splitlines()
+    name = "test_tipc/configs/stub_model/extra-line-late.txt"
+    (layout_repo / name).write_text("\n".join(_insert(original, 47, "--x:y")) + "\n", encoding="utf-8")
+    assert tipcgen("lint", name, cwd=layout_repo).returncode == 0  # what lint cannot see
+    proc = tipcgen("run", "--mode", MODE, "--config", name, cwd=layout_repo, timeout=60)
+    assert proc.returncode == 2 and f"{name}:48: expected key '--data_file'" in proc.stderr, proc.stderr
+    assert "prepare" not in proc.stdout and not (layout_repo / "test_tipc/output").exists()
+
+
+def test_the_paddle2onnx_runner_refuses_conflict_markers(tmp_path: Path):
+    repo = tmp_path / "repo"
+    tipcgen("init", "bert-sst2", "--output", str(repo), check=True)
+    config = next((repo / "test_tipc/configs").glob("*/*paddle2onnx*.txt"))
+    text = config.read_text().replace("--use_onnx:True\n", "<<<<<<< ours\n--use_onnx:True\n=======\n"
+                                      "--use_onnx:False\n>>>>>>> theirs\n")
+    config.write_text(text)
+    direct = subprocess.run(["bash", "test_tipc/test_paddle2onnx.sh", str(config.relative_to(repo)), MODE], cwd=repo,
+                            capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 2 and "merge conflict marker" in direct.stderr, direct.stderr
+
+
+# -- one run per output folder; signals; the death of tipcgen run ----------------------------------
+
+RUN_DIR = Path("test_tipc/output/stub_model") / MODE
+
+
+def _start(repo: Path, **env: str) -> subprocess.Popen:
+    """tipcgen run in its own process group (as a shell's job is), training for a fixed time."""
+    return subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "--mode", MODE], cwd=repo,
+                            env=chain_env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def _wait_for_training(proc: subprocess.Popen) -> list[str]:
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("[tipc] RUN  train"):
+            time.sleep(0.5)  # the train step is now in its sleep
+            return seen
+    raise AssertionError("training never started:\n" + "".join(seen))
+
+
+def _left_behind(repo: Path) -> list[str]:
+    """Live processes whose command line or working folder mentions the test's repository."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+            state = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if "Z" not in state and (str(repo) in cmdline or cwd.startswith(str(repo))):
+            left.append(f"{entry.name}: {cmdline}")
+    return left
+
+
+def _gone(repo: Path, seconds: float = 10) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while (left := _left_behind(repo)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(stub_repo: Path):
+    first = _start(stub_repo, STUB_SLEEP="train:3")
+    _wait_for_training(first)
+    second = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=60)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr, second.stderr
+    direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 2 and f"pid {first.pid}" in direct.stderr, direct.stderr
+    out, _ = first.communicate(timeout=120)
+    assert first.returncode == 0, out
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    names = [(s["kind"], s["name"]) for s in summary["steps"]]
+    assert summary["ok"] and len(names) == len(set(names)) == 8, names
+    assert not (stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock").exists()
+
+
+@pytest.mark.parametrize("how, code", [("SIGTERM", 143), ("SIGHUP", 129), ("group SIGINT", 130)])
+def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_process(stub_repo: Path, how, code):
+    proc = _start(stub_repo, STUB_SLEEP="train:60")
+    _wait_for_training(proc)
+    if how == "group SIGINT":  # Ctrl-C in a terminal: the whole foreground process group
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(getattr(signal, how))
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == code, out
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert summary["interrupted"] and summary["interrupted_by"] == how.split()[-1] and not summary["ok"]
+    assert summary["exit_code"] == code
+    train = [s for s in summary["steps"] if s["kind"] == "train" and s["status"] != "skipped"]
+    assert [s["reason"] for s in train] == ["interrupted"], train
+    assert "INTERRUPTED" in out and "PASSED" not in out
+    assert _gone(stub_repo, 5) == []
+
+
+def test_a_ci_cancel_gets_the_summary_before_its_kill(stub_repo: Path):
+    """SIGTERM, then SIGKILL a second later (a CI cancel), while the step ignores SIGTERM."""
+    proc = _start(stub_repo, STUB_SLEEP="train:60", STUB_IGNORE_TERM="train", TIPC_KILL_GRACE="2")
+    _wait_for_training(proc)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(1)
+    proc.kill()
+    proc.wait()
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert summary["interrupted"] and summary["interrupted_by"] == "SIGTERM" and not summary["ok"]
+    assert _gone(stub_repo, 10) == [], "the runner KILLs the step's group after TIPC_KILL_GRACE"
+
+
+def test_kill_9_of_tipcgen_run_leaves_no_process_and_a_rerun_recovers_the_lock(stub_repo: Path):
+    proc = _start(stub_repo, STUB_SLEEP="train:60")
+    _wait_for_training(proc)
+    proc.kill()
+    proc.wait()
+    assert _gone(stub_repo, 5) == [], "the runner and its steps must not outlive tipcgen run"
+    lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
+    assert json.loads(lock.read_text())["pid"] == proc.pid  # kill -9 left it
+    again = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "recovered the stale lock" in again.stdout and f"pid {proc.pid}" in again.stdout
+    assert not lock.exists()
+
+
+def test_a_stale_lock_stops_the_dead_runs_leftovers_before_the_new_run(stub_repo: Path):
+    """A writer of an older run (here: a process carrying its run id) never sees the new run."""
+    old_id = "0" * 32
+    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, "TIPC_RUN_ID": old_id}, cwd=stub_repo)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "run_id": old_id,
+                                "started": "2026-01-01T00:00:00+00:00"}))
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "stopped 1 leftover process" in proc.stdout
+    assert orphan.wait(timeout=10) == -signal.SIGTERM
+
+
+# -- verdicts ------------------------------------------------------------------------------------
+
+def _edit(repo: Path, old: str, new: str) -> None:
+    config = repo / CONFIG
+    text = config.read_text()
+    assert old in text
+    config.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("trainer", ["trainer:", "trainer:null"])
+def test_a_chain_that_trains_nothing_is_not_passed(stub_repo: Path, trainer: str):
+    _edit(stub_repo, "trainer:norm_train\n", trainer + "\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert proc.returncode == 1 and "PASSED" not in proc.stdout, proc.stdout
+    assert not summary["ok"] and summary["exit_code"] == 1
+    assert not [s for s in summary["steps"] if s["kind"] == "train" and s["status"] == "passed"]
+
+
+def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
+    """Both inference devices are GPU ones on this CPU machine: every case is skipped."""
+    _edit(stub_repo, "--use_gpu:True|False\n", "--use_gpu:True\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert proc.returncode == 1 and not summary["ok"], proc.stdout
+    assert summary["runner_exit_code"] == 0 and "no infer step passed" in " ".join(summary["problems"])
+
+
+def test_a_config_without_inference_needs_none(stub_repo: Path):
+    _edit(stub_repo, "inference:stub/stub_infer.py\n", "inference:null\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    assert proc.returncode == 0 and summary["ok"] and summary["required_kinds"] == ["train", "eval", "export"]
+
+
+@pytest.mark.parametrize("env, reason", [
+    ({"STUB_EXIT": "eval:241"}, "exit code 241"),
+    ({"STUB_EXIT": "eval:137"}, "exit code 137"),
+    ({"STUB_KILL": "eval:SIGKILL"}, "killed by signal SIGKILL"),
+])
+def test_exit_codes_and_signals_are_reported_as_what_they_are(stub_repo: Path, env, reason):
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env=env, timeout=120)
+    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    step = next(s for s in summary["steps"] if s["kind"] == "eval")
+    assert step["reason"] == reason, step
+    assert proc.returncode == 1 and not summary["ok"]
+
+
+def test_ok_is_never_true_next_to_a_failing_runner(tmp_path: Path):
+    from tipcgen.results import Step, Summary
+
+    summary = Summary(model="m", mode=MODE, config="c", steps=[Step("train", "t", "passed")], runner_exit_code=1)
+    assert not summary.ok and summary.to_dict()["ok"] is False
+
+
+@pytest.mark.parametrize("content", ["not json", '{"pid": "x"}'])
+def test_a_garbled_lock_is_stale(stub_repo: Path, content: str):
+    lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(content)
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    assert proc.returncode == 0 and "recovered the stale lock" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_lock_held_by_a_reused_pid_is_stale(stub_repo: Path):
+    """The pid is alive, but it is not tipcgen (here: this pytest process's sleeping child)."""
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
+        lock.parent.mkdir(parents=True)
+        lock.write_text(json.dumps({"pid": other.pid, "host": socket.gethostname(), "run_id": "1" * 32}))
+        proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+        assert proc.returncode == 0 and "recovered the stale lock" in proc.stdout, proc.stdout + proc.stderr
+        assert other.poll() is None, "a process of another program is never stopped"
+    finally:
+        other.kill()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="update merges with git merge-file")
+def test_the_markers_tipcgen_update_writes_are_refused(tmp_path: Path):
+    """A hand edit and a descriptor change on the same inference line: update --conflict markers."""
+    shutil.copytree(STUB, tmp_path / "stub")
+    tipcgen("init", "stub/tipc.yaml", cwd=tmp_path, check=True)
+    config = tmp_path / CONFIG
+    config.write_text(config.read_text().replace("--cpu_threads:1\n", "--cpu_threads:2\n"))
+    descriptor = tmp_path / "stub" / "tipc.yaml"
+    descriptor.write_text(descriptor.read_text().replace("cpu_threads: {key: --cpu_threads, value: 1}",
+                                                         "cpu_threads: {key: --cpu_threads, value: [1, 4]}"))
+    assert tipcgen("update", "--conflict", "markers", cwd=tmp_path).returncode == 1
+    assert "<<<<<<<" in config.read_text()
+    direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 2 and f"{CONFIG}:43: merge conflict marker" in direct.stderr, direct.stderr
+    proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and "conflict marker" in proc.stderr and "[tipc] RUN" not in proc.stdout
