@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 
 from .cli_align import align_app
-from .errors import TipcgenError
+from .errors import TipcgenError, os_error
 
 app = typer.Typer(
     add_completion=True,
@@ -263,7 +263,7 @@ def lint(
 ) -> None:
     """Find what upstream TIPC runners get silently wrong: shifted lines, ':' in values, list lengths, ...
 
-    Exit code 1 if any finding is an error, 0 otherwise.
+    Exit code 1 if any finding is an error, 2 if a file cannot be read as UTF-8 text, 0 otherwise.
 
     Example: tipcgen lint test_tipc/configs --repo-root .
     """
@@ -349,11 +349,22 @@ def doctor(
 
 
 def main() -> None:
+    """Run the CLI: a user's mistake (TipcgenError) or an operating-system error on a path they gave
+    (too long, a link loop, no permission, ...) is one line on stderr and exit code 2. TIPCGEN_DEBUG=1
+    shows the traceback of an OSError instead; any other exception is a bug and always shows it."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a path or config text the terminal cannot encode is escaped, not fatal
+            stream.reconfigure(errors="backslashreplace")
     try:
         app()
     except TipcgenError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        if os.environ.get("TIPCGEN_DEBUG", "") not in ("", "0"):
+            raise
+        typer.echo(f"error: {os_error(exc)}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)

@@ -5,6 +5,7 @@ user's files: it writes all files or none, and never overwrites a changed file w
 """
 from __future__ import annotations
 
+import itertools
 import os
 import posixpath
 import shlex
@@ -219,7 +220,7 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".tipcgen-stage-", dir=out_dir))
     undo = stage.parent / (stage.name + "-undo")  # old copies needed only to roll back
-    backup = out_dir / ".tipcgen" / "backup" / time.strftime("%Y%m%d-%H%M%S") if keep_backup else undo
+    backup: Path | None = None if keep_backup else undo
     done: list[tuple[Path, Path | None]] = []
     try:
         for rel, _, data, action in todo:
@@ -233,6 +234,8 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup
         for rel, target, _, action in todo:
             saved = None
             if action != "created":
+                if action in ("overwritten", "removed") and backup is None:
+                    backup = claim_backup_dir(out_dir)
                 saved = (backup if action in ("overwritten", "removed") else undo) / rel
                 saved.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(target, saved)
@@ -253,6 +256,22 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         shutil.rmtree(undo, ignore_errors=True)
+
+
+def claim_backup_dir(out_dir: Path) -> Path:
+    """A new folder .tipcgen/backup/<time>[-N]/ that no other write (in this second, or by another
+    process) has: created exclusively, so a backup never lands on an older one."""
+    root = out_dir / ".tipcgen" / "backup"
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for number in itertools.count(1):
+        folder = root / (stamp if number == 1 else f"{stamp}-{number:02d}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise AssertionError("unreachable")
 
 
 def rendered(desc: Descriptor, devices: str = "all") -> dict[str, str | bytes]:
