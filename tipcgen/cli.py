@@ -360,10 +360,15 @@ def main() -> None:
     except TipcgenError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except OSError as exc:
-        if os.environ.get("TIPCGEN_DEBUG", "") not in ("", "0"):
+    except (OSError, RuntimeError) as exc:
+        # pathlib before 3.13 reports a symbolic link loop in Path.resolve() as RuntimeError("Symlink loop from ...")
+        loop = isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop from ")
+        if os.environ.get("TIPCGEN_DEBUG", "") not in ("", "0") or not (isinstance(exc, OSError) or loop):
             raise
-        typer.echo(f"error: {os_error(exc)}", err=True)
+        error = os_error(exc) if isinstance(exc, OSError) else TipcgenError(
+            f"cannot use {str(exc).removeprefix('Symlink loop from ')}: a symbolic link loop",
+            "fix or remove the link")
+        typer.echo(f"error: {error}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

@@ -317,7 +317,7 @@ class _Linter:
                          f"{found[1].key}: has no value (null): the runner "
                          + ("trains nothing, and reports no failure" if name == "trainer" else "cannot run without it"))
         trainer = self.slot_lines("trainer")
-        for item in split_list(trainer[1].value) if trainer is not None else ():
+        for item in split_list(trainer[1].value) if trainer is not None and not is_null(trainer[1].value) else ():
             index = next((i for i in _TRAINER_COMMANDS if i < len(self.logical) and self.logical[i].key == item.strip()), None)
             if index is not None and is_null(self.logical[index].value):
                 self.add(self.line_of(index), "null-value", "error",

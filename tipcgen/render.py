@@ -184,6 +184,9 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
             raise TipcgenError(f"{blocker} is a file, but tipcgen needs a folder there", "choose another --output")
         if target.is_dir():
             raise TipcgenError(f"{target} is a folder, but tipcgen writes a file there", "move it away and run again")
+        if target.is_symlink() and not target.exists():
+            raise TipcgenError(f"{target} is a symbolic link that leads nowhere (or to itself), where tipcgen writes a file",
+                               "remove the link or fix its target, then run again")
         if target.exists():
             if target.read_bytes() == data:
                 plan.append((rel, target, data, "unchanged"))
