@@ -336,7 +336,7 @@ def test_init_force_twice_keeps_both_edits(tmp_path: Path):
 
 # ---------------------------------------------------------------- import is linear
 
-IMPORT_32K_SECONDS = 1.0  # measured: docs/PERFORMANCE.md (about 0.35 s here); the bound is 10x looser
+IMPORT_32K_SECONDS = 1.1  # measured (docs/PERFORMANCE.md); the bound is 10x looser
 
 
 def test_import_of_32k_lines_is_linear():
