@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, STUB, chain_env, tipcgen
-from tipcgen import doctor, importer, inputs, lint, render
-from tipcgen.errors import InputError
+from tipcgen import doctor, importer, inputs, lint, new, render
+from tipcgen.errors import InputError, TipcgenError
 
 CONFIG = ROOT / "test_tipc" / "configs" / "bert_sst2" / "train_infer_python.txt"
 SECRET = "s3cr3t-DO-NOT-ECHO"
@@ -125,6 +125,7 @@ def test_fifo_and_devices_are_refused_without_reading(tmp_path: Path):
     os.mkfifo(fifo)
     commands = [(*command, path) for path in (fifo, "/dev/urandom")
                 for command in (("lint",), ("import",), ("init",), ("run", "--config"))]
+    commands += [("import", str(CONFIG), "-o", path) for path in (fifo, "/dev/zero")]  # outputs are compared first
     for proc in tipcgen_batch(commands, tmp_path, timeout=60):  # a read would block (fifo) or never end
         assert_user_error(proc, "not a regular file")
 
@@ -347,3 +348,12 @@ def test_import_of_32k_lines_is_linear():
     seconds = time.perf_counter() - start
     assert document.rstrip().endswith("- --opt31999:value31999")
     assert seconds < 10 * IMPORT_32K_SECONDS, f"{seconds:.2f} s"
+
+
+def test_new_value_that_is_no_usable_yaml(tmp_path: Path):
+    from test_new import OCR_LIKE, ocr_options, write_scripts
+
+    write_scripts(tmp_path, OCR_LIKE)
+    for text in ("9" * 4400, "[1, 2", "&a [*a]", "1" * 100):
+        with pytest.raises(TipcgenError, match="inference.cpu_threads|alias contains itself"):
+            new.propose(ocr_options(values={"inference.cpu_threads": text}), tmp_path)

@@ -440,8 +440,8 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     for fld, text in options.values.items():
         try:
             values[fld] = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise TipcgenError(f"--value {fld}={text}: not a YAML value ({str(exc).splitlines()[0]})",
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: an int of 4300+ digits
+            raise TipcgenError(f"--value {fld}={text[:80]}: not a YAML value ({(str(exc).splitlines() or ['?'])[0][:120]})",
                                "e.g. --value inference.cpu_threads='[1, 6]'") from None
     if "inference.data" in options.values and "train.infer_data" not in options.values:
         values["train.infer_data"] = values["inference.data"]  # what inference reads after training

@@ -91,7 +91,7 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     folder = golden_dir(desc)
     if folder is None or not folder.is_dir():
         return {}
-    return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt"))}
+    return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
 def _runner_context() -> dict:
@@ -184,6 +184,9 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
             raise TipcgenError(f"{blocker} is a file, but tipcgen needs a folder there", "choose another --output")
         if target.is_dir():
             raise TipcgenError(f"{target} is a folder, but tipcgen writes a file there", "move it away and run again")
+        if target.exists() and not target.is_file():  # reading a FIFO or /dev/zero to compare would never end
+            raise TipcgenError(f"{target} is not a regular file (a pipe, device or socket), where tipcgen writes a file",
+                               "choose another output path")
         if target.is_symlink() and not target.exists():
             raise TipcgenError(f"{target} is a symbolic link that leads nowhere (or to itself), where tipcgen writes a file",
                                "remove the link or fix its target, then run again")
