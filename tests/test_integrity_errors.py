@@ -169,6 +169,7 @@ WRONG_TYPES = {
     "python: {key: python}": "python: needs a value",
     "gpu_list: {key: gpu_list}": "gpu_list: needs a value",
     "python: null": "python: needs a value",
+    "python: None": "python: needs a value",
     "python: [a, b]": "python: expected a single value",
     "train: [a]": "train: expected a mapping",
     "train: {norm: t.py, trainer: null}": "train.trainer: needs a value",
@@ -286,7 +287,7 @@ def test_new_with_a_python_that_cannot_run_and_an_unbalanced_setup(tmp_path: Pat
 def test_lint_flags_null_in_slots_that_need_a_value():
     text = CONFIG.read_text()
     for key, value in (("trainer", "null"), ("python", ""), ("norm_train", "null"), ("gpu_list", "null"),
-                       ("model_name", "null")):
+                       ("model_name", "null"), ("python", "None"), ("norm_train", "None")):
         line = next(line for line in text.splitlines() if line.startswith(key + ":"))
         errors = lint.errors_of(text.replace(line + "\n", f"{key}:{value}\n", 1), "c.txt")
         assert [f.rule for f in errors] == ["null-value"], (key, errors)

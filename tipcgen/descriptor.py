@@ -461,14 +461,14 @@ class _Validator:
         """A slot the runner cannot do without must not render as null: it would run `null`, or train nothing."""
         for name in FIXED_KEY_SLOTS:
             field_name = layout.SLOT_BY_NAME[name].field
-            if slots[name].value is None or slots[name].value.strip() in ("", "null"):
+            if slots[name].value is None or slots[name].value.strip() in ("", "null", "None"):
                 default = f", or leave it out (default: {SLOT_DEFAULTS[name]})" if name in SLOT_DEFAULTS else ""
                 raise self.fail(field_name, "needs a value: a null or empty one would render "
                                 f"{slots[name].key}:null, which the runner cannot use",
                                 f"write {field_name}: VALUE{default} (see docs/DESCRIPTOR.md)")
         for trainer in slots["trainer"].value.split("|"):
             slot = next((layout.SLOT_BY_NAME[n] for n in TRAINER_SLOTS if slots[n].key == trainer.strip()), None)
-            if slot is not None and (slots[slot.name].value or "null").strip() in ("", "null"):
+            if slot is not None and (slots[slot.name].value or "null").strip() in ("", "null", "None"):
                 raise self.fail(slot.field, f"is null, but train.trainer chooses {trainer.strip()!r}: it would train nothing",
                                 f"give {slot.field} the train command (e.g. tools/train.py -c config.yml), "
                                 "or choose another train.trainer")

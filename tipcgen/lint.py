@@ -16,7 +16,7 @@ any error. Slot rules run on ``train_infer_python`` files (and the anchor check 
 | ``python-version`` | warning | ``python:`` pins a minor version (``python3.7``) |
 | ``missing-script`` | error | a command slot's ``.py`` script is missing under ``repo_root`` (given only) |
 | ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
-| ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/empty |
+| ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |
 | ``trailing-space`` | error | whitespace around ``:`` or after a list value (warning elsewhere) |
 | ``crlf`` | error | CRLF line endings |
 | ``fullwidth-punct`` | error | full-width ``: | , = ;`` (U+FF1A, FF5C, FF0C, FF1D, FF1B) or U+3000 |
@@ -312,14 +312,14 @@ class _Linter:
     def null_values(self) -> None:
         for name in _NEEDS_VALUE:
             found = self.slot_lines(name)
-            if found is not None and is_null(found[1].value):
+            if found is not None and _no_value(found[1].value):
                 self.add(self.line_of(found[0]), "null-value", "error",
                          f"{found[1].key}: has no value (null): the runner "
                          + ("trains nothing, and reports no failure" if name == "trainer" else "cannot run without it"))
         trainer = self.slot_lines("trainer")
-        for item in split_list(trainer[1].value) if trainer is not None and not is_null(trainer[1].value) else ():
+        for item in split_list(trainer[1].value) if trainer is not None and not _no_value(trainer[1].value) else ():
             index = next((i for i in _TRAINER_COMMANDS if i < len(self.logical) and self.logical[i].key == item.strip()), None)
-            if index is not None and is_null(self.logical[index].value):
+            if index is not None and _no_value(self.logical[index].value):
                 self.add(self.line_of(index), "null-value", "error",
                          f"trainer {item.strip()!r} is chosen, but its command line {item.strip()}: is null: "
                          "that trainer trains nothing, and reports no failure")
@@ -334,6 +334,11 @@ class _Linter:
             if script is not None and not (self.repo_root / script).is_file():
                 self.add(self.line_of(found[0]), "missing-script", "error",
                          f"{name} runs {script!r}, which does not exist under {self.repo_root}")
+
+
+def _no_value(value: str | None) -> bool:
+    """``null``, empty, or Python's ``None`` (a descriptor or script that printed it): nothing to run."""
+    return is_null(value) or value.strip() == "None"
 
 
 def _holds(line: Line, anchor: _Anchor) -> bool:
