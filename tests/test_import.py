@@ -265,3 +265,34 @@ def test_import_file_reports_unreadable_files(tmp_path: Path) -> None:
     crlf.write_bytes(config_text().replace("\n", "\r\n").encode())
     assert round_trip(crlf.read_bytes().decode()) == config_text()
     assert "whitespace around a key or value removed" in import_file(crlf)
+
+
+def test_the_fast_plain_scalar_path_agrees_with_yaml():
+    """`_token` skips the YAML parse for text that is surely a plain string (32k-line imports stay linear);
+    it must quote exactly what a parse would: checked on corpus values and random indicator soup."""
+    import random
+
+    import yaml
+
+    from tipcgen import importer
+
+    def parsed(text: str, flow: bool) -> str:
+        try:
+            loaded = yaml.safe_load(f"[{text}]" if flow else f"k: {text}")
+        except (yaml.YAMLError, ValueError):
+            loaded = None
+        ok = (isinstance(loaded, list) and len(loaded) == 1) if flow else (isinstance(loaded, dict) and list(loaded) == ["k"])
+        value = (loaded[0] if flow else loaded["k"]) if ok else None
+        if ok and isinstance(value, importer._VALUE_TYPES) and importer._rendered(value) == text:
+            return text
+        return "'" + text.replace("'", "''") + "'"
+
+    rnd = random.Random(12)
+    values = sorted({line.partition(":")[2].strip() for path in sorted(CORPUS.rglob("*.txt"))[::20]
+                     for line in path.read_text().splitlines()} - {""})
+    soup = " -?:#,[]{}!&*|>'\"%@`=~.<019abyTFn_/\\+()^;$"
+    texts = rnd.sample(values, min(600, len(values))) + ["".join(rnd.choice(soup) for _ in range(rnd.randint(1, 6)))
+                                                        for _ in range(900)]
+    for text in texts:
+        for flow in (True, False):
+            assert importer._token.__wrapped__(text, importer._VALUE_TYPES, flow) == parsed(text, flow), (text, flow)
