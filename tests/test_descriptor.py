@@ -82,7 +82,7 @@ def test_error_names_the_line():
 @pytest.mark.parametrize("text, words", [
     ("", "is empty"),
     ("model_name: [unclosed", "not valid YAML"),
-    ("- a\n- b\n", "expected a mapping"),
+    ("- a\n- b\n", "is not a descriptor: a YAML mapping of fields was expected, found a list"),
     ("model_name: a\nmodel_name: b\n", "given twice"),
 ])
 def test_malformed_documents(text, words):

@@ -32,7 +32,8 @@ SOURCE = "fuzz/tipc.yaml"
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 # Errors about the document as a whole; every other error names a field.
-DOCUMENT_ERRORS = ("is not valid YAML", "is empty", "nests too deeply", "is not UTF-8", "is not valid Unicode")
+DOCUMENT_ERRORS = ("is not valid YAML", "is empty", "nests too deeply", "is not UTF-8", "is not valid Unicode",
+                   "is not a descriptor", "has a NUL byte", "is UTF-16 text", "is UTF-32 text")
 LAYOUT_RULES = {"slot-shift", "anchor-key", "fullwidth-punct", "crlf", "trailing-space", "whitespace-line"}
 
 NASTY_TEXT = [

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .descriptor import Descriptor, samples_dir
-from .errors import TipcgenError
+from . import inputs
+from .errors import InputError, TipcgenError
 
 ANSWERS_FILE = ".tipcgen-answers.yml"
 BASE_DIR = ".tipcgen/base"
@@ -61,8 +62,8 @@ def parse(text: str, source: str) -> Answers:
 
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise TipcgenError(f"{source}: is not valid YAML ({str(exc).splitlines()[0]})",
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: an int of 4300+ digits
+        raise TipcgenError(f"{source}: is not valid YAML ({(str(exc).splitlines() or [type(exc).__name__])[0]})",
                            "restore it from version control, or run tipcgen init again") from None
     if not isinstance(data, dict):
         raise TipcgenError(f"{source}: expected a mapping", "restore it from version control, or run tipcgen init again")
@@ -84,7 +85,11 @@ def read(out_dir: Path) -> Answers:
         raise TipcgenError(f"{path} is missing: {out_dir} was not rendered by tipcgen init (0.1.0 or later)",
                            "render it once with tipcgen init <sample | descriptor.yaml> --force; later edits then "
                            "survive tipcgen update")
-    return parse(path.read_text(encoding="utf-8"), str(path))
+    try:
+        text = inputs.read_text(path, "answers file", limit=4 << 20)
+    except InputError as exc:
+        raise InputError(exc.message, "restore it from version control, or render again with tipcgen init --force") from None
+    return parse(text, str(path))
 
 
 def _inside(rel: str) -> bool:

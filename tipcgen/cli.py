@@ -16,7 +16,7 @@ import typer
 from .cli_accept import accept as accept_command
 from .cli_align import align_app
 from .cli_repro import register as register_repro
-from .errors import TipcgenError
+from .errors import TipcgenError, os_error
 
 app = typer.Typer(
     add_completion=True,
@@ -267,7 +267,7 @@ def lint(
 ) -> None:
     """Find what upstream TIPC runners get silently wrong: shifted lines, ':' in values, list lengths, ...
 
-    Exit code 1 if any finding is an error, 0 otherwise.
+    Exit code 1 if any finding is an error, 2 if a file cannot be read as UTF-8 text, 0 otherwise.
 
     Example: tipcgen lint test_tipc/configs --repo-root .
     """
@@ -353,11 +353,27 @@ def doctor(
 
 
 def main() -> None:
+    """Run the CLI: a user's mistake (TipcgenError) or an operating-system error on a path they gave
+    (too long, a link loop, no permission, ...) is one line on stderr and exit code 2. TIPCGEN_DEBUG=1
+    shows the traceback of an OSError instead; any other exception is a bug and always shows it."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a path or config text the terminal cannot encode is escaped, not fatal
+            stream.reconfigure(errors="backslashreplace")
     try:
         app()
     except TipcgenError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except (OSError, RuntimeError) as exc:
+        # pathlib before 3.13 reports a symbolic link loop in Path.resolve() as RuntimeError("Symlink loop from ...")
+        loop = isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop from ")
+        if os.environ.get("TIPCGEN_DEBUG", "") not in ("", "0") or not (isinstance(exc, OSError) or loop):
+            raise
+        error = os_error(exc) if isinstance(exc, OSError) else TipcgenError(
+            f"cannot use {str(exc).removeprefix('Symlink loop from ')}: a symbolic link loop",
+            "fix or remove the link")
+        typer.echo(f"error: {error}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)

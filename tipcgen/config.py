@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from tipcgen import layout
@@ -137,13 +138,13 @@ class TipcConfig:
 
     def physical_index(self, logical_index: int) -> int | None:
         """The 0-based physical line of a logical index (add 1 for the editor line)."""
-        seen = -1
-        for number, line in enumerate(self.lines):
-            if line.text:
-                seen += 1
-                if seen == logical_index:
-                    return number
-        return None
+        numbers = self._physical_numbers
+        return numbers[logical_index] if 0 <= logical_index < len(numbers) else None
+
+    @cached_property
+    def _physical_numbers(self) -> list[int]:
+        """The physical index of every logical line, computed once (callers ask for every line)."""
+        return [number for number, line in enumerate(self.lines) if line.text]
 
     @property
     def kind(self) -> str:

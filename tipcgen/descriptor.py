@@ -7,6 +7,7 @@ Every error names the file, the line, the field, what was found and what is expe
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from . import layout
+from . import inputs, layout
 from . import target as target_spec
-from .errors import DescriptorError
+from .errors import DescriptorError, InputError
 
 SCHEMA_VERSION = 1
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -28,11 +29,18 @@ MD5_RE = re.compile(r"^[0-9a-f]{32}$")
 # Full-width and other look-alike punctuation that TIPC parsers split on wrongly (PaddleGAN #637).
 BAD_PUNCTUATION = "，：｜；（）＝　、"
 MAX_STEP_TIMEOUT = 24 * 3600
-# A descriptor holds about 150 values; far more means an alias that repeats itself (a "billion laughs").
-MAX_VALUES = 10_000
+# A descriptor holds about 150 values (an imported config with long trailing sections, a few thousand);
+# far more means an alias that repeats itself (a "billion laughs").
+MAX_VALUES = 100_000
 MAX_NUMBER_BITS = 256
 # Slots whose key the generated runner checks before it reads anything: only their value is the user's.
 FIXED_KEY_SLOTS = ("model_name", "python", "gpu_list", "trainer")
+# Left out, these take a documented default (docs/DESCRIPTOR.md); written as null they are an error.
+SLOT_DEFAULTS = {"python": "python", "trainer": "norm_train"}
+# The train slots a trainer name selects (by their key, as the runner does).
+TRAINER_SLOTS = ("norm_train", "pact_train", "fpgm_train", "distill_train", "trainer_key1", "trainer_key2")
+# A key is echoed in a message only if it looks like a field name: the file may not be a descriptor at all.
+_SHOWN_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,39}$")
 
 SECTION_FIELDS = {
     "train", "eval", "export", "whole_infer", "inference",
@@ -172,9 +180,10 @@ def sample_names() -> list[str]:
 def resolve(target: str) -> Path:
     """A sample name or a path to a descriptor file → the descriptor path."""
     path = Path(target)
-    if path.is_file():
-        return path
-    if path.suffix in (".yaml", ".yml") or "/" in target:
+    named_file = path.suffix in (".yaml", ".yml") or "/" in target
+    if os.path.lexists(target) and (named_file or not path.is_dir()):
+        return path  # reading it says what is wrong, if anything (a folder, a FIFO, a link loop, no permission)
+    if named_file:
         raise DescriptorError(target, "", "no such descriptor file",
                               hint="check the path, or name a built-in sample: " + ", ".join(sample_names()))
     sample = samples_dir() / target / "tipc.yaml"
@@ -190,11 +199,9 @@ def resolve(target: str) -> Path:
 def load(target: str | Path) -> Descriptor:
     path = resolve(str(target))
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DescriptorError(str(path), "", f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise DescriptorError(str(path), "", f"cannot be read: {exc.strerror}") from None
+        text = inputs.read_text(path, "descriptor")
+    except InputError as exc:
+        raise DescriptorError(str(path), "", exc.message.removeprefix(f"{path}: "), hint=exc.hint) from None
     return load_text(text, source=str(path), base_dir=path.parent)
 
 
@@ -234,6 +241,10 @@ def _to_python(node: yaml.Node, path: str, lines: dict[str, int], source: str) -
                 raise DescriptorError(source, path or "(top level)", "has a key that is not a plain name",
                                       key_node.start_mark.line + 1)
             sub = f"{path}.{key}" if path else key
+            if not path and not _SHOWN_KEY_RE.match(key):
+                raise DescriptorError(source, "(top level)", "has a key that is not a descriptor field",
+                                      key_node.start_mark.line + 1,
+                                      "is this a descriptor (tipc.yaml)? Its top-level fields are listed in docs/DESCRIPTOR.md")
             if key in out:
                 raise DescriptorError(source, sub, "is given twice", key_node.start_mark.line + 1)
             out[key] = _to_python(value_node, sub, lines, source)
@@ -296,6 +307,10 @@ class _Validator:
 
     # -- generic checks
     def mapping(self, value: Any, path: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict) and not path:  # not a descriptor at all: say so without quoting it
+            raise DescriptorError(self.source, "", f"is not a descriptor: a YAML mapping of fields was expected, "
+                                  f"found {'a list' if isinstance(value, list) else 'a single value'}",
+                                  self.lines.get(""), "pass a tipc.yaml (docs/DESCRIPTOR.md), e.g. tipcgen init bert-sst2")
         if not isinstance(value, dict):
             raise self._err(path or "(top level)", value, "a mapping")
         for key in value:
@@ -414,14 +429,13 @@ class _Validator:
             if slot.kind != "kv":
                 continue
             head, _, tail = slot.field.partition(".")
-            if tail:
-                raw = sections.get(head, {}).get(tail)
-            else:
-                raw = data.get(head)
+            given = sections.get(head, {}) if tail else data
+            raw = given.get(tail or head, SLOT_DEFAULTS.get(slot.name))
             slots[slot.name] = self.slot(slot, raw, slot.field)
             if slot.name in FIXED_KEY_SLOTS and slots[slot.name].key != slot.key:
                 raise self.fail(f"{slot.field}.key", f"{slots[slot.name].key!r} replaces the fixed key {slot.key!r}",
                                 f"the runner checks this line's key: write {slot.field}: VALUE")
+        self._required_values(slots)
         model_name = self._model_name(slots["model_name"].value)
         self._python(slots["python"].value)
         self._gpu_list(slots)
@@ -445,6 +459,22 @@ class _Validator:
     def _section_fields(name: str) -> set[str]:
         return {slot.field.split(".", 1)[1] for slot in layout.TRAIN_INFER_PYTHON
                 if slot.field and slot.field.startswith(name + ".")}
+
+    def _required_values(self, slots: dict[str, SlotValue]) -> None:
+        """A slot the runner cannot do without must not render as null: it would run `null`, or train nothing."""
+        for name in FIXED_KEY_SLOTS:
+            field_name = layout.SLOT_BY_NAME[name].field
+            if slots[name].value is None or slots[name].value.strip() in ("", "null", "None"):
+                default = f", or leave it out (default: {SLOT_DEFAULTS[name]})" if name in SLOT_DEFAULTS else ""
+                raise self.fail(field_name, "needs a value: a null or empty one would render "
+                                f"{slots[name].key}:null, which the runner cannot use",
+                                f"write {field_name}: VALUE{default} (see docs/DESCRIPTOR.md)")
+        for trainer in slots["trainer"].value.split("|"):
+            slot = next((layout.SLOT_BY_NAME[n] for n in TRAINER_SLOTS if slots[n].key == trainer.strip()), None)
+            if slot is not None and (slots[slot.name].value or "null").strip() in ("", "null", "None"):
+                raise self.fail(slot.field, f"is null, but train.trainer chooses {trainer.strip()!r}: it would train nothing",
+                                f"give {slot.field} the train command (e.g. tools/train.py -c config.yml), "
+                                "or choose another train.trainer")
 
     def _model_name(self, name: str) -> str:
         if not MODEL_NAME_RE.match(name) or ".." in name:

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import lint
@@ -75,6 +75,9 @@ class Check:
 
 def diagnose(root: Path, config: str | None = None, data_dir: str | None = None) -> list[Check]:
     """Every check: the interpreter and paddle, the tools the scripts call, the config and its scripts, data."""
+    if not root.is_dir():
+        raise TipcgenError(f"--root {root}: no such folder" if not root.exists() else f"--root {root}: is not a folder",
+                           "pass the repository root (the folder that holds test_tipc/)")
     root = root.resolve()
     config_path, config_checks = _config(root, config)
     python, origin = _interpreter(root / config_path if config_path else None)
@@ -229,8 +232,11 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
     for script in (PREPARE, RUNNERS["basic"]):  # other chains' runners exist only where the descriptor asks
         if not (root / script).is_file():
             checks.append(Check("runner", "fail", f"{script} is missing", "render it with tipcgen init"))
-    text = (root / path).read_bytes().decode("utf-8", errors="surrogateescape")
-    findings = lint.lint_text(text, str(path), repo_root=root)
+    try:
+        findings = lint.refusals(root / path, repo_root=root)  # the errors tipcgen run refuses a config for
+    except TipcgenError as exc:
+        return None, [Check("config", "fail", exc.message, exc.hint), *checks[1:]]
+    findings = [replace(f, path=str(path)) for f in findings]
     missing = [f for f in findings if f.rule == "missing-script"]
     for finding in missing:
         checks.append(Check("scripts", "fail", f"{path}:{finding.line}: {finding.message}",
@@ -238,10 +244,12 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
                             "or run from the repository root (--root)"))
     if not missing:
         checks.append(Check("scripts", "ok", f"every script {path.name} names exists under {root}"))
-    errors = [f for f in findings if f.severity == "error" and f.rule != "missing-script"]
+    errors = [f for f in findings if f.rule != "missing-script"]
     if errors:
-        checks.append(Check("lint", "warn", f"{len(errors)} lint error(s), first: {lint.format_finding(errors[0])}",
-                            f"tipcgen lint {path}"))
+        checks.append(Check("lint", "fail", f"{len(errors)} lint error(s), first: {lint.format_finding(errors[0])}",
+                            f"tipcgen run refuses this config: see every finding with tipcgen lint {path}, fix them"))
+    else:
+        checks.append(Check("lint", "ok", f"no lint error in {path}"))
     return path, checks
 
 

@@ -33,3 +33,41 @@ class RenderConflictError(TipcgenError):
 
 class RunError(TipcgenError):
     """A chain that cannot start (missing config, unknown mode, missing data)."""
+
+
+class InputError(TipcgenError):
+    """A file given to tipcgen that it cannot read as the text it expects (not its contents' fault alone:
+    a folder, a FIFO, a binary or non-UTF-8 file, one too large). Never quotes the file's contents."""
+
+
+# What to do about an operating-system error on a path the user gave (errno name → hint).
+_OS_HINTS = {
+    "ENOENT": "check the path",
+    "ENOTDIR": "a part of the path is a file, not a folder: check the path",
+    "EISDIR": "give a file, not a folder",
+    "EACCES": "check the permissions, or choose a path you can read and write",
+    "EPERM": "check the permissions, or choose a path you can read and write",
+    "EROFS": "the file system is read-only: choose another path",
+    "ENAMETOOLONG": "the path or one of its names is too long for the file system: use a shorter path",
+    "ELOOP": "the path goes through a symbolic link loop: fix or remove the link",
+    "ENOSPC": "the disk is full: free some space",
+    "EEXIST": "a file is in the way: move it or choose another path",
+    "EXDEV": "choose an output folder on the same file system",
+}
+
+
+def os_error(exc: OSError, doing: str = "cannot use") -> TipcgenError:
+    """An OSError on a user's path as a one-line error: the path, the reason, and a hint by errno."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    where = exc.filename if exc.filename is not None else "a path"
+    target = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+    reason = exc.strerror or type(exc).__name__
+    return TipcgenError(f"{doing} {_short(str(where))}{_short(str(target))}: {reason}",
+                        _OS_HINTS.get(name, "check the path and its permissions"))
+
+
+def _short(path: str, limit: int = 160) -> str:
+    """An over-long path shortened for a message (its head and tail stay recognisable)."""
+    return path if len(path) <= limit else f"{path[:60]}...{path[-60:]} ({len(path)} characters)"

@@ -9,6 +9,7 @@ raises ``ConfigImportError`` naming the file, the line and the reason.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,11 +17,11 @@ from pathlib import Path
 import yaml
 
 from . import config as cfg
-from . import descriptor, layout
+from . import descriptor, inputs, layout
 from .errors import DescriptorError, TipcgenError
 
 # Written even when they hold the default: the descriptor requires them.
-_REQUIRED_FIELDS = ("model_name", "gpu_list", "train.norm", "inference.script")
+_REQUIRED_FIELDS = ("model_name", "python", "gpu_list", "train.trainer", "train.norm", "inference.script")
 _KNOWN_MODES = (*layout.MODES, *layout.KNOWN_EXTRA_MODES)
 _SHIFT_WINDOW = (-1, 1, -2, 2, -3, 3)
 _COMMENT_COLUMN = 50
@@ -49,13 +50,7 @@ class ConfigImportError(TipcgenError):
 
 def import_file(path: str | Path) -> str:
     """The descriptor YAML for a config file (read without newline translation)."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigImportError(str(path), None, f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigImportError(str(path), None, f"cannot be read: {exc.strerror}") from None
-    return import_config(text, str(path))
+    return import_config(inputs.read_text(path, "config"), str(path))
 
 
 def import_config(text: str, source: str) -> str:
@@ -284,13 +279,25 @@ def _sections_yaml(sections: list[_Trailing], origin: dict[str, int]) -> list[st
     return out
 
 
+# A plain YAML scalar for sure: printable ASCII, no leading indicator (a '-', '?' or ':' only before
+# a non-space), no ': ' or ' #', no ':' at the end, no surrounding spaces. Anything else takes the slow path.
+_PLAIN_TEXT = re.compile(r"^(?:[A-Za-z0-9_.=+/$~()^;<\\]|[-?:][!-~])(?:[ -~](?<!: )(?<! #))*(?<![ :])\Z"
+                         r"|^[A-Za-z0-9_.=+/$~()^;<\\]\Z")
+_FLOW_INDICATORS = re.compile(r"[,\[\]{}?:#'\"]")  # PyYAML reads these differently in [flow]
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
 @lru_cache(maxsize=4096)
 def _token(text: str, types: tuple[type, ...], flow: bool) -> str:
     """``text`` as a plain YAML scalar if it loads back as one of ``types`` and renders as
     ``text`` (``True``, ``1.0``, ``null``; ``0,1`` outside a flow list), else single-quoted."""
+    if _PLAIN_TEXT.match(text) and not (flow and _FLOW_INDICATORS.search(text)) \
+            and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG:
+        return text  # plain text that YAML reads back as itself (every caller accepts str)
     try:
         loaded = yaml.safe_load(f"[{text}]" if flow else f"k: {text}")
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):  # ValueError: an int of more digits than Python converts
         loaded = None
     if flow and isinstance(loaded, list) and len(loaded) == 1:
         value, found = loaded[0], True

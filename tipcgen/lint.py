@@ -16,6 +16,7 @@ any error. Slot rules run on ``train_infer_python`` files (and the anchor check 
 | ``python-version`` | warning | ``python:`` pins a minor version (``python3.7``) |
 | ``missing-script`` | error | a command slot's ``.py`` script is missing under ``repo_root`` (given only) |
 | ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
+| ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |
 | ``trailing-space`` | error | whitespace around ``:`` or after a list value (warning elsewhere) |
 | ``crlf`` | error | CRLF line endings |
 | ``fullwidth-punct`` | error | full-width ``: | , = ;`` (U+FF1A, FF5C, FF0C, FF1D, FF1B) or U+3000 |
@@ -44,6 +45,8 @@ Why these severities (what the upstream runners do):
   "Does not support hardware" and every inference case is skipped (SPEC §10.1); a trailing
   space in a looped value also splits the log path. In a command or a plain flag value the
   space is harmless after ``eval``; in other kinds a list/flag line only gets a warning.
+* ``null-value``: ``trainer:null`` (or ``norm_train:null`` under ``trainer:norm_train``) trains
+  nothing, and the chain still ends without a failure line; ``python:null`` runs ``null``.
 * ``crlf``: ``-1\r`` is 3 characters, so the runner takes the multi-GPU branch (SPEC §10.2).
 * ``fullwidth-punct``: the runners split only on ASCII ``:`` and ``|`` (PaddleGAN PR #637).
 
@@ -58,8 +61,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tipcgen import layout
-from tipcgen.config import Line, TipcConfig, parse_per_mode, split_list
+from tipcgen import inputs, layout
+from tipcgen.config import Line, TipcConfig, is_null, parse_per_mode, split_list
 
 # Full-width colon, vertical line, comma, equals sign, semicolon and the ideographic space.
 _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
@@ -83,6 +86,10 @@ _INFER_SHAPES = {
     "use_trt": ("True/False", re.compile(r"^(True|False|true|false)$")),
     "precision": ("fp32/fp16/int8 or True/False", re.compile(r"^(fp32|fp16|int8|bf16|True|False|true|false)$")),
 }
+# Slots the runner cannot do without: null there runs `null`, or trains nothing without a failure line.
+_NEEDS_VALUE = ("model_name", "python", "gpu_list", "trainer")
+_TRAINER_COMMANDS = tuple(layout.SLOT_BY_NAME[name].index for name in
+                          ("norm_train", "pact_train", "fpgm_train", "distill_train", "trainer_key1", "trainer_key2"))
 
 
 @dataclass(frozen=True)
@@ -275,6 +282,7 @@ class _Linter:
         self.device_list_length()
         self.per_mode_names()
         self.infer_device()
+        self.null_values()
         if self.repo_root is not None:
             self.missing_scripts()
 
@@ -335,6 +343,21 @@ class _Linter:
                      f"inference device {bad[0]!r} is none of True/False/gpu/cpu: the runner prints 'Does not "
                      "support hardware' and skips those inference cases without a failure line")
 
+    def null_values(self) -> None:
+        for name in _NEEDS_VALUE:
+            found = self.slot_lines(name)
+            if found is not None and _no_value(found[1].value):
+                self.add(self.line_of(found[0]), "null-value", "error",
+                         f"{found[1].key}: has no value (null): the runner "
+                         + ("trains nothing, and reports no failure" if name == "trainer" else "cannot run without it"))
+        trainer = self.slot_lines("trainer")
+        for item in split_list(trainer[1].value) if trainer is not None and not _no_value(trainer[1].value) else ():
+            index = next((i for i in _TRAINER_COMMANDS if i < len(self.logical) and self.logical[i].key == item.strip()), None)
+            if index is not None and _no_value(self.logical[index].value):
+                self.add(self.line_of(index), "null-value", "error",
+                         f"trainer {item.strip()!r} is chosen, but its command line {item.strip()}: is null: "
+                         "that trainer trains nothing, and reports no failure")
+
     def missing_scripts(self) -> None:
         assert self.repo_root is not None
         for name in layout.COMMAND_SLOTS:
@@ -345,6 +368,11 @@ class _Linter:
             if script is not None and not (self.repo_root / script).is_file():
                 self.add(self.line_of(found[0]), "missing-script", "error",
                          f"{name} runs {script!r}, which does not exist under {self.repo_root}")
+
+
+def _no_value(value: str | None) -> bool:
+    """``null``, empty, or Python's ``None`` (a descriptor or script that printed it): nothing to run."""
+    return is_null(value) or value.strip() == "None"
 
 
 def _holds(line: Line, anchor: _Anchor) -> bool:
@@ -400,9 +428,19 @@ def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None)
         path = Path(path)
         files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
         for file in files:
-            text = file.read_bytes().decode("utf-8", errors="surrogateescape")
-            findings.extend(lint_text(text, str(file), repo_root))
+            findings.extend(lint_text(inputs.read_text(file, "config"), str(file), repo_root))
     return findings
+
+
+def refusals(path: str | Path, repo_root: str | Path | None = None) -> list[Finding]:
+    """The lint errors of one config file: what ``tipcgen run`` refuses to run and ``tipcgen doctor``
+    fails. Raises ``InputError`` (exit 2) for a file that is not readable UTF-8 text."""
+    return errors_of(inputs.read_text(path, "config"), str(path), repo_root)
+
+
+def errors_of(text: str, path: str, repo_root: str | Path | None = None) -> list[Finding]:
+    """The error findings (not warnings) of a config text; ``path`` names it in the findings."""
+    return [finding for finding in lint_text(text, path, repo_root) if finding.severity == "error"]
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:

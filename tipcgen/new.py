@@ -203,12 +203,16 @@ def probe(script: Script, root: Path, python: str, timeout: float = PROBE_TIMEOU
     """``python SCRIPT --help`` in root → its flags; a script whose --help fails is an error."""
     interpreter = shutil.which(python) or (sys.executable if python in ("python", "python3") else None)
     if interpreter is None:
-        raise TipcgenError(f"'{python}' is not on PATH, so {script.path} --help cannot be probed",
+        where = "is not an executable file" if os.sep in python else "is not on PATH"
+        raise TipcgenError(f"--python '{python}' {where}, so {script.path} --help cannot be probed",
                            "pass --python with an interpreter that has the model's packages (e.g. --python python3)")
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", COLUMNS="200")
     try:
         proc = subprocess.run([interpreter, script.path, "--help"], cwd=root, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, errors="replace", timeout=timeout)
+    except OSError as exc:  # not a program (Exec format error), a missing #! interpreter, ...
+        raise TipcgenError(f"--python '{python}' cannot run {script.path} --help: {exc.strerror or exc}",
+                           "pass --python with a working Python interpreter (e.g. --python python3)") from None
     except subprocess.TimeoutExpired:
         raise TipcgenError(f"{script.path} --help did not finish in {timeout:g} s",
                            "a script should parse its arguments before loading models or data; "
@@ -246,6 +250,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     ``ask(option, question, default)`` is called for missing values when stdin is a terminal; without
     it a missing value is an error that names the option to pass."""
     options = replace(options, scripts=dict(options.scripts))
+    _setup_calls(options.setup)  # before any probing: a typo here should not cost a minute of --help runs
     _ask_missing(options, root, ask)
     scripts = {role: _script(role, given, root) for role in ROLES
                if (given := options.scripts.get(role)) is not None and given.lower() != "null"}
@@ -302,6 +307,21 @@ def _ask_missing(options: Options, root: Path, ask: Callable[[str, str, str], st
 
 _EXAMPLE = ("e.g. tipcgen new --model-name my_model --train tools/train.py --export tools/export_model.py "
             "--infer tools/infer.py --checkpoint best_model (on a terminal, tipcgen new asks instead)")
+
+
+def _setup_calls(calls: list[str]) -> list[list[str]]:
+    """Each --setup "SCRIPT.py ARGS" split as a shell would; an unbalanced quote is the user's to fix."""
+    out = []
+    for call in calls:
+        try:
+            words = shlex.split(call)
+        except ValueError as exc:
+            raise TipcgenError(f"--setup {call!r}: {exc} (an unbalanced quote)",
+                               "close the quote, or quote the whole call once: --setup \"prep.py --out {data_dir}\"") from None
+        if not words:
+            raise TipcgenError("--setup is empty", "give a script and its arguments, e.g. --setup \"prep.py {data_dir}\"")
+        out.append(words)
+    return out
 
 
 def _script(role: str, given: str, root: Path) -> Script:
@@ -420,8 +440,8 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     for fld, text in options.values.items():
         try:
             values[fld] = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise TipcgenError(f"--value {fld}={text}: not a YAML value ({str(exc).splitlines()[0]})",
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: an int of 4300+ digits
+            raise TipcgenError(f"--value {fld}={text[:80]}: not a YAML value ({(str(exc).splitlines() or ['?'])[0][:120]})",
                                "e.g. --value inference.cpu_threads='[1, 6]'") from None
     if "inference.data" in options.values and "train.infer_data" not in options.values:
         values["train.infer_data"] = values["inference.data"]  # what inference reads after training
@@ -516,7 +536,7 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
     def entry(fld: str) -> str:
         return _slot(chosen.get(fld), values.get(fld))
 
-    setup = [[word.replace("{data_dir}", data_dir) for word in shlex.split(call)] for call in options.setup]
+    setup = [[word.replace("{data_dir}", data_dir) for word in call] for call in _setup_calls(options.setup)]
     context = {
         "model_name": _flow(model_name), "python": _flow(options.python),
         "gpu_list": _flow(["-1"] if options.devices == "cpu" else ["0", "-1"]),

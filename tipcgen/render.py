@@ -5,6 +5,7 @@ user's files: it writes all files or none, and never overwrites a changed file w
 """
 from __future__ import annotations
 
+import itertools
 import os
 import posixpath
 import shlex
@@ -90,7 +91,7 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     folder = golden_dir(desc)
     if folder is None or not folder.is_dir():
         return {}
-    return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt"))}
+    return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
 def _runner_context() -> dict:
@@ -189,6 +190,12 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
             raise TipcgenError(f"{blocker} is a file, but tipcgen needs a folder there", "choose another --output")
         if target.is_dir():
             raise TipcgenError(f"{target} is a folder, but tipcgen writes a file there", "move it away and run again")
+        if target.exists() and not target.is_file():  # reading a FIFO or /dev/zero to compare would never end
+            raise TipcgenError(f"{target} is not a regular file (a pipe, device or socket), where tipcgen writes a file",
+                               "choose another output path")
+        if target.is_symlink() and not target.exists():
+            raise TipcgenError(f"{target} is a symbolic link that leads nowhere (or to itself), where tipcgen writes a file",
+                               "remove the link or fix its target, then run again")
         if target.exists():
             if target.read_bytes() == data:
                 plan.append((rel, target, data, "unchanged"))
@@ -225,7 +232,7 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".tipcgen-stage-", dir=out_dir))
     undo = stage.parent / (stage.name + "-undo")  # old copies needed only to roll back
-    backup = out_dir / ".tipcgen" / "backup" / time.strftime("%Y%m%d-%H%M%S") if keep_backup else undo
+    backup: Path | None = None if keep_backup else undo
     done: list[tuple[Path, Path | None]] = []
     try:
         for rel, _, data, action in todo:
@@ -239,6 +246,8 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup
         for rel, target, _, action in todo:
             saved = None
             if action != "created":
+                if action in ("overwritten", "removed") and backup is None:
+                    backup = claim_backup_dir(out_dir)
                 saved = (backup if action in ("overwritten", "removed") else undo) / rel
                 saved.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(target, saved)
@@ -259,6 +268,22 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         shutil.rmtree(undo, ignore_errors=True)
+
+
+def claim_backup_dir(out_dir: Path) -> Path:
+    """A new folder .tipcgen/backup/<time>[-N]/ that no other write (in this second, or by another
+    process) has: created exclusively, so a backup never lands on an older one."""
+    root = out_dir / ".tipcgen" / "backup"
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for number in itertools.count(1):
+        folder = root / (stamp if number == 1 else f"{stamp}-{number:02d}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise AssertionError("unreachable")
 
 
 def rendered(desc: Descriptor, devices: str = "all") -> dict[str, str | bytes]:

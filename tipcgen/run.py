@@ -42,10 +42,7 @@ def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
     """The config to run: the one given, or the only one of the chain under test_tipc/configs."""
     name = CONFIG_NAMES[chain]
     if config:
-        path = Path(config)
-        if not (root / path).is_file():
-            raise RunError(f"config file not found: {config}", f"pass a file such as test_tipc/configs/<model>/{name}")
-        return path
+        return _given_config(config, root, name)
     found = sorted((root / "test_tipc" / "configs").glob(f"*/{name}"))
     if not found:
         raise RunError(f"no test_tipc/configs/*/{name} under {root.resolve()}",
@@ -56,6 +53,22 @@ def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
     return found[0].relative_to(root)
 
 
+def _given_config(config: str, root: Path, name: str) -> Path:
+    """--config as a path relative to the root: an existing regular file inside it (the scripts run from the root)."""
+    full = root / config  # an absolute config stays absolute
+    if not os.path.lexists(full):
+        raise RunError(f"config file not found: {config}", f"pass a file such as test_tipc/configs/<model>/{name}")
+    if not full.is_file():
+        raise RunError(f"{config} is not a regular file (a folder, pipe, device or broken link)",
+                       f"pass the config file itself, such as test_tipc/configs/<model>/{name}")
+    relative = Path(os.path.relpath(os.path.abspath(full), os.path.abspath(root)))
+    if relative.parts[:1] == ("..",):
+        raise RunError(f"{config} is outside the repository root {root}",
+                       "the scripts run from the root and read the config relative to it: pass a config under "
+                       "--root, or point --root at the repository that holds it")
+    return relative
+
+
 _PADDLE_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('paddle') else 3)"
 
 
@@ -63,11 +76,10 @@ def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str], mo
     """What would make every step fail, said once before any step runs (tipcgen doctor says more).
 
     Returns the chain's interpreter (its full path)."""
-    from . import lint
+    from . import inputs, lint
 
-    text = config_path.read_text(encoding="utf-8", errors="replace")
-    errors = [f for f in lint.lint_text(text, str(config_path.relative_to(root)), repo_root=root)
-              if f.severity == "error"]
+    text = inputs.read_text(config_path, "config")
+    errors = lint.errors_of(text, str(config_path.relative_to(root)), repo_root=root)  # as doctor sees them
     if errors:
         shown = "; ".join(f"{f.path}:{f.line}: {f.message}" for f in errors[:5])
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
