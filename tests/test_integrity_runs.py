@@ -226,13 +226,23 @@ def _edit(repo: Path, old: str, new: str) -> None:
 
 
 @pytest.mark.parametrize("trainer", ["trainer:", "trainer:null"])
-def test_a_chain_that_trains_nothing_is_not_passed(stub_repo: Path, trainer: str):
+def test_a_config_that_trains_nothing_is_refused_before_any_step(stub_repo: Path, trainer: str):
     _edit(stub_repo, "trainer:norm_train\n", trainer + "\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
+    assert proc.returncode == 2 and "PASSED" not in proc.stdout, proc.stdout + proc.stderr
+    assert "trainer" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (stub_repo / RUN_DIR / "summary.json").exists()
+
+
+def test_a_chain_whose_training_all_skipped_is_not_passed(stub_repo: Path):
+    """Lint accepts a GPU-only gpu_list; on a machine without a GPU nothing trains, so nothing passes."""
+    _edit(stub_repo, "gpu_list:0|-1\n", "gpu_list:0\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
     summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
     assert proc.returncode == 1 and "PASSED" not in proc.stdout, proc.stdout
     assert not summary["ok"] and summary["exit_code"] == 1
     assert not [s for s in summary["steps"] if s["kind"] == "train" and s["status"] == "passed"]
+    assert "train" in summary["required_kinds"]
 
 
 def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
