@@ -1,10 +1,10 @@
 """Compare a reference framework's outputs with Paddle's, as reprod_log does, with the guards it lacks.
 
 For people checking a paper reproduction (the guide's forward, metric, loss, backward and train
-checkpoints). Reads reprod_log's pickled-dict ``.npy`` files and pickle-free ``.npz`` files (reprod_files, which
-never runs code from them), compares
-key by key (names, then types, shapes and dtypes, then values), and writes the diff log in
-reprod_log's text format. numpy only: never imports paddle, torch or reprod_log (which imports paddle).
+checkpoints). Reads reprod_log's pickled-dict ``.npy`` files and pickle-free ``.npz`` files (through
+reprod_files, which never runs code from them), compares key by key (names, then types, shapes and
+dtypes, then values), and writes the diff log in reprod_log's text format. numpy only: never imports
+paddle, torch or reprod_log (which imports paddle).
 """
 from __future__ import annotations
 
