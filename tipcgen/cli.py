@@ -313,7 +313,8 @@ def golden(
 ) -> None:
     """Write golden inference results from the last passing run, on purpose.
 
-    They go to the descriptor's checks.golden folder and to test_tipc/results/; every later run
+    They go to test_tipc/results/ and to the descriptor's checks.golden folder (for a built-in sample,
+    to the copy init rendered under --root: never into the installed package); every later run
     compares its inference results with them (atol/rtol from the descriptor).
 
     Example: tipcgen golden sample_models/bert-sst2/tipc.yaml --mode lite_train_lite_infer

@@ -131,10 +131,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
     if not path.is_file():
         raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}", "pass a run folder such as "
                            "test_tipc/output/<model>/<mode>, which tipcgen run writes")
-    try:
-        summary = load_summary(path)
-    except (ValueError, TypeError) as exc:
-        raise TipcgenError(f"{path} cannot be read: {exc}", "run the chain again to rewrite it") from None
+    summary = load_summary(path)  # SummaryFileError (exit 2) names the file and the field
     root = root or root_of(run_dir)
     curves = [curve for step in summary.steps if step.kind == "train" and step.status != "skipped"
               for curve in [read_curve(step, run_dir, root)] if curve is not None]

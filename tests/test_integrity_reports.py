@@ -1,0 +1,203 @@
+"""What tipcgen reads back and writes out stays honest (issue 12): a malformed summary.json is one
+clear error (exit 2) in `report` and `golden`; junit.xml is well-formed whatever a log holds;
+`golden` never writes into the installed package; `report -o` never overwrites without --force;
+Markdown reports fence log text; `report` and `align` without matplotlib / numpy.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, chain_env, tipcgen
+from tipcgen import results
+from tipcgen.descriptor import samples_dir
+from tipcgen.results import Step, Summary, write_json
+
+MODE = "lite_train_lite_infer"
+SECRET = "SECRET-7f3a"  # put into the bad files: no error message may echo it
+GOOD = {"model": "bert_sst2", "mode": MODE, "config": "test_tipc/configs/bert_sst2/train_infer_python.txt",
+        "chain": "basic", "wall_seconds": 3.5, "runner_exit_code": 0, "interrupted": False, "problems": [],
+        "environment": {"python": "3.11"},
+        "steps": [{"kind": "train", "name": "norm_train", "status": "passed", "exit_code": 0, "seconds": 1.0,
+                   "log": "./t.log", "reason": "", "note": SECRET, "command": "python train.py", "tail": [],
+                   "metrics": {}, "check": {}}]}
+
+
+def _with(path: str, value) -> dict:
+    """GOOD with one field (a dotted path; steps.0 for the first step) replaced, or deleted for ...."""
+    data = json.loads(json.dumps(GOOD))
+    *parents, leaf = path.split(".")
+    node = data
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    key = int(leaf) if isinstance(node, list) else leaf
+    if value is ...:
+        del node[key]
+    else:
+        node[key] = value
+    return data
+
+
+_GOOD_TEXT = json.dumps(GOOD)
+MALFORMED: dict[str, bytes] = {
+    "truncated": _GOOD_TEXT[: len(_GOOD_TEXT) // 2].encode(),
+    "empty file": b"",
+    "a list, not an object": b"[1, 2]",
+    "a string, not an object": json.dumps(SECRET).encode(),
+    "steps is an object": json.dumps(_with("steps", {"a": 1})).encode(),
+    "a step is a number": json.dumps(_with("steps", [1])).encode(),
+    "a step without status": json.dumps(_with("steps.0.status", ...)).encode(),
+    "an unknown status": json.dumps(_with("steps.0.status", "ok")).encode(),
+    "seconds as text": json.dumps(_with("steps.0.seconds", "1.5")).encode(),
+    "seconds infinite": json.dumps(GOOD).replace('"seconds": 1.0', '"seconds": 1e999').encode(),
+    "a 5000-digit number": json.dumps(_with("wall_seconds", 0)).replace('"wall_seconds": 0', '"wall_seconds": '
+                                                                         + "9" * 5000).encode(),
+    "model is null": json.dumps(_with("model", None)).encode(),
+    "no steps key": json.dumps(_with("steps", ...)).encode(),
+    "environment is a list": json.dumps(_with("environment", [SECRET])).encode(),
+    "tail is a text": json.dumps(_with("steps.0.tail", SECRET)).encode(),
+    "a metric as text": json.dumps(_with("steps.0.metrics", {"acc": SECRET})).encode(),
+    "check.max_abs is a list": json.dumps(_with("steps.0.check", {"max_abs": [1], "atol": 1, "rtol": 1})).encode(),
+    "wall_seconds NaN": json.dumps(_with("wall_seconds", float("nan"))).encode(),
+    "exit_code 1.5": json.dumps(_with("steps.0.exit_code", 1.5)).encode(),
+    "exit_code true": json.dumps(_with("runner_exit_code", True)).encode(),
+    "problems is an object": json.dumps(_with("problems", {"a": SECRET})).encode(),
+    "interrupted is a text": json.dumps(_with("interrupted", "no")).encode(),
+    "invalid UTF-8": b'{"model": "\xff\xfe' + SECRET.encode() + b'"}',
+    "nested 100000 deep": b"[" * 100_000 + b"]" * 100_000,
+}
+
+# One process runs `tipcgen.cli.main` (the console script's entry point) once per case, as a user would.
+_DRIVER = """
+import contextlib, io, json, sys
+from tipcgen.cli import main
+out = []
+for argv in json.loads(sys.stdin.read()):
+    sys.argv = ["tipcgen", *argv]
+    err = io.StringIO()
+    code = None
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code
+        except BaseException as exc:
+            code = "raised " + type(exc).__name__
+    out.append({"code": code, "stderr": err.getvalue()})
+print(json.dumps(out))
+"""
+
+
+def run_cli_cases(cases: list[list[str]]) -> list[dict]:
+    proc = subprocess.run([sys.executable, "-c", _DRIVER], input=json.dumps(cases), capture_output=True, text=True,
+                          cwd=ROOT, env=chain_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_malformed_summary_is_one_clear_error_in_report_and_golden(tmp_path: Path):
+    assert len(MALFORMED) >= 13
+    cases, paths = [], []
+    for number, (name, data) in enumerate(MALFORMED.items()):
+        root = tmp_path / f"case{number}"
+        run_dir = root / "test_tipc" / "output" / "bert_sst2" / MODE
+        run_dir.mkdir(parents=True)
+        (run_dir / "summary.json").write_bytes(data)
+        paths.append(run_dir / "summary.json")
+        cases += [["report", str(run_dir)], ["golden", "bert-sst2", "--root", str(root)]]
+    outcomes = run_cli_cases(cases)
+    for number, name in enumerate(MALFORMED):
+        for command, outcome in zip(("report", "golden"), outcomes[2 * number: 2 * number + 2]):
+            err = outcome["stderr"]
+            assert outcome["code"] == 2, (name, command, outcome)
+            assert err.startswith(f"error: {paths[number]}: ") and "Traceback" not in err, (name, command, err)
+            assert SECRET not in err and len(err.splitlines()) == 2 and "hint: " in err, (name, command, err)
+    assert not list(tmp_path.rglob("report.*")) and not list(tmp_path.rglob("results/*.txt"))
+
+
+def test_a_good_summary_round_trips_through_load_summary(tmp_path: Path):
+    (tmp_path / "summary.json").write_text(json.dumps(GOOD))
+    summary = results.load_summary(tmp_path / "summary.json")
+    assert summary.steps[0].note == SECRET and summary.ok and summary.wall_seconds == 3.5
+
+
+# ---------------------------------------------------------------- JUnit: well-formed whatever a log holds
+
+FAILING_LOGS = {
+    "ansi": b"\x1b[31mERROR\x1b[0m \x1b[1;33mwarning\x1b[0m paddlenlp [2026-11-30 11:49:26,123] \x1b[32mINFO\x1b[0m\n",
+    "nul": b"before\x00after\n",
+    "vertical tab and form feed": b"a\x0bb\x0cc\x01\x1f\x7f\n",
+    "invalid utf-8": b"caf\xc3 \xff\xfe \xed\xa0\x80 (an encoded surrogate)\n",
+    "cdata end": b"]]> <![CDATA[ x ]]> & < > \" '\n",
+    "carriage returns": b"progress 10%\rprogress 100%\r\n",
+}
+
+
+def _junit_of_failing_logs(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    run_dir = tmp_path / "test_tipc" / "output" / "m" / MODE
+    run_dir.mkdir(parents=True)
+    records = []
+    for number, (name, data) in enumerate(FAILING_LOGS.items()):
+        log = run_dir / f"step{number}.log"
+        log.write_bytes(b"Traceback (most recent call last):\n" + data)
+        records.append({"kind": "train", "name": f"step{number}\x1b[0m\x00", "status": "failed", "exit_code": 1,
+                        "seconds": 0.5, "log": "./" + log.relative_to(tmp_path).as_posix(),
+                        "reason": f"exit code 1 \x1b[31m{name}\x0b", "command": "python t.py --x='\x00]]>'"})
+    (run_dir / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    steps, problems = results.read_records(run_dir, tmp_path)
+    summary = Summary("m", MODE, "c\x1b[0m.txt", steps=steps, problems=problems + ["lone \ud800 surrogate \x00"],
+                      environment={"python": "3.11\x00", "x\x01": "\udcff"})
+    summary.steps.append(Step("check", "golden", "failed", 1, 0.1, reason="bad", note="a\x1b[1mnote\x08",
+                              tail=["\ud83d lone high surrogate", "\x1b]0;title\x07 osc"]))
+    path = tmp_path / "junit.xml"
+    results.write_junit(summary, path)
+    return path, {name: data.decode("utf-8", "replace") for name, data in FAILING_LOGS.items()}
+
+
+def test_junit_is_well_formed_for_every_failing_log(tmp_path: Path):
+    path, _ = _junit_of_failing_logs(tmp_path)
+    tree = ET.parse(path)  # raises on any character XML cannot hold
+    failures = tree.getroot().findall(".//failure")
+    assert len(failures) == len(FAILING_LOGS) + 1
+    text = "\n".join((f.text or "") + f.get("message", "") for f in failures)
+    assert "\x1b" not in path.read_text(encoding="utf-8") and "[31m" not in text
+    assert "ERROR warning paddlenlp [2026" in text and "before#x00after" in text and "c#x01#x1F" in text
+    assert "exit code 1 ansi#x0B" in text and "title#x07 osc" not in text  # an OSC title sequence, dropped
+    assert "]]> <![CDATA[ x ]]> & < > \" '" in text  # escaped in the file, the same text once parsed
+    assert "#xD800" in path.read_text(encoding="utf-8")  # the lone surrogate of `problems`
+    assert [t.get("name") for t in tree.getroot().iter("testcase")][0] == "step0#x00"
+
+
+# ---------------------------------------------------------------- golden never writes into the package
+
+def _passing_run(root: Path, logits: float) -> None:
+    run_dir = root / "test_tipc" / "output" / "bert_sst2" / MODE
+    run_dir.mkdir(parents=True)
+    log = run_dir / "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1.log"
+    log.write_text(f'sst2_0\t{{"label": 0, "logits": [{logits}, 0.5]}}\n')
+    write_json(Summary("bert_sst2", MODE, "c.txt", steps=[Step("infer", log.stem, "passed", 0, 1.0)]),
+               run_dir / "summary.json")
+
+
+def test_golden_of_a_built_in_sample_writes_under_the_repository_only(tmp_path: Path):
+    package_golden = samples_dir() / "bert-sst2" / "golden"
+    before = {p.name: p.read_bytes() for p in package_golden.iterdir()}
+    name = f"python_bert_sst2_{MODE}_gpus_-1_results_fp32.txt"
+    _passing_run(tmp_path, 0.125)
+    proc = tipcgen("golden", "bert-sst2", "--root", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "test_tipc" / "results" / name).read_text() == 'sst2_0\t{"label": 0, "logits": [0.125, 0.5]}\n'
+    assert {p.name: p.read_bytes() for p in package_golden.iterdir()} == before
+    # with the sample's rendered copy under the root, its golden folder is updated too
+    copy = tmp_path / "sample_models" / "bert-sst2"
+    (copy / "golden").mkdir(parents=True)
+    (copy / "tipc.yaml").write_bytes((samples_dir() / "bert-sst2" / "tipc.yaml").read_bytes())
+    proc = tipcgen("golden", "bert-sst2", "--root", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "0.125" in (copy / "golden" / name).read_text()
+    assert {p.name: p.read_bytes() for p in package_golden.iterdir()} == before
