@@ -5,7 +5,9 @@ Markdown reports fence log text; `report` and `align` without matplotlib / numpy
 """
 from __future__ import annotations
 
+import html as html_lib
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -201,3 +203,85 @@ def test_golden_of_a_built_in_sample_writes_under_the_repository_only(tmp_path: 
     assert proc.returncode == 0, proc.stderr
     assert "0.125" in (copy / "golden" / name).read_text()
     assert {p.name: p.read_bytes() for p in package_golden.iterdir()} == before
+
+
+# ---------------------------------------------------------------- report: Markdown, --output, no matplotlib
+
+HOSTILE_TAIL = ["```", "</code></pre><script>alert(1)</script>", "| a | b |", "# not a heading", "````` five",
+                "[click](javascript:alert(1)) <img src=x onerror=alert(2)> *bold* _it_ &amp;"]
+
+
+def _hostile_run(root: Path) -> Path:
+    run_dir = root / "test_tipc" / "output" / "toy" / MODE
+    run_dir.mkdir(parents=True)
+    summary = Summary("toy", MODE, "c`fg`.txt", wall_seconds=1.0, problems=["<b>bold</b> | pipe"])
+    summary.steps = [
+        Step("train", "gpus_`-1`_<i>x</i>", "failed", 1, 0.5, reason="exit code 1 <script>x</script> | y",
+             command="python t.py --a='```' <script>", log="./t.log", tail=HOSTILE_TAIL),
+        Step("infer", "infer|one", "passed", 0, 0.2, command="python i.py"),
+    ]
+    write_json(summary, run_dir / "summary.json")
+    return run_dir
+
+
+def test_markdown_report_keeps_log_text_as_text(tmp_path: Path):
+    markdown_it = pytest.importorskip("markdown_it")
+    from tipcgen import report
+
+    run_dir = _hostile_run(tmp_path)
+    report.write(run_dir, formats=("md",))
+    text = (run_dir / "report.md").read_text()
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
+    assert "<script" not in html and "<img src=x" not in html and "<i>" not in html and "<b>" not in html
+    assert "<h1>not a heading" not in html.replace("\n", "") and 'href="javascript' not in html
+    block = html[html.index("<pre><code class=\"language-text\">"):]
+    block = block[len("<pre><code class=\"language-text\">"):]
+    block = block[: block.index("</code></pre>")]
+    assert html_lib.unescape(block) == "\n".join(HOSTILE_TAIL) + "\n"  # the whole tail, verbatim
+    assert "<td><code>infer|one</code></td>" in html  # a '|' in a name does not split the table row
+    assert "<code>gpus_`-1`_&lt;i&gt;x&lt;/i&gt;</code>" in html
+
+
+def _shim(tmp_path: Path, module: str) -> dict:
+    """An environment in which `import module` raises ImportError, as where it is not installed."""
+    shim = tmp_path / f"no-{module}"
+    (shim / module).mkdir(parents=True)
+    (shim / module / "__init__.py").write_text(f"raise ImportError('no module named {module} (test shim)')\n")
+    return {"PYTHONPATH": f"{shim}{os.pathsep}{ROOT}"}
+
+
+def test_report_output_never_overwrites_without_force(tmp_path: Path):
+    run_dir = _hostile_run(tmp_path)
+    out = tmp_path / "pr"
+    out.mkdir()
+    (out / "report.md").write_text("my own notes\n")
+    env = _shim(tmp_path, "matplotlib")  # no pictures: quicker, and the rule is the same
+    proc = tipcgen("report", str(run_dir), "-o", str(out), "--format", "md", env=env)
+    assert proc.returncode == 2 and "report.md" in proc.stderr and "--force" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and (out / "report.md").read_text() == "my own notes\n"
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"]  # nothing was written
+    proc = tipcgen("report", str(run_dir), "-o", str(out), "--format", "md", "--force", env=env)
+    assert proc.returncode == 0, proc.stderr
+    backups = list((out / ".tipcgen" / "backup").rglob("report.md"))
+    assert [b.read_text() for b in backups] == ["my own notes\n"] and "TIPC report" in (out / "report.md").read_text()
+    proc = tipcgen("report", str(run_dir), "-o", str(out), "--format", "md", env=env)
+    assert proc.returncode == 0, proc.stderr  # the same report again: unchanged, nothing to refuse
+
+
+def test_report_without_matplotlib_is_written_without_pictures_and_says_so(tmp_path: Path):
+    run_dir = _hostile_run(tmp_path)
+    proc = tipcgen("report", str(run_dir), env=_shim(tmp_path, "matplotlib"))
+    assert proc.returncode == 0, proc.stderr
+    assert "matplotlib is not installed" in proc.stderr and "Traceback" not in proc.stderr
+    assert (run_dir / "report.md").is_file() and (run_dir / "report.html").is_file()
+    assert not list(run_dir.glob("*.png")) and "no pictures" in (run_dir / "report.md").read_text()
+
+
+def test_align_without_numpy_names_the_pip_line(tmp_path: Path):
+    env = _shim(tmp_path, "numpy")
+    for args in (["align", "compare", "a.npy", "b.npy"], ["align", "report", str(tmp_path)]):
+        proc = tipcgen(*args, env=env)
+        assert proc.returncode == 2 and "needs numpy" in proc.stderr and "pip install numpy" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    proc = tipcgen("report", str(_hostile_run(tmp_path)), "--align", str(tmp_path), env=env)
+    assert proc.returncode == 2 and "needs numpy" in proc.stderr and "Traceback" not in proc.stderr

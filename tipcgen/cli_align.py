@@ -11,19 +11,10 @@ from typing import List, Optional
 
 import typer
 
-from .errors import TipcgenError
+from .needs import numpy_for
 
 MAX_BYTES_HELP = ("Refuse a file, an array or an .npz member larger than this many bytes "
                   "(default 1 GiB; checked before anything is allocated).")
-
-
-def _numpy_needed() -> None:
-    """`tipcgen align` reads numpy files; the core install has no numpy: say so instead of a traceback."""
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        raise TipcgenError("tipcgen align needs numpy, which is not installed in this Python",
-                           "pip install numpy  (or: pip install 'tipcgen[align]')") from None
 
 
 align_app = typer.Typer(
@@ -68,7 +59,7 @@ def compare(
 
     Example: tipcgen align compare forward_torch.npy forward_paddle.npy --log forward_diff.log
     """
-    _numpy_needed()
+    numpy_for("tipcgen align")
     from .align import check_threshold, compare_files, log_lines, write_log
 
     result = compare_files(reference, paddle, method.value, check_threshold(threshold),
@@ -108,7 +99,7 @@ def report(
 
     Example: tipcgen align report output/align --descriptor tipc.yaml
     """
-    _numpy_needed()
+    numpy_for("tipcgen align")
     from . import align_report as ar
 
     from_descriptor, descriptor_model = ar.read_descriptor(descriptor) if descriptor else ({}, None)

@@ -17,6 +17,7 @@ from typing import Iterable
 
 from . import __version__, render
 from .errors import TipcgenError
+from .needs import numpy_for
 from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary
 from .run import PREPARE, RUNNERS
 
@@ -270,6 +271,7 @@ def read_alignment(align: Path | None, run_dir: Path, root: Path, model: str) ->
             return None
         align = run_dir / ALIGN_JSON
     if align.is_dir():
+        numpy_for(f"--align {align} (a reproduction folder to re-check)")
         from . import align_report
 
         return align_report.build_report(align, align_report.resolve_thresholds(), root, model).to_dict()
@@ -379,8 +381,32 @@ def _loss_figure(figure, report: Report):
 
 # ---------------------------------------------------------------- documents
 
-def _md_cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+# Characters that can start markup anywhere; '_' only where it can open emphasis (not inside a word);
+# '#', '-', '+' only at the start, where they make a heading or a list.
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<>&|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^[#+-]")
+_BACKTICKS = re.compile(r"`+")
+
+
+def _md_text(value: object) -> str:
+    """Log text as Markdown text (a table cell, a list item): one line, every character that could
+    start markup (emphasis, links, HTML, code, a table cell) backslash-escaped."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), " ".join(str(value).splitlines()))
+
+
+def _fence(value: object) -> str:
+    """A backtick fence longer than any backtick run in the text it encloses (at least three)."""
+    longest = max((len(run) for run in _BACKTICKS.findall(str(value))), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _md_code(value: object, cell: bool = False) -> str:
+    """Text as an inline code span that no backtick inside can close early; in a table cell, '|' escaped."""
+    text = " ".join(str(value).splitlines())
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    span = f"{fence}{pad}{text}{pad}{fence}"
+    return span.replace("|", "\\|") if cell else span
 
 
 def _wbr(value: object):
@@ -393,7 +419,9 @@ def _wbr(value: object):
 def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
     """report.md (pictures as files next to it) and report.html (pictures embedded), by file name."""
     env = render.environment()
-    env.filters["md"] = _md_cell
+    env.filters["md"] = _md_text
+    env.filters["code"] = _md_code
+    env.filters["fence"] = _fence
     env.filters["wbr"] = _wbr
     embedded = {name: base64.b64encode(data).decode("ascii") for name, data in pictures.items()}
     context = {"r": report, "s": report.summary, "embedded": embedded, "alignment": report.alignment}
@@ -406,14 +434,35 @@ def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[
 
 
 def write(run_dir: Path, out_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
-          align: Path | None = None, root: Path | None = None) -> tuple[Report, list[Path]]:
-    """Build, draw and render the report; write it (and its PNGs) to out_dir, default the run folder."""
+          align: Path | None = None, root: Path | None = None, force: bool = False) -> tuple[Report, list[Path]]:
+    """Build, draw and render the report; write it (and its PNGs) to out_dir, default the run folder.
+
+    In the run folder a report is part of the run's output and is replaced; in any other folder an
+    existing file that differs is replaced only with force, and then kept under .tipcgen/backup/."""
+    in_run_dir = out_dir is None or out_dir.resolve() == run_dir.resolve()
     out_dir = out_dir or run_dir
     report = build(run_dir, root, align)
     pictures = draw(report)
     files: dict[str, str | bytes] = dict(render_documents(report, pictures, formats))
     if "md" in formats:
         files.update(pictures)  # the HTML embeds them; the Markdown links to them
-    render.write_tree(files, out_dir, force=True, backup=False)
+    if in_run_dir:
+        render.write_tree(files, out_dir, force=True, backup=False)
+    else:
+        _refuse_overwrite(files, out_dir, force)
+        render.write_tree(files, out_dir, force=True, backup=True)
     return report, [out_dir / name for name in sorted(files)]
+
+
+def _refuse_overwrite(files: dict[str, str | bytes], out_dir: Path, force: bool) -> None:
+    changed = []
+    for name, content in sorted(files.items()):
+        target = out_dir / name
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        if target.is_file() and target.read_bytes() != data:
+            changed.append(name)
+    if changed and not force:
+        raise TipcgenError(f"{out_dir} already has {', '.join(changed)}, different from this report; "
+                           "nothing was written", "pass --force to replace them (the old ones are kept under "
+                           f"{out_dir / '.tipcgen' / 'backup'}/), or choose another --output")
 
