@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from . import __version__, render
+from . import __version__, markup, render
 from .errors import TipcgenError
 from .needs import numpy_for
 from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary
@@ -381,48 +381,10 @@ def _loss_figure(figure, report: Report):
 
 # ---------------------------------------------------------------- documents
 
-# Characters that can start markup anywhere; '_' only where it can open emphasis (not inside a word);
-# '#', '-', '+' only at the start, where they make a heading or a list.
-_MD_SPECIAL = re.compile(r"[\\`*\[\]<>&|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^[#+-]")
-_BACKTICKS = re.compile(r"`+")
-
-
-def _md_text(value: object) -> str:
-    """Log text as Markdown text (a table cell, a list item): one line, every character that could
-    start markup (emphasis, links, HTML, code, a table cell) backslash-escaped."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), " ".join(str(value).splitlines()))
-
-
-def _fence(value: object) -> str:
-    """A backtick fence longer than any backtick run in the text it encloses (at least three)."""
-    longest = max((len(run) for run in _BACKTICKS.findall(str(value))), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def _md_code(value: object, cell: bool = False) -> str:
-    """Text as an inline code span that no backtick inside can close early; in a table cell, '|' escaped."""
-    text = " ".join(str(value).splitlines())
-    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    span = f"{fence}{pad}{text}{pad}{fence}"
-    return span.replace("|", "\\|") if cell else span
-
-
-def _wbr(value: object):
-    """HTML: let long step names wrap after each '_' instead of mid-word."""
-    from markupsafe import Markup, escape
-
-    return Markup(str(escape(value)).replace("_", "_<wbr>"))
-
-
 def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
     """report.md (pictures as files next to it) and report.html (pictures embedded), by file name."""
     env = render.environment()
-    env.filters["md"] = _md_text
-    env.filters["code"] = _md_code
-    env.filters["fence"] = _fence
-    env.filters["wbr"] = _wbr
+    env.filters.update(md=markup.md_text, code=markup.md_code, fence=markup.fence, wbr=markup.wbr)
     embedded = {name: base64.b64encode(data).decode("ascii") for name, data in pictures.items()}
     context = {"r": report, "s": report.summary, "embedded": embedded, "alignment": report.alignment}
     out = {}
