@@ -250,3 +250,19 @@ def test_files_written_by_reprod_log_and_numpy_still_load(tmp_path: Path):
             continue
         loaded = align.load_info(tmp_path / f"p{protocol}.npy")
         assert np.array_equal(loaded["a"]["b"], LOGITS) and loaded["s"] == np.float32(1.5) and loaded["n"] == 2
+
+
+def test_align_report_fails_the_row_of_a_refused_file_and_runs_nothing(tmp_path: Path):
+    from tipcgen import align_report
+
+    marker = tmp_path / "pwned"
+    folder = tmp_path / "align"
+    folder.mkdir()
+    npy_with_pickle(folder / "forward_torch.npy", _payloads(marker)["STACK_GLOBAL numpy.dtypes.__builtins__.get -> eval"])
+    align.save_info(folder / "forward_paddle.npy", {"logits": LOGITS})
+    align.save_info(folder / "loss_torch.npy", {"loss": LOGITS})
+    align.save_info(folder / "loss_paddle.npy", {"loss": LOGITS + np.float32(1e-8)})
+    result = align_report.build_report(folder, align_report.resolve_thresholds(), tmp_path)
+    rows = {row.checkpoint: row for row in result.rows}
+    assert rows["forward"].status == "fail" and "refusing to load numpy.dtypes.__builtins__.get" in rows["forward"].detail
+    assert rows["loss"].status == "pass" and not result.passed and not marker.exists()
