@@ -104,6 +104,23 @@ def _allocations() -> dict[str, bytes]:
     }
 
 
+_NOT_ARRAY_DICTS = {
+    "state set on a numpy function": _global("numpy._core.multiarray", "_reconstruct") + b"}b",
+    "a dict that contains itself": b"}\x94" + _text("a") + b"h\x00s",
+    "a key of 2000 characters": b"}" + _text("k" * 2000) + b"G" + struct.pack(">d", 1.0) + b"s",
+    "a list value": b"}" + _text("a") + b"]s",
+    "a dtype with fields": _global("numpy._core.multiarray", "scalar")
+    + _call(_global("numpy", "dtype") + _call(_text("V8"), b"\x89\x88"), b"C\x08" + bytes(8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NOT_ARRAY_DICTS))
+def test_a_pickle_that_is_not_a_dict_of_arrays_is_refused(tmp_path: Path, name: str):
+    path = npy_with_pickle(tmp_path / "forward_torch.npy", _NOT_ARRAY_DICTS[name])
+    with pytest.raises(align.AlignFileError, match="refused"):
+        align.load_info(path)
+
+
 @pytest.mark.parametrize("name", sorted(_payloads(Path("m"))))
 def test_a_pickle_that_names_code_is_refused_and_runs_nothing(tmp_path: Path, name: str):
     marker = tmp_path / "pwned"

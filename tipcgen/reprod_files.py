@@ -24,6 +24,8 @@ DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: the file, each array, all arrays together,
 MAX_VALUES = 100_000  # keys and arrays in one file
 MAX_DEPTH = 32  # nesting of dicts
 MAX_NDIM = 32
+MAX_OPCODES = 2_000_000  # about 20 per array: room for far more arrays than MAX_VALUES
+MAX_KEY = 1024  # characters in one key
 _NPZ_SEP = "/"
 _KINDS = "biufcUS"  # bool, integers, floats, complex, text: what reprod_log files hold
 _DTYPE_CLASSES = frozenset(
@@ -164,8 +166,8 @@ def _check_opcodes(body: bytes) -> None:
             raise _Refused(f"a pickle frame of {arg} bytes in a file of {len(body)}")
         if op.name.endswith(("PUT", "GET")) and isinstance(arg, int) and arg > ops:
             raise _Refused(f"memo index {arg} at opcode {ops}")
-        if ops > 4 * MAX_VALUES + 64:
-            raise _Refused(f"more than {4 * MAX_VALUES} pickle opcodes")
+        if ops > MAX_OPCODES:
+            raise _Refused(f"more than {MAX_OPCODES} pickle opcodes")
 
 
 class _Unpickler(pickle.Unpickler):
@@ -180,8 +182,26 @@ class _Unpickler(pickle.Unpickler):
         return found
 
 
-class _NdarrayType:
-    """Stands in for numpy.ndarray: only _reconstruct takes it; calling it allocates nothing."""
+class _Stand:
+    """The stand-in for one allowed global: it can be called and nothing else (no state, no attributes)."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+
+    def __call__(self, *args: Any) -> Any:
+        return self.call(*args)
+
+    def __setstate__(self, state: Any) -> None:
+        raise _Refused("a pickle that sets state on a numpy function")
+
+
+def _ndarray_called(*args: Any) -> None:
+    raise _Refused("numpy.ndarray called directly: np.save never does that")
+
+
+_NDARRAY = _Stand(_ndarray_called)  # numpy.ndarray: only _reconstruct takes it; calling it allocates nothing
 
 
 class _PendingDtype:
@@ -229,19 +249,19 @@ class _Reader:
         self.values = 0
 
     def globals(self) -> dict[tuple[str, str], Any]:
-        found: dict[tuple[str, str], Any] = {("numpy", "ndarray"): _NdarrayType, ("numpy", "dtype"): _PendingDtype,
-                                             ("collections", "OrderedDict"): dict}
+        found: dict[tuple[str, str], Any] = {("numpy", "ndarray"): _NDARRAY, ("numpy", "dtype"): _Stand(_PendingDtype),
+                                             ("collections", "OrderedDict"): _Stand(dict)}
         for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
-            found[(module, "_reconstruct")] = self.reconstruct
-            found[(module, "scalar")] = self.scalar
+            found[(module, "_reconstruct")] = _Stand(self.reconstruct)
+            found[(module, "scalar")] = _Stand(self.scalar)
         for module in ("numpy.core.numeric", "numpy._core.numeric"):
-            found[(module, "_frombuffer")] = self.frombuffer
+            found[(module, "_frombuffer")] = _Stand(self.frombuffer)
         for name in _DTYPE_CLASSES:
-            found[("numpy.dtypes", name)] = lambda *_args, _name=name: _PendingDtype(_dtype_code(_name))
+            found[("numpy.dtypes", name)] = _Stand(lambda *_args, _name=name: _PendingDtype(_dtype_code(_name)))
         return found
 
     def reconstruct(self, subtype: Any, shape: Any, code: Any) -> _PendingArray:
-        if subtype is not _NdarrayType or not isinstance(shape, tuple) or any(n != 0 for n in shape[:1]) \
+        if subtype is not _NDARRAY or not isinstance(shape, tuple) or any(n != 0 for n in shape[:1]) \
                 or len(shape) != 1:
             raise _Refused("an array that is not a plain numpy.ndarray of the form np.save writes")
         return _PendingArray(self)
@@ -282,8 +302,8 @@ class _Reader:
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
-                if type(key) not in (str, int):
-                    raise _Refused(f"a key of type {type(key).__name__}: keys are names")
+                if type(key) not in (str, int) or len(str(key)) > MAX_KEY:
+                    raise _Refused(f"a key of type {type(key).__name__} or over {MAX_KEY} characters: keys are names")
                 out[key] = self.resolve(item, depth + 1)
             return out
         if isinstance(value, np.ndarray) or type(value) in (bool, int, float) \
