@@ -122,6 +122,29 @@ def test_a_malformed_summary_is_one_clear_error_in_report_and_golden(tmp_path: P
     assert not list(tmp_path.rglob("report.*")) and not list(tmp_path.rglob("results/*.txt"))
 
 
+def test_a_malformed_alignment_json_is_one_clear_error_in_report(tmp_path: Path):
+    run_dir = tmp_path / "test_tipc" / "output" / "bert_sst2" / MODE
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.json").write_text(json.dumps(GOOD))
+    good = {"folder": "align", "passed": True, "pass": 1, "fail": 0, "missing": 0,
+            "rows": [{"checkpoint": "forward", "status": "pass", "worst": 1e-8, "threshold": 1e-6, "detail": "ok"}]}
+    bad = {"rows is a number": {**good, "rows": 1}, "a row is a list": {**good, "rows": [[SECRET]]},
+           "checkpoint null": {**good, "rows": [{**good["rows"][0], "checkpoint": None}]},
+           "threshold as text": {**good, "rows": [{**good["rows"][0], "threshold": SECRET}]},
+           "passed as text": {**good, "passed": SECRET}, "pass is null": {**good, "pass": None}}
+    cases = []
+    for number, data in enumerate(bad.values()):
+        (tmp_path / f"a{number}.json").write_text(json.dumps(data))
+        cases.append(["report", str(run_dir), "--format", "md", "--align", str(tmp_path / f"a{number}.json")])
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    cases.append(["report", str(run_dir), "--format", "md", "--align", str(tmp_path / "deep.json")])
+    for name, outcome in zip([*bad, "deep"], run_cli_cases(cases)):
+        err = outcome["stderr"]
+        assert outcome["code"] == 2 and err.startswith("error: --align ") and "Traceback" not in err, (name, outcome)
+        assert SECRET not in err and len(err.splitlines()) == 2, (name, err)
+    assert not (run_dir / "report.md").exists()
+
+
 def test_a_good_summary_round_trips_through_load_summary(tmp_path: Path):
     (tmp_path / "summary.json").write_text(json.dumps(GOOD))
     summary = results.load_summary(tmp_path / "summary.json")

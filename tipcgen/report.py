@@ -19,6 +19,7 @@ from . import __version__, markup, render
 from .errors import TipcgenError
 from .needs import numpy_for
 from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary
+from .summary_check import check_alignment_data
 from .run import PREPARE, RUNNERS
 
 REPORT_MD = "report.md"
@@ -277,12 +278,14 @@ def read_alignment(align: Path | None, run_dir: Path, root: Path, model: str) ->
         return align_report.build_report(align, align_report.resolve_thresholds(), root, model).to_dict()
     try:
         data = json.loads(align.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TipcgenError(f"--align {align}: cannot read it ({exc})",
+    except (OSError, ValueError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not valid JSON"
+        raise TipcgenError(f"--align {align}: cannot read it ({reason})",
                            "pass the JSON that tipcgen align report --json wrote, or the reproduction folder") from None
-    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
-        raise TipcgenError(f"--align {align}: not an alignment report (no rows)",
-                           "write one with: tipcgen align report DIR --json align_report.json")
+    try:
+        check_alignment_data(data, f"--align {align}")
+    except TipcgenError as exc:
+        raise TipcgenError(exc.message, "write one with: tipcgen align report DIR --json align_report.json") from None
     return data
 
 

@@ -1,5 +1,5 @@
-"""Guards at the edges of a Summary: a summary.json read back is checked field by field, and any text
-that goes into junit.xml is made well-formed XML.
+"""Guards at the edges of a Summary: a summary.json (or an alignment report) read back is checked
+field by field, and any text that goes into junit.xml is made well-formed XML.
 
 For `tipcgen report` and `tipcgen golden`, which read a summary.json that anyone could have edited or
 truncated; and for `results.write_junit`, whose step logs carry ANSI colours, NUL bytes and the like.
@@ -186,6 +186,28 @@ def _seconds(value: Any, source: str, where: str) -> None:
 def _exit_code(value: Any, source: str, where: str) -> None:
     if not _is_int(value) or not -_MAX_EXIT < value < _MAX_EXIT:
         raise SummaryFileError(source, where, f"expected an exit code (a whole number), found {_kind(value)}")
+
+
+def check_alignment_data(data: Any, source: str) -> None:
+    """The fields of an `align report --json` file that `tipcgen report --align` shows."""
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise SummaryFileError(source, "", "not an alignment report (no rows)")
+    if not isinstance(data.get("passed"), bool):
+        raise SummaryFileError(source, "passed", f"expected true or false, found {_kind(data.get('passed'))}")
+    for key in ("pass", "fail", "missing"):
+        if not _is_int(data.get(key)):
+            raise SummaryFileError(source, key, f"expected a whole number, found {_kind(data.get(key))}")
+    _text(data.get("folder"), source, "folder")
+    for number, row in enumerate(data["rows"]):
+        where = f"rows[{number}]"
+        if not isinstance(row, dict):
+            raise SummaryFileError(source, where, f"expected a mapping, found {_kind(row)}")
+        for key in ("checkpoint", "status", "detail"):
+            _text(row.get(key), source, f"{where}.{key}")
+        if row.get("threshold") is not None:
+            _number(row["threshold"], source, f"{where}.threshold")
+        if row.get("worst") is not None and not isinstance(row["worst"], str):
+            _number(row["worst"], source, f"{where}.worst", finite=False)
 
 
 # ---------------------------------------------------------------- text for XML
