@@ -70,7 +70,9 @@ MALFORMED: dict[str, bytes] = {
     "exit_code true": json.dumps(_with("runner_exit_code", True)).encode(),
     "problems is an object": json.dumps(_with("problems", {"a": SECRET})).encode(),
     "interrupted is a text": json.dumps(_with("interrupted", "no")).encode(),
-    "invalid UTF-8": b'{"model": "\xff\xfe' + SECRET.encode() + b'"}',
+    "log outside the repository": json.dumps(_with("steps.0.log", "/etc/shadow")).encode(),
+    "log climbing out": json.dumps(_with("steps.0.log", "./a/../../../etc/passwd")).encode(),
+        "invalid UTF-8": b'{"model": "\xff\xfe' + SECRET.encode() + b'"}',
     "nested 100000 deep": b"[" * 100_000 + b"]" * 100_000,
 }
 

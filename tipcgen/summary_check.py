@@ -109,6 +109,10 @@ def _check_step(step: Any, source: str, where: str) -> None:
     for key in _STEP_TEXT:
         if key in step:
             _text(step[key], source, f"{where}.{key}")
+    log = step.get("log") or ""
+    if log.startswith("/") or ".." in log.replace("\\", "/").split("/"):
+        raise SummaryFileError(source, f"{where}.log", "must be a path inside the repository (tipcgen run "
+                               "writes ./test_tipc/output/...): a summary never makes tipcgen read other files")
     if step.get("exit_code") is not None:
         _exit_code(step["exit_code"], source, f"{where}.exit_code")
     if "seconds" in step:
