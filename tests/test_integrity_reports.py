@@ -18,6 +18,7 @@ import pytest
 from conftest import ROOT, chain_env, tipcgen
 from tipcgen import results
 from tipcgen.descriptor import samples_dir
+from tipcgen.errors import TipcgenError
 from tipcgen.results import Step, Summary, write_json
 
 MODE = "lite_train_lite_infer"
@@ -310,3 +311,116 @@ def test_align_without_numpy_names_the_pip_line(tmp_path: Path):
         assert "Traceback" not in proc.stderr
     proc = tipcgen("report", str(_hostile_run(tmp_path)), "--align", str(tmp_path), env=env)
     assert proc.returncode == 2 and "needs numpy" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------- property: any summary, no traceback
+
+def _full_summary() -> dict:
+    data = json.loads(json.dumps(GOOD))
+    data["steps"].append({"kind": "check", "name": "golden_gpus_-1", "status": "failed", "exit_code": 1,
+                          "seconds": 0.1, "reason": "exit code 1", "tail": ["x"], "metrics": {"acc": 0.5},
+                          "check": {"passed": False, "atol": 1e-3, "rtol": 1e-3, "max_abs": {"logits": 0.1},
+                                    "max_rel": {"logits": 0.2}, "failures": 2, "logs": 1}})
+    data["steps"].append({"kind": "infer", "name": "python_infer_cpu_gpus_-1_usemkldnn_False_precision_fp32_x",
+                          "status": "skipped", "reason": "no CUDA device"})
+    return data
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, prefix + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, prefix + (index,))
+
+
+def _report_everything(run_dir: Path, root: Path) -> None:
+    """What report, golden and the JUnit writer do with a summary.json: either all of it works, or
+    load_summary refuses the file (SummaryFileError); any other exception fails the test."""
+    from tipcgen import golden, report
+    from tipcgen.summary_check import SummaryFileError
+
+    try:
+        built = report.build(run_dir, root)
+    except SummaryFileError:
+        return
+    report.render_documents(built, {})
+    results.write_junit(built.summary, root / "junit.xml")
+    ET.parse(root / "junit.xml")
+    try:
+        golden.collect(run_dir, "bert_sst2", MODE)
+    except TipcgenError:
+        pass  # a run that did not pass, or no result lines: a message, not a traceback
+
+
+@pytest.fixture
+def cached_templates(monkeypatch):
+    """One Jinja environment for many renders (render.environment builds a new one each call: slow here)."""
+    import functools
+
+    from tipcgen import render
+
+    monkeypatch.setattr(render, "environment", functools.lru_cache(None)(render.environment))
+
+
+WRONG_VALUES = [None, True, "text", -1, 1.5, 10**30, float("nan"), float("inf"), [], ["x"], {}, {"k": "v"}, ...]
+
+
+def test_every_field_of_a_summary_with_every_wrong_type(tmp_path: Path, cached_templates):
+    base = _full_summary()
+    run_dir = tmp_path / "test_tipc" / "output" / "bert_sst2" / MODE
+    run_dir.mkdir(parents=True)
+    paths = [p for p in _paths(base) if p]
+    for path in paths:
+        for value in WRONG_VALUES:
+            data = json.loads(json.dumps(base))
+            node = data
+            for part in path[:-1]:
+                node = node[part]
+            if value is ...:
+                del node[path[-1]]
+            else:
+                node[path[-1]] = value
+            (run_dir / "summary.json").write_text(json.dumps(data))
+            try:
+                _report_everything(run_dir, tmp_path)
+            except Exception as exc:  # noqa: BLE001
+                raise AssertionError(f"{'.'.join(map(str, path))} = {value!r}: {type(exc).__name__}: {exc}") from exc
+    assert len(paths) * len(WRONG_VALUES) > 500
+
+
+def test_any_mutated_summary_reports_or_fails_clearly(tmp_path_factory, cached_templates):
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    base = _full_summary()
+    paths = [p for p in _paths(base) if p]
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+                       st.text(max_size=20), st.sampled_from(["passed", "failed", "skipped", "/etc/x", "../x"]))
+    values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5),
+                                                                                             inner, max_size=3),
+                          max_leaves=6)
+    root = tmp_path_factory.mktemp("fuzz")
+    run_dir = root / "test_tipc" / "output" / "bert_sst2" / MODE
+    run_dir.mkdir(parents=True)
+
+    @hypothesis.settings(max_examples=100, deadline=None, database=None)
+    @hypothesis.given(st.lists(st.tuples(st.sampled_from(paths), values | st.just(...)), min_size=1, max_size=3))
+    def check(mutations):
+        data = json.loads(json.dumps(base))
+        for path, value in mutations:
+            node = data
+            try:
+                for part in path[:-1]:
+                    node = node[part]
+                if value is ...:
+                    del node[path[-1]]
+                else:
+                    node[path[-1]] = value
+            except (KeyError, IndexError, TypeError):
+                continue  # an earlier mutation removed this path
+        (run_dir / "summary.json").write_text(json.dumps(data))
+        _report_everything(run_dir, root)
+
+    check()

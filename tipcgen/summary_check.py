@@ -133,12 +133,11 @@ def _check_result(check: Any, source: str, where: str) -> None:
     for key in ("atol", "rtol"):
         if check.get(key) is not None:
             _number(check[key], source, f"{where}.{key}")
-    if check.get("failures") is not None and not _is_int(check["failures"]):
-        raise SummaryFileError(source, f"{where}.failures", f"expected a whole number, found {_kind(check['failures'])}")
+    for key in ("failures", "logs"):
+        if check.get(key) is not None and not _is_int(check[key]):
+            raise SummaryFileError(source, f"{where}.{key}", f"expected a whole number, found {_kind(check[key])}")
     for key in ("max_abs", "max_rel"):
         values = check.get(key, {})
-        if values is None:
-            continue
         if not isinstance(values, dict):
             raise SummaryFileError(source, f"{where}.{key}", f"expected a mapping, found {_kind(values)}")
         for name, value in values.items():
