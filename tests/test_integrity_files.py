@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import os
 import pickle
 import struct
 import zipfile
@@ -283,3 +284,19 @@ def test_align_report_fails_the_row_of_a_refused_file_and_runs_nothing(tmp_path:
     rows = {row.checkpoint: row for row in result.rows}
     assert rows["forward"].status == "fail" and "refusing to load numpy.dtypes.__builtins__.get" in rows["forward"].detail
     assert rows["loss"].status == "pass" and not result.passed and not marker.exists()
+
+
+def test_a_fifo_or_a_folder_is_refused_without_blocking(tmp_path: Path):
+    fifo = tmp_path / "forward_torch.npy"
+    os.mkfifo(fifo)
+    with pytest.raises(align.AlignFileError, match="not a regular file"):
+        align.load_info(fifo)
+    with pytest.raises(align.AlignFileError, match="not a regular file"):
+        align.load_info(tmp_path)
+    with zipfile.ZipFile(tmp_path / "both.npz", "w") as archive:
+        for name in ("a/b.npy", "a.npy"):
+            handle = io.BytesIO()
+            np.save(handle, LOGITS)
+            archive.writestr(name, handle.getvalue())
+    with pytest.raises(align.AlignFileError, match="both an array and a folder"):
+        align.load_info(tmp_path / "both.npz")

@@ -140,8 +140,10 @@ def test_a_malformed_alignment_json_is_one_clear_error_in_report(tmp_path: Path)
         (tmp_path / f"a{number}.json").write_text(json.dumps(data))
         cases.append(["report", str(run_dir), "--format", "md", "--align", str(tmp_path / f"a{number}.json")])
     (tmp_path / "deep.json").write_text("[" * 100_000)
-    cases.append(["report", str(run_dir), "--format", "md", "--align", str(tmp_path / "deep.json")])
-    for name, outcome in zip([*bad, "deep"], run_cli_cases(cases)):
+    os.mkfifo(tmp_path / "fifo.json")  # reading it would block for ever
+    for name in ("deep.json", "fifo.json", "missing.json"):
+        cases.append(["report", str(run_dir), "--format", "md", "--align", str(tmp_path / name)])
+    for name, outcome in zip([*bad, "deep", "fifo", "missing"], run_cli_cases(cases)):
         err = outcome["stderr"]
         assert outcome["code"] == 2 and err.startswith("error: --align ") and "Traceback" not in err, (name, outcome)
         assert SECRET not in err and len(err.splitlines()) == 2, (name, err)

@@ -271,6 +271,9 @@ def read_alignment(align: Path | None, run_dir: Path, root: Path, model: str) ->
         if not (run_dir / ALIGN_JSON).is_file():
             return None
         align = run_dir / ALIGN_JSON
+    if not align.is_dir() and not align.is_file():  # missing, or a FIFO or device that would block or never end
+        raise TipcgenError(f"--align {align}: no such file or folder (or not a regular file)",
+                           "pass the JSON that tipcgen align report --json wrote, or the reproduction folder")
     if align.is_dir():
         numpy_for(f"--align {align} (a reproduction folder to re-check)")
         from . import align_report

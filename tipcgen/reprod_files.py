@@ -56,8 +56,9 @@ def load_info(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Info:
     Refuses (AlignFileError) any file over ``max_bytes``, any array or ``.npz`` member declared over it,
     and any pickle that names anything but the numpy pieces of an array dict."""
     path = Path(path)
-    if not path.is_file():
-        raise AlignFileError(f"{path}: no such file", "pass the .npy/.npz files that ReprodLogger.save or "
+    if not path.is_file():  # a FIFO or a device would block or never end
+        what = "not a regular file" if path.exists() else "no such file"
+        raise AlignFileError(f"{path}: {what}", "pass the .npy/.npz files that ReprodLogger.save or "
                              "tipcgen.align.save_info wrote")
     size = path.stat().st_size
     if size > max_bytes:
@@ -92,7 +93,7 @@ def _load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
                            "(raise it with --max-bytes if that is expected)")
         for member in members:
             if not member.filename.endswith(".npy"):
-                raise _Refused(f"member {member.filename!r} is not an .npy array")
+                raise _Refused(f"member {_plain(member.filename)} is not an .npy array")
             with archive.open(member) as handle:
                 data = handle.read(member.file_size + 1)  # zipfile stops at the declared size
             out[member.filename[: -len(".npy")]] = _plain_array(data, member.filename, max_bytes)
@@ -104,11 +105,11 @@ def _plain_array(data: bytes, name: str, max_bytes: int) -> np.ndarray:
     handle = io.BytesIO(data)
     shape, fortran, dtype = _read_header(handle)
     if dtype.hasobject or dtype.kind not in _KINDS:
-        raise _Refused(f"member {name!r} holds {dtype} values, not plain numbers")
+        raise _Refused(f"member {_plain(name)} holds {dtype} values, not plain numbers")
     nbytes = _declared_bytes(shape, dtype, max_bytes)
     body = data[handle.tell():]
     if len(body) != nbytes:
-        raise _Refused(f"member {name!r} declares {nbytes} bytes of data but holds {len(body)}")
+        raise _Refused(f"member {_plain(name)} declares {nbytes} bytes of data but holds {len(body)}")
     return np.frombuffer(body, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
 
 
@@ -325,6 +326,8 @@ def _unflatten(flat: dict[str, np.ndarray]) -> Info:
         for part in parents:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise _Refused(f"member {name!r} nests under an array")
+                raise _Refused(f"member {_plain(name)} nests under an array")
+        if isinstance(node.get(leaf), dict):
+            raise _Refused(f"member {_plain(name)} is both an array and a folder of arrays")
         node[leaf] = value
     return out
