@@ -110,6 +110,7 @@ _NOT_ARRAY_DICTS = {
     "a dict that contains itself": b"}\x94" + _text("a") + b"h\x00s",
     "a key of 2000 characters": b"}" + _text("k" * 2000) + b"G" + struct.pack(">d", 1.0) + b"s",
     "a list value": b"}" + _text("a") + b"]s",
+    "a key with an ANSI escape": b"}" + _text("\x1b]0;pwned\x07logits") + b"G" + struct.pack(">d", 1.0) + b"s",
     "a dtype with fields": _global("numpy._core.multiarray", "scalar")
     + _call(_global("numpy", "dtype") + _call(_text("V8"), b"\x89\x88"), b"C\x08" + bytes(8)),
 }

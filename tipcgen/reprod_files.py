@@ -12,6 +12,7 @@ import io
 import math
 import pickle
 import pickletools
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ MAX_NDIM = 32
 MAX_OPCODES = 2_000_000  # about 20 per array: room for far more arrays than MAX_VALUES
 MAX_KEY = 1024  # characters in one key
 _NPZ_SEP = "/"
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _KINDS = "biufcUS"  # bool, integers, floats, complex, text: what reprod_log files hold
 _DTYPE_CLASSES = frozenset(
     f"{name}DType" for name in (
@@ -96,7 +98,9 @@ def _load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
                 raise _Refused(f"member {_plain(member.filename)} is not an .npy array")
             with archive.open(member) as handle:
                 data = handle.read(member.file_size + 1)  # zipfile stops at the declared size
-            out[member.filename[: -len(".npy")]] = _plain_array(data, member.filename, max_bytes)
+            name = member.filename[: -len(".npy")]
+            _check_key(name)
+            out[name] = _plain_array(data, member.filename, max_bytes)
     return out
 
 
@@ -303,14 +307,21 @@ class _Reader:
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
-                if type(key) not in (str, int) or len(str(key)) > MAX_KEY:
-                    raise _Refused(f"a key of type {type(key).__name__} or over {MAX_KEY} characters: keys are names")
+                if type(key) not in (str, int):
+                    raise _Refused(f"a key of type {type(key).__name__}: keys are names")
+                _check_key(str(key))
                 out[key] = self.resolve(item, depth + 1)
             return out
         if isinstance(value, np.ndarray) or type(value) in (bool, int, float) \
                 or isinstance(value, np.generic) and value.dtype.kind in _KINDS:
             return value
         raise _Refused(f"a value of type {type(value).__name__}: only arrays and numbers are allowed")
+
+
+def _check_key(key: str) -> None:
+    """A key is printed in the diff log and on the terminal: a short name without control characters."""
+    if len(key) > MAX_KEY or _CONTROL.search(key):
+        raise _Refused(f"a key over {MAX_KEY} characters or with a control character: keys are names")
 
 
 def _dtype_code(class_name: str) -> str:
