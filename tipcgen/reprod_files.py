@@ -152,23 +152,24 @@ def _load_npy_dict(raw: bytes, max_bytes: int) -> Info:
     shape, _, dtype = _read_header(handle)
     if not (dtype.hasobject and shape == ()):
         raise ValueError(f"it holds a plain {dtype} array of shape {shape}, not a dict")
-    body = raw[handle.tell():]
-    _check_opcodes(body)
+    start = handle.tell()
+    _check_opcodes(handle, len(raw))
+    handle.seek(start)
     reader = _Reader(max_bytes)
-    data = reader.resolve(_Unpickler(io.BytesIO(body), reader).load(), 0)
+    data = reader.resolve(_Unpickler(handle, reader).load(), 0)
     if not isinstance(data, dict):
         raise ValueError(f"it holds a {type(data).__name__}, not a dict")
     return data
 
 
-def _check_opcodes(body: bytes) -> None:
+def _check_opcodes(handle: io.BytesIO, size: int) -> None:
     """Every counted length inside the file and every memo index small, before the C unpickler, which
     allocates a declared length (or a memo table that large) before it reads."""
     ops = 0
-    for op, arg, pos in pickletools.genops(body):  # raises ValueError where a length runs past the end
+    for op, arg, pos in pickletools.genops(handle):  # raises ValueError where a length runs past the end
         ops += 1
-        if op.name == "FRAME" and arg > len(body) - pos:
-            raise _Refused(f"a pickle frame of {arg} bytes in a file of {len(body)}")
+        if op.name == "FRAME" and arg > size - pos:
+            raise _Refused(f"a pickle frame of {arg} bytes in a file of {size}")
         if op.name.endswith(("PUT", "GET")) and isinstance(arg, int) and arg > ops:
             raise _Refused(f"memo index {arg} at opcode {ops}")
         if ops > MAX_OPCODES:
