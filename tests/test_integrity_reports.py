@@ -231,6 +231,12 @@ def test_golden_of_a_built_in_sample_writes_under_the_repository_only(tmp_path: 
     assert proc.returncode == 0, proc.stderr
     assert "0.125" in (copy / "golden" / name).read_text()
     assert {p.name: p.read_bytes() for p in package_golden.iterdir()} == before
+    # a descriptor of the user's own: its checks.golden folder, next to it
+    own = tmp_path / "mine" / "tipc.yaml"
+    own.parent.mkdir()
+    own.write_bytes((samples_dir() / "bert-sst2" / "tipc.yaml").read_bytes())
+    proc = tipcgen("golden", str(own), "--root", str(tmp_path))
+    assert proc.returncode == 0 and "0.125" in (own.parent / "golden" / name).read_text(), proc.stderr
 
 
 # ---------------------------------------------------------------- report: Markdown, --output, no matplotlib
