@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_driver import run_cli_cases
 from conftest import tipcgen
 from tipcgen import align
 
@@ -203,14 +204,14 @@ def test_the_cli_refuses_hostile_files_with_exit_2(tmp_path: Path):
         npy_with_pickle(tmp_path / "b_torch.npy", payloads["STACK_GLOBAL builtins.eval"]),
         npy_with_pickle(tmp_path / "c_torch.npy", _allocations()["bytearray of 16 GiB"]),
     ]
-    for path in cases:
-        proc = tipcgen("align", "compare", str(path), str(good))
-        assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert proc.stderr.startswith(f"error: {path}: refused") and "Traceback" not in proc.stderr
-        assert len(proc.stderr.splitlines()) == 2 and proc.stdout == ""
     bomb = _zip_bomb(tmp_path / "bomb.npz", 16)
-    proc = tipcgen("align", "compare", str(bomb), str(good), "--max-bytes", str(1 << 20))
-    assert proc.returncode == 2 and "over the limit of 1 MiB" in proc.stderr and "Traceback" not in proc.stderr
+    outcomes = run_cli_cases([["align", "compare", str(path), str(good)] for path in cases]
+                             + [["align", "compare", str(bomb), str(good), "--max-bytes", str(1 << 20)]])
+    for path, outcome in zip(cases, outcomes):
+        err = outcome["stderr"]
+        assert outcome["code"] == 2 and err.startswith(f"error: {path}: refused") and "Traceback" not in err, outcome
+        assert len(err.splitlines()) == 2 and outcome["stdout"] == ""
+    assert outcomes[3]["code"] == 2 and "over the limit of 1 MiB" in outcomes[3]["stderr"]
     assert not marker.exists()
 
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 import html as html_lib
 import json
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, chain_env, tipcgen
+from cli_driver import run_cli_cases
+from conftest import ROOT, tipcgen
 from tipcgen import results
 from tipcgen.descriptor import samples_dir
 from tipcgen.errors import TipcgenError
@@ -76,34 +75,6 @@ MALFORMED: dict[str, bytes] = {
         "invalid UTF-8": b'{"model": "\xff\xfe' + SECRET.encode() + b'"}',
     "nested 100000 deep": b"[" * 100_000 + b"]" * 100_000,
 }
-
-# One process runs `tipcgen.cli.main` (the console script's entry point) once per case, as a user would.
-_DRIVER = """
-import contextlib, io, json, sys
-from tipcgen.cli import main
-out = []
-for argv in json.loads(sys.stdin.read()):
-    sys.argv = ["tipcgen", *argv]
-    err = io.StringIO()
-    code = None
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code
-        except BaseException as exc:
-            code = "raised " + type(exc).__name__
-    out.append({"code": code, "stderr": err.getvalue()})
-print(json.dumps(out))
-"""
-
-
-def run_cli_cases(cases: list[list[str]]) -> list[dict]:
-    proc = subprocess.run([sys.executable, "-c", _DRIVER], input=json.dumps(cases), capture_output=True, text=True,
-                          cwd=ROOT, env=chain_env(), timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
 
 def test_a_malformed_summary_is_one_clear_error_in_report_and_golden(tmp_path: Path):
     assert len(MALFORMED) >= 13
