@@ -219,7 +219,7 @@ HOSTILE_TAIL = ["```", "</code></pre><script>alert(1)</script>", "| a | b |", "#
 def _hostile_run(root: Path) -> Path:
     run_dir = root / "test_tipc" / "output" / "toy" / MODE
     run_dir.mkdir(parents=True)
-    summary = Summary("toy", MODE, "c`fg`.txt", wall_seconds=1.0, problems=["<b>bold</b> | pipe"])
+    summary = Summary("toy", MODE, "c`fg`.txt", wall_seconds=1.0, problems=["<b>bold</b> | pipe", "1. not a list", "- not a list either"])
     summary.steps = [
         Step("train", "gpus_`-1`_<i>x</i>", "failed", 1, 0.5, reason="exit code 1 <script>x</script> | y",
              command="python t.py --a='```' <script>", log="./t.log", tail=HOSTILE_TAIL),
@@ -239,6 +239,7 @@ def test_markdown_report_keeps_log_text_as_text(tmp_path: Path):
     html = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
     assert "<script" not in html and "<img src=x" not in html and "<i>" not in html and "<b>" not in html
     assert "<h1>not a heading" not in html.replace("\n", "") and 'href="javascript' not in html
+    assert "<li>1. not a list</li>" in html and "<li>- not a list either</li>" in html
     block = html[html.index("<pre><code class=\"language-text\">"):]
     block = block[len("<pre><code class=\"language-text\">"):]
     block = block[: block.index("</code></pre>")]

@@ -7,13 +7,15 @@ import re
 # Characters that can start markup anywhere; '_' only where it can open emphasis (not inside a word);
 # '#', '-', '+' only at the start, where they make a heading or a list.
 _MD_SPECIAL = re.compile(r"[\\`*\[\]<>&|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^[#+-]")
+_ORDERED = re.compile(r"^(\d+)([.)])")  # `1. x` at the start would make an ordered list
 _BACKTICKS = re.compile(r"`+")
 
 
 def md_text(value: object) -> str:
     """Log text as Markdown text (a table cell, a list item): one line, every character that could
     start markup (emphasis, links, HTML, code, a table cell) backslash-escaped."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), " ".join(str(value).splitlines()))
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(), " ".join(str(value).splitlines()))
+    return _ORDERED.sub(r"\1\\\2", text)
 
 
 def fence(value: object) -> str:
