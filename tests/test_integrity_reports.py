@@ -174,6 +174,15 @@ def test_junit_is_well_formed_for_every_failing_log(tmp_path: Path):
     assert [t.get("name") for t in tree.getroot().iter("testcase")][0] == "step0#x00"
 
 
+def test_junit_of_a_real_run_whose_step_prints_control_characters(stub_repo: Path):
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"STUB_NOISE": "train"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    path = stub_repo / "test_tipc" / "output" / "stub_model" / MODE / "junit.xml"
+    failure = ET.parse(path).getroot().find(".//failure")
+    assert "ERROR nul#x00 vt" in failure.text and "]]> <![CDATA[ & <x>" in failure.text
+    assert "\x1b" not in path.read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------- golden never writes into the package
 
 def _passing_run(root: Path, logits: float) -> None:
