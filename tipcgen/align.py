@@ -21,8 +21,6 @@ import numpy as np
 from .errors import TipcgenError
 from .reprod_files import DEFAULT_MAX_BYTES, AlignFileError, load_info
 
-__all__ = ["AlignFileError", "DEFAULT_MAX_BYTES", "load_info", "save_info", "compare_files", "compare_info"]
-
 METHODS = ("mean", "max", "min")
 ALL_ORDER = ("min", "max", "mean")  # the order reprod_log prints for diff_method='all'
 DEFAULT_THRESHOLD = 1e-6
