@@ -306,6 +306,7 @@ def test_align_without_numpy_names_the_pip_line(tmp_path: Path):
 
 def _full_summary() -> dict:
     data = json.loads(json.dumps(GOOD))
+    data.update(interrupted_by="", required_kinds=["train", "infer"])  # the run's newer fields
     data["steps"].append({"kind": "check", "name": "golden_gpus_-1", "status": "failed", "exit_code": 1,
                           "seconds": 0.1, "reason": "exit code 1", "tail": ["x"], "metrics": {"acc": 0.5},
                           "check": {"passed": False, "atol": 1e-3, "rtol": 1e-3, "max_abs": {"logits": 0.1},

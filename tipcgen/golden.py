@@ -76,8 +76,8 @@ def regenerate(desc: Descriptor, root: Path, mode: str) -> list[Written]:
         written = []
         copy = Path("sample_models") / sample
         if (root / copy / "tipc.yaml").is_file():
-            golden = folder.resolve().relative_to(desc.base_dir.resolve())
-            targets.update({(copy / golden / name).as_posix(): text for name, text in files.items()})
+            golden = copy / str(desc.checks.golden)  # relative, without '..' (the descriptor checks it)
+            targets.update({(golden / name).as_posix(): text for name, text in files.items()})
     return written + write_tree(targets, root, force=True, backup=False)
 
 

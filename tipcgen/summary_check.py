@@ -90,6 +90,9 @@ def check_summary_data(data: Any, source: str) -> None:
     if "interrupted" in data and not isinstance(data["interrupted"], bool):
         raise SummaryFileError(source, "interrupted", f"expected true or false, found {_kind(data['interrupted'])}")
     _texts(data.get("problems", []), source, "problems")
+    if "interrupted_by" in data:  # SIGINT, SIGTERM, SIGHUP or "": which signal stopped tipcgen run
+        _text(data["interrupted_by"], source, "interrupted_by")
+    _texts(data.get("required_kinds", []), source, "required_kinds")
     environment = data.get("environment", {})
     if not isinstance(environment, dict):
         raise SummaryFileError(source, "environment", f"expected a mapping, found {_kind(environment)}")
