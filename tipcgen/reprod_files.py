@@ -77,7 +77,8 @@ def load_info(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Info:
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc).replace("\n", " ")
+    """An exception's message, escaped and cut: it may quote bytes of the file (numpy quotes a bad header)."""
+    text = repr(str(exc))[1:-1]
     return text if len(text) <= 200 else text[:200] + "..."
 
 
