@@ -7,7 +7,7 @@ import re
 # Characters that can start markup anywhere; '_' only where it can open emphasis (not inside a word);
 # '#', '-', '+' only at the start, where they make a heading or a list.
 _MD_SPECIAL = re.compile(r"[\\`*\[\]<>&|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^[#+-]")
-_ORDERED = re.compile(r"^(\d+)([.)])")  # `1. x` at the start would make an ordered list
+_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")  # `1. x` at the start would make an ordered list
 _BACKTICKS = re.compile(r"`+")
 
 
