@@ -1,15 +1,15 @@
 """Compare a reference framework's outputs with Paddle's, as reprod_log does, with the guards it lacks.
 
 For people checking a paper reproduction (the guide's forward, metric, loss, backward and train
-checkpoints). Reads reprod_log's pickled-dict ``.npy`` files and pickle-free ``.npz`` files, compares
-key by key (names, then types, shapes and dtypes, then values), and writes the diff log in
-reprod_log's text format. numpy only: never imports paddle, torch or reprod_log (which imports paddle).
+checkpoints). Reads reprod_log's pickled-dict ``.npy`` files and pickle-free ``.npz`` files (through
+reprod_files, which never runs code from them), compares key by key (names, then types, shapes and
+dtypes, then values), and writes the diff log in reprod_log's text format. numpy only: never imports
+paddle, torch or reprod_log (which imports paddle).
 """
 from __future__ import annotations
 
 import hashlib
 import math
-import pickle
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .errors import TipcgenError
+from .reprod_files import DEFAULT_MAX_BYTES, AlignFileError, load_info
 
 METHODS = ("mean", "max", "min")
 ALL_ORDER = ("min", "max", "mean")  # the order reprod_log prints for diff_method='all'
@@ -28,61 +29,6 @@ _NPZ_SEP = "/"
 
 Info = dict[str, Any]  # a reprod_log dict: key -> ndarray, or key -> nested dict
 KeyPath = tuple[str, ...]
-
-
-class AlignFileError(TipcgenError):
-    """A checkpoint file that cannot be read as a reprod_log dict."""
-
-
-class _NumpyOnlyUnpickler(pickle.Unpickler):
-    """Unpickles dicts of numpy arrays and nothing else: a checkpoint file must not run code."""
-
-    _ALLOWED = {
-        ("numpy", "ndarray"), ("numpy", "dtype"),
-        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-        ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-        ("collections", "OrderedDict"), ("builtins", "bytearray"),
-    }
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in self._ALLOWED or (module == "numpy" and name.endswith("DType")) \
-                or module == "numpy.dtypes":
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name}: only numpy arrays are allowed")
-
-
-def load_info(path: str | Path) -> Info:
-    """The dict in a reprod_log ``.npy`` (pickled dict) or a ``.npz`` file ('a/b' names become nesting)."""
-    path = Path(path)
-    if not path.is_file():
-        raise AlignFileError(f"{path}: no such file", "pass the .npy/.npz files that ReprodLogger.save or "
-                             "tipcgen.align.save_info wrote")
-    try:
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                return _unflatten({name: archive[name] for name in archive.files})
-        return _load_npy_dict(path)
-    except (ValueError, OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError) as exc:
-        raise AlignFileError(f"{path}: not a reprod_log file ({exc})", "expected np.save(path, {key: ndarray}) "
-                             "as ReprodLogger.save writes it, or a .npz") from exc
-
-
-def _load_npy_dict(path: Path) -> Info:
-    with path.open("rb") as handle:
-        version = np.lib.format.read_magic(handle)
-        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                       else np.lib.format.read_array_header_2_0)
-        shape, _, dtype = read_header(handle)
-        if dtype.hasobject and shape == ():
-            data = _NumpyOnlyUnpickler(handle).load()
-            if isinstance(data, np.ndarray) and data.dtype.hasobject:
-                data = data.item()  # np.save of a dict pickles a 0-d object array holding it
-        else:
-            raise ValueError(f"it holds a plain {dtype} array of shape {shape}, not a dict")
-    if not isinstance(data, dict):
-        raise ValueError(f"it holds a {type(data).__name__}, not a dict")
-    return data
 
 
 def save_info(path: str | Path, data: Info) -> Path:
@@ -112,17 +58,6 @@ def _flatten(data: Info, prefix: str = "") -> Iterator[tuple[str, np.ndarray]]:
             yield from _flatten(value, prefix + key + _NPZ_SEP)
         else:
             yield prefix + key, value
-
-
-def _unflatten(flat: dict[str, np.ndarray]) -> Info:
-    out: Info = {}
-    for name, value in flat.items():
-        *parents, leaf = name.split(_NPZ_SEP)
-        node = out
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return out
 
 
 def _sha256(path: Path) -> str:
@@ -229,13 +164,25 @@ def parse_methods(method: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def check_threshold(threshold: float, where: str = "--threshold") -> float:
+    """A threshold is a finite number >= 0: inf would pass anything, NaN nothing, a negative value nothing."""
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        raise TipcgenError(f"{where} {threshold!r} is not a number", "e.g. --threshold 1e-6") from None
+    if not math.isfinite(value) or value < 0:
+        raise TipcgenError(f"{where} {threshold!r}: a threshold must be a finite number >= 0",
+                           "e.g. --threshold 1e-6 (the guide's default for forward, metric, loss and backward)")
+    return value
+
+
 # ---------------------------------------------------------------- comparing
 
 def compare_info(reference: Info, paddle: Info, method: str | Sequence[str] = "mean",
                  threshold: float = DEFAULT_THRESHOLD, reference_name: str = "reference",
                  paddle_name: str = "paddle") -> Comparison:
     """Compare two reprod_log dicts key by key: names, then types, shapes and dtypes, then values."""
-    result = Comparison(reference_name, paddle_name, parse_methods(method), float(threshold),
+    result = Comparison(reference_name, paddle_name, parse_methods(method), check_threshold(threshold),
                         reference_info=reference)
     _compare_level(reference, paddle, (), result)
     if not result.keys and not result.problems:
@@ -318,11 +265,12 @@ def _abs_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def compare_files(reference: str | Path, paddle: str | Path, method: str | Sequence[str] = "mean",
-                  threshold: float = DEFAULT_THRESHOLD, allow_identical: bool = False) -> Comparison:
+                  threshold: float = DEFAULT_THRESHOLD, allow_identical: bool = False,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> Comparison:
     """Load and compare two checkpoint files; identical files fail unless ``allow_identical``
     (a metric on integer counts can legitimately be bit-identical)."""
     ref_path, pd_path = Path(reference), Path(paddle)
-    result = compare_info(load_info(ref_path), load_info(pd_path), method, threshold,
+    result = compare_info(load_info(ref_path, max_bytes), load_info(pd_path, max_bytes), method, threshold,
                           reference_name=str(ref_path), paddle_name=str(pd_path))
     if ref_path.resolve() == pd_path.resolve():
         result.problems.insert(0, "the reference and the Paddle file are the same file")

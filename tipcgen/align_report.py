@@ -191,7 +191,8 @@ def find_checkpoint(files: Sequence[Path], checkpoint: Checkpoint) -> list[Found
 
 # ---------------------------------------------------------------- rows
 
-def checkpoint_row(files: Sequence[Path], checkpoint: Checkpoint, threshold: float, base: Path) -> Row:
+def checkpoint_row(files: Sequence[Path], checkpoint: Checkpoint, threshold: float, base: Path,
+                   max_bytes: int = align.DEFAULT_MAX_BYTES) -> Row:
     """Re-check one checkpoint: the file pair decides; a log alone is read; nothing is 'missing'."""
     row = Row(checkpoint.name, "missing", threshold=threshold)
     found = find_checkpoint(files, checkpoint)
@@ -208,7 +209,7 @@ def checkpoint_row(files: Sequence[Path], checkpoint: Checkpoint, threshold: flo
     if len(found) > 1:
         row.notes.append("also found in: " + ", ".join(rel(f.folder) or "." for f in found[1:]))
     if best.paddle and best.reference:
-        _recheck(row, best, checkpoint, threshold)
+        _recheck(row, best, checkpoint, threshold, max_bytes)
     elif best.log:
         _from_log(row, best.log)
     else:
@@ -217,11 +218,11 @@ def checkpoint_row(files: Sequence[Path], checkpoint: Checkpoint, threshold: flo
     return row
 
 
-def _recheck(row: Row, found: Found, checkpoint: Checkpoint, threshold: float) -> None:
+def _recheck(row: Row, found: Found, checkpoint: Checkpoint, threshold: float, max_bytes: int) -> None:
     assert found.paddle and found.reference
     try:
         result = align.compare_files(found.reference, found.paddle, "mean", threshold,
-                                     allow_identical=checkpoint.allow_identical)
+                                     allow_identical=checkpoint.allow_identical, max_bytes=max_bytes)
     except align.AlignFileError as exc:
         row.status, row.detail = "fail", exc.message
         return
@@ -281,12 +282,14 @@ def tipc_row(root: Path, model: str | None = None) -> Row:
     return row
 
 
-def build_report(folder: Path, thresholds: Mapping[str, float], root: Path, model: str | None = None) -> Report:
-    """All six rows for a reproduction folder; thresholds as resolve_thresholds returns them."""
+def build_report(folder: Path, thresholds: Mapping[str, float], root: Path, model: str | None = None,
+                 max_bytes: int = align.DEFAULT_MAX_BYTES) -> Report:
+    """All six rows for a reproduction folder; thresholds as resolve_thresholds returns them; a file
+    that is refused (over max_bytes, or naming anything but numpy arrays) fails its row."""
     if not folder.is_dir():
         raise TipcgenError(f"{folder}: no such folder", "pass the folder that holds the *_paddle.npy files and logs")
     files = _walk(folder)
-    rows = [checkpoint_row(files, c, thresholds[c.name], folder) for c in CHECKPOINTS]
+    rows = [checkpoint_row(files, c, thresholds[c.name], folder, max_bytes) for c in CHECKPOINTS]
     rows.append(tipc_row(root, model))
     return Report(str(folder), rows)
 

@@ -237,11 +237,14 @@ def report(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="The folder to write into (default: the run folder, next to summary.json)."),
     align: Optional[Path] = typer.Option(None, "--align", help="Add the alignment table: the JSON of tipcgen align report --json, or the reproduction folder (default: align_report.json in the run folder, if any)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    force: bool = typer.Option(False, "--force", help="Replace a different report already in --output (the old one is kept under .tipcgen/backup/)."),
 ) -> None:
     """Write one document for a submission or a pull request from a run: environment, steps, a timing
     chart, the loss curve (from train.log), the result checks, the alignment table and the commands to reproduce.
 
-    Markdown links the PNGs next to it; the HTML embeds them (one file, no JavaScript).
+    Markdown links the PNGs next to it; the HTML embeds them (one file, no JavaScript). Without
+    matplotlib the report is written without pictures, and says so. In the run folder a report is
+    replaced; in an --output folder, a different existing report only with --force (backed up).
 
     Example: tipcgen report test_tipc/output/bert_sst2/lite_train_lite_infer --format html
     """
@@ -249,7 +252,7 @@ def report(
 
     folder = run_dir if run_dir is not None else reporter.find_run(root)
     formats = reporter.FORMATS if format is ReportFormat.all else (format.value,)
-    result, paths = reporter.write(folder, output, formats, align, root if run_dir is None else None)
+    result, paths = reporter.write(folder, output, formats, align, root if run_dir is None else None, force)
     for path in paths:
         typer.echo(f"      wrote  {path}")
     for note in result.notes:
@@ -317,7 +320,8 @@ def golden(
 ) -> None:
     """Write golden inference results from the last passing run, on purpose.
 
-    They go to the descriptor's checks.golden folder and to test_tipc/results/; every later run
+    They go to test_tipc/results/ and to the descriptor's checks.golden folder (for a built-in sample,
+    to the copy init rendered under --root: never into the installed package); every later run
     compares its inference results with them (atol/rtol from the descriptor).
 
     Example: tipcgen golden sample_models/bert-sst2/tipc.yaml --mode lite_train_lite_infer

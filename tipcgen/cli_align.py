@@ -11,6 +11,12 @@ from typing import List, Optional
 
 import typer
 
+from .needs import numpy_for
+
+MAX_BYTES_HELP = ("Refuse a file, an array or an .npz member larger than this many bytes "
+                  "(default 1 GiB; checked before anything is allocated).")
+
+
 align_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -38,22 +44,26 @@ def compare(
     reference: Path = typer.Argument(..., help="The reference framework's file (e.g. forward_torch.npy)."),
     paddle: Path = typer.Argument(..., help="Paddle's file (e.g. forward_paddle.npy)."),
     method: Method = typer.Option(Method.mean, "--method", help="Which statistic of |reference - paddle| is checked."),
-    threshold: float = typer.Option(1e-6, "--threshold", min=0.0, help="Largest difference that passes."),
+    threshold: float = typer.Option(1e-6, "--threshold", help="Largest difference that passes (a finite number >= 0)."),
     log: Optional[Path] = typer.Option(None, "--log", help="Also write the diff log here (e.g. forward_diff.log)."),
     allow_identical: bool = typer.Option(False, "--allow-identical",
                                          help="Warn instead of failing when the two files are byte-identical."),
     format: Format = typer.Option(Format.text, "--format", help="text: reprod_log's log; json for machines."),
+    max_bytes: int = typer.Option(1 << 30, "--max-bytes", min=1, help=MAX_BYTES_HELP),
 ) -> None:
     """Compare two reprod_log files key by key, as ReprodDiffHelper does, and fail on what it lets pass.
 
     Fails on NaN/Inf, on shapes or dtypes that differ (no broadcasting, no transposing), on missing keys
-    (named), and on two byte-identical files. Exit code 0 when every key passes, 1 otherwise.
+    (named), and on two byte-identical files. Exit code 0 when every key passes, 1 otherwise, 2 for a
+    file it refuses to read (over --max-bytes, or a pickle naming anything but numpy arrays: it never runs code).
 
     Example: tipcgen align compare forward_torch.npy forward_paddle.npy --log forward_diff.log
     """
-    from .align import compare_files, log_lines, write_log
+    numpy_for("tipcgen align")
+    from .align import check_threshold, compare_files, log_lines, write_log
 
-    result = compare_files(reference, paddle, method.value, threshold, allow_identical=allow_identical)
+    result = compare_files(reference, paddle, method.value, check_threshold(threshold),
+                           allow_identical=allow_identical, max_bytes=max_bytes)
     if log is not None:
         write_log(result, log)
     if format is Format.json:
@@ -79,6 +89,7 @@ def report(
                                         "(default: the descriptor's model_name, else the newest run)."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the JSON report to this file."),
+    max_bytes: int = typer.Option(1 << 30, "--max-bytes", min=1, help=MAX_BYTES_HELP),
 ) -> None:
     """Re-check the six acceptance checkpoints of a reproduction and print one table.
 
@@ -88,12 +99,13 @@ def report(
 
     Example: tipcgen align report output/align --descriptor tipc.yaml
     """
+    numpy_for("tipcgen align")
     from . import align_report as ar
 
     from_descriptor, descriptor_model = ar.read_descriptor(descriptor) if descriptor else ({}, None)
     model = model or descriptor_model
     thresholds = ar.resolve_thresholds(from_descriptor, ar.parse_threshold_options(threshold))
-    result = ar.build_report(folder, thresholds, root, model)
+    result = ar.build_report(folder, thresholds, root, model, max_bytes)
     text = ar.report_json(result)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)

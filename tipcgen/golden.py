@@ -6,14 +6,13 @@ convention: ``python_<model>_<mode>_results_<precision>.txt``, one ``<name>\\t<j
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from .descriptor import Descriptor
+from .descriptor import Descriptor, samples_dir
 from .errors import TipcgenError
 from .render import Written, golden_dir, write_tree
-from .results import SUMMARY_JSON
+from .results import SUMMARY_JSON, load_summary
 
 _CASE = re.compile(r"^python_infer_cpu_(gpus_.+?)_usemkldnn_.*_precision_(fp32|fp16|int8)_")
 
@@ -37,11 +36,11 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
     summary = run_dir / SUMMARY_JSON
     if not summary.is_file():
         raise TipcgenError(f"no run of {mode} under {run_dir}", f"run it first: tipcgen run --mode {mode}")
-    data = json.loads(summary.read_text(encoding="utf-8"))
+    run = load_summary(summary)  # SummaryFileError (exit 2) names the file and the field
     # The old golden results may fail on purpose (the model changed): every other step must pass.
-    failed = [s["name"] for s in data.get("steps", []) if s.get("status") == "failed"
-              and not (s.get("kind") == "check" and s.get("name", "").startswith("golden"))]
-    if failed or data.get("problems") or data.get("interrupted") or not data.get("passed"):
+    failed = [s.name for s in run.steps if s.status == "failed"
+              and not (s.kind == "check" and s.name.startswith("golden"))]
+    if failed or run.problems or run.interrupted or not run.count("passed"):
         raise TipcgenError(f"the last run of {mode} did not pass ({summary}: failed {', '.join(failed) or 'before any step'})",
                            "golden results are taken from a passing run only: fix the chain, run it again")
     files: dict[str, str] = {}
@@ -59,12 +58,32 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
 
 
 def regenerate(desc: Descriptor, root: Path, mode: str) -> list[Written]:
-    """Write the golden results of the last passing run of mode (on purpose: they replace the old ones)."""
+    """Write the golden results of the last passing run of mode (on purpose: they replace the old ones).
+
+    They go to test_tipc/results/ (where the chain's check reads them) and to the descriptor's golden
+    folder; for a built-in sample, whose descriptor lives in the installed package, to the copy of the
+    sample that init rendered under root instead, if there is one: the package is never written."""
     folder = golden_dir(desc)
     if folder is None:
         raise TipcgenError(f"{desc.source} has no checks.golden folder", "add checks: {golden: golden} to the descriptor")
     run_dir = root / "test_tipc" / "output" / desc.model_name / mode
     files = collect(run_dir, desc.model_name, mode)
-    written = write_tree(files, folder, force=True, backup=False)
-    written += write_tree({f"test_tipc/results/{name}": text for name, text in files.items()}, root, force=True, backup=False)
-    return written
+    targets = {f"test_tipc/results/{name}": text for name, text in files.items()}
+    sample = builtin_sample(desc)
+    if sample is None:
+        written = write_tree(files, folder, force=True, backup=False)
+    else:
+        written = []
+        copy = Path("sample_models") / sample
+        if (root / copy / "tipc.yaml").is_file():
+            golden = copy / str(desc.checks.golden)  # relative, without '..' (the descriptor checks it)
+            targets.update({(golden / name).as_posix(): text for name, text in files.items()})
+    return written + write_tree(targets, root, force=True, backup=False)
+
+
+def builtin_sample(desc: Descriptor) -> str | None:
+    """The sample's folder name when desc is one of the built-in samples (inside the installed package)."""
+    try:
+        return desc.base_dir.resolve().relative_to(samples_dir().resolve()).as_posix()
+    except ValueError:
+        return None

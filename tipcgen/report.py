@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from . import __version__, accept, render
+from . import __version__, accept, markup, render
 from .checklist import Acceptance
 from .errors import TipcgenError
+from .needs import numpy_for
 from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary
+from .summary_check import check_alignment_data
 from .run import PREPARE, RUNNERS
 
 REPORT_MD = "report.md"
@@ -145,10 +147,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
     if not path.is_file():
         raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}", "pass a run folder such as "
                            "test_tipc/output/<model>/<mode>, which tipcgen run writes")
-    try:
-        summary = load_summary(path)
-    except (ValueError, TypeError) as exc:
-        raise TipcgenError(f"{path} cannot be read: {exc}", "run the chain again to rewrite it") from None
+    summary = load_summary(path)  # SummaryFileError (exit 2) names the file and the field
     root = root or root_of(run_dir)
     curves = [curve for step in summary.steps if step.kind == "train" and step.status != "skipped"
               for curve in [read_curve(step, run_dir, root)] if curve is not None]
@@ -288,18 +287,24 @@ def read_alignment(align: Path | None, run_dir: Path, root: Path, model: str) ->
         if not (run_dir / ALIGN_JSON).is_file():
             return None
         align = run_dir / ALIGN_JSON
+    if not align.is_dir() and not align.is_file():  # missing, or a FIFO or device that would block or never end
+        raise TipcgenError(f"--align {align}: no such file or folder (or not a regular file)",
+                           "pass the JSON that tipcgen align report --json wrote, or the reproduction folder")
     if align.is_dir():
+        numpy_for(f"--align {align} (a reproduction folder to re-check)")
         from . import align_report
 
         return align_report.build_report(align, align_report.resolve_thresholds(), root, model).to_dict()
     try:
         data = json.loads(align.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TipcgenError(f"--align {align}: cannot read it ({exc})",
+    except (OSError, ValueError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not valid JSON"
+        raise TipcgenError(f"--align {align}: cannot read it ({reason})",
                            "pass the JSON that tipcgen align report --json wrote, or the reproduction folder") from None
-    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
-        raise TipcgenError(f"--align {align}: not an alignment report (no rows)",
-                           "write one with: tipcgen align report DIR --json align_report.json")
+    try:
+        check_alignment_data(data, f"--align {align}")
+    except TipcgenError as exc:
+        raise TipcgenError(exc.message, "write one with: tipcgen align report DIR --json align_report.json") from None
     return data
 
 
@@ -398,22 +403,10 @@ def _loss_figure(figure, report: Report):
 
 # ---------------------------------------------------------------- documents
 
-def _md_cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _wbr(value: object):
-    """HTML: let long step names wrap after each '_' instead of mid-word."""
-    from markupsafe import Markup, escape
-
-    return Markup(str(escape(value)).replace("_", "_<wbr>"))
-
-
 def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
     """report.md (pictures as files next to it) and report.html (pictures embedded), by file name."""
     env = render.environment()
-    env.filters["md"] = _md_cell
-    env.filters["wbr"] = _wbr
+    env.filters.update(md=markup.md_text, code=markup.md_code, fence=markup.fence, wbr=markup.wbr)
     env.filters["int_or"] = lambda value: int(value) if isinstance(value, float) and value.is_integer() else value
     embedded = {name: base64.b64encode(data).decode("ascii") for name, data in pictures.items()}
     context = {"r": report, "s": report.summary, "embedded": embedded, "alignment": report.alignment}
@@ -426,14 +419,35 @@ def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[
 
 
 def write(run_dir: Path, out_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
-          align: Path | None = None, root: Path | None = None) -> tuple[Report, list[Path]]:
-    """Build, draw and render the report; write it (and its PNGs) to out_dir, default the run folder."""
+          align: Path | None = None, root: Path | None = None, force: bool = False) -> tuple[Report, list[Path]]:
+    """Build, draw and render the report; write it (and its PNGs) to out_dir, default the run folder.
+
+    In the run folder a report is part of the run's output and is replaced; in any other folder an
+    existing file that differs is replaced only with force, and then kept under .tipcgen/backup/."""
+    in_run_dir = out_dir is None or out_dir.resolve() == run_dir.resolve()
     out_dir = out_dir or run_dir
     report = build(run_dir, root, align)
     pictures = draw(report)
     files: dict[str, str | bytes] = dict(render_documents(report, pictures, formats))
     if "md" in formats:
         files.update(pictures)  # the HTML embeds them; the Markdown links to them
-    render.write_tree(files, out_dir, force=True, backup=False)
+    if in_run_dir:
+        render.write_tree(files, out_dir, force=True, backup=False)
+    else:
+        _refuse_overwrite(files, out_dir, force)
+        render.write_tree(files, out_dir, force=True, backup=True)
     return report, [out_dir / name for name in sorted(files)]
+
+
+def _refuse_overwrite(files: dict[str, str | bytes], out_dir: Path, force: bool) -> None:
+    changed = []
+    for name, content in sorted(files.items()):
+        target = out_dir / name
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        if target.is_file() and target.read_bytes() != data:
+            changed.append(name)
+    if changed and not force:
+        raise TipcgenError(f"{out_dir} already has {', '.join(changed)}, different from this report; "
+                           "nothing was written", "pass --force to replace them (the old ones are kept under "
+                           f"{out_dir / '.tipcgen' / 'backup'}/), or choose another --output")
 

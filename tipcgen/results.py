@@ -212,8 +212,11 @@ def environment_info() -> dict[str, str]:
 
 
 def load_summary(path: Path) -> Summary:
-    """A summary.json (as write_json wrote it) → the Summary again; derived fields are recomputed."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    """A summary.json (as write_json wrote it) → the Summary again; derived fields are recomputed.
+    Anything write_json never writes is a SummaryFileError naming the file and the field (exit 2)."""
+    from .summary_check import read_summary_data
+
+    data = read_summary_data(path)
     step_fields = {f for f in Step.__dataclass_fields__}
     summary_fields = {f for f in Summary.__dataclass_fields__} - {"steps"}
     summary = Summary(**{k: v for k, v in data.items() if k in summary_fields})
@@ -232,7 +235,11 @@ def _env():
 
 
 def write_junit(summary: Summary, path: Path) -> None:
-    text = _env().get_template("report/junit.xml.j2").render(s=summary, ok=summary.ok)
+    from .summary_check import xml_text
+
+    env = _env()
+    env.filters["xml"] = xml_text  # well-formed whatever a log holds (ANSI colours, NUL, \x0b)
+    text = env.get_template("report/junit.xml.j2").render(s=summary, ok=summary.ok)
     path.write_text(text, encoding="utf-8")
 
 

@@ -1,0 +1,41 @@
+"""Text from logs and summaries made safe for the report's documents: Markdown that renders it as
+text (never as markup, links or HTML), and HTML wrap points. Jinja filters for templates/report/."""
+from __future__ import annotations
+
+import re
+
+# Characters that can start markup anywhere; '_' only where it can open emphasis (not inside a word);
+# '#', '-', '+' only at the start, where they make a heading or a list.
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<>&|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^[#+-]")
+_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")  # `1. x` at the start would make an ordered list
+_BACKTICKS = re.compile(r"`+")
+
+
+def md_text(value: object) -> str:
+    """Log text as Markdown text (a table cell, a list item): one line, every character that could
+    start markup (emphasis, links, HTML, code, a table cell) backslash-escaped."""
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(), " ".join(str(value).splitlines()))
+    return _ORDERED.sub(r"\1\\\2", text)
+
+
+def fence(value: object) -> str:
+    """A backtick fence longer than any backtick run in the text it encloses (at least three)."""
+    longest = max((len(run) for run in _BACKTICKS.findall(str(value))), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def md_code(value: object, cell: bool = False) -> str:
+    """Text as an inline code span that no backtick inside can close early; in a table cell, '|' escaped."""
+    text = " ".join(str(value).splitlines())
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    span = f"{ticks}{pad}{text}{pad}{ticks}"
+    return span.replace("|", "\\|") if cell else span
+
+
+def wbr(value: object):
+    """HTML: let long step names wrap after each '_' instead of mid-word."""
+    from markupsafe import Markup, escape
+
+    return Markup(str(escape(value)).replace("_", "_<wbr>"))
