@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -39,6 +40,10 @@ def test_a_whole_run_reports_the_target_met_or_missed_with_the_figures(tmp_path,
     (metric,) = target["metrics"]
     assert metric["measured"] == 0.8125 and metric["paper"] == paper and metric["bound"] == pytest.approx(bound)
     assert metric["step"].endswith("_eval")
+    suite = ElementTree.parse(repo / "test_tipc/output/stub_model" / WHOLE / "junit.xml").getroot().find("testsuite")
+    (case,) = [c for c in suite.iter("testcase") if c.get("name") == "target accuracy"]
+    assert (case.find("failure") is None) is (code == 0)  # a CI reading only JUnit sees a missed target
+    assert int(suite.get("failures")) == (0 if code == 0 else 1)
     tipcgen("report", "--format", "md", cwd=repo, check=True)
     assert f"- accuracy: 0.8125 vs paper {paper:.4f}" in (repo / "test_tipc/output/stub_model" / WHOLE / "report.md").read_text()
 
