@@ -14,6 +14,7 @@ from typing import List, Optional
 import typer
 
 from .cli_align import align_app
+from .cli_suite import suite
 from .errors import TipcgenError
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ app = typer.Typer(
 
 
 app.add_typer(align_app, name="align")
+app.command()(suite)
 
 
 class Devices(str, Enum):
