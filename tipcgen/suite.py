@@ -60,12 +60,13 @@ class Slot:
 
     cores: list[int] = field(default_factory=list)
     gpus: list[str] = field(default_factory=list)
+    threads: int = 0  # without cores (a Ray task: Ray places it), the thread variables only
 
     def env(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)
-        if self.cores:
+        if self.cores or self.threads:
             for name in THREAD_VARIABLES:
-                env[name] = str(len(self.cores))
+                env[name] = str(len(self.cores) or self.threads)
         if self.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)
         return env
@@ -211,10 +212,16 @@ def _run_dir(chain: Chain) -> str:
     return f"{base}/{chain.mode}" if chain.chain == "basic" else f"{base}/{chain.chain}/{chain.mode}"
 
 
-def _preexec(cores: list[int]) -> Callable[[], None] | None:
-    if not cores or not hasattr(os, "sched_setaffinity"):
-        return None
-    return lambda: os.sched_setaffinity(0, cores)
+def _preexec(cores: list[int]) -> Callable[[], None]:
+    """In the chain's process: pin it to its cores, and let it die with its parent (a lost Ray worker)."""
+    def setup() -> None:
+        if cores and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, cores)
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    return setup
 
 
 def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: float | None,

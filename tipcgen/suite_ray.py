@@ -1,0 +1,160 @@
+"""Run a suite's chains as Ray tasks: Ray places them (num_cpus / num_gpus per chain), retries a task
+whose worker died once (max_retries=1), and reports the rest; there is no scheduler of our own.
+
+Each repository is shipped once as a tarball in Ray's object store (without outputs, as the local
+working copies are); every task unpacks its own copy in a fresh temporary folder, runs the same
+``suite.execute_chain`` as a local suite, and returns its run folder as a tarball. Not runtime_env
+working_dir: Ray unpacks that once per node and lets every task on the node share it, so two chains
+would write the same train_data/, output/ and log/ folders.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import socket
+import tarfile
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from .errors import TipcgenError
+from .results import SUMMARY_JSON, load_summary
+from .suite import Chain, ChainResult, Slot, execute_chain, working_copy
+
+_LOOPBACK = ("127.", "localhost", "::1")
+
+
+def pack(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+        tar.add(folder, arcname=".")
+    return buffer.getvalue()
+
+
+def unpack(data: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")  # no absolute paths, no links out of dest
+
+
+def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, attempts) -> dict:
+    """One chain on a Ray worker: its own copy of the repository, `tipcgen run`, the run folder back."""
+    import ray
+
+    chain = Chain(**chain)
+    attempts.started.remote(chain.key)
+    gpus = [str(int(g)) for g in ray.get_gpu_ids()]
+    with tempfile.TemporaryDirectory(prefix="tipcgen-chain-") as tmp:
+        unpack(repo, Path(tmp) / "repo")
+        result = execute_chain(chain, Path(tmp) / "repo", Path(tmp) / "out", Slot(threads=threads, gpus=gpus), timeout)
+        return {"verdict": result.verdict, "exit_code": result.exit_code, "seconds": result.seconds,
+                "message": result.message, "node": socket.gethostname() + " " + ray.util.get_node_ip_address(),
+                "gpus": gpus, "out": pack(Path(tmp) / "out")}
+
+
+class _Attempts:
+    """How many times each chain started: 2 means Ray retried it after its worker was lost."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def started(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def get(self) -> dict[str, int]:
+        return self.counts
+
+
+def connect(address: str | None, cpus: int) -> None:
+    """Join the cluster at address, or start a local Ray on loopback; never Ray's dashboard or usage report."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise TipcgenError("--ray needs the ray package", 'pip install "tipcgen[suite]" (ray==2.60.0)') from exc
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs: dict = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False}
+    if address is None:
+        kwargs.update(num_cpus=max(cpus, os.cpu_count() or 1), _node_ip_address="127.0.0.1")
+    else:
+        kwargs["address"] = address
+        kwargs.pop("include_dashboard")
+        if address.startswith(_LOOPBACK):
+            # Ray would otherwise find this driver's address by a probe to 8.8.8.8, then the host name.
+            kwargs["_node_ip_address"] = "127.0.0.1"
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise TipcgenError(f"cannot join the Ray cluster at {address or 'a new local Ray'}: {exc}",
+                           "start one with: ray start --head --node-ip-address 127.0.0.1 (see docs/SUITE.md)") from exc
+
+
+def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus: int, timeout: float | None,
+            progress, notes: list[str]) -> list[ChainResult]:
+    import ray
+
+    connect(address, cpus)
+    try:
+        shipped = {}
+        for root in dict.fromkeys(c.root for c in chains):
+            copy = working_copy(Path(root), out / "work" / f"ship{len(shipped)}", exclude=out.resolve())
+            shipped[root] = ray.put(pack(copy))
+            shutil.rmtree(copy, ignore_errors=True)
+        gpus = _feasible(ray, cpus, gpus, notes)
+        attempts = ray.remote(num_cpus=0)(_Attempts).remote()
+        task = ray.remote(max_retries=1, retry_exceptions=False)(_chain_task)
+        pending = {}
+        for chain in chains:
+            ref = task.options(num_cpus=cpus, num_gpus=gpus, name=f"tipc:{chain.key}").remote(
+                shipped[chain.root], asdict(chain), cpus, timeout, attempts)
+            pending[ref] = chain
+            progress.start(chain, Slot(threads=cpus), where="; ray task")
+        results: dict[str, ChainResult] = {}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            chain = pending.pop(done[0])
+            results[chain.key] = _collect(chain, done[0], out, cpus)
+            progress.done(results[chain.key])
+        counts = ray.get(attempts.get.remote())
+        for key, count in sorted(counts.items()):
+            if count > 1:
+                results[key].message = (results[key].message + "; " if results[key].message else "") + \
+                    f"started {count} times: Ray retried it after its worker was lost"
+                notes.append(f"{key}: Ray retried it after its worker was lost")
+        return [results[c.key] for c in chains]
+    finally:
+        ray.shutdown()
+
+
+def _feasible(ray, cpus: int, gpus: int, notes: list[str]) -> int:
+    """The GPUs per chain the cluster can give (none when it has none, said in a note); a chain that fits
+    no node is a mistake, not a task that waits for ever."""
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    if not any(n.get("CPU", 0) >= cpus for n in nodes):
+        raise TipcgenError(f"no node of the Ray cluster has {cpus} CPU(s) for a chain",
+                           "lower --cores-per-chain, or add a node with more CPUs")
+    if gpus and not any(n.get("GPU", 0) >= gpus for n in nodes):
+        notes.append("no node of the Ray cluster has " + (f"{gpus} GPUs" if gpus > 1 else "a GPU")
+                     + ": chains run on CPU")
+        return 0
+    return gpus
+
+
+def _collect(chain: Chain, ref, out: Path, cpus: int) -> ChainResult:
+    import ray
+
+    try:
+        data = ray.get(ref)
+    except ray.exceptions.RayError as exc:
+        reason = str(exc).strip().splitlines()[0][:300]
+        return ChainResult(chain, "lost", message=f"lost on Ray after a retry: {reason}", slot=Slot(threads=cpus))
+    dest = out / "runs" / chain.key
+    shutil.rmtree(dest, ignore_errors=True)
+    unpack(data.pop("out"), dest)
+    result = ChainResult(chain, data["verdict"], data["exit_code"], data["seconds"], message=data["message"],
+                         node=data["node"], slot=Slot(threads=cpus, gpus=data["gpus"]))
+    result.log = str(dest / "suite.log")
+    if (dest / SUMMARY_JSON).is_file():
+        result.run_dir = str(dest)
+        result.summary = load_summary(dest / SUMMARY_JSON)
+    return result
