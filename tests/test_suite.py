@@ -1,0 +1,205 @@
+"""`tipcgen suite`: many chains in one command, each in its own working copy, with the verdicts of separate
+`tipcgen run` calls; the lint gate over the PaddleOCR corpus; a Ray cluster on loopback that loses a worker."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, ROOT, STUB, tipcgen
+
+MODE = "lite_train_lite_infer"
+VARIANT = ROOT / "tests" / "fixtures" / "stub_variant" / "tipc.yaml"
+OUTPUTS = ("test_tipc/output", "train_data", "output", "log")
+
+
+def _stub_repo(dest: Path, descriptor: Path) -> Path:
+    shutil.copytree(STUB, dest / "stub")
+    tipcgen("init", str(descriptor), "--output", str(dest), check=True)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def stubs(tmp_path_factory) -> Path:
+    """Two stub models, each its own repository: zoo/stub (stub_model) and zoo/variant (stub_variant)."""
+    zoo = tmp_path_factory.mktemp("zoo")
+    _stub_repo(zoo / "stub", STUB / "tipc.yaml")
+    _stub_repo(zoo / "variant", VARIANT)
+    return zoo
+
+
+def _steps(summary: dict) -> list[tuple[str, str, str]]:
+    return [(s["kind"], s["name"], s["status"]) for s in summary["steps"]]
+
+
+def _separate(repo: Path, scratch: Path) -> dict:
+    """A separate `tipcgen run` in a fresh copy of the repository: its summary.json."""
+    copy = scratch / repo.name
+    shutil.copytree(repo, copy)
+    proc = tipcgen("run", "--mode", MODE, "--quiet", cwd=copy)
+    model = next((copy / "test_tipc" / "output").iterdir())
+    summary = json.loads((model / MODE / "summary.json").read_text())
+    assert summary["exit_code"] == proc.returncode
+    return summary
+
+
+@pytest.fixture(scope="session")
+def separate_stubs(stubs, tmp_path_factory) -> dict[str, dict]:
+    scratch = tmp_path_factory.mktemp("separate")
+    return {s["model"]: s for s in (_separate(stubs / name, scratch) for name in ("stub", "variant"))}
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_three_models_in_one_command_have_the_verdicts_of_separate_runs(stubs, separate_stubs, tmp_path):
+    pytest.importorskip("paddle")
+    zoo = tmp_path / "zoo"
+    shutil.copytree(stubs, zoo)
+    tipcgen("init", "bert-sst2", "--output", str(zoo / "bert"), check=True)
+    (zoo / "stub" / "output").mkdir()
+    (zoo / "stub" / "output" / "stale.txt").write_text("left by an earlier run: never copied\n")
+    proc = tipcgen("suite", "bert", "stub", "variant", "--jobs", "2", "-o", str(tmp_path / "out"), cwd=zoo)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    suite = json.loads((tmp_path / "out" / "suite.json").read_text())
+    assert [c["chain"]["key"] for c in suite["chains"]] == [f"{m}/basic/{MODE}" for m in ("bert_sst2", "stub_model", "stub_variant")]
+    separate = {**separate_stubs, "bert_sst2": _separate(zoo / "bert", tmp_path)}
+    for chain in suite["chains"]:
+        alone = separate[chain["chain"]["model"]]
+        assert chain["verdict"] == ("passed" if alone["ok"] else "failed")
+        assert _steps(chain["summary"]) == _steps(alone), chain["chain"]["key"]
+        assert Path(chain["run_dir"], "summary.json").is_file()
+    # Each chain ran in its own copy: the repositories themselves hold no output of the suite.
+    for repo in ("bert", "stub", "variant"):
+        assert not any((zoo / repo / name).exists() for name in OUTPUTS if name != "output"), repo
+    assert sorted(p.name for p in (zoo / "stub" / "output").iterdir()) == ["stale.txt"]
+    # Two jobs on this machine: disjoint cores, the thread variables set per chain, no GPU said once.
+    cores = [tuple(c["slot"]["cores"]) for c in suite["chains"]]
+    assert all(cores) and (len(os.sched_getaffinity(0)) < 2 or len(set(cores)) == 2)
+    assert any("no GPU found" in note for note in suite["notes"])
+    junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
+    assert [s.get("name") for s in junit] == ["tipc.bert_sst2", "tipc.stub_model", "tipc.stub_variant"]
+    # Progress in a CI log: plain lines, a start and a count per chain.
+    assert proc.stdout.count("[suite] start ") == 3
+    assert "[suite] PASS stub_variant/basic/lite_train_lite_infer" in proc.stdout
+    assert "(3/3 done, 0 failed, 0 remaining)" in proc.stdout
+
+
+def test_a_failed_chain_fails_the_suite_and_the_others_are_kept(stubs, tmp_path):
+    bad = tmp_path / "bad"
+    _stub_repo(bad, STUB / "tipc.yaml")
+    config = bad / "test_tipc" / "configs" / "stub_model" / "train_infer_python.txt"
+    config.write_text(config.read_text().replace("model_name:stub_model", "model_name:stub_crlf").replace("\n", "\r\n"))
+    proc = tipcgen("suite", str(stubs / "stub"), str(stubs / "variant"), str(bad), "-o", str(tmp_path / "out"),
+                   env={"STUB_FAIL": "eval"})
+    assert proc.returncode == 1, proc.stderr
+    suite = json.loads((tmp_path / "out" / "suite.json").read_text())
+    verdicts = {c["chain"]["model"]: c["verdict"] for c in suite["chains"]}
+    assert verdicts == {"stub_model": "failed", "stub_variant": "passed"}  # the variant has no eval step
+    assert [r["config"] for r in suite["refused"]] == [os.path.relpath(config, ROOT)]
+    assert any(":1: crlf" in reason for reason in suite["refused"][0]["reasons"])
+    assert "REFUSED  " in proc.stdout and "FAIL     stub_model" in proc.stdout
+    junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
+    assert [s.get("name") for s in junit] == ["tipc.stub_model", "tipc.stub_variant", "tipc.refused"]
+    assert junit[0].get("failures") == "1"
+
+
+def test_a_chain_over_its_time_limit_is_killed_and_reported(stubs, tmp_path):
+    started = time.monotonic()
+    proc = tipcgen("suite", str(stubs / "stub"), "--timeout", "3", "-o", str(tmp_path / "out"),
+                   env={"STUB_HANG": "train"})
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 1
+    chain = json.loads((tmp_path / "out" / "suite.json").read_text())["chains"][0]
+    assert chain["verdict"] == "timeout" and "time limit of 3 s" in chain["message"]
+    assert "TIMEOUT" in proc.stdout
+
+
+def test_user_mistakes_exit_2_without_a_traceback(stubs):
+    for args, words in ((["--mode", "lite"], "unknown mode 'lite'"), (["no/such/dir"], "no/such/dir: no such file"),
+                        (["--chain", "cpp"], "unknown chain 'cpp'")):
+        proc = tipcgen("suite", *args, "--lint-only", cwd=stubs / "stub")
+        assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_lint_gate_names_each_refused_paddleocr_config(tmp_path):
+    configs = sorted((CORPUS / "PaddleOCR").glob("*.txt"))
+    if len(configs) != 207:
+        pytest.skip(f"the PaddleOCR corpus is not here ({len(configs)} configs)")
+    started = time.monotonic()
+    proc = tipcgen("suite", str(CORPUS / "PaddleOCR"), "--lint-only", "--chain", "basic", "--chain", "paddle2onnx",
+                   cwd=tmp_path)
+    seconds = time.monotonic() - started
+    assert proc.returncode == 1
+    refused = [line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("REFUSED ")]
+    assert sorted(Path(p).name for p in refused) == [c.name for c in configs]
+    assert "ch_PP-OCRv4_server_rec_ampO2_ultra__train_infer_python.txt:17: slot-shift" in proc.stdout
+    print(f"lint gate over {len(configs)} configs: {seconds:.2f} s (process included)")
+
+
+_KILL_ONCE = """
+import os, signal, sys, time
+marker = sys.argv[1]
+deadline = time.time() + 120
+while not os.path.exists(marker) and time.time() < deadline:
+    time.sleep(0.1)
+pid = int(open(marker).read())
+while pid > 1:
+    name = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[0].decode()
+    if name.startswith("ray::"):
+        print(f"killed Ray worker {pid} ({name})", flush=True)
+        os.kill(pid, signal.SIGKILL)
+        break
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+"""
+
+
+@pytest.mark.chain
+def test_ray_cluster_on_loopback_survives_a_lost_worker(stubs, separate_stubs, tmp_path):
+    """A head and a second node (ray start), and the suite as a client, all in a network namespace of this
+    test with only 127.0.0.1 (and a PID namespace, so every Ray process ends with it). The first train step
+    hangs; its Ray worker is killed; Ray retries the chain once; verdicts equal separate runs."""
+    pytest.importorskip("ray")
+    ray = Path(sys.executable).parent / "ray"
+    if not (shutil.which("unshare") and shutil.which("ip") and ray.exists()):
+        pytest.skip("needs unshare and ip (util-linux, iproute2) and ray's command line")
+    if subprocess.run(["unshare", "-n", "-p", "-f", "--mount-proc", "true"], capture_output=True).returncode:
+        pytest.skip("unshare -n -p needs root (or user namespaces)")
+    (tmp_path / "kill_once.py").write_text(_KILL_ONCE)
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay under 107 characters
+    script = textwrap.dedent(f"""\
+        set -u
+        ip link set lo up
+        export RAY_USAGE_STATS_ENABLED=0 PYTHONPATH={ROOT} STUB_HANG_ONCE=train:{tmp_path}/hung.pid
+        head="--node-ip-address 127.0.0.1 --num-cpus 1 --temp-dir {ray_tmp}"
+        {ray} start --head --port 6390 $head --include-dashboard=false --disable-usage-stats > {tmp_path}/head.log 2>&1 || exit 3
+        {ray} start --address 127.0.0.1:6390 $head > {tmp_path}/node.log 2>&1 || exit 3
+        {sys.executable} {tmp_path}/kill_once.py {tmp_path}/hung.pid &
+        {sys.executable} -m tipcgen suite {stubs}/stub {stubs}/variant --address 127.0.0.1:6390 -o {tmp_path}/out
+        echo "suite exit code $?"
+        """)
+    try:
+        proc = subprocess.run(["unshare", "-n", "-p", "-f", "--mount-proc", "bash", "-c", script], text=True,
+                              capture_output=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    out = proc.stdout + proc.stderr
+    assert "suite exit code 0" in proc.stdout, out[-4000:]
+    assert "killed Ray worker" in proc.stdout, out[-4000:]
+    suite = json.loads((tmp_path / "out" / "suite.json").read_text())
+    assert suite["engine"] == "ray"
+    for chain in suite["chains"]:
+        alone = separate_stubs[chain["chain"]["model"]]
+        assert chain["verdict"] == "passed" and _steps(chain["summary"]) == _steps(alone)
+        assert chain["node"].endswith(" 127.0.0.1")
+        assert Path(chain["run_dir"], "steps.jsonl").is_file()  # the run folder came back
+    retried = [c for c in suite["chains"] if "Ray retried it" in c["message"]]
+    assert len(retried) == 1, suite["chains"]
