@@ -203,3 +203,24 @@ def test_ray_cluster_on_loopback_survives_a_lost_worker(stubs, separate_stubs, t
         assert Path(chain["run_dir"], "steps.jsonl").is_file()  # the run folder came back
     retried = [c for c in suite["chains"] if "Ray retried it" in c["message"]]
     assert len(retried) == 1, suite["chains"]
+
+
+def test_ctrl_c_stops_every_chain_and_still_writes_the_summary(stubs, tmp_path):
+    from conftest import chain_env
+
+    proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "suite", str(stubs / "stub"), str(stubs / "variant"),
+                             "--jobs", "2", "-o", str(tmp_path / "out")], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=chain_env(STUB_HANG="train"))
+    assert proc.stdout is not None
+    started = 0
+    for line in proc.stdout:
+        started += line.startswith("[suite] start ")
+        if started == 2:
+            break
+    time.sleep(1.5)  # both chains reach their hanging train step
+    proc.send_signal(2)
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 130, out
+    suite = json.loads((tmp_path / "out" / "suite.json").read_text())
+    assert {c["verdict"] for c in suite["chains"]} == {"interrupted"}
+    assert "INTERRUPTED" in out and "Traceback" not in out

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ OUTPUTS = ("test_tipc/output", "train_data", "output", "log", ".git", ".venv", "
            ".hypothesis")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "CPU_NUM", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _GRACE_SECONDS = 10
+_RUNNING: set[subprocess.Popen] = set()  # the chains this process runs now, for Ctrl-C
+_LOCK = threading.Lock()
 
 
 @dataclass
@@ -238,10 +241,10 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
     proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True,
                             preexec_fn=_preexec(slot.cores))
+    with _LOCK:
+        _RUNNING.add(proc)
     timer = None
     if timeout:
-        import threading
-
         def stop() -> None:
             nonlocal verdict
             verdict = "timeout"
@@ -263,6 +266,10 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
     finally:
         if timer is not None:
             timer.cancel()
+        with _LOCK:
+            _RUNNING.discard(proc)
+    if rc == 130 and not verdict:
+        verdict = "interrupted"
     result = ChainResult(chain, verdict, rc, round(time.monotonic() - started, 3), log=str(log_path), slot=slot)
     run_dir = workdir / _run_dir(chain)
     if run_dir.is_dir():
@@ -316,10 +323,13 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
     free: queue.Queue = queue.Queue()
     for slot in slot_list:
         free.put(slot)
+    stopping = threading.Event()
 
     def one(chain: Chain) -> ChainResult:
         slot = free.get()
         try:
+            if stopping.is_set():
+                return ChainResult(chain, "interrupted", message="not started: the suite was interrupted")
             work = out / "work" / chain.key.replace("/", "__")
             shutil.rmtree(work, ignore_errors=True)
             working_copy(Path(chain.root), work, exclude=out.resolve())
@@ -334,4 +344,18 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
             free.put(slot)
 
     with ThreadPoolExecutor(max_workers=len(slot_list)) as pool:
-        return list(pool.map(one, chains))
+        futures = [pool.submit(one, chain) for chain in chains]
+        try:
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            # Ctrl-C reaches this thread only (each chain has its own session): pass it on to every chain,
+            # whose tipcgen run stops its step and still writes its summary.
+            stopping.set()
+            with _LOCK:
+                running = list(_RUNNING)
+            for proc in running:
+                try:
+                    os.killpg(proc.pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+            return [future.result() for future in futures]
