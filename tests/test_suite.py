@@ -224,3 +224,32 @@ def test_ctrl_c_stops_every_chain_and_still_writes_the_summary(stubs, tmp_path):
     suite = json.loads((tmp_path / "out" / "suite.json").read_text())
     assert {c["verdict"] for c in suite["chains"]} == {"interrupted"}
     assert "INTERRUPTED" in out and "Traceback" not in out
+
+
+def test_progress_on_a_terminal_redraws_one_line_per_running_chain():
+    import io
+
+    from tipcgen.suite import Chain, ChainResult, Slot
+    from tipcgen.suite_report import Progress
+
+    stream = io.StringIO()
+    progress = Progress(2, stream, tty=True)
+    a, b = (Chain("/r", "c.txt", "basic", MODE, model) for model in ("m1", "m2"))
+    progress.start(a, Slot([0]))
+    progress.start(b, Slot([1]))
+    progress.line(a, "[tipc] PASS train t1 (0.1 s)")
+    progress.done(ChainResult(b, "failed", 1, 2.0, message="eval failed"))
+    screen = _render(stream.getvalue())
+    assert screen[-2:] == [f"  running  m1/basic/{MODE}      0 s  [tipc] PASS train t1 (0.1 s)",
+                           "[suite] 1/2 done, 1 failed, 1 remaining"]
+    assert f"[suite] FAIL m2/basic/{MODE} in 2.0 s: eval failed (1/2 done, 1 failed, 1 remaining)" in screen
+
+
+def _render(text: str) -> list[str]:
+    """What a terminal shows after the text: each `ESC[F ESC[K` moves up a line and clears it."""
+    lines: list[str] = []
+    for index, piece in enumerate(text.split("\033[F\033[K")):
+        if index:
+            lines.pop()
+        lines.extend(piece.split("\n")[:-1])
+    return lines
