@@ -253,3 +253,21 @@ def _render(text: str) -> list[str]:
             lines.pop()
         lines.extend(piece.split("\n")[:-1])
     return lines
+
+
+def test_slots_give_each_job_its_own_cores_and_gpus():
+    """GPU sets are planned from the ids nvidia-smi would list: no GPU here, so the ids are given."""
+    from tipcgen.errors import TipcgenError
+    from tipcgen.suite import Slot, slots
+
+    cores = sorted(os.sched_getaffinity(0))
+    two = slots(2, 1, ["0", "1", "2", "3"], 2, share_gpus=False)
+    assert [s.gpus for s in two] == [["0", "1"], ["2", "3"]]
+    assert [s.cores for s in two] == [[cores[0]], [cores[1 % len(cores)]]]
+    assert [s.gpus for s in slots(2, 1, ["0"], 1, share_gpus=True)] == [["0"], ["0"]]
+    assert [s.gpus for s in slots(2, 1, [], 1, share_gpus=False)] == [[], []]
+    with pytest.raises(TipcgenError, match="needs 2 GPUs; this machine has 1"):
+        slots(2, 1, ["0"], 1, share_gpus=False)
+    env = Slot([0, 1], ["3"]).env({"PATH": "/bin"})
+    assert (env["OMP_NUM_THREADS"], env["CPU_NUM"], env["CUDA_VISIBLE_DEVICES"]) == ("2", "2", "3")
+    assert "CUDA_VISIBLE_DEVICES" not in Slot([0]).env({})

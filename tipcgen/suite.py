@@ -181,6 +181,10 @@ def slots(jobs: int, cores_per_chain: int | None, gpus: list[str], gpus_per_chai
     """One slot per parallel job: disjoint cores while they last, disjoint GPU sets unless share_gpus."""
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     per = cores_per_chain or max(1, len(cores) // jobs)
+    if gpus and gpus_per_chain and not share_gpus and jobs * gpus_per_chain > len(gpus):
+        raise TipcgenError(f"--jobs {jobs} with --gpus-per-chain {gpus_per_chain} needs {jobs * gpus_per_chain} GPUs; "
+                           f"this machine has {len(gpus)} ({', '.join(gpus)})",
+                           "lower --jobs or --gpus-per-chain, or let chains share GPUs with --share-gpus")
     out = []
     for job in range(jobs):
         mine = [cores[(job * per + i) % len(cores)] for i in range(per)]
