@@ -143,6 +143,11 @@ def test_lint_gate_names_each_refused_paddleocr_config(tmp_path):
     assert sorted(Path(p).name for p in refused) == [c.name for c in configs]
     assert "ch_PP-OCRv4_server_rec_ampO2_ultra__train_infer_python.txt:17: slot-shift" in proc.stdout
     print(f"lint gate over {len(configs)} configs: {seconds:.2f} s (process included)")
+    # From a repository: loose configs would run against it, but they lie outside it (its copies lack them).
+    proc = tipcgen("suite", str(CORPUS / "PaddleOCR"), "--lint-only", "--chain", "basic", "--chain", "paddle2onnx",
+                   cwd=ROOT)
+    assert proc.returncode == 1 and proc.stdout.count("REFUSED ") == 207, proc.stderr
+    assert "lies outside the repository" in proc.stdout
 
 
 _KILL_ONCE = """

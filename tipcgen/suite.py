@@ -149,6 +149,9 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
                            + ", ".join(CHAIN_OF_NAME) + ")")
         elif not has_repo:
             reasons.append(f"{shown}: not inside a repository's test_tipc/ folder, and {root}/test_tipc is missing")
+        elif not config.is_relative_to(repo):
+            reasons.append(f"{shown}: lies outside the repository {repo} that runs it (each chain runs in a copy "
+                           "of it): put the config under its test_tipc/configs/<model>/")
         if chain is not None and chain not in chains:
             continue
         model = _model_name(text, config)
