@@ -150,45 +150,59 @@ def test_lint_gate_names_each_refused_paddleocr_config(tmp_path):
     assert "lies outside the repository" in proc.stdout
 
 
-_KILL_ONCE = """
+_KILLER = """
 import os, signal, sys, time
-marker = sys.argv[1]
-deadline = time.time() + 120
-while not os.path.exists(marker) and time.time() < deadline:
-    time.sleep(0.1)
-pid = int(open(marker).read())
-while pid > 1:
-    name = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[0].decode()
-    if name.startswith("ray::"):
-        print(f"killed Ray worker {pid} ({name})", flush=True)
-        os.kill(pid, signal.SIGKILL)
-        break
-    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+
+def kill_worker(marker):
+    deadline = time.time() + 120
+    while not os.path.exists(marker) and time.time() < deadline:
+        time.sleep(0.1)
+    pid = int(open(marker).read())
+    while pid > 1:
+        name = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[0].decode()
+        if name.startswith("ray::"):
+            os.kill(pid, signal.SIGKILL)
+            print(f"killed Ray worker {pid} ({name})", flush=True)
+            return
+        pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+
+marker, times = sys.argv[1], int(sys.argv[2])
+for attempt in range(times):
+    kill_worker(marker)
+    if attempt + 1 < times:
+        os.remove(marker)  # the retry hangs again
 """
 
 
 @pytest.mark.chain
-def test_ray_cluster_on_loopback_survives_a_lost_worker(stubs, separate_stubs, tmp_path):
+def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stubs, tmp_path):
     """A head and a second node (ray start), and the suite as a client, all in a network namespace of this
-    test with only 127.0.0.1 (and a PID namespace, so every Ray process ends with it). The first train step
-    hangs; its Ray worker is killed; Ray retries the chain once; verdicts equal separate runs."""
+    test with only 127.0.0.1 (and a PID namespace, so every Ray process ends with it). stub_model's eval step
+    hangs and the test kills the Ray worker running it: once (Ray retries, the chain passes, the verdicts
+    equal separate runs), then twice (reported lost, the variant's result kept)."""
     pytest.importorskip("ray")
     ray = Path(sys.executable).parent / "ray"
     if not (shutil.which("unshare") and shutil.which("ip") and ray.exists()):
         pytest.skip("needs unshare and ip (util-linux, iproute2) and ray's command line")
     if subprocess.run(["unshare", "-n", "-p", "-f", "--mount-proc", "true"], capture_output=True).returncode:
         pytest.skip("unshare -n -p needs root (or user namespaces)")
-    (tmp_path / "kill_once.py").write_text(_KILL_ONCE)
+    (tmp_path / "killer.py").write_text(_KILLER)
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay under 107 characters
+    marker = tmp_path / "hung.pid"
+    suite = f"{sys.executable} -m tipcgen suite {stubs}/stub {stubs}/variant --address 127.0.0.1:6390"
     script = textwrap.dedent(f"""\
         set -u
         ip link set lo up
-        export RAY_USAGE_STATS_ENABLED=0 PYTHONPATH={ROOT} STUB_HANG_ONCE=train:{tmp_path}/hung.pid
-        head="--node-ip-address 127.0.0.1 --num-cpus 1 --temp-dir {ray_tmp}"
-        {ray} start --head --port 6390 $head --include-dashboard=false --disable-usage-stats > {tmp_path}/head.log 2>&1 || exit 3
-        {ray} start --address 127.0.0.1:6390 $head > {tmp_path}/node.log 2>&1 || exit 3
-        {sys.executable} {tmp_path}/kill_once.py {tmp_path}/hung.pid &
-        {sys.executable} -m tipcgen suite {stubs}/stub {stubs}/variant --address 127.0.0.1:6390 -o {tmp_path}/out
+        export RAY_USAGE_STATS_ENABLED=0 PYTHONPATH={ROOT} STUB_HANG_ONCE=eval:{marker}
+        node="--node-ip-address 127.0.0.1 --num-cpus 1 --temp-dir {ray_tmp}"
+        {ray} start --head --port 6390 $node --include-dashboard=false --disable-usage-stats > {tmp_path}/head.log 2>&1 || exit 3
+        {ray} start --address 127.0.0.1:6390 $node > {tmp_path}/node.log 2>&1 || exit 3
+        {sys.executable} {tmp_path}/killer.py {marker} 1 &
+        {suite} -o {tmp_path}/once
+        echo "suite exit code $?"
+        rm {marker}
+        {sys.executable} {tmp_path}/killer.py {marker} 2 &
+        {suite} -o {tmp_path}/twice
         echo "suite exit code $?"
         """)
     try:
@@ -197,17 +211,20 @@ def test_ray_cluster_on_loopback_survives_a_lost_worker(stubs, separate_stubs, t
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     out = proc.stdout + proc.stderr
-    assert "suite exit code 0" in proc.stdout, out[-4000:]
-    assert "killed Ray worker" in proc.stdout, out[-4000:]
-    suite = json.loads((tmp_path / "out" / "suite.json").read_text())
-    assert suite["engine"] == "ray"
-    for chain in suite["chains"]:
+    assert proc.stdout.count("killed Ray worker") == 3, out[-4000:]
+    assert "suite exit code 0\n" in proc.stdout and "suite exit code 1\n" in proc.stdout, out[-4000:]
+    once = json.loads((tmp_path / "once" / "suite.json").read_text())
+    assert once["engine"] == "ray"
+    for chain in once["chains"]:
         alone = separate_stubs[chain["chain"]["model"]]
         assert chain["verdict"] == "passed" and _steps(chain["summary"]) == _steps(alone)
         assert chain["node"].endswith(" 127.0.0.1")
         assert Path(chain["run_dir"], "steps.jsonl").is_file()  # the run folder came back
-    retried = [c for c in suite["chains"] if "Ray retried it" in c["message"]]
-    assert len(retried) == 1, suite["chains"]
+    assert [c["chain"]["model"] for c in once["chains"] if "Ray retried it" in c["message"]] == ["stub_model"]
+    twice = {c["chain"]["model"]: c for c in json.loads((tmp_path / "twice" / "suite.json").read_text())["chains"]}
+    assert twice["stub_model"]["verdict"] == "lost" and "lost on Ray after a retry" in twice["stub_model"]["message"]
+    assert twice["stub_variant"]["verdict"] == "passed"
+    assert _steps(twice["stub_variant"]["summary"]) == _steps(separate_stubs["stub_variant"])
 
 
 def test_ctrl_c_stops_every_chain_and_still_writes_the_summary(stubs, tmp_path):
