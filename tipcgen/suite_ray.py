@@ -35,6 +35,9 @@ def pack(folder: Path) -> bytes:
 def unpack(data: bytes, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        if not hasattr(tarfile, "data_filter"):
+            raise TipcgenError("this Python's tarfile has no extraction filters",
+                               "use Python 3.9.17, 3.10.12, 3.11.4 or later on the Ray workers")
         tar.extractall(dest, filter="data")  # no absolute paths, no links out of dest
 
 
@@ -66,16 +69,20 @@ class _Attempts:
         return self.counts
 
 
-def connect(address: str | None, cpus: int) -> None:
-    """Join the cluster at address, or start a local Ray on loopback; never Ray's dashboard or usage report."""
+def connect(address: str | None, cpus: int) -> str | None:
+    """Join the cluster at address, or start a local Ray on loopback (its temp folder is returned);
+    never Ray's dashboard or usage report."""
     try:
         import ray
     except ImportError as exc:
         raise TipcgenError("--ray needs the ray package", 'pip install "tipcgen[suite]" (ray==2.60.0)') from exc
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs: dict = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False}
+    temp_dir = None
     if address is None:
-        kwargs.update(num_cpus=max(cpus, os.cpu_count() or 1), _node_ip_address="127.0.0.1")
+        # A private temp dir: Ray's default /tmp/ray is shared by every Ray on the machine.
+        kwargs.update(num_cpus=max(cpus, os.cpu_count() or 1), _node_ip_address="127.0.0.1",
+                      _temp_dir=(temp_dir := tempfile.mkdtemp(prefix="tipcgen-ray-")))
     else:
         kwargs["address"] = address
         kwargs.pop("include_dashboard")
@@ -87,13 +94,14 @@ def connect(address: str | None, cpus: int) -> None:
     except (ConnectionError, ValueError, RuntimeError) as exc:
         raise TipcgenError(f"cannot join the Ray cluster at {address or 'a new local Ray'}: {exc}",
                            "start one with: ray start --head --node-ip-address 127.0.0.1 (see docs/SUITE.md)") from exc
+    return temp_dir
 
 
 def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus: int, timeout: float | None,
             progress, notes: list[str]) -> list[ChainResult]:
     import ray
 
-    connect(address, cpus)
+    temp_dir = connect(address, cpus)
     try:
         shipped = {}
         for root in dict.fromkeys(c.root for c in chains):
@@ -124,6 +132,8 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
         return [results[c.key] for c in chains]
     finally:
         ray.shutdown()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _feasible(ray, cpus: int, gpus: int, notes: list[str]) -> int:
