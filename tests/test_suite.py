@@ -41,15 +41,19 @@ def _steps(summary: dict) -> list[tuple[str, str, str]]:
     return [(s["kind"], s["name"], s["status"]) for s in summary["steps"]]
 
 
-def _separate(repo: Path, scratch: Path) -> dict:
-    """A separate `tipcgen run` in a fresh copy of the repository: its summary.json."""
+def _separate(repo: Path, scratch: Path, chains: tuple[str, ...] = ("basic",)) -> dict:
+    """Separate `tipcgen run` calls (one per chain, in order) in a fresh copy of the repository: their
+    summary.json by chain; the first chain's also under its model's name."""
     copy = scratch / repo.name
     shutil.copytree(repo, copy)
-    proc = tipcgen("run", "--mode", MODE, "--quiet", cwd=copy)
-    model = next((copy / "test_tipc" / "output").iterdir())
-    summary = json.loads((model / MODE / "summary.json").read_text())
-    assert summary["exit_code"] == proc.returncode
-    return summary
+    out = {}
+    for chain in chains:
+        proc = tipcgen("run", "--mode", MODE, "--chain", chain, "--quiet", cwd=copy)
+        model = next((copy / "test_tipc" / "output").iterdir())
+        run_dir = model / MODE if chain == "basic" else model / chain / MODE
+        out[chain] = json.loads((run_dir / "summary.json").read_text())
+        assert out[chain]["exit_code"] == proc.returncode
+    return {**out["basic"], **{"by_chain": out}}
 
 
 @pytest.fixture(scope="session")
@@ -67,13 +71,16 @@ def test_three_models_in_one_command_have_the_verdicts_of_separate_runs(stubs, s
     tipcgen("init", "bert-sst2", "--output", str(zoo / "bert"), check=True)
     (zoo / "stub" / "output").mkdir()
     (zoo / "stub" / "output" / "stale.txt").write_text("left by an earlier run: never copied\n")
-    proc = tipcgen("suite", "bert", "stub", "variant", "--jobs", "2", "-o", str(tmp_path / "out"), cwd=zoo)
+    proc = tipcgen("suite", "bert", "stub", "variant", "--jobs", "2", "--chain", "basic", "--chain", "paddle2onnx",
+                   "-o", str(tmp_path / "out"), cwd=zoo)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     suite = json.loads((tmp_path / "out" / "suite.json").read_text())
-    assert [c["chain"]["key"] for c in suite["chains"]] == [f"{m}/basic/{MODE}" for m in ("bert_sst2", "stub_model", "stub_variant")]
-    separate = {**separate_stubs, "bert_sst2": _separate(zoo / "bert", tmp_path)}
+    assert [c["chain"]["key"] for c in suite["chains"]] == [
+        f"bert_sst2/paddle2onnx/{MODE}", *(f"{m}/basic/{MODE}" for m in ("bert_sst2", "stub_model", "stub_variant"))]
+    separate = {**separate_stubs, "bert_sst2": _separate(zoo / "bert", tmp_path, ("basic", "paddle2onnx"))}
     for chain in suite["chains"]:
         alone = separate[chain["chain"]["model"]]
+        alone = alone["by_chain"][chain["chain"]["chain"]] if "by_chain" in alone else alone
         assert chain["verdict"] == ("passed" if alone["ok"] else "failed")
         assert _steps(chain["summary"]) == _steps(alone), chain["chain"]["key"]
         assert Path(chain["run_dir"], "summary.json").is_file()
@@ -88,9 +95,12 @@ def test_three_models_in_one_command_have_the_verdicts_of_separate_runs(stubs, s
     junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     assert [s.get("name") for s in junit] == ["tipc.bert_sst2", "tipc.stub_model", "tipc.stub_variant"]
     # Progress in a CI log: plain lines, a start and a count per chain.
-    assert proc.stdout.count("[suite] start ") == 3
+    assert proc.stdout.count("[suite] start ") == 4
     assert "[suite] PASS stub_variant/basic/lite_train_lite_infer" in proc.stdout
-    assert "(3/3 done, 0 failed, 0 remaining)" in proc.stdout
+    # paddle2onnx converts the model the basic chain trained: it starts after that chain, and last.
+    assert proc.stdout.rindex("[suite] start ") == proc.stdout.index(f"[suite] start bert_sst2/paddle2onnx/{MODE}")
+    assert f"[suite] PASS bert_sst2/paddle2onnx/{MODE} in" in proc.stdout
+    assert "(4/4 done, 0 failed, 0 remaining)" in proc.stdout
 
 
 def test_a_failed_chain_fails_the_suite_and_the_others_are_kept(stubs, tmp_path):
@@ -187,6 +197,7 @@ def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stub
     if subprocess.run(["unshare", "-n", "-p", "-f", "--mount-proc", "true"], capture_output=True).returncode:
         pytest.skip("unshare -n -p needs root (or user namespaces)")
     (tmp_path / "killer.py").write_text(_KILLER)
+    (tmp_path / "home").mkdir()
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay under 107 characters
     marker = tmp_path / "hung.pid"
     suite = f"{sys.executable} -m tipcgen suite {stubs}/stub {stubs}/variant --address 127.0.0.1:6390"
@@ -194,6 +205,8 @@ def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stub
         set -u
         ip link set lo up
         export RAY_USAGE_STATS_ENABLED=0 PYTHONPATH={ROOT} STUB_HANG_ONCE=eval:{marker}
+        # Not the shared ~/.ray: a token found there turns on token authentication for the head only.
+        export HOME={tmp_path}/home RAY_AUTH_MODE=disabled
         node="--node-ip-address 127.0.0.1 --num-cpus 1 --temp-dir {ray_tmp}"
         {ray} start --head --port 6390 $node --include-dashboard=false --disable-usage-stats > {tmp_path}/head.log 2>&1 || exit 3
         {ray} start --address 127.0.0.1:6390 $node > {tmp_path}/node.log 2>&1 || exit 3

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .errors import TipcgenError
 from .results import SUMMARY_JSON, load_summary
-from .suite import Chain, ChainResult, Slot, execute_chain, working_copy
+from .suite import Chain, ChainResult, Slot, execute_chain, needs_trained_model, waves, working_copy
 
 _LOOPBACK = ("127.", "localhost", "::1")
 
@@ -41,8 +41,9 @@ def unpack(data: bytes, dest: Path) -> None:
         tar.extractall(dest, filter="data")  # no absolute paths, no links out of dest
 
 
-def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, attempts) -> dict:
-    """One chain on a Ray worker: its own copy of the repository, `tipcgen run`, the run folder back."""
+def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, attempts, trained: bytes) -> dict:
+    """One chain on a Ray worker: its own copy of the repository (with the model's basic run folders when it
+    needs a trained model), `tipcgen run`, the run folder back."""
     import ray
 
     chain = Chain(**chain)
@@ -50,6 +51,8 @@ def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, a
     gpus = [str(int(g)) for g in ray.get_gpu_ids()]
     with tempfile.TemporaryDirectory(prefix="tipcgen-chain-") as tmp:
         unpack(repo, Path(tmp) / "repo")
+        if trained:
+            unpack(trained, Path(tmp) / "repo" / "test_tipc" / "output" / chain.model)
         result = execute_chain(chain, Path(tmp) / "repo", Path(tmp) / "out", Slot(threads=threads, gpus=gpus), timeout)
         return {"verdict": result.verdict, "exit_code": result.exit_code, "seconds": result.seconds,
                 "message": result.message, "node": socket.gethostname() + " " + ray.util.get_node_ip_address(),
@@ -80,7 +83,10 @@ def connect(address: str | None, cpus: int) -> str | None:
     kwargs: dict = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False}
     temp_dir = None
     if address is None:
-        # A private temp dir: Ray's default /tmp/ray is shared by every Ray on the machine.
+        # A private temp dir: Ray's default /tmp/ray is shared by every Ray on the machine. No token: a new
+        # local Ray would write ~/.ray/auth_token, and every later `ray start --head` of this user would
+        # turn on token authentication (nodes without the token cannot join). This one listens on 127.0.0.1.
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         kwargs.update(num_cpus=max(cpus, os.cpu_count() or 1), _node_ip_address="127.0.0.1",
                       _temp_dir=(temp_dir := tempfile.mkdtemp(prefix="tipcgen-ray-")))
     else:
@@ -111,18 +117,21 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
         gpus = _feasible(ray, cpus, gpus, notes)
         attempts = ray.remote(num_cpus=0)(_Attempts).remote()
         task = ray.remote(max_retries=1, retry_exceptions=False)(_chain_task)
-        pending = {}
-        for chain in chains:
-            ref = task.options(num_cpus=cpus, num_gpus=gpus, name=f"tipc:{chain.key}").remote(
-                shipped[chain.root], asdict(chain), cpus, timeout, attempts)
-            pending[ref] = chain
-            progress.start(chain, Slot(threads=cpus), where="; ray task")
         results: dict[str, ChainResult] = {}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            chain = pending.pop(done[0])
-            results[chain.key] = _collect(chain, done[0], out, cpus)
-            progress.done(results[chain.key])
+        for wave in waves(chains):
+            pending = {}
+            for chain in wave:
+                basic = out / "runs" / chain.model / "basic"
+                trained = pack(basic) if needs_trained_model(chain) and basic.is_dir() else b""
+                ref = task.options(num_cpus=cpus, num_gpus=gpus, name=f"tipc:{chain.key}").remote(
+                    shipped[chain.root], asdict(chain), cpus, timeout, attempts, trained)
+                pending[ref] = chain
+                progress.start(chain, Slot(threads=cpus), where="; ray task")
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                chain = pending.pop(done[0])
+                results[chain.key] = _collect(chain, done[0], out, cpus)
+                progress.done(results[chain.key])
         counts = ray.get(attempts.get.remote())
         for key, count in sorted(counts.items()):
             if count > 1:
