@@ -198,6 +198,7 @@ def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stub
         pytest.skip("unshare -n -p needs root (or user namespaces)")
     (tmp_path / "killer.py").write_text(_KILLER)
     (tmp_path / "home").mkdir()
+    (tmp_path / "tmp").mkdir()
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay under 107 characters
     marker = tmp_path / "hung.pid"
     suite = f"{sys.executable} -m tipcgen suite {stubs}/stub {stubs}/variant --address 127.0.0.1:6390"
@@ -207,6 +208,7 @@ def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stub
         export RAY_USAGE_STATS_ENABLED=0 PYTHONPATH={ROOT} STUB_HANG_ONCE=eval:{marker}
         # Not the shared ~/.ray: a token found there turns on token authentication for the head only.
         export HOME={tmp_path}/home RAY_AUTH_MODE=disabled
+        export TMPDIR={tmp_path}/tmp  # the copies of killed tasks stay behind: here, not in /tmp
         node="--node-ip-address 127.0.0.1 --num-cpus 1 --temp-dir {ray_tmp}"
         {ray} start --head --port 6390 $node --include-dashboard=false --disable-usage-stats > {tmp_path}/head.log 2>&1 || exit 3
         {ray} start --address 127.0.0.1:6390 $node > {tmp_path}/node.log 2>&1 || exit 3
