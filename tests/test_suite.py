@@ -124,11 +124,11 @@ def test_a_failed_chain_fails_the_suite_and_the_others_are_kept(stubs, tmp_path)
 
 def test_a_chain_over_its_time_limit_is_killed_and_reported(stubs, tmp_path):
     started = time.monotonic()
-    proc = tipcgen("suite", str(stubs / "stub"), "--timeout", "3", "-o", str(tmp_path / "out"),
-                   env={"STUB_HANG": "train"})
+    proc = tipcgen("suite", str(stubs / "stub"), "--timeout", "3", cwd=tmp_path, env={"STUB_HANG": "train"})
     assert time.monotonic() - started < 60
     assert proc.returncode == 1
-    chain = json.loads((tmp_path / "out" / "suite.json").read_text())["chains"][0]
+    assert not (tmp_path / "test_tipc").exists()  # the default output folder outside a repository: ./tipc-suite
+    chain = json.loads((tmp_path / "tipc-suite" / "suite.json").read_text())["chains"][0]
     assert chain["verdict"] == "timeout" and "time limit of 3 s" in chain["message"]
     assert "TIMEOUT" in proc.stdout
 

@@ -24,7 +24,7 @@ def suite(
     gpus_per_chain: int = typer.Option(1, "--gpus-per-chain", min=0, help="GPUs per chain (CUDA_VISIBLE_DEVICES); 0: none."),
     share_gpus: bool = typer.Option(False, "--share-gpus", help="Let chains share GPUs (default: never two chains on one GPU)."),
     timeout: float = typer.Option(3600, "--timeout", min=1, help="Seconds a chain may run before it is killed and reported as a timeout."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder for suite.json, junit.xml and each chain's run folder (default: --root's test_tipc/output/suite)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder for suite.json, junit.xml and each chain's run folder (default: --root's test_tipc/output/suite, or ./tipc-suite where --root has no test_tipc/)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository of configs that lie in no test_tipc/ folder, and the default configs."),
     lint_only: bool = typer.Option(False, "--lint-only", help="Only the lint gate and the plan: name each refused config, run nothing."),
     ray: bool = typer.Option(False, "--ray", help="Run each chain as a Ray task (a local Ray, or the cluster of --address)."),
@@ -54,23 +54,28 @@ def suite(
             typer.echo(f"run     {item.key}  ({Path(item.root) / item.config})")
         typer.echo(f"{len(chains)} chain(s) to run, {len(refused)} config(s) refused", err=True)
         raise typer.Exit(1 if refused else 0)
-    out = (output or root / "test_tipc" / "output" / "suite").resolve()
-    for folder in ("runs", "work"):
-        shutil.rmtree(out / folder, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
     result = report.SuiteResult(refused=refused, engine="ray" if ray or address else "local")
-    progress = report.Progress(len(chains))
-    started = time.monotonic()
     if ray or address:
         from . import suite_ray
 
-        result.results = suite_ray.run_ray(chains, out, address, cores_per_chain or 1,
-                                           gpus_per_chain, timeout, progress, result.notes)
+        suite_ray.require()
     else:
         gpus = planner.detect_gpus()
         if not gpus:
             result.notes.append("no GPU found (nvidia-smi is missing or lists none): chains run on CPU")
         slots = planner.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
+    # Nothing is written before here: a mistake above leaves the last suite's results as they were.
+    out = (output or (root / "test_tipc" / "output" / "suite" if (root / "test_tipc").is_dir()
+                      else root / "tipc-suite")).resolve()
+    for folder in ("runs", "work"):
+        shutil.rmtree(out / folder, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    progress = report.Progress(len(chains))
+    started = time.monotonic()
+    if ray or address:
+        result.results = suite_ray.run_ray(chains, out, address, cores_per_chain or 1,
+                                           gpus_per_chain, timeout, progress, result.notes)
+    else:
         result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work)
     result.wall_seconds = round(time.monotonic() - started, 3)
     report.write_json(result, out / report.SUITE_JSON)

@@ -72,13 +72,20 @@ class _Attempts:
         return self.counts
 
 
+def require() -> None:
+    """Ray is installed (said before the suite writes anything)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise TipcgenError("--ray needs the ray package", 'pip install "tipcgen[suite]" (ray==2.60.0)') from exc
+
+
 def connect(address: str | None, cpus: int) -> str | None:
     """Join the cluster at address, or start a local Ray on loopback (its temp folder is returned);
     never Ray's dashboard or usage report."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise TipcgenError("--ray needs the ray package", 'pip install "tipcgen[suite]" (ray==2.60.0)') from exc
+    require()
+    import ray
+
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs: dict = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False}
     temp_dir = None
