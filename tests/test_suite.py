@@ -228,6 +228,10 @@ def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stub
     out = proc.stdout + proc.stderr
     assert proc.stdout.count("killed Ray worker") == 3, out[-4000:]
     assert "suite exit code 0\n" in proc.stdout and "suite exit code 1\n" in proc.stdout, out[-4000:]
+    # Live progress from the workers: each start (twice for the retried chain) and each step line.
+    first_run = proc.stdout.split("suite exit code")[0]
+    assert first_run.count("[suite] start stub_model/basic/") == 2, first_run
+    assert f"[suite] stub_variant/basic/{MODE}: [tipc] PASS train" in first_run
     once = json.loads((tmp_path / "once" / "suite.json").read_text())
     assert once["engine"] == "ray"
     for chain in once["chains"]:

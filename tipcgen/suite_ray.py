@@ -41,32 +41,49 @@ def unpack(data: bytes, dest: Path) -> None:
         tar.extractall(dest, filter="data")  # no absolute paths, no links out of dest
 
 
-def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, attempts, trained: bytes) -> dict:
+def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, board, trained: bytes) -> dict:
     """One chain on a Ray worker: its own copy of the repository (with the model's basic run folders when it
     needs a trained model), `tipcgen run`, the run folder back."""
     import ray
 
     chain = Chain(**chain)
-    attempts.started.remote(chain.key)
+    node = socket.gethostname() + " " + ray.util.get_node_ip_address()
+    board.started.remote(chain.key, node)
     gpus = [str(int(g)) for g in ray.get_gpu_ids()]
+
+    def on_line(line: str) -> None:
+        if line.startswith("[tipc] "):
+            board.line.remote(chain.key, line)
+
     with tempfile.TemporaryDirectory(prefix="tipcgen-chain-") as tmp:
         unpack(repo, Path(tmp) / "repo")
         if trained:
             unpack(trained, Path(tmp) / "repo" / "test_tipc" / "output" / chain.model)
-        result = execute_chain(chain, Path(tmp) / "repo", Path(tmp) / "out", Slot(threads=threads, gpus=gpus), timeout)
+        result = execute_chain(chain, Path(tmp) / "repo", Path(tmp) / "out", Slot(threads=threads, gpus=gpus), timeout,
+                               on_line=on_line)
         return {"verdict": result.verdict, "exit_code": result.exit_code, "seconds": result.seconds,
-                "message": result.message, "node": socket.gethostname() + " " + ray.util.get_node_ip_address(),
+                "message": result.message, "node": node,
                 "gpus": gpus, "out": pack(Path(tmp) / "out")}
 
 
-class _Attempts:
-    """How many times each chain started: 2 means Ray retried it after its worker was lost."""
+class _Board:
+    """What the tasks report while they run: each start (2 starts: Ray retried the chain after its worker
+    was lost) and each step line, taken by the driver for the progress lines."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
+        self.events: list[tuple[str, str, str]] = []
 
-    def started(self, key: str) -> None:
+    def started(self, key: str, node: str) -> None:
         self.counts[key] = self.counts.get(key, 0) + 1
+        self.events.append(("start", key, node))
+
+    def line(self, key: str, text: str) -> None:
+        self.events.append(("line", key, text))
+
+    def take(self) -> list[tuple[str, str, str]]:
+        events, self.events = self.events, []
+        return events
 
     def get(self) -> dict[str, int]:
         return self.counts
@@ -122,7 +139,7 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
             shipped[root] = ray.put(pack(copy))
             shutil.rmtree(copy, ignore_errors=True)
         gpus = _feasible(ray, cpus, gpus, notes)
-        attempts = ray.remote(num_cpus=0)(_Attempts).remote()
+        board = ray.remote(num_cpus=0)(_Board).remote()
         task = ray.remote(max_retries=1, retry_exceptions=False)(_chain_task)
         results: dict[str, ChainResult] = {}
         for wave in waves(chains):
@@ -131,15 +148,23 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
                 basic = out / "runs" / chain.model / "basic"
                 trained = pack(basic) if needs_trained_model(chain) and basic.is_dir() else b""
                 ref = task.options(num_cpus=cpus, num_gpus=gpus, name=f"tipc:{chain.key}").remote(
-                    shipped[chain.root], asdict(chain), cpus, timeout, attempts, trained)
+                    shipped[chain.root], asdict(chain), cpus, timeout, board, trained)
                 pending[ref] = chain
-                progress.start(chain, Slot(threads=cpus), where="; ray task")
+            by_key = {chain.key: chain for chain in wave}
             while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
-                chain = pending.pop(done[0])
-                results[chain.key] = _collect(chain, done[0], out, cpus)
-                progress.done(results[chain.key])
-        counts = ray.get(attempts.get.remote())
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                for kind, key, text in ray.get(board.take.remote()):
+                    if key in results:
+                        continue  # a report that arrived after the result
+                    if kind == "start":
+                        progress.start(by_key[key], Slot(threads=cpus), where=f"; ray task on {text}")
+                    else:
+                        progress.line(by_key[key], text)
+                for ref in done:
+                    chain = pending.pop(ref)
+                    results[chain.key] = _collect(chain, ref, out, cpus)
+                    progress.done(results[chain.key])
+        counts = ray.get(board.get.remote())
         for key, count in sorted(counts.items()):
             if count > 1:
                 results[key].message = (results[key].message + "; " if results[key].message else "") + \
