@@ -280,6 +280,7 @@ def test_progress_on_a_terminal_redraws_one_line_per_running_chain():
     progress.start(b, Slot([1]))
     progress.line(a, "[tipc] PASS train t1 (0.1 s)")
     progress.done(ChainResult(b, "failed", 1, 2.0, message="eval failed"))
+    progress.close()
     screen = _render(stream.getvalue())
     assert screen[-2:] == [f"  running  m1/basic/{MODE}      0 s  [tipc] PASS train t1 (0.1 s)",
                            "[suite] 1/2 done, 1 failed, 1 remaining"]

@@ -77,6 +77,7 @@ def suite(
                                            gpus_per_chain, timeout, progress, result.notes)
     else:
         result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work)
+    progress.close()
     result.wall_seconds = round(time.monotonic() - started, 3)
     report.write_json(result, out / report.SUITE_JSON)
     report.write_junit(result, out / report.SUITE_JUNIT)

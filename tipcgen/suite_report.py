@@ -3,6 +3,7 @@ live progress lines. Formats live in templates/report/suite.*.j2."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 import time
@@ -91,6 +92,21 @@ class Progress:
         self.running: dict[str, tuple[float, str]] = {}
         self.drawn = 0
         self.lock = threading.Lock()
+        self.closed = threading.Event()
+        if self.tty:  # the elapsed seconds move even while no step ends
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self.closed.wait(1.0):
+            with self.lock:
+                if self.running and not self.closed.is_set():
+                    self._emit(None)
+
+    def close(self) -> None:
+        """Stop redrawing and leave the final count on screen."""
+        with self.lock:
+            self.closed.set()
+            self._emit(None)
 
     def count(self) -> str:
         return f"{self.done_n}/{self.total} done, {self.failed_n} failed, {self.total - self.done_n} remaining"
@@ -101,8 +117,9 @@ class Progress:
             if text:
                 self.stream.write(text + "\n")
             now = time.monotonic()
-            block = [f"  running  {key}  {now - t0:5.0f} s  {last[:100]}" for key, (t0, last) in self.running.items()]
-            block.append(f"[suite] {self.count()}")
+            width = shutil.get_terminal_size().columns - 1  # a wrapped line would break the cursor moves
+            block = [f"  running  {key}  {now - t0:5.0f} s  {last}"[:width] for key, (t0, last) in self.running.items()]
+            block.append(f"[suite] {self.count()}"[:width])
             self.stream.write("\n".join(block) + "\n")
             self.drawn = len(block)
         elif text:
