@@ -16,6 +16,7 @@ import typer
 from .cli_accept import accept as accept_command
 from .cli_align import align_app
 from .cli_repro import register as register_repro
+from .cli_suite import suite
 from .errors import TipcgenError, os_error
 
 app = typer.Typer(
@@ -31,6 +32,7 @@ app = typer.Typer(
 register_repro(align_app)
 app.add_typer(align_app, name="align")
 app.command(name="accept")(accept_command)
+app.command()(suite)
 
 
 class Devices(str, Enum):
