@@ -48,6 +48,7 @@ REQUIRED_KINDS = {
               "whole_train_whole_infer": ("train", "eval", "export", "infer"),
               "whole_infer": ("infer",)},
     "paddle2onnx": {},  # every mode: ("convert", "infer")
+    "benchmark_train": {"benchmark_train": ("train", "speed")},
 }
 _P2O_KINDS = ("convert", "infer")
 
