@@ -4,6 +4,10 @@ The benchmark_train chain's measurements (test_tipc/benchmark_train.sh calls it;
 
     python test_tipc/benchmark_analysis.py measure MEMORY_JSON -- COMMAND...
     python test_tipc/benchmark_analysis.py analyse --filename LOG --speed_log_file FILE ...
+    python test_tipc/benchmark_analysis.py frame
+
+`frame` prints paddle's version and commit (upstream's frame_version and frame_commit), read from
+the installed files without importing paddle (an import costs seconds per case).
 
 `measure` runs COMMAND, then writes its wall seconds and peak resident memory (the largest process
 of the run, launcher workers included: getrusage(RUSAGE_CHILDREN).ru_maxrss) and exits with
@@ -16,8 +20,11 @@ upstream's speed JSON (same keys) plus peak memory: reserved GPU memory when the
 is left after skipping or the ips is 0.
 """
 import argparse
+import importlib.metadata
+import importlib.util
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -126,10 +133,33 @@ def analyse(argv):
     return 0
 
 
+def frame():
+    version = commit = "unknown"
+    for name in ("paddlepaddle", "paddlepaddle-gpu"):
+        try:
+            version = importlib.metadata.version(name)
+            break
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    spec = importlib.util.find_spec("paddle")
+    if spec is not None and spec.submodule_search_locations:
+        path = os.path.join(list(spec.submodule_search_locations)[0], "version", "__init__.py")
+        try:
+            with open(path, errors="replace") as handle:
+                found = re.search(r"^commit\s*=\s*['\"]([0-9a-fA-F]+)['\"]", handle.read(), re.M)
+            commit = found.group(1) if found else commit
+        except OSError:
+            pass
+    print(version, commit)
+    return 0
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("measure", "analyse"):
-        print("usage: benchmark_analysis.py measure|analyse ...", file=sys.stderr)
+    if len(sys.argv) < 2 or sys.argv[1] not in ("measure", "analyse", "frame"):
+        print("usage: benchmark_analysis.py measure|analyse|frame ...", file=sys.stderr)
         return 2
+    if sys.argv[1] == "frame":
+        return frame()
     return measure(sys.argv[2:]) if sys.argv[1] == "measure" else analyse(sys.argv[2:])
 
 

@@ -81,7 +81,7 @@ tipc_checked_only
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/benchmark_train/$MODE" results_benchmark_train.log "$MODE"
 mkdir -p -- "$LOG_PATH/train_log" "$LOG_PATH/index"
 REPO_NAME=$(basename "$PWD")
-FRAME=$("$PYTHON" -c 'import paddle; print(paddle.__version__, paddle.version.commit)' 2> /dev/null) || FRAME="unknown unknown"
+FRAME=$("$PYTHON" test_tipc/benchmark_analysis.py frame 2> /dev/null) || FRAME="unknown unknown"
 export frame_version=${frame_version:-${FRAME%% *}} frame_commit=${frame_commit:-${FRAME#* }}
 
 # The CPU value of a train device flag (gpu -> cpu, True -> False).

@@ -193,6 +193,10 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
     for script in (PREPARE, RUNNERS[chain]):
         if not (root / script).is_file():
+            if script == RUNNERS["benchmark_train"]:
+                raise RunError(f"{script} is missing under {root}: the descriptor has no benchmark section",
+                               "add benchmark: {batch_size: [8], epoch: 4} to the descriptor (docs/DESCRIPTOR.md), "
+                               "then tipcgen update (or init --force)")
             raise RunError(f"{script} is missing under {root}", "render it with tipcgen init, and run from the repository root")
     if shutil.which("bash") is None:
         raise RunError("bash is not installed", "the TIPC scripts are bash scripts: install bash")
