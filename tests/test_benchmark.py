@@ -173,3 +173,16 @@ def test_report_charts_ips_per_case(bench_run: Path):
         row = next(line for line in section.splitlines() if data["file"].removesuffix("_speed") in line)
         assert f"{data['ips']:g} samples/s" in row and data["device_num"] in row
     assert (bench_run / RUN / "report-ips.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_imported_section_gets_the_script_and_both_at_once_are_refused(tmp_path: Path):
+    imported = tmp_path / "tipc.yaml"
+    tipcgen("import", str(ROOT / "test_tipc/configs/bert_sst2/train_infer_python.txt"), "-o", str(imported), check=True)
+    desc = descriptor.load(str(imported))
+    assert desc.benchmark is None and any(name == benchmark.SECTION for name, _ in desc.sections)
+    files = render.render_files(desc)
+    assert "test_tipc/benchmark_train.sh" in files and "test_tipc/benchmark_analysis.py" in files
+    both = imported.read_text() + "benchmark: {batch_size: [8]}\n"
+    with pytest.raises(DescriptorError) as info:
+        load(both)
+    assert ": benchmark:" in str(info.value) and "keep one" in info.value.hint

@@ -442,19 +442,24 @@ class _Validator:
         self._python(slots["python"].value)
         self._gpu_list(slots)
         data_spec = self._data(data.get("data"))
+        sections = self._sections(data.get("sections"))
+        bench = benchmark_spec.parse(data.get("benchmark"), self.source, self.lines)
+        if bench is not None and any(name == benchmark_spec.SECTION for name, _ in sections):
+            raise self.fail("benchmark", f"and sections both give a {benchmark_spec.SECTION} section",
+                            f"keep one: the benchmark field, or the sections entry named {benchmark_spec.SECTION}")
         return Descriptor(
             source=self.source,
             base_dir=base_dir,
             model_name=model_name,
             slots=slots,
-            sections=self._sections(data.get("sections")),
+            sections=sections,
             data=data_spec,
             step_timeout=self._run(data.get("run")),
             checks=self._checks(data.get("checks")),
             paddle2onnx=self._paddle2onnx(data.get("paddle2onnx"), data_spec),
             align_thresholds=self._align(data.get("align")),
             target=target_spec.parse(data.get("target"), self.source, self.lines),
-            benchmark=benchmark_spec.parse(data.get("benchmark"), self.source, self.lines),
+            benchmark=bench,
             description=self.text(data["description"], "description") if data.get("description") else "",
         )
 
