@@ -131,6 +131,7 @@ def bench_run(tmp_path_factory) -> Path:
     tipcgen("init", "bert-sst2", "--output", str(repo), check=True)
     proc = tipcgen("run", "--chain", "benchmark_train", "--quiet", cwd=repo)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    (repo / "run_stdout.txt").write_text(proc.stdout)
     return repo
 
 
@@ -152,6 +153,13 @@ def test_speed_jsons_pass_upstream_rules(bench_run: Path):
         assert data["ips"] == pytest.approx(expected, abs=1e-3) and int(data["ips"]) != 0  # JOB_FAIL_FLAG stays 0
         assert data["peak_memory_mb"] > 0 and data["batch_size"] == 8 and data["fp_item"] == "fp32"
         assert data["frame_version"] == importlib.metadata.version("paddlepaddle") and len(data["frame_commit"]) == 40
+    # summary.json and the terminal summary carry each case's figures
+    by_name = {s["name"]: s for s in summary["steps"] if s["kind"] == "speed"}
+    shown = (bench_run / "run_stdout.txt").read_text()
+    for data in speeds.values():
+        name = data["file"]
+        assert by_name[name]["status"] == "passed" and by_name[name]["speed"]["ips"] == data["ips"]
+        assert f"ips {data['ips']:g} samples/s, peak memory {data['peak_memory_mb']:g} MB" in shown
     if cpu:
         note = next(s["note"] for s in summary["steps"] if s["kind"] == "train" and s["name"].endswith("N1C2"))
         assert "2 processes over gloo on 127.0.0.1 stand for 2 devices" in note

@@ -119,3 +119,29 @@ def read_speeds(run_dir: Path) -> list[dict]:
             data["file"] = path.name
             out.append(data)
     return out
+
+
+def speed_of_log(lines: list[str]) -> dict:
+    """The figures of a speed step, from the JSON line benchmark_analysis.py printed into its log:
+    ips, unit, device_num, peak memory; {} when there is none."""
+    for line in reversed(lines):
+        if not line.startswith("{"):
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("ips"), (int, float)) and not isinstance(data["ips"], bool):
+            return {key: data[key] for key in ("ips", "speed_unit", "device_num", "fp_item", "batch_size",
+                                               "peak_memory_mb", "peak_memory_kind") if key in data}
+    return {}
+
+
+def speed_text(speed: dict) -> str:
+    """`ips 171.967 samples/s, peak memory 688.3 MB RSS` for the terminal summary."""
+    text = f"ips {speed['ips']:g} {speed.get('speed_unit', '')}".rstrip()
+    peak = speed.get("peak_memory_mb")
+    if isinstance(peak, (int, float)) and not isinstance(peak, bool):
+        kind = {"rss": "RSS", "gpu_reserved": "GPU reserved"}.get(str(speed.get("peak_memory_kind")), "")
+        text += f", peak memory {peak:g} MB {kind}".rstrip()
+    return text
