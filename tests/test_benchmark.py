@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +195,22 @@ def test_an_imported_section_gets_the_script_and_both_at_once_are_refused(tmp_pa
     with pytest.raises(DescriptorError) as info:
         load(both)
     assert ": benchmark:" in str(info.value) and "keep one" in info.value.hint
+
+
+def test_a_train_that_logs_no_ips_is_failed(tmp_path: Path):
+    """The stub trains without logging ips: values: its case must fail (upstream's JOB_FAIL_FLAG), never pass."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "stub", repo / "stub")
+    desc = repo / "stub" / "tipc.yaml"
+    desc.write_text(desc.read_text() + "benchmark: {batch_size: [8], fp_items: [fp32], epoch: 3, device_num: [N1C1]}\n")
+    tipcgen("init", str(desc), "--output", str(repo), check=True)
+    argv = tmp_path / "argv.jsonl"
+    proc = tipcgen("run", "--chain", "benchmark_train", "--quiet", cwd=repo, env={"STUB_ARGV": str(argv)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads(next(repo.glob("test_tipc/output/*/benchmark_train/benchmark_train/summary.json")).read_text())
+    steps = {s["kind"]: s for s in summary["steps"]}
+    assert steps["train"]["status"] == "passed" and steps["speed"]["status"] == "failed"
+    assert any("JOB_FAIL_FLAG" in line for line in steps["speed"]["tail"]) and not summary["ok"]
+    calls = [json.loads(line) for line in argv.read_text().splitlines()]
+    assert [c[0] for c in calls] == ["train"]  # upstream's benchmark runs no eval, export or inference
+    assert {"--batch_size=8", "--epochs=3", "--auto_cast=fp32"} <= set(calls[0][1:])
