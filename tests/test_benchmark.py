@@ -22,7 +22,7 @@ import pytest
 from tipcgen import benchmark, descriptor, render
 from tipcgen.errors import DescriptorError
 
-from conftest import ROOT, tipcgen
+from conftest import ROOT, chain_env, tipcgen
 
 SAMPLE = ROOT / "sample_models" / "bert-sst2" / "tipc.yaml"
 ANALYSIS = ROOT / "test_tipc" / "benchmark_analysis.py"
@@ -214,3 +214,24 @@ def test_a_train_that_logs_no_ips_is_failed(tmp_path: Path):
     calls = [json.loads(line) for line in argv.read_text().splitlines()]
     assert [c[0] for c in calls] == ["train"]  # upstream's benchmark runs no eval, export or inference
     assert {"--batch_size=8", "--epochs=3", "--auto_cast=fp32"} <= set(calls[0][1:])
+
+
+def test_one_case_by_upstream_name_and_a_bad_name_refused(stub_repo: Path, tmp_path: Path):
+    desc = stub_repo / "stub" / "tipc.yaml"
+    desc.write_text(desc.read_text() + "benchmark: {batch_size: [8, 16], epoch: 2}\n")
+    tipcgen("init", str(desc), "--output", str(stub_repo), "--force", check=True)
+    config = next(stub_repo.glob("test_tipc/configs/*/train_infer_python.txt")).relative_to(stub_repo)
+    argv = tmp_path / "argv.jsonl"
+
+    def script(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "test_tipc/benchmark_train.sh", str(config), *args], cwd=stub_repo,
+                              env=chain_env(STUB_ARGV=str(argv)), capture_output=True, text=True, timeout=120)
+
+    proc = script("benchmark_train", "norm_bs16_fp32_DP_N1C1")
+    calls = [json.loads(line) for line in argv.read_text().splitlines()]
+    assert len(calls) == 1 and "--batch_size=16" in calls[0], proc.stdout + proc.stderr
+    assert proc.returncode == 1  # the stub logs no ips: values
+    for args, words in ((("benchmark_train", "bs16_fp32"), "is not <type>_bs<N>"),
+                        (("lite_train_lite_infer",), "unknown mode")):
+        proc = script(*args)
+        assert proc.returncode == 2 and words in proc.stderr and "hint:" in proc.stderr, proc.stderr
