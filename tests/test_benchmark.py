@@ -235,3 +235,15 @@ def test_one_case_by_upstream_name_and_a_bad_name_refused(stub_repo: Path, tmp_p
                         (("lite_train_lite_infer",), "unknown mode")):
         proc = script(*args)
         assert proc.returncode == 2 and words in proc.stderr and "hint:" in proc.stderr, proc.stderr
+
+
+def test_profiler_options_add_a_profiling_run_per_single_device_case(stub_repo: Path, tmp_path: Path):
+    desc = stub_repo / "stub" / "tipc.yaml"
+    desc.write_text(desc.read_text() + "benchmark: {batch_size: [8], fp_items: [fp32], device_num: [N1C1],\n"
+                    "            profiler_options: 'batch_range=[10,20];state=CPU'}\n")
+    tipcgen("init", str(desc), "--output", str(stub_repo), "--force", check=True)
+    argv = tmp_path / "argv.jsonl"
+    tipcgen("run", "--chain", "benchmark_train", "--quiet", cwd=stub_repo, env={"STUB_ARGV": str(argv)})
+    calls = [json.loads(line) for line in argv.read_text().splitlines()]
+    assert len(calls) == 2 and "--profiler_options=batch_range=[10,20];state=CPU" in calls[0]
+    assert not any(arg.startswith("--profiler_options") for arg in calls[1])
