@@ -31,7 +31,8 @@ def test_config_has_the_canonical_51_line_layout():
     cfg = config.TipcConfig.parse(text)
     lines = cfg.logical_lines()
     assert cfg.kind == "train_infer_python"
-    assert [section.name for section in cfg.sections()][-1] == "result_check_params"  # after idx 50, by name
+    # after idx 50, found by name: the result checks, then benchmark_train's section (upstream's name)
+    assert [section.name for section in cfg.sections()][-2:] == ["result_check_params", "train_benchmark_params"]
     assert [i for i, line in enumerate(lines[:51]) if line.kind == "header"] == [0, 22, 26]
     assert [i for i, line in enumerate(lines[:51]) if line.text == "##"] == [13, 21, 25]
     for slot in layout.TRAIN_INFER_PYTHON:

@@ -207,7 +207,7 @@ def run(
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
-    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference) or paddle2onnx."),
+    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, or benchmark_train (training speed per case; --mode picks its data)."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 

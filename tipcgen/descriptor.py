@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from . import benchmark as benchmark_spec
 from . import inputs, layout
 from . import target as target_spec
 from .errors import DescriptorError, InputError
@@ -46,7 +47,7 @@ SECTION_FIELDS = {
     "train", "eval", "export", "whole_infer", "inference",
 }
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
-              "checks", "paddle2onnx", "align", "target"} | SECTION_FIELDS
+              "checks", "paddle2onnx", "align", "target", "benchmark"} | SECTION_FIELDS
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
@@ -133,6 +134,7 @@ class Descriptor:
     paddle2onnx: Paddle2OnnxSpec | None = None
     align_thresholds: dict[str, float] = field(default_factory=dict)  # tipcgen align report
     target: Any = None  # tipcgen.target.Target: the paper's figures, checked on whole_train_whole_infer
+    benchmark: Any = None  # tipcgen.benchmark.BenchmarkSpec: the benchmark_train chain's cases
     extra: dict[str, Any] = field(default_factory=dict)
 
     def slot(self, name: str) -> SlotValue:
@@ -440,18 +442,24 @@ class _Validator:
         self._python(slots["python"].value)
         self._gpu_list(slots)
         data_spec = self._data(data.get("data"))
+        sections = self._sections(data.get("sections"))
+        bench = benchmark_spec.parse(data.get("benchmark"), self.source, self.lines)
+        if bench is not None and any(name == benchmark_spec.SECTION for name, _ in sections):
+            raise self.fail("benchmark", f"and sections both give a {benchmark_spec.SECTION} section",
+                            f"keep one: the benchmark field, or the sections entry named {benchmark_spec.SECTION}")
         return Descriptor(
             source=self.source,
             base_dir=base_dir,
             model_name=model_name,
             slots=slots,
-            sections=self._sections(data.get("sections")),
+            sections=sections,
             data=data_spec,
             step_timeout=self._run(data.get("run")),
             checks=self._checks(data.get("checks")),
             paddle2onnx=self._paddle2onnx(data.get("paddle2onnx"), data_spec),
             align_thresholds=self._align(data.get("align")),
             target=target_spec.parse(data.get("target"), self.source, self.lines),
+            benchmark=bench,
             description=self.text(data["description"], "description") if data.get("description") else "",
         )
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import __version__, layout
+from . import __version__, benchmark, layout
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
@@ -63,7 +63,8 @@ def paddle2onnx_relpath(model_name: str) -> str:
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
     env = env or environment()
     return env.get_template("config/train_infer_python.txt.j2").render(
-        layout=layout.TRAIN_INFER_PYTHON, slots=desc.slots, sections=desc.sections, checks=desc.checks)
+        layout=layout.TRAIN_INFER_PYTHON, slots=desc.slots, sections=desc.sections, checks=desc.checks,
+        benchmark=desc.benchmark)
 
 
 def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
@@ -149,6 +150,10 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
     if desc.checks is not None:
         files["test_tipc/compare_results.py"] = env.get_template("runner/compare_results.py.j2").render()
     files.update(_paddle2onnx_files(desc, env))
+    if desc.benchmark is not None or any(name == benchmark.SECTION for name, _ in desc.sections):  # an imported one too
+        files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(
+            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc))
+        files["test_tipc/benchmark_analysis.py"] = env.get_template("runner/benchmark_analysis.py.j2").render()
     return files
 
 

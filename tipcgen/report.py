@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from . import __version__, accept, markup, render
+from . import __version__, accept, markup, render, report_bench
 from .checklist import Acceptance
 from .errors import TipcgenError
 from .needs import numpy_for
@@ -99,6 +99,7 @@ class Report:
     images: dict[str, str] = field(default_factory=dict)  # loss / timing -> file name
     notes: list[str] = field(default_factory=list)
     acceptance: Acceptance | None = None  # the basic chain's acceptance checklist (tipcgen accept)
+    speeds: list = field(default_factory=list)  # benchmark_train: report_bench.SpeedRow per case
 
     @property
     def trained(self) -> bool:
@@ -156,6 +157,8 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
                     alignment=read_alignment(align, run_dir, root, summary.model), reproduce=reproduce(summary))
     if summary.chain == "basic":
         report.acceptance = accept.check(root, run_dir)
+    if summary.chain == "benchmark_train":
+        report.speeds = report_bench.speed_rows(summary, run_dir)
     for curve in curves:
         if curve.non_finite:
             report.notes.append(f"{curve.step}: the loss is not finite at {curve.x_label} "
@@ -351,6 +354,10 @@ def draw(report: Report) -> dict[str, bytes]:
     if report.curves:
         pictures[LOSS_PNG] = png(_loss_figure(Figure, report))
         report.images["loss"] = LOSS_PNG
+    ips = report_bench.ips_figure(Figure, report.speeds, report.summary)
+    if ips is not None:
+        pictures[report_bench.IPS_PNG] = png(ips)
+        report.images["ips"] = report_bench.IPS_PNG
     return pictures
 
 

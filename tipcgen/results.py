@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import autolog
+from . import autolog, benchmark
 
 RESULTS_LOG = "results_python.log"
 RECORDS = "steps.jsonl"
@@ -48,6 +48,7 @@ REQUIRED_KINDS = {
               "whole_train_whole_infer": ("train", "eval", "export", "infer"),
               "whole_infer": ("infer",)},
     "paddle2onnx": {},  # every mode: ("convert", "infer")
+    "benchmark_train": {"benchmark_train": ("train", "speed")},
 }
 _P2O_KINDS = ("convert", "infer")
 
@@ -183,6 +184,8 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
             step.speed = autolog.parse(log_tail(root / step.log, 400))
         if step.kind == "check" and step.log:
             step.check = check_result(log_tail(root / step.log, 200))
+        if step.kind == "speed" and step.log:  # benchmark_train: the case's speed JSON
+            step.speed = benchmark.speed_of_log(log_tail(root / step.log, 50))
         steps.append(step)
     return steps, problems
 
@@ -255,6 +258,8 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
         if step.metrics:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
+        if step.kind == "speed" and step.speed:
+            detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
         rows.append((mark, step.kind, step.name, f"{step.seconds:.1f}" if step.status != "skipped" else "-",
                      detail))
     return _env().get_template("report/summary.txt.j2").render(

@@ -22,9 +22,15 @@ from .errors import RunError
 from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
                       read_records, required_kinds, write_json, write_junit)
 
-RUNNERS = {"basic": "test_tipc/test_train_inference_python.sh", "paddle2onnx": "test_tipc/test_paddle2onnx.sh"}
-CONFIG_NAMES = {"basic": "train_infer_python.txt", "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"}
-RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log"}
+RUNNERS = {"basic": "test_tipc/test_train_inference_python.sh", "paddle2onnx": "test_tipc/test_paddle2onnx.sh",
+           "benchmark_train": "test_tipc/benchmark_train.sh"}
+CONFIG_NAMES = {"basic": "train_infer_python.txt", "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt",
+                "benchmark_train": "train_infer_python.txt"}
+RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
+               "benchmark_train": "results_benchmark_train.log"}
+# benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
+BENCHMARK_MODE = "benchmark_train"
+BENCHMARK_DATA_MODES = ("lite_train_lite_infer", "whole_train_whole_infer")
 PREPARE = "test_tipc/prepare.sh"
 PREPARE_LOG = "prepare.log"
 
@@ -174,6 +180,12 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     check_mode(mode)
     if chain not in RUNNERS:
         raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
+    prepare_mode = mode
+    if chain == "benchmark_train":
+        if mode not in BENCHMARK_DATA_MODES:
+            raise RunError(f"--mode {mode} readies no training data for benchmark_train",
+                           "use --mode " + " or --mode ".join(BENCHMARK_DATA_MODES) + " (the data the cases train on)")
+        mode = BENCHMARK_MODE
     root = root.resolve()
     config_path = find_config(config, root, chain)
     model = model_name_of(root / config_path)
@@ -181,6 +193,10 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
     for script in (PREPARE, RUNNERS[chain]):
         if not (root / script).is_file():
+            if script == RUNNERS["benchmark_train"]:
+                raise RunError(f"{script} is missing under {root}: the descriptor has no benchmark section",
+                               "add benchmark: {batch_size: [8], epoch: 4} to the descriptor (docs/DESCRIPTOR.md), "
+                               "then tipcgen update (or init --force)")
             raise RunError(f"{script} is missing under {root}", "render it with tipcgen init, and run from the repository root")
     if shutil.which("bash") is None:
         raise RunError("bash is not installed", "the TIPC scripts are bash scripts: install bash")
@@ -205,16 +221,16 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
                                                     desc, desc_info))
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
     with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
-        return _run(summary, root, config_path, run_dir, env, on_line, signals, desc)
+        return _run(summary, root, config_path, run_dir, env, on_line, signals, desc, prepare_mode)
 
 
 def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: dict[str, str],
-         on_line: Callable[[str], None], signals: run_guard.StopSignals, desc) -> Summary:
+         on_line: Callable[[str], None], signals: run_guard.StopSignals, desc, prepare_mode: str) -> Summary:
     chain, mode = summary.chain, summary.mode
     started = t0 = time.perf_counter()
     prepare_out: deque = deque(maxlen=200_000)
     runner_out: deque = deque(maxlen=50)
-    prepare_cmd = ["bash", PREPARE, str(config_path), mode]
+    prepare_cmd = ["bash", PREPARE, str(config_path), prepare_mode]
     prepare = Step(kind="prepare", name="prepare", status="failed", log="", command=" ".join(prepare_cmd))
     work = _Chain(root, env, on_line)
     try:

@@ -247,13 +247,14 @@ def _train(args, log, rank, world_size, vocab_file, ckpt_in, sentences, labels, 
             last = global_step == total_steps
             if global_step % args.log_interval == 0 or last or win_steps == steps_per_epoch:
                 loss_val = float(paddle.stack(win_loss).astype("float32").mean())
+                ips = win_samples / max(win_batch, 1e-9)  # this process's samples/s; benchmark_train reads `ips:`
                 if not np.isfinite(loss_val):
                     log("epoch: %d, global_step: %d, loss is %s: stopping" % (epoch, global_step, loss_val))
                     return 1
                 log("epoch: %d, global_step: %d, loss: %.5f, avg_reader_cost: %.5f sec, avg_batch_cost: %.5f sec, "
-                    "avg_samples: %.1f, avg_ips: %.1f sequences/sec, learning_rate: %.6f"
+                    "avg_samples: %.1f, avg_ips: %.1f sequences/sec, ips: %.1f sequences/sec, learning_rate: %.6f"
                     % (epoch, global_step, loss_val, win_reader / win_steps, win_batch / win_steps,
-                       win_samples / win_steps, win_samples / max(win_batch, 1e-9), step_lr))
+                       win_samples / win_steps, ips, ips, step_lr))
                 win_reader = win_batch = 0.0
                 win_samples = win_steps = 0
                 win_loss = []
@@ -296,6 +297,8 @@ def _train(args, log, rank, world_size, vocab_file, ckpt_in, sentences, labels, 
             "train_seconds": round(train_seconds, 2),
         })
         log("saved checkpoint to %s" % ckpt)
+    if args.device == "gpu":  # benchmark_train's peak memory on a GPU
+        log("max_mem_reserved: %.1f MB" % (paddle.device.cuda.max_memory_reserved() / 2**20))
     log("total wall time: %.2f s (imports %.2f s)" % (time.time() - t_start, t_import))
     log("train done: steps=%d, seconds=%.2f" % (global_step, train_seconds))
     return 0
