@@ -62,8 +62,10 @@ def paddle2onnx_relpath(model_name: str) -> str:
 
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
     env = env or environment()
+    headers = [desc.section_headers[i] if i < len(desc.section_headers) else None for i in range(len(desc.sections))]
     return env.get_template("config/train_infer_python.txt.j2").render(
-        layout=layout.TRAIN_INFER_PYTHON, slots=desc.slots, sections=desc.sections, checks=desc.checks)
+        layout=layout.slots_of(desc.layout), slots=desc.slots, sections=desc.sections, checks=desc.checks,
+        section_headers=headers)
 
 
 def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
@@ -94,21 +96,22 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
-def _runner_context() -> dict:
-    anchors = [slot for slot in layout.TRAIN_INFER_PYTHON if slot.index in layout.RUNNER_ANCHOR_INDICES]
+def _runner_context(layout_name: str = "standard") -> dict:
+    table = layout.slots_of(layout_name)
     return {
         "modes": layout.MODES,
         "legacy_modes": layout.LEGACY_MODES,
-        "n_lines": layout.TRAIN_INFER_PYTHON_LINES,
-        "anchors": anchors,
-        "slots": [slot for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"],
+        "n_lines": len(table),
+        "anchors": list(layout.RUNNER_ANCHORS[layout_name]),
+        "slots": [slot for slot in table if slot.kind == "kv" and slot.name not in layout.RUNNER_UNPASSED[layout_name]],
     }
 
 
 def _slot_keys(desc: Descriptor) -> list[tuple[layout.Slot, str]]:
     """The key of every key:value slot as rendered (a null slot has no key to check)."""
-    return [(slot, desc.slots[slot.name].key) for slot in layout.TRAIN_INFER_PYTHON
-            if slot.kind == "kv" and desc.slots[slot.name].key != "null"]
+    return [(slot, desc.slots[slot.name].key) for slot in layout.slots_of(desc.layout)
+            if slot.kind == "kv" and desc.slots[slot.name].key != "null"
+            and slot.name not in layout.RUNNER_UNPASSED[desc.layout]]
 
 
 def _docs_context(desc: Descriptor) -> dict:
@@ -133,7 +136,7 @@ def _docs_context(desc: Descriptor) -> dict:
 def render_files(desc: Descriptor) -> dict[str, str | bytes]:
     """Every generated file of test_tipc/, by path relative to the repository root."""
     env = environment()
-    runner = _runner_context()
+    runner = _runner_context(desc.layout)
     docs = _docs_context(desc)
     whole_files = [f.whole for f in desc.data.files if f.whole] if desc.data else []
     files = {

@@ -1,0 +1,118 @@
+"""The 32-line tutorial layout (PaddlePaddle/models tutorials/mobilenetv3_prod/Step6) is first-class:
+linted by the same rules as the 51-line one, imported losslessly, rendered from `layout: tutorial`,
+run by the generated runner, and passing under the template's own runner (tests/tutorial_runner.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import tipcgen
+from tutorial_runner import run_tutorial
+
+from tipcgen import descriptor, importer, layout, lint, render
+from tipcgen.config import TipcConfig
+from tipcgen.errors import DescriptorError
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "tutorial"
+CONFIG = "test_tipc/configs/tutorial_model/train_infer_python.txt"
+CORPUS = ROOT.parent / "shared" / "tipc-corpus"
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
+STEP6 = "tutorials__mobilenetv3_prod__Step6__test_tipc__configs__mobilenet_v3_small__{}.txt"
+TUTORIAL_FILES = ("train_infer_python", "train_fleet_infer_python", "train_pact_infer_python",
+                  "win_train_infer_python", "train_amp_infer_python")
+
+
+def logical_text(text: str) -> str:
+    return "".join(line.text + "\n" for line in TipcConfig.parse(text).logical_lines())
+
+
+def round_trip(text: str, source: str = "t.txt") -> str:
+    """import -> load the descriptor text -> render, as `tipcgen import` then `tipcgen init` do."""
+    return render.render_config(descriptor.load_text(importer.import_config(text, source), source="t.yaml"))
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", TUTORIAL_FILES)
+def test_the_template_configs_lint_clean_and_come_back(name: str) -> None:
+    text = (CORPUS / "models" / STEP6.format(name)).read_text()
+    assert TipcConfig.parse(text).kind == "tutorial_32"
+    assert not lint.has_errors(lint.lint_text(text, name))
+    document = importer.import_config(text, name)
+    assert "\nlayout: tutorial " in document
+    expected = logical_text(text)
+    if name == "train_amp_infer_python":  # its idx-14 separator is a single '#': rewritten, and said so
+        assert "separator rewritten as '##'" in document
+        expected = expected.replace("\n#\n", "\n##\n")
+    assert round_trip(text) == expected
+
+
+def _step6() -> str:
+    return (FIXTURE / CONFIG).read_text()
+
+
+def test_lint_applies_the_slot_rules_to_the_tutorial_layout(tmp_path: Path) -> None:
+    text = (_step6().replace("lite_train_lite_infer=2", "lite_train_lite_infr=2")
+            .replace("--use-gpu:False", "--use-gpu:cuda").replace("norm_train:train.py", "norm_train:missing.py"))
+    findings = lint.lint_text(text, "c.txt", FIXTURE)
+    got = {(f.line, f.rule) for f in findings if f.severity == "error"}
+    assert got == {(8, "unknown-mode"), (14, "missing-script"), (28, "infer-device")}
+    shifted = text.replace("##\ntrainer:", "trainer:", 1)  # one line missing above the trainer line
+    assert [f.rule for f in lint.lint_text(shifted, "c.txt") if f.severity == "error"] == ["slot-shift"]
+    assert not lint.has_errors(lint.lint_text(_step6(), "c.txt", FIXTURE))
+
+
+@pytest.mark.parametrize("layout_config", ["tutorial", "standard"])
+def test_a_trailing_header_one_equals_longer_comes_back_byte_identical(layout_config: str) -> None:
+    base = _step6() if layout_config == "tutorial" else (ROOT / "test_tipc/configs/bert_sst2/train_infer_python.txt").read_text()
+    text = (base + "=" * 27 + "train_benchmark_params" + "=" * 28 + "\nbatch_size:2\n"
+            + "====infer_benchmark_params===\nrandom_infer_input:[{float32,[3,224,224]}]\n")
+    assert round_trip(text) == text
+
+
+def test_a_tutorial_descriptor_refuses_a_field_the_layout_has_no_line_for() -> None:
+    document = importer.import_config(_step6(), "c.txt")
+    with pytest.raises(DescriptorError, match="inference.enable_mkldnn: has no line in the tutorial layout"):
+        descriptor.load_text(document.replace("\ninference:\n", "\ninference:\n  enable_mkldnn: {key: --m, value: True}\n"),
+                             source="t.yaml")
+    with pytest.raises(DescriptorError, match="layout"):
+        descriptor.load_text(document.replace("layout: tutorial", "layout: short"), source="t.yaml")
+    assert descriptor.load_text(document, source="t.yaml").layout == "tutorial"
+    assert len(layout.TUTORIAL_32) == 32
+
+
+@pytest.fixture(scope="module")
+def tutorial_repo(tmp_path_factory) -> Path:
+    """The fixture project after `tipcgen import` and `tipcgen init` of its own 32-line config."""
+    repo = tmp_path_factory.mktemp("tutorial") / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("import", CONFIG, "-o", "tipc.yaml", cwd=repo, check=True)
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    return repo
+
+
+def test_init_keeps_the_tutorial_config_byte_identical(tutorial_repo: Path) -> None:
+    assert (tutorial_repo / CONFIG).read_bytes() == (FIXTURE / CONFIG).read_bytes()
+    assert "layout: tutorial" in (tutorial_repo / "tipc.yaml").read_text()
+
+
+def test_the_generated_runner_runs_the_tutorial_layout(tutorial_repo: Path) -> None:
+    proc = tipcgen("run", "--mode", "lite_train_lite_infer", "-q", cwd=tutorial_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tutorial_repo / "test_tipc/output/tutorial_model/lite_train_lite_infer"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ok"] is True
+    passed = [(s["kind"], s["status"]) for s in summary["steps"]]
+    assert [kind for kind, status in passed if status == "passed"] == ["prepare", "train", "eval", "export", "infer"]
+    commands = (out / "results_python.log").read_text()
+    assert "--output-dir=./test_tipc/output/" in commands and "use-gpu=" not in commands.replace("--use-gpu=", "")
+
+
+def test_a_rendered_tutorial_config_passes_under_the_templates_runner(tutorial_repo: Path) -> None:
+    status = run_tutorial(tutorial_repo, CONFIG, "lite_train_lite_infer")
+    assert len(status) == 4, status  # train, eval, export, one inference case
+    assert all("Run successfully" in line for line in status), status
+    assert "--pretrained=./log/tutorial_model/lite_train_lite_infer/norm_train_gpus_-1/latest.pdparams" in status[1]
+    assert "--img-path" not in status[3]  # the template never passes data to inference after training
