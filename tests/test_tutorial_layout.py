@@ -89,7 +89,7 @@ def tutorial_repo(tmp_path_factory) -> Path:
     repo = tmp_path_factory.mktemp("tutorial") / "repo"
     shutil.copytree(FIXTURE, repo)
     tipcgen("import", CONFIG, "-o", "tipc.yaml", cwd=repo, check=True)
-    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    tipcgen("init", "tipc.yaml", "--force", cwd=repo, check=True)  # replaces the project's own runner files
     return repo
 
 
@@ -116,3 +116,26 @@ def test_a_rendered_tutorial_config_passes_under_the_templates_runner(tutorial_r
     assert all("Run successfully" in line for line in status), status
     assert "--pretrained=./log/tutorial_model/lite_train_lite_infer/norm_train_gpus_-1/latest.pdparams" in status[1]
     assert "--img-path" not in status[3]  # the template never passes data to inference after training
+
+
+def test_init_refuses_to_break_the_other_scripts_of_an_existing_test_tipc(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("import", CONFIG, "-o", "tipc.yaml", cwd=repo, check=True)
+    before = {p: p.read_bytes() for p in (repo / "test_tipc").rglob("*") if p.is_file()}
+    proc = tipcgen("init", "tipc.yaml", cwd=repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "nothing was written" in proc.stderr
+    assert ("test_tipc/test_serving_infer_python.sh:8 calls func_parser_value(), which the current "
+            "test_tipc/common_func.sh defines and tipcgen's does not") in proc.stderr
+    assert "test_tipc/test_serving_infer_python.sh:12 calls status_check()" in proc.stderr
+    assert "uses prepare mode 'serving_infer', which the current test_tipc/prepare.sh accepts" in proc.stderr
+    assert "it would replace test_tipc/common_func.sh: the generated runner's shell helpers" in proc.stderr
+    assert {p: p.read_bytes() for p in (repo / "test_tipc").rglob("*") if p.is_file()} == before
+    assert not (repo / ".tipcgen-answers.yml").exists()
+    forced = tipcgen("init", "tipc.yaml", "--force", cwd=repo)
+    assert forced.returncode == 0, forced.stderr
+    assert "replaces test_tipc/prepare.sh: prepares the data of the descriptor" in forced.stderr
+    assert "warning: test_tipc/test_serving_infer_python.sh:9 calls func_parser_value()" in forced.stderr
+    backups = list((repo / ".tipcgen" / "backup").rglob("common_func.sh"))
+    assert [b.read_bytes() for b in backups] == [before[repo / "test_tipc/common_func.sh"]]

@@ -144,7 +144,7 @@ def init(
     from . import descriptor, render
 
     desc = descriptor.load(target)
-    written = render.init(desc, output, force=force, devices=devices.value)
+    written = render.init(desc, output, force=force, devices=devices.value, on_note=lambda line: typer.echo(line, err=True))
     for item in written:
         typer.echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")

@@ -12,12 +12,13 @@ import shlex
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from . import __version__, layout
+from . import __version__, existing, layout
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
@@ -311,10 +312,13 @@ def answers_for(desc: Descriptor, out_dir: Path, devices: str, files: dict[str, 
                    tuple(sorted(files)))
 
 
-def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all") -> list[Written]:
+def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all",
+         on_note: Callable[[str], None] = lambda line: None) -> list[Written]:
     """Render test_tipc/ (and a built-in sample's project files) into out_dir, and record what it
     rendered from (.tipcgen-answers.yml, .tipcgen/base/) so that tipcgen update can merge later."""
     files = rendered(desc, devices)
+    for line in existing.check(files, out_dir, force):
+        on_note(line)
     book = bookkeeping(answers_for(desc, out_dir, devices, files), files)
     written = write_tree({**files, **book}, out_dir, force, owned=set(book))
     return [w for w in written if not w.path.startswith(BASE_DIR + "/")]
