@@ -139,3 +139,49 @@ def test_init_refuses_to_break_the_other_scripts_of_an_existing_test_tipc(tmp_pa
     assert "warning: test_tipc/test_serving_infer_python.sh:9 calls func_parser_value()" in forced.stderr
     backups = list((repo / ".tipcgen" / "backup").rglob("common_func.sh"))
     assert [b.read_bytes() for b in backups] == [before[repo / "test_tipc/common_func.sh"]]
+
+
+@pytest.fixture
+def submission_repo(tmp_path: Path) -> Path:
+    """The fixture project after `tipcgen init --submission`: its own runner, common_func.sh and prepare.sh kept."""
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("import", CONFIG, "-o", "tipc.yaml", cwd=repo, check=True)
+    tipcgen("init", "tipc.yaml", "--submission", cwd=repo, check=True)
+    return repo
+
+
+RUNNER_ENV = {"TUTORIAL_RUNNER": str(ROOT / "tests" / "tutorial_runner.py")}
+
+
+def test_submission_mode_keeps_the_runner_and_run_drives_it(submission_repo: Path) -> None:
+    for kept in ("test_train_inference_python.sh", "common_func.sh", "prepare.sh", "test_serving_infer_python.sh"):
+        assert (submission_repo / "test_tipc" / kept).read_bytes() == (FIXTURE / "test_tipc" / kept).read_bytes()
+    assert (submission_repo / "test_tipc/docs/test_train_inference_python.md").is_file()
+    proc = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = submission_repo / "test_tipc/output/tutorial_model/lite_train_lite_infer"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ok"] is True and (out / "junit.xml").is_file()
+    assert [(s["kind"], s["status"]) for s in summary["steps"]] == [
+        ("prepare", "passed"), ("train", "passed"), ("eval", "passed"), ("export", "passed"), ("infer", "passed")]
+    assert summary["steps"][4]["log"] == "log/tutorial_model/lite_train_lite_infer/norm_train_python_infer_cpu_batchsize_1.log"
+    assert any("exit status is that of its last command" in note for note in summary["notes"])
+    assert summary["steps"][1]["note"].startswith("no log of its own under this runner")
+    # a second run reads only its own status lines (the template appends to results_python.log)
+    (submission_repo / "images/demo.txt").unlink()
+    failed = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
+    assert failed.returncode == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert [s["status"] for s in summary["steps"]] == ["passed", "passed", "passed", "passed", "failed"]
+
+
+def test_an_edited_runner_in_submission_mode_fails_the_run_naming_it(submission_repo: Path) -> None:
+    runner = submission_repo / "test_tipc/test_train_inference_python.sh"
+    runner.write_text(runner.read_text() + "# tuned by hand\n")
+    proc = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
+    assert proc.returncode == 1
+    summary = json.loads((submission_repo / "test_tipc/output/tutorial_model/lite_train_lite_infer/summary.json").read_text())
+    assert summary["ok"] is False
+    assert summary["problems"] == ["test_tipc/test_train_inference_python.sh changed since tipcgen init --submission "
+                                   "recorded it: a submission keeps the template's runner and common_func.sh unchanged (无需改动)"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 LINES = 32
@@ -104,3 +105,8 @@ def run_tutorial(repo: Path, config: str, mode: str, env: dict | None = None) ->
                     check(run(cmd), cmd)
                     inference(save_log, "", trainer)
     return status_log.read_text().splitlines() if status_log.exists() else []
+
+
+if __name__ == "__main__":  # bash test_tipc/test_train_inference_python.sh CONFIG MODE, as the template is called
+    for line in run_tutorial(Path.cwd(), sys.argv[1], sys.argv[2]):
+        print(line)
