@@ -185,3 +185,27 @@ def test_an_edited_runner_in_submission_mode_fails_the_run_naming_it(submission_
     assert summary["ok"] is False
     assert summary["problems"] == ["test_tipc/test_train_inference_python.sh changed since tipcgen init --submission "
                                    "recorded it: a submission keeps the template's runner and common_func.sh unchanged (无需改动)"]
+
+
+@needs_corpus
+def test_every_corpus_trailing_header_comes_back_as_written() -> None:
+    """Figure in docs/DESCRIPTOR.md: 442 corpus configs have trailing sections, every one with a header
+    padded other than 27/27; all that import (441) render their trailing headers back byte for byte."""
+    with_sections = same = 0
+    for path in sorted(CORPUS.rglob("*.txt")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        config = TipcConfig.parse(text)
+        if config.kind not in layout.LAYOUT_OF_KIND:
+            continue
+        skip = len(layout.LAYOUTS[layout.LAYOUT_OF_KIND[config.kind]])
+        headers = [line.text.strip() for line in config.logical_lines()[skip:] if line.header_name]
+        if not headers:
+            continue
+        with_sections += 1
+        try:
+            document = importer.import_config(text, str(path))
+        except importer.ConfigImportError:
+            continue
+        rendered = TipcConfig.parse(render.render_config(descriptor.load_text(document, source="t.yaml")))
+        same += [line.text for line in rendered.logical_lines()[skip:] if line.header_name] == headers
+    assert (with_sections, same) == (442, 441)
