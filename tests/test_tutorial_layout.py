@@ -168,6 +168,7 @@ def test_submission_mode_keeps_the_runner_and_run_drives_it(submission_repo: Pat
     assert summary["steps"][4]["log"] == "log/tutorial_model/lite_train_lite_infer/norm_train_python_infer_cpu_batchsize_1.log"
     assert any("exit status is that of its last command" in note for note in summary["notes"])
     assert summary["steps"][1]["note"].startswith("no log of its own under this runner")
+    assert "NOTE  the repository's runner drove this chain: its exit status is that of its last command" in proc.stdout
     # a second run reads only its own status lines (the template appends to results_python.log)
     (submission_repo / "images/demo.txt").unlink()
     failed = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
