@@ -169,6 +169,10 @@ def test_submission_mode_keeps_the_runner_and_run_drives_it(submission_repo: Pat
     assert any("exit status is that of its last command" in note for note in summary["notes"])
     assert summary["steps"][1]["note"].startswith("no log of its own under this runner")
     assert "NOTE  the repository's runner drove this chain: its exit status is that of its last command" in proc.stdout
+    # update re-renders only what the submission writes itself
+    updated = tipcgen("update", cwd=submission_repo)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert (submission_repo / "test_tipc/common_func.sh").read_bytes() == (FIXTURE / "test_tipc/common_func.sh").read_bytes()
     # a second run reads only its own status lines (the template appends to results_python.log)
     (submission_repo / "images/demo.txt").unlink()
     failed = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)

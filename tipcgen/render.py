@@ -317,13 +317,14 @@ def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "a
     """Render test_tipc/ (and a built-in sample's project files) into out_dir, and record what it
     rendered from (.tipcgen-answers.yml, .tipcgen/base/) so that tipcgen update can merge later."""
     files = rendered(desc, devices)
+    record: dict[str, str | bytes] = {}
     if submission:  # the repository keeps its runner, common_func.sh and prepare.sh (tipcgen.submission)
         from . import submission as submission_mode
 
         files = submission_mode.submission_files(files, out_dir, config_relpath(desc.model_name))
+        record = {submission_mode.RECORD: files.pop(submission_mode.RECORD)}  # bookkeeping, not a rendered file
     for line in existing.check(files, out_dir, force):
         on_note(line)
-    book = bookkeeping(answers_for(desc, out_dir, devices, files), files)
-    owned = set(book) | ({".tipcgen/submission.json"} & set(files))  # its record of the kept scripts
-    written = write_tree({**files, **book}, out_dir, force, owned=owned)
+    book = {**bookkeeping(answers_for(desc, out_dir, devices, files), files), **record}
+    written = write_tree({**files, **book}, out_dir, force, owned=set(book))
     return [w for w in written if not w.path.startswith(BASE_DIR + "/")]

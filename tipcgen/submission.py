@@ -67,11 +67,16 @@ def submission_files(files: dict[str, str | bytes], out_dir: Path, config_rel: s
     if is_generated(out_dir):
         raise TipcgenError(f"{RUNNER} under {out_dir} is tipcgen's own runner, not the repository's",
                            "restore the template's runner (see .tipcgen/backup/), or use tipcgen init without --submission")
-    keep = {config_rel, "test_tipc/README.md", "test_tipc/docs/test_train_inference_python.md"}
-    out = {rel: content for rel, content in files.items() if rel in keep}
+    out = own_files(files, config_rel)
     record = {rel: sha256(out_dir / rel) for rel in KEPT if (out_dir / rel).is_file()}
     out[RECORD] = json.dumps({"kept": record}, indent=2) + "\n"
     return out
+
+
+def own_files(files: dict[str, str | bytes], config_rel: str) -> dict[str, str | bytes]:
+    """Of the rendered files, those a submission writes itself: the config and the docs."""
+    keep = {config_rel, "test_tipc/README.md", "test_tipc/docs/test_train_inference_python.md"}
+    return {rel: content for rel, content in files.items() if rel in keep}
 
 
 def edited(root: Path) -> list[str]:
