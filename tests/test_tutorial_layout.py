@@ -214,3 +214,17 @@ def test_every_corpus_trailing_header_comes_back_as_written() -> None:
         rendered = TipcConfig.parse(render.render_config(descriptor.load_text(document, source="t.yaml")))
         same += [line.text for line in rendered.logical_lines()[skip:] if line.header_name] == headers
     assert (with_sections, same) == (442, 441)
+
+
+def test_whole_infer_without_export_infers_on_the_export_folder_under_both_runners(tutorial_repo: Path) -> None:
+    """infer_export:null: the template infers on idx 19's folder (not on idx 23's train_model), and so does tipcgen's."""
+    exported = tutorial_repo / "output/tutorial_model_infer"
+    exported.mkdir(parents=True, exist_ok=True)
+    (exported / "inference.json").write_text("{}")
+    proc = tipcgen("run", "--mode", "whole_infer", "-q", cwd=tutorial_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = (tutorial_repo / "test_tipc/output/tutorial_model/whole_infer/results_python.log").read_text()
+    assert "--model-dir=./output/tutorial_model_infer/ " in results
+    status = run_tutorial(tutorial_repo, CONFIG, "whole_infer")
+    assert len(status) == 1 and "Run successfully" in status[0], status
+    assert "--model-dir=./output/tutorial_model_infer/" in status[0]

@@ -102,6 +102,7 @@ def _runner_context(layout_name: str = "standard") -> dict:
     return {
         "modes": layout.MODES,
         "legacy_modes": layout.LEGACY_MODES,
+        "layout_name": layout_name,
         "n_lines": len(table),
         "anchors": list(layout.RUNNER_ANCHORS[layout_name]),
         "slots": [slot for slot in table if slot.kind == "kv" and slot.name not in layout.RUNNER_UNPASSED[layout_name]],
