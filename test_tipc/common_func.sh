@@ -164,10 +164,15 @@ tipc_check_keys() {
     done
 }
 
-slot_key() { local line=${TIPC_LINES[${TIPC_SLOT[$1]}]}; printf '%s' "${line%%:*}"; }
+# A slot the layout has no line for (the 32-line layout has no mkldnn, precision, ...) reads as null.
+slot_key() {
+    if [[ ! -v TIPC_SLOT[$1] ]]; then printf null; return; fi
+    local line=${TIPC_LINES[${TIPC_SLOT[$1]}]}; printf '%s' "${line%%:*}"
+}
 
 # Everything after the first ':' (upstream's IFS=":" parser would cut a value at its second ':').
 slot_value() {
+    if [[ ! -v TIPC_SLOT[$1] ]]; then printf null; return; fi
     local line=${TIPC_LINES[${TIPC_SLOT[$1]}]}
     if [[ $line == *:* ]]; then printf '%s' "${line#*:}"; fi
 }

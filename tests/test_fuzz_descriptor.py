@@ -357,6 +357,17 @@ def test_hostile_data_values_are_quoted_in_prepare_sh(tmp_path: Path):
 def test_generated_numbers_stay_finite():
     """Floats such as nan/inf that a descriptor may carry render as text, never as a crash."""
     doc = copy.deepcopy(SAMPLE_DOC)
-    doc["inference"]["cpu_threads"] = {"key": "--cpu_threads", "value": [math.inf, math.nan, -0.0]}
+    doc["train"]["extra"] = {"key": "--scale", "value": math.inf}
+    doc["eval"]["extra"] = {"key": "--scale", "value": -0.0}
     desc = assert_loads_or_clear_error(dump(doc, None, True))
-    assert desc is not None and desc.slot("cpu_threads").value == "inf|nan|-0.0"
+    assert desc is not None and (desc.slot("train_param").value, desc.slot("eval_param").value) == ("inf", "-0.0")
+
+
+def test_an_inference_value_of_the_wrong_shape_is_refused_where_lint_would_see_a_shift():
+    """cpu_threads inf or use_trt 0 would render a config that lint and run refuse: the descriptor says so first."""
+    for name, value in (("cpu_threads", [math.inf, 2]), ("use_tensorrt", 0), ("enable_mkldnn", ["yes"])):
+        doc = copy.deepcopy(SAMPLE_DOC)
+        doc["inference"][name] = {"key": doc["inference"][name]["key"], "value": value}
+        with pytest.raises(DescriptorError) as err:
+            descriptor.load_text(dump(doc, None, True), source=SOURCE)
+        assert err.value.field.startswith(f"inference.{name}") and err.value.line is not None

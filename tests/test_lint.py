@@ -211,7 +211,7 @@ def test_empty_file_warns() -> None:
     assert [(f.rule, f.severity) for f in lint_text("", "e.txt")] == [("empty-file", "warning")]
 
 
-def test_tutorial_32_gets_its_own_anchors_and_no_51_line_rules() -> None:
+def test_tutorial_32_gets_its_own_anchors_and_the_same_slot_rules() -> None:
     tutorial = [
         layout.header_line("train_params"), "model_name:m", "python:python", "gpu_list:0", "use-gpu:True",
         "--epochs:lite_train_lite_infer=1", "--output-dir:", "--batch-size:lite_train_lite_infer=2",
@@ -292,7 +292,7 @@ def test_corpus_figures_per_rule(corpus_findings: dict[str, list[Finding]]) -> N
         ("colon-in-value", "warning"): 599,
         ("python-version", "warning"): 801,
         ("device-list-length", "warning"): 12,
-        ("anchor-key", "warning"): 3,
+        ("anchor-key", "warning"): 6,  # 3 in the 51-line layout, 3 tutorial files that rename norm_train
         ("short-file", "warning"): 4,
         ("empty-file", "warning"): 2,
         ("slot-shift", "error"): 1,

@@ -138,6 +138,7 @@ def init(
     output: Path = typer.Option(Path("."), "--output", "-o", help="The repository root to write test_tipc/ into."),
     force: bool = typer.Option(False, "--force", help="Replace files that differ (old ones are kept under .tipcgen/backup/)."),
     devices: Devices = typer.Option(Devices.all, "--devices", help="all: GPU and CPU entries; cpu: only CPU entries."),
+    submission: bool = typer.Option(False, "--submission", help="Keep the repository's runner, common_func.sh and prepare.sh; write only the config and docs (tipcgen run then drives that runner)."),
 ) -> None:
     """Render test_tipc/ (config, runner, prepare.sh, docs) from a descriptor.
 
@@ -146,7 +147,8 @@ def init(
     from . import descriptor, render
 
     desc = descriptor.load(target)
-    written = render.init(desc, output, force=force, devices=devices.value)
+    written = render.init(desc, output, force=force, devices=devices.value, on_note=lambda line: typer.echo(line, err=True),
+                          submission=submission)
     for item in written:
         typer.echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")

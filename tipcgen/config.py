@@ -298,10 +298,10 @@ def build_train_infer_python(
 def slot_pairs(config: TipcConfig) -> dict[str, tuple[str, str | None]]:
     """The kv slots of a conforming 51-line file as ``{slot_name: (key, value)}`` (the inverse
     of ``build_train_infer_python``; a line without ``:`` gives ``(text, None)``)."""
-    logical = _conforming_logical(config)
+    logical, table = _conforming_logical(config)
     return {
         slot.name: (logical[slot.index].key, logical[slot.index].value)
-        for slot in layout.TRAIN_INFER_PYTHON
+        for slot in table
         if slot.kind == "kv"
     }
 
@@ -309,9 +309,9 @@ def slot_pairs(config: TipcConfig) -> dict[str, tuple[str, str | None]]:
 def trailing_sections(config: TipcConfig) -> list[tuple[str | None, list[str]]]:
     """The logical lines after idx 50 grouped by header: ``[(name, [line, ...])]``; lines
     before the first trailing header come first with the name ``None``."""
-    logical = _conforming_logical(config)
+    logical, table = _conforming_logical(config)
     sections: list[tuple[str | None, list[str]]] = []
-    for line in logical[layout.TRAIN_INFER_PYTHON_LINES:]:
+    for line in logical[len(table):]:
         name = line.header_name
         if name is not None:
             sections.append((name, []))
@@ -322,12 +322,15 @@ def trailing_sections(config: TipcConfig) -> list[tuple[str | None, list[str]]]:
     return sections
 
 
-def _conforming_logical(config: TipcConfig) -> list[Line]:
+def _conforming_logical(config: TipcConfig) -> tuple[list[Line], tuple[layout.Slot, ...]]:
+    """The logical lines of a conforming file of either layout (51-line or 32-line tutorial), and its slot table."""
     logical = config.logical_lines()
-    if config.kind != "train_infer_python" or len(logical) < layout.TRAIN_INFER_PYTHON_LINES:
-        raise ValueError(f"not a 51-line train_infer_python config (kind {config.kind}, {len(logical)} lines)")
-    for slot in layout.TRAIN_INFER_PYTHON:
+    name = layout.LAYOUT_OF_KIND.get(config.kind)
+    table = layout.LAYOUTS[name] if name else ()
+    if not table or len(logical) < len(table):
+        raise ValueError(f"not a conforming train_infer_python config (kind {config.kind}, {len(logical)} lines)")
+    for slot in table:
         line = logical[slot.index]
         if (slot.kind == "header" and line.header_name != slot.name) or (slot.kind == "sep" and line.kind != "sep"):
             raise ValueError(f"idx {slot.index} should be the {slot.name} line but is {line.text!r}; run tipcgen lint")
-    return logical
+    return logical, table

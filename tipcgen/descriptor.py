@@ -18,6 +18,7 @@ import yaml
 from . import benchmark as benchmark_spec
 from . import inputs, layout
 from . import target as target_spec
+from .config import Line as _ConfigLine
 from .errors import DescriptorError, InputError
 
 SCHEMA_VERSION = 1
@@ -47,7 +48,7 @@ SECTION_FIELDS = {
     "train", "eval", "export", "whole_infer", "inference",
 }
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
-              "checks", "paddle2onnx", "align", "target", "benchmark"} | SECTION_FIELDS
+              "checks", "paddle2onnx", "align", "target", "benchmark", "layout"} | SECTION_FIELDS
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
@@ -136,6 +137,8 @@ class Descriptor:
     target: Any = None  # tipcgen.target.Target: the paper's figures, checked on whole_train_whole_infer
     benchmark: Any = None  # tipcgen.benchmark.BenchmarkSpec: the benchmark_train chain's cases
     extra: dict[str, Any] = field(default_factory=dict)
+    section_headers: tuple[str | None, ...] = ()  # a section's header as written, where not 27/27
+    layout: str = "standard"  # the config layout: standard (51 lines) or tutorial (32 lines)
 
     def slot(self, name: str) -> SlotValue:
         return self.slots[name]
@@ -354,6 +357,16 @@ class _Validator:
 
     def slot_value(self, value: Any, path: str, slot: layout.Slot) -> str:
         """scalar | list (|-joined, for list slots) | mapping of mode → value (for per-mode slots)."""
+        text = self._slot_text(value, path, slot)
+        shape = layout.INFER_VALUE_SHAPES.get(slot.name)
+        if shape is not None:
+            bad = [item for item in text.split("|") if item != "null" and not shape[1].match(item)]
+            if bad:
+                raise self.fail(path, f"{bad[0]!r} is not {shape[0]}",
+                                f"this inference line takes {shape[0]} (a list of them joined by | for a matrix)")
+        return text
+
+    def _slot_text(self, value: Any, path: str, slot: layout.Slot) -> str:
         if isinstance(value, list) and slot.name not in layout.LIST_SLOTS:
             raise self._err(path, value, "a single value", hint="this line is not a | list in TIPC")
         if isinstance(value, dict) and slot.name not in layout.PER_MODE_SLOTS:
@@ -426,12 +439,18 @@ class _Validator:
         if "script" not in sections["inference"]:
             raise DescriptorError(self.source, "inference.script", "is missing", self.lines.get("inference"),
                                   hint="name the inference script, or write inference.script: null")
+        layout_name = self._layout(data.get("layout", "standard"))
+        own = {slot.name: slot for slot in layout.slots_of(layout_name)}
         slots: dict[str, SlotValue] = {}
         for slot in layout.TRAIN_INFER_PYTHON:
             if slot.kind != "kv":
                 continue
             head, _, tail = slot.field.partition(".")
             given = sections.get(head, {}) if tail else data
+            if slot.name not in own and given.get(tail or head) is not None:
+                raise self.fail(slot.field, f"has no line in the {layout_name} layout",
+                                f"leave {slot.field} out, or render the standard layout (layout: standard)")
+            slot = own.get(slot.name, slot)  # the tutorial's own default keys (train_model:)
             raw = given.get(tail or head, SLOT_DEFAULTS.get(slot.name))
             slots[slot.name] = self.slot(slot, raw, slot.field)
             if slot.name in FIXED_KEY_SLOTS and slots[slot.name].key != slot.key:
@@ -453,6 +472,7 @@ class _Validator:
             model_name=model_name,
             slots=slots,
             sections=sections,
+            section_headers=self.section_headers(data.get("sections")),
             data=data_spec,
             step_timeout=self._run(data.get("run")),
             checks=self._checks(data.get("checks")),
@@ -461,7 +481,13 @@ class _Validator:
             target=target_spec.parse(data.get("target"), self.source, self.lines),
             benchmark=bench,
             description=self.text(data["description"], "description") if data.get("description") else "",
+            layout=layout_name,
         )
+
+    def _layout(self, value: Any) -> str:
+        if not isinstance(value, str) or value not in layout.LAYOUTS:
+            raise self._err("layout", value, " or ".join(layout.LAYOUTS))
+        return value
 
     @staticmethod
     def _section_fields(name: str) -> set[str]:
@@ -515,14 +541,30 @@ class _Validator:
         out = []
         for i, item in enumerate(value):
             path = f"sections[{i}]"
-            item = self.mapping(item, path, {"name", "lines"})
+            item = self.mapping(item, path, {"name", "lines", "header"})
             # name null: lines after idx 50 that stand before any header (upstream fillers)
             name = None if item.get("name") is None else self.text(item["name"], f"{path}.name", what="section name")
+            self._section_header(item.get("header"), name, path)
             lines = item.get("lines") or []
             if not isinstance(lines, list):
                 raise self._err(f"{path}.lines", lines, "a list of config lines")
             out.append((name, tuple(self.text(line, f"{path}.lines[{j}]", what="config line") for j, line in enumerate(lines))))
         return tuple(out)
+
+    def _section_header(self, value: Any, name: str | None, path: str) -> None:
+        """``header:`` keeps a section's header line as written (``====name===`` with its own padding)."""
+        if value is None:
+            return
+        text = self.text(value, f"{path}.header", what="header line")
+        if name is None or _ConfigLine(text).header_name != name:
+            raise self.fail(f"{path}.header", f"{text!r} is not a header line of section {name!r}",
+                            f"write it as ==={name}=== with any number of '=' on each side, or leave it out")
+
+    def section_headers(self, value: Any) -> tuple[str | None, ...]:
+        """The ``header:`` of every section (``None``: the canonical 27/27 padding)."""
+        if not isinstance(value, list):
+            return ()
+        return tuple(item.get("header") if isinstance(item, dict) else None for item in value)
 
     def _data(self, value: Any) -> DataSpec | None:
         if value is None:

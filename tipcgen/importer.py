@@ -3,7 +3,7 @@
 The descriptor renders back to the same config: the same logical lines, keys and values in the
 same order. A few things the runners read the same way are normalised, and the descriptor's
 header comment lists them: whitespace around keys, values and section lines, header ``=``
-padding (made 27/27), blank lines and a byte-order mark. A file that cannot be
+padding of the layout's own headers (made 27/27; a trailing section's header comes back as written), blank lines and a byte-order mark. A file that cannot be
 represented (another kind of config, a shifted or short layout, a value the descriptor refuses)
 raises ``ConfigImportError`` naming the file, the line and the reason.
 """
@@ -39,6 +39,7 @@ class _Trailing:
     name: str | None  # None: lines before any header
     line: int
     lines: list[tuple[int, str]]
+    header: str | None = None  # the header as written, where its padding is not the canonical 27/27
 
 
 class ConfigImportError(TipcgenError):
@@ -79,27 +80,33 @@ def _check_kind(config: cfg.TipcConfig, source: str) -> None:
     kind = config.kind
     if kind == "empty":
         raise ConfigImportError(source, None, "is empty: there is nothing to import")
-    if kind != "train_infer_python":
+    if kind not in layout.LAYOUT_OF_KIND:
         raise ConfigImportError(
-            source, None, f"is a {kind} config: only train_infer_python configs (the 51-line layout) can be imported",
-            "import the model's train_infer_python.txt; tipcgen renders only that chain")
+            source, None, f"is a {kind} config: only train_infer_python configs (the 51-line layout or the "
+            "32-line tutorial layout) can be imported",
+            "import the model's basic-chain config (train_infer_python.txt): tipcgen renders only that chain")
+
+
+def _table(config: cfg.TipcConfig) -> tuple[layout.Slot, ...]:
+    return layout.LAYOUTS[layout.LAYOUT_OF_KIND[config.kind]]
 
 
 def _check_layout(config: cfg.TipcConfig, source: str) -> None:
     """Every header and ``##`` of the 51-line layout sits at its index (else the slots are
     shifted), and no line of the layout is missing at the end."""
     logical = config.logical_lines()
-    for slot in layout.TRAIN_INFER_PYTHON:
+    table = _table(config)
+    for slot in table:
         if slot.kind != "kv" and slot.index < len(logical) and not _holds(logical[slot.index], slot):
             raise ConfigImportError(
                 source, _editor_line(config, slot.index),
                 f"idx {slot.index} should be {_describe(slot)} but is {logical[slot.index].text.strip()!r}"
                 f"{_shift(logical, slot)}: every later slot would be read from its neighbour",
                 f"run `tipcgen lint {source}` to find the missing or extra line, fix it and import again")
-    if len(logical) < layout.TRAIN_INFER_PYTHON_LINES:
+    if len(logical) < len(table):
         raise ConfigImportError(
             source, None,
-            f"has {len(logical)} of the {layout.TRAIN_INFER_PYTHON_LINES} lines of the layout "
+            f"has {len(logical)} of the {len(table)} lines of the layout "
             "(a train-only or train+eval config, or one cut short): import needs all of them",
             f"run `tipcgen lint {source}` to see where it ends")
 
@@ -146,8 +153,9 @@ def _normalised_pairs(config: cfg.TipcConfig, notes: list[str]) -> dict[str, tup
     """The kv slots as ``{name: (key, value)}``, stripped; ``None`` for a line without ``:`` (``##``)."""
     pairs: dict[str, tuple[str, str | None]] = {}
     stripped: list[int] = []
+    index = {slot.name: slot.index for slot in _table(config)}
     for name, (key, value) in cfg.slot_pairs(config).items():
-        line = _editor_line(config, layout.SLOT_BY_NAME[name].index)
+        line = _editor_line(config, index[name])
         if (key, value) != (key.strip(), value.strip() if value is not None else None):
             stripped.append(line)
         pairs[name] = (key.strip(), value.strip() if value is not None else None)
@@ -162,10 +170,12 @@ def _normalised_sections(config: cfg.TipcConfig, source: str, notes: list[str]) 
     logical = config.logical_lines()
     sections: list[_Trailing] = []
     stripped: list[int] = []
-    for index in range(layout.TRAIN_INFER_PYTHON_LINES, len(logical)):
+    for index in range(len(_table(config)), len(logical)):
         line, number = logical[index], _editor_line(config, index)
         if line.header_name is not None:
-            sections.append(_Trailing(line.header_name, number, []))
+            header = line.text.strip()
+            sections.append(_Trailing(line.header_name, number, [],
+                                      None if header == layout.header_line(line.header_name) else header))
             continue
         if not sections:
             sections.append(_Trailing(None, number, []))
@@ -178,10 +188,16 @@ def _normalised_sections(config: cfg.TipcConfig, source: str, notes: list[str]) 
 
 
 def _note_headers_and_blanks(config: cfg.TipcConfig, notes: list[str]) -> None:
+    # Trailing section headers come back as written (sections[].header); the layout's own are rewritten.
+    last = config.physical_index(len(_table(config)) - 1) or 0
     headers = [n for n, line in enumerate(config.lines, start=1)
-               if line.header_name is not None and line.text != layout.header_line(line.header_name)]
+               if n <= last and line.header_name is not None and line.text != layout.header_line(line.header_name)]
     if headers:
         notes.append(f"header rewritten with the canonical 27/27 '=' padding: {_lines(headers)}")
+    seps = [n for n, line in enumerate(config.lines, start=1)
+            if n <= last and line.kind == "sep" and line.text.strip() != "##"]
+    if seps:
+        notes.append(f"separator rewritten as '##' (the runners skip it): {_lines(seps)}")
     blanks = [n for n, line in enumerate(config.lines, start=1) if not line.text]
     if blanks:
         notes.append(f"blank line dropped (the runners skip it): {_lines(blanks)}")
@@ -207,9 +223,12 @@ def _document(source: str, pairs: dict[str, tuple[str, str]], sections: list[_Tr
         out.append("# Normalised on import (the runners read these the same way):")
         out += [f"#   {note}" for note in notes]
     out.append(f"schema_version: {descriptor.SCHEMA_VERSION}")
+    layout_name = layout.LAYOUT_OF_KIND[config.kind]
+    if layout_name != "standard":
+        out += _commented(f"layout: {layout_name}", "the 32-line layout of the models tutorial template")
     origin: dict[str, int] = {}
     current = ""
-    for slot in layout.TRAIN_INFER_PYTHON:
+    for slot in _table(config):
         if slot.kind != "kv":
             continue
         node = _slot_node(slot, *pairs[slot.name])
@@ -272,6 +291,8 @@ def _sections_yaml(sections: list[_Trailing], origin: dict[str, int]) -> list[st
     for i, section in enumerate(sections):
         name = "null" if section.name is None else _token(section.name, _TEXT_TYPES, False)
         out.append(f"  - name: {name}")
+        if section.header is not None:
+            out.append(f"    header: {_token(section.header, _TEXT_TYPES, False)}")
         out.append("    lines:" + ("" if section.lines else " []"))
         out += [f"      - {_token(text, _TEXT_TYPES, False)}" for _, text in section.lines]
         origin[f"sections[{i}]"] = section.line

@@ -5,7 +5,9 @@ import all read these tables; nothing else may hard-code an index.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+
+from dataclasses import dataclass, replace
 
 MODES = (
     "lite_train_lite_infer",
@@ -137,8 +139,63 @@ TRAILING_SECTIONS = (
     "disable_to_static_train_benchmark",
 )
 
-# The compact 32-line layout of the paper-reproduction tutorials (SPEC 1.6): read, never rendered.
+# The compact 32-line layout of the paper-reproduction tutorials (SPEC 1.6; PaddlePaddle/models
+# tutorials/mobilenetv3_prod/Step6). Its slots carry the 51-line slot names where they mean the same
+# thing, so the descriptor, the generated runner and lint read either layout by name. Idx 10
+# (`--data-path:`) is the 51-line `train_param` (an extra train flag); the template's runner reads
+# but never passes it. Slots it has no line for (autocast, mkldnn, threads, TRT, precision, ...)
+# read as `null` in the generated runner.
+TUTORIAL_32: tuple[Slot, ...] = (
+    _h(0, "train_params"),
+    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
+        ("model_name", "python", "gpu_list", "train_use_gpu", "epoch", "save_model", "train_batch_size",
+         "pretrain", "train_model_name", "train_param"), start=1)),
+    _s(11, "sep_train"),
+    replace(SLOT_BY_NAME["trainer"], index=12),
+    replace(SLOT_BY_NAME["norm_train"], index=13),
+    _s(14, "sep_trainer"),
+    _h(15, "eval_params"),
+    replace(SLOT_BY_NAME["eval"], index=16),
+    _s(17, "sep_eval"),
+    _h(18, "infer_params"),
+    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
+        ("save_infer", "export_weight", "norm_export"), start=19)),
+    _s(22, "sep_export"),
+    replace(SLOT_BY_NAME["infer_model"], index=23, key="train_model", anchors=()),
+    replace(SLOT_BY_NAME["infer_export"], index=24, anchors=()),
+    _s(25, "sep_whole_infer"),
+    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
+        ("inference", "infer_use_gpu", "infer_batch_size", "infer_model_dir", "infer_data", "benchmark"),
+        start=26)),
+)
+TUTORIAL_32_LINES = len(TUTORIAL_32)
 TUTORIAL_32_ANCHORS = {0: "train_params", 1: "model_name", 2: "python", 3: "gpu_list", 12: "trainer", 15: "eval_params", 18: "infer_params", 26: "inference"}
+# The descriptor's `layout:` values, the slot table each renders, and the config kind it reads as.
+LAYOUTS = {"standard": TRAIN_INFER_PYTHON, "tutorial": TUTORIAL_32}
+LAYOUT_OF_KIND = {"train_infer_python": "standard", "tutorial_32": "tutorial"}
+TUTORIAL_FIELDS = frozenset(slot.field for slot in TUTORIAL_32 if slot.field)
+# What the generated runner checks first, per layout (the 32-line file is checked at every anchor).
+RUNNER_ANCHORS = {
+    "standard": tuple(slot for slot in TRAIN_INFER_PYTHON if slot.index in RUNNER_ANCHOR_INDICES),
+    "tutorial": tuple(slot for slot in TUTORIAL_32 if slot.index in TUTORIAL_32_ANCHORS),
+}
+
+
+# Lines a layout's own upstream runner reads but never passes to a script: the generated runner
+# leaves them out too (the tutorial's `use-gpu:True|True` has no dashes: passed, it would be a
+# stray positional argument).
+RUNNER_UNPASSED = {"standard": frozenset(), "tutorial": frozenset({"train_use_gpu"})}
+
+
+def slots_of(layout_name: str) -> tuple[Slot, ...]:
+    """The slot table of a layout (``standard`` or ``tutorial``)."""
+    return LAYOUTS[layout_name]
+
+
+def slot_index(kind: str, name: str) -> int | None:
+    """The index of a named slot in a config of this kind; ``None`` where the layout has no such line."""
+    table = LAYOUTS[LAYOUT_OF_KIND.get(kind, "standard")]
+    return next((slot.index for slot in table if slot.name == name), None)
 
 HEADER_PAD = "=" * 27
 
@@ -146,3 +203,15 @@ HEADER_PAD = "=" * 27
 def header_line(name: str) -> str:
     """The canonical header text tipcgen writes (27 `=` on both sides)."""
     return f"{HEADER_PAD}{name}{HEADER_PAD}"
+
+
+# The keyless inference block (idx 40-50) has no anchor; these values have a fixed shape in every
+# corpus file (the precision slot holds use_fp16's True/False in PaddleClas). lint reads a value of
+# another shape as a missing or extra line; the descriptor refuses one, so init never renders it.
+INFER_VALUE_SHAPES = {
+    "enable_mkldnn": ("True/False", re.compile(r"^(True|False|true|false)$")),
+    "cpu_threads": ("a number", re.compile(r"^\d+$")),
+    "infer_batch_size": ("a number", re.compile(r"^\d+$")),
+    "use_trt": ("True/False", re.compile(r"^(True|False|true|false)$")),
+    "precision": ("fp32/fp16/int8 or True/False", re.compile(r"^(fp32|fp16|int8|bf16|True|False|true|false)$")),
+}

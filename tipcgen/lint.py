@@ -2,8 +2,8 @@
 
 An error means an upstream runner would run the wrong thing or skip steps without saying so;
 a warning means the file works upstream but is fragile or non-portable. ``lint`` exits 1 on
-any error. Slot rules run on ``train_infer_python`` files (and the anchor check also on the
-32-line tutorial layout); byte-level rules run on every file.
+any error. Slot rules run on ``train_infer_python`` files of either layout (the 51-line one and
+the 32-line tutorial one, by their own slot tables); byte-level rules run on every file.
 
 | rule | severity | what it catches |
 |---|---|---|
@@ -69,27 +69,16 @@ _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1
 _PINNED_PYTHON = re.compile(r"^python\d+\.\d+$")
 _INFER_DEVICES = ("True", "False", "gpu", "cpu")
 _SHIFT_WINDOW = (-1, 1, -2, 2, -3, 3)
-_FLAG_SLOTS = frozenset(
-    slot.index for slot in layout.TRAIN_INFER_PYTHON
+_FLAG_NAMES = frozenset(
+    slot.name for slot in layout.TRAIN_INFER_PYTHON
     if slot.kind == "kv" and slot.name not in layout.COMMAND_SLOTS
 )
-_LIST_SLOTS = frozenset(layout.SLOT_BY_NAME[name].index for name in (*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
+_LIST_NAMES = frozenset((*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
 _KNOWN_MODES = frozenset((*layout.MODES, *layout.KNOWN_EXTRA_MODES))
 _CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
-# The keyless inference block (idx 40-50) has no anchor; these values have a fixed shape in every
-# corpus file (the precision slot holds use_fp16's True/False in PaddleClas), so a value of another
-# shape means a line above it is missing or extra.
-_INFER_SHAPES = {
-    "enable_mkldnn": ("True/False", re.compile(r"^(True|False|true|false)$")),
-    "cpu_threads": ("a number", re.compile(r"^\d+$")),
-    "infer_batch_size": ("a number", re.compile(r"^\d+$")),
-    "use_trt": ("True/False", re.compile(r"^(True|False|true|false)$")),
-    "precision": ("fp32/fp16/int8 or True/False", re.compile(r"^(fp32|fp16|int8|bf16|True|False|true|false)$")),
-}
 # Slots the runner cannot do without: null there runs `null`, or trains nothing without a failure line.
 _NEEDS_VALUE = ("model_name", "python", "gpu_list", "trainer")
-_TRAINER_COMMANDS = tuple(layout.SLOT_BY_NAME[name].index for name in
-                          ("norm_train", "pact_train", "fpgm_train", "distill_train", "trainer_key1", "trainer_key2"))
+_TRAINER_NAMES = ("norm_train", "pact_train", "fpgm_train", "distill_train", "trainer_key1", "trainer_key2")
 
 
 @dataclass(frozen=True)
@@ -111,11 +100,12 @@ class _Anchor:
 
 
 _TRAIN_ANCHORS = tuple(_Anchor(s.index, s.anchors, s.kind) for s in layout.ANCHOR_SLOTS)
+# The 32-line layout: its headers, its '##' lines and its keyed lines (train_model: may be renamed).
 _TUTORIAL_ANCHORS = tuple(
-    _Anchor(index, (name,), "header" if name.endswith("_params") else "kv")
-    for index, name in sorted(layout.TUTORIAL_32_ANCHORS.items())
+    _Anchor(s.index, s.anchors or (s.key,), s.kind) for s in layout.TUTORIAL_32
+    if s.kind != "kv" or s.anchors or s.name in ("norm_train", "infer_export")
 )
-_TUTORIAL_LINES = 32
+_TUTORIAL_LINES = layout.TUTORIAL_32_LINES
 # A train-only file ends after the idx-21 `##`, a train+eval file after the idx-25 `##`.
 _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NAME["sep_eval"].index + 1)
 
@@ -131,6 +121,8 @@ class _Linter:
         self.logical = self.config.logical_lines()
         self.numbers = [number for number, line in enumerate(self.config.lines) if line.text]
         self.kind = self.config.kind
+        self.table = layout.LAYOUTS[layout.LAYOUT_OF_KIND.get(self.kind, "standard")]
+        self.slot_index = {slot.name: slot.index for slot in self.table if slot.kind == "kv"}
         self.findings: list[Finding] = []
 
     def add(self, line: int, rule: str, severity: str, message: str) -> None:
@@ -147,8 +139,10 @@ class _Linter:
                 self.inference_block()
             if not any(finding.rule == "slot-shift" for finding in self.findings):
                 self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
-        elif self.kind == "tutorial_32":
+        elif self.kind == "tutorial_32":  # the same rules; it has no keyless inference block
             self.anchor_rules(_TUTORIAL_ANCHORS, _TUTORIAL_LINES)
+            if not any(finding.rule == "slot-shift" for finding in self.findings):
+                self.slot_rules()
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
 
     # -- every file -------------------------------------------------------------------------
@@ -262,7 +256,7 @@ class _Linter:
 
     def inference_block(self) -> None:
         """A missing or extra line among idx 40-50, where no key anchors the layout."""
-        for name, (shape, pattern) in _INFER_SHAPES.items():
+        for name, (shape, pattern) in layout.INFER_VALUE_SHAPES.items():
             found = self.slot_lines(name)
             if found is None:
                 continue
@@ -277,8 +271,10 @@ class _Linter:
 
     # -- 51-line slot values ------------------------------------------------------------------
     def slot_rules(self) -> None:
-        for index, line in enumerate(self.logical[: layout.TRAIN_INFER_PYTHON_LINES]):
-            self.slot_whitespace(index, line)
+        flags = {self.slot_index[name] for name in _FLAG_NAMES if name in self.slot_index}
+        lists = {self.slot_index[name] for name in _LIST_NAMES if name in self.slot_index}
+        for index, line in enumerate(self.logical[: len(self.table)]):
+            self.slot_whitespace(index, line, flags, lists)
         self.device_list_length()
         self.per_mode_names()
         self.infer_device()
@@ -287,20 +283,20 @@ class _Linter:
             self.missing_scripts()
 
     def slot_lines(self, name: str) -> tuple[int, Line] | None:
-        index = layout.SLOT_BY_NAME[name].index
-        if index >= len(self.logical) or self.logical[index].value is None:
+        index = self.slot_index.get(name)
+        if index is None or index >= len(self.logical) or self.logical[index].value is None:
             return None
         return index, self.logical[index]
 
-    def slot_whitespace(self, index: int, line: Line) -> None:
-        if index not in _FLAG_SLOTS or line.value is None:
+    def slot_whitespace(self, index: int, line: Line, flags: set[int], lists: set[int]) -> None:
+        if index not in flags or line.value is None:
             return
         key, value = line.key, line.value.removesuffix("\r")  # a CRLF is reported once, by `crlf`
         if key != key.strip() or value != value.lstrip():
             self.add(self.line_of(index), "trailing-space", "error",
                      f"whitespace around ':' in {line.text.strip()!r}: the runner passes it into the flag")
         elif value != value.rstrip():
-            in_list = index in _LIST_SLOTS
+            in_list = index in lists
             effect = "last list item: comparisons fail and log paths split" if in_list else "flag value"
             self.add(self.line_of(index), "trailing-space", "error" if in_list else "warning",
                      f"trailing whitespace after {value.rstrip()!r} becomes part of the {effect}")
@@ -352,7 +348,8 @@ class _Linter:
                          + ("trains nothing, and reports no failure" if name == "trainer" else "cannot run without it"))
         trainer = self.slot_lines("trainer")
         for item in split_list(trainer[1].value) if trainer is not None and not _no_value(trainer[1].value) else ():
-            index = next((i for i in _TRAINER_COMMANDS if i < len(self.logical) and self.logical[i].key == item.strip()), None)
+            commands = [self.slot_index[name] for name in _TRAINER_NAMES if name in self.slot_index]
+            index = next((i for i in commands if i < len(self.logical) and self.logical[i].key == item.strip()), None)
             if index is not None and _no_value(self.logical[index].value):
                 self.add(self.line_of(index), "null-value", "error",
                          f"trainer {item.strip()!r} is chosen, but its command line {item.strip()}: is null: "

@@ -12,12 +12,13 @@ import shlex
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from . import __version__, benchmark, layout
+from . import __version__, benchmark, existing, layout
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
@@ -62,9 +63,10 @@ def paddle2onnx_relpath(model_name: str) -> str:
 
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
     env = env or environment()
+    headers = [desc.section_headers[i] if i < len(desc.section_headers) else None for i in range(len(desc.sections))]
     return env.get_template("config/train_infer_python.txt.j2").render(
-        layout=layout.TRAIN_INFER_PYTHON, slots=desc.slots, sections=desc.sections, checks=desc.checks,
-        benchmark=desc.benchmark)
+        layout=layout.slots_of(desc.layout), slots=desc.slots, sections=desc.sections, checks=desc.checks,
+        benchmark=desc.benchmark, section_headers=headers)
 
 
 def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
@@ -95,21 +97,23 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
-def _runner_context() -> dict:
-    anchors = [slot for slot in layout.TRAIN_INFER_PYTHON if slot.index in layout.RUNNER_ANCHOR_INDICES]
+def _runner_context(layout_name: str = "standard") -> dict:
+    table = layout.slots_of(layout_name)
     return {
         "modes": layout.MODES,
         "legacy_modes": layout.LEGACY_MODES,
-        "n_lines": layout.TRAIN_INFER_PYTHON_LINES,
-        "anchors": anchors,
-        "slots": [slot for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"],
+        "layout_name": layout_name,
+        "n_lines": len(table),
+        "anchors": list(layout.RUNNER_ANCHORS[layout_name]),
+        "slots": [slot for slot in table if slot.kind == "kv" and slot.name not in layout.RUNNER_UNPASSED[layout_name]],
     }
 
 
 def _slot_keys(desc: Descriptor) -> list[tuple[layout.Slot, str]]:
     """The key of every key:value slot as rendered (a null slot has no key to check)."""
-    return [(slot, desc.slots[slot.name].key) for slot in layout.TRAIN_INFER_PYTHON
-            if slot.kind == "kv" and desc.slots[slot.name].key != "null"]
+    return [(slot, desc.slots[slot.name].key) for slot in layout.slots_of(desc.layout)
+            if slot.kind == "kv" and desc.slots[slot.name].key != "null"
+            and slot.name not in layout.RUNNER_UNPASSED[desc.layout]]
 
 
 def _docs_context(desc: Descriptor) -> dict:
@@ -134,7 +138,7 @@ def _docs_context(desc: Descriptor) -> dict:
 def render_files(desc: Descriptor) -> dict[str, str | bytes]:
     """Every generated file of test_tipc/, by path relative to the repository root."""
     env = environment()
-    runner = _runner_context()
+    runner = _runner_context(desc.layout)
     docs = _docs_context(desc)
     whole_files = [f.whole for f in desc.data.files if f.whole] if desc.data else []
     files = {
@@ -313,10 +317,19 @@ def answers_for(desc: Descriptor, out_dir: Path, devices: str, files: dict[str, 
                    tuple(sorted(files)))
 
 
-def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all") -> list[Written]:
+def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all",
+         on_note: Callable[[str], None] = lambda line: None, submission: bool = False) -> list[Written]:
     """Render test_tipc/ (and a built-in sample's project files) into out_dir, and record what it
     rendered from (.tipcgen-answers.yml, .tipcgen/base/) so that tipcgen update can merge later."""
     files = rendered(desc, devices)
-    book = bookkeeping(answers_for(desc, out_dir, devices, files), files)
+    record: dict[str, str | bytes] = {}
+    if submission:  # the repository keeps its runner, common_func.sh and prepare.sh (tipcgen.submission)
+        from . import submission as submission_mode
+
+        files = submission_mode.submission_files(files, out_dir, config_relpath(desc.model_name))
+        record = {submission_mode.RECORD: files.pop(submission_mode.RECORD)}  # bookkeeping, not a rendered file
+    for line in existing.check(files, out_dir, force):
+        on_note(line)
+    book = {**bookkeeping(answers_for(desc, out_dir, devices, files), files), **record}
     written = write_tree({**files, **book}, out_dir, force, owned=set(book))
     return [w for w in written if not w.path.startswith(BASE_DIR + "/")]

@@ -75,6 +75,7 @@ class Summary:
     environment: dict[str, str] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)  # tipcgen.provenance.collect
     target: dict = field(default_factory=dict)  # tipcgen.target.TargetResult.to_dict(), whole_train_whole_infer only
+    notes: list[str] = field(default_factory=list)  # what the run cannot tell (submission mode: tipcgen.submission)
 
     def count(self, status: str) -> int:
         return sum(1 for step in self.steps if step.status == status)

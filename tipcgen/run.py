@@ -16,7 +16,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable
 
-from . import layout, provenance, run_guard, target
+from . import layout, provenance, run_guard, submission, target
 from .config import TipcConfig
 from .errors import RunError
 from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
@@ -78,19 +78,25 @@ def _given_config(config: str, root: Path, name: str) -> Path:
 _PADDLE_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('paddle') else 3)"
 
 
-def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str = "lite_train_lite_infer") -> str:
-    """What would make every step fail, said once before any step runs (tipcgen doctor says more).
-
-    Returns the chain's interpreter (its full path)."""
+def _refuse_lint_errors(root: Path, config_path: Path) -> str:
+    """The config text, unless lint finds an error in it (as doctor sees them)."""
     from . import inputs, lint
 
-    text = inputs.read_text(config_path, "config")
-    errors = lint.errors_of(text, str(config_path.relative_to(root)), repo_root=root)  # as doctor sees them
+    text = inputs.read_text(root / config_path, "config")
+    errors = lint.errors_of(text, str(config_path), repo_root=root)
     if errors:
         shown = "; ".join(f"{f.path}:{f.line}: {f.message}" for f in errors[:5])
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
         raise RunError(f"the config has {len(errors)} lint error(s): {shown}{more}",
                        "fix them (tipcgen lint lists every finding), or run from the repository root")
+    return text
+
+
+def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str = "lite_train_lite_infer") -> str:
+    """What would make every step fail, said once before any step runs (tipcgen doctor says more).
+
+    Returns the chain's interpreter (its full path)."""
+    text = _refuse_lint_errors(root, config_path.relative_to(root))
     # The runner's own layout checks (the keys it was rendered with, which lint cannot know), no step.
     check = subprocess.run(["bash", RUNNERS[chain], str(config_path.relative_to(root)), mode],
                            cwd=root, env=dict(env, TIPC_CHECK_ONLY="1"), capture_output=True, text=True,
@@ -189,6 +195,9 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     root = root.resolve()
     config_path = find_config(config, root, chain)
     model = model_name_of(root / config_path)
+    if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
+        _refuse_lint_errors(root, config_path)
+        return submission.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line)
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
     for script in (PREPARE, RUNNERS[chain]):

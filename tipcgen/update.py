@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, descriptor, render
+from . import __version__, descriptor, render, submission
 from .answers import ANSWERS_FILE, Answers, base_path, descriptor_target, read, sha256_of
 from .errors import TipcgenError
 
@@ -65,6 +65,8 @@ def plan(out_dir: Path, marker_size: int = 7) -> UpdatePlan:
     old = read(out_dir)
     desc = descriptor.load(descriptor_target(old, out_dir))
     files = render.rendered(desc, old.devices)
+    if (out_dir / submission.RECORD).is_file():  # init --submission: the repository keeps its runner files
+        files = submission.own_files(files, render.config_relpath(desc.model_name))
     new = Answers(__version__, old.descriptor, sha256_of(Path(desc.source)), old.devices, tuple(sorted(files)))
     result = UpdatePlan(out_dir, old, new)
     for rel in sorted(set(old.files) | set(files)):

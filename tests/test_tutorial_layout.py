@@ -1,0 +1,230 @@
+"""The 32-line tutorial layout (PaddlePaddle/models tutorials/mobilenetv3_prod/Step6) is first-class:
+linted by the same rules as the 51-line one, imported losslessly, rendered from `layout: tutorial`,
+run by the generated runner, and passing under the template's own runner (tests/tutorial_runner.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import tipcgen
+from tutorial_runner import run_tutorial
+
+from tipcgen import descriptor, importer, layout, lint, render
+from tipcgen.config import TipcConfig
+from tipcgen.errors import DescriptorError
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "tutorial"
+CONFIG = "test_tipc/configs/tutorial_model/train_infer_python.txt"
+CORPUS = ROOT.parent / "shared" / "tipc-corpus"
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
+STEP6 = "tutorials__mobilenetv3_prod__Step6__test_tipc__configs__mobilenet_v3_small__{}.txt"
+TUTORIAL_FILES = ("train_infer_python", "train_fleet_infer_python", "train_pact_infer_python",
+                  "win_train_infer_python", "train_amp_infer_python")
+
+
+def logical_text(text: str) -> str:
+    return "".join(line.text + "\n" for line in TipcConfig.parse(text).logical_lines())
+
+
+def round_trip(text: str, source: str = "t.txt") -> str:
+    """import -> load the descriptor text -> render, as `tipcgen import` then `tipcgen init` do."""
+    return render.render_config(descriptor.load_text(importer.import_config(text, source), source="t.yaml"))
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", TUTORIAL_FILES)
+def test_the_template_configs_lint_clean_and_come_back(name: str) -> None:
+    text = (CORPUS / "models" / STEP6.format(name)).read_text()
+    assert TipcConfig.parse(text).kind == "tutorial_32"
+    assert not lint.has_errors(lint.lint_text(text, name))
+    document = importer.import_config(text, name)
+    assert "\nlayout: tutorial " in document
+    expected = logical_text(text)
+    if name == "train_amp_infer_python":  # its idx-14 separator is a single '#': rewritten, and said so
+        assert "separator rewritten as '##'" in document
+        expected = expected.replace("\n#\n", "\n##\n")
+    assert round_trip(text) == expected
+
+
+def _step6() -> str:
+    return (FIXTURE / CONFIG).read_text()
+
+
+def test_lint_applies_the_slot_rules_to_the_tutorial_layout(tmp_path: Path) -> None:
+    text = (_step6().replace("lite_train_lite_infer=2", "lite_train_lite_infr=2")
+            .replace("--use-gpu:False", "--use-gpu:cuda").replace("norm_train:train.py", "norm_train:missing.py"))
+    findings = lint.lint_text(text, "c.txt", FIXTURE)
+    got = {(f.line, f.rule) for f in findings if f.severity == "error"}
+    assert got == {(8, "unknown-mode"), (14, "missing-script"), (28, "infer-device")}
+    shifted = text.replace("##\ntrainer:", "trainer:", 1)  # one line missing above the trainer line
+    assert [f.rule for f in lint.lint_text(shifted, "c.txt") if f.severity == "error"] == ["slot-shift"]
+    assert not lint.has_errors(lint.lint_text(_step6(), "c.txt", FIXTURE))
+
+
+@pytest.mark.parametrize("layout_config", ["tutorial", "standard"])
+def test_a_trailing_header_one_equals_longer_comes_back_byte_identical(layout_config: str) -> None:
+    base = _step6() if layout_config == "tutorial" else (ROOT / "test_tipc/configs/bert_sst2/train_infer_python.txt").read_text()
+    text = (base + "=" * 27 + "train_benchmark_params" + "=" * 28 + "\nbatch_size:2\n"
+            + "====infer_benchmark_params===\nrandom_infer_input:[{float32,[3,224,224]}]\n")
+    assert round_trip(text) == text
+
+
+def test_a_tutorial_descriptor_refuses_a_field_the_layout_has_no_line_for() -> None:
+    document = importer.import_config(_step6(), "c.txt")
+    with pytest.raises(DescriptorError, match="inference.enable_mkldnn: has no line in the tutorial layout"):
+        descriptor.load_text(document.replace("\ninference:\n", "\ninference:\n  enable_mkldnn: {key: --m, value: True}\n"),
+                             source="t.yaml")
+    with pytest.raises(DescriptorError, match="layout"):
+        descriptor.load_text(document.replace("layout: tutorial", "layout: short"), source="t.yaml")
+    assert descriptor.load_text(document, source="t.yaml").layout == "tutorial"
+    assert len(layout.TUTORIAL_32) == 32
+
+
+@pytest.fixture(scope="module")
+def tutorial_repo(tmp_path_factory) -> Path:
+    """The fixture project after `tipcgen import` and `tipcgen init` of its own 32-line config."""
+    repo = tmp_path_factory.mktemp("tutorial") / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("import", CONFIG, "-o", "tipc.yaml", cwd=repo, check=True)
+    tipcgen("init", "tipc.yaml", "--force", cwd=repo, check=True)  # replaces the project's own runner files
+    return repo
+
+
+def test_init_keeps_the_tutorial_config_byte_identical(tutorial_repo: Path) -> None:
+    assert (tutorial_repo / CONFIG).read_bytes() == (FIXTURE / CONFIG).read_bytes()
+    assert "layout: tutorial" in (tutorial_repo / "tipc.yaml").read_text()
+
+
+def test_the_generated_runner_runs_the_tutorial_layout(tutorial_repo: Path) -> None:
+    proc = tipcgen("run", "--mode", "lite_train_lite_infer", "-q", cwd=tutorial_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tutorial_repo / "test_tipc/output/tutorial_model/lite_train_lite_infer"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ok"] is True
+    passed = [(s["kind"], s["status"]) for s in summary["steps"]]
+    assert [kind for kind, status in passed if status == "passed"] == ["prepare", "train", "eval", "export", "infer"]
+    commands = (out / "results_python.log").read_text()
+    assert "--output-dir=./test_tipc/output/" in commands and "use-gpu=" not in commands.replace("--use-gpu=", "")
+
+
+def test_a_rendered_tutorial_config_passes_under_the_templates_runner(tutorial_repo: Path) -> None:
+    status = run_tutorial(tutorial_repo, CONFIG, "lite_train_lite_infer")
+    assert len(status) == 4, status  # train, eval, export, one inference case
+    assert all("Run successfully" in line for line in status), status
+    assert "--pretrained=./log/tutorial_model/lite_train_lite_infer/norm_train_gpus_-1/latest.pdparams" in status[1]
+    assert "--img-path" not in status[3]  # the template never passes data to inference after training
+
+
+def test_init_refuses_to_break_the_other_scripts_of_an_existing_test_tipc(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("import", CONFIG, "-o", "tipc.yaml", cwd=repo, check=True)
+    before = {p: p.read_bytes() for p in (repo / "test_tipc").rglob("*") if p.is_file()}
+    proc = tipcgen("init", "tipc.yaml", cwd=repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "nothing was written" in proc.stderr
+    assert ("test_tipc/test_serving_infer_python.sh:8 calls func_parser_value(), which the current "
+            "test_tipc/common_func.sh defines and tipcgen's does not") in proc.stderr
+    assert "test_tipc/test_serving_infer_python.sh:12 calls status_check()" in proc.stderr
+    assert "uses prepare mode 'serving_infer', which the current test_tipc/prepare.sh accepts" in proc.stderr
+    assert "it would replace test_tipc/common_func.sh: the generated runner's shell helpers" in proc.stderr
+    assert {p: p.read_bytes() for p in (repo / "test_tipc").rglob("*") if p.is_file()} == before
+    assert not (repo / ".tipcgen-answers.yml").exists()
+    forced = tipcgen("init", "tipc.yaml", "--force", cwd=repo)
+    assert forced.returncode == 0, forced.stderr
+    assert "replaces test_tipc/prepare.sh: prepares the data of the descriptor" in forced.stderr
+    assert "warning: test_tipc/test_serving_infer_python.sh:9 calls func_parser_value()" in forced.stderr
+    backups = list((repo / ".tipcgen" / "backup").rglob("common_func.sh"))
+    assert [b.read_bytes() for b in backups] == [before[repo / "test_tipc/common_func.sh"]]
+
+
+@pytest.fixture
+def submission_repo(tmp_path: Path) -> Path:
+    """The fixture project after `tipcgen init --submission`: its own runner, common_func.sh and prepare.sh kept."""
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("import", CONFIG, "-o", "tipc.yaml", cwd=repo, check=True)
+    tipcgen("init", "tipc.yaml", "--submission", cwd=repo, check=True)
+    return repo
+
+
+RUNNER_ENV = {"TUTORIAL_RUNNER": str(ROOT / "tests" / "tutorial_runner.py")}
+
+
+def test_submission_mode_keeps_the_runner_and_run_drives_it(submission_repo: Path) -> None:
+    for kept in ("test_train_inference_python.sh", "common_func.sh", "prepare.sh", "test_serving_infer_python.sh"):
+        assert (submission_repo / "test_tipc" / kept).read_bytes() == (FIXTURE / "test_tipc" / kept).read_bytes()
+    assert (submission_repo / "test_tipc/docs/test_train_inference_python.md").is_file()
+    proc = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = submission_repo / "test_tipc/output/tutorial_model/lite_train_lite_infer"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ok"] is True and (out / "junit.xml").is_file()
+    assert [(s["kind"], s["status"]) for s in summary["steps"]] == [
+        ("prepare", "passed"), ("train", "passed"), ("eval", "passed"), ("export", "passed"), ("infer", "passed")]
+    assert summary["steps"][4]["log"] == "log/tutorial_model/lite_train_lite_infer/norm_train_python_infer_cpu_batchsize_1.log"
+    assert any("exit status is that of its last command" in note for note in summary["notes"])
+    assert summary["steps"][1]["note"].startswith("no log of its own under this runner")
+    assert "NOTE  the repository's runner drove this chain: its exit status is that of its last command" in proc.stdout
+    # update re-renders only what the submission writes itself
+    updated = tipcgen("update", cwd=submission_repo)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert (submission_repo / "test_tipc/common_func.sh").read_bytes() == (FIXTURE / "test_tipc/common_func.sh").read_bytes()
+    # a second run reads only its own status lines (the template appends to results_python.log)
+    (submission_repo / "images/demo.txt").unlink()
+    failed = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
+    assert failed.returncode == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert [s["status"] for s in summary["steps"]] == ["passed", "passed", "passed", "passed", "failed"]
+
+
+def test_an_edited_runner_in_submission_mode_fails_the_run_naming_it(submission_repo: Path) -> None:
+    runner = submission_repo / "test_tipc/test_train_inference_python.sh"
+    runner.write_text(runner.read_text() + "# tuned by hand\n")
+    proc = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
+    assert proc.returncode == 1
+    summary = json.loads((submission_repo / "test_tipc/output/tutorial_model/lite_train_lite_infer/summary.json").read_text())
+    assert summary["ok"] is False
+    assert summary["problems"] == ["test_tipc/test_train_inference_python.sh changed since tipcgen init --submission "
+                                   "recorded it: a submission keeps the template's runner and common_func.sh unchanged (无需改动)"]
+
+
+@needs_corpus
+def test_every_corpus_trailing_header_comes_back_as_written() -> None:
+    """Figure in docs/DESCRIPTOR.md: 442 corpus configs have trailing sections, every one with a header
+    padded other than 27/27; all that import (441) render their trailing headers back byte for byte."""
+    with_sections = same = 0
+    for path in sorted(CORPUS.rglob("*.txt")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        config = TipcConfig.parse(text)
+        if config.kind not in layout.LAYOUT_OF_KIND:
+            continue
+        skip = len(layout.LAYOUTS[layout.LAYOUT_OF_KIND[config.kind]])
+        headers = [line.text.strip() for line in config.logical_lines()[skip:] if line.header_name]
+        if not headers:
+            continue
+        with_sections += 1
+        try:
+            document = importer.import_config(text, str(path))
+        except importer.ConfigImportError:
+            continue
+        rendered = TipcConfig.parse(render.render_config(descriptor.load_text(document, source="t.yaml")))
+        same += [line.text for line in rendered.logical_lines()[skip:] if line.header_name] == headers
+    assert (with_sections, same) == (442, 441)
+
+
+def test_whole_infer_without_export_infers_on_the_export_folder_under_both_runners(tutorial_repo: Path) -> None:
+    """infer_export:null: the template infers on idx 19's folder (not on idx 23's train_model), and so does tipcgen's."""
+    exported = tutorial_repo / "output/tutorial_model_infer"
+    exported.mkdir(parents=True, exist_ok=True)
+    (exported / "inference.json").write_text("{}")
+    proc = tipcgen("run", "--mode", "whole_infer", "-q", cwd=tutorial_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = (tutorial_repo / "test_tipc/output/tutorial_model/whole_infer/results_python.log").read_text()
+    assert "--model-dir=./output/tutorial_model_infer/ " in results
+    status = run_tutorial(tutorial_repo, CONFIG, "whole_infer")
+    assert len(status) == 1 and "Run successfully" in status[0], status
+    assert "--model-dir=./output/tutorial_model_infer/" in status[0]
