@@ -50,6 +50,8 @@ def parse_args(argv=None):
                    help="amp/fp16 use paddle.amp on GPU; on CPU training stays float32 (and the log says so)")
     p.add_argument("--max_train_seconds", type=common.positive_float, default=None,
                    help="stop (after a last evaluation) once training has run this long")
+    p.add_argument("--random_swap", type=common.str2bool, default=False,
+                   help="True: each step feeds a pair as (text_a, text_b) or (text_b, text_a) at random (same label)")
     p.add_argument("--weight_decay", type=float, default=0.01)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--hidden_size", type=common.positive_int, default=64)
@@ -166,10 +168,10 @@ def _train(args, log, rank, world_size, vocab_file, ckpt_in, tokenizer, train_pa
     np.random.seed(args.seed)
     log("question_matching train: device=%s, world_size=%d, train_set=%s (%d rows), dev_set=%s (%d rows), "
         "vocab_file=%s, epochs=%d, train_batch_size=%d, learning_rate=%g, max_seq_length=%d, max_steps=%d, "
-        "eval_step=%d, rdrop_coef=%g, seed=%d"
+        "eval_step=%d, rdrop_coef=%g, random_swap=%s, seed=%d"
         % (args.device, world_size, args.train_set, len(train_pairs), args.dev_set, len(dev_pairs), vocab_file,
            args.epochs, args.train_batch_size, args.learning_rate, args.max_seq_length, args.max_steps,
-           args.eval_step, args.rdrop_coef, args.seed))
+           args.eval_step, args.rdrop_coef, args.random_swap, args.seed))
     amp_level = None
     if args.auto_cast in ("amp", "fp16"):
         if args.device == "gpu":
@@ -184,6 +186,8 @@ def _train(args, log, rank, world_size, vocab_file, ckpt_in, tokenizer, train_pa
 
     t0 = time.time()
     encoded = common.encode_all(tokenizer, train_pairs, args.max_seq_length)
+    swapped = common.encode_all(tokenizer, [(b, a) for a, b in train_pairs], args.max_seq_length) if args.random_swap else None
+    swap_rng = np.random.RandomState(args.seed + 1)
     dev_encoded = common.encode_all(tokenizer, dev_pairs, args.max_seq_length)
     lengths = [len(e[0]) for e in encoded]
     label_arr = np.asarray(train_labels, dtype="int64")
@@ -268,8 +272,12 @@ def _train(args, log, rank, world_size, vocab_file, ckpt_in, tokenizer, train_pa
         t_prev = time.time()
         for positions in sampler:
             ids = [order[p] for p in positions]
-            input_ids = paddle.to_tensor(common.pad_batch([encoded[i][0] for i in ids], pad_id))
-            token_type_ids = paddle.to_tensor(common.pad_batch([encoded[i][1] for i in ids], 0))
+            if swapped is not None:  # the same question pair, in either order
+                batch = [swapped[i] if s else encoded[i] for i, s in zip(ids, swap_rng.rand(len(ids)) < 0.5)]
+            else:
+                batch = [encoded[i] for i in ids]
+            input_ids = paddle.to_tensor(common.pad_batch([e[0] for e in batch], pad_id))
+            token_type_ids = paddle.to_tensor(common.pad_batch([e[1] for e in batch], 0))
             y = paddle.to_tensor(label_arr[ids])
             t_read = time.time()
             with paddle.amp.auto_cast(enable=amp_level is not None, level=amp_level or "O1"):
