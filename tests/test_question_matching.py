@@ -186,3 +186,18 @@ def test_paddle2onnx_chain_passes(lite_run):
     for name in ("paddle2onnx_convert", "paddle2onnx_infer_cpu", "paddle_infer_cpu", "onnx_vs_paddle_inference_cpu",
                  "onnx_vs_dygraph_cpu"):
         assert records[name] == "passed", (name, records)
+
+
+@pytest.mark.parametrize("script,flags,needle", [
+    ("train.py", ["--train_set=missing.tsv", "--dev_set=missing.tsv", "--save_dir=o"], "--train_set: file not found"),
+    ("build_vocab.py", ["--input=one_column.tsv", "--output=v.txt"], "expected two tab-separated questions"),
+    ("eval.py", ["--init_from_ckpt=."], "no model_state.pdparams"),
+    ("infer.py", ["--model_dir=missing_dir"], "--model_dir: directory not found"),
+    ("train.py", ["--train_set=a", "--dev_set=b", "--save_dir=o", "--rdrop_coef=-1"], "expected a number >= 0"),
+])
+def test_user_errors_exit_2_without_a_traceback(tmp_path: Path, script, flags, needle):
+    (tmp_path / "one_column.tsv").write_text("只有一列\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(SAMPLE / script), *flags], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert needle in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "v.txt").exists() and not (tmp_path / "o").exists()  # nothing half-written
