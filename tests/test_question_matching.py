@@ -1,0 +1,203 @@
+"""The question-matching sample (issue 17): R-Drop loss vs a hand computation, the character
+tokenizer, and one real lite chain through `tipcgen init question-matching` + `tipcgen run`
+(basic and paddle2onnx), shared by the chain assertions (module scope). About 60-80 s on
+2 idle CPU cores, most of it the chain's process start-ups.
+
+The LCQMC accuracy figure (>= 0.65 dev within 5 minutes of training) takes 5-10 minutes and is
+left to bench/bench_question_matching.py (docs/QUESTION_MATCHING.md), not to the CI suite.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, read_records, tipcgen
+
+SAMPLE = ROOT / "sample_models" / "question-matching"
+MODEL = "question_matching"
+MODE = "lite_train_lite_infer"
+ENV = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def _load(name, filename):
+    sys.path.insert(0, str(SAMPLE))
+    try:
+        spec = importlib.util.spec_from_file_location(name, SAMPLE / filename)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(SAMPLE))
+    return mod
+
+
+tokenizer_mod = _load("qm_tokenizer", "tokenizer.py")
+
+
+# ------------------------------------------------------------------ tokenizer (pure Python)
+def test_pair_encoding_types_and_truncation(tmp_path: Path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(tokenizer_mod.SPECIAL + ["怎", "么", "办", "iphone", "a"]) + "\n", encoding="utf-8")
+    tok = tokenizer_mod.CharTokenizer(str(vocab))
+    ids, types = tok.encode_pair("怎么 办", "ＩＰｈｏｎｅ坏了", 64)
+    # [CLS] 怎 么 办 [SEP] iphone [UNK] [UNK] [SEP]: whitespace dropped, full-width folded, an ASCII run in the vocab is one token
+    assert ids == [2, 5, 6, 7, 3, 8, 1, 1, 3]
+    assert types == [0, 0, 0, 0, 0, 1, 1, 1, 1]
+    ids, types = tok.encode_pair("怎么办怎么办怎么办", "ab", 9)  # the longer question is cut first
+    assert len(ids) == 9 and ids[-3:] == [9, 1, 3] and types.count(1) == 3
+
+
+# ------------------------------------------------------------------ R-Drop
+def _np_log_softmax(x):
+    import numpy as np
+
+    x = x - x.max(axis=1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+
+
+def test_rdrop_loss_matches_a_hand_computation():
+    """paddlenlp's RDropLoss (what train.py uses) and the sample's total loss, against numpy:
+    R-Drop = (sum KL(q||p) + sum KL(p||q)) / 2 over the batch; loss = mean CE(p) + coef x R-Drop."""
+    np = pytest.importorskip("numpy")
+    paddle = pytest.importorskip("paddle")
+    common = _load("qm_common", "common.py")
+    l1 = np.array([[1.0, -0.5], [0.2, 0.3], [2.0, 0.0], [-1.5, 0.7]], dtype="float32")
+    l2 = np.array([[0.5, 0.0], [0.2, 0.3], [-1.0, 1.0], [-1.0, 0.2]], dtype="float32")
+    y = np.array([0, 1, 0, 1], dtype="int64")
+    lp, lq = _np_log_softmax(l1.astype("float64")), _np_log_softmax(l2.astype("float64"))
+    p, q = np.exp(lp), np.exp(lq)
+    kl_q_p = (q * (lq - lp)).sum()  # paddle's kl_div(log p, q): sum q (log q - log p)
+    kl_p_q = (p * (lp - lq)).sum()
+    want_kl = (kl_q_p + kl_p_q) / 2
+    want_ce = -lp[np.arange(4), y].mean()
+    # a number worked out on paper for the first row alone: p=softmax(1,-.5), q=softmax(.5,0)
+    p0 = np.array([1 / (1 + np.exp(-1.5)), 1 / (1 + np.exp(1.5))])
+    q0 = np.array([1 / (1 + np.exp(-0.5)), 1 / (1 + np.exp(0.5))])
+    row0 = ((q0 * np.log(q0 / p0)).sum() + (p0 * np.log(p0 / q0)).sum()) / 2
+    assert abs(row0 - 0.5 * (0.5 * (p0[0] - q0[0]) * 2)) < 1e-12  # sym. KL of 2 classes = (p-q)(logit diff)
+    paddle.set_device("cpu")
+    t1, t2, ty = paddle.to_tensor(l1), paddle.to_tensor(l2), paddle.to_tensor(y)
+    kl = float(common.rdrop_loss(t1, t2))
+    assert abs(kl - want_kl) < 1e-5, (kl, want_kl)
+    loss, ce, kl_part = common.matching_loss(t1, ty, t2, rdrop_coef=0.1)
+    assert abs(float(ce) - want_ce) < 1e-5
+    assert abs(float(loss) - (want_ce + 0.1 * want_kl)) < 1e-5
+    assert abs(float(common.rdrop_loss(t1, t1))) < 1e-7  # identical passes: no penalty
+    one_pass, _, none = common.matching_loss(t1, ty, None, rdrop_coef=0.1)
+    assert none is None and abs(float(one_pass) - want_ce) < 1e-5
+
+
+# ------------------------------------------------------------------ the lite chain
+@pytest.fixture(scope="module")
+def lite_run(tmp_path_factory):
+    pytest.importorskip("paddle")
+    repo = tmp_path_factory.mktemp("qm_repo")
+    tipcgen("init", "question-matching", "--output", str(repo), check=True)
+    proc = tipcgen("run", "--mode", MODE, cwd=repo, env=ENV)
+    return repo, proc
+
+
+def _train_dir(repo: Path) -> Path:
+    return repo / "test_tipc/output" / MODEL / MODE / "norm_train_gpus_-1_autocast_fp32"
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_lite_chain_passes_with_checked_results(lite_run):
+    repo, proc = lite_run
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
+    records = read_records(repo, MODEL, MODE)
+    passed = [(r["kind"], r["name"]) for r in records if r["status"] == "passed"]
+    assert [k for k, _ in passed][:3] == ["train", "eval", "export"]
+    assert len([n for k, n in passed if k == "infer" and n.startswith("python_infer_cpu")]) == 4
+    checks = {r["name"]: r["status"] for r in records if r["kind"] == "check"}
+    assert checks == {"infer_vs_dygraph_gpus_-1": "passed", "golden_gpus_-1": "passed"}
+    log = next((repo / "test_tipc/output" / MODEL / MODE).glob("python_infer_cpu_*threads_1*.log")).read_text()
+    rows = (repo / "train_data" / MODEL / "infer.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    results = [json.loads(line.split("\t", 1)[1]) for line in log.splitlines() if line.startswith("qm_")]
+    assert len(results) == len(rows) and {r["label"] for r in results} <= {0, 1}
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_lite_chain_trains_with_two_passes_and_keeps_the_best_checkpoint(lite_run):
+    """The config sets --rdrop_coef 0.1: the log says two passes and shows a non-zero KL term;
+    model_<step>/ is saved only on improvement and best_model/ is the best of them."""
+    repo, proc = lite_run
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    train = _train_dir(repo)
+    log = (train / "train.log").read_text(encoding="utf-8")
+    train_cmd = next(r["command"] for r in read_records(repo, MODEL, MODE) if r["kind"] == "train" and r["status"] == "passed")
+    assert "--rdrop_coef 0.1" in train_cmd and ", rdrop_coef=0.1," in log  # from the config, through the runner
+    assert "rdrop: two forward passes per batch" in log
+    kls = [float(x) for x in re.findall(r"kl_loss: ([\d.]+)", log)]
+    assert kls and all(k > 0 for k in kls)
+    evals = [(int(s), float(a)) for s, a in re.findall(r"eval: global_step: (\d+), dev_accuracy: ([\d.]+)", log)]
+    assert len(evals) >= 2
+    saved = sorted(int(p.name.split("_")[1]) for p in train.glob("model_*") if (p / "model_state.pdparams").is_file())
+    improving = []
+    best = -1.0
+    for step, acc in evals:
+        if acc > best:
+            best = acc
+            improving.append(step)
+    assert saved == improving
+    best_step = improving[-1]
+    assert (train / "best_model/model_state.pdparams").read_bytes() == \
+        (train / f"model_{best_step}/model_state.pdparams").read_bytes()
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_predict_writes_one_label_per_pair(lite_run, tmp_path: Path):
+    repo, _ = lite_run
+    train = _train_dir(repo)
+    pairs = tmp_path / "pairs.tsv"
+    rows = [line.split("\t")[:2] for line in (SAMPLE / "data/lite_dev.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    pairs.write_text("".join(f"{a}\t{b}\n" for a, b in rows), encoding="utf-8")
+    out = tmp_path / "result.txt"
+    proc = subprocess.run([sys.executable, str(SAMPLE / "predict.py"), "--device=cpu",
+                           f"--params_path={train / 'best_model' / 'model_state.pdparams'}",
+                           f"--input_file={pairs}", f"--result_file={out}"], capture_output=True, text=True, cwd=repo)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    labels = out.read_text().splitlines()
+    ref = [json.loads(line.split("\t", 1)[1])["label"] for line in (train / "reference_results.txt").read_text().splitlines()]
+    assert labels == [str(x) for x in ref]  # the same model, the same inputs (infer.tsv is lite_dev.tsv)
+    bad = subprocess.run([sys.executable, str(SAMPLE / "predict.py"), f"--params_path={tmp_path}",
+                          f"--input_file={pairs}", f"--result_file={out}"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--params_path" in bad.stderr
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_paddle2onnx_chain_passes(lite_run):
+    pytest.importorskip("paddle2onnx")
+    pytest.importorskip("onnxruntime")
+    repo, _ = lite_run
+    proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", MODE, cwd=repo, env=ENV)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    records = {r["name"]: r["status"] for r in read_records(repo, MODEL, f"paddle2onnx/{MODE}")}
+    for name in ("paddle2onnx_convert", "paddle2onnx_infer_cpu", "paddle_infer_cpu", "onnx_vs_paddle_inference_cpu",
+                 "onnx_vs_dygraph_cpu"):
+        assert records[name] == "passed", (name, records)
+
+
+@pytest.mark.parametrize("script,flags,needle", [
+    ("train.py", ["--train_set=missing.tsv", "--dev_set=missing.tsv", "--save_dir=o"], "--train_set: file not found"),
+    ("build_vocab.py", ["--input=one_column.tsv", "--output=v.txt"], "expected two tab-separated questions"),
+    ("eval.py", ["--init_from_ckpt=."], "no model_state.pdparams"),
+    ("infer.py", ["--model_dir=missing_dir"], "--model_dir: directory not found"),
+    ("train.py", ["--train_set=a", "--dev_set=b", "--save_dir=o", "--rdrop_coef=-1"], "expected a number >= 0"),
+])
+def test_user_errors_exit_2_without_a_traceback(tmp_path: Path, script, flags, needle):
+    (tmp_path / "one_column.tsv").write_text("只有一列\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(SAMPLE / script), *flags], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert needle in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "v.txt").exists() and not (tmp_path / "o").exists()  # nothing half-written
