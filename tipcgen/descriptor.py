@@ -617,8 +617,10 @@ class _Validator:
         if "inference" not in value:
             raise DescriptorError(self.source, "paddle2onnx.inference", "is missing", self.lines.get("paddle2onnx"),
                                   hint="name the script that runs the .onnx model with onnxruntime")
-        flag = self.text(value.get("onnx_flag", "--use_onnx"), "paddle2onnx.onnx_flag", what="flag name")
-        if not KEY_RE.match(flag):
+        # onnx_flag: null: the script cannot run an ONNX model; the chain's own check (check_inference.py) does.
+        flag = "null" if "onnx_flag" in value and value["onnx_flag"] is None else \
+            self.text(value.get("onnx_flag", "--use_onnx"), "paddle2onnx.onnx_flag", what="flag name")
+        if flag != "null" and not KEY_RE.match(flag):
             raise self.fail("paddle2onnx.onnx_flag", f"{flag!r} is not a usable flag name", "such as --use_onnx")
         return Paddle2OnnxSpec(model_dir, save_file, opset, self.text(value["inference"], "paddle2onnx.inference", what="command"), flag)
 
