@@ -19,7 +19,7 @@ from . import __version__, accept, markup, render
 from .checklist import Acceptance
 from .errors import TipcgenError
 from .needs import numpy_for
-from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary
+from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary, verdict
 from .summary_check import check_alignment_data
 from .run import PREPARE, RUNNERS
 
@@ -106,7 +106,7 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        return "PASSED" if self.summary.ok else "INTERRUPTED" if self.summary.interrupted else "FAILED"
+        return verdict(self.summary)
 
     @property
     def provenance(self) -> list[tuple[str, str]]:

@@ -243,6 +243,15 @@ def write_junit(summary: Summary, path: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def verdict(summary: Summary) -> str:
+    """PASSED only when the steps ran and passed; a run where no result check passed says so."""
+    if not summary.ok:
+        return "INTERRUPTED" if summary.interrupted else "FAILED"
+    if not any(step.kind == "check" and step.status == "passed" for step in summary.steps):
+        return "PASSED (results not checked)"
+    return "PASSED"
+
+
 def terminal_text(summary: Summary, color: bool = False) -> str:
     """The table a person reads at the end of a run."""
     marks = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
@@ -260,7 +269,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
     return _env().get_template("report/summary.txt.j2").render(
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),
-        verdict=("PASSED" if summary.ok else "INTERRUPTED" if summary.interrupted else "FAILED"),
+        verdict=verdict(summary),
         target_lines=_target_lines(summary))
 
 
