@@ -1,0 +1,106 @@
+"""The chain's own result check (test_tipc/check_inference.py) on a model whose scripts print nothing
+tipcgen reads: two inputs, two outputs, numpy data (tests/fixtures/two_io). Real chains, real processes."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, chain_env, read_records, tipcgen
+
+TWO_IO = ROOT / "tests" / "fixtures" / "two_io"
+MODE = "lite_train_lite_infer"
+TRAINED = "norm_train_gpus_-1_autocast_fp32"
+
+pytestmark = [pytest.mark.paddle, pytest.mark.chain]
+
+
+@pytest.fixture(scope="session")
+def two_io_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """two_io rendered with `tipcgen init` and its basic lite chain run once per session."""
+    pytest.importorskip("paddle")
+    repo = tmp_path_factory.mktemp("two_io")
+    shutil.copytree(TWO_IO, repo / "two_io")
+    tipcgen("init", "two_io/tipc.yaml", cwd=repo, check=True)
+    proc = tipcgen("run", "--mode", MODE, "--quiet", cwd=repo)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    return repo, proc
+
+
+def _summary(repo: Path, mode: str = MODE) -> dict:
+    return json.loads((repo / "test_tipc/output/two_io" / mode / "summary.json").read_text())
+
+
+def test_basic_chain_checks_results_of_scripts_that_print_nothing(two_io_run):
+    repo, proc = two_io_run
+    records = {r["name"]: r for r in read_records(repo, "two_io", MODE)}
+    assert records["fixed_inputs_gpus_-1"]["status"] == "passed"
+    step = next(s for s in _summary(repo)["steps"] if s["name"] == "fixed_inputs_gpus_-1")
+    assert set(step["check"]["max_abs"]) == {"fetch_name_0", "fetch_name_1"}
+    assert step["check"]["logs"] == 1  # mkldnn on, compared with the first CPU fp32 configuration (mkldnn off)
+    latency = step["check"]["latency_ms"]
+    assert set(latency) == {"cpu_usemkldnn_False_threads_1_precision_fp32", "cpu_usemkldnn_True_threads_1_precision_fp32"}
+    assert all(t["mean_ms"] > 0 and t["runs"] == 5 for t in latency.values())
+    log = (repo / records["fixed_inputs_gpus_-1"]["log"]).read_text()
+    assert "input ids: shape [2, 4] int64" in log and "ids below 50" in log  # the embedding table's size
+    assert "skipped gpu_usetrt_False_precision_fp32: needs a CUDA device" in log
+    assert "\nPASSED: " in proc.stdout, proc.stdout[-1500:]  # not "PASSED (results not checked)"
+
+
+def test_report_shows_latency_per_configuration(two_io_run, tmp_path: Path):
+    repo, _ = two_io_run
+    tipcgen("report", f"test_tipc/output/two_io/{MODE}", "--format", "md", "--output", str(tmp_path), cwd=repo, check=True)
+    text = next(tmp_path.glob("*.md")).read_text()
+    assert "Latency per configuration" in text
+    assert "| `fixed_inputs_gpus_-1` | `cpu_usemkldnn_True_threads_1_precision_fp32` |" in text
+    assert "| `fixed_inputs_gpus_-1` | PASS | fetch_name_1 |" in text
+
+
+def test_paddle2onnx_chain_runs_onnx_itself_and_copies_no_checkpoint(two_io_run):
+    pytest.importorskip("paddle2onnx")
+    pytest.importorskip("onnxruntime")
+    repo, _ = two_io_run
+    proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", MODE, "--quiet", cwd=repo)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    records = {r["name"]: r for r in read_records(repo, "two_io", f"paddle2onnx/{MODE}")}
+    assert records["paddle2onnx_infer_cpu"]["status"] == "skipped"
+    assert "takes no ONNX flag" in records["paddle2onnx_infer_cpu"]["reason"]
+    assert records["onnx_fixed_inputs_cpu"]["status"] == "passed"
+    step = next(s for s in _summary(repo, f"paddle2onnx/{MODE}")["steps"] if s["name"] == "onnx_fixed_inputs_cpu")
+    assert set(step["check"]["max_abs"]) == {"fetch_name_0", "fetch_name_1"}
+    assert "onnxruntime_cpu" in step["check"]["latency_ms"]
+    # The exported folder holds the training checkpoint too: only the .onnx file is in the ONNX folder.
+    assert (repo / "test_tipc/output/two_io" / MODE / TRAINED / "model.pdparams").is_file()
+    assert sorted(p.name for p in (repo / "train_data/two_io/onnx").iterdir()) == ["model.onnx"]
+
+
+def test_a_perturbed_exported_weight_fails_the_golden_check_naming_the_output(two_io_run, tmp_path: Path):
+    """Golden results from the passing run; the same checkpoint exported with one bias moved by 0.5,
+    fed the same fixed inputs by check_inference.py, fails compare_results.py naming the output."""
+    repo, _ = two_io_run
+    tipcgen("golden", "two_io/tipc.yaml", "--mode", MODE, cwd=repo, check=True)
+    golden = repo / f"test_tipc/results/python_two_io_{MODE}_gpus_-1_fixed_results_fp32.txt"
+    assert golden.is_file()
+    trained = repo / "test_tipc/output/two_io" / MODE / TRAINED
+    env = chain_env(TWO_IO_PERTURB="1")
+
+    def check(model_dir: Path, results: Path) -> subprocess.CompletedProcess:
+        subprocess.run([sys.executable, "test_tipc/check_inference.py", f"--model_dir={model_dir}",
+                        "--enable_mkldnn=False", f"--results_dir={results}"], cwd=repo, env=env, check=True,
+                       capture_output=True, text=True, timeout=300)
+        return subprocess.run([sys.executable, "test_tipc/compare_results.py", f"--gt_file={golden}",
+                               f"--log_file={results}/*_results.txt", "--atol=1e-3", "--rtol=1e-3"],
+                              cwd=repo, capture_output=True, text=True, timeout=120)
+
+    same = check(trained, tmp_path / "same")
+    assert same.returncode == 0, same.stdout  # the check can pass: the fixed inputs are the same each run
+    subprocess.run([sys.executable, "two_io/export_model.py", f"--params_path={trained}/model",
+                    f"--output_path={tmp_path / 'perturbed'}"], cwd=repo, env=env, check=True, capture_output=True,
+                   timeout=300)
+    moved = check(tmp_path / "perturbed", tmp_path / "moved")
+    assert moved.returncode == 1, moved.stdout
+    assert "output 'fetch_name_0' differs by up to" in moved.stdout
