@@ -237,6 +237,9 @@ def main():
     if not files:
         print(f"check_inference: no exported model (*.json or *.pdmodel with *.pdiparams) in {args.model_dir}", file=sys.stderr)
         return 2
+    if args.inputs and not os.path.isfile(args.inputs):
+        print(f"check_inference: no input file at {args.inputs} (result_check_params fixed_inputs)", file=sys.stderr)
+        return 2
     if args.onnx_file and not os.path.isfile(args.onnx_file):
         print(f"check_inference: no ONNX model at {args.onnx_file}", file=sys.stderr)
         return 2
@@ -244,18 +247,31 @@ def main():
         batch = int(words(args.batch_size)[0]) if words(args.batch_size) else 2
     except ValueError:
         batch = 2
+    given = None
+    if args.inputs:
+        try:
+            with np.load(args.inputs, allow_pickle=False) as data:
+                given = {name: data[name] for name in data.files}
+        except (OSError, ValueError) as exc:  # never unpickled: a data file cannot run code
+            print(f"check_inference: {args.inputs} is not a readable .npz of arrays ({type(exc).__name__})", file=sys.stderr)
+            return 2
     import paddle
 
     spec, vocab = input_spec(files[0])
-    if args.inputs:
-        with np.load(args.inputs, allow_pickle=False) as data:
-            inputs = {name: data[name] for name in data.files}
+    if given is not None:
+        inputs = given
+        missing = [name for name, _, _ in spec if name not in inputs]
+        if missing:
+            print(f"check_inference: {args.inputs} has no array named {', '.join(missing)} (the model's inputs: "
+                  f"{', '.join(name for name, _, _ in spec)})", file=sys.stderr)
+            return 2
         origin = f"the arrays of {args.inputs}"
     else:
         inputs = build_inputs(spec, vocab, batch, args.seed)
-        origin = f"built from the input spec, seed {args.seed}" + (f", ids below {min(vocab, 100)}" if vocab else "")
+        origin = f"built from the input spec, seed {args.seed}"
     for name, array in inputs.items():
-        print(f"input {name}: shape {list(array.shape)} {array.dtype} ({origin})")
+        ids = f", ids below {min(vocab, 100) if vocab else 2}" if given is None and array.dtype.kind in "iu" else ""
+        print(f"input {name}: shape {list(array.shape)} {array.dtype} ({origin}{ids})")
     gpu_count = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
     to_run, skipped = cases(args, gpu_count)
     report = {"max_abs": {}, "max_rel": {}, "latency_ms": {}, "skipped": {}}

@@ -104,3 +104,38 @@ def test_a_perturbed_exported_weight_fails_the_golden_check_naming_the_output(tw
     moved = check(tmp_path / "perturbed", tmp_path / "moved")
     assert moved.returncode == 1, moved.stdout
     assert "output 'fetch_name_0' differs by up to" in moved.stdout
+
+
+def test_named_inputs_are_fed_and_a_pickled_file_never_runs(two_io_run, tmp_path: Path):
+    """checks.fixed_inputs names a .npz: its arrays are fed; an object array (pickle) is refused unread."""
+    import numpy as np
+
+    repo, _ = two_io_run
+    trained = repo / "test_tipc/output/two_io" / MODE / TRAINED
+    script = [sys.executable, "test_tipc/check_inference.py", f"--model_dir={trained}", "--enable_mkldnn=False|True"]
+    proc = subprocess.run([*script, "--inputs=two_io/data/infer.npz"], cwd=repo, env=chain_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "input ids: shape [4, 6] int64 (the arrays of two_io/data/infer.npz)" in proc.stdout
+    np.savez(tmp_path / "evil.npz", ids=np.array([object()], dtype=object))
+    proc = subprocess.run([*script, f"--inputs={tmp_path / 'evil.npz'}"], cwd=repo, env=chain_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "is not a readable .npz of arrays" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value, line", [("false", "fixed_inputs:null"), ("data/x.npz", "fixed_inputs:data/x.npz")])
+def test_checks_fixed_inputs_renders_into_the_config(tmp_path: Path, value: str, line: str):
+    text = (TWO_IO / "tipc.yaml").read_text().replace("  golden: golden\n", f"  golden: golden\n  fixed_inputs: {value}\n")
+    (tmp_path / "tipc.yaml").write_text(text)
+    tipcgen("init", str(tmp_path / "tipc.yaml"), "--output", str(tmp_path / "out"), check=True)
+    config = (tmp_path / "out/test_tipc/configs/two_io/train_infer_python.txt").read_text().splitlines()
+    assert line in config
+
+
+def test_checks_fixed_inputs_must_be_a_npz_path(tmp_path: Path):
+    text = (TWO_IO / "tipc.yaml").read_text().replace("  golden: golden\n", "  golden: golden\n  fixed_inputs: 'a b.txt'\n")
+    (tmp_path / "tipc.yaml").write_text(text)
+    proc = tipcgen("init", str(tmp_path / "tipc.yaml"), "--output", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "checks.fixed_inputs" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out/test_tipc").exists()

@@ -25,6 +25,7 @@ PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]+$")
 GPU_ENTRY_RE = re.compile(r"^(-1|\d+(,\d+)*|[A-Za-z0-9_.,-]+;\d+(,\d+)*)$")
 KEY_RE = re.compile(r"^[^\s:|=]+( [^\s:|=]+)?$")
 DATA_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+INPUTS_PATH_RE = re.compile(r"^[A-Za-z0-9_./-]+\.npz$")  # one config value: no space, '|', ':' or '='
 MD5_RE = re.compile(r"^[0-9a-f]{32}$")
 # Full-width and other look-alike punctuation that TIPC parsers split on wrongly (PaddleGAN #637).
 BAD_PUNCTUATION = "，：｜；（）＝　、"
@@ -48,7 +49,7 @@ SECTION_FIELDS = {
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
               "checks", "paddle2onnx", "align", "target"} | SECTION_FIELDS
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
-CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance"}
+CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance", "fixed_inputs"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
 DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model"}
 DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
@@ -104,6 +105,9 @@ class ChecksSpec:
     golden: str | None  # a folder next to the descriptor; init copies it to test_tipc/results/
     golden_tolerance: Tolerance
     onnx_tolerance: Tolerance
+    # The chain's own check (check_inference.py): None builds inputs from the model's input spec,
+    # "null" turns it off, else a .npz of named input arrays in the repository.
+    fixed_inputs: str | None = None
 
 
 @dataclass(frozen=True)
@@ -598,7 +602,19 @@ class _Validator:
             golden=self._rel(value.get("golden"), "checks.golden"),
             golden_tolerance=self._tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
             onnx_tolerance=self._tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
+            fixed_inputs=self._fixed_inputs(value),
         )
+
+    def _fixed_inputs(self, value: dict) -> str | None:
+        if "fixed_inputs" not in value or value["fixed_inputs"] is None:
+            return None
+        if value["fixed_inputs"] is False:
+            return "null"
+        path = self._rel(value["fixed_inputs"], "checks.fixed_inputs")
+        if not INPUTS_PATH_RE.match(path):
+            raise self.fail("checks.fixed_inputs", f"{path!r} is not a .npz file path",
+                            "name a .npz of input arrays (keys: the model's input names), or false to turn the check off")
+        return path
 
     def _paddle2onnx(self, value: Any, data: DataSpec | None) -> Paddle2OnnxSpec | None:
         if value is None:
