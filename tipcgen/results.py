@@ -154,7 +154,12 @@ def check_text(check: dict) -> str:
     if not check.get("max_abs"):
         return ""
     diffs = ", ".join(f"{name} {value:.2g}" for name, value in sorted(check["max_abs"].items()))
-    return f"max abs diff {diffs} (atol {check.get('atol'):g}, rtol {check.get('rtol'):g})"
+    text = f"max abs diff {diffs} (atol {check.get('atol'):g}, rtol {check.get('rtol'):g})"
+    means = [t["mean_ms"] for t in (check.get("latency_ms") or {}).values() if isinstance(t, dict)
+             and isinstance(t.get("mean_ms"), (int, float))]
+    if means:  # the chain's own check (check_inference.py) times every configuration
+        text += f"; latency {min(means):.3g}-{max(means):.3g} ms over {len(means)} configuration(s)"
+    return text
 
 
 def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
