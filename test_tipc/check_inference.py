@@ -49,8 +49,23 @@ def find_model(model_dir):
     return None
 
 
+def feeding_input(value, steps=6):
+    """The name of the model input a PIR value comes from, following first operands a few ops back."""
+    for _ in range(steps):
+        op = value.get_defining_op() if hasattr(value, "get_defining_op") else None
+        if op is None:
+            return None
+        if op.name() == "pd_op.data":
+            return op.attrs().get("name")
+        if op.num_operands() == 0:
+            return None
+        value = op.operand_source(0)
+    return None
+
+
 def input_spec(program_file):
-    """[(name, shape, numpy dtype)] of the model's inputs and the smallest embedding table size (or None)."""
+    """[(name, shape, numpy dtype)] of the model's inputs and the embedding table sizes: {input name or
+    None (not traced to an input): the smallest table it indexes}."""
     import paddle
 
     paddle.enable_static()
@@ -66,23 +81,32 @@ def input_spec(program_file):
                 value = op.result(0)
                 spec[op.attrs()["name"]] = (list(value.shape), str(value.dtype).replace("paddle.", ""))
             elif kind in ("pd_op.embedding", "pd_op.lookup_table_v2"):
-                vocab.append(int(op.operand_source(1).shape[0]))
+                vocab.append((feeding_input(op.operand_source(0)), int(op.operand_source(1).shape[0])))
             elif kind in ("lookup_table_v2", "lookup_table"):
-                vocab.append(int(block.var(op.input("W")[0]).shape[0]))
+                vocab.append((None, int(block.var(op.input("W")[0]).shape[0])))
         for name in feeds:
             if name not in spec and hasattr(block, "var"):
                 var = block.var(name)
                 spec[name] = (list(var.shape), str(var.dtype).replace("paddle.", "").replace("VarType.", "").lower())
-        return [(name, *spec[name]) for name in feeds], (min(vocab) if vocab else None)
+        sizes = {}
+        for name, size in vocab + [(None, size) for _, size in vocab]:
+            sizes[name] = min(size, sizes.get(name, size))
+        return [(name, *spec[name]) for name in feeds], sizes
     finally:
         paddle.disable_static()
 
 
+def id_bound(vocab, name):
+    """Ids for input name stay below its embedding table (at most 100), else below every table, else 2."""
+    size = vocab.get(name, vocab.get(None))
+    return max(1, min(size, 100)) if size else 2
+
+
 def build_inputs(spec, vocab, batch_size, seed):
     rng = np.random.default_rng(seed)
-    high = max(1, min(vocab, 100)) if vocab else 2
     arrays = {}
     for name, shape, dtype in spec:
+        high = id_bound(vocab, name)
         dims = [(batch_size if i == 0 else SMALL_DIM) if d is None or d < 0 else d for i, d in enumerate(shape)]
         if "int" in dtype:
             arrays[name] = rng.integers(0, high, size=dims).astype(dtype)
@@ -270,7 +294,7 @@ def main():
         inputs = build_inputs(spec, vocab, batch, args.seed)
         origin = f"built from the input spec, seed {args.seed}"
     for name, array in inputs.items():
-        ids = f", ids below {min(vocab, 100) if vocab else 2}" if given is None and array.dtype.kind in "iu" else ""
+        ids = f", ids below {id_bound(vocab, name)}" if given is None and array.dtype.kind in "iu" else ""
         print(f"input {name}: shape {list(array.shape)} {array.dtype} ({origin}{ids})")
     gpu_count = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
     to_run, skipped = cases(args, gpu_count)
