@@ -58,6 +58,7 @@ def test_report_shows_latency_per_configuration(two_io_run, tmp_path: Path):
     assert "Latency per configuration" in text
     assert "| `fixed_inputs_gpus_-1` | `cpu_usemkldnn_True_threads_1_precision_fp32` |" in text
     assert "| `fixed_inputs_gpus_-1` | PASS | fetch_name_1 |" in text
+    assert "1 configuration(s) compared with cpu_usemkldnn_False_threads_1_precision_fp32" in text
 
 
 def test_paddle2onnx_chain_runs_onnx_itself_and_copies_no_checkpoint(two_io_run):

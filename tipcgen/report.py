@@ -272,7 +272,10 @@ def check_rows(steps: list[Step]) -> list[CheckRow]:
             rows.append(CheckRow(step.name, status, "-", "-", "-", "-", step.reason or "no differences recorded"))
             continue
         tolerance = f"atol {check.get('atol', 0):g}, rtol {check.get('rtol', 0):g}"
-        note = f"{check.get('logs', '?')} log(s) compared" + (f"; {check['failures']} failure(s)" if check.get("failures") else "")
+        compared = f"{check.get('logs', '?')} log(s) compared"
+        if isinstance(check.get("reference"), str):  # the chain's own check: configurations vs the reference one
+            compared = f"{check.get('logs', '?')} configuration(s) compared with {check['reference']}"
+        note = compared + (f"; {check['failures']} failure(s)" if check.get("failures") else "")
         for output, value in sorted(check["max_abs"].items()):
             rel = check.get("max_rel", {}).get(output)
             rows.append(CheckRow(step.name, status, output, f"{value:.3g}", "-" if rel is None else f"{rel:.3g}",
