@@ -445,3 +445,21 @@ tipc_finish() {
     fi
     exit 0
 }
+
+# tipc_fixed_check NAME MODEL_DIR [ARG...]: the chain's own result check (check_inference.py): the
+# exported model fed fixed inputs in every inference configuration (ARGs: the config's lists, an
+# --onnx_file), outputs compared with the first CPU fp32 configuration's and written to
+# $LOG_PATH/NAME/ (golden results read them). result_check_params fixed_inputs: null turns it
+# off; a .npz path there is fed instead of inputs built from the model's input spec.
+tipc_fixed_check() {
+    local name=$1 model_dir=$2 script inputs
+    shift 2
+    script=$(dirname "${BASH_SOURCE[0]}")/check_inference.py
+    inputs=$(section_value result_check_params fixed_inputs)
+    if [ ! -f "$script" ] || [ "$inputs" = null ]; then return 0; fi
+    if [ -n "$inputs" ]; then set -- "$@" "--inputs=$inputs"; fi
+    # No paddle.jit.save model there: nothing to feed (the verdict then says the results were not checked).
+    if ! compgen -G "$model_dir/*.pdiparams" > /dev/null; then return 0; fi
+    tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$script" "--model_dir=$model_dir" \
+        "--results_dir=$LOG_PATH/$name" "$@"
+}

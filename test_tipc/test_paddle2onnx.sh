@@ -59,9 +59,12 @@ if [ ! -d "$paddle_dir" ]; then
 fi
 mkdir -p -- "$onnx_dir"
 if tipc_step convert paddle2onnx_convert "$LOG_PATH/paddle2onnx_convert.log" "" -- "${convert_cmd[@]}"; then
-    # The model's side files (vocabulary, configs, reference results) travel with the .onnx file.
+    # The model's side files (vocabulary, configs, reference results) travel with the .onnx file;
+    # the exported model itself, training checkpoints, optimizer states and logs do not.
     for side in "$paddle_dir"/*; do
-        case ${side##*/} in inference.* | *.onnx) continue ;; esac
+        case ${side##*/} in
+            inference.* | *.onnx | *.pdparams | *.pdopt | *.pdiparams | *.pdmodel | *.pdema | *.pdstates | *.ckpt | *.log | *.info) continue ;;
+        esac
         if [ -f "$side" ]; then cp -- "$side" "$onnx_dir/"; fi
     done
 fi
@@ -87,6 +90,10 @@ for use_gpu in "${use_gpus[@]}"; do
         continue
     fi
     for engine in onnx paddle; do
+        if [ "$engine" = onnx ] && [ "$onnx_key" = null ]; then
+            tipc_skip infer "paddle2onnx_infer_$place" "the inference script takes no ONNX flag (paddle2onnx.onnx_flag: null): the chain's own check runs the ONNX model"
+            continue
+        fi
         cmd=("$PYTHON")
         tipc_add_words cmd "$script"
         if [ "$engine" = onnx ]; then
@@ -102,6 +109,9 @@ for use_gpu in "${use_gpus[@]}"; do
         tipc_add_flag cmd "$data_key" "$data"
         tipc_step infer "$name" "$LOG_PATH/$name.log" "" -- "${cmd[@]}"
     done
+    if [ "$place" = cpu ]; then
+        tipc_fixed_check "onnx_fixed_inputs_$place" "$paddle_dir" "--onnx_file=$save_file" "--use_gpu=False"
+    fi
     if tipc_is_null "$compare"; then continue; fi
     if [ -f "$LOG_PATH/paddle2onnx_infer_$place.log" ] && [ -f "$LOG_PATH/paddle_infer_$place.log" ]; then
         tipc_step check "onnx_vs_paddle_inference_$place" "$LOG_PATH/check_onnx_vs_paddle_inference_$place.log" "" -- \
@@ -109,7 +119,7 @@ for use_gpu in "${use_gpus[@]}"; do
             "--atol=$(section_value result_check_params onnx_atol)" "--rtol=$(section_value result_check_params onnx_rtol)" \
             "--diff_log=$LOG_PATH/check_onnx_vs_paddle_inference_${place}_diff.log"
     fi
-    if ! tipc_is_null "$reference" && [ -f "$paddle_dir/$reference" ]; then
+    if ! tipc_is_null "$reference" && [ -f "$paddle_dir/$reference" ] && [ -f "$LOG_PATH/paddle2onnx_infer_$place.log" ]; then
         tipc_step check "onnx_vs_dygraph_$place" "$LOG_PATH/check_onnx_vs_dygraph_$place.log" "" -- \
             "$PYTHON" "$compare" "--gt_file=$paddle_dir/$reference" "--log_file=$LOG_PATH/paddle2onnx_infer_$place.log" \
             "--atol=$(section_value result_check_params reference_atol)" "--rtol=$(section_value result_check_params reference_rtol)" \

@@ -130,13 +130,16 @@ run_inference() {
 # run_checks MODEL_DIR GPU TAG: compare this model's inference results with the dygraph model's
 # (written by the export step) and with the committed golden results, when the config asks for it.
 run_checks() {
-    local model_dir=$1 gpu=$2 tag=$3 compare reference golden pattern name
+    local model_dir=$1 gpu=$2 tag=$3 compare reference golden pattern name logs=""
+    tipc_fixed_check "fixed_inputs_gpus_${gpu}${tag}" "$model_dir" "--use_gpu=$(slot_value infer_use_gpu)" \
+        "--enable_mkldnn=$(slot_value enable_mkldnn)" "--cpu_threads=$(slot_value cpu_threads)" \
+        "--precision=$(slot_value precision)" "--use_trt=$(slot_value use_trt)" "--batch_size=$(slot_value infer_batch_size)"
     compare=$(section_value result_check_params compare)
     if tipc_is_null "$compare"; then return 0; fi
     pattern=$LOG_PATH/python_infer_*_gpus_${gpu}${tag}_*.log
-    if ! compgen -G "$pattern" > /dev/null; then return 0; fi
+    if compgen -G "$pattern" > /dev/null; then logs=1; fi
     reference=$(section_value result_check_params reference_file)
-    if ! tipc_is_null "$reference"; then
+    if [ -n "$logs" ] && ! tipc_is_null "$reference"; then
         name=infer_vs_dygraph_gpus_${gpu}${tag}
         if [ -f "$model_dir/$reference" ]; then
             tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
@@ -151,13 +154,24 @@ run_checks() {
     if ! tipc_is_null "$golden"; then
         name=golden_gpus_${gpu}${tag}
         # Golden results belong to one training (mode, device entry, trainer/autocast): gpus_-1 for the CPU.
-        if compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" > /dev/null; then
+        if [ -z "$logs" ]; then
+            :
+        elif compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" > /dev/null; then
             tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
                 "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" "--log_file=$pattern" \
                 "--atol=$(section_value result_check_params golden_atol)" \
                 "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
-        else
+        elif ! compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" > /dev/null; then
             tipc_skip check "$name" "no golden results for $MODE, gpus $gpu$tag in $golden (tipcgen golden --mode $MODE writes them)"
+        fi
+        name=golden_fixed_inputs_gpus_${gpu}${tag}
+        if compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" > /dev/null \
+            && [ -d "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}" ]; then
+            tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
+                "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" \
+                "--log_file=$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}/*_results.txt" \
+                "--atol=$(section_value result_check_params golden_atol)" \
+                "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
         fi
     fi
 }

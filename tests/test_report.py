@@ -156,9 +156,11 @@ def test_report_of_a_real_bert_sst2_run(sample_lite_run: Path):
     for step in summary["steps"]:
         assert step["name"] in md and step["name"] in html
     checks = [s["name"] for s in summary["steps"] if s["kind"] == "check"]
-    assert {"infer_vs_dygraph_gpus_-1", "golden_gpus_-1"} <= set(checks)
-    for name in checks:
+    assert {"infer_vs_dygraph_gpus_-1", "golden_gpus_-1", "fixed_inputs_gpus_-1"} <= set(checks)
+    for name in ("infer_vs_dygraph_gpus_-1", "golden_gpus_-1"):  # the results infer.py prints
         assert re.search(rf"\| `{re.escape(name)}` \| PASS \| logits \| ", md)
+    # The chain's own check names the exported program's output (jit.save calls it fetch_name_0).
+    assert re.search(r"\| `fixed_inputs_gpus_-1` \| PASS \| fetch_name_0 \| ", md)
     assert re.search(r"\| Paddle \| 3\.\d+\.\d+", md)
     assert "10 values over global_step" in md  # 10 epochs of the lite data, one loss line each
     assert "bash test_tipc/prepare.sh test_tipc/configs/bert_sst2/train_infer_python.txt " + MODE in md

@@ -40,7 +40,8 @@ def test_passing_chain_writes_every_artefact(stub_repo: Path):
     assert summary["ok"] and summary["exit_code"] == 0 and summary["passed"] == 6  # prepare + 5 steps
     suite = ET.parse(stub_repo / RUN_DIR / "junit.xml").getroot().find("testsuite")
     assert suite.get("failures") == "0" and suite.get("skipped") == str(len(gpu_skips))
-    assert "PASSED: 6 passed, 0 failed" in proc.stdout
+    # The stub exports no paddle.jit.save model and has no result checks: the verdict says so.
+    assert "PASSED (results not checked): 6 passed, 0 failed" in proc.stdout
 
 
 def test_flags_reach_the_scripts_as_key_value(stub_repo: Path, tmp_path: Path):

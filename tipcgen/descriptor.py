@@ -27,6 +27,7 @@ PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]+$")
 GPU_ENTRY_RE = re.compile(r"^(-1|\d+(,\d+)*|[A-Za-z0-9_.,-]+;\d+(,\d+)*)$")
 KEY_RE = re.compile(r"^[^\s:|=]+( [^\s:|=]+)?$")
 DATA_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+INPUTS_PATH_RE = re.compile(r"^[A-Za-z0-9_./-]+\.npz$")  # one config value: no space, '|', ':' or '='
 MD5_RE = re.compile(r"^[0-9a-f]{32}$")
 # Full-width and other look-alike punctuation that TIPC parsers split on wrongly (PaddleGAN #637).
 BAD_PUNCTUATION = "，：｜；（）＝　、"
@@ -50,7 +51,7 @@ SECTION_FIELDS = {
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
               "checks", "paddle2onnx", "align", "target", "benchmark", "layout"} | SECTION_FIELDS
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
-CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance"}
+CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance", "fixed_inputs"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
 DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model"}
 DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
@@ -106,6 +107,9 @@ class ChecksSpec:
     golden: str | None  # a folder next to the descriptor; init copies it to test_tipc/results/
     golden_tolerance: Tolerance
     onnx_tolerance: Tolerance
+    # The chain's own check (check_inference.py): None builds inputs from the model's input spec,
+    # "null" turns it off, else a .npz of named input arrays in the repository.
+    fixed_inputs: str | None = None
 
 
 @dataclass(frozen=True)
@@ -648,7 +652,19 @@ class _Validator:
             golden=self._rel(value.get("golden"), "checks.golden"),
             golden_tolerance=self._tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
             onnx_tolerance=self._tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
+            fixed_inputs=self._fixed_inputs(value),
         )
+
+    def _fixed_inputs(self, value: dict) -> str | None:
+        if "fixed_inputs" not in value or value["fixed_inputs"] is None:
+            return None
+        if value["fixed_inputs"] is False:
+            return "null"
+        path = self._rel(value["fixed_inputs"], "checks.fixed_inputs")
+        if not INPUTS_PATH_RE.match(path):
+            raise self.fail("checks.fixed_inputs", f"{path!r} is not a .npz file path",
+                            "name a .npz of input arrays (keys: the model's input names), or false to turn the check off")
+        return path
 
     def _paddle2onnx(self, value: Any, data: DataSpec | None) -> Paddle2OnnxSpec | None:
         if value is None:
@@ -667,8 +683,10 @@ class _Validator:
         if "inference" not in value:
             raise DescriptorError(self.source, "paddle2onnx.inference", "is missing", self.lines.get("paddle2onnx"),
                                   hint="name the script that runs the .onnx model with onnxruntime")
-        flag = self.text(value.get("onnx_flag", "--use_onnx"), "paddle2onnx.onnx_flag", what="flag name")
-        if not KEY_RE.match(flag):
+        # onnx_flag: null: the script cannot run an ONNX model; the chain's own check (check_inference.py) does.
+        flag = "null" if "onnx_flag" in value and value["onnx_flag"] is None else \
+            self.text(value.get("onnx_flag", "--use_onnx"), "paddle2onnx.onnx_flag", what="flag name")
+        if flag != "null" and not KEY_RE.match(flag):
             raise self.fail("paddle2onnx.onnx_flag", f"{flag!r} is not a usable flag name", "such as --use_onnx")
         return Paddle2OnnxSpec(model_dir, save_file, opset, self.text(value["inference"], "paddle2onnx.inference", what="command"), flag)
 

@@ -51,9 +51,30 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
         lines = result_lines(log)
         if lines:
             files[golden_name(model, mode, *match.groups())] = "\n".join(lines) + "\n"
+    files.update(fixed_results(run_dir, model, mode))
     if not files:
-        raise TipcgenError(f"no inference log under {run_dir} prints `<name>\\t<json>` result lines",
-                           "the inference script must print one such line per example")
+        raise TipcgenError(f"no inference log under {run_dir} prints `<name>\\t<json>` result lines, and the "
+                           "chain's own check (check_inference.py) wrote no results",
+                           "export the model with paddle.jit.save, or make the inference script print one such line per example")
+    return files
+
+
+_FIXED = re.compile(r"^fixed_inputs_(gpus_.+)$")
+_FIXED_CASE = re.compile(r"^cpu_usemkldnn_.*_precision_(fp32|fp16|int8)_results\.txt$")
+
+
+def fixed_results(run_dir: Path, model: str, mode: str) -> dict[str, str]:
+    """Golden file name → text from the chain's own check: the first CPU configuration of each precision
+    per trained model (`python_<model>_<mode>_gpus_<..>_fixed_results_<precision>.txt`)."""
+    files: dict[str, str] = {}
+    for folder in sorted(p for p in run_dir.glob("fixed_inputs_gpus_*") if p.is_dir()):
+        training = _FIXED.match(folder.name).group(1)
+        for path in sorted(folder.glob("cpu_usemkldnn_*_results.txt")):
+            match = _FIXED_CASE.match(path.name)
+            name = golden_name(model, mode, f"{training}_fixed", match.group(1)) if match else ""
+            lines = result_lines(path) if match and path.is_file() else []
+            if lines and name not in files:
+                files[name] = "\n".join(lines) + "\n"
     return files
 
 

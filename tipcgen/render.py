@@ -151,6 +151,7 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
         "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
         "test_tipc/docs/test_train_inference_python.md": env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
     }
+    files["test_tipc/check_inference.py"] = env.get_template("runner/check_inference.py.j2").render()
     if desc.checks is not None:
         files["test_tipc/compare_results.py"] = env.get_template("runner/compare_results.py.j2").render()
     files.update(_paddle2onnx_files(desc, env))

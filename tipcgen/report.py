@@ -19,7 +19,7 @@ from . import __version__, accept, markup, render, report_bench
 from .checklist import Acceptance
 from .errors import TipcgenError
 from .needs import numpy_for
-from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary
+from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary, verdict
 from .summary_check import check_alignment_data
 from .run import PREPARE, RUNNERS
 
@@ -107,7 +107,7 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        return "PASSED" if self.summary.ok else "INTERRUPTED" if self.summary.interrupted else "FAILED"
+        return verdict(self.summary)
 
     @property
     def provenance(self) -> list[tuple[str, str]]:
@@ -275,7 +275,10 @@ def check_rows(steps: list[Step]) -> list[CheckRow]:
             rows.append(CheckRow(step.name, status, "-", "-", "-", "-", step.reason or "no differences recorded"))
             continue
         tolerance = f"atol {check.get('atol', 0):g}, rtol {check.get('rtol', 0):g}"
-        note = f"{check.get('logs', '?')} log(s) compared" + (f"; {check['failures']} failure(s)" if check.get("failures") else "")
+        compared = f"{check.get('logs', '?')} log(s) compared"
+        if isinstance(check.get("reference"), str):  # the chain's own check: configurations vs the reference one
+            compared = f"{check.get('logs', '?')} configuration(s) compared with {check['reference']}"
+        note = compared + (f"; {check['failures']} failure(s)" if check.get("failures") else "")
         for output, value in sorted(check["max_abs"].items()):
             rel = check.get("max_rel", {}).get(output)
             rows.append(CheckRow(step.name, status, output, f"{value:.3g}", "-" if rel is None else f"{rel:.3g}",

@@ -148,6 +148,14 @@ def _check_result(check: Any, source: str, where: str) -> None:
                 _number(value, source, f"{where}.{key}.{_plain(name)}", finite=False)
     if check.get("max_abs") and (check.get("atol") is None or check.get("rtol") is None):
         raise SummaryFileError(source, where, "has max_abs but no atol and rtol")
+    latency = check.get("latency_ms", {})  # check_inference.py: configuration -> {mean_ms, p50_ms, runs}
+    if not isinstance(latency, dict):
+        raise SummaryFileError(source, f"{where}.latency_ms", f"expected a mapping, found {_kind(latency)}")
+    for name, figures in latency.items():
+        if not isinstance(figures, dict):
+            raise SummaryFileError(source, f"{where}.latency_ms.{_plain(name)}", f"expected a mapping, found {_kind(figures)}")
+        for key in ("mean_ms", "p50_ms", "runs"):
+            _number(figures.get(key), source, f"{where}.latency_ms.{_plain(name)}.{key}")
 
 
 def _plain(key: Any) -> str:
