@@ -50,7 +50,7 @@ TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
-DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model"}
+DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model", "whole_from_lite"}
 DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
 RUN_FIELDS = {"step_timeout"}
 ROLES = ("train", "infer")
@@ -87,6 +87,7 @@ class DataSpec:
     files: tuple[DataFile, ...]
     setup: tuple[tuple[str, ...], ...]
     trained_model: str | None = None  # whole_infer: the folder prepare.sh links to a trained model
+    whole_from_lite: bool = False  # whole_train_whole_infer trains on the lite data on purpose
 
 
 @dataclass(frozen=True)
@@ -560,7 +561,10 @@ class _Validator:
                 raise self.fail(f"data.setup[{i}]", f"{words[0]!r} is not a python script", "setup runs python scripts only")
             setup.append(words)
         trained = self._rel(value.get("trained_model"), "data.trained_model")
-        return DataSpec(data_dir, env, tuple(files), tuple(setup), trained)
+        from_lite = value.get("whole_from_lite", False)
+        if not isinstance(from_lite, bool):
+            raise self._err("data.whole_from_lite", from_lite, "true or false")
+        return DataSpec(data_dir, env, tuple(files), tuple(setup), trained, from_lite)
 
     def _rel(self, value: Any, path: str) -> str | None:
         if value is None:

@@ -1,0 +1,125 @@
+"""Real data in prepare.sh: lite data as a file, a folder or an archive (unpacked safely), whole data as a
+folder, whole modes that never train on lite data by accident, and checkpoint names that mean one thing."""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import yaml
+
+from conftest import STUB, tipcgen
+
+CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
+
+
+def make_repo(tmp_path: Path, data: dict | None, **slots) -> Path:
+    """The stub project with DATA as its descriptor's data: section (None: no section), rendered by init."""
+    repo = tmp_path / "repo"
+    shutil.copytree(STUB, repo / "stub")
+    doc = yaml.safe_load((STUB / "tipc.yaml").read_text())
+    doc.pop("data", None)
+    if data is not None:
+        doc["data"] = data
+    for name, value in slots.items():
+        section, key = name.split("__")
+        doc[section][key] = value
+    (repo / "stub" / "tipc.yaml").write_text(yaml.safe_dump(doc))
+    tipcgen("init", "stub/tipc.yaml", "--output", str(repo), cwd=repo, check=True)
+    return repo
+
+
+def prepare(repo: Path, mode: str, **env: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k not in ("TIPC_DATA_DIR", "TIPC_MODEL_DIR")}
+    return subprocess.run(["bash", "test_tipc/prepare.sh", CONFIG, mode], cwd=repo, env={**full, **env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def image_tree(root: Path) -> None:
+    for label in ("cat", "dog"):
+        (root / label).mkdir(parents=True)
+        (root / label / "0.npy").write_bytes(b"\x93NUMPY" + label.encode())
+
+
+def test_whole_training_without_data_is_refused_naming_what_to_add(tmp_path: Path):
+    repo = make_repo(tmp_path, None)
+    proc = prepare(repo, "whole_train_whole_infer")
+    assert proc.returncode == 2 and "the descriptor names no data" in proc.stderr, proc.stdout + proc.stderr
+    assert "data:" in proc.stderr and "whole_from_lite" in proc.stderr and "Traceback" not in proc.stderr
+    assert prepare(repo, "lite_train_lite_infer").returncode == 0
+
+
+def test_a_train_file_without_whole_source_is_refused_unless_on_purpose(tmp_path: Path):
+    data = {"dir": "./data", "files": {"train.tsv": {"role": "train", "lite": "stub/tipc.yaml"}}}
+    repo = make_repo(tmp_path, data)
+    proc = prepare(repo, "whole_train_whole_infer", TIPC_DATA_DIR=str(tmp_path))
+    assert proc.returncode == 2 and "train.tsv names no whole: source" in proc.stderr, proc.stderr
+    on_purpose = make_repo(tmp_path / "b", {**data, "whole_from_lite": True})
+    assert prepare(on_purpose, "whole_train_whole_infer").returncode == 0
+    assert (on_purpose / "data" / "train.tsv").read_text() == (on_purpose / "stub" / "tipc.yaml").read_text()
+
+
+def test_lite_data_as_folder_tar_and_zip_whole_data_as_folder(tmp_path: Path):
+    image_tree(tmp_path / "tree")
+    with tarfile.open(tmp_path / "lite.tar", "w") as tar:
+        tar.add(tmp_path / "tree", arcname="images")
+    with zipfile.ZipFile(tmp_path / "lite.zip", "w") as z:
+        z.write(tmp_path / "tree" / "cat" / "0.npy", "images/cat/0.npy")
+    data = {"dir": "./data", "files": {
+        "tar": {"role": "train", "lite": "lite.tar", "whole": "images"},
+        "zip": {"role": "infer", "lite": "lite.zip", "whole": "images"},
+        "folder": {"role": "train", "lite": "tree", "whole": "images"}}}
+    repo = make_repo(tmp_path, data)
+    for name in ("lite.tar", "lite.zip", "tree"):
+        shutil.move(tmp_path / name, repo / name)
+    proc = prepare(repo, "lite_train_lite_infer")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "data/tar/images/dog/0.npy").read_bytes() == b"\x93NUMPYdog"
+    assert (repo / "data/zip/images/cat/0.npy").is_file() and (repo / "data/folder/cat/0.npy").is_file()
+    assert prepare(repo, "lite_train_lite_infer").returncode == 0, "a second prepare replaces the first"
+    whole = tmp_path / "whole"
+    image_tree(whole / "images")
+    proc = prepare(repo, "whole_train_whole_infer", TIPC_DATA_DIR=str(whole))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "data/tar").resolve() == (whole / "images").resolve(), "whole data is linked, not copied"
+
+
+def _tar_with(path: Path, member: tarfile.TarInfo, payload: bytes = b"") -> None:
+    with tarfile.open(path, "w") as tar:
+        member.size = len(payload) if member.isfile() else 0
+        tar.addfile(member, io.BytesIO(payload) if member.isfile() else None)
+
+
+def test_archives_that_reach_outside_the_data_folder_are_refused(tmp_path: Path):
+    traversal = tarfile.TarInfo("../../pwned.txt")
+    link = tarfile.TarInfo("images/evil")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc"
+    data = {"dir": "./data", "whole_from_lite": True,
+            "files": {"imgs": {"role": "train", "lite": "lite.tar"}}}
+    for member, payload in ((traversal, b"x"), (link, b"")):
+        repo = make_repo(tmp_path / member.name.replace("/", "_"), data)
+        _tar_with(repo / "lite.tar", member, payload)
+        proc = prepare(repo, "lite_train_lite_infer")
+        assert proc.returncode == 2 and "could not be unpacked safely" in proc.stderr, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not list(tmp_path.rglob("pwned*")) and not (repo / "data/imgs/images/evil").exists()
+
+
+def test_whole_infer_takes_the_newest_train_run_and_either_checkpoint_spelling(tmp_path: Path):
+    data = {"dir": "./data", "whole_from_lite": True, "trained_model": "./data/trained"}
+    for spelling in ("latest", "latest.pdparams"):
+        repo = make_repo(tmp_path / spelling.replace(".", "_"), data, train__checkpoint=spelling)
+        runs = repo / "test_tipc/output/stub_model"
+        for i, mode in enumerate(("whole_train_whole_infer", "lite_train_lite_infer")):  # the lite run is newer
+            folder = runs / mode / "norm_train_gpus_-1_autocast_fp32"
+            folder.mkdir(parents=True)
+            (folder / "latest.pdparams").write_bytes(b"w")
+            os.utime(folder / "latest.pdparams", (time.time() - 100 + i * 50,) * 2)
+        proc = prepare(repo, "whole_infer")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert (repo / "data/trained").resolve() == (runs / "lite_train_lite_infer/norm_train_gpus_-1_autocast_fp32").resolve()
