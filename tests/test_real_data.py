@@ -123,3 +123,25 @@ def test_whole_infer_takes_the_newest_train_run_and_either_checkpoint_spelling(t
         proc = prepare(repo, "whole_infer")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert (repo / "data/trained").resolve() == (runs / "lite_train_lite_infer/norm_train_gpus_-1_autocast_fp32").resolve()
+
+
+def test_init_ignores_the_working_folders_in_git_once(tmp_path: Path):
+    data = {"dir": "./train_data/stub", "whole_from_lite": True, "trained_model": "./models/trained"}
+    repo = make_repo(tmp_path, data)
+    (repo / ".gitignore").write_text("*.pyc\n/test_tipc/output/")  # the user's own lines, no final newline
+    tipcgen("init", "stub/tipc.yaml", "--output", str(repo), cwd=repo, check=True)
+    text = (repo / ".gitignore").read_text()
+    assert text.startswith("*.pyc\n/test_tipc/output/\n\n# tipcgen"), text
+    assert text.count("/test_tipc/output/") == 1
+    for entry in ("/train_data/stub/", "/.tipcgen/backup/", "/models/trained"):
+        assert entry in text.splitlines()
+    proc = tipcgen("init", "stub/tipc.yaml", "--output", str(repo), cwd=repo, check=True)
+    assert (repo / ".gitignore").read_text() == text and "0 file(s) written" in proc.stdout
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "test_tipc/output/m").mkdir(parents=True)
+    (repo / "test_tipc/output/m/x.log").write_text("x")
+    (repo / "train_data/stub").mkdir(parents=True)
+    (repo / "train_data/stub/a.tsv").write_text("x")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
+                            capture_output=True, text=True, check=True).stdout
+    assert "output/m" not in status and "train_data" not in status and "test_tipc/prepare.sh" in status

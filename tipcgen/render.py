@@ -17,7 +17,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import __version__, layout
+from . import __version__, gitignore, layout
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
@@ -308,10 +308,26 @@ def answers_for(desc: Descriptor, out_dir: Path, devices: str, files: dict[str, 
                    tuple(sorted(files)))
 
 
+def _gitignore(desc: Descriptor, out_dir: Path) -> dict[str, str]:
+    """The repository's .gitignore with the chain's working folders appended, when any is missing."""
+    path = out_dir / gitignore.FILE
+    existing = None
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return {}  # not a plain file: not ours to rewrite
+    if path.is_file():
+        try:
+            existing = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return {}  # left as it is rather than rewritten with replaced characters
+    text = gitignore.merged(existing, gitignore.entries(desc))
+    return {} if text is None else {gitignore.FILE: text}
+
+
 def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all") -> list[Written]:
     """Render test_tipc/ (and a built-in sample's project files) into out_dir, and record what it
     rendered from (.tipcgen-answers.yml, .tipcgen/base/) so that tipcgen update can merge later."""
     files = rendered(desc, devices)
     book = bookkeeping(answers_for(desc, out_dir, devices, files), files)
-    written = write_tree({**files, **book}, out_dir, force, owned=set(book))
+    ignore = _gitignore(desc, out_dir)
+    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore))
     return [w for w in written if not w.path.startswith(BASE_DIR + "/")]
