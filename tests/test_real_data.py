@@ -145,3 +145,25 @@ def test_init_ignores_the_working_folders_in_git_once(tmp_path: Path):
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
                             capture_output=True, text=True, check=True).stdout
     assert "output/m" not in status and "train_data" not in status and "test_tipc/prepare.sh" in status
+
+
+def test_descriptor_env_reaches_export_and_inference_and_the_summary_says_so(tmp_path: Path):
+    """A script that needs FLAGS_enable_pir_api=0 (one loading inference.pdmodel under Paddle 3) passes
+    when the descriptor's env: says so, without the variable set by hand."""
+    import json
+
+    repo = make_repo(tmp_path, None)
+    assert tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo,
+                   env={"STUB_NEED": "infer:FLAGS_enable_pir_api=0"}).returncode == 1, "the stand-in needs the flag"
+    repo = make_repo(tmp_path / "env", None)
+    doc = yaml.safe_load((repo / "stub/tipc.yaml").read_text())
+    doc["env"] = {"FLAGS_enable_pir_api": "0", "X_WITH_SPACE": "a b; $(touch pwned)"}
+    (repo / "stub/tipc.yaml").write_text(yaml.safe_dump(doc))
+    tipcgen("init", "stub/tipc.yaml", "--output", str(repo), "--force", cwd=repo, check=True)
+    for kind in ("infer", "export"):
+        proc = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo, env={"STUB_NEED": f"{kind}:FLAGS_enable_pir_api=0"})
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    steps = json.loads((repo / "test_tipc/output/stub_model/lite_train_lite_infer/summary.json").read_text())["steps"]
+    noted = {s["kind"] for s in steps if "FLAGS_enable_pir_api=0" in (s.get("note") or "")}
+    assert noted == {"export", "infer"}, steps
+    assert not list(tmp_path.rglob("pwned")), "an env value ran as code"

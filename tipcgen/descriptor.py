@@ -46,13 +46,16 @@ SECTION_FIELDS = {
     "train", "eval", "export", "whole_infer", "inference",
 }
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
-              "checks", "paddle2onnx", "align", "target"} | SECTION_FIELDS
+              "checks", "paddle2onnx", "align", "target", "env"} | SECTION_FIELDS
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
 DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model", "whole_from_lite"}
 DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
 RUN_FIELDS = {"step_timeout"}
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What the runner needs to own itself: a descriptor's env: may not change them.
+RESERVED_ENV = {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "BASH_ENV", "ENV", "IFS", "HOME"}
 ROLES = ("train", "infer")
 
 
@@ -134,6 +137,7 @@ class Descriptor:
     paddle2onnx: Paddle2OnnxSpec | None = None
     align_thresholds: dict[str, float] = field(default_factory=dict)  # tipcgen align report
     target: Any = None  # tipcgen.target.Target: the paper's figures, checked on whole_train_whole_infer
+    env: tuple[tuple[str, str], ...] = ()  # exported for the export and inference steps (env:)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def slot(self, name: str) -> SlotValue:
@@ -454,7 +458,27 @@ class _Validator:
             align_thresholds=self._align(data.get("align")),
             target=target_spec.parse(data.get("target"), self.source, self.lines),
             description=self.text(data["description"], "description") if data.get("description") else "",
+            env=self._env(data.get("env")),
         )
+
+    def _env(self, value: Any) -> tuple[tuple[str, str], ...]:
+        """env: {NAME: value}: variables the export and inference steps run with (e.g. FLAGS_enable_pir_api: "0")."""
+        if value is None:
+            return ()
+        if not isinstance(value, dict):
+            raise self._err("env", value, "a mapping of variable name to value, such as {FLAGS_enable_pir_api: \"0\"}")
+        out = []
+        for name, raw in value.items():
+            path = f"env.{name}"
+            if not ENV_NAME_RE.match(name) or name in RESERVED_ENV:
+                raise self.fail(path, f"{name!r} is not a variable the steps may set",
+                                "use a name of letters, digits and _ (not PATH, PYTHONPATH, LD_* or HOME)")
+            if isinstance(raw, bool):
+                raw = "1" if raw else "0"
+            if isinstance(raw, (int, float)):
+                raw = str(raw)
+            out.append((name, self.text(raw, path, what="value")))
+        return tuple(out)
 
     @staticmethod
     def _section_fields(name: str) -> set[str]:

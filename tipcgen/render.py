@@ -140,7 +140,7 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
         config_relpath(desc.model_name): render_config(desc, env),
         "test_tipc/common_func.sh": env.get_template("runner/common_func.sh.j2").render(**runner),
         "test_tipc/test_train_inference_python.sh": env.get_template("runner/test_train_inference_python.sh.j2").render(
-            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), **runner),
+            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), step_env=desc.env, **runner),
         "test_tipc/prepare.sh": env.get_template("runner/prepare.sh.j2").render(
             model_name=desc.model_name, data=desc.data, whole_files=sorted(set(whole_files))),
         "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
