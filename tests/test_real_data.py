@@ -167,3 +167,35 @@ def test_descriptor_env_reaches_export_and_inference_and_the_summary_says_so(tmp
     noted = {s["kind"] for s in steps if "FLAGS_enable_pir_api=0" in (s.get("note") or "")}
     assert noted == {"export", "infer"}, steps
     assert not list(tmp_path.rglob("pwned")), "an env value ran as code"
+
+
+def test_doctor_notices_an_inference_script_that_loads_pdmodel(tmp_path: Path):
+    from tipcgen import doctor
+
+    repo = make_repo(tmp_path, None)
+    infer = repo / "stub/stub_infer.py"
+    config = Path(CONFIG)
+    assert doctor._legacy_format(repo, config, pir=True) == [], "the stand-in loads no .pdmodel"
+    infer.write_text("# inference.pdmodel in a comment is not a load\n" + infer.read_text())
+    assert doctor._legacy_format(repo, config, pir=True) == []
+    infer.write_text(infer.read_text() + 'MODEL_FILE = "inference.pdmodel"\n')
+    [check] = doctor._legacy_format(repo, config, pir=True)
+    assert check.status == "fail" and "stub/stub_infer.py loads inference.pdmodel" in check.detail
+    assert 'env: {FLAGS_enable_pir_api: "0"}' in check.fix
+    assert doctor._legacy_format(repo, config, pir=False)[0].status == "warn"
+    doc = yaml.safe_load((repo / "stub/tipc.yaml").read_text())
+    doc["env"] = {"FLAGS_enable_pir_api": "0"}
+    (repo / "stub/tipc.yaml").write_text(yaml.safe_dump(doc))
+    tipcgen("init", "stub/tipc.yaml", "--output", str(repo), "--force", cwd=repo, check=True)
+    [check] = doctor._legacy_format(repo, config, pir=True)
+    assert check.status == "ok" and "FLAGS_enable_pir_api=0" in check.detail
+
+
+def test_a_script_that_reads_both_formats_needs_no_flag(tmp_path: Path):
+    from tipcgen import legacy_format
+
+    both = tmp_path / "both.py"
+    both.write_text('for ext in (".json", ".pdmodel"):\n    pass\n')
+    old = tmp_path / "old.py"
+    old.write_text('config = Config(d + "/inference.pdmodel", d + "/inference.pdiparams")\njson.load(open("cfg.json"))\n')
+    assert not legacy_format.loads_pdmodel(both) and legacy_format.loads_pdmodel(old)
