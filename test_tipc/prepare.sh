@@ -47,34 +47,47 @@ whole_source() {
     (cd -- "$dir" && pwd)
 }
 
-# unpack_archive ARCHIVE DEST: a tar or zip into the folder DEST, refusing members that would land
-# outside it (absolute names, '..', links, devices): a data file is never a way to write elsewhere.
+# unpack_archive ARCHIVE DEST: a tar or zip into the folder DEST (an archive of one top folder: its
+# content), refusing members that would land outside it (absolute names, '..', links, devices):
+# a data file is never a way to write elsewhere.
 unpack_archive() {
     "$PYTHON" - "$1" "$2" <<'UNPACK' || tipc_die "lite data $1 could not be unpacked safely" "see the message above; rebuild the archive from plain files and folders"
-import os, sys, tarfile, zipfile
+import os, shutil, sys, tarfile, zipfile
 archive, dest = sys.argv[1], sys.argv[2]
+into = dest + ".unpacking"
+shutil.rmtree(into, ignore_errors=True)
+
+def refuse(message):
+    shutil.rmtree(into, ignore_errors=True)
+    sys.exit(f"{archive}: {message}")
 
 def safe(name):
     parts = name.replace("\\", "/").split("/")
     if name.startswith("/") or ".." in parts or ":" in parts[0]:
-        sys.exit(f"{archive}: member {name!r} would land outside the data folder")
+        refuse(f"member {name!r} would land outside the data folder")
 
-os.makedirs(dest)
+os.makedirs(into)
 if zipfile.is_zipfile(archive):
     with zipfile.ZipFile(archive) as z:
         for info in z.infolist():
             safe(info.filename)
             if (info.external_attr >> 16) & 0o170000 not in (0, 0o100000, 0o040000):
-                sys.exit(f"{archive}: member {info.filename!r} is a link or special file")
-        z.extractall(dest)
+                refuse(f"member {info.filename!r} is a link or special file")
+        z.extractall(into)
 else:
     with tarfile.open(archive) as t:
         members = t.getmembers()
         for m in members:
             safe(m.name)
             if not (m.isfile() or m.isdir()):
-                sys.exit(f"{archive}: member {m.name!r} is a link or special file")
-        t.extractall(dest, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+                refuse(f"member {m.name!r} is a link or special file")
+        t.extractall(into, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+top = os.listdir(into)
+if len(top) == 1 and os.path.isdir(os.path.join(into, top[0])):
+    os.rename(os.path.join(into, top[0]), dest)
+    os.rmdir(into)
+else:
+    os.rename(into, dest)
 UNPACK
 }
 

@@ -79,8 +79,9 @@ def test_lite_data_as_folder_tar_and_zip_whole_data_as_folder(tmp_path: Path):
         shutil.move(tmp_path / name, repo / name)
     proc = prepare(repo, "lite_train_lite_infer")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (repo / "data/tar/images/dog/0.npy").read_bytes() == b"\x93NUMPYdog"
-    assert (repo / "data/zip/images/cat/0.npy").is_file() and (repo / "data/folder/cat/0.npy").is_file()
+    # an archive of one top folder unpacks to its content, as a folder does
+    assert (repo / "data/tar/dog/0.npy").read_bytes() == b"\x93NUMPYdog"
+    assert (repo / "data/zip/cat/0.npy").is_file() and (repo / "data/folder/cat/0.npy").is_file()
     assert prepare(repo, "lite_train_lite_infer").returncode == 0, "a second prepare replaces the first"
     whole = tmp_path / "whole"
     image_tree(whole / "images")
@@ -107,7 +108,8 @@ def test_archives_that_reach_outside_the_data_folder_are_refused(tmp_path: Path)
         proc = prepare(repo, "lite_train_lite_infer")
         assert proc.returncode == 2 and "could not be unpacked safely" in proc.stderr, proc.stdout + proc.stderr
         assert "Traceback" not in proc.stderr
-        assert not list(tmp_path.rglob("pwned*")) and not (repo / "data/imgs/images/evil").exists()
+        assert not list(tmp_path.rglob("pwned*")) and not (repo / "data/imgs/evil").exists()
+        assert list((repo / "data").iterdir()) == [], "nothing half-unpacked is left"
 
 
 def test_whole_infer_takes_the_newest_train_run_and_either_checkpoint_spelling(tmp_path: Path):
