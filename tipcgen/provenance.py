@@ -218,6 +218,7 @@ def rows(record: dict[str, Any]) -> list[tuple[str, str]]:
            ("GPUs", ", ".join(dev.get("gpus") or []) or dev.get("note", "none"))]
     for entry in record.get("data") or []:
         value = (f"sha256 {entry['sha256'][:12]}" if entry.get("method") == "sha256"
+                 else f"folder of {entry.get('files')} files, {entry.get('size')} bytes" if entry.get("method") == "folder"
                  else f"{entry.get('method')} {entry.get('size', '')}")
         out.append((f"data {Path(entry['path']).name}", value))
     seeds_found = record.get("seeds") or {}
