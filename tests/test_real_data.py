@@ -220,3 +220,18 @@ def test_descriptor_doc_lists_every_field_the_schema_accepts():
     for parent, children in groups.items():
         schema |= {f"{parent}.{child}" for child in children}
     assert documented == schema, {"undocumented": sorted(schema - documented), "not in the schema": sorted(documented - schema)}
+
+
+def test_import_adds_the_env_an_inference_pdmodel_script_needs(tmp_path: Path):
+    repo = make_repo(tmp_path, None)
+    plain = tipcgen("import", CONFIG, cwd=repo, check=True).stdout
+    assert "env:" not in plain
+    (repo / "stub/stub_infer.py").write_text((repo / "stub/stub_infer.py").read_text() + "# loads inference.pdmodel\n"
+                                             'PROGRAM = "inference.pdmodel"\n')
+    proc = tipcgen("import", CONFIG, "-o", "imported.yaml", cwd=repo, check=True)
+    assert "stub/stub_infer.py loads inference.pdmodel" in proc.stdout
+    text = (repo / "imported.yaml").read_text()
+    assert text.endswith('env: {FLAGS_enable_pir_api: "0"}\n') and text.count("\nenv:") == 1
+    tipcgen("init", "imported.yaml", "--force", cwd=repo, check=True)
+    runner = (repo / "test_tipc/test_train_inference_python.sh").read_text()
+    assert "TIPC_STEP_ENV=(env FLAGS_enable_pir_api=0)" in runner

@@ -48,3 +48,17 @@ def runner_sets_flag(runner_text: str) -> bool:
     """Whether a generated runner exports FLAGS_enable_pir_api=0 to its steps (the descriptor's env:)."""
     line = next((ln for ln in runner_text.splitlines() if ln.startswith("TIPC_STEP_ENV=(")), "")
     return re.search(rf"\b{FLAG}=['\"]?0\b", line) is not None
+
+
+def imported_env(text: str, root: Path) -> tuple[str, str | None]:
+    """An imported descriptor with env: FLAGS_enable_pir_api=0 added when its inference script (under the
+    repository root) loads inference.pdmodel only; and the note that says so (None: unchanged)."""
+    from . import descriptor
+
+    desc = descriptor.load_text(text, source="<import>", base_dir=root)
+    command = desc.slots["inference"].value
+    if desc.env or not needs_env(root, command):
+        return text, None
+    note = (f"{script_of(command)} loads inference.pdmodel only: added env: {{{FLAG}: \"0\"}} so that "
+            "export and inference write and read that format under Paddle 3")
+    return text.rstrip("\n") + f"\n\n# {note} (docs/DESCRIPTOR.md, env)\nenv: {{{FLAG}: \"0\"}}\n", note
