@@ -1,6 +1,6 @@
 """A plain-paddle image classifier that tipcgen has never seen (tests/fixtures/imgcls): lite data is an
 ImageFolder tree shipped as a tar, infer.py loads inference.pdmodel. From `tipcgen new` with only its data
-(and one inference value) named by hand to lite_train_lite_infer, whole_train_whole_infer and whole_infer
+(and a smaller inference matrix, for CI time) named by hand to lite_train_lite_infer, whole_train_whole_infer and whole_infer
 passing on CPU under Paddle 3."""
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def test_new_on_an_image_classifier_passes_lite_and_whole_modes(tmp_path: Path):
     subprocess.run([sys.executable, "make_lite_data.py", "lite_data.tar"], cwd=repo, check=True, capture_output=True)
     proc = tipcgen("new", "--model-name", "imgcls", "--train", "train.py", "--export", "export_model.py",
                    "--infer", "infer.py", "--checkpoint", "latest", "--train-data", "lite_data.tar",
-                   "--infer-data", "lite_data.tar", "--devices", "cpu", "--value", "inference.cpu_threads=1",
+                   "--infer-data", "lite_data.tar", "--devices", "cpu",
+                   "--value", "inference.cpu_threads=1", "--value", "inference.enable_mkldnn=[true]",  # CI time
                    "-o", "tipc.yaml", cwd=repo, check=True)
     assert "loads inference.pdmodel" in proc.stdout
     text = (repo / "tipc.yaml").read_text()
