@@ -47,16 +47,60 @@ whole_source() {
     (cd -- "$dir" && pwd)
 }
 
+# unpack_archive ARCHIVE DEST: a tar or zip into the folder DEST (an archive of one top folder: its
+# content), refusing members that would land outside it (absolute names, '..', links, devices):
+# a data file is never a way to write elsewhere.
+unpack_archive() {
+    "$PYTHON" - "$1" "$2" <<'UNPACK' || tipc_die "lite data $1 could not be unpacked safely" "see the message above; rebuild the archive from plain files and folders"
+import os, shutil, sys, tarfile, zipfile
+archive, dest = sys.argv[1], sys.argv[2]
+into = dest + ".unpacking"
+shutil.rmtree(into, ignore_errors=True)
+
+def refuse(message):
+    shutil.rmtree(into, ignore_errors=True)
+    sys.exit(f"{archive}: {message}")
+
+def safe(name):
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith("/") or ".." in parts or ":" in parts[0]:
+        refuse(f"member {name!r} would land outside the data folder")
+
+os.makedirs(into)
+if zipfile.is_zipfile(archive):
+    with zipfile.ZipFile(archive) as z:
+        for info in z.infolist():
+            safe(info.filename)
+            if (info.external_attr >> 16) & 0o170000 not in (0, 0o100000, 0o040000):
+                refuse(f"member {info.filename!r} is a link or special file")
+        z.extractall(into)
+else:
+    with tarfile.open(archive) as t:
+        members = t.getmembers()
+        for m in members:
+            safe(m.name)
+            if not (m.isfile() or m.isdir()):
+                refuse(f"member {m.name!r} is a link or special file")
+        t.extractall(into, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+top = os.listdir(into)
+if len(top) == 1 and os.path.isdir(os.path.join(into, top[0])):
+    os.rename(os.path.join(into, top[0]), dest)
+    os.rmdir(into)
+else:
+    os.rename(into, dest)
+UNPACK
+}
+
 # prepare_file NAME ROLE LITE WHOLE MD5 ROWS: put one data file in DATA_DIR for this mode.
 prepare_file() {
     local name=$1 role=$2 lite=$3 whole=$4 md5=$5 rows=$6 src found_md5 found_rows
-    rm -f -- "$DATA_DIR/$name"
+    rm -rf -- "${DATA_DIR:?}/$name"
     if [[ $WHOLE_ROLES == *" $role "* ]] && [ -n "$whole" ]; then
         src=$(whole_source "$whole")/$whole || exit 2
-        if [ ! -f "$src" ]; then
+        if [ ! -e "$src" ]; then
             tipc_die "$name: $src does not exist" "the folder in $WHOLE_ENV must hold $whole"
         fi
-        if [ -n "$md5" ]; then
+        if [ -n "$md5" ] && [ -f "$src" ]; then
             found_md5=$(md5sum -- "$src" | cut -d' ' -f1)
             if [ "$found_md5" != "$md5" ]; then
                 found_rows=$(awk 'END { print NR - 1 }' "$src")
@@ -67,11 +111,17 @@ prepare_file() {
         ln -s -- "$src" "$DATA_DIR/$name"
         printf '[prepare] %s -> %s (whole data, md5 checked)\n' "$DATA_DIR/$name" "$src"
     elif [ -n "$lite" ]; then
-        if [ ! -f "$lite" ]; then
-            tipc_die "lite data $lite is missing" "run from the repository root; the file ships with the project"
+        if [ ! -e "$lite" ]; then
+            tipc_die "lite data $lite is missing" "run from the repository root; the file, folder or archive ships with the project"
         fi
-        cp -- "$lite" "$DATA_DIR/$name"
-        printf '[prepare] %s <- %s (lite data)\n' "$DATA_DIR/$name" "$lite"
+        case ${lite,,} in
+            *.tar | *.tar.gz | *.tgz | *.zip)
+                unpack_archive "$lite" "$DATA_DIR/$name"
+                printf '[prepare] %s <- %s (lite data, unpacked)\n' "$DATA_DIR/$name" "$lite" ;;
+            *)
+                cp -R -- "$lite" "$DATA_DIR/$name"
+                printf '[prepare] %s <- %s (lite data)\n' "$DATA_DIR/$name" "$lite" ;;
+        esac
     else
         printf '[prepare] %s: not needed in mode %s\n' "$name" "$MODE"
     fi
@@ -82,23 +132,28 @@ prepare_file train.tsv train sample_models/bert-sst2/data/lite_train.tsv train.t
 prepare_file dev.tsv train sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
 prepare_file infer.tsv infer sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
 # whole_infer exports and infers a trained model, the paddle2onnx chain converts an exported one:
-# TIPC_MODEL_DIR, or the latest train run of this model (this mode's first).
+# TIPC_MODEL_DIR, or the latest train run of this model (by the time its checkpoint was written).
+# A checkpoint is named with or without .pdparams: `latest` and `latest.pdparams` both find latest.pdparams.
+checkpoint_file() {
+    local path=$1
+    if [ -e "$path" ]; then printf '%s' "$path"; elif [ -e "$path.pdparams" ]; then printf '%s' "$path.pdparams"; fi
+}
 if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
     TRAINED=./train_data/bert_sst2/trained
     if [ "$CHAIN" = paddle2onnx ]; then NEED=inference.json; else NEED=$(slot_value train_model_name); fi
     SOURCE=${TIPC_MODEL_DIR:-}
     if [ -z "$SOURCE" ]; then
-        for run in "$MODE" whole_train_whole_infer lite_train_whole_infer lite_train_lite_infer; do
-            for dir in ./test_tipc/output/"$TIPC_MODEL"/"$run"/*/; do
-                if [ -e "$dir$NEED" ]; then SOURCE=$dir; break 2; fi
-            done
+        NEWEST=""
+        for dir in ./test_tipc/output/"$TIPC_MODEL"/*/*/; do
+            found=$(checkpoint_file "$dir$NEED")
+            if [ -n "$found" ] && { [ -z "$NEWEST" ] || [ "$found" -nt "$NEWEST" ]; }; then NEWEST=$found; SOURCE=$dir; fi
         done
     fi
     if [ -z "$SOURCE" ]; then
         tipc_die "the $CHAIN chain in mode $MODE needs a trained model, and no train run of $TIPC_MODEL was found" \
             "run the basic chain first (tipcgen run --mode lite_train_lite_infer), or set TIPC_MODEL_DIR to a train output folder that holds $NEED"
     fi
-    if [ ! -e "$SOURCE/$NEED" ]; then
+    if [ -z "$(checkpoint_file "$SOURCE/$NEED")" ]; then
         tipc_die "TIPC_MODEL_DIR=$SOURCE holds no $NEED" "point it at a train output folder (it holds $NEED)"
     fi
     mkdir -p -- "$(dirname -- "$TRAINED")"

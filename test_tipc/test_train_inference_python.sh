@@ -27,6 +27,9 @@ tipc_check_python "$PYTHON"
 # The descriptor's step time limit, unless the caller sets one (tipcgen run --step-timeout).
 : "${TIPC_STEP_TIMEOUT:=600}"
 export TIPC_STEP_TIMEOUT
+# The descriptor's env: for the export and inference steps (an `env` prefix, or nothing).
+TIPC_STEP_ENV=()
+TIPC_STEP_NOTE=''
 tipc_checked_only
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
 
@@ -68,7 +71,7 @@ run_inference() {
                                     tipc_skip infer "$name" "a quantised model runs int8 only (upstream rule)"
                                     continue
                                 fi
-                                cmd=("$PYTHON")
+                                cmd=("${TIPC_STEP_ENV[@]}" "$PYTHON")
                                 tipc_add_words cmd "$script"
                                 tipc_add_flag cmd "$(slot_key infer_use_gpu)" "$use_gpu"
                                 tipc_add_flag cmd "$(slot_key enable_mkldnn)" "$mkldnn"
@@ -79,7 +82,7 @@ run_inference() {
                                 tipc_add_flag cmd "$(slot_key benchmark)" "$(slot_value benchmark)"
                                 tipc_add_flag cmd "$(slot_key precision)" "$precision"
                                 tipc_add_flag cmd "$(slot_key infer_param)" "$(slot_value infer_param)"
-                                tipc_step infer "$name" "$LOG_PATH/$name.log" "" -- "${cmd[@]}"
+                                tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
                             done
                         done
                     done
@@ -102,7 +105,7 @@ run_inference() {
                                 tipc_skip infer "$name" "needs a CUDA device; none found (CPU-only machine or CPU build of paddle)"
                                 continue
                             fi
-                            cmd=("$PYTHON")
+                            cmd=("${TIPC_STEP_ENV[@]}" "$PYTHON")
                             tipc_add_words cmd "$script"
                             tipc_add_flag cmd "$(slot_key infer_use_gpu)" "$use_gpu"
                             tipc_add_flag cmd "$(slot_key use_trt)" "$trt"
@@ -112,7 +115,7 @@ run_inference() {
                             tipc_add_flag cmd "$(slot_key infer_data)" "$data"
                             tipc_add_flag cmd "$(slot_key benchmark)" "$(slot_value benchmark)"
                             tipc_add_flag cmd "$(slot_key infer_param)" "$(slot_value infer_param)"
-                            tipc_step infer "$name" "$LOG_PATH/$name.log" "" -- "${cmd[@]}"
+                            tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
                         done
                     done
                 done
@@ -179,11 +182,11 @@ run_checks() {
 # run_export COMMAND WEIGHTS OUTPUT NAME: export WEIGHTS into OUTPUT with the config's export keys
 # (under the caller's env_prefix, e.g. CUDA_VISIBLE_DEVICES).
 run_export() {
-    local -a cmd=("${env_prefix[@]}" "$PYTHON")
+    local -a cmd=("${env_prefix[@]}" "${TIPC_STEP_ENV[@]}" "$PYTHON")
     tipc_add_words cmd "$1"
     tipc_add_flag cmd "$(slot_key export_weight)" "$2"
     tipc_add_flag cmd "$(slot_key save_infer)" "$3"
-    tipc_step export "$4" "$LOG_PATH/$4.log" "" -- "${cmd[@]}"
+    tipc_step export "$4" "$LOG_PATH/$4.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
 }
 
 # The train and export commands of a trainer (upstream's dispatch on the trainer name).

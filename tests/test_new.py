@@ -253,3 +253,26 @@ def test_new_on_the_bert_sst2_scripts_yields_a_passing_chain(tmp_path: Path):
     records = read_records(tmp_path, "bert_new", "lite_train_lite_infer")
     passed = {r["kind"] for r in records if r["status"] == "passed"}
     assert {"train", "eval", "export", "infer"} <= passed
+
+
+def test_real_repository_shapes_folder_data_spellings_and_setup_without_data(tmp_path: Path):
+    scripts = dict(OCR_LIKE)
+    scripts["tools/train.py"] = scripts["tools/train.py"].replace(
+        'p.add_argument("--image_dir", default="./data")',
+        'p.add_argument("--data-root", default="./data")\n'
+        '        p.add_argument("--amp_level", default="O1", help="O1 or O2")')
+    write_scripts(tmp_path, scripts)
+    (tmp_path / "data" / "lite").mkdir(parents=True)
+    (tmp_path / "data" / "lite.txt").write_text("x\n")
+    # a file shipped for a folder flag: the flag gets the data folder; a folder stays a folder
+    text = new.propose(ocr_options(data={"train": "data/lite.txt", "infer": "data/lite"}), tmp_path).text
+    lines = slot_lines(text)
+    assert lines["train_param"] == "--data-root:./train_data/ocr_rec" and lines["autocast"] == "--amp_level:O1"
+    assert lines["infer_data"] == "--image_dir:./train_data/ocr_rec/infer"
+    assert lines["infer_model"] == "infer_model:./train_data/ocr_rec/trained/latest"
+    desc = descriptor.load_text(text)
+    assert [(f.name, f.lite, f.whole) for f in desc.data.files] == [("train.txt", "data/lite.txt", "train.txt"),
+                                                                    ("infer", "data/lite", "infer")]
+    # --setup alone (no data named) is kept
+    setup_only = descriptor.load_text(new.propose(ocr_options(setup=["tools/train.py --x {data_dir}"]), tmp_path).text)
+    assert setup_only.data.setup == (("tools/train.py", "--x", "./train_data/ocr_rec"),)

@@ -164,3 +164,26 @@ def test_report_of_a_real_bert_sst2_run(sample_lite_run: Path):
     assert re.search(r"\| Paddle \| 3\.\d+\.\d+", md)
     assert "10 values over global_step" in md  # 10 epochs of the lite data, one loss line each
     assert "bash test_tipc/prepare.sh test_tipc/configs/bert_sst2/train_infer_python.txt " + MODE in md
+
+
+def test_a_step_counter_that_restarts_every_epoch_is_plotted_over_global_steps():
+    log = "".join(f"epoch: {e}, step: {s}, loss: {1 - (e * 3 + s) / 10:.2f}\n" for e in range(3) for s in range(3))
+    curve = report.parse_train_log(log, "t", "t.log")
+    assert curve.x_label == "global step" and curve.restarts == 2
+    assert [x for x, _ in curve.points] == [float(i) for i in range(9)], "one line, never back"
+    by_ten = report.parse_train_log("step: 10, loss: 1\nstep: 20, loss: 1\nstep: 10, loss: 1\n", "t", "t.log")
+    assert [x for x, _ in by_ten.points] == [10.0, 20.0, 30.0]
+
+
+def test_paddle_from_the_environment_and_cpu_processes_shown_as_cpu(tmp_path: Path):
+    run_dir = fake_run(tmp_path)
+    (run_dir / "python_infer_cpu_gpus_-1_usemkldnn_True_threads_1_precision_fp32_batchsize_1.log").write_text("")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["provenance"] = {"versions": {"paddle": "3.3.1"}}
+    summary["steps"].insert(2, {**summary["steps"][2], "name": "norm_train_gpus_0,1_autocast_fp32",
+                                "note": "ran on CPU: 2 processes over gloo (no CUDA device for gpu_list entry 0,1)"})
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    rows = dict(report.build(run_dir, tmp_path).environment)
+    assert rows["Paddle"] == "3.3.1", "no AutoLog block: the version comes from the environment"
+    assert rows["device"].startswith("CPU, 2 processes (gpu_list 0,1, no CUDA device), CPU (gpu_list -1)"), rows["device"]
+    assert "GPU 0,1" not in rows["device"]

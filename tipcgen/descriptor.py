@@ -49,13 +49,16 @@ SECTION_FIELDS = {
     "train", "eval", "export", "whole_infer", "inference",
 }
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
-              "checks", "paddle2onnx", "align", "target", "benchmark", "layout"} | SECTION_FIELDS
+              "checks", "paddle2onnx", "align", "target", "benchmark", "layout", "env"} | SECTION_FIELDS
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance", "fixed_inputs"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
-DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model"}
+DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model", "whole_from_lite"}
 DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
 RUN_FIELDS = {"step_timeout"}
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What the runner needs to own itself: a descriptor's env: may not change them.
+RESERVED_ENV = {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "BASH_ENV", "ENV", "IFS", "HOME"}
 ROLES = ("train", "infer")
 
 
@@ -90,6 +93,7 @@ class DataSpec:
     files: tuple[DataFile, ...]
     setup: tuple[tuple[str, ...], ...]
     trained_model: str | None = None  # whole_infer: the folder prepare.sh links to a trained model
+    whole_from_lite: bool = False  # whole_train_whole_infer trains on the lite data on purpose
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,7 @@ class Descriptor:
     align_thresholds: dict[str, float] = field(default_factory=dict)  # tipcgen align report
     target: Any = None  # tipcgen.target.Target: the paper's figures, checked on whole_train_whole_infer
     benchmark: Any = None  # tipcgen.benchmark.BenchmarkSpec: the benchmark_train chain's cases
+    env: tuple[tuple[str, str], ...] = ()  # exported for the export and inference steps (env:)
     extra: dict[str, Any] = field(default_factory=dict)
     section_headers: tuple[str | None, ...] = ()  # a section's header as written, where not 27/27
     layout: str = "standard"  # the config layout: standard (51 lines) or tutorial (32 lines)
@@ -486,12 +491,33 @@ class _Validator:
             benchmark=bench,
             description=self.text(data["description"], "description") if data.get("description") else "",
             layout=layout_name,
+            env=self._env(data.get("env")),
         )
 
     def _layout(self, value: Any) -> str:
         if not isinstance(value, str) or value not in layout.LAYOUTS:
             raise self._err("layout", value, " or ".join(layout.LAYOUTS))
         return value
+
+
+    def _env(self, value: Any) -> tuple[tuple[str, str], ...]:
+        """env: {NAME: value}: variables the export and inference steps run with (e.g. FLAGS_enable_pir_api: "0")."""
+        if value is None:
+            return ()
+        if not isinstance(value, dict):
+            raise self._err("env", value, "a mapping of variable name to value, such as {FLAGS_enable_pir_api: \"0\"}")
+        out = []
+        for name, raw in value.items():
+            path = f"env.{name}"
+            if not ENV_NAME_RE.match(name) or name in RESERVED_ENV:
+                raise self.fail(path, f"{name!r} is not a variable the steps may set",
+                                "use a name of letters, digits and _ (not PATH, PYTHONPATH, LD_* or HOME)")
+            if isinstance(raw, bool):
+                raw = "1" if raw else "0"
+            if isinstance(raw, (int, float)):
+                raw = str(raw)
+            out.append((name, self.text(raw, path, what="value")))
+        return tuple(out)
 
     @staticmethod
     def _section_fields(name: str) -> set[str]:
@@ -614,7 +640,10 @@ class _Validator:
                 raise self.fail(f"data.setup[{i}]", f"{words[0]!r} is not a python script", "setup runs python scripts only")
             setup.append(words)
         trained = self._rel(value.get("trained_model"), "data.trained_model")
-        return DataSpec(data_dir, env, tuple(files), tuple(setup), trained)
+        from_lite = value.get("whole_from_lite", False)
+        if not isinstance(from_lite, bool):
+            raise self._err("data.whole_from_lite", from_lite, "true or false")
+        return DataSpec(data_dir, env, tuple(files), tuple(setup), trained, from_lite)
 
     def _rel(self, value: Any, path: str) -> str | None:
         if value is None:

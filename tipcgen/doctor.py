@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import lint
+from . import legacy_format, lint
 from .config import TipcConfig
 from .errors import TipcgenError
 
@@ -81,7 +81,10 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None)
     root = root.resolve()
     config_path, config_checks = _config(root, config)
     python, origin = _interpreter(root / config_path if config_path else None)
-    return _python_side(python, origin) + _tools() + config_checks + _data(root, config_path, data_dir)
+    python_checks = _python_side(python, origin)
+    pir = any(c.name == "export format" and c.detail.startswith("PIR") for c in python_checks)
+    legacy = _legacy_format(root, config_path, pir) if config_path else []
+    return python_checks + _tools() + config_checks + legacy + _data(root, config_path, data_dir)
 
 
 def exit_code(checks: list[Check]) -> int:
@@ -253,6 +256,26 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
     return path, checks
 
 
+def _legacy_format(root: Path, config_path: Path, pir: bool) -> list[Check]:
+    """An inference script that loads inference.pdmodel needs FLAGS_enable_pir_api=0 under Paddle 3."""
+    from .run import RUNNERS
+
+    line = TipcConfig.read(root / config_path).slot("inference")
+    command = line.value if line is not None else None
+    if not legacy_format.needs_env(root, command):
+        return []
+    script = legacy_format.script_of(command)
+    runner = root / RUNNERS["basic"]
+    runner_text = runner.read_text(errors="replace") if runner.is_file() else ""
+    if legacy_format.runner_sets_flag(runner_text):
+        return [Check("inference format", "ok", f"{script} loads inference.pdmodel; the runner exports "
+                      f"{legacy_format.FLAG}=0 for export and inference (descriptor env:)")]
+    return [Check("inference format", "fail" if pir else "warn",
+                  f"{script} loads inference.pdmodel, which Paddle 3 (PIR) export does not write"
+                  + ("" if pir else " (this paddle writes it: the chain passes here, not under Paddle 3)"),
+                  f'add env: {{{legacy_format.FLAG}: "0"}} to the descriptor and re-render (tipcgen init DESCRIPTOR --force)')]
+
+
 # ---------------------------------------------------------------- data
 
 def _data(root: Path, config_path: Path | None, data_dir: str | None) -> list[Check]:
@@ -264,7 +287,7 @@ def _data(root: Path, config_path: Path | None, data_dir: str | None) -> list[Ch
     if spec.data is None:
         return [Check("data", "ok", f"{spec.model_name}: the descriptor names no data")]
     checks = []
-    missing = [f.lite for f in spec.data.files if f.lite and not (root / f.lite).is_file()]
+    missing = [f.lite for f in spec.data.files if f.lite and not (root / f.lite).exists()]  # a file, folder or archive
     if missing:
         checks.append(Check("lite data", "fail", f"missing under {root}: {', '.join(missing)}",
                             "the lite data ships with the project: restore it (git checkout), or re-render the sample"))
@@ -305,9 +328,9 @@ def _whole_data(spec, data_dir: str | None) -> Check:
     problems = []
     for name, md5 in wanted:
         path = base / name
-        if not path.is_file():
+        if not path.exists():
             problems.append(f"{name} is missing")
-        elif md5 and path.stat().st_size <= MD5_LIMIT and (digest := _md5(path)) != md5:
+        elif md5 and path.is_file() and path.stat().st_size <= MD5_LIMIT and (digest := _md5(path)) != md5:
             problems.append(f"{name} has md5 {digest}, expected {md5}")
     if problems:
         return Check("whole data", "fail", f"{folder}: " + "; ".join(problems),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from . import descriptor, render
+from . import descriptor, legacy_format, new_data, render
 from .errors import TipcgenError
 
 PROBE_TIMEOUT = 60
@@ -37,9 +37,11 @@ CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
     "train.pretrained": ("train", ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
                                    "init_checkpoint", "params_path", "checkpoint", "resume", "weights")),
     "train.extra": ("train", ("data_file", "data", "data_dir", "data_path", "train_data", "train_file",
-                              "train_set", "image_dir", "dataset_dir", "input_file")),
+                              "train_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
+                              "dataset_path", "train_dir", "img_dir", "img_path", "image_path", "images_dir")),
     "eval.extra": ("eval", ("data_file", "data", "data_dir", "data_path", "eval_data", "dev_file", "eval_file",
-                            "dev_set", "image_dir", "dataset_dir", "input_file")),
+                            "dev_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
+                            "dataset_path", "val_dir", "eval_dir", "img_dir", "img_path", "image_path")),
     "export.output_dir": ("export", ("output_path", "save_inference_dir", "save_dir", "output_dir", "export_dir",
                                      "output", "inference_dir", "save_path")),
     "export.weights": ("export", ("params_path", "init_from_ckpt", "pretrained", "pretrained_model", "model_path",
@@ -54,7 +56,8 @@ CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
     "inference.model_dir": ("infer", ("model_dir", "inference_model_dir", "model_path", "infer_model_dir",
                                       "model", "model_file")),
     "inference.data": ("infer", ("data_file", "data", "image_dir", "input_file", "infer_data", "infer_file",
-                                 "data_dir", "input", "text_file", "data_path")),
+                                 "data_dir", "input", "text_file", "data_path", "img_path", "image_path", "img_dir",
+                                 "images_dir", "image_file", "img_file", "infer_dir", "test_dir", "input_dir")),
     "inference.benchmark": ("infer", ("benchmark",)),
 }
 VALUE_FIELDS = (*CANDIDATES, "train.infer_data")
@@ -263,7 +266,11 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     data_files = _data_files(options.data, data_dir, root)
     values = _values(scripts, chosen, options, data_files, model_name)
     _check(scripts, chosen, values, notes)
-    text = _document(model_name, scripts, chosen, values, options, data_files, data_dir)
+    env = dict(legacy_format.ENV) if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) else {}
+    if env:
+        notes.append(f"{scripts['infer'].path} loads inference.pdmodel only: the descriptor's env: runs export and "
+                     f"inference with {legacy_format.FLAG}=0, the format Paddle 3 writes only then")
+    text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env)
     desc = descriptor.load_text(text, source="<tipcgen new>", base_dir=root)
     render.render_files(desc)
     mapping = []
@@ -378,12 +385,24 @@ def _data_files(data: dict[str, str], data_dir: str, root: Path) -> dict[str, tu
     """Role → (file name in the data dir, lite source) for the lite data the user ships."""
     out = {}
     for role, source in data.items():
-        if not (root / source).is_file():
-            raise TipcgenError(f"{_DATA_OPTION[role]} {source}: no such file under {root}",
-                               "give the lite data file's path relative to the repository root")
-        suffix = "".join(Path(source).suffixes[-1:])
-        out[role] = (f"{role}{suffix}", Path(source).as_posix())
+        if not (root / source).exists():
+            raise TipcgenError(f"{_DATA_OPTION[role]} {source}: no such file or folder under {root}",
+                               "give the lite data's path (a file, a folder or a .tar/.zip archive) relative to the repository root")
+        out[role] = (new_data.entry_name(role, root / source), Path(source).as_posix())
     return out
+
+
+def _data_value(scripts: dict[str, Script], fld: str, chosen: dict[str, str | None],
+                data_files: dict[str, tuple[str, str]], role: str, data_dir: str) -> str | None:
+    """The path a data flag gets: the lite data in the data folder, or that folder for a flag that takes one."""
+    if role not in data_files:
+        return None
+    path = f"{data_dir}/{data_files[role][0]}"
+    flag = _flag_of(scripts, fld, chosen)
+    is_file = Path(data_files[role][0]).suffix != ""
+    if flag is not None and is_file and new_data.takes_folder(_norm(flag.name), flag.help):
+        return data_dir  # a folder flag: the folder that holds the file
+    return path
 
 
 def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: Options,
@@ -406,8 +425,11 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     is_switch = "gpu" in _norm(device_flag)
     values["train.device"] = device_values("train.device", True if is_switch else "gpu", False if is_switch else "cpu")
     autocast = _flag_of(scripts, "train.autocast", chosen)
+    level = new_data.amp_level(autocast.help, autocast.choices) if autocast is not None else None
     if autocast is not None and _norm(autocast.name) in ("use_amp", "amp"):
         values["train.autocast"] = False  # a True/False flag: train in float32
+    elif level is not None:
+        values["train.autocast"] = level  # an AMP level flag (--amp_level O1/O2): its lowest level
     else:
         values["train.autocast"] = "fp32" if autocast is None or not autocast.choices else \
             next((c for c in autocast.choices if c.lower() == "fp32"), autocast.choices[0])
@@ -417,8 +439,9 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     values["train.batch_size"] = {"lite_train_lite_infer": 4, "lite_train_whole_infer": 4}
     values["train.output_dir"] = "./output/"
     values["train.pretrained"] = None
-    values["train.extra"] = f"./train_data/{model_name}/{data_files['train'][0]}" if "train" in data_files else None
-    values["eval.extra"] = f"./train_data/{model_name}/{data_files['eval'][0]}" if "eval" in data_files else None
+    data_dir = f"./train_data/{model_name}"
+    values["train.extra"] = _data_value(scripts, "train.extra", chosen, data_files, "train", data_dir)
+    values["eval.extra"] = _data_value(scripts, "eval.extra", chosen, data_files, "eval", data_dir)
     values["export.output_dir"] = "./output/"
     values["export.weights"] = None
     use_gpu = _norm(chosen.get("inference.use_gpu") or "") == "use_gpu"
@@ -431,7 +454,7 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     values["inference.precision"] = "fp32" if precision is None or not precision.choices or "fp32" in precision.choices \
         else precision.choices[0]
     values["inference.model_dir"] = None
-    infer_data = f"./train_data/{model_name}/{data_files['infer'][0]}" if "infer" in data_files else None
+    infer_data = _data_value(scripts, "inference.data", chosen, data_files, "infer", data_dir)
     values["inference.data"] = infer_data
     values["inference.benchmark"] = True
     values["train.infer_data"] = infer_data
@@ -532,7 +555,7 @@ def _slot(flag: str | None, value: Any) -> str:
 
 
 def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any],
-              options: Options, data_files: dict[str, tuple[str, str]], data_dir: str) -> str:
+              options: Options, data_files: dict[str, tuple[str, str]], data_dir: str, env: dict[str, str]) -> str:
     def entry(fld: str) -> str:
         return _slot(chosen.get(fld), values.get(fld))
 
@@ -545,8 +568,15 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
         "entry": entry, "flow": _flow, "checkpoint": _flow(options.checkpoint if options.checkpoint is not None else None),
         "infer_data": _flow(values.get("train.infer_data")),
         "data_dir": _flow(data_dir),
-        "data_files": [(name, _flow({"role": DATA_ROLES[role], "lite": source}))
+        "data_files": [(name, _flow({"role": DATA_ROLES[role], "lite": source, "whole": name}))
                        for role, (name, source) in sorted(data_files.items(), key=lambda kv: ROLES.index(kv[0]))],
         "setup": [_flow(call) for call in setup],
+        "env": _flow(env) if env else None,
+        "whole_infer": None,
     }
+    if (data_files or setup) and "export" in scripts and options.checkpoint is not None:
+        trained = f"{data_dir}/trained"
+        context["trained_model"] = _flow(trained)
+        context["whole_infer"] = {"models": _flow(f"{trained}/{options.checkpoint}" if options.checkpoint else trained),
+                                  "export": context["scripts"]["export"]}
     return render.environment().get_template("descriptor/tipc.yaml.j2").render(**context)

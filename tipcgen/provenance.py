@@ -99,6 +99,8 @@ def file_checksum(path: Path, budget: list[int]) -> dict[str, Any]:
         stat = path.stat()
     except OSError as exc:
         return {"path": str(path), "method": "missing", "note": exc.strerror or str(exc)}
+    if path.is_dir():  # a data folder (an ImageFolder tree): its files, counted, not hashed
+        return {"path": str(path), **folder_size(path)}
     entry = {"path": str(path), "size": stat.st_size}
     if stat.st_size <= HASH_LIMIT and stat.st_size <= budget[0]:
         digest = hashlib.sha256()
@@ -110,6 +112,21 @@ def file_checksum(path: Path, budget: list[int]) -> dict[str, Any]:
     else:
         entry.update(method="size+mtime", mtime=int(stat.st_mtime))
     return entry
+
+
+def folder_size(path: Path, limit: int = 100_000) -> dict[str, Any]:
+    """The number of files in a folder and their total size (links not followed; at most limit files)."""
+    count = size = 0
+    for dirpath, _, names in os.walk(path):
+        for name in names:
+            try:
+                size += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+            count += 1
+            if count >= limit:
+                return {"method": "folder", "files": count, "size": size, "note": f"counted the first {limit} files"}
+    return {"method": "folder", "files": count, "size": size}
 
 
 def data_files(root: Path, desc: Any, data_dir: str | None) -> list[Path]:
@@ -201,6 +218,7 @@ def rows(record: dict[str, Any]) -> list[tuple[str, str]]:
            ("GPUs", ", ".join(dev.get("gpus") or []) or dev.get("note", "none"))]
     for entry in record.get("data") or []:
         value = (f"sha256 {entry['sha256'][:12]}" if entry.get("method") == "sha256"
+                 else f"folder of {entry.get('files')} files, {entry.get('size')} bytes" if entry.get("method") == "folder"
                  else f"{entry.get('method')} {entry.get('size', '')}")
         out.append((f"data {Path(entry['path']).name}", value))
     seeds_found = record.get("seeds") or {}

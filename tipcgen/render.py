@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import __version__, benchmark, existing, layout
+from . import __version__, benchmark, existing, gitignore, layout
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
@@ -145,7 +145,7 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
         config_relpath(desc.model_name): render_config(desc, env),
         "test_tipc/common_func.sh": env.get_template("runner/common_func.sh.j2").render(**runner),
         "test_tipc/test_train_inference_python.sh": env.get_template("runner/test_train_inference_python.sh.j2").render(
-            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), **runner),
+            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), step_env=desc.env, **runner),
         "test_tipc/prepare.sh": env.get_template("runner/prepare.sh.j2").render(
             model_name=desc.model_name, data=desc.data, whole_files=sorted(set(whole_files))),
         "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
@@ -318,6 +318,21 @@ def answers_for(desc: Descriptor, out_dir: Path, devices: str, files: dict[str, 
                    tuple(sorted(files)))
 
 
+def _gitignore(desc: Descriptor, out_dir: Path) -> dict[str, str]:
+    """The repository's .gitignore with the chain's working folders appended, when any is missing."""
+    path = out_dir / gitignore.FILE
+    current = None
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return {}  # not a plain file: not ours to rewrite
+    if path.is_file():
+        try:
+            current = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return {}  # left as it is rather than rewritten with replaced characters
+    text = gitignore.merged(current, gitignore.entries(desc))
+    return {} if text is None else {gitignore.FILE: text}
+
+
 def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all",
          on_note: Callable[[str], None] = lambda line: None, submission: bool = False) -> list[Written]:
     """Render test_tipc/ (and a built-in sample's project files) into out_dir, and record what it
@@ -332,5 +347,6 @@ def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "a
     for line in existing.check(files, out_dir, force):
         on_note(line)
     book = {**bookkeeping(answers_for(desc, out_dir, devices, files), files), **record}
-    written = write_tree({**files, **book}, out_dir, force, owned=set(book))
+    ignore = _gitignore(desc, out_dir)
+    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore))
     return [w for w in written if not w.path.startswith(BASE_DIR + "/")]

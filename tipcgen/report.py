@@ -38,6 +38,7 @@ _IPS = re.compile(r"(?<![\w.])avg_ips\s*[:=]\s*([-+0-9.eE]+)")
 # AutoLog's environment block in inference logs: `... INFO:  paddle_version: 3.3.1`.
 _AUTOLOG = re.compile(r"INFO:\s+(OS_version|CUDA_version|CUDNN_version|paddle_version|paddle_commit|"
                       r"runtime_device|inference_engine):\s*(.*?)\s*$")
+_CPU_PROCESSES = re.compile(r"ran on CPU: (\d+) processes")
 _GPU_ENTRY = re.compile(r"_gpus_(.+?)(?:_autocast_|_model_|_usemkldnn_|_usetrt_|$)")
 _STATUS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
 _SHOWN_ENV = ("python", "platform", "paddle")  # summary.json environment keys with a row of their own
@@ -52,6 +53,7 @@ class TrainCurve:
     x_label: str
     points: list[tuple[float, float]] = field(default_factory=list)
     ips: float | None = None  # the last avg_ips
+    restarts: int = 0  # times the step counter started over (once per epoch in many repositories)
 
     @property
     def non_finite(self) -> list[float]:
@@ -160,6 +162,9 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
     if summary.chain == "benchmark_train":
         report.speeds = report_bench.speed_rows(summary, run_dir)
     for curve in curves:
+        if curve.restarts:
+            report.notes.append(f"{curve.step}: the step counter of {curve.source} starts over {curve.restarts} time(s) "
+                                "(every epoch): the loss is plotted over global steps, counted on across restarts")
         if curve.non_finite:
             report.notes.append(f"{curve.step}: the loss is not finite at {curve.x_label} "
                                 f"{', '.join(f'{x:g}' for x in curve.non_finite[:5])}")
@@ -182,6 +187,8 @@ def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainC
     """Loss lines (`global_step: 5, loss: 0.69`) → points; without a step counter, the line's order."""
     curve = TrainCurve(step=step, source=source, x_label="global_step")
     counters = set()
+    offset, restarts = 0.0, 0
+    last = stride = None  # the previous counter value and its usual increment
     for line in text.splitlines() if isinstance(text, str) else text:
         loss = _LOSS.search(line)
         if not loss:
@@ -189,7 +196,14 @@ def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainC
         counter = _STEP.search(line)
         counters.add(counter.group(1).lower() if counter else "")
         x = float(counter.group(2)) if counter else float(len(curve.points) + 1)
-        curve.points.append((x, float(loss.group(1))))
+        if counter and last is not None:
+            if x < last:  # the counter restarted (a new epoch): carry on from the last global step
+                offset += last + (stride or 1.0) - x
+                restarts += 1
+            elif stride is None and x > last:
+                stride = x - last
+        last = x if counter else last
+        curve.points.append((x + offset if counter else x, float(loss.group(1))))
         ips = _IPS.search(line)
         if ips:
             try:
@@ -198,6 +212,8 @@ def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainC
                 pass
     named = counters - {""}
     curve.x_label = named.pop() if len(named) == 1 and "" not in counters else "logged loss line"
+    if restarts and curve.x_label != "logged loss line":
+        curve.x_label, curve.restarts = "global step", int(restarts)
     if curve.x_label == "logged loss line":
         curve.points = [(float(i), loss) for i, (_, loss) in enumerate(curve.points, 1)]
     return curve
@@ -207,12 +223,14 @@ def environment_rows(summary: Summary, root: Path) -> list[tuple[str, str]]:
     """Python, platform, Paddle and the device, from summary.json and the AutoLog block of an inference log."""
     autolog = _autolog(summary, root)
     env = summary.environment
-    paddle = autolog.get("paddle_version") or env.get("paddle") or ""
+    versions = (summary.provenance or {}).get("versions") or {}
+    # the interpreter the chain ran with (provenance), else an AutoLog block, else tipcgen's own interpreter
+    paddle = str(versions.get("paddle") or "") or autolog.get("paddle_version") or env.get("paddle") or ""
     if paddle and autolog.get("paddle_commit"):
         paddle += f" (commit {autolog['paddle_commit'][:10]})"
     rows = [("model", summary.model), ("mode", summary.mode), ("chain", summary.chain), ("config", summary.config),
             ("Python", env.get("python", "not recorded")), ("platform", env.get("platform", "not recorded")),
-            ("Paddle", paddle or "not recorded (no inference log with an AutoLog environment block)"),
+            ("Paddle", paddle or "not recorded (not installed for the chain's interpreter, and no AutoLog block)"),
             ("device", device_text(summary, autolog))]
     for key in ("CUDA_version", "CUDNN_version"):
         if autolog.get(key) and autolog[key] != "None":
@@ -245,7 +263,13 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
         match = _GPU_ENTRY.search(step.name)
         if step.kind == "train" and step.status != "skipped" and match:
             entry = match.group(1)
-            ran.append("CPU (gpu_list -1)" if entry == "-1" else f"GPU {entry} (gpu_list {entry})")
+            processes = _CPU_PROCESSES.search(step.note or "")
+            if entry == "-1":
+                ran.append("CPU (gpu_list -1)")
+            elif processes:  # a multi-GPU entry run as CPU processes on a machine without CUDA
+                ran.append(f"CPU, {processes.group(1)} processes (gpu_list {entry}, no CUDA device)")
+            else:
+                ran.append(f"GPU {entry} (gpu_list {entry})")
     if not ran and autolog.get("runtime_device"):
         ran.append(autolog["runtime_device"])
     text = ", ".join(dict.fromkeys(ran)) or "not recorded"

@@ -1,0 +1,237 @@
+"""Real data in prepare.sh: lite data as a file, a folder or an archive (unpacked safely), whole data as a
+folder, whole modes that never train on lite data by accident, and checkpoint names that mean one thing."""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import yaml
+
+from conftest import STUB, tipcgen
+
+CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
+
+
+def make_repo(tmp_path: Path, data: dict | None, **slots) -> Path:
+    """The stub project with DATA as its descriptor's data: section (None: no section), rendered by init."""
+    repo = tmp_path / "repo"
+    shutil.copytree(STUB, repo / "stub")
+    doc = yaml.safe_load((STUB / "tipc.yaml").read_text())
+    doc.pop("data", None)
+    if data is not None:
+        doc["data"] = data
+    for name, value in slots.items():
+        section, key = name.split("__")
+        doc[section][key] = value
+    (repo / "stub" / "tipc.yaml").write_text(yaml.safe_dump(doc))
+    tipcgen("init", "stub/tipc.yaml", "--output", str(repo), cwd=repo, check=True)
+    return repo
+
+
+def prepare(repo: Path, mode: str, **env: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k not in ("TIPC_DATA_DIR", "TIPC_MODEL_DIR")}
+    return subprocess.run(["bash", "test_tipc/prepare.sh", CONFIG, mode], cwd=repo, env={**full, **env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def image_tree(root: Path) -> None:
+    for label in ("cat", "dog"):
+        (root / label).mkdir(parents=True)
+        (root / label / "0.npy").write_bytes(b"\x93NUMPY" + label.encode())
+
+
+def test_whole_training_without_data_is_refused_naming_what_to_add(tmp_path: Path):
+    repo = make_repo(tmp_path, None)
+    proc = prepare(repo, "whole_train_whole_infer")
+    assert proc.returncode == 2 and "the descriptor names no data" in proc.stderr, proc.stdout + proc.stderr
+    assert "data:" in proc.stderr and "whole_from_lite" in proc.stderr and "Traceback" not in proc.stderr
+    assert prepare(repo, "lite_train_lite_infer").returncode == 0
+
+
+def test_a_train_file_without_whole_source_is_refused_unless_on_purpose(tmp_path: Path):
+    data = {"dir": "./data", "files": {"train.tsv": {"role": "train", "lite": "stub/tipc.yaml"}}}
+    repo = make_repo(tmp_path, data)
+    proc = prepare(repo, "whole_train_whole_infer", TIPC_DATA_DIR=str(tmp_path))
+    assert proc.returncode == 2 and "train.tsv names no whole: source" in proc.stderr, proc.stderr
+    on_purpose = make_repo(tmp_path / "b", {**data, "whole_from_lite": True})
+    assert prepare(on_purpose, "whole_train_whole_infer").returncode == 0
+    assert (on_purpose / "data" / "train.tsv").read_text() == (on_purpose / "stub" / "tipc.yaml").read_text()
+
+
+def test_lite_data_as_folder_tar_and_zip_whole_data_as_folder(tmp_path: Path):
+    image_tree(tmp_path / "tree")
+    with tarfile.open(tmp_path / "lite.tar", "w") as tar:
+        tar.add(tmp_path / "tree", arcname="images")
+    with zipfile.ZipFile(tmp_path / "lite.zip", "w") as z:
+        z.write(tmp_path / "tree" / "cat" / "0.npy", "images/cat/0.npy")
+    data = {"dir": "./data", "files": {
+        "tar": {"role": "train", "lite": "lite.tar", "whole": "images"},
+        "zip": {"role": "infer", "lite": "lite.zip", "whole": "images"},
+        "folder": {"role": "train", "lite": "tree", "whole": "images"}}}
+    repo = make_repo(tmp_path, data)
+    for name in ("lite.tar", "lite.zip", "tree"):
+        shutil.move(tmp_path / name, repo / name)
+    proc = prepare(repo, "lite_train_lite_infer")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # an archive of one top folder unpacks to its content, as a folder does
+    assert (repo / "data/tar/dog/0.npy").read_bytes() == b"\x93NUMPYdog"
+    assert (repo / "data/zip/cat/0.npy").is_file() and (repo / "data/folder/cat/0.npy").is_file()
+    assert prepare(repo, "lite_train_lite_infer").returncode == 0, "a second prepare replaces the first"
+    whole = tmp_path / "whole"
+    image_tree(whole / "images")
+    proc = prepare(repo, "whole_train_whole_infer", TIPC_DATA_DIR=str(whole))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "data/tar").resolve() == (whole / "images").resolve(), "whole data is linked, not copied"
+
+
+def _tar_with(path: Path, member: tarfile.TarInfo, payload: bytes = b"") -> None:
+    with tarfile.open(path, "w") as tar:
+        member.size = len(payload) if member.isfile() else 0
+        tar.addfile(member, io.BytesIO(payload) if member.isfile() else None)
+
+
+def test_archives_that_reach_outside_the_data_folder_are_refused(tmp_path: Path):
+    traversal = tarfile.TarInfo("../../pwned.txt")
+    link = tarfile.TarInfo("images/evil")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc"
+    data = {"dir": "./data", "whole_from_lite": True,
+            "files": {"imgs": {"role": "train", "lite": "lite.tar"}}}
+    for member, payload in ((traversal, b"x"), (link, b"")):
+        repo = make_repo(tmp_path / member.name.replace("/", "_"), data)
+        _tar_with(repo / "lite.tar", member, payload)
+        proc = prepare(repo, "lite_train_lite_infer")
+        assert proc.returncode == 2 and "could not be unpacked safely" in proc.stderr, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not list(tmp_path.rglob("pwned*")) and not (repo / "data/imgs/evil").exists()
+        assert list((repo / "data").iterdir()) == [], "nothing half-unpacked is left"
+
+
+def test_whole_infer_takes_the_newest_train_run_and_either_checkpoint_spelling(tmp_path: Path):
+    data = {"dir": "./data", "whole_from_lite": True, "trained_model": "./data/trained"}
+    for spelling in ("latest", "latest.pdparams"):
+        repo = make_repo(tmp_path / spelling.replace(".", "_"), data, train__checkpoint=spelling)
+        runs = repo / "test_tipc/output/stub_model"
+        for i, mode in enumerate(("whole_train_whole_infer", "lite_train_lite_infer")):  # the lite run is newer
+            folder = runs / mode / "norm_train_gpus_-1_autocast_fp32"
+            folder.mkdir(parents=True)
+            (folder / "latest.pdparams").write_bytes(b"w")
+            os.utime(folder / "latest.pdparams", (time.time() - 100 + i * 50,) * 2)
+        proc = prepare(repo, "whole_infer")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert (repo / "data/trained").resolve() == (runs / "lite_train_lite_infer/norm_train_gpus_-1_autocast_fp32").resolve()
+
+
+def test_init_ignores_the_working_folders_in_git_once(tmp_path: Path):
+    data = {"dir": "./train_data/stub", "whole_from_lite": True, "trained_model": "./models/trained"}
+    repo = make_repo(tmp_path, data)
+    (repo / ".gitignore").write_text("*.pyc\n/test_tipc/output/")  # the user's own lines, no final newline
+    tipcgen("init", "stub/tipc.yaml", "--output", str(repo), cwd=repo, check=True)
+    text = (repo / ".gitignore").read_text()
+    assert text.startswith("*.pyc\n/test_tipc/output/\n\n# tipcgen"), text
+    assert text.count("/test_tipc/output/") == 1
+    for entry in ("/train_data/stub/", "/.tipcgen/backup/", "/models/trained"):
+        assert entry in text.splitlines()
+    proc = tipcgen("init", "stub/tipc.yaml", "--output", str(repo), cwd=repo, check=True)
+    assert (repo / ".gitignore").read_text() == text and "0 file(s) written" in proc.stdout
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "test_tipc/output/m").mkdir(parents=True)
+    (repo / "test_tipc/output/m/x.log").write_text("x")
+    (repo / "train_data/stub").mkdir(parents=True)
+    (repo / "train_data/stub/a.tsv").write_text("x")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo,
+                            capture_output=True, text=True, check=True).stdout
+    assert "output/m" not in status and "train_data" not in status and "test_tipc/prepare.sh" in status
+
+
+def test_descriptor_env_reaches_export_and_inference_and_the_summary_says_so(tmp_path: Path):
+    """A script that needs FLAGS_enable_pir_api=0 (one loading inference.pdmodel under Paddle 3) passes
+    when the descriptor's env: says so, without the variable set by hand."""
+    import json
+
+    repo = make_repo(tmp_path, None)
+    assert tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo,
+                   env={"STUB_NEED": "infer:FLAGS_enable_pir_api=0"}).returncode == 1, "the stand-in needs the flag"
+    repo = make_repo(tmp_path / "env", None)
+    doc = yaml.safe_load((repo / "stub/tipc.yaml").read_text())
+    doc["env"] = {"FLAGS_enable_pir_api": "0", "X_WITH_SPACE": "a b; $(touch pwned)"}
+    (repo / "stub/tipc.yaml").write_text(yaml.safe_dump(doc))
+    tipcgen("init", "stub/tipc.yaml", "--output", str(repo), "--force", cwd=repo, check=True)
+    proc = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo, env={"STUB_NEED": "export,infer:FLAGS_enable_pir_api=0"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    steps = json.loads((repo / "test_tipc/output/stub_model/lite_train_lite_infer/summary.json").read_text())["steps"]
+    noted = {s["kind"] for s in steps if "FLAGS_enable_pir_api=0" in (s.get("note") or "")}
+    assert noted == {"export", "infer"}, steps
+    assert not list(tmp_path.rglob("pwned")), "an env value ran as code"
+
+
+def test_doctor_notices_an_inference_script_that_loads_pdmodel(tmp_path: Path):
+    from tipcgen import doctor
+
+    repo = make_repo(tmp_path, None)
+    infer = repo / "stub/stub_infer.py"
+    config = Path(CONFIG)
+    assert doctor._legacy_format(repo, config, pir=True) == [], "the stand-in loads no .pdmodel"
+    infer.write_text("# inference.pdmodel in a comment is not a load\n" + infer.read_text())
+    assert doctor._legacy_format(repo, config, pir=True) == []
+    infer.write_text(infer.read_text() + 'MODEL_FILE = "inference.pdmodel"\n')
+    [check] = doctor._legacy_format(repo, config, pir=True)
+    assert check.status == "fail" and "stub/stub_infer.py loads inference.pdmodel" in check.detail
+    assert 'env: {FLAGS_enable_pir_api: "0"}' in check.fix
+    assert doctor._legacy_format(repo, config, pir=False)[0].status == "warn"
+    doc = yaml.safe_load((repo / "stub/tipc.yaml").read_text())
+    doc["env"] = {"FLAGS_enable_pir_api": "0"}
+    (repo / "stub/tipc.yaml").write_text(yaml.safe_dump(doc))
+    tipcgen("init", "stub/tipc.yaml", "--output", str(repo), "--force", cwd=repo, check=True)
+    [check] = doctor._legacy_format(repo, config, pir=True)
+    assert check.status == "ok" and "FLAGS_enable_pir_api=0" in check.detail
+
+
+def test_a_script_that_reads_both_formats_needs_no_flag(tmp_path: Path):
+    from tipcgen import legacy_format
+
+    both = tmp_path / "both.py"
+    both.write_text('for ext in (".json", ".pdmodel"):\n    pass\n')
+    old = tmp_path / "old.py"
+    old.write_text('config = Config(d + "/inference.pdmodel", d + "/inference.pdiparams")\njson.load(open("cfg.json"))\n')
+    assert not legacy_format.loads_pdmodel(both) and legacy_format.loads_pdmodel(old)
+
+
+def test_descriptor_doc_lists_every_field_the_schema_accepts():
+    import re
+
+    from conftest import ROOT
+    from tipcgen import descriptor, target
+
+    text = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
+    table = text.split("## Every field", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([^`]+)` \|", table, re.MULTILINE))
+    schema = set(descriptor.TOP_FIELDS)
+    for name in descriptor.SECTION_FIELDS:
+        schema |= {f"{name}.{sub}" for sub in descriptor._Validator._section_fields(name)}
+    groups = {"data": descriptor.DATA_FIELDS, "data.files.<name>": descriptor.DATA_FILE_FIELDS,
+              "checks": descriptor.CHECK_FIELDS, "paddle2onnx": descriptor.PADDLE2ONNX_FIELDS,
+              "run": descriptor.RUN_FIELDS, "align": {"thresholds"}, "target": target.FIELDS, "env": {"<NAME>"}}
+    for parent, children in groups.items():
+        schema |= {f"{parent}.{child}" for child in children}
+    assert documented == schema, {"undocumented": sorted(schema - documented), "not in the schema": sorted(documented - schema)}
+
+
+def test_import_adds_the_env_an_inference_pdmodel_script_needs(tmp_path: Path):
+    repo = make_repo(tmp_path, None)
+    plain = tipcgen("import", CONFIG, cwd=repo, check=True).stdout
+    assert "env:" not in plain
+    (repo / "stub/stub_infer.py").write_text((repo / "stub/stub_infer.py").read_text() + "# loads inference.pdmodel\n"
+                                             'PROGRAM = "inference.pdmodel"\n')
+    proc = tipcgen("import", CONFIG, "-o", "imported.yaml", cwd=repo, check=True)
+    assert "stub/stub_infer.py loads inference.pdmodel" in proc.stdout
+    text = (repo / "imported.yaml").read_text()
+    assert text.endswith('env: {FLAGS_enable_pir_api: "0"}\n') and text.count("\nenv:") == 1
+    tipcgen("init", "imported.yaml", "--force", cwd=repo, check=True)
+    runner = (repo / "test_tipc/test_train_inference_python.sh").read_text()
+    assert "TIPC_STEP_ENV=(env FLAGS_enable_pir_api=0)" in runner

@@ -1,0 +1,48 @@
+"""What ``tipcgen new`` needs to know about data and flag values on real repositories.
+
+Lite data may be a file, a folder or an archive (prepare.sh unpacks .tar/.tgz/.zip into a folder);
+a flag that takes a folder gets a folder, whatever the user shipped; a value fits the flag's help
+(``--amp_level`` whose help says O1/O2 gets O1, never fp32).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
+# Names of flags that take a folder (compared as new._norm does: no dashes, '-' as '_', lower case).
+FOLDER_FLAGS = {"data_dir", "dataset_dir", "data_root", "dataset_root", "root", "train_dir", "val_dir", "eval_dir",
+                "test_dir", "img_dir", "images_dir", "image_folder", "img_folder", "data_folder", "input_dir",
+                "infer_dir", "dataset_path"}
+_FOLDER_HELP = re.compile(r"\b(folder|directory)\b", re.IGNORECASE)
+_FILE_HELP = re.compile(r"\bfile\b", re.IGNORECASE)
+_AMP_LEVELS = re.compile(r"\bO([0-3])\b")
+
+
+def kind(path: Path) -> str:
+    """file, folder or archive: how prepare.sh puts this lite data in place."""
+    if path.is_dir():
+        return "folder"
+    if path.name.lower().endswith(ARCHIVE_SUFFIXES):
+        return "archive"
+    return "file"
+
+
+def entry_name(role: str, source: Path) -> str:
+    """The name of the lite data in the data folder: a file keeps its suffix, a folder or archive is a folder."""
+    if kind(source) == "file":
+        return f"{role}{''.join(source.suffixes[-1:])}"
+    return role
+
+
+def takes_folder(norm_name: str, help_text: str) -> bool:
+    """Whether a flag names a folder: by its name (data_dir, --data-root, ...) or its help (no 'file' in it)."""
+    if _FILE_HELP.search(help_text):
+        return False
+    return norm_name in FOLDER_FLAGS or bool(_FOLDER_HELP.search(help_text))
+
+
+def amp_level(help_text: str, choices: tuple[str, ...]) -> str | None:
+    """An AMP level flag's float32-most value that its help or choices allow (O1 when it offers O1/O2)."""
+    levels = sorted({f"O{n}" for n in _AMP_LEVELS.findall(" ".join([help_text, *choices]))})
+    return levels[0] if levels else None
