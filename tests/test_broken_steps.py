@@ -127,6 +127,19 @@ def test_without_paddle_the_run_stops_before_any_step_and_says_what_to_install(t
 
 
 @pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
+def test_a_chain_that_needs_no_paddle_runs_with_tipc_no_paddle(stub_repo: Path):
+    """TIPC_NO_PADDLE=1 (docs/CHAINS.md) skips only the paddle probe: the stub's steps run and pass
+    on a Python without paddle; without the switch the same run stops before any step."""
+    env = {"TIPC_PYTHON": _python_without_paddle()}
+    refused = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={**env, "TIPC_NO_PADDLE": ""}, timeout=300)
+    assert refused.returncode == 2 and "paddle is not installed for" in refused.stderr, refused.stderr
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={**env, "TIPC_NO_PADDLE": "1"}, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    passed = {r["kind"] for r in read_records(stub_repo, "stub_model", MODE) if r["status"] == "passed"}
+    assert passed >= {"train", "eval", "export", "infer"}, passed
+
+
+@pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
 def test_without_paddle_the_runner_fails_the_first_paddle_step_and_skips_its_dependents(tmp_path: Path):
     """The generated runner run directly (no preflight): train fails with the import error in its log."""
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
