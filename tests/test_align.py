@@ -223,6 +223,7 @@ def test_read_log_takes_the_verdict_and_worst_value(tmp_path):
     assert verdict.passed is True and verdict.worst == pytest.approx(1.30385160446167e-07)
 
 
+@pytest.mark.paddle
 def test_log_matches_reprod_log_itself(tmp_path):
     """Where reprod_log is installed (it imports paddle), its own report is the reference text."""
     pytest.importorskip("paddle")
@@ -361,6 +362,7 @@ def test_report_of_a_missing_folder_is_a_user_error(tmp_path):
 
 # ---------------------------------------------------------------- the worked example, end to end
 
+@pytest.mark.paddle
 @pytest.mark.align
 def test_bert_sst2_example_aligns_forward_metric_loss_backward_and_train(tmp_path):
     """run_all.py on CPU: both sides, conversion, five diff logs; then the report (~30 s on 2 cores)."""

@@ -119,10 +119,24 @@ def _python_without_paddle() -> str | None:
 @pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
 def test_without_paddle_the_run_stops_before_any_step_and_says_what_to_install(tmp_path: Path):
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
-    proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, env={"TIPC_PYTHON": _python_without_paddle()}, timeout=300)
+    proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, env={"TIPC_PYTHON": _python_without_paddle(), "TIPC_NO_PADDLE": ""},
+                   timeout=300)  # conftest.py turns the probe off for the stub chains: on here
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "paddle is not installed for" in proc.stderr and "pip install paddlepaddle==3.3.1" in proc.stderr
     assert "[tipc] RUN" not in proc.stdout and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
+def test_a_chain_that_needs_no_paddle_runs_with_tipc_no_paddle(stub_repo: Path):
+    """TIPC_NO_PADDLE=1 (docs/CHAINS.md) skips only the paddle probe: the stub's steps run and pass
+    on a Python without paddle; without the switch the same run stops before any step."""
+    env = {"TIPC_PYTHON": _python_without_paddle()}
+    refused = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={**env, "TIPC_NO_PADDLE": ""}, timeout=300)
+    assert refused.returncode == 2 and "paddle is not installed for" in refused.stderr, refused.stderr
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={**env, "TIPC_NO_PADDLE": "1"}, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    passed = {r["kind"] for r in read_records(stub_repo, "stub_model", MODE) if r["status"] == "passed"}
+    assert passed >= {"train", "eval", "export", "infer"}, passed
 
 
 @pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from conftest import read_records, tipcgen
+from conftest import chain_env, read_records, tipcgen
 
 pytest.importorskip("paddle")
 pytestmark = [pytest.mark.paddle, pytest.mark.chain]
@@ -22,17 +23,16 @@ ENV = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH'
 
 
 @pytest.fixture(scope="module")
-def lite_run(tmp_path_factory) -> tuple[Path, object]:
-    """`tipcgen init bert-sst2` in an empty folder, then `tipcgen run` there."""
-    repo = tmp_path_factory.mktemp("repo")
-    tipcgen("init", "bert-sst2", "--output", str(repo), check=True)
-    proc = tipcgen("run", "--mode", MODE, cwd=repo, env=ENV)
-    return repo, proc
+def lite_run(sample_lite_run: Path, tmp_path_factory) -> Path:
+    """A copy of the session's lite run (conftest.py) for the tests that run more modes in it;
+    the tests that only read the lite run read `sample_lite_run` itself."""
+    copy = tmp_path_factory.mktemp("lite_run") / "repo"
+    shutil.copytree(sample_lite_run, copy)
+    return copy
 
 
-def test_lite_chain_passes(lite_run):
-    repo, proc = lite_run
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
+def test_lite_chain_passes(sample_lite_run):
+    repo = sample_lite_run  # the fixture checked that `tipcgen run` exited 0
     records = read_records(repo, "bert_sst2", MODE)
     passed = [(r["kind"], r["name"]) for r in records if r["status"] == "passed"]
     assert [k for k, _ in passed][:3] == ["train", "eval", "export"]
@@ -49,16 +49,16 @@ def test_lite_chain_passes(lite_run):
     assert ET.parse(run_dir / "junit.xml").getroot().find("testsuite").get("failures") == "0"
 
 
-def test_train_log_has_the_tipc_fields(lite_run):
-    repo, _ = lite_run
+def test_train_log_has_the_tipc_fields(sample_lite_run):
+    repo = sample_lite_run
     train_log = repo / "test_tipc/output/bert_sst2" / MODE / "norm_train_gpus_-1_autocast_fp32" / "train.log"
     text = train_log.read_text()
     for field in ("loss:", "avg_reader_cost:", "avg_batch_cost:", "avg_samples:", "avg_ips:"):
         assert field in text
 
 
-def test_inference_prints_one_result_per_example(lite_run):
-    repo, _ = lite_run
+def test_inference_prints_one_result_per_example(sample_lite_run):
+    repo = sample_lite_run
     run_dir = repo / "test_tipc/output/bert_sst2" / MODE
     log = next(run_dir.glob("python_infer_cpu_*usemkldnn_True_threads_1*.log")).read_text()
     rows = (repo / "train_data/bert_sst2/infer.tsv").read_text().splitlines()[1:]
@@ -90,10 +90,12 @@ def test_upstream_runner_semantics_pass(tmp_path: Path):
 
     repo = tmp_path / "repo"
     tipcgen("init", "bert-sst2", "--devices", "cpu", "--output", str(repo), check=True)
-    prep = tipcgen("run", "--mode", MODE, cwd=repo, env=ENV)  # also prepares the data
-    assert prep.returncode == 0, prep.stdout[-3000:]
-    shutil.rmtree(repo / "test_tipc" / "output")
-    lines = run_upstream(repo, "test_tipc/configs/bert_sst2/train_infer_python.txt", MODE, env=ENV)
+    config = "test_tipc/configs/bert_sst2/train_infer_python.txt"
+    prep = subprocess.run(["bash", "test_tipc/prepare.sh", config, MODE], cwd=repo, env=chain_env(**ENV),
+                          capture_output=True, text=True, timeout=300)  # the data; no chain of ours first
+    assert prep.returncode == 0, prep.stdout[-3000:] + prep.stderr[-3000:]
+    shutil.rmtree(repo / "test_tipc" / "output", ignore_errors=True)
+    lines = run_upstream(repo, config, MODE, env=ENV)
     assert len(lines) >= 7, lines  # train, eval, export, 4 inference cases
     assert all(line.startswith("Run successfully with command - bert_sst2 - ") for line in lines), lines
 
@@ -150,7 +152,7 @@ def sst2() -> Path:
 
 
 def test_whole_infer_exports_and_infers_an_earlier_run(lite_run, sst2):
-    repo, _ = lite_run
+    repo = lite_run
     proc = tipcgen("run", "--mode", "whole_infer", "--data-dir", str(sst2), cwd=repo, env=ENV)
     assert proc.returncode == 0, proc.stdout[-4000:]
     records = read_records(repo, "bert_sst2", "whole_infer")
@@ -162,7 +164,7 @@ def test_whole_infer_exports_and_infers_an_earlier_run(lite_run, sst2):
 
 
 def test_lite_train_whole_infer(lite_run, sst2):
-    repo, _ = lite_run
+    repo = lite_run
     proc = tipcgen("run", "--mode", "lite_train_whole_infer", "--data-dir", str(sst2), "--quiet", cwd=repo, env=ENV)
     assert proc.returncode == 0, proc.stdout[-4000:]
     infer = next(r for r in read_records(repo, "bert_sst2", "lite_train_whole_infer") if r["kind"] == "infer" and r["status"] == "passed")
@@ -178,7 +180,7 @@ def _pip_freeze() -> str:
 def test_paddle2onnx_chain_passes_and_installs_nothing(lite_run):
     pytest.importorskip("paddle2onnx")
     pytest.importorskip("onnxruntime")
-    repo, _ = lite_run
+    repo = lite_run
     before = _pip_freeze()
     proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", MODE, cwd=repo, env=ENV)
     assert proc.returncode == 0, proc.stdout[-4000:]
@@ -194,8 +196,8 @@ def test_paddle2onnx_chain_passes_and_installs_nothing(lite_run):
     assert lines and all(line.startswith("Run successfully with command - bert_sst2 - ") for line in lines)
 
 
-def test_basic_chain_checks_inference_against_dygraph_and_golden(lite_run):
-    repo, proc = lite_run
+def test_basic_chain_checks_inference_against_dygraph_and_golden(sample_lite_run):
+    repo = sample_lite_run
     checks = {r["name"]: r for r in read_records(repo, "bert_sst2", MODE) if r["kind"] == "check"}
     assert checks["infer_vs_dygraph_gpus_-1"]["status"] == "passed"
     assert checks["golden_gpus_-1"]["status"] == "passed", "the committed golden results must match a fresh run"
@@ -208,7 +210,7 @@ def test_a_perturbed_exported_weight_fails_the_checks(lite_run, tmp_path: Path):
     """One float of inference.pdiparams changed: onnxruntime still agrees with Paddle Inference
     (same weights), but both now disagree with the dygraph model, and the check says where."""
     pytest.importorskip("paddle2onnx")
-    repo, _ = lite_run
+    repo = lite_run
     perturbed = tmp_path / "trained"
     shutil.copytree(repo / "test_tipc/output/bert_sst2" / MODE / "norm_train_gpus_-1_autocast_fp32", perturbed)
     params = perturbed / "inference.pdiparams"
@@ -225,7 +227,7 @@ def test_a_perturbed_exported_weight_fails_the_checks(lite_run, tmp_path: Path):
 
 def test_whole_train_whole_infer_reaches_080_on_sst2_dev(lite_run, sst2):
     """Full SST-2 train (67,349 rows), dev accuracy from the eval step (872 rows); docs/SST2.md."""
-    repo, _ = lite_run
+    repo = lite_run
     proc = tipcgen("run", "--mode", "whole_train_whole_infer", "--data-dir", str(sst2), "--quiet", cwd=repo, env=ENV)
     assert proc.returncode == 0, proc.stdout[-4000:]
     summary = json.loads((repo / "test_tipc/output/bert_sst2/whole_train_whole_infer/summary.json").read_text())

@@ -28,6 +28,7 @@ def weights(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.paddle
 def test_sample_bert_reference_converts_with_the_bert_rules_and_zero_unmatched_keys(weights, tmp_path):
     out = tmp_path / "bert.pdparams"
     proc = tipcgen("align", "convert", str(weights / "bert.bin"), "--rules", "bert",
@@ -47,6 +48,7 @@ def test_sample_bert_reference_converts_with_the_bert_rules_and_zero_unmatched_k
                                   torch_state["bert.embeddings.word_embeddings.weight"])  # embeddings stay as they are
 
 
+@pytest.mark.paddle
 @pytest.mark.parametrize("source", ["cnn.pt", "cnn_legacy.pth"])
 def test_batchnorm_cnn_converts_with_the_bn_cnn_rules(weights, tmp_path, source):
     out = tmp_path / "cnn.pdparams"
@@ -60,6 +62,7 @@ def test_batchnorm_cnn_converts_with_the_bn_cnn_rules(weights, tmp_path, source)
     np.testing.assert_array_equal(converted["conv.weight"], torch_state["conv.weight"])  # 4-D: not transposed
 
 
+@pytest.mark.paddle
 def test_a_renamed_key_fails_naming_it_and_writes_nothing(weights, tmp_path):
     out = tmp_path / "bert.pdparams"
     proc = tipcgen("align", "convert", str(weights / "bert_renamed.bin"), "--rules", "bert",
@@ -72,6 +75,7 @@ def test_a_renamed_key_fails_naming_it_and_writes_nothing(weights, tmp_path):
     assert allowed.returncode == 0 and "allowed unmatched: classifier.kernel" in allowed.stdout
 
 
+@pytest.mark.paddle
 def test_a_missing_key_fails_naming_it_checked_against_a_model_factory(weights, tmp_path):
     proc = tipcgen("align", "convert", str(weights / "cnn_missing.pt"), "--rules", "bn-cnn", "--check",
                    "models:paddle_cnn", "-o", str(tmp_path / "x.pdparams"), cwd=MODELS.parent)
@@ -175,6 +179,7 @@ def traces(cnn_inputs) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+@pytest.mark.paddle
 def test_trace_of_a_correct_conversion_passes_every_layer(traces):
     report = traces["ok"]
     assert report["passed"] and report["first_bad"] is None
@@ -183,6 +188,7 @@ def test_trace_of_a_correct_conversion_passes_every_layer(traces):
     assert all(row["max_abs"] < 1e-5 for row in report["rows"])
 
 
+@pytest.mark.paddle
 def test_trace_matches_the_sample_bert_layer_by_layer_through_the_bert_rules(traces):
     report = traces["bert"]
     assert report["passed"], [r for r in report["rows"] if r["status"] != "ok"]
@@ -191,6 +197,7 @@ def test_trace_matches_the_sample_bert_layer_by_layer_through_the_bert_rules(tra
     assert rows["bert.encoder.layers.0"]["reference"] == "bert.encoder.layer.0" and len(rows) > 30
 
 
+@pytest.mark.paddle
 def test_trace_cli_names_a_wrongly_transposed_layer_first(cnn_inputs):
     import json
 
@@ -205,6 +212,7 @@ def test_trace_cli_names_a_wrongly_transposed_layer_first(cnn_inputs):
     assert rows["fc1"]["status"] == "ok" and rows["fc2"]["status"] == "diverged" and rows["fc2"]["max_abs"] > 1e-3
 
 
+@pytest.mark.paddle
 def test_trace_names_the_layer_that_injects_a_nan_first_in_both_modes(traces):
     assert traces["nan"]["first_bad"] == "fc1"
     alone = traces["nan_alone"]
@@ -212,6 +220,7 @@ def test_trace_names_the_layer_that_injects_a_nan_first_in_both_modes(traces):
     assert next(r for r in alone["rows"] if r["name"] == "fc1")["nan"] == 2  # one feature, both rows of the batch
 
 
+@pytest.mark.paddle
 def test_trace_inputs_must_be_a_pickle_free_npz_that_fits_the_model(tmp_path):
     pytest.importorskip("paddle")
     bad = tmp_path / "x.npy"

@@ -74,6 +74,7 @@ def test_without_paddle_only_the_paddle_side_fails(only_python: Path, monkeypatc
     assert checks["bash"].status == checks["timeout"].status == checks["scripts"].status == "ok"
 
 
+@pytest.mark.paddle
 @needs_paddle
 def test_with_the_venv_python_paddle_passes(monkeypatch):
     monkeypatch.setenv("TIPC_PYTHON", sys.executable)

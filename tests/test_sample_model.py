@@ -1,7 +1,8 @@
 """Real (no mocks) tests of the bert-sst2 sample model: vocab -> train -> eval -> export -> infer.
 
-Every script runs as a subprocess on the lite data in a temporary directory (about 30-40 s on
-2 CPU cores in all). Needs paddlepaddle + paddlenlp; skipped when paddle is not installed.
+The vocab, train, eval and export results are those of the session's lite run (`sample_lite_run`
+in conftest.py, shared with test_chain.py and others); the rest runs the scripts as subprocesses in
+a temporary directory. Needs paddlepaddle + paddlenlp; skipped when paddle is not installed.
 """
 
 import importlib.util
@@ -11,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,26 +61,20 @@ def rows(path):
 
 
 @pytest.fixture(scope="module")
-def chain(tmp_path_factory):
-    """The chain layout of prepare.sh (train_data/bert_sst2/{train,dev,vocab}), then
-    train (no --vocab_file: default <dirname(data_file)>/vocab.txt), eval, export."""
-    root = tmp_path_factory.mktemp("bert_sst2")
-    data = root / "train_data" / "bert_sst2"
-    data.mkdir(parents=True)
-    shutil.copyfile(LITE_TRAIN, data / "train.tsv")
-    shutil.copyfile(LITE_DEV, data / "dev.tsv")
-    shutil.copyfile(LITE_DEV, data / "infer.tsv")
-    c = {"root": root, "data": data, "out": root / "output"}
-    c["vocab"] = ok(run("build_vocab.py", "--input", str(data / "train.tsv"), "--input=%s" % (data / "dev.tsv"),
-                        "--output", str(data / "vocab.txt"), cwd=root))
-    c["train"] = ok(run("train.py", "--device=cpu", "--output_dir=%s" % c["out"], "--epochs=4", "--batch_size=8",
-                        "--learning_rate=5e-3", "--data_file=%s" % (data / "train.tsv"), "--init_from_ckpt=null",
-                        "--auto_cast=fp32", "--log_interval=4", cwd=root))
-    c["ckpt"] = c["out"] / "checkpoint"
-    c["eval"] = ok(run("eval.py", "--init_from_ckpt=%s" % c["ckpt"], "--device=cpu",
-                       "--data_file=%s" % (data / "dev.tsv"), cwd=root))
-    c["export"] = ok(run("export_model.py", "--params_path=%s" % c["ckpt"], "--output_path=%s" % c["out"],
-                         "--reference_data=%s" % (data / "infer.tsv"), cwd=root))
+def chain(sample_lite_run, tmp_path_factory):
+    """The session's lite run (conftest.py: prepare.sh, then train, eval, export through the generated
+    runner), read only: its data (train_data/bert_sst2/{train,dev,infer,vocab}), the train step's
+    checkpoint and exported model, and the logs of the vocab, train and eval commands. `root` is a
+    scratch folder of this module for what the tests write."""
+    run_dir = sample_lite_run / "test_tipc" / "output" / "bert_sst2" / "lite_train_lite_infer"
+    records = [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines() if line.strip()]
+    steps = {r["kind"]: r for r in records if r["status"] == "passed" and r["kind"] in ("train", "eval")}
+    out = sample_lite_run / Path(steps["train"]["log"]).with_suffix("")  # the train step's output folder
+    c = {"root": tmp_path_factory.mktemp("bert_sst2"), "data": sample_lite_run / "train_data" / "bert_sst2", "out": out,
+         "ckpt": out / "checkpoint", "train_command": steps["train"]["command"]}
+    c["vocab_log"] = (run_dir / "prepare.log").read_text(encoding="utf-8")
+    c["train_log"], c["eval_log"] = [(sample_lite_run / steps[k]["log"]).read_text(encoding="utf-8")
+                                     for k in ("train", "eval")]
     return c
 
 
@@ -107,11 +103,14 @@ def test_build_vocab(chain, tmp_path):
     assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert len(vocab) == len(set(vocab))
     words = set()
-    for path in (LITE_TRAIN, LITE_DEV):
-        for _, s in rows(path):
-            words.update(tokenizer_mod.basic_tokenize(s))
+    for _, s in rows(chain["data"] / "train.tsv"):  # prepare.sh builds it from the train rows
+        words.update(tokenizer_mod.basic_tokenize(s))
     assert set(vocab[5:]) == words  # small input: default min_freq 1 keeps every word
-    assert "min_freq=1" in chain["vocab"].stdout
+    assert "min_freq=1" in chain["vocab_log"]
+    both = tmp_path / "both.txt"  # several inputs, as `--input A` and `--input=B`
+    ok(run("build_vocab.py", "--input", LITE_TRAIN, "--input=%s" % LITE_DEV, "--output", str(both), cwd=tmp_path))
+    union = {w for path in (LITE_TRAIN, LITE_DEV) for _, s in rows(path) for w in tokenizer_mod.basic_tokenize(s)}
+    assert set(both.read_text(encoding="utf-8").splitlines()[5:]) == union and union > words
     ok(run("build_vocab.py", "--input", LITE_TRAIN, "--output", str(tmp_path / "v2.txt"), "--min_freq", "2", cwd=tmp_path))
     v2 = [line.rstrip("\n") for line in open(tmp_path / "v2.txt", encoding="utf-8")]
     assert v2[:5] == vocab[:5] and "the" in v2 and 5 < len(v2) < len(vocab)
@@ -171,21 +170,24 @@ def test_train_log_and_checkpoint(chain):
         for field in TRAIN_FIELDS:
             assert re.search(r"\b%s: [0-9.]+" % field, line), (field, line)
         assert re.match(r"epoch: \d+, global_step: \d+, loss: ", line)
-    assert "global_step: 32," in step_lines[-1]  # 64 rows / 8 x 4 epochs
-    assert re.search(r"^train done: steps=32, seconds=[0-9.]+$", log.splitlines()[-1])
-    assert chain["train"].stdout.strip().splitlines()[-1] == log.splitlines()[-1]
+    epochs = int(re.search(r"--epochs=(\d+)", chain["train_command"]).group(1))
+    batch = int(re.search(r"--batch_size=(\d+)", chain["train_command"]).group(1))
+    total = epochs * -(-len(rows(chain["data"] / "train.tsv")) // batch)  # 64 rows / 8 x 10 epochs = 80
+    assert "global_step: %d," % total in step_lines[-1]
+    assert re.search(r"^train done: steps=%d, seconds=[0-9.]+$" % total, log.splitlines()[-1])
+    assert chain["train_log"].strip().splitlines()[-1] == log.splitlines()[-1]  # stdout ends as train.log
     for name in ("model_state.pdparams", "config.json", "vocab.txt", "train_meta.json"):
         assert (chain["ckpt"] / name).is_file(), name
     assert (chain["ckpt"] / "vocab.txt").read_bytes() == (chain["data"] / "vocab.txt").read_bytes()
     meta = json.loads((chain["ckpt"] / "train_meta.json").read_text())
-    assert meta["max_seq_length"] == 64 and meta["global_step"] == 32 and meta["precision"] == "fp32"
+    assert meta["max_seq_length"] == 64 and meta["global_step"] == total and meta["precision"] == "fp32"
     losses = [float(re.search(r"loss: ([0-9.]+)", line).group(1)) for line in step_lines]
     assert losses[-1] < losses[0]  # it learned something on 64 rows
 
 
 def test_eval(chain):
-    m = re.search(r"^accuracy: (0\.\d{4}|1\.0000) \((\d+)/16\)$", chain["eval"].stdout, re.M)
-    assert m, chain["eval"].stdout
+    m = re.search(r"^accuracy: (0\.\d{4}|1\.0000) \((\d+)/16\)$", chain["eval_log"], re.M)
+    assert m, chain["eval_log"]
     res = json.loads((chain["ckpt"] / "eval_result.json").read_text())
     assert res["total"] == 16 and res["correct"] == int(m.group(2))
     assert abs(res["accuracy"] - int(m.group(2)) / 16) < 1e-9
