@@ -460,6 +460,7 @@ tipc_fixed_check() {
     if [ -n "$inputs" ]; then set -- "$@" "--inputs=$inputs"; fi
     # No paddle.jit.save model there: nothing to feed (the verdict then says the results were not checked).
     if ! compgen -G "$model_dir/*.pdiparams" > /dev/null; then return 0; fi
-    tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$script" "--model_dir=$model_dir" \
+    # The descriptor's env: (TIPC_STEP_ENV, the basic runner's) applies: this step loads the exported model too.
+    tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- ${TIPC_STEP_ENV[@]+"${TIPC_STEP_ENV[@]}"} "$PYTHON" "$script" "--model_dir=$model_dir" \
         "--results_dir=$LOG_PATH/$name" "$@"
 }

@@ -138,17 +138,21 @@ checkpoint_file() {
     local path=$1
     if [ -e "$path" ]; then printf '%s' "$path"; elif [ -e "$path.pdparams" ]; then printf '%s' "$path.pdparams"; fi
 }
+newest_run() {  # SOURCE: the folder among "$@" whose $NEED was written last
+    local dir found newest=""
+    for dir in "$@"; do
+        found=$(checkpoint_file "$dir$NEED")
+        if [ -n "$found" ] && { [ -z "$newest" ] || [ "$found" -nt "$newest" ]; }; then newest=$found; SOURCE=$dir; fi
+    done
+}
 if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
     TRAINED=./train_data/bert_sst2/trained
     if [ "$CHAIN" = paddle2onnx ]; then NEED=inference.json; else NEED=$(slot_value train_model_name); fi
     SOURCE=${TIPC_MODEL_DIR:-}
-    if [ -z "$SOURCE" ]; then
-        NEWEST=""
-        for dir in ./test_tipc/output/"$TIPC_MODEL"/*/*/; do
-            found=$(checkpoint_file "$dir$NEED")
-            if [ -n "$found" ] && { [ -z "$NEWEST" ] || [ "$found" -nt "$NEWEST" ]; }; then NEWEST=$found; SOURCE=$dir; fi
-        done
-    fi
+    # paddle2onnx in a train mode takes that mode's own run first: its reference results were made
+    # on the data the converted model is fed now. Otherwise the newest train run of any mode.
+    if [ -z "$SOURCE" ] && [ "$MODE" != whole_infer ]; then newest_run ./test_tipc/output/"$TIPC_MODEL"/"$MODE"/*/; fi
+    if [ -z "$SOURCE" ]; then newest_run ./test_tipc/output/"$TIPC_MODEL"/*/*/; fi
     if [ -z "$SOURCE" ]; then
         tipc_die "the $CHAIN chain in mode $MODE needs a trained model, and no train run of $TIPC_MODEL was found" \
             "run the basic chain first (tipcgen run --mode lite_train_lite_infer), or set TIPC_MODEL_DIR to a train output folder that holds $NEED"

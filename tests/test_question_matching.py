@@ -117,7 +117,7 @@ def test_lite_chain_passes_with_checked_results(lite_run):
     assert [k for k, _ in passed][:3] == ["train", "eval", "export"]
     assert len([n for k, n in passed if k == "infer" and n.startswith("python_infer_cpu")]) == 4
     checks = {r["name"]: r["status"] for r in records if r["kind"] == "check"}
-    assert checks == {"infer_vs_dygraph_gpus_-1": "passed", "golden_gpus_-1": "passed"}
+    assert checks == {"infer_vs_dygraph_gpus_-1": "passed", "golden_gpus_-1": "passed", "fixed_inputs_gpus_-1": "passed"}
     log = next((repo / "test_tipc/output" / MODEL / MODE).glob("python_infer_cpu_*threads_1*.log")).read_text()
     rows = (repo / "train_data" / MODEL / "infer.tsv").read_text(encoding="utf-8").splitlines()[1:]
     results = [json.loads(line.split("\t", 1)[1]) for line in log.splitlines() if line.startswith("qm_")]
