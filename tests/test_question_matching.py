@@ -1,7 +1,8 @@
 """The question-matching sample (issue 17): R-Drop loss vs a hand computation, the character
 tokenizer, and one real lite chain through `tipcgen init question-matching` + `tipcgen run`
-(basic and paddle2onnx), shared by the chain assertions (module scope). About 60-80 s on
-2 idle CPU cores, most of it the chain's process start-ups.
+(basic and paddle2onnx), shared by the chain assertions (module scope), plus a few R-Drop steps
+of train.py (the chain's config trains without R-Drop). About 50 s on 2 CPU cores at load 2-3
+(90 s beside a bench run), most of it process start-ups.
 
 The LCQMC accuracy figure (>= 0.65 dev within 5 minutes of training) takes 5-10 minutes and is
 left to bench/bench_question_matching.py (docs/QUESTION_MATCHING.md), not to the CI suite.
