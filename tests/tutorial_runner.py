@@ -23,16 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from upstream_runner import _key, _value  # both templates split a line the same way
+
 LINES = 32
-
-
-def _key(line: str) -> str:
-    return line.split(":")[0]
-
-
-def _value(line: str) -> str:
-    parts = line.split(":")
-    return parts[1] if len(parts) > 1 else ""
 
 
 def _params(line: str, mode: str) -> str:
