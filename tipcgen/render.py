@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import __version__, benchmark, existing, gitignore, layout
+from . import __version__, benchmark, chain, existing, gitignore, layout
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
@@ -47,6 +47,7 @@ def environment() -> jinja2.Environment:
     env.filters["sh"] = shlex.quote
     env.globals["header"] = layout.header_line
     env.globals["version"] = __version__
+    env.globals.update(chain.template_context())  # templates name slots by field: {{ f.train.epochs }}
     return env
 
 
@@ -73,13 +74,13 @@ def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, s
     p = desc.paddle2onnx
     if p is None:
         return {}
-    keys = {"use_gpu_key": desc.slots["infer_use_gpu"].key, "model_dir_key": desc.slots["infer_model_dir"].key,
-            "data_key": desc.slots["infer_data"].key}
+    use_gpu, model_dir, data = (_slot(desc, f"inference.{name}") for name in ("use_gpu", "model_dir", "data"))
+    keys = {"use_gpu_key": use_gpu.key, "model_dir_key": model_dir.key, "data_key": data.key}
     config = env.get_template("config/paddle2onnx.txt.j2").render(
-        model_name=desc.model_name, python=desc.slots["python"].value, p=p, checks=desc.checks,
-        use_gpu={"key": keys["use_gpu_key"], "value": desc.slots["infer_use_gpu"].value},
+        model_name=desc.model_name, python=_slot(desc, "python").value, p=p, checks=desc.checks,
+        use_gpu={"key": keys["use_gpu_key"], "value": use_gpu.value},
         model_dir_key=keys["model_dir_key"], onnx_dir=posixpath.dirname(p.save_file),
-        data={"key": keys["data_key"]}, infer_data=desc.slots["train_infer_data"].value)
+        data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value)
     runner = env.get_template("runner/test_paddle2onnx.sh.j2").render(
         step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, **keys)
     return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
@@ -116,21 +117,26 @@ def _slot_keys(desc: Descriptor) -> list[tuple[layout.Slot, str]]:
             and slot.name not in layout.RUNNER_UNPASSED[desc.layout]]
 
 
-def _docs_context(desc: Descriptor) -> dict:
-    def shown(name: str) -> str:
-        return (desc.slots[name].value or "").replace("|", "/")
+def _slot(desc: Descriptor, fld: str):
+    """A descriptor's slot value by descriptor field (code names slots by field: see chain.py)."""
+    return desc.slots[chain.name_of(fld)]
 
-    gpus = desc.list_value("gpu_list")
+
+def _docs_context(desc: Descriptor) -> dict:
+    def shown(fld: str) -> str:
+        return (_slot(desc, f"inference.{fld}").value or "").replace("|", "/")
+
+    gpus = desc.list_value(chain.name_of("gpu_list"))
     return {
         "model_name": desc.model_name,
         "description": desc.description,
         "descriptor_name": Path(desc.source).name,
         "modes": layout.MODES,
-        "gpu_list": desc.slots["gpu_list"].value,
+        "gpu_list": _slot(desc, "gpu_list").value,
         "multi_device": any("," in g and ";" not in g for g in gpus),
         "multi_node": any(";" in g for g in gpus),
         "whole_env": desc.data.whole_env if desc.data else "",
-        "infer": {"batch_size": shown("infer_batch_size"), "trt": shown("use_trt"),
+        "infer": {"batch_size": shown("batch_size"), "trt": shown("use_tensorrt"),
                   "mkldnn": shown("enable_mkldnn"), "threads": shown("cpu_threads")},
     }
 
