@@ -5,6 +5,7 @@ user's files: it writes all files or none, and never overwrites a changed file w
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import posixpath
@@ -12,7 +13,7 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,11 +64,33 @@ def paddle2onnx_relpath(model_name: str) -> str:
 
 
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
-    env = env or environment()
-    headers = [desc.section_headers[i] if i < len(desc.section_headers) else None for i in range(len(desc.sections))]
-    return env.get_template("config/train_infer_python.txt.j2").render(
-        layout=layout.slots_of(desc.layout), slots=desc.slots, sections=desc.sections, checks=desc.checks,
-        benchmark=desc.benchmark, section_headers=headers)
+    """The config text of a descriptor (train_infer_python.txt)."""
+    return layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()}, desc.sections,
+                       desc.section_headers, checks=desc.checks, benchmark=desc.benchmark, env=env)
+
+
+@functools.lru_cache(maxsize=1)
+def _config_environment() -> jinja2.Environment:
+    return environment()
+
+
+def layout_text(layout_name: str, lines: Mapping[str, str], sections: Sequence[tuple[str | None, Sequence[str]]] = (),
+                section_headers: Sequence[str | None] = (), *, checks=None, benchmark=None,
+                env: jinja2.Environment | None = None) -> str:
+    """The one writer of a layout's lines: ``lines`` maps a kv slot's name to its line (``key:value``,
+    or a key alone); a kv slot not given gets ``KEY:null`` (``null:null`` without a default key).
+    ``sections`` are the trailing ``(name, lines)``; a ``None`` name writes no header."""
+    table = layout.slots_of(layout_name)
+    kv = {slot.name: slot for slot in table if slot.kind == "kv"}
+    unknown = sorted(set(lines) - set(kv) - {slot.name for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"})
+    if unknown:
+        raise ValueError(f"not kv slots of the {layout_name} layout: {', '.join(unknown)}")
+    given = {name: lines.get(name, f"{slot.key or 'null'}:null") for name, slot in kv.items()}
+    if any(not line or "\n" in line for line in given.values()):
+        raise ValueError("config lines must be non-empty and must not contain a newline")
+    headers = [section_headers[i] if i < len(section_headers) else None for i in range(len(sections))]
+    return (env or _config_environment()).get_template("config/train_infer_python.txt.j2").render(
+        layout=table, lines=given, sections=sections, checks=checks, benchmark=benchmark, section_headers=headers)
 
 
 def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
