@@ -287,7 +287,7 @@ def test_the_fast_plain_scalar_path_agrees_with_yaml():
             loaded = None
         ok = (isinstance(loaded, list) and len(loaded) == 1) if flow else (isinstance(loaded, dict) and list(loaded) == ["k"])
         value = (loaded[0] if flow else loaded["k"]) if ok else None
-        if ok and isinstance(value, importer._VALUE_TYPES) and importer._rendered(value) == text:
+        if ok and isinstance(value, importer._VALUE_TYPES) and descriptor.config_text(value) == text:
             return text
         return "'" + text.replace("'", "''") + "'"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from tipcgen import layout
+from tipcgen import layout, layout_check
 
 _HEADER = re.compile(r"^=+([^=]+)=+$")
 _MODE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -295,8 +295,9 @@ def _conforming_logical(config: TipcConfig) -> tuple[list[Line], tuple[layout.Sl
     table = layout.LAYOUTS[name] if name else ()
     if not table or len(logical) < len(table):
         raise ValueError(f"not a conforming train_infer_python config (kind {config.kind}, {len(logical)} lines)")
-    for slot in table:
-        line = logical[slot.index]
-        if (slot.kind == "header" and line.header_name != slot.name) or (slot.kind == "sep" and line.kind != "sep"):
-            raise ValueError(f"idx {slot.index} should be the {slot.name} line but is {line.text!r}; run tipcgen lint")
+    misplaced = layout_check.first_misplaced(logical, table)
+    if misplaced is not None:
+        anchor = misplaced[0]
+        raise ValueError(f"idx {anchor.index} should be {layout_check.describe(anchor)} but is "
+                         f"{logical[anchor.index].text!r}; run tipcgen lint")
     return logical, table

@@ -177,6 +177,16 @@ class Descriptor:
 
 # ---------------------------------------------------------------- loading
 
+def config_text(value: object) -> str:
+    """How the descriptor writes a loaded scalar into the config (``null``, ``True``/``False``, ``str``);
+    ``import`` writes a plain YAML scalar only where this gives the config's text back."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return str(value)
+
+
 def samples_dir() -> Path:
     """Where the built-in samples live: inside the wheel, or at the top of a source checkout."""
     here = Path(__file__).resolve().parent
@@ -354,10 +364,8 @@ class _Validator:
         return text
 
     def scalar_text(self, value: Any, path: str) -> str:
-        if value is None:
-            return "null"
-        if isinstance(value, bool):
-            return "True" if value else "False"
+        if value is None or isinstance(value, bool):
+            return config_text(value)
         if isinstance(value, (dict, list)):
             raise self._err(path, value, "a single value")
         if value == "":
