@@ -73,3 +73,10 @@ def test_renaming_and_adding_a_slot_is_one_edit_in_the_description(tmp_path: Pat
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     infer = [call for call in map(json.loads, argv.read_text().splitlines()) if call[0] == "infer"]
     assert len(infer) == 2 and all("--cpu_threads=1" in call for call in infer)
+
+
+def test_the_descriptor_docs_slot_table_is_rendered_from_the_description():
+    docs = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
+    start = docs.index("tests/test_description.py keeps it equal -->\n") + len("tests/test_description.py keeps it equal -->\n")
+    assert docs[start:docs.index("<!-- end of the generated slot table -->")] == chain.slot_table(), \
+        "regenerate the table: python -c 'from tipcgen import chain; print(chain.slot_table())'"

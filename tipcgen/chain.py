@@ -129,3 +129,20 @@ def template_slot_problems(text: str, where: str) -> list[str]:
             elif field.group(1) not in layout.SLOT_BY_FIELD:
                 problems.append(f"{where}:{number}: f.{field.group(1)} is no descriptor field of tipcgen/layout.py")
     return problems
+
+
+def slot_table() -> str:
+    """The slot-field table of docs/DESCRIPTOR.md, rendered from the description (a test keeps the
+    docs equal to it: ``python -c 'from tipcgen import chain; print(chain.slot_table())'``)."""
+    tutorial = {slot.name: slot.index for slot in layout.TUTORIAL_32}
+    rows = ["| field | idx | tutorial idx | key written | shape | steps | meaning |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for slot in layout.TRAIN_INFER_PYTHON:
+        if slot.kind != "kv":
+            continue
+        key = {None: "your flag", "null": "your key (`null` without one)"}.get(slot.key, f"`{slot.key}`")
+        steps = ", ".join(slot.steps) or "-"
+        meaning = slot.doc + (" (the runner fills the value)" if slot.filled and "fills" not in slot.doc else "")
+        rows.append(f"| `{slot.field}` | {slot.index} | {tutorial.get(slot.name, '-')} | {key} | {slot.shape} "
+                    f"| {steps} | {meaning} |")
+    return "\n".join(rows) + "\n"
