@@ -185,28 +185,28 @@ TRAILING_SECTIONS = (
 # (`--data-path:`) is the 51-line `train_param` (an extra train flag); the template's runner reads
 # but never passes it. Slots it has no line for (autocast, mkldnn, threads, TRT, precision, ...)
 # read as `null` in the generated runner.
-TUTORIAL_32: tuple[Slot, ...] = (
+TUTORIAL_32: tuple[Slot, ...] = (  # the 51-line rows it shares, by descriptor field
     _h(0, "train_params"),
-    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
-        ("model_name", "python", "gpu_list", "train_use_gpu", "epoch", "save_model", "train_batch_size",
-         "pretrain", "train_model_name", "train_param"), start=1)),
+    *(replace(SLOT_BY_FIELD[fld], index=i) for i, fld in enumerate(
+        ("model_name", "python", "gpu_list", "train.device", "train.epochs", "train.output_dir", "train.batch_size",
+         "train.pretrained", "train.checkpoint", "train.extra"), start=1)),
     _s(11, "sep_train"),
-    replace(SLOT_BY_NAME["trainer"], index=12),
-    replace(SLOT_BY_NAME["norm_train"], index=13),
+    replace(SLOT_BY_FIELD["train.trainer"], index=12),
+    replace(SLOT_BY_FIELD["train.norm"], index=13),
     _s(14, "sep_trainer"),
     _h(15, "eval_params"),
-    replace(SLOT_BY_NAME["eval"], index=16),
+    replace(SLOT_BY_FIELD["eval.script"], index=16),
     _s(17, "sep_eval"),
     _h(18, "infer_params"),
-    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
-        ("save_infer", "export_weight", "norm_export"), start=19)),
+    *(replace(SLOT_BY_FIELD[fld], index=i) for i, fld in enumerate(
+        ("export.output_dir", "export.weights", "export.norm"), start=19)),
     _s(22, "sep_export"),
-    replace(SLOT_BY_NAME["infer_model"], index=23, key="train_model", anchors=()),
-    replace(SLOT_BY_NAME["infer_export"], index=24, anchors=()),
+    replace(SLOT_BY_FIELD["whole_infer.models"], index=23, key="train_model", anchors=()),
+    replace(SLOT_BY_FIELD["whole_infer.export"], index=24, anchors=()),
     _s(25, "sep_whole_infer"),
-    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
-        ("inference", "infer_use_gpu", "infer_batch_size", "infer_model_dir", "infer_data", "benchmark"),
-        start=26)),
+    *(replace(SLOT_BY_FIELD[fld], index=i) for i, fld in enumerate(
+        ("inference.script", "inference.use_gpu", "inference.batch_size", "inference.model_dir", "inference.data",
+         "inference.benchmark"), start=26)),
 )
 TUTORIAL_32_LINES = len(TUTORIAL_32)
 TUTORIAL_32_ANCHORS = {0: "train_params", 1: "model_name", 2: "python", 3: "gpu_list", 12: "trainer", 15: "eval_params", 18: "infer_params", 26: "inference"}
@@ -224,7 +224,7 @@ RUNNER_ANCHORS = {
 # Lines a layout's own upstream runner reads but never passes to a script: the generated runner
 # leaves them out too (the tutorial's `use-gpu:True|True` has no dashes: passed, it would be a
 # stray positional argument).
-RUNNER_UNPASSED = {"standard": frozenset(), "tutorial": frozenset({"train_use_gpu"})}
+RUNNER_UNPASSED = {"standard": frozenset(), "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name})}
 
 
 def slots_of(layout_name: str) -> tuple[Slot, ...]:

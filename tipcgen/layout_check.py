@@ -35,7 +35,7 @@ TRAIN_ANCHORS = tuple(_anchor(slot) for slot in layout.ANCHOR_SLOTS)
 # The 32-line layout: its headers, its '##' lines and its keyed lines (train_model: may be renamed).
 TUTORIAL_ANCHORS = tuple(
     _anchor(slot) for slot in layout.TUTORIAL_32
-    if slot.kind != "kv" or slot.anchors or slot.name in ("norm_train", "infer_export")
+    if slot.kind != "kv" or slot.anchors or slot.field in ("train.norm", "whole_infer.export")
 )
 
 
