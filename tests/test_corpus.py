@@ -9,12 +9,12 @@ import pytest
 from tipcgen import layout
 from tipcgen.config import (
     TipcConfig,
-    build_train_infer_python,
     parse_per_mode,
     slot_pairs,
     trailing_sections,
     value_for_mode,
 )
+from layout_text import build
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"
 SHIFTED = "PaddleOCR/test_tipc__configs__ch_PP-OCRv4_server_rec_ampO2_ultra__train_infer_python.txt"
@@ -129,7 +129,7 @@ def test_import_and_build_round_trip_the_conforming_files(configs: dict[str, Tip
         logical = config.logical_lines()
         if config.kind != "train_infer_python" or len(logical) < layout.TRAIN_INFER_PYTHON_LINES or name == SHIFTED:
             continue
-        rebuilt = build_train_infer_python(slot_pairs(config), trailing_sections(config)).logical_lines()
+        rebuilt = build(slot_pairs(config), trailing_sections(config)).logical_lines()
         same = len(rebuilt) == len(logical) and all(
             a.header_name == b.header_name if a.header_name else a.text == b.text for a, b in zip(logical, rebuilt)
         )

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tipcgen import descriptor, layout, render
-from tipcgen.config import TipcConfig, build_train_infer_python, slot_pairs
+from tipcgen.config import TipcConfig, slot_pairs
 from tipcgen.errors import InputError, TipcgenError
 from tipcgen.importer import ConfigImportError, import_config, import_descriptor, import_file
+from layout_text import build
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"
 SHIFTED = "PaddleOCR/test_tipc__configs__ch_PP-OCRv4_server_rec_ampO2_ultra__train_infer_python.txt"
@@ -53,7 +54,7 @@ BERT_SST2 = {name: (value.key, value.value) for name, value in descriptor.load("
 
 def config_text(**pairs: tuple[str, str | None]) -> str:
     """A 51-line config: the bert-sst2 sample's slots with some replaced."""
-    return build_train_infer_python({**BERT_SST2, **pairs}).render()
+    return build({**BERT_SST2, **pairs}).render()
 
 
 # ---------------------------------------------------------------- the corpus
@@ -286,7 +287,7 @@ def test_the_fast_plain_scalar_path_agrees_with_yaml():
             loaded = None
         ok = (isinstance(loaded, list) and len(loaded) == 1) if flow else (isinstance(loaded, dict) and list(loaded) == ["k"])
         value = (loaded[0] if flow else loaded["k"]) if ok else None
-        if ok and isinstance(value, importer._VALUE_TYPES) and importer._rendered(value) == text:
+        if ok and isinstance(value, importer._VALUE_TYPES) and descriptor.config_text(value) == text:
             return text
         return "'" + text.replace("'", "''") + "'"
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tipcgen import layout
-from tipcgen.config import TipcConfig, build_train_infer_python
+from tipcgen.config import TipcConfig
 from tipcgen.lint import Finding, findings_to_json, format_finding, has_errors, lint_paths, lint_text
+from layout_text import build
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"
 SHIFTED = "PaddleOCR/test_tipc__configs__ch_PP-OCRv4_server_rec_ampO2_ultra__train_infer_python.txt"
@@ -48,7 +49,7 @@ TRAILING = [("infer_benchmark_params", ["random_infer_input:[{int64,[64]}]"])]
 
 
 def clean_lines() -> list[str]:
-    return build_train_infer_python(PAIRS, TRAILING).render().splitlines()
+    return build(PAIRS, TRAILING).render().splitlines()
 
 
 def text_of(lines: list[str]) -> str:

@@ -8,12 +8,12 @@ Queries follow the bash runners (SPEC §1.1): blank lines do not count, a key en
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from tipcgen import layout
+from tipcgen import layout, layout_check
 
 _HEADER = re.compile(r"^=+([^=]+)=+$")
 _MODE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -261,43 +261,9 @@ def is_null(value: str | None) -> bool:
     return value is None or value.strip() in ("", "null")
 
 
-def build_train_infer_python(
-    slot_pairs: Mapping[str, tuple[str, str | None]],
-    trailing: Sequence[tuple[str | None, Sequence[str]]] = (),
-    final_newline: bool = True,
-) -> TipcConfig:
-    """Render the 51-line layout from ``{slot_name: (key, value)}`` plus trailing sections.
-
-    Headers and ``##`` come from ``layout``; a kv slot that is not given gets its default key
-    (``null:null`` where the layout has none). A ``None`` value writes the key alone (``##``).
-    ``trailing`` is ``[(section_name, [line, ...])]``; a ``None`` name writes no header.
-    """
-    unknown = set(slot_pairs) - {slot.name for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"}
-    if unknown:
-        raise ValueError(f"not kv slots of the 51-line layout: {', '.join(sorted(unknown))}")
-    texts: list[str] = []
-    for slot in layout.TRAIN_INFER_PYTHON:
-        if slot.kind == "header":
-            texts.append(layout.header_line(slot.name))
-        elif slot.kind == "sep":
-            texts.append("##")
-        else:
-            key, value = slot_pairs.get(slot.name, (slot.key or "null", "null"))
-            if ":" in key:
-                raise ValueError(f"slot {slot.name}: a key cannot contain ':' ({key!r})")
-            texts.append(key if value is None else f"{key}:{value}")
-    for name, lines in trailing:
-        if name is not None:
-            texts.append(layout.header_line(name))
-        texts.extend(lines)
-    if any(not text or "\n" in text for text in texts):
-        raise ValueError("config lines must be non-empty and must not contain a newline")
-    return TipcConfig.from_lines(texts, final_newline)
-
-
 def slot_pairs(config: TipcConfig) -> dict[str, tuple[str, str | None]]:
-    """The kv slots of a conforming 51-line file as ``{slot_name: (key, value)}`` (the inverse
-    of ``build_train_infer_python``; a line without ``:`` gives ``(text, None)``)."""
+    """The kv slots of a conforming 51-line file as ``{slot_name: (key, value)}`` (what
+    ``render.layout_text`` writes back; a line without ``:`` gives ``(text, None)``)."""
     logical, table = _conforming_logical(config)
     return {
         slot.name: (logical[slot.index].key, logical[slot.index].value)
@@ -329,8 +295,9 @@ def _conforming_logical(config: TipcConfig) -> tuple[list[Line], tuple[layout.Sl
     table = layout.LAYOUTS[name] if name else ()
     if not table or len(logical) < len(table):
         raise ValueError(f"not a conforming train_infer_python config (kind {config.kind}, {len(logical)} lines)")
-    for slot in table:
-        line = logical[slot.index]
-        if (slot.kind == "header" and line.header_name != slot.name) or (slot.kind == "sep" and line.kind != "sep"):
-            raise ValueError(f"idx {slot.index} should be the {slot.name} line but is {line.text!r}; run tipcgen lint")
+    misplaced = layout_check.first_misplaced(logical, table)
+    if misplaced is not None:
+        anchor = misplaced[0]
+        raise ValueError(f"idx {anchor.index} should be {layout_check.describe(anchor)} but is "
+                         f"{logical[anchor.index].text!r}; run tipcgen lint")
     return logical, table

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from . import benchmark as benchmark_spec
-from . import inputs, layout
+from . import chain, inputs, layout
 from . import target as target_spec
 from .config import Line as _ConfigLine
 from .errors import DescriptorError, InputError
@@ -41,7 +41,7 @@ FIXED_KEY_SLOTS = ("model_name", "python", "gpu_list", "trainer")
 # Left out, these take a documented default (docs/DESCRIPTOR.md); written as null they are an error.
 SLOT_DEFAULTS = {"python": "python", "trainer": "norm_train"}
 # The train slots a trainer name selects (by their key, as the runner does).
-TRAINER_SLOTS = ("norm_train", "pact_train", "fpgm_train", "distill_train", "trainer_key1", "trainer_key2")
+TRAINER_SLOTS = chain.TRAINER_SLOTS
 # A key is echoed in a message only if it looks like a field name: the file may not be a descriptor at all.
 _SHOWN_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,39}$")
 
@@ -176,6 +176,16 @@ class Descriptor:
 
 
 # ---------------------------------------------------------------- loading
+
+def config_text(value: object) -> str:
+    """How the descriptor writes a loaded scalar into the config (``null``, ``True``/``False``, ``str``);
+    ``import`` writes a plain YAML scalar only where this gives the config's text back."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return str(value)
+
 
 def samples_dir() -> Path:
     """Where the built-in samples live: inside the wheel, or at the top of a source checkout."""
@@ -354,10 +364,8 @@ class _Validator:
         return text
 
     def scalar_text(self, value: Any, path: str) -> str:
-        if value is None:
-            return "null"
-        if isinstance(value, bool):
-            return "True" if value else "False"
+        if value is None or isinstance(value, bool):
+            return config_text(value)
         if isinstance(value, (dict, list)):
             raise self._err(path, value, "a single value")
         if value == "":

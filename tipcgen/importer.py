@@ -17,13 +17,12 @@ from pathlib import Path
 import yaml
 
 from . import config as cfg
-from . import descriptor, inputs, layout
+from . import descriptor, inputs, layout, layout_check
 from .errors import DescriptorError, TipcgenError
 
 # Written even when they hold the default: the descriptor requires them.
 _REQUIRED_FIELDS = ("model_name", "python", "gpu_list", "train.trainer", "train.norm", "inference.script")
 _KNOWN_MODES = (*layout.MODES, *layout.KNOWN_EXTRA_MODES)
-_SHIFT_WINDOW = (-1, 1, -2, 2, -3, 3)
 _COMMENT_COLUMN = 50
 _LINE_WIDTH = 110
 # What the descriptor validator accepts where: slot values (scalar_text), keys, section text.
@@ -92,17 +91,24 @@ def _table(config: cfg.TipcConfig) -> tuple[layout.Slot, ...]:
 
 
 def _check_layout(config: cfg.TipcConfig, source: str) -> None:
-    """Every header and ``##`` of the 51-line layout sits at its index (else the slots are
-    shifted), and no line of the layout is missing at the end."""
+    """Every header and ``##`` of the layout sits at its index (else the slots are shifted), and
+    no line of the layout is missing at the end."""
     logical = config.logical_lines()
     table = _table(config)
-    for slot in table:
-        if slot.kind != "kv" and slot.index < len(logical) and not _holds(logical[slot.index], slot):
-            raise ConfigImportError(
-                source, _editor_line(config, slot.index),
-                f"idx {slot.index} should be {_describe(slot)} but is {logical[slot.index].text.strip()!r}"
-                f"{_shift(logical, slot)}: every later slot would be read from its neighbour",
-                f"run `tipcgen lint {source}` to find the missing or extra line, fix it and import again")
+    misplaced = layout_check.first_misplaced(logical, table)
+    if misplaced is not None:
+        anchor, offset = misplaced
+        if offset is None:
+            where = "; the lines are shifted (a slot shift)"
+        else:
+            lines = f"{abs(offset)} line{'s' if abs(offset) > 1 else ''}"
+            where = (f"; it sits at idx {anchor.index + offset}, a slot shift "
+                     f"({lines} {'missing' if offset < 0 else 'extra'} above it)")
+        raise ConfigImportError(
+            source, _editor_line(config, anchor.index),
+            f"idx {anchor.index} should be {_describe(anchor)} but is {logical[anchor.index].text.strip()!r}"
+            f"{where}: every later slot would be read from its neighbour",
+            f"run `tipcgen lint {source}` to find the missing or extra line, fix it and import again")
     if len(logical) < len(table):
         raise ConfigImportError(
             source, None,
@@ -111,24 +117,8 @@ def _check_layout(config: cfg.TipcConfig, source: str) -> None:
             f"run `tipcgen lint {source}` to see where it ends")
 
 
-def _holds(line: cfg.Line, slot: layout.Slot) -> bool:
-    return line.header_name == slot.name if slot.kind == "header" else line.kind == "sep"
-
-
-def _describe(slot: layout.Slot) -> str:
-    return f"the {slot.name} header" if slot.kind == "header" else "a '##' separator"
-
-
-def _shift(logical: list[cfg.Line], slot: layout.Slot) -> str:
-    """Where the expected line sits instead, as a slot shift, or nothing if it is not nearby."""
-    for offset in _SHIFT_WINDOW:
-        index = slot.index + offset
-        if 0 <= index < len(logical) and _holds(logical[index], slot):
-            count = abs(offset)
-            lines = f"{count} line{'s' if count > 1 else ''}"
-            cause = f"{lines} missing" if offset < 0 else f"{lines} extra"
-            return f"; it sits at idx {index}, a slot shift ({cause} above it)"
-    return "; the lines are shifted (a slot shift)"
+def _describe(anchor: layout_check.Anchor) -> str:
+    return f"the {anchor.names[0]} header" if anchor.kind == "header" else "a '##' separator"
 
 
 def _check_printable(config: cfg.TipcConfig, source: str) -> None:
@@ -326,18 +316,9 @@ def _token(text: str, types: tuple[type, ...], flow: bool) -> str:
         value, found = loaded["k"], True
     else:
         value, found = None, False
-    if found and isinstance(value, types) and _rendered(value) == text:
+    if found and isinstance(value, types) and descriptor.config_text(value) == text:
         return text
     return "'" + text.replace("'", "''") + "'"
-
-
-def _rendered(value: object) -> str:
-    """How the descriptor writes a loaded scalar into the config."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    return str(value)
 
 
 def _load(document: str, source: str, origin: dict[str, int]) -> descriptor.Descriptor:

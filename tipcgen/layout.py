@@ -33,6 +33,12 @@ class Slot:
     key: the key tipcgen writes by default; ``None`` means the key is a flag name the user
     chooses (``--epochs``, ``-o Global.epochs``), ``"null"`` when unused.
     anchors: keys a conforming file has here; a runner or linter checks them to detect a shift.
+    shape: how the value is written: ``scalar``, ``list`` (``a|b``, the runner loops over it),
+    ``per_mode`` (``mode=value|mode=value``), ``command`` (a script and fixed arguments),
+    ``commands`` (a ``|`` list of commands) or ``flag`` (the key is a flag passed with the value).
+    steps: the steps that receive the slot (``train``, ``eval``, ``export``, ``infer``, ``whole_infer``).
+    filled: the runner fills the value (output dirs, weights, model dir); the config's value is unused.
+    value: ``(what, pattern)`` every item of the value must match (the keyless inference block).
     """
 
     index: int
@@ -42,6 +48,10 @@ class Slot:
     field: str | None = None
     anchors: tuple[str, ...] = ()
     doc: str = ""
+    shape: str = "scalar"
+    steps: tuple[str, ...] = ()
+    filled: bool = False
+    value: tuple[str, re.Pattern[str]] | None = None
 
 
 def _h(i: int, name: str) -> Slot:
@@ -52,62 +62,98 @@ def _s(i: int, name: str) -> Slot:
     return Slot(i, name, "sep", key="##", anchors=("##",))
 
 
-def _kv(i: int, name: str, field: str, key: str | None = None, anchors: tuple[str, ...] = (), doc: str = "") -> Slot:
-    return Slot(i, name, "kv", key=key, field=field, anchors=anchors, doc=doc)
+def _kv(i: int, name: str, field: str, key: str | None = None, anchors: tuple[str, ...] = (), doc: str = "",
+        shape: str = "scalar", steps: str = "", filled: bool = False,
+        value: tuple[str, re.Pattern[str]] | None = None) -> Slot:
+    return Slot(i, name, "kv", key=key, field=field, anchors=anchors, doc=doc, shape=shape,
+                steps=tuple(steps.split()), filled=filled, value=value)
+
+
+_ON_OFF = ("True/False", re.compile(r"^(True|False|true|false)$"))
+_NUMBER = ("a number", re.compile(r"^\d+$"))
+_PRECISION = ("fp32/fp16/int8 or True/False", re.compile(r"^(fp32|fp16|int8|bf16|True|False|true|false)$"))
 
 
 TRAIN_INFER_PYTHON: tuple[Slot, ...] = (
     _h(0, "train_params"),
-    _kv(1, "model_name", "model_name", "model_name", ("model_name",), "model name; names the log folder"),
-    _kv(2, "python", "python", "python", ("python",), "interpreter for every command"),
-    _kv(3, "gpu_list", "gpu_list", "gpu_list", ("gpu_list",), "device loop: -1, 0, 0,1 or ip1,ip2;0,1"),
-    _kv(4, "train_use_gpu", "train.device", doc="train device flag; values aligned with gpu_list"),
-    _kv(5, "autocast", "train.autocast", doc="autocast loop: null, amp, fp16, fp32"),
-    _kv(6, "epoch", "train.epochs", doc="per-mode epochs"),
-    _kv(7, "save_model", "train.output_dir", doc="output-dir flag; the runner fills the path"),
-    _kv(8, "train_batch_size", "train.batch_size", doc="per-mode train batch size"),
-    _kv(9, "pretrain", "train.pretrained", doc="pretrained flag; its key also passes the checkpoint to eval"),
-    _kv(10, "train_model_name", "train.checkpoint", "train_model_name", doc="checkpoint name inside the output dir"),
-    _kv(11, "train_infer_data", "train.infer_data", "train_infer_img_dir", doc="inference data after training"),
-    _kv(12, "train_param", "train.extra", "null", doc="extra train flag"),
+    _kv(1, "model_name", "model_name", "model_name", ("model_name",), "names the log folder `test_tipc/output/<model_name>/`; letters, digits, `_ - .`"),
+    _kv(2, "python", "python", "python", ("python",), "interpreter for every command (`python`, not `python3.7`)",
+        steps="train eval export infer whole_infer"),
+    _kv(3, "gpu_list", "gpu_list", "gpu_list", ("gpu_list",), "device loop: `-1` CPU, `0` one GPU, `0,1` several GPUs, `ip1,ip2;0,1` several machines",
+        shape="list", steps="train eval infer"),
+    _kv(4, "train_use_gpu", "train.device", doc="train device values, paired with `gpu_list` by position (or one value)",
+        shape="list", steps="train eval"),
+    _kv(5, "autocast", "train.autocast", doc="autocast loop: `null`, `fp32`, `amp`, `fp16`", shape="list", steps="train"),
+    _kv(6, "epoch", "train.epochs", doc="per-mode epochs", shape="per_mode", steps="train"),
+    _kv(7, "save_model", "train.output_dir", doc="output-dir flag; the runner fills the path (`<output>/<trainer>_gpus_<gpu>_autocast_<a>`)",
+        shape="flag", steps="train", filled=True),
+    _kv(8, "train_batch_size", "train.batch_size", doc="per-mode train batch size", shape="per_mode", steps="train"),
+    _kv(9, "pretrain", "train.pretrained", doc="pretrained flag; its key also passes the checkpoint to eval",
+        shape="flag", steps="train eval"),
+    _kv(10, "train_model_name", "train.checkpoint", "train_model_name", doc="checkpoint name inside the output dir",
+        steps="eval export"),
+    _kv(11, "train_infer_data", "train.infer_data", "train_infer_img_dir", doc="inference data after training (with `inference.data`'s key)",
+        steps="infer"),
+    _kv(12, "train_param", "train.extra", "null", doc="one more train flag", shape="flag", steps="train"),
     _s(13, "sep_train"),
-    _kv(14, "trainer", "train.trainer", "trainer", ("trainer",), "trainer loop"),
-    _kv(15, "norm_train", "train.norm", "norm_train", doc="normal train script and fixed args"),
-    _kv(16, "pact_train", "train.pact", "pact_train", ("pact_train", "quant_train"), "PACT train command"),
-    _kv(17, "fpgm_train", "train.fpgm", "fpgm_train", ("fpgm_train",), "FPGM train command"),
-    _kv(18, "distill_train", "train.distill", "distill_train", ("distill_train",), "distillation train command"),
-    _kv(19, "trainer_key1", "train.to_static", "null", doc="to_static trainer suffix"),
-    _kv(20, "trainer_key2", "train.custom", "null", doc="custom trainer"),
+    _kv(14, "trainer", "train.trainer", "trainer", ("trainer",), "trainer loop: `norm_train`, `pact_train`, `fpgm_train`, `distill_train`, `to_static_train`", shape="list", steps="train"),
+    _kv(15, "norm_train", "train.norm", "norm_train", doc="normal train script and fixed args",
+        shape="command", steps="train"),
+    _kv(16, "pact_train", "train.pact", "pact_train", ("pact_train", "quant_train"), "PACT train command",
+        shape="command", steps="train"),
+    _kv(17, "fpgm_train", "train.fpgm", "fpgm_train", ("fpgm_train",), "FPGM train command",
+        shape="command", steps="train"),
+    _kv(18, "distill_train", "train.distill", "distill_train", ("distill_train",), "distillation train command",
+        shape="command", steps="train"),
+    _kv(19, "trainer_key1", "train.to_static", "null", doc="to_static suffix, appended to the normal train command", shape="flag", steps="train"),
+    _kv(20, "trainer_key2", "train.custom", "null", doc="custom trainer: its key is the trainer name, its value the command", steps="train"),
     _s(21, "sep_trainer"),
     _h(22, "eval_params"),
-    _kv(23, "eval", "eval.script", "eval", ("eval",), "eval script; null skips eval"),
-    _kv(24, "eval_param", "eval.extra", "null", doc="extra eval flag"),
+    _kv(23, "eval", "eval.script", "eval", ("eval",), "eval command (`null` skips eval)", shape="command", steps="eval"),
+    _kv(24, "eval_param", "eval.extra", "null", doc="one more eval flag", shape="flag", steps="eval"),
     _s(25, "sep_eval"),
     _h(26, "infer_params"),
-    _kv(27, "save_infer", "export.output_dir", doc="export output-dir flag; the runner fills the path"),
-    _kv(28, "export_weight", "export.weights", doc="export weights flag; the runner fills the checkpoint"),
-    _kv(29, "norm_export", "export.norm", "norm_export", ("norm_export",), "export script"),
-    _kv(30, "quant_export", "export.quant", "quant_export", doc="export for PACT"),
-    _kv(31, "fpgm_export", "export.fpgm", "fpgm_export", doc="export for FPGM"),
-    _kv(32, "distill_export", "export.distill", "distill_export", doc="export for distillation"),
+    _kv(27, "save_infer", "export.output_dir", doc="export output-dir flag; the runner fills the path",
+        shape="flag", steps="export", filled=True),
+    _kv(28, "export_weight", "export.weights", doc="export weights flag; the runner fills the checkpoint",
+        shape="flag", steps="export", filled=True),
+    _kv(29, "norm_export", "export.norm", "norm_export", ("norm_export",), "export script",
+        shape="command", steps="export"),
+    _kv(30, "quant_export", "export.quant", "quant_export", doc="export for PACT", shape="command", steps="export"),
+    _kv(31, "fpgm_export", "export.fpgm", "fpgm_export", doc="export for FPGM", shape="command", steps="export"),
+    _kv(32, "distill_export", "export.distill", "distill_export", doc="export for distillation",
+        shape="command", steps="export"),
     _kv(33, "export_key1", "export.key1", "export1", doc="extra export (Clas: kl_quant)"),
-    _kv(34, "export_key2", "export.key2", "export2", doc="export paired with the custom trainer"),
-    _kv(35, "inference_dir", "export.inference_dir", "inference_dir", doc="subfolder of the exported model"),
-    _kv(36, "infer_model", "whole_infer.models", "infer_model", doc="whole_infer: trained model dirs"),
-    _kv(37, "infer_export", "whole_infer.export", "infer_export", doc="whole_infer: export command per model"),
-    _kv(38, "infer_quant", "whole_infer.quant", "infer_quant", ("infer_quant",), "whole_infer: quant flag per model"),
-    _kv(39, "inference", "inference.script", "inference", ("inference",), "inference script"),
-    _kv(40, "infer_use_gpu", "inference.use_gpu", doc="device loop: True/gpu and False/cpu"),
-    _kv(41, "enable_mkldnn", "inference.enable_mkldnn", doc="CPU loop"),
-    _kv(42, "cpu_threads", "inference.cpu_threads", doc="CPU loop"),
-    _kv(43, "infer_batch_size", "inference.batch_size", doc="batch-size loop"),
-    _kv(44, "use_trt", "inference.use_tensorrt", doc="GPU loop"),
-    _kv(45, "precision", "inference.precision", doc="precision loop"),
-    _kv(46, "infer_model_dir", "inference.model_dir", doc="model-dir flag; the runner fills the path"),
-    _kv(47, "infer_data", "inference.data", doc="data flag; its value is used by whole_infer"),
-    _kv(48, "save_log", "inference.save_log", doc="save-log flag (unused by upstream runners)"),
-    _kv(49, "benchmark", "inference.benchmark", doc="benchmark flag"),
-    _kv(50, "infer_param", "inference.extra", doc="extra inference flag"),
+    _kv(34, "export_key2", "export.key2", "export2", doc="export paired with the custom trainer", steps="export"),
+    _kv(35, "inference_dir", "export.inference_dir", "inference_dir", doc="subfolder of the exported model",
+        steps="infer"),
+    _kv(36, "infer_model", "whole_infer.models", "infer_model", doc="whole_infer: trained model dirs",
+        shape="list", steps="whole_infer"),
+    _kv(37, "infer_export", "whole_infer.export", "infer_export", doc="whole_infer: export command per model",
+        shape="commands", steps="whole_infer"),
+    _kv(38, "infer_quant", "whole_infer.quant", "infer_quant", ("infer_quant",), "whole_infer: quant flag per model",
+        shape="list", steps="whole_infer"),
+    _kv(39, "inference", "inference.script", "inference", ("inference",), "inference script",
+        shape="command", steps="infer whole_infer"),
+    _kv(40, "infer_use_gpu", "inference.use_gpu", doc="device loop: `True`/`gpu` and `False`/`cpu`",
+        shape="list", steps="infer whole_infer"),
+    _kv(41, "enable_mkldnn", "inference.enable_mkldnn", doc="CPU loop",
+        shape="list", steps="infer whole_infer", value=_ON_OFF),
+    _kv(42, "cpu_threads", "inference.cpu_threads", doc="CPU loop",
+        shape="list", steps="infer whole_infer", value=_NUMBER),
+    _kv(43, "infer_batch_size", "inference.batch_size", doc="batch-size loop",
+        shape="list", steps="infer whole_infer", value=_NUMBER),
+    _kv(44, "use_trt", "inference.use_tensorrt", doc="GPU loop",
+        shape="list", steps="infer whole_infer", value=_ON_OFF),
+    _kv(45, "precision", "inference.precision", doc="precision loop (`fp32`, `fp16`, `int8`)",
+        shape="list", steps="infer whole_infer", value=_PRECISION),
+    _kv(46, "infer_model_dir", "inference.model_dir", doc="model-dir flag; the runner fills the path",
+        shape="flag", steps="infer whole_infer", filled=True),
+    _kv(47, "infer_data", "inference.data", doc="data flag; its value is used by whole_infer",
+        shape="flag", steps="infer whole_infer"),
+    _kv(48, "save_log", "inference.save_log", doc="save-log flag (upstream runners do not pass it)", shape="flag"),
+    _kv(49, "benchmark", "inference.benchmark", doc="benchmark flag", shape="flag", steps="infer whole_infer"),
+    _kv(50, "infer_param", "inference.extra", doc="one more inference flag", shape="flag", steps="infer whole_infer"),
 )
 
 TRAIN_INFER_PYTHON_LINES = len(TRAIN_INFER_PYTHON)
@@ -118,18 +164,12 @@ ANCHOR_SLOTS = tuple(slot for slot in TRAIN_INFER_PYTHON if slot.anchors)
 # flavour shares (lint checks all of ANCHOR_SLOTS; a few real files rename pact_train or eval).
 RUNNER_ANCHOR_INDICES = (0, 1, 2, 3, 13, 14, 21, 22, 25, 26, 39)
 
-# Slots whose value is a `mode=value|mode=value` list in upstream configs.
-PER_MODE_SLOTS = ("epoch", "train_batch_size")
-# Slots whose value is a `|` list the runner loops over.
-LIST_SLOTS = (
-    "gpu_list", "train_use_gpu", "autocast", "trainer", "infer_model", "infer_export", "infer_quant",
-    "infer_use_gpu", "enable_mkldnn", "cpu_threads", "infer_batch_size", "use_trt", "precision",
-)
-# Slots that hold a command (a script and fixed arguments).
-COMMAND_SLOTS = (
-    "norm_train", "pact_train", "fpgm_train", "distill_train", "eval",
-    "norm_export", "quant_export", "fpgm_export", "distill_export", "infer_export", "inference",
-)
+# Views of the table above (its `shape` column): nothing else lists slots by shape.
+PER_MODE_SLOTS = tuple(s.name for s in TRAIN_INFER_PYTHON if s.shape == "per_mode")  # `mode=value|...`
+LIST_SLOTS = tuple(s.name for s in TRAIN_INFER_PYTHON if s.shape in ("list", "commands"))  # `a|b`, looped
+COMMAND_SLOTS = tuple(s.name for s in TRAIN_INFER_PYTHON if s.shape in ("command", "commands"))  # scripts
+# Fields whose value the runner fills (output dirs, weights, model dir): the config's value is unused.
+RUNNER_FILLED = tuple(s.field for s in TRAIN_INFER_PYTHON if s.filled)
 # Trailing sections are found by name, never by position.
 TRAILING_SECTIONS = (
     "train_benchmark_params",
@@ -145,28 +185,28 @@ TRAILING_SECTIONS = (
 # (`--data-path:`) is the 51-line `train_param` (an extra train flag); the template's runner reads
 # but never passes it. Slots it has no line for (autocast, mkldnn, threads, TRT, precision, ...)
 # read as `null` in the generated runner.
-TUTORIAL_32: tuple[Slot, ...] = (
+TUTORIAL_32: tuple[Slot, ...] = (  # the 51-line rows it shares, by descriptor field
     _h(0, "train_params"),
-    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
-        ("model_name", "python", "gpu_list", "train_use_gpu", "epoch", "save_model", "train_batch_size",
-         "pretrain", "train_model_name", "train_param"), start=1)),
+    *(replace(SLOT_BY_FIELD[fld], index=i) for i, fld in enumerate(
+        ("model_name", "python", "gpu_list", "train.device", "train.epochs", "train.output_dir", "train.batch_size",
+         "train.pretrained", "train.checkpoint", "train.extra"), start=1)),
     _s(11, "sep_train"),
-    replace(SLOT_BY_NAME["trainer"], index=12),
-    replace(SLOT_BY_NAME["norm_train"], index=13),
+    replace(SLOT_BY_FIELD["train.trainer"], index=12),
+    replace(SLOT_BY_FIELD["train.norm"], index=13),
     _s(14, "sep_trainer"),
     _h(15, "eval_params"),
-    replace(SLOT_BY_NAME["eval"], index=16),
+    replace(SLOT_BY_FIELD["eval.script"], index=16),
     _s(17, "sep_eval"),
     _h(18, "infer_params"),
-    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
-        ("save_infer", "export_weight", "norm_export"), start=19)),
+    *(replace(SLOT_BY_FIELD[fld], index=i) for i, fld in enumerate(
+        ("export.output_dir", "export.weights", "export.norm"), start=19)),
     _s(22, "sep_export"),
-    replace(SLOT_BY_NAME["infer_model"], index=23, key="train_model", anchors=()),
-    replace(SLOT_BY_NAME["infer_export"], index=24, anchors=()),
+    replace(SLOT_BY_FIELD["whole_infer.models"], index=23, key="train_model", anchors=()),
+    replace(SLOT_BY_FIELD["whole_infer.export"], index=24, anchors=()),
     _s(25, "sep_whole_infer"),
-    *(replace(SLOT_BY_NAME[name], index=i) for i, name in enumerate(
-        ("inference", "infer_use_gpu", "infer_batch_size", "infer_model_dir", "infer_data", "benchmark"),
-        start=26)),
+    *(replace(SLOT_BY_FIELD[fld], index=i) for i, fld in enumerate(
+        ("inference.script", "inference.use_gpu", "inference.batch_size", "inference.model_dir", "inference.data",
+         "inference.benchmark"), start=26)),
 )
 TUTORIAL_32_LINES = len(TUTORIAL_32)
 TUTORIAL_32_ANCHORS = {0: "train_params", 1: "model_name", 2: "python", 3: "gpu_list", 12: "trainer", 15: "eval_params", 18: "infer_params", 26: "inference"}
@@ -184,7 +224,7 @@ RUNNER_ANCHORS = {
 # Lines a layout's own upstream runner reads but never passes to a script: the generated runner
 # leaves them out too (the tutorial's `use-gpu:True|True` has no dashes: passed, it would be a
 # stray positional argument).
-RUNNER_UNPASSED = {"standard": frozenset(), "tutorial": frozenset({"train_use_gpu"})}
+RUNNER_UNPASSED = {"standard": frozenset(), "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name})}
 
 
 def slots_of(layout_name: str) -> tuple[Slot, ...]:
@@ -208,10 +248,5 @@ def header_line(name: str) -> str:
 # The keyless inference block (idx 40-50) has no anchor; these values have a fixed shape in every
 # corpus file (the precision slot holds use_fp16's True/False in PaddleClas). lint reads a value of
 # another shape as a missing or extra line; the descriptor refuses one, so init never renders it.
-INFER_VALUE_SHAPES = {
-    "enable_mkldnn": ("True/False", re.compile(r"^(True|False|true|false)$")),
-    "cpu_threads": ("a number", re.compile(r"^\d+$")),
-    "infer_batch_size": ("a number", re.compile(r"^\d+$")),
-    "use_trt": ("True/False", re.compile(r"^(True|False|true|false)$")),
-    "precision": ("fp32/fp16/int8 or True/False", re.compile(r"^(fp32|fp16|int8|bf16|True|False|true|false)$")),
-}
+INFER_VALUE_SHAPES = {s.name: s.value for s in TRAIN_INFER_PYTHON if s.value is not None}
+

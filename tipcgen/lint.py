@@ -61,24 +61,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tipcgen import inputs, layout
+from tipcgen import chain, inputs, layout
+from tipcgen.layout_check import TRAIN_ANCHORS, TUTORIAL_ANCHORS, Anchor, describe, find_shift, holds
 from tipcgen.config import Line, TipcConfig, is_null, parse_per_mode, split_list
 
 # Full-width colon, vertical line, comma, equals sign, semicolon and the ideographic space.
 _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
 _PINNED_PYTHON = re.compile(r"^python\d+\.\d+$")
 _INFER_DEVICES = ("True", "False", "gpu", "cpu")
-_SHIFT_WINDOW = (-1, 1, -2, 2, -3, 3)
-_FLAG_NAMES = frozenset(
-    slot.name for slot in layout.TRAIN_INFER_PYTHON
-    if slot.kind == "kv" and slot.name not in layout.COMMAND_SLOTS
-)
+_FLAG_NAMES = frozenset(s.name for s in layout.TRAIN_INFER_PYTHON if s.kind == "kv" and s.name not in layout.COMMAND_SLOTS)
 _LIST_NAMES = frozenset((*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
 _KNOWN_MODES = frozenset((*layout.MODES, *layout.KNOWN_EXTRA_MODES))
 _CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
 # Slots the runner cannot do without: null there runs `null`, or trains nothing without a failure line.
-_NEEDS_VALUE = ("model_name", "python", "gpu_list", "trainer")
-_TRAINER_NAMES = ("norm_train", "pact_train", "fpgm_train", "distill_train", "trainer_key1", "trainer_key2")
+_NEEDS_VALUE = tuple(map(chain.name_of, ("model_name", "python", "gpu_list", "train.trainer")))
+_TRAINER, _GPUS, _DEVICES, _INFER_DEVICE = map(chain.name_of, ("train.trainer", "gpu_list", "train.device",
+                                                               "inference.use_gpu"))
 
 
 @dataclass(frozen=True)
@@ -92,20 +90,6 @@ class Finding:
     message: str
 
 
-@dataclass(frozen=True)
-class _Anchor:
-    index: int
-    names: tuple[str, ...]
-    kind: str  # header, sep or kv
-
-
-_TRAIN_ANCHORS = tuple(_Anchor(s.index, s.anchors, s.kind) for s in layout.ANCHOR_SLOTS)
-# The 32-line layout: its headers, its '##' lines and its keyed lines (train_model: may be renamed).
-_TUTORIAL_ANCHORS = tuple(
-    _Anchor(s.index, s.anchors or (s.key,), s.kind) for s in layout.TUTORIAL_32
-    if s.kind != "kv" or s.anchors or s.name in ("norm_train", "infer_export")
-)
-_TUTORIAL_LINES = layout.TUTORIAL_32_LINES
 # A train-only file ends after the idx-21 `##`, a train+eval file after the idx-25 `##`.
 _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NAME["sep_eval"].index + 1)
 
@@ -134,13 +118,13 @@ class _Linter:
     def run(self) -> list[Finding]:
         self.byte_rules()
         if self.kind == "train_infer_python":
-            self.anchor_rules(_TRAIN_ANCHORS, layout.TRAIN_INFER_PYTHON_LINES)
+            self.anchor_rules(TRAIN_ANCHORS, layout.TRAIN_INFER_PYTHON_LINES)
             if not any(finding.rule == "slot-shift" for finding in self.findings):
                 self.inference_block()
             if not any(finding.rule == "slot-shift" for finding in self.findings):
                 self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
         elif self.kind == "tutorial_32":  # the same rules; it has no keyless inference block
-            self.anchor_rules(_TUTORIAL_ANCHORS, _TUTORIAL_LINES)
+            self.anchor_rules(TUTORIAL_ANCHORS, layout.TUTORIAL_32_LINES)
             if not any(finding.rule == "slot-shift" for finding in self.findings):
                 self.slot_rules()
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
@@ -193,7 +177,7 @@ class _Linter:
                      "trailing whitespace becomes part of the value (the last list item, or the flag)")
 
     # -- layout anchors -----------------------------------------------------------------------
-    def anchor_rules(self, anchors: Sequence[_Anchor], expected_lines: int) -> None:
+    def anchor_rules(self, anchors: Sequence[Anchor], expected_lines: int) -> None:
         """Report the first anchor that sits elsewhere (a shift) or the first renamed anchor key."""
         last_ok = 0
         for position, anchor in enumerate(anchors):
@@ -201,33 +185,28 @@ class _Linter:
                 self.short_file(expected_lines)
                 return
             line = self.logical[anchor.index]
-            if _holds(line, anchor):
+            if holds(line, anchor):
                 last_ok = anchor.index
                 continue
-            shift = _find_shift(self.logical, anchors[position:])
+            shift = find_shift(self.logical, anchors[position:])
             if shift is not None:
                 self.report_shift(anchor, line, last_ok, *shift)
                 return
             self.add(self.line_of(anchor.index), "anchor-key", "warning",
-                     f"idx {anchor.index} should hold {_show(anchor)} but holds {_show_line(line)}; "
+                     f"idx {anchor.index} should hold {describe(anchor)} but holds {_show_line(line)}; "
                      "the lines around it are in place, so only the key differs")
         body_start = max(anchor.index for anchor in anchors if anchor.kind == "header") + 1
         if not self.header_inside_layout(body_start, expected_lines) and len(self.logical) < expected_lines:
             self.short_file(expected_lines)
 
-    def report_shift(self, anchor: _Anchor, line: Line, last_ok: int, moved: _Anchor, offset: int) -> None:
-        count = abs(offset)
-        plural = "s" if count > 1 else ""
+    def report_shift(self, anchor: Anchor, line: Line, last_ok: int, moved: Anchor, offset: int) -> None:
+        count, plural = abs(offset), "s" if abs(offset) > 1 else ""
         where = f"after idx {last_ok} (the last anchor in place)"
-        if offset < 0:
-            cause = f"{count} line{plural} missing {where}"
-            effect = f"every later slot is read {count} line{plural} early"
-        else:
-            cause = f"{count} extra line{plural} {where}"
-            effect = f"every later slot is read {count} line{plural} late"
+        cause = f"{count} line{plural} missing {where}" if offset < 0 else f"{count} extra line{plural} {where}"
+        effect = f"every later slot is read {count} line{plural} {'early' if offset < 0 else 'late'}"
         self.add(self.line_of(anchor.index), "slot-shift", "error",
-                 f"idx {anchor.index} should hold {_show(anchor)} but holds {_show_line(line)}; "
-                 f"{_show(moved)} sits at idx {moved.index + offset} instead of {moved.index}: {cause}, {effect}")
+                 f"idx {anchor.index} should hold {describe(anchor)} but holds {_show_line(line)}; "
+                 f"{describe(moved)} sits at idx {moved.index + offset} instead of {moved.index}: {cause}, {effect}")
 
     def header_inside_layout(self, body_start: int, expected_lines: int) -> bool:
         """Trailing sections are found by name, but one starting inside the last block means
@@ -302,7 +281,7 @@ class _Linter:
                      f"trailing whitespace after {value.rstrip()!r} becomes part of the {effect}")
 
     def device_list_length(self) -> None:
-        gpus, devices = self.slot_lines("gpu_list"), self.slot_lines("train_use_gpu")
+        gpus, devices = self.slot_lines(_GPUS), self.slot_lines(_DEVICES)
         if gpus is None or devices is None:
             return
         gpu_items, device_items = split_list(gpus[1].value), split_list(devices[1].value)
@@ -330,7 +309,7 @@ class _Linter:
                              "and the intended mode runs without the flag")
 
     def infer_device(self) -> None:
-        found = self.slot_lines("infer_use_gpu")
+        found = self.slot_lines(_INFER_DEVICE)
         if found is None or found[1].value.strip() == "null":
             return
         bad = [item for item in split_list(found[1].value) if item.strip() not in _INFER_DEVICES]
@@ -345,10 +324,10 @@ class _Linter:
             if found is not None and _no_value(found[1].value):
                 self.add(self.line_of(found[0]), "null-value", "error",
                          f"{found[1].key}: has no value (null): the runner "
-                         + ("trains nothing, and reports no failure" if name == "trainer" else "cannot run without it"))
-        trainer = self.slot_lines("trainer")
+                         + ("trains nothing, and reports no failure" if name == _TRAINER else "cannot run without it"))
+        trainer = self.slot_lines(_TRAINER)
         for item in split_list(trainer[1].value) if trainer is not None and not _no_value(trainer[1].value) else ():
-            commands = [self.slot_index[name] for name in _TRAINER_NAMES if name in self.slot_index]
+            commands = [self.slot_index[name] for name in chain.TRAINER_SLOTS if name in self.slot_index]
             index = next((i for i in commands if i < len(self.logical) and self.logical[i].key == item.strip()), None)
             if index is not None and _no_value(self.logical[index].value):
                 self.add(self.line_of(index), "null-value", "error",
@@ -370,41 +349,6 @@ class _Linter:
 def _no_value(value: str | None) -> bool:
     """``null``, empty, or Python's ``None`` (a descriptor or script that printed it): nothing to run."""
     return is_null(value) or value.strip() == "None"
-
-
-def _holds(line: Line, anchor: _Anchor) -> bool:
-    """The line has the anchor's key, or (for a kv slot) the ``null`` filler that keeps its place."""
-    if anchor.kind == "header":
-        return line.header_name in anchor.names
-    if anchor.kind == "sep":
-        return line.kind == "sep"
-    return line.header_name is None and (line.key in anchor.names or line.key == "null")
-
-
-def _find_shift(logical: Sequence[Line], anchors: Sequence[_Anchor]) -> tuple[_Anchor, int] | None:
-    """From the first failing anchor on, find an anchor that sits 1-3 lines away from its
-    index; stop at the first anchor that holds its own place (then nothing shifted)."""
-    for anchor in anchors:
-        if anchor.index < len(logical) and _holds(logical[anchor.index], anchor):
-            return None
-        for offset in _SHIFT_WINDOW:
-            index = anchor.index + offset
-            if 0 <= index < len(logical) and _holds_strictly(logical[index], anchor):
-                return anchor, offset
-    return None
-
-
-def _holds_strictly(line: Line, anchor: _Anchor) -> bool:
-    """Like ``_holds`` without the ``null`` filler: a filler elsewhere is no evidence of a shift."""
-    return _holds(line, anchor) and not (anchor.kind == "kv" and line.key == "null")
-
-
-def _show(anchor: _Anchor) -> str:
-    if anchor.kind == "header":
-        return f"the {anchor.names[0]} header"
-    if anchor.kind == "sep":
-        return "'##'"
-    return " or ".join(f"'{name}:'" for name in anchor.names)
 
 
 def _show_line(line: Line) -> str:

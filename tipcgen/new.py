@@ -18,48 +18,52 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from . import descriptor, legacy_format, new_data, render
+from . import chain, descriptor, layout, legacy_format, new_data, render
 from .errors import TipcgenError
 
 PROBE_TIMEOUT = 60
 ROLES = ("train", "eval", "export", "infer")
+_ROLE_OF_STEP = {"train": "train", "eval": "eval", "export": "export", "infer": "infer", "whole_infer": "infer"}
 DATA_ROLES = {"train": "train", "eval": "train", "infer": "infer"}  # descriptor data.files roles
 
 # Descriptor field → the flag names that fill it, best first (compared without dashes, '-' as '_').
-CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "train.device": ("train", ("device", "use_gpu", "place")),
-    "train.autocast": ("train", ("auto_cast", "autocast", "amp_level", "use_amp", "amp", "precision")),
-    "train.epochs": ("train", ("epochs", "epoch_num", "num_epochs", "epoch", "max_epochs", "num_train_epochs",
-                               "max_steps", "max_iters", "total_iters", "iters")),
-    "train.output_dir": ("train", ("output_dir", "save_dir", "output", "save_path", "checkpoint_dir", "output_path",
-                                   "save_model_dir", "model_save_dir")),
-    "train.batch_size": ("train", ("batch_size", "train_batch_size", "per_device_train_batch_size", "bs")),
-    "train.pretrained": ("train", ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
-                                   "init_checkpoint", "params_path", "checkpoint", "resume", "weights")),
-    "train.extra": ("train", ("data_file", "data", "data_dir", "data_path", "train_data", "train_file",
-                              "train_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
-                              "dataset_path", "train_dir", "img_dir", "img_path", "image_path", "images_dir")),
-    "eval.extra": ("eval", ("data_file", "data", "data_dir", "data_path", "eval_data", "dev_file", "eval_file",
-                            "dev_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
-                            "dataset_path", "val_dir", "eval_dir", "img_dir", "img_path", "image_path")),
-    "export.output_dir": ("export", ("output_path", "save_inference_dir", "save_dir", "output_dir", "export_dir",
-                                     "output", "inference_dir", "save_path")),
-    "export.weights": ("export", ("params_path", "init_from_ckpt", "pretrained", "pretrained_model", "model_path",
-                                  "checkpoint", "weights", "ckpt", "resume")),
-    "inference.use_gpu": ("infer", ("use_gpu", "device")),
-    "inference.enable_mkldnn": ("infer", ("enable_mkldnn", "use_mkldnn", "enable_onednn", "use_onednn")),
-    "inference.cpu_threads": ("infer", ("cpu_threads", "cpu_num_threads", "num_threads", "threads",
-                                        "cpu_math_library_num_threads")),
-    "inference.batch_size": ("infer", ("batch_size", "infer_batch_size")),
-    "inference.use_tensorrt": ("infer", ("use_tensorrt", "use_trt", "enable_tensorrt")),
-    "inference.precision": ("infer", ("precision", "run_mode", "infer_precision")),
-    "inference.model_dir": ("infer", ("model_dir", "inference_model_dir", "model_path", "infer_model_dir",
-                                      "model", "model_file")),
-    "inference.data": ("infer", ("data_file", "data", "image_dir", "input_file", "infer_data", "infer_file",
-                                 "data_dir", "input", "text_file", "data_path", "img_path", "image_path", "img_dir",
-                                 "images_dir", "image_file", "img_file", "infer_dir", "test_dir", "input_dir")),
-    "inference.benchmark": ("infer", ("benchmark",)),
+_FLAG_NAMES: dict[str, tuple[str, ...]] = {
+    "train.device": ("device", "use_gpu", "place"),
+    "train.autocast": ("auto_cast", "autocast", "amp_level", "use_amp", "amp", "precision"),
+    "train.epochs": ("epochs", "epoch_num", "num_epochs", "epoch", "max_epochs", "num_train_epochs",
+                     "max_steps", "max_iters", "total_iters", "iters"),
+    "train.output_dir": ("output_dir", "save_dir", "output", "save_path", "checkpoint_dir", "output_path",
+                         "save_model_dir", "model_save_dir"),
+    "train.batch_size": ("batch_size", "train_batch_size", "per_device_train_batch_size", "bs"),
+    "train.pretrained": ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
+                         "init_checkpoint", "params_path", "checkpoint", "resume", "weights"),
+    "train.extra": ("data_file", "data", "data_dir", "data_path", "train_data", "train_file",
+                    "train_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
+                    "dataset_path", "train_dir", "img_dir", "img_path", "image_path", "images_dir"),
+    "eval.extra": ("data_file", "data", "data_dir", "data_path", "eval_data", "dev_file", "eval_file",
+                   "dev_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
+                   "dataset_path", "val_dir", "eval_dir", "img_dir", "img_path", "image_path"),
+    "export.output_dir": ("output_path", "save_inference_dir", "save_dir", "output_dir", "export_dir",
+                          "output", "inference_dir", "save_path"),
+    "export.weights": ("params_path", "init_from_ckpt", "pretrained", "pretrained_model", "model_path",
+                       "checkpoint", "weights", "ckpt", "resume"),
+    "inference.use_gpu": ("use_gpu", "device"),
+    "inference.enable_mkldnn": ("enable_mkldnn", "use_mkldnn", "enable_onednn", "use_onednn"),
+    "inference.cpu_threads": ("cpu_threads", "cpu_num_threads", "num_threads", "threads",
+                              "cpu_math_library_num_threads"),
+    "inference.batch_size": ("batch_size", "infer_batch_size"),
+    "inference.use_tensorrt": ("use_tensorrt", "use_trt", "enable_tensorrt"),
+    "inference.precision": ("precision", "run_mode", "infer_precision"),
+    "inference.model_dir": ("model_dir", "inference_model_dir", "model_path", "infer_model_dir",
+                            "model", "model_file"),
+    "inference.data": ("data_file", "data", "image_dir", "input_file", "infer_data", "infer_file",
+                       "data_dir", "input", "text_file", "data_path", "img_path", "image_path", "img_dir",
+                       "images_dir", "image_file", "img_file", "infer_dir", "test_dir", "input_dir"),
+    "inference.benchmark": ("benchmark",),
 }
+# Descriptor field → (the step whose script takes the flag, per the description; its flag names).
+CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
+    fld: (_ROLE_OF_STEP[chain.step_of_field(fld)], names) for fld, names in _FLAG_NAMES.items()}
 VALUE_FIELDS = (*CANDIDATES, "train.infer_data")
 _STEP_COUNTERS = ("max_steps", "max_iters", "total_iters", "iters")
 _SCRIPT_OPTION = {"train": "--train", "eval": "--eval", "export": "--export", "infer": "--infer"}
@@ -480,12 +484,12 @@ def _flag_of(scripts: dict[str, Script], fld: str, chosen: dict[str, str | None]
     return next((f for f in script.flags if name in f.names), None)
 
 
-_RUNNER_FILLED = ("train.output_dir", "export.output_dir", "export.weights", "inference.model_dir")
+RUNNER_FILLED = layout.RUNNER_FILLED
 
 
 def _passed_with_value(role: str, fld: str, values: dict[str, Any]) -> bool:
     """Whether the runner passes this field's flag with a value (a null value drops the flag)."""
-    if fld in _RUNNER_FILLED or (role == "eval" and fld == "train.pretrained"):
+    if fld in RUNNER_FILLED or (role == "eval" and fld == "train.pretrained"):
         return True
     # after training, inference reads train.infer_data (with inference.data's key)
     value = values.get("train.infer_data" if fld == "inference.data" else fld)

@@ -5,6 +5,7 @@ user's files: it writes all files or none, and never overwrites a changed file w
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import posixpath
@@ -12,13 +13,13 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from . import __version__, benchmark, existing, gitignore, layout
+from . import __version__, benchmark, chain, existing, gitignore, layout
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
@@ -47,6 +48,7 @@ def environment() -> jinja2.Environment:
     env.filters["sh"] = shlex.quote
     env.globals["header"] = layout.header_line
     env.globals["version"] = __version__
+    env.globals.update(chain.template_context())  # templates name slots by field: {{ f.train.epochs }}
     return env
 
 
@@ -62,24 +64,46 @@ def paddle2onnx_relpath(model_name: str) -> str:
 
 
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
-    env = env or environment()
-    headers = [desc.section_headers[i] if i < len(desc.section_headers) else None for i in range(len(desc.sections))]
-    return env.get_template("config/train_infer_python.txt.j2").render(
-        layout=layout.slots_of(desc.layout), slots=desc.slots, sections=desc.sections, checks=desc.checks,
-        benchmark=desc.benchmark, section_headers=headers)
+    """The config text of a descriptor (train_infer_python.txt)."""
+    return layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()}, desc.sections,
+                       desc.section_headers, checks=desc.checks, benchmark=desc.benchmark, env=env)
+
+
+@functools.lru_cache(maxsize=1)
+def _config_environment() -> jinja2.Environment:
+    return environment()
+
+
+def layout_text(layout_name: str, lines: Mapping[str, str], sections: Sequence[tuple[str | None, Sequence[str]]] = (),
+                section_headers: Sequence[str | None] = (), *, checks=None, benchmark=None,
+                env: jinja2.Environment | None = None) -> str:
+    """The one writer of a layout's lines: ``lines`` maps a kv slot's name to its line (``key:value``,
+    or a key alone); a kv slot not given gets ``KEY:null`` (``null:null`` without a default key).
+    ``sections`` are the trailing ``(name, lines)``; a ``None`` name writes no header."""
+    table = layout.slots_of(layout_name)
+    kv = {slot.name: slot for slot in table if slot.kind == "kv"}
+    unknown = sorted(set(lines) - set(kv) - {slot.name for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"})
+    if unknown:
+        raise ValueError(f"not kv slots of the {layout_name} layout: {', '.join(unknown)}")
+    given = {name: lines.get(name, f"{slot.key or 'null'}:null") for name, slot in kv.items()}
+    if any(not line or "\n" in line for line in given.values()):
+        raise ValueError("config lines must be non-empty and must not contain a newline")
+    headers = [section_headers[i] if i < len(section_headers) else None for i in range(len(sections))]
+    return (env or _config_environment()).get_template("config/train_infer_python.txt.j2").render(
+        layout=table, lines=given, sections=sections, checks=checks, benchmark=benchmark, section_headers=headers)
 
 
 def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
     p = desc.paddle2onnx
     if p is None:
         return {}
-    keys = {"use_gpu_key": desc.slots["infer_use_gpu"].key, "model_dir_key": desc.slots["infer_model_dir"].key,
-            "data_key": desc.slots["infer_data"].key}
+    use_gpu, model_dir, data = (_slot(desc, f"inference.{name}") for name in ("use_gpu", "model_dir", "data"))
+    keys = {"use_gpu_key": use_gpu.key, "model_dir_key": model_dir.key, "data_key": data.key}
     config = env.get_template("config/paddle2onnx.txt.j2").render(
-        model_name=desc.model_name, python=desc.slots["python"].value, p=p, checks=desc.checks,
-        use_gpu={"key": keys["use_gpu_key"], "value": desc.slots["infer_use_gpu"].value},
+        model_name=desc.model_name, python=_slot(desc, "python").value, p=p, checks=desc.checks,
+        use_gpu={"key": keys["use_gpu_key"], "value": use_gpu.value},
         model_dir_key=keys["model_dir_key"], onnx_dir=posixpath.dirname(p.save_file),
-        data={"key": keys["data_key"]}, infer_data=desc.slots["train_infer_data"].value)
+        data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value)
     runner = env.get_template("runner/test_paddle2onnx.sh.j2").render(
         step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, **keys)
     return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
@@ -116,21 +140,26 @@ def _slot_keys(desc: Descriptor) -> list[tuple[layout.Slot, str]]:
             and slot.name not in layout.RUNNER_UNPASSED[desc.layout]]
 
 
-def _docs_context(desc: Descriptor) -> dict:
-    def shown(name: str) -> str:
-        return (desc.slots[name].value or "").replace("|", "/")
+def _slot(desc: Descriptor, fld: str):
+    """A descriptor's slot value by descriptor field (code names slots by field: see chain.py)."""
+    return desc.slots[chain.name_of(fld)]
 
-    gpus = desc.list_value("gpu_list")
+
+def _docs_context(desc: Descriptor) -> dict:
+    def shown(fld: str) -> str:
+        return (_slot(desc, f"inference.{fld}").value or "").replace("|", "/")
+
+    gpus = desc.list_value(chain.name_of("gpu_list"))
     return {
         "model_name": desc.model_name,
         "description": desc.description,
         "descriptor_name": Path(desc.source).name,
         "modes": layout.MODES,
-        "gpu_list": desc.slots["gpu_list"].value,
+        "gpu_list": _slot(desc, "gpu_list").value,
         "multi_device": any("," in g and ";" not in g for g in gpus),
         "multi_node": any(";" in g for g in gpus),
         "whole_env": desc.data.whole_env if desc.data else "",
-        "infer": {"batch_size": shown("infer_batch_size"), "trt": shown("use_trt"),
+        "infer": {"batch_size": shown("batch_size"), "trt": shown("use_tensorrt"),
                   "mkldnn": shown("enable_mkldnn"), "threads": shown("cpu_threads")},
     }
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import layout, provenance, run_guard, submission, target
+from .chain import slots_of_step
 from .config import TipcConfig
 from .errors import RunError
 from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
@@ -176,10 +177,9 @@ def _null_kinds(text: str) -> set[str]:
         value = (lines[index].value or "").strip() if index < len(lines) else ""
         return value in ("", "null")
 
-    kinds = {kind for kind, name in (("eval", "eval"), ("infer", "inference")) if is_null(name)}
-    if all(is_null(name) for name in ("norm_export", "quant_export", "fpgm_export", "distill_export")):
-        kinds.add("export")
-    return kinds
+    # A step kind is off when every command the description gives its step is null.
+    return {kind for kind in ("eval", "export", "infer")
+            if all(is_null(slot.name) for slot in slots_of_step(kind) if slot.shape == "command")}
 
 
 def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,

@@ -1,0 +1,19 @@
+"""Configs for tests, written by the one writer of the layout (render.layout_text, the template)."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tipcgen import render
+from tipcgen.config import TipcConfig
+
+
+def config_text(pairs: Mapping[str, tuple[str, str | None]],
+                trailing: Sequence[tuple[str | None, Sequence[str]]] = ()) -> str:
+    """The 51-line text from ``{slot_name: (key, value)}`` (a ``None`` value writes the key alone)."""
+    lines = {name: key if value is None else f"{key}:{value}" for name, (key, value) in pairs.items()}
+    return render.layout_text("standard", lines, trailing)
+
+
+def build(pairs: Mapping[str, tuple[str, str | None]],
+          trailing: Sequence[tuple[str | None, Sequence[str]]] = ()) -> TipcConfig:
+    return TipcConfig.parse(config_text(pairs, trailing))

@@ -1,0 +1,82 @@
+"""The one description of the chain (tipcgen/layout.py + tipcgen/chain.py): the templates, new,
+lint and import read it, and renaming or adding a slot is one edit there (docs/CHAINS.md)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from conftest import ROOT, STUB, tipcgen
+from tipcgen import chain, layout, new
+
+TEMPLATES = ROOT / "templates"
+
+
+def test_every_slot_a_template_names_is_in_the_description():
+    problems = [problem for path in sorted(TEMPLATES.rglob("*.j2"))
+                for problem in chain.template_slot_problems(path.read_text(), str(path.relative_to(ROOT)))]
+    assert problems == []
+
+
+def test_the_template_check_catches_a_slot_the_description_lacks():
+    text = 'a=$(slot_value {{ f.inference.cpu_threads }})\nb=$(slot_key cpu_thread_num)\nc=$(slot_value epoch)\n' \
+           'd=$(slot_value {{ f.inference.threads }})\ne=$(slot_value "$name")\n'
+    problems = chain.template_slot_problems(text, "t.j2")
+    assert [p.split(": ", 1)[0] for p in problems] == ["t.j2:2", "t.j2:3", "t.j2:4"]
+    assert "write {{ f.train.epochs }}" in problems[1]
+
+
+def test_shape_views_and_the_trainer_table_come_from_the_rows():
+    assert layout.PER_MODE_SLOTS == ("epoch", "train_batch_size")
+    assert set(layout.INFER_VALUE_SHAPES) == {"enable_mkldnn", "cpu_threads", "infer_batch_size", "use_trt", "precision"}
+    assert "infer_export" in layout.LIST_SLOTS and "infer_export" in layout.COMMAND_SLOTS
+    assert new.RUNNER_FILLED == layout.RUNNER_FILLED == (
+        "train.output_dir", "export.output_dir", "export.weights", "inference.model_dir")
+    assert chain.TRAINER_SLOTS == ("norm_train", "pact_train", "fpgm_train", "distill_train", "trainer_key1",
+                                   "trainer_key2")
+    assert [c["pattern"] for c in chain.trainer_cases()] == [
+        "pact_train | quant_train", "fpgm_train", "distill_train", "to_static_train",
+        '"$(slot_key trainer_key2)"', "*"]
+    assert {fld: role for fld, (role, _) in new.CANDIDATES.items()}["train.pretrained"] == "train"
+
+
+def test_renaming_and_adding_a_slot_is_one_edit_in_the_description(tmp_path: Path):
+    """On a copy of the package: rename cpu_threads, add a slot, then init, lint and run the stub chain."""
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "tipcgen", pkg / "tipcgen", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(TEMPLATES, pkg / "templates")
+    description = pkg / "tipcgen" / "layout.py"
+    text = description.read_text()
+    assert text.count('"cpu_threads"') == 1 and text.count("\n)\n\nTRAIN_INFER_PYTHON_LINES") == 1
+    text = text.replace('"cpu_threads"', '"cpu_thread_num"')
+    text = text.replace("\n)\n\nTRAIN_INFER_PYTHON_LINES", '\n    _kv(51, "infer_warmup", "inference.warmup", '
+                        '"null", doc="warm-up runs", shape="flag"),\n)\n\nTRAIN_INFER_PYTHON_LINES')
+    description.write_text(text)
+
+    repo = tmp_path / "repo"
+    shutil.copytree(STUB, repo / "stub")
+    yaml_text = (STUB / "tipc.yaml").read_text().replace(
+        "  benchmark: {key: --benchmark, value: true}\n",
+        "  benchmark: {key: --benchmark, value: true}\n  warmup: {key: --warmup, value: 2}\n")
+    (repo / "stub" / "tipc.yaml").write_text(yaml_text)
+    env = {"PYTHONPATH": str(pkg)}
+    tipcgen("init", "stub/tipc.yaml", "--output", ".", cwd=repo, env=env, check=True)
+    config = repo / "test_tipc" / "configs" / "stub_model" / "train_infer_python.txt"
+    lines = config.read_text().splitlines()
+    assert lines[51] == "--warmup:2" and lines[42] == "--cpu_threads:1"
+    common = (repo / "test_tipc" / "common_func.sh").read_text()
+    assert "[cpu_thread_num]=42" in common and "[cpu_threads]" not in common and "[infer_warmup]=51" in common
+    lint = tipcgen("lint", str(config), cwd=repo, env=env)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    argv = tmp_path / "argv.jsonl"
+    proc = tipcgen("run", "--mode", "lite_train_lite_infer", "--quiet", cwd=repo, env={**env, "STUB_ARGV": str(argv)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    infer = [call for call in map(json.loads, argv.read_text().splitlines()) if call[0] == "infer"]
+    assert len(infer) == 2 and all("--cpu_threads=1" in call for call in infer)
+
+
+def test_the_descriptor_docs_slot_table_is_rendered_from_the_description():
+    docs = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
+    start = docs.index("tests/test_description.py keeps it equal -->\n") + len("tests/test_description.py keeps it equal -->\n")
+    assert docs[start:docs.index("<!-- end of the generated slot table -->")] == chain.slot_table(), \
+        "regenerate the table: python -c 'from tipcgen import chain; print(chain.slot_table())'"
