@@ -16,6 +16,7 @@ import typer
 from .cli_accept import accept as accept_command
 from .cli_align import align_app
 from .cli_repro import register as register_repro
+from .cli_schema import schema
 from .cli_suite import suite
 from .errors import TipcgenError, os_error
 
@@ -33,6 +34,7 @@ register_repro(align_app)
 app.add_typer(align_app, name="align")
 app.command(name="accept")(accept_command)
 app.command()(suite)
+app.command()(schema)
 
 
 class Devices(str, Enum):
