@@ -112,13 +112,14 @@ def new(
     """
     from . import new as newdesc
     from . import render
+    from .new_fields import check_fields
 
     scripts = {role: path for role, path in (("train", train), ("eval", eval_), ("export", export), ("infer", infer))
                if path is not None}
     data = {role: path for role, path in (("train", train_data), ("eval", eval_data), ("infer", infer_data)) if path}
     options = newdesc.Options(model_name=model_name, scripts=scripts, data=data, setup=list(setup), checkpoint=checkpoint,
-                              python=python, devices=devices.value, flags=newdesc.check_fields(_pairs(flag, "--flag"), "--flag"),
-                              values=newdesc.check_fields(_pairs(value, "--value"), "--value"), probe_timeout=probe_timeout)
+                              python=python, devices=devices.value, flags=check_fields(_pairs(flag, "--flag"), "--flag"),
+                              values=check_fields(_pairs(value, "--value"), "--value"), probe_timeout=probe_timeout)
 
     def ask(option: str, question: str, default: str) -> str:
         return typer.prompt(f"{question} ({option})", default=default or None, show_default=bool(default))

@@ -14,6 +14,15 @@ from .schema import BAD_PUNCTUATION
 from .yaml_lines import describe
 
 
+def config_text(value: Any) -> str:
+    """A loaded scalar as the descriptor writes it into the config (null, True/False, the text)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return str(value)
+
+
 class Checks:
     def __init__(self, source: str, lines: dict[str, int]) -> None:
         self.source = source
@@ -68,10 +77,8 @@ class Checks:
         return text
 
     def scalar_text(self, value: Any, path: str) -> str:
-        if value is None:
-            return "null"
-        if isinstance(value, bool):
-            return "True" if value else "False"
+        if value is None or isinstance(value, bool):
+            return config_text(value)
         if isinstance(value, (dict, list)):
             raise self._err(path, value, "a single value")
         if value == "":
