@@ -35,6 +35,28 @@ class RunError(TipcgenError):
     """A chain that cannot start (missing config, unknown mode, missing data)."""
 
 
+class ScriptError(RunError):
+    """A generated script that refused to start (exit 2). The scripts say why on stderr in the lines
+    common_func.sh.j2's tipc_error writes, ``tipc error: WHAT`` and ``  hint: HOW``; this class is the
+    one place that reads them back."""
+
+    ERROR_PREFIX = "tipc error: "
+    HINT_PREFIX = "  hint: "
+
+    @classmethod
+    def is_own_line(cls, line: str) -> bool:
+        """A line of such an explanation (the CLI shows the error once, as this exception)."""
+        return line.startswith((cls.ERROR_PREFIX, cls.HINT_PREFIX))
+
+    @classmethod
+    def from_lines(cls, lines: list[str]) -> "ScriptError":
+        """The script's last error and hint; without one, its last lines."""
+        errors = [line.removeprefix(cls.ERROR_PREFIX) for line in lines if line.startswith(cls.ERROR_PREFIX)]
+        hints = [line.strip().removeprefix("hint: ") for line in lines if line.strip().startswith("hint: ")]
+        message = errors[-1] if errors else " | ".join(lines[-3:]) or "the script stopped with exit code 2"
+        return cls(message, hints[-1] if hints else "")
+
+
 class InputError(TipcgenError):
     """A file given to tipcgen that it cannot read as the text it expects (not its contents' fault alone:
     a folder, a FIFO, a binary or non-UTF-8 file, one too large). Never quotes the file's contents."""
