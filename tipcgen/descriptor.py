@@ -108,9 +108,6 @@ class Descriptor:
     section_headers: tuple[str | None, ...] = ()  # a section's header as written, where not 27/27
     layout: str = "standard"  # the config layout: standard (51 lines) or tutorial (32 lines)
 
-    def slot(self, name: str) -> SlotValue:
-        return self.slots[name]
-
     def list_value(self, name: str) -> list[str]:
         return (self.slots[name].value or "").split("|")
 

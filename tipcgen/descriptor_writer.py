@@ -78,11 +78,11 @@ def slot_node(slot: layout.Slot, key: str, value: str | None) -> str | None:
     if (key, value) == (slot.key or "null", "null") and slot.field not in REQUIRED_FIELDS:
         return None
     if key == slot.key:
-        return value_node(slot, value, flow=False)
-    return f"{{key: {token(key, KEY_TYPES, True)}, value: {value_node(slot, value, flow=True)}}}"
+        return value_node(slot, value, in_flow=False)
+    return f"{{key: {token(key, KEY_TYPES, True)}, value: {value_node(slot, value, in_flow=True)}}}"
 
 
-def value_node(slot: layout.Slot, value: str, flow: bool) -> str:
+def value_node(slot: layout.Slot, value: str, in_flow: bool) -> str:
     """A per-mode flow mapping or a flow list where it renders back the same, else the text as is."""
     modes = per_mode(value) if slot.name in layout.PER_MODE_SLOTS else None
     if modes:
@@ -90,7 +90,7 @@ def value_node(slot: layout.Slot, value: str, flow: bool) -> str:
     items = value.split("|")
     if slot.name in layout.LIST_SLOTS and len(items) > 1 and all(item and item == item.strip() for item in items):
         return "[" + ", ".join(token(item, VALUE_TYPES, True) for item in items) + "]"
-    return token(value, VALUE_TYPES, flow)
+    return token(value, VALUE_TYPES, in_flow)
 
 
 def per_mode(value: str) -> list[tuple[str, str]] | None:
@@ -100,8 +100,6 @@ def per_mode(value: str) -> list[tuple[str, str]] | None:
     plain = all(equals and mode in _KNOWN_MODES and "=" not in item and item == item.strip()
                 for mode, equals, item in pairs)
     return [(mode, item) for mode, _, item in pairs] if plain and len(set(modes)) == len(modes) else None
-
-
 
 
 # A plain YAML scalar for sure: printable ASCII, no leading indicator (a '-', '?' or ':' only before
@@ -114,19 +112,19 @@ _STR_TAG = "tag:yaml.org,2002:str"
 
 
 @lru_cache(maxsize=4096)
-def token(text: str, types: tuple[type, ...], flow: bool) -> str:
+def token(text: str, types: tuple[type, ...], in_flow: bool) -> str:
     """``text`` as a plain YAML scalar if it loads back as one of ``types`` and renders as
     ``text`` (``True``, ``1.0``, ``null``; ``0,1`` outside a flow list), else single-quoted."""
-    if _PLAIN_TEXT.match(text) and not (flow and _FLOW_INDICATORS.search(text)) \
+    if _PLAIN_TEXT.match(text) and not (in_flow and _FLOW_INDICATORS.search(text)) \
             and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG:
         return text  # plain text that YAML reads back as itself (every caller accepts str)
     try:
-        loaded = yaml.safe_load(f"[{text}]" if flow else f"k: {text}")
+        loaded = yaml.safe_load(f"[{text}]" if in_flow else f"k: {text}")
     except (yaml.YAMLError, ValueError):  # ValueError: an int of more digits than Python converts
         loaded = None
-    if flow and isinstance(loaded, list) and len(loaded) == 1:
+    if in_flow and isinstance(loaded, list) and len(loaded) == 1:
         value, found = loaded[0], True
-    elif not flow and isinstance(loaded, dict) and list(loaded) == ["k"]:
+    elif not in_flow and isinstance(loaded, dict) and list(loaded) == ["k"]:
         value, found = loaded["k"], True
     else:
         value, found = None, False

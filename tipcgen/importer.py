@@ -19,12 +19,6 @@ from . import descriptor_writer as writer
 from .errors import DescriptorError, TipcgenError
 
 _SHIFT_WINDOW = (-1, 1, -2, 2, -3, 3)
-_COMMENT_COLUMN = 50
-_LINE_WIDTH = 110
-# What the descriptor validator accepts where: slot values (scalar_text), keys, section text.
-writer.VALUE_TYPES = (str, bool, int, float, type(None))
-writer.KEY_TYPES = (str, type(None))
-writer.TEXT_TYPES = (str,)
 
 
 @dataclass
