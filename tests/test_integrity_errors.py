@@ -371,3 +371,15 @@ def test_a_script_refusal_is_read_back_in_one_place():
     assert ScriptError.from_lines(["a", "b", "c", "d"]).message == "b | c | d"
     template = (ROOT / "templates" / "runner" / "common_func.sh.j2").read_text()
     assert f"printf '{ScriptError.ERROR_PREFIX}%s\\n'" in template and f"printf '{ScriptError.HINT_PREFIX}%s\\n'" in template
+
+
+def test_every_user_error_class_lives_in_errors_py():
+    """One hierarchy: the exceptions a user sees are TipcgenError subclasses, all defined in tipcgen/errors.py.
+    Only two internal ones live elsewhere, and neither reaches the user: reprod_files._Refused (turned into
+    AlignFileError where it is caught) and run_guard.Interrupted (a stop signal, which run.py turns into an
+    interrupted summary)."""
+    import re
+
+    found = {(path.name, name) for path in (ROOT / "tipcgen").glob("*.py") if path.name != "errors.py"
+             for name in re.findall(r"^class (\w+)\((?:\w*Error|\w*Exception)\)", path.read_text(), re.MULTILINE)}
+    assert found == {("reprod_files.py", "_Refused"), ("run_guard.py", "Interrupted")}

@@ -27,6 +27,35 @@ class DescriptorError(TipcgenError):
         self.line = line
 
 
+class ConfigImportError(TipcgenError):
+    """A config that cannot become a descriptor (tipcgen import): names the file, the line and the reason."""
+
+    def __init__(self, source: str, line: int | None, message: str, hint: str = "") -> None:
+        super().__init__(f"{source}:{line}: {message}" if line else f"{source}: {message}", hint)
+
+
+class SummaryFileError(TipcgenError):
+    """A summary.json that is not what tipcgen run writes."""
+
+    HINT = ("this summary.json was not written by tipcgen run, or was edited or cut short: "
+            "run the chain again (tipcgen run --mode MODE) to rewrite it")
+
+    def __init__(self, source: str, where: str, problem: str) -> None:
+        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}", self.HINT)
+
+
+class AlignFileError(TipcgenError):
+    """A reprod_log checkpoint file that cannot be read as a dict of arrays (tipcgen align)."""
+
+
+class CheckpointError(TipcgenError):
+    """A weights file that cannot be read safely (unknown format, or a pickle that would run code)."""
+
+
+class ConvertError(TipcgenError):
+    """A conversion rule file, a target or an option that cannot be used (tipcgen align convert)."""
+
+
 class RenderConflictError(TipcgenError):
     """init would overwrite files that differ from what it renders."""
 

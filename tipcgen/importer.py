@@ -16,7 +16,7 @@ from pathlib import Path
 from . import config as cfg
 from . import descriptor, inputs, layout
 from . import descriptor_writer as writer
-from .errors import DescriptorError, TipcgenError
+from .errors import ConfigImportError, DescriptorError
 
 _SHIFT_WINDOW = (-1, 1, -2, 2, -3, 3)
 
@@ -29,13 +29,6 @@ class _Trailing:
     line: int
     lines: list[tuple[int, str]]
     header: str | None = None  # the header as written, where its padding is not the canonical 27/27
-
-
-class ConfigImportError(TipcgenError):
-    """A config that cannot become a descriptor: names the file, the line and the reason."""
-
-    def __init__(self, source: str, line: int | None, message: str, hint: str = "") -> None:
-        super().__init__(f"{source}:{line}: {message}" if line else f"{source}: {message}", hint)
 
 
 def import_file(path: str | Path) -> str:
