@@ -31,7 +31,8 @@ def test_the_doc_field_table_is_generated_from_the_schema():
     text = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
     section = text.split("## Every field", 1)[1].split("\n## ", 1)[0]
     table = section[section.index("| field | meaning |"):].rstrip("\n") + "\n"
-    assert table == schema.field_table()
+    assert table == schema.field_table(), "paste the output of: python -c 'from tipcgen import schema; " \
+        "print(schema.field_table(), end=\"\")' into docs/DESCRIPTOR.md's \"Every field\" section"
 
 
 def test_the_cli_prints_the_shipped_schema():

@@ -15,10 +15,20 @@ from typing import Any
 from . import inputs, yaml_lines
 from .errors import DescriptorError, InputError
 from .samples import resolve, sample_names, samples_dir
-from .schema import SCHEMA_VERSION
+# The schema's names, importable from here as before the split (schema.py is their home).
+from .schema import (ALIGN_CHECKPOINTS, BAD_PUNCTUATION, CHECK_FIELDS, DATA_FIELDS, DATA_FILE_FIELDS, DATA_NAME_RE,
+                     ENV_NAME_RE, FIXED_KEY_SLOTS, GPU_ENTRY_RE, INPUTS_PATH_RE, KEY_RE, MAX_STEP_TIMEOUT, MD5_RE,
+                     MODEL_NAME_RE, PADDLE2ONNX_FIELDS, PYTHON_RE, RESERVED_ENV, ROLES, RUN_FIELDS, SCHEMA_VERSION,
+                     SECTION_FIELDS, SLOT_DEFAULTS, TOP_FIELDS, TRAINER_SLOTS)
+from .yaml_lines import MAX_NUMBER_BITS, MAX_VALUES
 
-__all__ = ["SCHEMA_VERSION", "ChecksSpec", "DataFile", "DataSpec", "Descriptor", "Paddle2OnnxSpec", "SlotValue",
-           "Tolerance", "load", "load_text", "resolve", "sample_names", "samples_dir"]
+__all__ = ["ChecksSpec", "DataFile", "DataSpec", "Descriptor", "Paddle2OnnxSpec", "SlotValue", "Tolerance", "load",
+           "load_text", "resolve", "sample_names", "samples_dir",
+           "ALIGN_CHECKPOINTS", "BAD_PUNCTUATION", "CHECK_FIELDS", "DATA_FIELDS", "DATA_FILE_FIELDS", "DATA_NAME_RE",
+           "ENV_NAME_RE", "FIXED_KEY_SLOTS", "GPU_ENTRY_RE", "INPUTS_PATH_RE", "KEY_RE", "MAX_NUMBER_BITS",
+           "MAX_STEP_TIMEOUT", "MAX_VALUES", "MD5_RE", "MODEL_NAME_RE", "PADDLE2ONNX_FIELDS", "PYTHON_RE",
+           "RESERVED_ENV", "ROLES", "RUN_FIELDS", "SCHEMA_VERSION", "SECTION_FIELDS", "SLOT_DEFAULTS", "TOP_FIELDS",
+           "TRAINER_SLOTS"]
 
 
 @dataclass(frozen=True)
