@@ -39,6 +39,12 @@ def test_the_cli_prints_the_shipped_schema():
     assert tipcgen("schema", check=True).stdout == schema.SCHEMA_FILE.read_text()
 
 
+def test_the_json_schema_accepts_the_fixed_key_written_out():
+    doc = {**SAMPLE, "python": {"key": "python", "value": "python3"}}
+    descriptor.load_text(yaml.safe_dump(doc, sort_keys=False), source="ok.yaml", base_dir=ROOT)
+    assert not list(_validator().iter_errors(doc))
+
+
 @pytest.mark.parametrize("path", DESCRIPTORS, ids=lambda p: p.parent.name)
 def test_the_json_schema_accepts_every_sample_and_fixture(path):
     descriptor.load(path)  # our validator accepts it ...
@@ -85,6 +91,8 @@ BROKEN = {
                                                 "model_dir": "out"}),
     "unknown check": lambda d: d.update(checks={"golden_tol": 1}),
     "target without metrics": lambda d: d.update(target={"tolerance": 0.1}),
+    "another key on a fixed-key line": lambda d: d.update(python={"key": "interpreter", "value": "python3"}),
+    "a boolean section line": lambda d: d.update(sections=[{"name": "extra", "lines": [True]}]),
     "benchmark fp_items": lambda d: d.update(benchmark={"batch_size": [8], "fp_items": ["bf16"]}),
 }
 

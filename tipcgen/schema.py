@@ -74,8 +74,8 @@ def _slot_json(slot: layout.Slot) -> dict[str, Any]:
     value = shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
     keyed = {"type": "object", "properties": {"key": {"type": ["string", "null"]}, "value": value},
              "required": ["key"], "additionalProperties": False}
-    if slot.name in FIXED_KEY_SLOTS:
-        return value
+    if slot.name in FIXED_KEY_SLOTS:  # the runner checks the key: {key, value} only with the fixed one
+        return {"anyOf": [*shapes, {**keyed, "properties": {"key": {"const": slot.key}, "value": value}}]}
     if slot.key is None:  # the key is the script's flag name: only {key, value} (or null) says it
         return {"anyOf": [{"type": "null"}, keyed]}
     return {"anyOf": [*shapes, keyed]}
@@ -102,7 +102,7 @@ FIELDS: tuple[Field, ...] = (
     Field("whole_infer", "the whole_infer lines (slot fields)"),
     Field("inference", "the inference lines (slot fields)", required=("script",)),
     Field("schema_version", f"`{SCHEMA_VERSION}` (the default); any other number is refused", {"const": SCHEMA_VERSION}),
-    Field("description", "one line shown in test_tipc/README.md", {"type": ["string", "null"]}),
+    Field("description", "one line shown in test_tipc/README.md", {"type": ["string", "number", "null"]}),
     *_TOP_SLOTS.values(),
     Field("layout", "`standard` (the 51-line layout, default) or `tutorial` (the models-repo 32-line layout; "
           "`layout:` above)", {"enum": list(layout.LAYOUTS)}),
@@ -111,7 +111,7 @@ FIELDS: tuple[Field, ...] = (
           {"type": ["array", "null"], "items": {
               "type": "object", "additionalProperties": False,
               "properties": {"name": {"type": ["string", "null"]}, "header": {"type": ["string", "null"]},
-                             "lines": {"type": ["array", "null"], "items": {"type": ["string", "number", "boolean"]}}}}}),
+                             "lines": {"type": ["array", "null"], "items": {"type": ["string", "number"]}}}}}),
     Field("benchmark", "the benchmark_train chain's cases (`benchmark:` above)", required=("batch_size",)),
     Field("benchmark.batch_size", "one case per batch size: a whole number > 0 or a list of them",
           {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}}]}),
