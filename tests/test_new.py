@@ -5,14 +5,16 @@ Unit tests use small argparse scripts written here (real subprocesses, no paddle
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tipcgen import descriptor, new, render
+from tipcgen import descriptor, new, render, schema
 from tipcgen.errors import TipcgenError
 
 from conftest import read_records, tipcgen
@@ -220,7 +222,10 @@ def test_cli_writes_a_descriptor_that_init_renders(tmp_path: Path):
     proc = tipcgen(*args)
     assert proc.returncode == 2 and "did you mean train.epochs?" in proc.stderr
     proc = tipcgen(*args[:-2], check=True)
-    assert "probed  train.epochs" in proc.stdout and f"tipcgen init {tmp_path / 'tipc.yaml'}" in proc.stdout
+    assert "probed  train.epochs" in proc.stdout and f"tipcgen init {tmp_path / 'tipc.yaml'} --root {tmp_path}" in proc.stdout
+    jsonschema = pytest.importorskip("jsonschema")  # the editor's view of it: the shipped JSON Schema accepts it
+    shipped = jsonschema.Draft7Validator(json.loads(schema.SCHEMA_FILE.read_text()))
+    assert [e.message for e in shipped.iter_errors(yaml.safe_load((tmp_path / "tipc.yaml").read_text()))] == []
     again = [a if a != "ocr_rec" else "ocr_rec2" for a in args[:-2]]
     assert tipcgen(*again).returncode == 2  # a different descriptor is only written over with --force
     tipcgen("init", "tipc.yaml", cwd=tmp_path, check=True)
