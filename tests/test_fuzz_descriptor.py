@@ -360,7 +360,7 @@ def test_generated_numbers_stay_finite():
     doc["train"]["extra"] = {"key": "--scale", "value": math.inf}
     doc["eval"]["extra"] = {"key": "--scale", "value": -0.0}
     desc = assert_loads_or_clear_error(dump(doc, None, True))
-    assert desc is not None and (desc.slot("train_param").value, desc.slot("eval_param").value) == ("inf", "-0.0")
+    assert desc is not None and (desc.slots["train_param"].value, desc.slots["eval_param"].value) == ("inf", "-0.0")
 
 
 def test_an_inference_value_of_the_wrong_shape_is_refused_where_lint_would_see_a_shift():
