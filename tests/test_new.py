@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tipcgen import descriptor, new, render, schema
+from tipcgen import descriptor, new, render, schema, script_help
 from tipcgen.errors import TipcgenError
 
 from conftest import read_records, tipcgen
@@ -86,7 +86,7 @@ def test_parse_help_of_a_real_argparse_script(tmp_path: Path):
         p.add_argument("--out-dir", dest="out_dir", required=True,
                        help="a long help that wraps: " + "words " * 20)
     """})
-    flags = new.probe(new.Script("train", "t.py"), tmp_path, "python")
+    flags = script_help.probe(script_help.Script("train", "t.py"), tmp_path, "python")
     by_name = {f.name: f for f in flags}
     assert sorted(by_name) == ["--config", "--device", "--ids", "--out-dir", "--verbose"]
     assert by_name["--config"].names == ("-c", "--config") and by_name["--config"].required
@@ -99,9 +99,9 @@ def test_a_script_whose_help_fails_or_hangs_is_an_error(tmp_path: Path):
     (tmp_path / "broken.py").write_text("import no_such_module_here\n")
     (tmp_path / "slow.py").write_text("import time\ntime.sleep(30)\n")
     with pytest.raises(TipcgenError, match="exited 1: .*no_such_module_here"):
-        new.probe(new.Script("train", "broken.py"), tmp_path, "python")
+        script_help.probe(script_help.Script("train", "broken.py"), tmp_path, "python")
     with pytest.raises(TipcgenError, match="did not finish in 1 s"):
-        new.probe(new.Script("train", "slow.py"), tmp_path, "python", timeout=1)
+        script_help.probe(script_help.Script("train", "slow.py"), tmp_path, "python", timeout=1)
 
 
 # ---------------------------------------------------------------- mapping

@@ -35,8 +35,15 @@ def test_the_doc_field_table_is_generated_from_the_schema():
         "print(schema.field_table(), end=\"\")' into docs/DESCRIPTOR.md's \"Every field\" section"
 
 
-def test_the_cli_prints_the_shipped_schema():
+def test_the_cli_prints_and_writes_the_shipped_schema(tmp_path):
     assert tipcgen("schema", check=True).stdout == schema.SCHEMA_FILE.read_text()
+    assert tipcgen("schema", "--path", check=True).stdout.strip() == str(schema.SCHEMA_FILE)
+    out = tmp_path / "tipc.schema.json"
+    tipcgen("schema", "-o", str(out), check=True)
+    assert out.read_text() == schema.SCHEMA_FILE.read_text()
+    out.write_text("{}\n")  # the user's own file is replaced only with --force
+    refused = tipcgen("schema", "-o", str(out))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr and out.read_text() == "{}\n"
 
 
 def test_the_json_schema_accepts_the_fixed_key_written_out():
