@@ -24,18 +24,18 @@ def load(text: str):
 def test_sample_loads_with_every_slot():
     desc = descriptor.load("bert-sst2")
     assert desc.model_name == "bert_sst2"
-    assert desc.slot("epoch").line == "--epochs:lite_train_lite_infer=10|lite_train_whole_infer=10|whole_train_whole_infer=1"
-    assert desc.slot("infer_use_gpu").line == "--use_gpu:True|False"
-    assert desc.slot("trainer_key1").line == "null:null"
-    assert desc.slot("eval").line == "eval:sample_models/bert-sst2/eval.py"
+    assert desc.slots["epoch"].line == "--epochs:lite_train_lite_infer=10|lite_train_whole_infer=10|whole_train_whole_infer=1"
+    assert desc.slots["infer_use_gpu"].line == "--use_gpu:True|False"
+    assert desc.slots["trainer_key1"].line == "null:null"
+    assert desc.slots["eval"].line == "eval:sample_models/bert-sst2/eval.py"
     assert desc.data and [f.name for f in desc.data.files] == ["train.tsv", "dev.tsv", "infer.tsv"]
 
 
 def test_cpu_only_keeps_the_cpu_entries_paired():
     desc = descriptor.load("bert-sst2").for_cpu_only()
-    assert desc.slot("gpu_list").value == "-1"
-    assert desc.slot("train_use_gpu").value == "cpu"
-    assert desc.slot("infer_use_gpu").value == "False"
+    assert desc.slots["gpu_list"].value == "-1"
+    assert desc.slots["train_use_gpu"].value == "cpu"
+    assert desc.slots["infer_use_gpu"].value == "False"
 
 
 @pytest.mark.parametrize("edit, field, words", [

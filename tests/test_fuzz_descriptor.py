@@ -20,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from tipcgen import descriptor, layout, lint, render
+from tipcgen import descriptor, layout, lint, render, schema
 from tipcgen.config import TipcConfig
 from tipcgen.errors import DescriptorError
 
@@ -171,7 +171,7 @@ def assert_loads_or_clear_error(text: str, source: str = SOURCE) -> descriptor.D
     except DescriptorError as exc:
         assert_clear(exc, source)
         head = exc.field.split(".")[0].split("[")[0]
-        _count(f"rejected: {head if head in descriptor.TOP_FIELDS else 'document' if not head else 'other'}")
+        _count(f"rejected: {head if head in schema.TOP_FIELDS else 'document' if not head else 'other'}")
         return None
     _count("loaded and rendered")
     assert_renders(desc)
@@ -360,7 +360,7 @@ def test_generated_numbers_stay_finite():
     doc["train"]["extra"] = {"key": "--scale", "value": math.inf}
     doc["eval"]["extra"] = {"key": "--scale", "value": -0.0}
     desc = assert_loads_or_clear_error(dump(doc, None, True))
-    assert desc is not None and (desc.slot("train_param").value, desc.slot("eval_param").value) == ("inf", "-0.0")
+    assert desc is not None and (desc.slots["train_param"].value, desc.slots["eval_param"].value) == ("inf", "-0.0")
 
 
 def test_an_inference_value_of_the_wrong_shape_is_refused_where_lint_would_see_a_shift():

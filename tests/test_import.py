@@ -272,13 +272,13 @@ def test_import_file_reports_unreadable_files(tmp_path: Path) -> None:
 
 
 def test_the_fast_plain_scalar_path_agrees_with_yaml():
-    """`_token` skips the YAML parse for text that is surely a plain string (32k-line imports stay linear);
+    """`descriptor_writer.token` skips the YAML parse for text that is surely a plain string (32k-line imports stay linear);
     it must quote exactly what a parse would: checked on corpus values and random indicator soup."""
     import random
 
     import yaml
 
-    from tipcgen import importer
+    from tipcgen import descriptor_writer as writer
 
     def parsed(text: str, flow: bool) -> str:
         try:
@@ -287,7 +287,7 @@ def test_the_fast_plain_scalar_path_agrees_with_yaml():
             loaded = None
         ok = (isinstance(loaded, list) and len(loaded) == 1) if flow else (isinstance(loaded, dict) and list(loaded) == ["k"])
         value = (loaded[0] if flow else loaded["k"]) if ok else None
-        if ok and isinstance(value, importer._VALUE_TYPES) and descriptor.config_text(value) == text:
+        if ok and isinstance(value, writer.VALUE_TYPES) and writer.rendered(value) == text:
             return text
         return "'" + text.replace("'", "''") + "'"
 
@@ -299,4 +299,4 @@ def test_the_fast_plain_scalar_path_agrees_with_yaml():
                                                         for _ in range(900)]
     for text in texts:
         for flow in (True, False):
-            assert importer._token.__wrapped__(text, importer._VALUE_TYPES, flow) == parsed(text, flow), (text, flow)
+            assert writer.token.__wrapped__(text, writer.VALUE_TYPES, flow) == parsed(text, flow), (text, flow)

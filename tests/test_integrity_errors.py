@@ -358,3 +358,28 @@ def test_new_value_that_is_no_usable_yaml(tmp_path: Path):
     for text in ("9" * 4400, "[1, 2", "&a [*a]", "1" * 100):
         with pytest.raises(TipcgenError, match="inference.cpu_threads|alias contains itself"):
             new.propose(ocr_options(values={"inference.cpu_threads": text}), tmp_path)
+
+
+def test_a_script_refusal_is_read_back_in_one_place():
+    """The lines common_func.sh's tipc_error writes become one ScriptError; the CLI hides exactly those lines."""
+    from tipcgen.errors import RunError, ScriptError
+
+    lines = ["[tipc] prepare", "tipc error: whole data folder not set", "  hint: pass --data-dir DIR", "exit"]
+    error = ScriptError.from_lines(lines)
+    assert isinstance(error, RunError) and str(error) == "whole data folder not set\n  hint: pass --data-dir DIR"
+    assert [line for line in lines if ScriptError.is_own_line(line)] == lines[1:3]
+    assert ScriptError.from_lines(["a", "b", "c", "d"]).message == "b | c | d"
+    template = (ROOT / "templates" / "runner" / "common_func.sh.j2").read_text()
+    assert f"printf '{ScriptError.ERROR_PREFIX}%s\\n'" in template and f"printf '{ScriptError.HINT_PREFIX}%s\\n'" in template
+
+
+def test_every_user_error_class_lives_in_errors_py():
+    """One hierarchy: the exceptions a user sees are TipcgenError subclasses, all defined in tipcgen/errors.py.
+    Only two internal ones live elsewhere, and neither reaches the user: reprod_files._Refused (turned into
+    AlignFileError where it is caught) and run_guard.Interrupted (a stop signal, which run.py turns into an
+    interrupted summary)."""
+    import re
+
+    found = {(path.name, name) for path in (ROOT / "tipcgen").glob("*.py") if path.name != "errors.py"
+             for name in re.findall(r"^class (\w+)\((?:\w*Error|\w*Exception)\)", path.read_text(), re.MULTILINE)}
+    assert found == {("reprod_files.py", "_Refused"), ("run_guard.py", "Interrupted")}

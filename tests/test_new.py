@@ -5,14 +5,16 @@ Unit tests use small argparse scripts written here (real subprocesses, no paddle
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tipcgen import descriptor, new, render
+from tipcgen import descriptor, new, render, schema, script_help
 from tipcgen.errors import TipcgenError
 
 from conftest import read_records, tipcgen
@@ -84,7 +86,7 @@ def test_parse_help_of_a_real_argparse_script(tmp_path: Path):
         p.add_argument("--out-dir", dest="out_dir", required=True,
                        help="a long help that wraps: " + "words " * 20)
     """})
-    flags = new.probe(new.Script("train", "t.py"), tmp_path, "python")
+    flags = script_help.probe(script_help.Script("train", "t.py"), tmp_path, "python")
     by_name = {f.name: f for f in flags}
     assert sorted(by_name) == ["--config", "--device", "--ids", "--out-dir", "--verbose"]
     assert by_name["--config"].names == ("-c", "--config") and by_name["--config"].required
@@ -97,9 +99,9 @@ def test_a_script_whose_help_fails_or_hangs_is_an_error(tmp_path: Path):
     (tmp_path / "broken.py").write_text("import no_such_module_here\n")
     (tmp_path / "slow.py").write_text("import time\ntime.sleep(30)\n")
     with pytest.raises(TipcgenError, match="exited 1: .*no_such_module_here"):
-        new.probe(new.Script("train", "broken.py"), tmp_path, "python")
+        script_help.probe(script_help.Script("train", "broken.py"), tmp_path, "python")
     with pytest.raises(TipcgenError, match="did not finish in 1 s"):
-        new.probe(new.Script("train", "slow.py"), tmp_path, "python", timeout=1)
+        script_help.probe(script_help.Script("train", "slow.py"), tmp_path, "python", timeout=1)
 
 
 # ---------------------------------------------------------------- mapping
@@ -220,7 +222,10 @@ def test_cli_writes_a_descriptor_that_init_renders(tmp_path: Path):
     proc = tipcgen(*args)
     assert proc.returncode == 2 and "did you mean train.epochs?" in proc.stderr
     proc = tipcgen(*args[:-2], check=True)
-    assert "probed  train.epochs" in proc.stdout and f"tipcgen init {tmp_path / 'tipc.yaml'}" in proc.stdout
+    assert "probed  train.epochs" in proc.stdout and f"tipcgen init {tmp_path / 'tipc.yaml'} --root {tmp_path}" in proc.stdout
+    jsonschema = pytest.importorskip("jsonschema")  # the editor's view of it: the shipped JSON Schema accepts it
+    shipped = jsonschema.Draft7Validator(json.loads(schema.SCHEMA_FILE.read_text()))
+    assert [e.message for e in shipped.iter_errors(yaml.safe_load((tmp_path / "tipc.yaml").read_text()))] == []
     again = [a if a != "ocr_rec" else "ocr_rec2" for a in args[:-2]]
     assert tipcgen(*again).returncode == 2  # a different descriptor is only written over with --force
     tipcgen("init", "tipc.yaml", cwd=tmp_path, check=True)

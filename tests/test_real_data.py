@@ -202,26 +202,6 @@ def test_a_script_that_reads_both_formats_needs_no_flag(tmp_path: Path):
     assert not legacy_format.loads_pdmodel(both) and legacy_format.loads_pdmodel(old)
 
 
-def test_descriptor_doc_lists_every_field_the_schema_accepts():
-    import re
-
-    from conftest import ROOT
-    from tipcgen import descriptor, target
-
-    text = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
-    table = text.split("## Every field", 1)[1].split("\n## ", 1)[0]
-    documented = set(re.findall(r"^\| `([^`]+)` \|", table, re.MULTILINE))
-    schema = set(descriptor.TOP_FIELDS)
-    for name in descriptor.SECTION_FIELDS:
-        schema |= {f"{name}.{sub}" for sub in descriptor._Validator._section_fields(name)}
-    groups = {"data": descriptor.DATA_FIELDS, "data.files.<name>": descriptor.DATA_FILE_FIELDS,
-              "checks": descriptor.CHECK_FIELDS, "paddle2onnx": descriptor.PADDLE2ONNX_FIELDS,
-              "run": descriptor.RUN_FIELDS, "align": {"thresholds"}, "target": target.FIELDS, "env": {"<NAME>"}}
-    for parent, children in groups.items():
-        schema |= {f"{parent}.{child}" for child in children}
-    assert documented == schema, {"undocumented": sorted(schema - documented), "not in the schema": sorted(documented - schema)}
-
-
 def test_import_adds_the_env_an_inference_pdmodel_script_needs(tmp_path: Path):
     repo = make_repo(tmp_path, None)
     plain = tipcgen("import", CONFIG, cwd=repo, check=True).stdout

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DescriptorError
+from .schema import BENCHMARK_FIELDS
 
 SECTION = "train_benchmark_params"
-FIELDS = {"batch_size", "fp_items", "epoch", "profiler_options", "flags", "device_num"}
+FIELDS = BENCHMARK_FIELDS  # the schema (schema.py) names them
 FP_ITEMS = ("fp32", "fp16")
 DEVICE_RE = re.compile(r"^N([1-9][0-9]*)C([1-9][0-9]*)$")
 FLAG_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

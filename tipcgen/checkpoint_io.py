@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import TipcgenError
+from .errors import CheckpointError
 
 StateDict = dict[str, np.ndarray]
 
@@ -32,10 +32,6 @@ _STORAGES = {
 _SAFETENSORS = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
                 "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
-
-
-class CheckpointError(TipcgenError):
-    """A weights file that cannot be read safely (unknown format, or a pickle that would run code)."""
 
 
 class _Storage:

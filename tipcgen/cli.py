@@ -16,8 +16,9 @@ import typer
 from .cli_accept import accept as accept_command
 from .cli_align import align_app
 from .cli_repro import register as register_repro
+from .cli_schema import schema
 from .cli_suite import suite
-from .errors import TipcgenError, os_error
+from .errors import ScriptError, TipcgenError, os_error
 
 app = typer.Typer(
     add_completion=True,
@@ -33,6 +34,7 @@ register_repro(align_app)
 app.add_typer(align_app, name="align")
 app.command(name="accept")(accept_command)
 app.command()(suite)
+app.command()(schema)
 
 
 class Devices(str, Enum):
@@ -54,6 +56,16 @@ class ReportFormat(str, Enum):
 class ConflictMode(str, Enum):
     keep = "keep"
     markers = "markers"
+
+
+def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path:
+    """--root, or its old name (kept hidden so that existing scripts work); both, if they differ, is a mistake."""
+    if alias is None:
+        return root
+    if root not in (None, Path("."), alias):
+        raise TipcgenError(f"--root {root} and {alias_name} {alias} name different folders",
+                           f"pass --root only ({alias_name} is its old name)")
+    return alias
 
 
 def _color() -> bool:
@@ -110,13 +122,14 @@ def new(
     """
     from . import new as newdesc
     from . import render
+    from .new_fields import check_fields
 
     scripts = {role: path for role, path in (("train", train), ("eval", eval_), ("export", export), ("infer", infer))
                if path is not None}
     data = {role: path for role, path in (("train", train_data), ("eval", eval_data), ("infer", infer_data)) if path}
     options = newdesc.Options(model_name=model_name, scripts=scripts, data=data, setup=list(setup), checkpoint=checkpoint,
-                              python=python, devices=devices.value, flags=newdesc.check_fields(_pairs(flag, "--flag"), "--flag"),
-                              values=newdesc.check_fields(_pairs(value, "--value"), "--value"), probe_timeout=probe_timeout)
+                              python=python, devices=devices.value, flags=check_fields(_pairs(flag, "--flag"), "--flag"),
+                              values=check_fields(_pairs(value, "--value"), "--value"), probe_timeout=probe_timeout)
 
     def ask(option: str, question: str, default: str) -> str:
         return typer.prompt(f"{question} ({option})", default=default or None, show_default=bool(default))
@@ -129,23 +142,25 @@ def new(
     target = output or root / "tipc.yaml"
     render.write_tree({target.name: proposal.text}, target.parent, force=force)
     typer.echo(f"wrote {target} ({proposal.model_name}). Read it, then:\n  tipcgen init {target}"
-               + (f" --output {root}" if str(root) != "." else "") + "\n  tipcgen run --mode lite_train_lite_infer")
+               + (f" --root {root}" if str(root) != "." else "") + "\n  tipcgen run --mode lite_train_lite_infer")
 
 
 @app.command()
 def init(
     target: str = typer.Argument(..., help="A built-in sample name (bert-sst2) or a path to a descriptor .yaml."),
-    output: Path = typer.Option(Path("."), "--output", "-o", help="The repository root to write test_tipc/ into."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root to write test_tipc/ into."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
     force: bool = typer.Option(False, "--force", help="Replace files that differ (old ones are kept under .tipcgen/backup/)."),
     devices: Devices = typer.Option(Devices.all, "--devices", help="all: GPU and CPU entries; cpu: only CPU entries."),
     submission: bool = typer.Option(False, "--submission", help="Keep the repository's runner, common_func.sh and prepare.sh; write only the config and docs (tipcgen run then drives that runner)."),
 ) -> None:
     """Render test_tipc/ (config, runner, prepare.sh, docs) from a descriptor.
 
-    Example: tipcgen init bert-sst2 --output my_repo --devices cpu
+    Example: tipcgen init bert-sst2 --root my_repo --devices cpu
     """
     from . import descriptor, render
 
+    output = _repository_root(root, output, "--output")
     desc = descriptor.load(target)
     written = render.init(desc, output, force=force, devices=devices.value, on_note=lambda line: typer.echo(line, err=True),
                           submission=submission)
@@ -158,7 +173,8 @@ def init(
 
 @app.command()
 def update(
-    output: Path = typer.Option(Path("."), "--output", "-o", help="The folder tipcgen init rendered into (it holds .tipcgen-answers.yml)."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root tipcgen init rendered into (it holds .tipcgen-answers.yml)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
     diff: bool = typer.Option(False, "--diff", help="Print what would change as unified diffs, and write nothing."),
     conflict: ConflictMode = typer.Option(ConflictMode.keep, "--conflict", help="keep: leave a conflicting file untouched; markers: write it with conflict markers to resolve by hand."),
 ) -> None:
@@ -171,6 +187,7 @@ def update(
     """
     from . import update as updater
 
+    output = _repository_root(root, output, "--output")
     plan = updater.plan(output)
     color = _color()
     if plan.descriptor_changed:
@@ -221,7 +238,7 @@ def run(
     from . import run as runner
 
     def show(line: str) -> None:
-        if line.startswith(("tipc error: ", "  hint: ")):
+        if ScriptError.is_own_line(line):
             return  # a script that refuses to start: run_chain raises it as one error message
         if not quiet or line.startswith(("[tipc] PASS", "[tipc] FAIL", "[tipc] SKIP")):
             typer.echo(line)
@@ -269,17 +286,19 @@ def report(
 @app.command()
 def lint(
     configs: List[Path] = typer.Argument(..., help="Config files or folders (searched for *.txt)."),
-    repo_root: Optional[Path] = typer.Option(None, "--repo-root", help="Check that the scripts the config names exist here."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: check that the scripts the config names exist there."),
+    repo_root: Optional[Path] = typer.Option(None, "--repo-root", hidden=True, help="The old name of --root."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
 ) -> None:
     """Find what upstream TIPC runners get silently wrong: shifted lines, ':' in values, list lengths, ...
 
     Exit code 1 if any finding is an error, 2 if a file cannot be read as UTF-8 text, 0 otherwise.
 
-    Example: tipcgen lint test_tipc/configs --repo-root .
+    Example: tipcgen lint test_tipc/configs --root .
     """
     from . import lint as linter
 
+    repo_root = _repository_root(root, repo_root, "--repo-root") if root or repo_root else None
     for path in configs:
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TipcgenError
+from .errors import ConvertError
 
 # Built-in rule sets. Names are matched against the PyTorch key; `rename` is applied in order.
 _LAYER = r"encoder\.layer\.(\d+)\."
@@ -53,10 +53,6 @@ BUILTIN_RULES: dict[str, dict[str, Any]] = {
 }
 _RULE_KEYS = {"rename", "drop", "transpose", "dtype", "allow", "base"}
 _DTYPES = ("float16", "float32", "float64")
-
-
-class ConvertError(TipcgenError):
-    """A rule file, a target or an option that cannot be used."""
 
 
 @dataclass

@@ -27,12 +27,63 @@ class DescriptorError(TipcgenError):
         self.line = line
 
 
+class ConfigImportError(TipcgenError):
+    """A config that cannot become a descriptor (tipcgen import): names the file, the line and the reason."""
+
+    def __init__(self, source: str, line: int | None, message: str, hint: str = "") -> None:
+        super().__init__(f"{source}:{line}: {message}" if line else f"{source}: {message}", hint)
+
+
+class SummaryFileError(TipcgenError):
+    """A summary.json that is not what tipcgen run writes."""
+
+    HINT = ("this summary.json was not written by tipcgen run, or was edited or cut short: "
+            "run the chain again (tipcgen run --mode MODE) to rewrite it")
+
+    def __init__(self, source: str, where: str, problem: str) -> None:
+        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}", self.HINT)
+
+
+class AlignFileError(TipcgenError):
+    """A reprod_log checkpoint file that cannot be read as a dict of arrays (tipcgen align)."""
+
+
+class CheckpointError(TipcgenError):
+    """A weights file that cannot be read safely (unknown format, or a pickle that would run code)."""
+
+
+class ConvertError(TipcgenError):
+    """A conversion rule file, a target or an option that cannot be used (tipcgen align convert)."""
+
+
 class RenderConflictError(TipcgenError):
     """init would overwrite files that differ from what it renders."""
 
 
 class RunError(TipcgenError):
     """A chain that cannot start (missing config, unknown mode, missing data)."""
+
+
+class ScriptError(RunError):
+    """A generated script that refused to start (exit 2). The scripts say why on stderr in the lines
+    common_func.sh.j2's tipc_error writes, ``tipc error: WHAT`` and ``  hint: HOW``; this class is the
+    one place that reads them back."""
+
+    ERROR_PREFIX = "tipc error: "
+    HINT_PREFIX = "  hint: "
+
+    @classmethod
+    def is_own_line(cls, line: str) -> bool:
+        """A line of such an explanation (the CLI shows the error once, as this exception)."""
+        return line.startswith((cls.ERROR_PREFIX, cls.HINT_PREFIX))
+
+    @classmethod
+    def from_lines(cls, lines: list[str]) -> "ScriptError":
+        """The script's last error and hint; without one, its last lines."""
+        errors = [line.removeprefix(cls.ERROR_PREFIX) for line in lines if line.startswith(cls.ERROR_PREFIX)]
+        hints = [line.strip().removeprefix("hint: ") for line in lines if line.strip().startswith("hint: ")]
+        message = errors[-1] if errors else " | ".join(lines[-3:]) or "the script stopped with exit code 2"
+        return cls(message, hints[-1] if hints else "")
 
 
 class InputError(TipcgenError):

@@ -9,26 +9,13 @@ raises ``ConfigImportError`` naming the file, the line and the reason.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-
-import yaml
 
 from . import config as cfg
 from . import descriptor, inputs, layout, layout_check
-from .errors import DescriptorError, TipcgenError
-
-# Written even when they hold the default: the descriptor requires them.
-_REQUIRED_FIELDS = ("model_name", "python", "gpu_list", "train.trainer", "train.norm", "inference.script")
-_KNOWN_MODES = (*layout.MODES, *layout.KNOWN_EXTRA_MODES)
-_COMMENT_COLUMN = 50
-_LINE_WIDTH = 110
-# What the descriptor validator accepts where: slot values (scalar_text), keys, section text.
-_VALUE_TYPES = (str, bool, int, float, type(None))
-_KEY_TYPES = (str, type(None))
-_TEXT_TYPES = (str,)
+from . import descriptor_writer as writer
+from .errors import ConfigImportError, DescriptorError
 
 
 @dataclass
@@ -39,13 +26,6 @@ class _Trailing:
     line: int
     lines: list[tuple[int, str]]
     header: str | None = None  # the header as written, where its padding is not the canonical 27/27
-
-
-class ConfigImportError(TipcgenError):
-    """A config that cannot become a descriptor: names the file, the line and the reason."""
-
-    def __init__(self, source: str, line: int | None, message: str, hint: str = "") -> None:
-        super().__init__(f"{source}:{line}: {message}" if line else f"{source}: {message}", hint)
 
 
 def import_file(path: str | Path) -> str:
@@ -215,110 +195,28 @@ def _document(source: str, pairs: dict[str, tuple[str, str]], sections: list[_Tr
     out.append(f"schema_version: {descriptor.SCHEMA_VERSION}")
     layout_name = layout.LAYOUT_OF_KIND[config.kind]
     if layout_name != "standard":
-        out += _commented(f"layout: {layout_name}", "the 32-line layout of the models tutorial template")
-    origin: dict[str, int] = {}
-    current = ""
-    for slot in _table(config):
-        if slot.kind != "kv":
-            continue
-        node = _slot_node(slot, *pairs[slot.name])
-        if node is None:
-            continue
-        section, _, field = slot.field.rpartition(".")
-        if section != current:
-            out += ["", f"{section}:"]
-            current = section
-        out += _commented(f"{'  ' if section else ''}{field}: {node}", slot.doc)
-        origin[slot.field] = _editor_line(config, slot.index)
+        out += writer.commented(f"layout: {layout_name}", "the 32-line layout of the models tutorial template")
+    lines, written = writer.slot_lines(_table(config), pairs)
+    out += lines
+    origin = {slot.field: _editor_line(config, slot.index) for slot in written}
     out += _sections_yaml(sections, origin)
     return "\n".join(out) + "\n", origin
-
-
-def _commented(entry: str, comment: str) -> list[str]:
-    """The entry with its comment aligned after it, or on the line above when that is too long."""
-    line = f"{entry.ljust(_COMMENT_COLUMN)}  # {comment}"
-    if len(line) <= _LINE_WIDTH:
-        return [line]
-    indent = entry[: len(entry) - len(entry.lstrip())]
-    return [f"{indent}# {comment}", entry]
-
-
-def _slot_node(slot: layout.Slot, key: str, value: str | None) -> str | None:
-    """The most natural YAML for one slot; ``None`` when leaving it out renders the same line."""
-    if value is None:
-        return f"{{key: {_token(key, _KEY_TYPES, True)}}}"  # a line without ':'
-    if (key, value) == (slot.key or "null", "null") and slot.field not in _REQUIRED_FIELDS:
-        return None
-    if key == slot.key:
-        return _value_node(slot, value, flow=False)
-    return f"{{key: {_token(key, _KEY_TYPES, True)}, value: {_value_node(slot, value, flow=True)}}}"
-
-
-def _value_node(slot: layout.Slot, value: str, flow: bool) -> str:
-    """A per-mode flow mapping or a flow list where it renders back the same, else the text as is."""
-    modes = _per_mode(value) if slot.name in layout.PER_MODE_SLOTS else None
-    if modes:
-        return "{" + ", ".join(f"{mode}: {_token(item, _VALUE_TYPES, True)}" for mode, item in modes) + "}"
-    items = value.split("|")
-    if slot.name in layout.LIST_SLOTS and len(items) > 1 and all(item and item == item.strip() for item in items):
-        return "[" + ", ".join(_token(item, _VALUE_TYPES, True) for item in items) + "]"
-    return _token(value, _VALUE_TYPES, flow)
-
-
-def _per_mode(value: str) -> list[tuple[str, str]] | None:
-    """``mode=value`` items with known, distinct modes and plain values; ``None`` otherwise."""
-    pairs = [item.partition("=") for item in value.split("|")]
-    modes = [mode for mode, _, _ in pairs]
-    plain = all(equals and mode in _KNOWN_MODES and "=" not in item and item == item.strip()
-                for mode, equals, item in pairs)
-    return [(mode, item) for mode, _, item in pairs] if plain and len(set(modes)) == len(modes) else None
 
 
 def _sections_yaml(sections: list[_Trailing], origin: dict[str, int]) -> list[str]:
     if not sections:
         return []
-    out = ["", *_commented("sections:", "trailing sections, found by name")]
+    out = ["", *writer.commented("sections:", "trailing sections, found by name")]
     for i, section in enumerate(sections):
-        name = "null" if section.name is None else _token(section.name, _TEXT_TYPES, False)
+        name = "null" if section.name is None else writer.token(section.name, writer.TEXT_TYPES, False)
         out.append(f"  - name: {name}")
         if section.header is not None:
-            out.append(f"    header: {_token(section.header, _TEXT_TYPES, False)}")
+            out.append(f"    header: {writer.token(section.header, writer.TEXT_TYPES, False)}")
         out.append("    lines:" + ("" if section.lines else " []"))
-        out += [f"      - {_token(text, _TEXT_TYPES, False)}" for _, text in section.lines]
+        out += [f"      - {writer.token(text, writer.TEXT_TYPES, False)}" for _, text in section.lines]
         origin[f"sections[{i}]"] = section.line
         origin.update({f"sections[{i}].lines[{j}]": number for j, (number, _) in enumerate(section.lines)})
     return out
-
-
-# A plain YAML scalar for sure: printable ASCII, no leading indicator (a '-', '?' or ':' only before
-# a non-space), no ': ' or ' #', no ':' at the end, no surrounding spaces. Anything else takes the slow path.
-_PLAIN_TEXT = re.compile(r"^(?:[A-Za-z0-9_.=+/$~()^;<\\]|[-?:][!-~])(?:[ -~](?<!: )(?<! #))*(?<![ :])\Z"
-                         r"|^[A-Za-z0-9_.=+/$~()^;<\\]\Z")
-_FLOW_INDICATORS = re.compile(r"[,\[\]{}?:#'\"]")  # PyYAML reads these differently in [flow]
-_RESOLVER = yaml.resolver.Resolver()
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-@lru_cache(maxsize=4096)
-def _token(text: str, types: tuple[type, ...], flow: bool) -> str:
-    """``text`` as a plain YAML scalar if it loads back as one of ``types`` and renders as
-    ``text`` (``True``, ``1.0``, ``null``; ``0,1`` outside a flow list), else single-quoted."""
-    if _PLAIN_TEXT.match(text) and not (flow and _FLOW_INDICATORS.search(text)) \
-            and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG:
-        return text  # plain text that YAML reads back as itself (every caller accepts str)
-    try:
-        loaded = yaml.safe_load(f"[{text}]" if flow else f"k: {text}")
-    except (yaml.YAMLError, ValueError):  # ValueError: an int of more digits than Python converts
-        loaded = None
-    if flow and isinstance(loaded, list) and len(loaded) == 1:
-        value, found = loaded[0], True
-    elif not flow and isinstance(loaded, dict) and list(loaded) == ["k"]:
-        value, found = loaded["k"], True
-    else:
-        value, found = None, False
-    if found and isinstance(value, types) and descriptor.config_text(value) == text:
-        return text
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _load(document: str, source: str, origin: dict[str, int]) -> descriptor.Descriptor:

@@ -8,107 +8,21 @@ naming the option to pass. The descriptor is checked by loading and rendering it
 """
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from . import chain, descriptor, layout, legacy_format, new_data, render
+from . import descriptor, layout, legacy_format, new_data, render
+from . import descriptor_writer as writer
 from .errors import TipcgenError
+from .new_fields import CANDIDATES, STEP_COUNTERS
+from .script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, norm, probe
 
-PROBE_TIMEOUT = 60
 ROLES = ("train", "eval", "export", "infer")
-_ROLE_OF_STEP = {"train": "train", "eval": "eval", "export": "export", "infer": "infer", "whole_infer": "infer"}
 DATA_ROLES = {"train": "train", "eval": "train", "infer": "infer"}  # descriptor data.files roles
-
-# Descriptor field → the flag names that fill it, best first (compared without dashes, '-' as '_').
-_FLAG_NAMES: dict[str, tuple[str, ...]] = {
-    "train.device": ("device", "use_gpu", "place"),
-    "train.autocast": ("auto_cast", "autocast", "amp_level", "use_amp", "amp", "precision"),
-    "train.epochs": ("epochs", "epoch_num", "num_epochs", "epoch", "max_epochs", "num_train_epochs",
-                     "max_steps", "max_iters", "total_iters", "iters"),
-    "train.output_dir": ("output_dir", "save_dir", "output", "save_path", "checkpoint_dir", "output_path",
-                         "save_model_dir", "model_save_dir"),
-    "train.batch_size": ("batch_size", "train_batch_size", "per_device_train_batch_size", "bs"),
-    "train.pretrained": ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
-                         "init_checkpoint", "params_path", "checkpoint", "resume", "weights"),
-    "train.extra": ("data_file", "data", "data_dir", "data_path", "train_data", "train_file",
-                    "train_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
-                    "dataset_path", "train_dir", "img_dir", "img_path", "image_path", "images_dir"),
-    "eval.extra": ("data_file", "data", "data_dir", "data_path", "eval_data", "dev_file", "eval_file",
-                   "dev_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
-                   "dataset_path", "val_dir", "eval_dir", "img_dir", "img_path", "image_path"),
-    "export.output_dir": ("output_path", "save_inference_dir", "save_dir", "output_dir", "export_dir",
-                          "output", "inference_dir", "save_path"),
-    "export.weights": ("params_path", "init_from_ckpt", "pretrained", "pretrained_model", "model_path",
-                       "checkpoint", "weights", "ckpt", "resume"),
-    "inference.use_gpu": ("use_gpu", "device"),
-    "inference.enable_mkldnn": ("enable_mkldnn", "use_mkldnn", "enable_onednn", "use_onednn"),
-    "inference.cpu_threads": ("cpu_threads", "cpu_num_threads", "num_threads", "threads",
-                              "cpu_math_library_num_threads"),
-    "inference.batch_size": ("batch_size", "infer_batch_size"),
-    "inference.use_tensorrt": ("use_tensorrt", "use_trt", "enable_tensorrt"),
-    "inference.precision": ("precision", "run_mode", "infer_precision"),
-    "inference.model_dir": ("model_dir", "inference_model_dir", "model_path", "infer_model_dir",
-                            "model", "model_file"),
-    "inference.data": ("data_file", "data", "image_dir", "input_file", "infer_data", "infer_file",
-                       "data_dir", "input", "text_file", "data_path", "img_path", "image_path", "img_dir",
-                       "images_dir", "image_file", "img_file", "infer_dir", "test_dir", "input_dir"),
-    "inference.benchmark": ("benchmark",),
-}
-# Descriptor field → (the step whose script takes the flag, per the description; its flag names).
-CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
-    fld: (_ROLE_OF_STEP[chain.step_of_field(fld)], names) for fld, names in _FLAG_NAMES.items()}
-VALUE_FIELDS = (*CANDIDATES, "train.infer_data")
-_STEP_COUNTERS = ("max_steps", "max_iters", "total_iters", "iters")
-_SCRIPT_OPTION = {"train": "--train", "eval": "--eval", "export": "--export", "infer": "--infer"}
 _DATA_OPTION = {"train": "--train-data", "eval": "--eval-data", "infer": "--infer-data"}
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One option of a script's --help: its names, whether it takes a value, its choices."""
-
-    names: tuple[str, ...]  # as written: ('-c', '--config')
-    takes_value: bool
-    choices: tuple[str, ...] = ()
-    help: str = ""
-    required: bool = False
-
-    @property
-    def name(self) -> str:
-        longs = [n for n in self.names if n.startswith("--")]
-        return (longs or list(self.names))[0]
-
-
-@dataclass
-class Script:
-    """A script given for a role: its path, the fixed arguments after it, and its probed flags."""
-
-    role: str
-    path: str  # relative to the repository root
-    args: tuple[str, ...] = ()
-    flags: list[Flag] = field(default_factory=list)
-
-    @property
-    def command(self) -> str:
-        return " ".join([self.path, *self.args])
-
-    def find(self, names: tuple[str, ...]) -> Flag | None:
-        by_name = {_norm(n): flag for flag in self.flags for n in flag.names}
-        return next((by_name[n] for n in names if n in by_name), None)
-
-    def accepts(self, key: str) -> bool:
-        return any(_norm(key) == _norm(n) for flag in self.flags for n in flag.names)
-
-    def given(self, flag: Flag) -> bool:
-        """The fixed arguments already set this flag (``--config x`` or ``--config=x``)."""
-        return any(arg.split("=", 1)[0] in flag.names for arg in self.args)
 
 
 @dataclass
@@ -119,118 +33,6 @@ class Proposal:
     model_name: str
     mapping: list[tuple[str, str, str]]  # (field, flag or value, origin)
     notes: list[str]
-
-
-def check_fields(pairs: dict[str, str], option: str) -> dict[str, str]:
-    """--flag / --value FIELD=...: every FIELD must be one that tipcgen new fills."""
-    import difflib
-
-    allowed = tuple(CANDIDATES) if option == "--flag" else VALUE_FIELDS
-    for name in pairs:
-        if name not in allowed:
-            close = difflib.get_close_matches(name, allowed, n=1)
-            raise TipcgenError(f"{option} {name}=...: {name} is not a field tipcgen new fills",
-                               (f"did you mean {close[0]}? " if close else "") + "fields: " + ", ".join(allowed))
-    return pairs
-
-
-def _norm(name: str) -> str:
-    return name.lstrip("-").replace("-", "_").lower()
-
-
-# ---------------------------------------------------------------- probing
-
-_OPTION_LINE = re.compile(r"^\s{1,12}-")  # deeper lines are help text (argparse indents it by 24)
-_CHOICES = re.compile(r"^\{(.*)\}$")
-
-
-def parse_help(text: str) -> list[Flag]:
-    """The flags of an argparse-style --help text (options, their metavars and choices, required ones)."""
-    required = _required_in_usage(text)
-    flags: list[Flag] = []
-    current: list[str] | None = None  # [option spec, help text]
-    for line in text.splitlines():
-        if _OPTION_LINE.match(line):
-            if current:
-                flags.append(_flag(current[0], current[1], required))
-            parts = re.split(r"\s{2,}", line.strip(), maxsplit=1)
-            current = [parts[0], parts[1] if len(parts) > 1 else ""]
-        elif current and line.strip() and line.startswith(" " * 6):
-            current[1] = (current[1] + " " + line.strip()).strip()
-        elif current:
-            flags.append(_flag(current[0], current[1], required))
-            current = None
-    if current:
-        flags.append(_flag(current[0], current[1], required))
-    return [f for f in flags if f.name not in ("-h", "--help")]
-
-
-def _flag(spec: str, help: str, required: set[str]) -> Flag:
-    names, metavars = [], []
-    for part in spec.split(", "):
-        words = part.strip().split(None, 1)
-        if not words or not words[0].startswith("-"):
-            continue
-        name, _, inline = words[0].partition("=")
-        names.append(name)
-        metavar = inline or (words[1] if len(words) > 1 else "")
-        if metavar:
-            metavars.append(metavar)
-    choices: tuple[str, ...] = ()
-    if metavars:
-        found = _CHOICES.match(metavars[0].split()[0])
-        if found:
-            choices = tuple(c.strip() for c in found.group(1).split(","))
-    return Flag(tuple(names), bool(metavars), choices, help, any(n in required for n in names))
-
-
-def _required_in_usage(text: str) -> set[str]:
-    """Options outside [...] in the usage line: the ones argparse requires."""
-    usage = []
-    for line in text.splitlines():
-        if line.lower().startswith("usage:"):
-            usage.append(line[6:])
-        elif usage and line.strip() and line.startswith(" "):
-            usage.append(line)
-        elif usage:
-            break
-    depth, out, word = 0, set(), ""
-    for ch in " ".join(usage) + " ":
-        if ch.isspace() or ch in "[]()|":
-            if depth == 0 and word.startswith("-"):
-                out.add(word)
-            word = ""
-            depth += (ch == "[") - (ch == "]")
-        else:
-            word += ch
-    return out
-
-
-def probe(script: Script, root: Path, python: str, timeout: float = PROBE_TIMEOUT) -> list[Flag]:
-    """``python SCRIPT --help`` in root → its flags; a script whose --help fails is an error."""
-    interpreter = shutil.which(python) or (sys.executable if python in ("python", "python3") else None)
-    if interpreter is None:
-        where = "is not an executable file" if os.sep in python else "is not on PATH"
-        raise TipcgenError(f"--python '{python}' {where}, so {script.path} --help cannot be probed",
-                           "pass --python with an interpreter that has the model's packages (e.g. --python python3)")
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", COLUMNS="200")
-    try:
-        proc = subprocess.run([interpreter, script.path, "--help"], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, errors="replace", timeout=timeout)
-    except OSError as exc:  # not a program (Exec format error), a missing #! interpreter, ...
-        raise TipcgenError(f"--python '{python}' cannot run {script.path} --help: {exc.strerror or exc}",
-                           "pass --python with a working Python interpreter (e.g. --python python3)") from None
-    except subprocess.TimeoutExpired:
-        raise TipcgenError(f"{script.path} --help did not finish in {timeout:g} s",
-                           "a script should parse its arguments before loading models or data; "
-                           "raise the limit with --probe-timeout") from None
-    flags = parse_help(proc.stdout)
-    if proc.returncode != 0 or not flags and "usage:" not in proc.stdout.lower():
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        raise TipcgenError(f"`{python} {script.path} --help` exited {proc.returncode}: {tail or 'no output'}",
-                           f"make `{python} {script.path} --help` work from {root} (it must not need a GPU or data), "
-                           f"or check {_SCRIPT_OPTION[script.role]}")
-    return flags
 
 
 # ---------------------------------------------------------------- mapping
@@ -289,7 +91,7 @@ def _ask_missing(options: Options, root: Path, ask: Callable[[str, str, str], st
     """Fill what the user must say (scripts, model name, checkpoint) by asking, or fail naming every option."""
     if options.checkpoint == ".":
         options.checkpoint = ""
-    wanted = [(_SCRIPT_OPTION[role], f"the {role} script (path relative to the repository root)", role)
+    wanted = [(SCRIPT_OPTION[role], f"the {role} script (path relative to the repository root)", role)
               for role in ("train", "export", "infer") if options.scripts.get(role) is None]
     if not options.model_name:
         wanted.append(("--model-name", "the model's name (it names test_tipc/configs/<model>)", "model_name"))
@@ -339,18 +141,18 @@ def _script(role: str, given: str, root: Path) -> Script:
     try:
         words = shlex.split(given)
     except ValueError as exc:
-        raise TipcgenError(f"{_SCRIPT_OPTION[role]} {given!r}: {exc}", "quote the script and its arguments as one word") from None
+        raise TipcgenError(f"{SCRIPT_OPTION[role]} {given!r}: {exc}", "quote the script and its arguments as one word") from None
     if not words:
-        raise TipcgenError(f"{_SCRIPT_OPTION[role]} is empty", f"give a script path, or null for no {role} step")
+        raise TipcgenError(f"{SCRIPT_OPTION[role]} is empty", f"give a script path, or null for no {role} step")
     path = Path(words[0])
     full = path if path.is_absolute() else root / path
     if not full.is_file():
-        raise TipcgenError(f"{_SCRIPT_OPTION[role]} {words[0]}: no such file under {root}",
+        raise TipcgenError(f"{SCRIPT_OPTION[role]} {words[0]}: no such file under {root}",
                            "give the script's path relative to the repository root (--root)")
     try:
         rel = full.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
-        raise TipcgenError(f"{_SCRIPT_OPTION[role]} {words[0]} is outside the repository {root}",
+        raise TipcgenError(f"{SCRIPT_OPTION[role]} {words[0]} is outside the repository {root}",
                            "TIPC runs scripts by paths relative to the repository root") from None
     return Script(role, rel, tuple(words[1:]))
 
@@ -404,7 +206,7 @@ def _data_value(scripts: dict[str, Script], fld: str, chosen: dict[str, str | No
     path = f"{data_dir}/{data_files[role][0]}"
     flag = _flag_of(scripts, fld, chosen)
     is_file = Path(data_files[role][0]).suffix != ""
-    if flag is not None and is_file and new_data.takes_folder(_norm(flag.name), flag.help):
+    if flag is not None and is_file and new_data.takes_folder(norm(flag.name), flag.help):
         return data_dir  # a folder flag: the folder that holds the file
     return path
 
@@ -426,18 +228,18 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
         return [cpu] if cpu_only else [gpu, cpu]
 
     device_flag = chosen.get("train.device") or ""
-    is_switch = "gpu" in _norm(device_flag)
+    is_switch = "gpu" in norm(device_flag)
     values["train.device"] = device_values("train.device", True if is_switch else "gpu", False if is_switch else "cpu")
     autocast = _flag_of(scripts, "train.autocast", chosen)
     level = new_data.amp_level(autocast.help, autocast.choices) if autocast is not None else None
-    if autocast is not None and _norm(autocast.name) in ("use_amp", "amp"):
+    if autocast is not None and norm(autocast.name) in ("use_amp", "amp"):
         values["train.autocast"] = False  # a True/False flag: train in float32
     elif level is not None:
         values["train.autocast"] = level  # an AMP level flag (--amp_level O1/O2): its lowest level
     else:
         values["train.autocast"] = "fp32" if autocast is None or not autocast.choices else \
             next((c for c in autocast.choices if c.lower() == "fp32"), autocast.choices[0])
-    steps = _norm(chosen.get("train.epochs") or "") in _STEP_COUNTERS
+    steps = norm(chosen.get("train.epochs") or "") in STEP_COUNTERS
     lite = {"lite_train_lite_infer": 10 if steps else 1, "lite_train_whole_infer": 10 if steps else 1}
     values["train.epochs"] = lite  # whole_train_whole_infer: no value, so the script's own default
     values["train.batch_size"] = {"lite_train_lite_infer": 4, "lite_train_whole_infer": 4}
@@ -448,7 +250,7 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     values["eval.extra"] = _data_value(scripts, "eval.extra", chosen, data_files, "eval", data_dir)
     values["export.output_dir"] = "./output/"
     values["export.weights"] = None
-    use_gpu = _norm(chosen.get("inference.use_gpu") or "") == "use_gpu"
+    use_gpu = norm(chosen.get("inference.use_gpu") or "") == "use_gpu"
     values["inference.use_gpu"] = device_values("inference.use_gpu", True if use_gpu else "gpu", False if use_gpu else "cpu")
     values["inference.enable_mkldnn"] = [False, True]
     values["inference.cpu_threads"] = [1, 2]
@@ -502,18 +304,18 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
     passed: dict[str, dict[str, str]] = {role: {} for role in ROLES}  # role → {flag: the field that passes it}
     for fld, (role, _) in CANDIDATES.items():
         if chosen.get(fld):
-            passed[role][_norm(chosen[fld])] = fld
+            passed[role][norm(chosen[fld])] = fld
     for fld in ("train.pretrained", "train.device"):  # the runner passes these to eval too
         if chosen.get(fld):
-            passed["eval"][_norm(chosen[fld])] = fld
+            passed["eval"][norm(chosen[fld])] = fld
     for role, script in scripts.items():
         for flag in script.flags:
             if not flag.required or script.given(flag):
                 continue
-            fld = next((passed[role][_norm(n)] for n in flag.names if _norm(n) in passed[role]), None)
+            fld = next((passed[role][norm(n)] for n in flag.names if norm(n) in passed[role]), None)
             if fld is None:
                 problems.append(f"{script.path}: the required flag {flag.name} fills no TIPC slot; give it as a fixed "
-                                f"argument ({_SCRIPT_OPTION[role]} \"{script.path} {flag.name} VALUE\") or map it "
+                                f"argument ({SCRIPT_OPTION[role]} \"{script.path} {flag.name} VALUE\") or map it "
                                 f"(--flag FIELD={flag.name})")
             elif not _passed_with_value(role, fld, values):
                 data_role = {"train.extra": "train", "eval.extra": "eval", "inference.data": "infer"}.get(fld)
@@ -544,43 +346,29 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
 
 # ---------------------------------------------------------------- the descriptor text
 
-def _flow(value: Any) -> str:
-    """A YAML flow node for value (lists and mappings on one line)."""
-    import yaml
-
-    text = yaml.safe_dump([value], default_flow_style=True, width=10_000, sort_keys=False).strip()
-    return text[1:-1]
-
-
-def _slot(flag: str | None, value: Any) -> str:
-    if flag is None:
-        return "null"
-    return "{key: " + _flow(flag) + ", value: " + _flow(value) + "}"
-
-
 def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any],
               options: Options, data_files: dict[str, tuple[str, str]], data_dir: str, env: dict[str, str]) -> str:
     def entry(fld: str) -> str:
-        return _slot(chosen.get(fld), values.get(fld))
+        return writer.keyed(chosen.get(fld), values.get(fld))
 
     setup = [[word.replace("{data_dir}", data_dir) for word in call] for call in _setup_calls(options.setup)]
     context = {
-        "model_name": _flow(model_name), "python": _flow(options.python),
-        "gpu_list": _flow(["-1"] if options.devices == "cpu" else ["0", "-1"]),
-        "scripts": {role: _flow(s.command) for role, s in scripts.items()},
+        "model_name": writer.flow(model_name), "python": writer.flow(options.python),
+        "gpu_list": writer.flow(["-1"] if options.devices == "cpu" else ["0", "-1"]),
+        "scripts": {role: writer.flow(s.command) for role, s in scripts.items()},
         "sources": {role: s.path for role, s in scripts.items()},
-        "entry": entry, "flow": _flow, "checkpoint": _flow(options.checkpoint if options.checkpoint is not None else None),
-        "infer_data": _flow(values.get("train.infer_data")),
-        "data_dir": _flow(data_dir),
-        "data_files": [(name, _flow({"role": DATA_ROLES[role], "lite": source, "whole": name}))
+        "entry": entry, "flow": writer.flow, "checkpoint": writer.flow(options.checkpoint if options.checkpoint is not None else None),
+        "infer_data": writer.flow(values.get("train.infer_data")),
+        "data_dir": writer.flow(data_dir),
+        "data_files": [(name, writer.flow({"role": DATA_ROLES[role], "lite": source, "whole": name}))
                        for role, (name, source) in sorted(data_files.items(), key=lambda kv: ROLES.index(kv[0]))],
-        "setup": [_flow(call) for call in setup],
-        "env": _flow(env) if env else None,
+        "setup": [writer.flow(call) for call in setup],
+        "env": writer.flow(env) if env else None,
         "whole_infer": None,
     }
     if (data_files or setup) and "export" in scripts and options.checkpoint is not None:
         trained = f"{data_dir}/trained"
-        context["trained_model"] = _flow(trained)
-        context["whole_infer"] = {"models": _flow(f"{trained}/{options.checkpoint}" if options.checkpoint else trained),
+        context["trained_model"] = writer.flow(trained)
+        context["whole_infer"] = {"models": writer.flow(f"{trained}/{options.checkpoint}" if options.checkpoint else trained),
                                   "export": context["scripts"]["export"]}
     return render.environment().get_template("descriptor/tipc.yaml.j2").render(**context)

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
-# Names of flags that take a folder (compared as new._norm does: no dashes, '-' as '_', lower case).
+# Names of flags that take a folder (compared as script_help.norm does: no dashes, '-' as '_', lower case).
 FOLDER_FLAGS = {"data_dir", "dataset_dir", "data_root", "dataset_root", "root", "train_dir", "val_dir", "eval_dir",
                 "test_dir", "img_dir", "images_dir", "image_folder", "img_folder", "data_folder", "input_dir",
                 "infer_dir", "dataset_path"}

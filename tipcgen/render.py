@@ -226,7 +226,7 @@ def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False
         target = out_dir / rel
         blocker = next((parent for parent in target.parents if parent.is_file()), None)
         if blocker is not None:
-            raise TipcgenError(f"{blocker} is a file, but tipcgen needs a folder there", "choose another --output")
+            raise TipcgenError(f"{blocker} is a file, but tipcgen needs a folder there", "choose another folder to write into")
         if target.is_dir():
             raise TipcgenError(f"{target} is a folder, but tipcgen writes a file there", "move it away and run again")
         if target.exists() and not target.is_file():  # reading a FIFO or /dev/zero to compare would never end

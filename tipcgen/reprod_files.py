@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TipcgenError
+from .errors import AlignFileError
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: the file, each array, all arrays together, an .npz's members
 MAX_VALUES = 100_000  # keys and arrays in one file
@@ -38,10 +38,6 @@ _DTYPE_CLASSES = frozenset(
 _HINT = "expected np.save(path, {key: ndarray}) as ReprodLogger.save writes it, or an .npz of plain arrays"
 
 Info = dict[str, Any]
-
-
-class AlignFileError(TipcgenError):
-    """A checkpoint file that cannot be read as a reprod_log dict."""
 
 
 class _Refused(ValueError):

@@ -19,7 +19,7 @@ from typing import Callable
 from . import layout, provenance, run_guard, submission, target
 from .chain import slots_of_step
 from .config import TipcConfig
-from .errors import RunError
+from .errors import RunError, ScriptError
 from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
                       read_records, required_kinds, write_json, write_junit)
 
@@ -103,7 +103,7 @@ def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str], mo
                            cwd=root, env=dict(env, TIPC_CHECK_ONLY="1"), capture_output=True, text=True,
                            errors="replace", stdin=subprocess.DEVNULL, timeout=120)
     if check.returncode == 2:
-        raise _script_error(check.stderr.splitlines())
+        raise ScriptError.from_lines(check.stderr.splitlines())
     python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
                                               if line.startswith("python:")), "python")
     found = shutil.which(python, path=env.get("PATH"))
@@ -271,7 +271,7 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
         _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
     stopped = prepare_out if prepare.exit_code == 2 else runner_out if summary.runner_exit_code == 2 and not summary.steps[1:] else None
     if stopped is not None and not summary.interrupted:
-        raise _script_error(list(stopped))
+        raise ScriptError.from_lines(list(stopped))
     return summary
 
 
@@ -314,11 +314,3 @@ def exit_text(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}"
-
-
-def _script_error(lines: list[str]) -> RunError:
-    """A script that refused to start (exit 2) explains why in `tipc error:` / `hint:` lines."""
-    errors = [line.removeprefix("tipc error: ") for line in lines if line.startswith("tipc error: ")]
-    hints = [line.strip().removeprefix("hint: ") for line in lines if line.strip().startswith("hint: ")]
-    message = errors[-1] if errors else " | ".join(lines[-3:]) or "the script stopped with exit code 2"
-    return RunError(message, hints[-1] if hints else "")

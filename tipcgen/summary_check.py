@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from .errors import TipcgenError
+from .errors import SummaryFileError
 
 MAX_SUMMARY_BYTES = 64 << 20
 STATUSES = ("passed", "failed", "skipped")
@@ -21,17 +21,6 @@ _MAX_SECONDS = 1e9  # about 30 years: anything larger is not a time a run took
 _MAX_EXIT = 1 << 31
 _TEXT_FIELDS = ("model", "mode", "config")
 _STEP_TEXT = ("log", "reason", "note", "command")
-_HINT = ("this summary.json was not written by tipcgen run, or was edited or cut short: "
-         "run the chain again (tipcgen run --mode MODE) to rewrite it")
-
-
-class SummaryFileError(TipcgenError):
-    """A summary.json that is not what tipcgen run writes."""
-
-    def __init__(self, source: str, where: str, problem: str) -> None:
-        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}", _HINT)
-
-
 def _kind(value: Any) -> str:
     """What was found, named without echoing the value itself."""
     if value is None:

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DescriptorError
+from .schema import TARGET_FIELDS
 
 TARGET_MODE = "whole_train_whole_infer"
-FIELDS = {"metrics", "tolerance", "relative", "lower_is_better"}
+FIELDS = TARGET_FIELDS  # the schema (schema.py) names them
 DEFAULT_TOLERANCE = 0.02
 LOWER_BY_DEFAULT = ("loss",)  # metrics where smaller is better unless lower_is_better says otherwise
 
