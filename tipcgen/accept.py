@@ -14,7 +14,8 @@ from pathlib import Path
 from . import accept_repo, autolog, render, support_table
 from .checklist import Acceptance, Item
 from .errors import TipcgenError
-from .results import SUMMARY_JSON, Summary, load_summary, log_tail
+from .paths import OUTPUT, SUMMARY_JSON
+from .results import Summary, load_summary, log_tail
 
 TREE = ("test_tipc/configs/{model}/train_infer_python.txt", "test_tipc/docs/test_train_inference_python.md",
         "test_tipc/README.md", "test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh",
@@ -30,7 +31,7 @@ _NO_RUN = "run the chain first: tipcgen run --mode lite_train_lite_infer (or pas
 
 def find_run(root: Path) -> Path | None:
     """The newest basic-chain run folder (test_tipc/output/<model>/<mode>/summary.json), or None."""
-    found = list((root / "test_tipc" / "output").glob("*/*/" + SUMMARY_JSON))
+    found = list((root / OUTPUT).glob("*/*/" + SUMMARY_JSON))
     return max(found, key=lambda p: p.stat().st_mtime).parent if found else None
 
 
