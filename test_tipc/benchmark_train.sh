@@ -97,6 +97,7 @@ run_case() {
     machines=${machines%%C*}
     cards=${device_num#*C}
     name=${REPO_NAME}_${TIPC_MODEL}_bs${bs}_${fp}_${run_mode}_${device_num}
+    tipc_at trainer=norm_train precision="$fp" batch_size="$bs" device_num="$device_num"  # every record of this case
     if [[ ! $device_num =~ ^N[1-9][0-9]*C[1-9][0-9]*$ ]]; then
         tipc_skip train "$name" "device_num '$device_num' is not N<machines>C<cards>"
         return 0
@@ -158,10 +159,10 @@ run_case() {
         local -a profile_cmd=("${cmd[@]}")
         profile_cmd[3]=$LOG_PATH/train_log/${name}_profiling_memory.json
         tipc_add_flag profile_cmd "$PROFILE_KEY" "$PROFILE"
-        tipc_case device="$place" use_gpu="$device" trainer=norm_train autocast="$autocast" precision="$fp" batch_size="$bs" model_dir="$save"
+        tipc_case device="$place" use_gpu="$device" autocast="$autocast" model_dir="$save"
         tipc_step profile "${name}_profiling" "$LOG_PATH/train_log/${name}_profiling" "" -- "${profile_cmd[@]}"
     fi
-    tipc_case device="$place" use_gpu="$device" trainer=norm_train autocast="$autocast" precision="$fp" batch_size="$bs" model_dir="$save"
+    tipc_case device="$place" use_gpu="$device" autocast="$autocast" model_dir="$save"
     if ! tipc_step train "$name" "$log" "$note" -- "${cmd[@]}"; then
         tipc_skip speed "$speed_name" "skipped because train $name did not pass"
         return 0
@@ -169,7 +170,7 @@ run_case() {
     # Worker 0's own log when a launcher ran the workers (upstream NLP reads workerlog.0).
     analysed=$log
     if [ -f "$save/log/workerlog.0" ]; then analysed=$save/log/workerlog.0; fi
-    tipc_case device="$place" trainer=norm_train autocast="$autocast" precision="$fp" batch_size="$bs"
+    tipc_case device="$place" autocast="$autocast"
     tipc_step speed "$speed_name" "$LOG_PATH/index/${speed_name}.log" "$note" -- "$PYTHON" test_tipc/benchmark_analysis.py analyse \
         --filename "$analysed" --speed_log_file "$LOG_PATH/index/$speed_name" --memory_file "$memory" \
         --model_name "${TIPC_MODEL}_bs${bs}_${fp}_${run_mode}" --base_batch_size "$bs" --run_mode "$run_mode" \
@@ -184,6 +185,7 @@ tipc_split BATCH_LIST "$BATCH_SIZES"
 tipc_split FP_LIST "$FP_ITEMS"
 tipc_split DEVICE_LIST "$DEVICE_NUMS"
 for bs in "${BATCH_LIST[@]}"; do
+    tipc_at batch_size="$bs"
     if [[ ! $bs =~ ^[1-9][0-9]*$ ]]; then
         tipc_skip train "bs$bs" "batch_size entry '$bs' is not a whole number > 0"
         continue

@@ -318,8 +318,10 @@ TIPC_KILLER_PID=
 # belongs to (tipc_at: gpu_list entry, trainer, autocast, and `training`, the gpus_<entry>[_<tag>] that
 # golden result files are named by) and its own case (tipc_case: the device it ran on, the config's
 # use_gpu/use_trt/mkldnn/threads/precision/batch size values, the model folder; for a result check, the
-# results it compares with: dygraph, golden, fixed (the chain's own check) or paddle), as the config spells them.
-TIPC_FIELDS=(gpu trainer autocast training device use_gpu use_trt mkldnn threads precision batch_size model_dir reference)
+# results it compares with: dygraph, golden, fixed (the chain's own check) or paddle; for a benchmark_train
+# case, its device_num, N<machines>C<cards>), as the config spells them.
+TIPC_FIELDS=(gpu trainer autocast training device use_gpu use_trt mkldnn threads precision batch_size model_dir reference
+    device_num)
 declare -A TIPC_AT=() TIPC_CASE=()
 
 # tipc_fields_into ARRAY KEY=VALUE...: set fields of a step configuration (an unknown key is a bug here).

@@ -157,26 +157,29 @@ run_checks() {
     fi
     golden=$(section_value result_check_params golden_dir)
     if ! tipc_is_null "$golden"; then
+        # This training's committed results (tipcgen golden writes them; tipcgen/paths.py names them).
+        local results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt"
+        local fixed_results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt"
         name=golden_gpus_${gpu}${tag}
         # Golden results belong to one training (mode, device entry, trainer/autocast): gpus_-1 for the CPU.
         if [ -z "$logs" ]; then
             :
-        elif compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" > /dev/null; then
+        elif compgen -G "$results" > /dev/null; then
             tipc_case reference=golden
             tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
-                "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" "--log_file=$pattern" \
+                "--gt_file=$results" "--log_file=$pattern" \
                 "--atol=$(section_value result_check_params golden_atol)" \
                 "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
-        elif ! compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" > /dev/null; then
+        elif ! compgen -G "$fixed_results" > /dev/null; then
             tipc_case reference=golden
             tipc_skip check "$name" "no golden results for $MODE, gpus $gpu$tag in $golden (tipcgen golden --mode $MODE writes them)"
         fi
         name=golden_fixed_inputs_gpus_${gpu}${tag}
-        if compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" > /dev/null \
+        if compgen -G "$fixed_results" > /dev/null \
             && [ -d "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}" ]; then
             tipc_case reference=golden
             tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
-                "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" \
+                "--gt_file=$fixed_results" \
                 "--log_file=$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}/*_results.txt" \
                 "--atol=$(section_value result_check_params golden_atol)" \
                 "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"

@@ -46,7 +46,7 @@ def test_passing_chain_writes_every_artefact(stub_repo: Path):
 
 RECORD_FIELDS = {"kind", "name", "status", "exit_code", "seconds", "log", "reason", "note", "command", "gpu", "trainer",
                  "autocast", "training", "device", "use_gpu", "use_trt", "mkldnn", "threads", "precision", "batch_size",
-                 "model_dir", "reference"}
+                 "model_dir", "reference", "device_num"}
 
 
 def test_every_record_carries_its_fields(stub_repo: Path):

@@ -101,7 +101,7 @@ def _train_logs(root: Path, run_dir: Path, summary: Summary) -> list[Path]:
 def check_train_log(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
     title = "training log: every logged iteration has " + ", ".join(TRAIN_FIELDS)
     if summary is None or run_dir is None:
-        return Item("2.2.3", title, False, "test_tipc/output/", "no run found", _NO_RUN)
+        return Item("2.2.3", title, False, OUTPUT + "/", "no run found", _NO_RUN)
     logs = _train_logs(root, run_dir, summary)
     if not logs:
         return Item("2.2.3", title, False, _rel(run_dir, root), "the run has no passed train step with a log",
@@ -129,7 +129,7 @@ def check_train_log(root: Path, run_dir: Path | None, summary: Summary | None) -
 def check_autolog(root: Path, summary: Summary | None) -> Item:
     title = "inference speed: an AutoLog block in every inference case's log"
     if summary is None:
-        return Item("3.2.3", title, False, "test_tipc/output/", "no run found", _NO_RUN)
+        return Item("3.2.3", title, False, OUTPUT + "/", "no run found", _NO_RUN)
     cases = [s for s in summary.steps if s.kind == "infer" and s.status == "passed" and s.log]
     if not cases:
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
@@ -178,7 +178,7 @@ def check_support_table(root: Path) -> Item:
 def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
     title = "the chain passes (prepare.sh + test_train_inference_python.sh)"
     if summary is None or run_dir is None:
-        return Item("4.2.2-run", title, False, "test_tipc/output/", "no run found", _NO_RUN)
+        return Item("4.2.2-run", title, False, OUTPUT + "/", "no run found", _NO_RUN)
     where = _rel(run_dir / SUMMARY_JSON, root)
     counts = f"{summary.count('passed')} passed, {summary.count('failed')} failed, {summary.count('skipped')} skipped"
     if not summary.ok:

@@ -11,16 +11,12 @@ from pathlib import Path
 
 from .descriptor import Descriptor, samples_dir
 from .errors import TipcgenError
-from .paths import RESULTS_DIR, SUMMARY_JSON, run_dir as run_dir_of
+from .paths import RESULTS_DIR, SUMMARY_JSON, golden_name, run_dir as run_dir_of
 from .render import Written, golden_dir, write_tree
 from .results import Summary, load_summary
 
 PRECISIONS = ("fp32", "fp16", "int8")
 FIXED_CASES = "cases.json"  # check_inference.py's list of the results files it wrote
-
-
-def golden_name(model: str, mode: str, training: str, precision: str) -> str:
-    return f"python_{model}_{mode}_{training}_results_{precision}.txt"
 
 
 def result_lines(log: Path) -> list[str]:

@@ -35,6 +35,14 @@ RECORDS = "steps.jsonl"  # one JSON record per step, written by the runner (tipc
 SUMMARY_JSON = "summary.json"
 JUNIT_XML = "junit.xml"
 
+# Committed golden results (test_tipc/results/, and the descriptor's golden folder): one per trained model
+# (training: a step record's `training` field, `_fixed` added for the chain's own check) and precision.
+GOLDEN_RESULTS = "python_{model}_{mode}_{training}_results_{precision}.txt"
+
+
+def golden_name(model: str, mode: str, training: str, precision: str) -> str:
+    return GOLDEN_RESULTS.format(model=model, mode=mode, training=training, precision=precision)
+
 
 def run_rel(model: str, mode: str, chain: str = "basic") -> str:
     """A chain's run folder, relative to the repository root: each chain and mode has its own."""
@@ -50,7 +58,10 @@ def run_dir(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
 def runner_context() -> dict[str, str]:
     """The names the runner templates spell (as bash words: $TIPC_MODEL and $MODE are expanded there)."""
     run = {chain: "./" + run_rel("$TIPC_MODEL", "$MODE", chain) for chain in CHAINS}
+    golden = {"model": "${TIPC_MODEL}", "mode": "${MODE}", "precision": "*"}  # a glob over the precisions
     return {"records": RECORDS,
+            "golden_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}", **golden),
+            "golden_fixed_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}_fixed", **golden),
             "basic_run": run["basic"], "basic_log": RESULT_LOGS["basic"],
             "paddle2onnx_run": run["paddle2onnx"], "paddle2onnx_log": RESULT_LOGS["paddle2onnx"],
             "benchmark_run": run["benchmark_train"], "benchmark_log": RESULT_LOGS["benchmark_train"]}

@@ -46,6 +46,7 @@ class Step:
     batch_size: str | None = None
     model_dir: str | None = None
     reference: str | None = None  # a result check's: dygraph | golden | fixed (the chain's own) | paddle
+    device_num: str | None = None  # a benchmark_train case's N<machines>C<cards>
     tail: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     check: dict = field(default_factory=dict)  # a result check's differences (compare_results.py)
@@ -189,7 +190,7 @@ def check_text(check: dict) -> str:
 
 
 STEP_FIELDS = ("gpu", "trainer", "autocast", "training", "device", "use_gpu", "use_trt", "mkldnn", "threads",
-               "precision", "batch_size", "model_dir", "reference")  # tipc_record's TIPC_FIELDS
+               "precision", "batch_size", "model_dir", "reference", "device_num")  # tipc_record's TIPC_FIELDS
 
 
 def _field(value) -> str | None:
