@@ -16,24 +16,17 @@ from collections import deque
 from pathlib import Path
 from typing import Callable
 
-from . import layout, provenance, run_guard, submission, target
+from . import layout, paths, provenance, run_guard, submission, target
 from .chain import slots_of_step
 from .config import TipcConfig
 from .errors import RunError, ScriptError
-from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
-                      read_records, required_kinds, write_json, write_junit)
+from .paths import CONFIG_NAMES, JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
+from .results import Step, Summary, check_status_lines, environment_info, read_records, required_kinds, write_json
+from .summary_text import write_junit
 
-RUNNERS = {"basic": "test_tipc/test_train_inference_python.sh", "paddle2onnx": "test_tipc/test_paddle2onnx.sh",
-           "benchmark_train": "test_tipc/benchmark_train.sh"}
-CONFIG_NAMES = {"basic": "train_infer_python.txt", "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt",
-                "benchmark_train": "train_infer_python.txt"}
-RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
-               "benchmark_train": "results_benchmark_train.log"}
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_MODE = "benchmark_train"
 BENCHMARK_DATA_MODES = ("lite_train_lite_infer", "whole_train_whole_infer")
-PREPARE = "test_tipc/prepare.sh"
-PREPARE_LOG = "prepare.log"
 
 
 def check_mode(mode: str) -> str:
@@ -50,7 +43,7 @@ def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
     name = CONFIG_NAMES[chain]
     if config:
         return _given_config(config, root, name)
-    found = sorted((root / "test_tipc" / "configs").glob(f"*/{name}"))
+    found = sorted((root / paths.CONFIGS).glob(f"*/{name}"))
     if not found:
         raise RunError(f"no test_tipc/configs/*/{name} under {root.resolve()}",
                        "render one first: tipcgen init <sample | descriptor.yaml>, or pass --config")
@@ -129,9 +122,7 @@ def model_name_of(config_path: Path) -> str:
 
 def run_dir_of(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
     """Each chain and mode has its own output folder: two runs never share one."""
-    if chain == "basic":
-        return root / "test_tipc" / "output" / model / mode
-    return root / "test_tipc" / "output" / model / chain / mode
+    return paths.run_dir(root, model, mode, chain)
 
 
 class _Chain:
