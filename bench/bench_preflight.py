@@ -39,7 +39,7 @@ def to_prepare(repo: Path, env: dict) -> float:
 
 def programs_before_prepare(repo: Path, env: dict, work: Path) -> tuple[list[str], int]:
     trace = work / "trace.txt"
-    subprocess.run(["strace", "-f", "-e", "trace=execve,clone,clone3,fork,vfork", "-e", "signal=none", "-o", str(trace),
+    subprocess.run(["strace", "-f", "-s", "48", "-e", "trace=execve,clone,clone3,fork,vfork", "-e", "signal=none", "-o", str(trace),
                     *TIPCGEN, "run", "--mode", MODE, "--quiet"], cwd=repo, env=env,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     programs, forks = [], 0
@@ -55,6 +55,33 @@ def programs_before_prepare(repo: Path, env: dict, work: Path) -> tuple[list[str
         elif re.search(r"\b(clone3?|v?fork)\(", line) and "= " in line and "resumed" not in line:
             forks += 1
     return programs, forks
+
+
+def components(repo: Path, env: dict, runs: int) -> dict[str, list[float]]:
+    """Each thing the preflight does, timed alone (sequentially), in a fresh interpreter each time."""
+    code = f"""
+import os, subprocess, sys, time
+from pathlib import Path
+from tipcgen import preflight, provenance, run
+root, config = Path({str(repo)!r}), Path("test_tipc/configs/bert_sst2/train_infer_python.txt")
+env = dict(os.environ)
+python = run.interpreter_of((root / config).read_text(), env)[1]
+def timed(f):
+    t = time.perf_counter(); f(); return time.perf_counter() - t
+print(timed(lambda: preflight.refuse_lint_errors(root, config)),
+      timed(lambda: run._layout_check_result(run._start_layout_check(config, root, "basic", env, "{MODE}"))),
+      timed(lambda: provenance.versions(python, env)),
+      timed(lambda: provenance.git_info(root)),
+      timed(lambda: provenance.load_descriptor(root)))
+"""
+    names = ("lint gate (in process)", "runner layout check (bash)", "interpreter probe (python)", "git status",
+             "descriptor load (in process)")
+    found: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True, check=True)
+        for name, value in zip(names, out.stdout.split()):
+            found[name].append(float(value))
+    return found
 
 
 def main() -> int:
@@ -85,8 +112,10 @@ def main() -> int:
         for name, values in seconds.items():
             print(f"{name}: tipcgen run → prepare.sh start: median {statistics.median(values):.3f} s "
                   f"(min {min(values):.3f}, max {max(values):.3f}, {args.runs} runs)")
+        for name, values in components(repo, {k: v for k, v in env.items() if k != "BASH_ENV"}, args.runs).items():
+            print(f"  alone: {name:32} median {statistics.median(values):.3f} s (min {min(values):.3f})")
         print(f"load average after: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
-        if shutil.which("strace"):
+        if shutil.which("strace"):  # execve of every program, clone/fork of every process
             programs, forks = programs_before_prepare(repo, env, work)
             print(f"programs started before prepare.sh ({len(programs) - 1} besides tipcgen; {forks} forks in all, "
                   "bash subshells included):")
