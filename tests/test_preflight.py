@@ -76,3 +76,24 @@ def test_a_probe_that_hangs_is_stopped_at_its_limit(tmp_path: Path, monkeypatch)
     probes.close()
     assert time.monotonic() - start < 5
     assert all(proc.poll() is not None for proc in probes._procs.values())
+
+
+def test_the_gpu_probe_reads_nvidia_smi_and_runs_beside_the_others(tmp_path: Path):
+    """nvidia-smi (a stand-in here: this machine has none) starts with the interpreter probe and git."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\nsleep 0.3\necho 'NVIDIA H200, 550.54.15, 143771 MiB'\n")
+    smi.chmod(0o755)
+    env = dict(os.environ, PATH=f"{smi.parent}{os.pathsep}{os.environ['PATH']}", CUDA_VISIBLE_DEVICES="0")
+    start = time.monotonic()
+    probes = provenance.Probes(tmp_path, sys.executable, env)
+    # all started at once, before any answer is read
+    assert set(probes._procs) == ({"gpus", "versions"} if probes.git_missing else {"git", "gpus", "versions"})
+    try:
+        assert probes.device()["gpus"] == ["NVIDIA H200, 550.54.15, 143771 MiB"]
+        assert probes.versions()["python"] == sys.version.split()[0]
+        assert probes.git(tmp_path)["commit"] is None
+    finally:
+        probes.close()
+    assert time.monotonic() - start < 5
+    assert provenance.device_info(env)["cuda_visible_devices"] == "0"
