@@ -234,7 +234,7 @@ def run(
 
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
     """
-    from . import paths, summary_text
+    from . import paths, preflight, summary_text
     from . import run as runner
 
     def show(line: str) -> None:
@@ -244,7 +244,7 @@ def run(
             typer.echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
-                                model_dir=model_dir, chain=chain, on_line=show)
+                               model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse_lint_errors)
     typer.echo(summary_text.terminal_text(summary, color=_color()))
     run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
     typer.echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
