@@ -51,7 +51,7 @@ SECTION_FIELDS = {
 TOP_FIELDS = {"schema_version", "description", "model_name", "python", "gpu_list", "sections", "data", "run",
               "checks", "paddle2onnx", "align", "target", "benchmark", "layout", "env"} | SECTION_FIELDS
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
-CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance", "fixed_inputs"}
+CHECK_FIELDS = {"reference", "reference_tolerance", "golden", "golden_tolerance", "onnx_tolerance", "fixed_inputs", "outputs"}
 PADDLE2ONNX_FIELDS = {"model_dir", "save_file", "opset_version", "inference", "onnx_flag"}
 DATA_FIELDS = {"dir", "whole_env", "files", "setup", "trained_model", "whole_from_lite"}
 DATA_FILE_FIELDS = {"role", "lite", "whole", "md5", "rows"}
@@ -114,6 +114,7 @@ class ChecksSpec:
     # The chain's own check (check_inference.py): None builds inputs from the model's input spec,
     # "null" turns it off, else a .npz of named input arrays in the repository.
     fixed_inputs: str | None = None
+    outputs: tuple[str, ...] = ()  # the exported model's outputs, named by position (else fetch_name_N)
 
 
 @dataclass(frozen=True)
@@ -682,7 +683,21 @@ class _Validator:
             golden_tolerance=self._tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
             onnx_tolerance=self._tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
             fixed_inputs=self._fixed_inputs(value),
+            outputs=self._output_names(value.get("outputs")),
         )
+
+    def _output_names(self, value: Any) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not value:
+            raise self._err("checks.outputs", value, "a list of the exported model's output names, by position, "
+                            "such as [logits, probs]")
+        names = tuple(self.text(name, f"checks.outputs[{i}]", what="output name") for i, name in enumerate(value))
+        bad = next((n for n in names if not DATA_NAME_RE.match(n)), None)
+        if bad is not None or len(set(names)) != len(names):
+            raise self.fail("checks.outputs", f"{bad!r} is not a usable output name" if bad else "names an output twice",
+                            "distinct names of letters, digits, '_', '-' and '.', such as [logits, probs]")
+        return names
 
     def _fixed_inputs(self, value: dict) -> str | None:
         if "fixed_inputs" not in value or value["fixed_inputs"] is None:

@@ -46,3 +46,16 @@ def amp_level(help_text: str, choices: tuple[str, ...]) -> str | None:
     """An AMP level flag's float32-most value that its help or choices allow (O1 when it offers O1/O2)."""
     levels = sorted({f"O{n}" for n in _AMP_LEVELS.findall(" ".join([help_text, *choices]))})
     return levels[0] if levels else None
+
+
+def kind_mismatch(norm_name: str, help_text: str, value: str) -> str | None:
+    """What is wrong when a flag's help says folder and it gets a file path, or says file and gets a folder."""
+    is_file = Path(value.rstrip("/")).suffix != ""
+    says_file = bool(_FILE_HELP.search(help_text))
+    says_folder = norm_name in FOLDER_FLAGS or bool(_FOLDER_HELP.search(help_text)) or norm_name.endswith("_dir")
+    if is_file and says_folder and not says_file:
+        why = "its help says folder" if _FOLDER_HELP.search(help_text) else "by its name"
+        return f"takes a folder ({why}), but gets the file {value}"
+    if not is_file and says_file and not says_folder:
+        return f"takes a file (its help says file), but gets the folder {value}"
+    return None
