@@ -343,6 +343,8 @@ def main():
                       f"the model has {len(outputs)} (checks.outputs in the descriptor lists them by position)", file=sys.stderr)
                 return 2
             reference = {k: np.asarray(v) for k, v in outputs.items()}
+            failures += [f"{case}: {label(k)} holds NaN or Inf" for k, v in reference.items()
+                         if v.dtype.kind in "fc" and not np.all(np.isfinite(v))]
             print(f"{case}: reference, latency {latency['mean_ms']:.3f} ms (p50 {latency['p50_ms']:.3f} ms)")
             continue
         atol, rtol = TOLERANCES.get(options["precision"], TOLERANCES["fp32"])

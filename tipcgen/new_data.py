@@ -49,13 +49,18 @@ def amp_level(help_text: str, choices: tuple[str, ...]) -> str | None:
 
 
 def kind_mismatch(norm_name: str, help_text: str, value: str) -> str | None:
-    """What is wrong when a flag's help says folder and it gets a file path, or says file and gets a folder."""
+    """What is wrong when a flag's help (else its name) says folder and it gets a file path, or says file and
+    gets a folder; None when they agree or nothing says."""
+    says_file, says_folder = bool(_FILE_HELP.search(help_text)), bool(_FOLDER_HELP.search(help_text))
+    if says_file != says_folder:
+        wants, why = ("file", "its help says file") if says_file else ("folder", "its help says folder")
+    elif not says_file and (norm_name in FOLDER_FLAGS or norm_name.endswith("_dir")):
+        wants, why = "folder", "by its name"
+    else:
+        return None
     is_file = Path(value.rstrip("/")).suffix != ""
-    says_file = bool(_FILE_HELP.search(help_text))
-    says_folder = norm_name in FOLDER_FLAGS or bool(_FOLDER_HELP.search(help_text)) or norm_name.endswith("_dir")
-    if is_file and says_folder and not says_file:
-        why = "its help says folder" if _FOLDER_HELP.search(help_text) else "by its name"
+    if wants == "folder" and is_file:
         return f"takes a folder ({why}), but gets the file {value}"
-    if not is_file and says_file and not says_folder:
-        return f"takes a file (its help says file), but gets the folder {value}"
+    if wants == "file" and not is_file:
+        return f"takes a file ({why}), but gets the folder {value}"
     return None
