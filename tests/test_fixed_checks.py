@@ -4,7 +4,6 @@ paddle2onnx chain passing with the chain's own result check (test_tipc/check_inf
 weight failing the golden check naming the output. Real chains, real processes, one repository per session."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
