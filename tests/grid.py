@@ -118,6 +118,9 @@ def run_grid(repo: Path, model: str, outputs: set[str], whole: Path, env: dict |
         out[mode] = run_chain(repo, "--mode", mode, *extra, env=env)
         assert "\nPASSED: " in out[mode], out[mode][-1500:]  # not "PASSED (results not checked)"
         assert_checked(repo, model, mode, outputs, env_note, compared)
+        if mode == "whole_train_whole_infer":  # trained on the whole data, never silently on the lite data
+            prepared = (repo / "test_tipc/output" / model / mode / "prepare.log").read_text()
+            assert f" -> {whole}/" in prepared and "(whole data" in prepared and "(lite data" not in prepared, prepared
     out["paddle2onnx"] = run_chain(repo, "--chain", "paddle2onnx", "--mode", MODES[0], env=env)
     steps = assert_checked(repo, model, f"paddle2onnx/{MODES[0]}", outputs, env_note)
     onnx = next(s for s in steps if s["name"] == "onnx_fixed_inputs_cpu")
@@ -130,6 +133,11 @@ def perturbed_weight_fails(repo: Path, model: str, descriptor: str, checkpoint: 
     """Golden results of whole_infer from its passing run; one float of the checkpoint it exports (or of the
     exported .pdiparams it reads) moved; whole_infer again must fail its golden check. Returns its stdout."""
     tipcgen("golden", descriptor, "--mode", "whole_infer", cwd=repo, check=True)
+    golden = next((repo / "test_tipc/results").glob(f"python_{model}_whole_infer_gpus_-1*_fixed_results_fp32.txt"))
+    same = subprocess.run([sys.executable, "test_tipc/compare_results.py", f"--gt_file={golden}",  # the check can pass
+                           f"--log_file=test_tipc/output/{model}/whole_infer/fixed_inputs_gpus_-1_model_1/*_results.txt"],
+                          cwd=repo, capture_output=True, text=True, timeout=120)
+    assert same.returncode == 0, same.stdout + same.stderr
     if checkpoint.suffix == ".pdiparams":  # an exported model that whole_infer reads as it is (infer_export: null)
         perturb_bias(checkpoint)
     else:
