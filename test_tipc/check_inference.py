@@ -4,7 +4,7 @@ The chain's own result check of an exported model (paddle.jit.save), with no cha
 
     python test_tipc/check_inference.py --model_dir DIR [--use_gpu 'True|False'] [--enable_mkldnn 'False|True']
         [--cpu_threads '1|2'] [--precision fp32] [--use_trt False] [--batch_size 2] [--onnx_file F.onnx]
-        [--inputs FILE.npz] [--results_dir DIR]
+        [--inputs FILE.npz] [--results_dir DIR] [--output_names 'logits|probs']
 
 Feeds the model fixed inputs (the arrays of --inputs, else inputs built from the model's input spec
 with seed 0: dynamic dims -> small sizes, int inputs -> ids below the smallest embedding table,
@@ -13,6 +13,8 @@ lists them; GPU/TensorRT where a CUDA device is present, else skipped with the r
 --onnx_file, in ONNX Runtime; compares every output of every configuration with the first CPU fp32
 configuration's (shape, dtype, NaN/Inf, |a - e| <= atol + rtol * |e| with per-precision
 tolerances) and prints the max abs/rel difference per output and the latency per configuration.
+Outputs are named by --output_names (the descriptor's checks.outputs, by position), else by the
+program's own names: Paddle 3 programs call them fetch_name_N, shown as "output N (fetch_name_N)".
 With --results_dir each configuration's outputs are written as `fixed_inputs\t<json>` lines
 (compare_results.py reads them), and cases.json lists them with each configuration's place and
 precision (`tipcgen golden` reads it: no file name is parsed). Exit 0 if all pass, 1 if not, 2 on bad
@@ -48,6 +50,13 @@ def find_model(model_dir):
             if os.path.isfile(stem + suffix):
                 return stem + suffix, params
     return None
+
+
+def label(name):
+    """How a message names an output: 'output 0 (fetch_name_0)' for a program's positional name."""
+    if name.startswith("fetch_name_") and name[len("fetch_name_"):].isdigit():
+        return f"output {name[len('fetch_name_'):]} ({name})"
+    return f"output '{name}'"
 
 
 def feeding_input(value, steps=6):
@@ -129,7 +138,7 @@ def timed(run, repeats):
     return outputs, {"mean_ms": round(float(np.mean(times)), 3), "p50_ms": round(float(np.median(times)), 3), "runs": repeats}
 
 
-def paddle_runner(files, inputs, place, mkldnn=False, threads=1, precision="fp32", trt=False):
+def paddle_runner(files, inputs, place, mkldnn=False, threads=1, precision="fp32", trt=False, output_names=()):
     import paddle.inference as pi
 
     config = pi.Config(*files)
@@ -158,7 +167,8 @@ def paddle_runner(files, inputs, place, mkldnn=False, threads=1, precision="fp32
             handle.reshape(inputs[name].shape)
             handle.copy_from_cpu(inputs[name])
         predictor.run()
-        return {name: predictor.get_output_handle(name).copy_to_cpu() for name in names}
+        return {(output_names[i] if i < len(output_names) else name): predictor.get_output_handle(name).copy_to_cpu()
+                for i, name in enumerate(names)}
 
     return run
 
@@ -183,17 +193,17 @@ def compare(reference, outputs, atol, rtol, case, report):
     for name, want in reference.items():
         got = outputs.get(name)
         if got is None:
-            failures.append(f"{case}: output '{name}' is missing")
+            failures.append(f"{case}: {label(name)} is missing")
             continue
         got = np.asarray(got)
         if got.shape != want.shape:
-            failures.append(f"{case}: output '{name}' has shape {got.shape}, expected {want.shape}")
+            failures.append(f"{case}: {label(name)} has shape {got.shape}, expected {want.shape}")
             continue
         if got.dtype.kind != want.dtype.kind:
-            failures.append(f"{case}: output '{name}' has dtype {got.dtype}, expected {want.dtype}")
+            failures.append(f"{case}: {label(name)} has dtype {got.dtype}, expected {want.dtype}")
             continue
         if got.dtype.kind in "fc" and not np.all(np.isfinite(got)):
-            failures.append(f"{case}: output '{name}' holds NaN or Inf")
+            failures.append(f"{case}: {label(name)} holds NaN or Inf")
             continue
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
         rel = diff / np.maximum(np.abs(want.astype(np.float64)), 1e-12)
@@ -201,7 +211,7 @@ def compare(reference, outputs, atol, rtol, case, report):
         report["max_rel"][name] = max(report["max_rel"].get(name, 0.0), float(rel.max(initial=0.0)))
         bad = diff > atol + rtol * np.abs(want.astype(np.float64))
         if np.any(bad):
-            failures.append(f"{case}: output '{name}' differs by up to {float(diff.max()):.3e} "
+            failures.append(f"{case}: {label(name)} differs by up to {float(diff.max()):.3e} "
                             f"({int(bad.sum())} of {bad.size} values beyond atol {atol:g} + rtol {rtol:g})")
     return failures
 
@@ -261,6 +271,7 @@ def main():
     parser.add_argument("--onnx_file", help="also run this ONNX model in ONNX Runtime and compare it")
     parser.add_argument("--inputs", help="a .npz of named input arrays (else inputs are built from the input spec)")
     parser.add_argument("--results_dir", help="write each configuration's outputs here")
+    parser.add_argument("--output_names", default="", help="'|'-separated names of the model's outputs, by position")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per configuration")
     args = parser.parse_args()
@@ -305,6 +316,7 @@ def main():
         print(f"input {name}: shape {list(array.shape)} {array.dtype} ({origin}{ids})")
     gpu_count = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
     to_run, skipped = cases(args, gpu_count)
+    output_names = words(args.output_names)
     report = {"max_abs": {}, "max_rel": {}, "latency_ms": {}, "skipped": {}}
     failures, reference, compared, written = [], None, 0, []
     ref_case = next((c for c in to_run if c[1] == "cpu" and c[2]["precision"] == "fp32" and not c[2]["mkldnn"]), None)
@@ -324,7 +336,7 @@ def main():
             if place == "onnx":
                 run = onnx_runner(args.onnx_file, inputs, list(reference))
             else:
-                run = paddle_runner(files, inputs, place, **options)
+                run = paddle_runner(files, inputs, place, output_names=output_names, **options)
             outputs, latency = timed(run, args.repeats)
         except Exception as exc:  # a configuration that cannot run fails the check, named
             failures.append(f"{case}: did not run ({type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''})")
@@ -334,7 +346,13 @@ def main():
             written.append({"case": case, "file": write_results(args.results_dir, case, outputs), "place": place,
                             "precision": options["precision"]})
         if reference is None:
+            if output_names and len(output_names) != len(outputs):
+                print(f"check_inference: --output_names names {len(output_names)} output(s) ({', '.join(output_names)}), "
+                      f"the model has {len(outputs)} (checks.outputs in the descriptor lists them by position)", file=sys.stderr)
+                return 2
             reference = {k: np.asarray(v) for k, v in outputs.items()}
+            failures += [f"{case}: {label(k)} holds NaN or Inf" for k, v in reference.items()
+                         if v.dtype.kind in "fc" and not np.all(np.isfinite(v))]
             print(f"{case}: reference, latency {latency['mean_ms']:.3f} ms (p50 {latency['p50_ms']:.3f} ms)")
             continue
         atol, rtol = TOLERANCES.get(options["precision"], TOLERANCES["fp32"])
@@ -344,7 +362,7 @@ def main():
         print(f"{case}: {'FAILED' if found else 'passed'} against {ref_case[0]} (atol {atol:g}, rtol {rtol:g}), "
               f"latency {latency['mean_ms']:.3f} ms (p50 {latency['p50_ms']:.3f} ms)")
     for output in sorted(report["max_abs"]):
-        print(f"{output}: max abs diff {report['max_abs'][output]:.3e}, max rel diff {report['max_rel'][output]:.3e}")
+        print(f"{label(output)}: max abs diff {report['max_abs'][output]:.3e}, max rel diff {report['max_rel'][output]:.3e}")
     if args.results_dir and written:
         with open(os.path.join(args.results_dir, CASES), "w", encoding="utf-8") as handle:
             json.dump(sorted(written, key=lambda c: c["file"]), handle, indent=1)

@@ -525,15 +525,18 @@ tipc_finish() {
 # exported model fed fixed inputs in every inference configuration (ARGs: the config's lists, an
 # --onnx_file), outputs compared with the first CPU fp32 configuration's and written to
 # $LOG_PATH/NAME/ (golden results read them). result_check_params fixed_inputs: null turns it
-# off; a .npz path there is fed instead of inputs built from the model's input spec.
+# off; a .npz path there is fed instead of inputs built from the model's input spec; output_names
+# (checks.outputs) names the model's outputs by position.
 tipc_fixed_check() {
-    local name=$1 model_dir=$2 script inputs
+    local name=$1 model_dir=$2 script inputs names
     shift 2
     script=$(dirname "${BASH_SOURCE[0]}")/check_inference.py
     inputs=$(section_value result_check_params fixed_inputs)
     TIPC_CASE[reference]=fixed
     if [ ! -f "$script" ] || [ "$inputs" = null ]; then TIPC_CASE=(); return 0; fi
     if [ -n "$inputs" ]; then set -- "$@" "--inputs=$inputs"; fi
+    names=$(section_value result_check_params output_names)
+    if [ -n "$names" ]; then set -- "$@" "--output_names=$names"; fi
     # No paddle.jit.save model there: nothing to feed (the verdict then says the results were not checked).
     if ! compgen -G "$model_dir/*.pdiparams" > /dev/null; then TIPC_CASE=(); return 0; fi
     # The descriptor's env: (TIPC_STEP_ENV, the basic runner's) applies: this step loads the exported model too.

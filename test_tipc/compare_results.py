@@ -51,6 +51,13 @@ def precision_of(path):
     return found[0] if found else None
 
 
+def label(name):
+    """How a message names an output: 'output 0 (fetch_name_0)' for a program's positional name."""
+    if name.startswith("fetch_name_") and name[len("fetch_name_"):].isdigit():
+        return f"output {name[len('fetch_name_'):]} ({name})"
+    return f"output '{name}'"
+
+
 def to_array(value):
     array = np.asarray(value)
     if array.dtype == object:
@@ -85,26 +92,26 @@ def compare(expected, actual, source, atol, rtol, outcome):
         for output, want in outputs.items():
             got = actual[name].get(output)
             if got is None:
-                outcome.fail(f"{source}: {name}: output '{output}' is missing")
+                outcome.fail(f"{source}: {name}: {label(output)} is missing")
                 continue
             try:
                 want_a, got_a = to_array(want), to_array(got)
             except ValueError as exc:
-                outcome.fail(f"{source}: {name}: output '{output}': {exc}")
+                outcome.fail(f"{source}: {name}: {label(output)}: {exc}")
                 continue
             if want_a.shape != got_a.shape:
-                outcome.fail(f"{source}: {name}: output '{output}' has shape {got_a.shape}, expected {want_a.shape}")
+                outcome.fail(f"{source}: {name}: {label(output)} has shape {got_a.shape}, expected {want_a.shape}")
                 continue
             if want_a.dtype.kind != got_a.dtype.kind:
-                outcome.fail(f"{source}: {name}: output '{output}' has dtype {got_a.dtype}, expected {want_a.dtype}")
+                outcome.fail(f"{source}: {name}: {label(output)} has dtype {got_a.dtype}, expected {want_a.dtype}")
                 continue
             if got_a.dtype.kind in "fc" and not np.all(np.isfinite(got_a)):
-                outcome.fail(f"{source}: {name}: output '{output}' holds NaN or Inf")
+                outcome.fail(f"{source}: {name}: {label(output)} holds NaN or Inf")
                 continue
             abs_diff = outcome.diff(output, want_a, got_a)
             bad = abs_diff > atol + rtol * np.abs(want_a.astype(np.float64))
             if np.any(bad):
-                outcome.fail(f"{source}: {name}: output '{output}' differs by up to {float(abs_diff.max()):.3e} "
+                outcome.fail(f"{source}: {name}: {label(output)} differs by up to {float(abs_diff.max()):.3e} "
                              f"({int(bad.sum())} of {bad.size} values beyond atol {atol:g} + rtol {rtol:g})")
 
 

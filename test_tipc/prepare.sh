@@ -147,7 +147,8 @@ newest_run() {  # SOURCE: the folder among "$@" whose $NEED was written last
 }
 if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
     TRAINED=./train_data/bert_sst2/trained
-    if [ "$CHAIN" = paddle2onnx ]; then NEED=inference.json; else NEED=$(slot_value train_model_name); fi
+    # inference.pdiparams: written by either export format (inference.json, or inference.pdmodel under env:)
+    if [ "$CHAIN" = paddle2onnx ]; then NEED=inference.pdiparams; else NEED=$(slot_value train_model_name); fi
     SOURCE=${TIPC_MODEL_DIR:-}
     # paddle2onnx in a train mode takes that mode's own run first: its reference results were made
     # on the data the converted model is fed now. Otherwise the newest train run of any mode.

@@ -29,10 +29,14 @@ for key in model_name python 2onnx --model_dir --save_file inference "$onnx_key"
     if [ "$key" != null ]; then tipc_has_key "$CONFIG" "$key"; fi
 done
 tipc_begin "$(config_value model_name)" "$(config_value python)" 600
+
+# The descriptor's env: for the conversion, inference and check steps (an `env` prefix, or nothing).
+TIPC_STEP_ENV=()
+TIPC_STEP_NOTE=''
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/paddle2onnx/$MODE" results_paddle2onnx.log "paddle2onnx $MODE"
 
 # The conversion: every key:value line between `2onnx` and `inference`, as KEY=VALUE.
-convert_cmd=()
+convert_cmd=(${TIPC_STEP_ENV[@]+"${TIPC_STEP_ENV[@]}"})
 tipc_add_words convert_cmd "$(config_value 2onnx)"
 in_convert=""
 for line in "${TIPC_LINES[@]}"; do
@@ -50,7 +54,7 @@ if [ ! -d "$paddle_dir" ]; then
 fi
 mkdir -p -- "$onnx_dir"
 tipc_case model_dir="$paddle_dir"
-if tipc_step convert paddle2onnx_convert "$LOG_PATH/paddle2onnx_convert.log" "" -- "${convert_cmd[@]}"; then
+if tipc_step convert paddle2onnx_convert "$LOG_PATH/paddle2onnx_convert.log" "$TIPC_STEP_NOTE" -- "${convert_cmd[@]}"; then
     # The model's side files (vocabulary, configs, reference results) travel with the .onnx file;
     # the exported model itself, training checkpoints, optimizer states and logs do not.
     for side in "$paddle_dir"/*; do
@@ -87,7 +91,7 @@ for use_gpu in "${use_gpus[@]}"; do
             tipc_skip infer "paddle2onnx_infer_$place" "the inference script takes no ONNX flag (paddle2onnx.onnx_flag: null): the chain's own check runs the ONNX model"
             continue
         fi
-        cmd=("$PYTHON")
+        cmd=(${TIPC_STEP_ENV[@]+"${TIPC_STEP_ENV[@]}"} "$PYTHON")
         tipc_add_words cmd "$script"
         if [ "$engine" = onnx ]; then
             tipc_add_flag cmd "$onnx_key" "$onnx_flag"
@@ -102,7 +106,7 @@ for use_gpu in "${use_gpus[@]}"; do
         fi
         tipc_add_flag cmd "$use_gpu_key" "$use_gpu"
         tipc_add_flag cmd "$data_key" "$data"
-        tipc_step infer "$name" "$LOG_PATH/$name.log" "" -- "${cmd[@]}"
+        tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
     done
     if [ "$place" = cpu ]; then
         tipc_case model_dir="$paddle_dir"

@@ -1,5 +1,7 @@
-"""The chain's own result check (test_tipc/check_inference.py) on a model whose scripts print nothing
-tipcgen reads: two inputs, two outputs, numpy data (tests/fixtures/two_io). Real chains, real processes."""
+"""The grid of issue 13 on a model with two inputs and two outputs and numpy data (tests/fixtures/two_io), whose
+scripts print nothing tipcgen reads: from `tipcgen new` with its data named by hand to the four modes and the
+paddle2onnx chain passing with the chain's own result check (test_tipc/check_inference.py), and a perturbed
+weight failing the golden check naming the output. Real chains, real processes, one repository per session."""
 from __future__ import annotations
 
 import json
@@ -9,139 +11,166 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conftest import ROOT, chain_env, read_records, tipcgen
+from conftest import ROOT, STUB, chain_env, read_records, tipcgen
+from grid import perturbed_weight_fails, run_grid, summary
 
 TWO_IO = ROOT / "tests" / "fixtures" / "two_io"
 MODE = "lite_train_lite_infer"
 TRAINED = "norm_train_gpus_-1_autocast_fp32"
+NEW = ("new", "--model-name", "two_io", "--train", "two_io/train.py", "--eval", "two_io/eval.py",
+       "--export", "two_io/export_model.py", "--infer", "two_io/infer.py", "--checkpoint", "model",
+       "--train-data", "two_io/data/train.npz", "--eval-data", "two_io/data/infer.npz",
+       "--infer-data", "two_io/data/infer.npz", "--devices", "cpu",
+       # CI time: two CPU configurations; a GPU one, skipped with the reason on this machine
+       "--value", "inference.cpu_threads=1", "--value", "inference.enable_mkldnn=[false, true]",
+       "--value", "inference.use_gpu=[true, false]", "-o", "tipc.yaml")
+
+
+@pytest.fixture(scope="session")
+def two_io_grid(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """two_io after `tipcgen new` (plus checks: golden and output names) and `tipcgen init`, the grid run once."""
+    pytest.importorskip("paddle")
+    pytest.importorskip("paddle2onnx")
+    pytest.importorskip("onnxruntime")
+    repo = tmp_path_factory.mktemp("two_io")
+    shutil.copytree(TWO_IO, repo / "two_io", ignore=shutil.ignore_patterns("__pycache__"))
+    tipcgen(*NEW, cwd=repo, check=True)
+    descriptor = repo / "tipc.yaml"
+    descriptor.write_text(descriptor.read_text() + "\nchecks:\n  golden: golden\n  outputs: [logits, score]\n")
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    whole = repo.parent / "two_io_whole"
+    whole.mkdir()
+    for name, source in (("train.npz", "train.npz"), ("eval.npz", "infer.npz"), ("infer.npz", "infer.npz")):
+        shutil.copy(TWO_IO / "data" / source, whole / name)
+    return repo, run_grid(repo, "two_io", {"logits", "score"}, whole), whole
+
 
 pytestmark = [pytest.mark.paddle, pytest.mark.chain]
 
 
-@pytest.fixture(scope="session")
-def two_io_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """two_io rendered with `tipcgen init` and its basic lite chain run once per session."""
-    pytest.importorskip("paddle")
-    repo = tmp_path_factory.mktemp("two_io")
-    shutil.copytree(TWO_IO, repo / "two_io")
-    tipcgen("init", "two_io/tipc.yaml", cwd=repo, check=True)
-    proc = tipcgen("run", "--mode", MODE, "--quiet", cwd=repo)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-    return repo, proc
+def test_new_descriptor_of_the_two_input_model(two_io_grid):
+    repo, _, _ = two_io_grid
+    text = (repo / "tipc.yaml").read_text()
+    for line in ("extra: {key: --data_file, value: ./train_data/two_io/train.npz}",
+                 "models: ./train_data/two_io/trained/model",
+                 "  onnx_flag: null      # the script runs no ONNX model"):
+        assert line in text, line
+    assert "env:" not in text  # infer.py loads inference.json: no Paddle 2 format needed
 
 
-def _summary(repo: Path, mode: str = MODE) -> dict:
-    return json.loads((repo / "test_tipc/output/two_io" / mode / "summary.json").read_text())
-
-
-def test_basic_chain_checks_results_of_scripts_that_print_nothing(two_io_run):
-    repo, proc = two_io_run
+def test_basic_chain_checks_results_of_scripts_that_print_nothing(two_io_grid):
+    repo, out, _ = two_io_grid
     records = {r["name"]: r for r in read_records(repo, "two_io", MODE)}
     assert records["fixed_inputs_gpus_-1"]["status"] == "passed"
     fixed = records["fixed_inputs_gpus_-1"]
     assert (fixed["reference"], fixed["training"], fixed["gpu"]) == ("fixed", "gpus_-1", "-1"), fixed
     # What tipcgen golden reads instead of the results files' names: each file with its place and precision.
-    cases = json.loads((repo / "test_tipc/output/two_io" / MODE / "fixed_inputs_gpus_-1" / "cases.json").read_text())
-    assert [(c["file"], c["place"], c["precision"]) for c in cases] == [
-        ("cpu_usemkldnn_False_threads_1_precision_fp32_results.txt", "cpu", "fp32"),
-        ("cpu_usemkldnn_True_threads_1_precision_fp32_results.txt", "cpu", "fp32")]
-    step = next(s for s in _summary(repo)["steps"] if s["name"] == "fixed_inputs_gpus_-1")
-    assert set(step["check"]["max_abs"]) == {"fetch_name_0", "fetch_name_1"}
+    run_dir = repo / "test_tipc/output/two_io" / MODE / "fixed_inputs_gpus_-1"
+    cases = json.loads((run_dir / "cases.json").read_text())
+    assert cases and all((c["place"], c["precision"]) == ("cpu", "fp32") and (run_dir / c["file"]).is_file()
+                         for c in cases), cases
+    step = next(s for s in summary(repo, "two_io", MODE)["steps"] if s["name"] == "fixed_inputs_gpus_-1")
+    assert set(step["check"]["max_abs"]) == {"logits", "score"}  # checks.outputs names them
     assert step["check"]["logs"] == 1  # mkldnn on, compared with the first CPU fp32 configuration (mkldnn off)
     latency = step["check"]["latency_ms"]
     assert set(latency) == {"cpu_usemkldnn_False_threads_1_precision_fp32", "cpu_usemkldnn_True_threads_1_precision_fp32"}
     assert all(t["mean_ms"] > 0 and t["runs"] == 5 for t in latency.values())
     log = (repo / records["fixed_inputs_gpus_-1"]["log"]).read_text()
-    assert "input ids: shape [2, 4] int64" in log and "ids below 50" in log  # the embedding table's size
+    assert "input ids: shape [1, 4] int64" in log and "ids below 50" in log  # the embedding table's size
     assert "skipped gpu_usetrt_False_precision_fp32: needs a CUDA device" in log
-    assert "\nPASSED: " in proc.stdout, proc.stdout[-1500:]  # not "PASSED (results not checked)"
+    assert "output 'score': max abs diff" in log
+    assert "\nPASSED: " in out[MODE], out[MODE][-1500:]  # not "PASSED (results not checked)"
 
 
-def test_report_shows_latency_per_configuration(two_io_run, tmp_path: Path):
-    repo, _ = two_io_run
+def test_report_shows_latency_per_configuration(two_io_grid, tmp_path: Path):
+    repo, _, _ = two_io_grid
     tipcgen("report", f"test_tipc/output/two_io/{MODE}", "--format", "md", "--output", str(tmp_path), cwd=repo, check=True)
     text = next(tmp_path.glob("*.md")).read_text()
     assert "Latency per configuration" in text
     assert "| `fixed_inputs_gpus_-1` | `cpu_usemkldnn_True_threads_1_precision_fp32` |" in text
-    assert "| `fixed_inputs_gpus_-1` | PASS | fetch_name_1 |" in text
+    assert "| `fixed_inputs_gpus_-1` | PASS | score |" in text
     assert "1 configuration(s) compared with cpu_usemkldnn_False_threads_1_precision_fp32" in text
 
 
-def test_paddle2onnx_chain_runs_onnx_itself_and_copies_no_checkpoint(two_io_run):
-    pytest.importorskip("paddle2onnx")
-    pytest.importorskip("onnxruntime")
-    repo, _ = two_io_run
-    proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", MODE, "--quiet", cwd=repo)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+def test_paddle2onnx_chain_runs_onnx_itself_and_copies_no_checkpoint(two_io_grid):
+    repo, _, _ = two_io_grid
     records = {r["name"]: r for r in read_records(repo, "two_io", f"paddle2onnx/{MODE}")}
     assert records["paddle2onnx_infer_cpu"]["status"] == "skipped"
     assert "takes no ONNX flag" in records["paddle2onnx_infer_cpu"]["reason"]
     assert records["onnx_fixed_inputs_cpu"]["status"] == "passed"
     assert (records["onnx_fixed_inputs_cpu"]["reference"], records["onnx_fixed_inputs_cpu"]["device"]) == ("fixed", "cpu")
-    step = next(s for s in _summary(repo, f"paddle2onnx/{MODE}")["steps"] if s["name"] == "onnx_fixed_inputs_cpu")
-    assert set(step["check"]["max_abs"]) == {"fetch_name_0", "fetch_name_1"}
+    step = next(s for s in summary(repo, "two_io", f"paddle2onnx/{MODE}")["steps"] if s["name"] == "onnx_fixed_inputs_cpu")
+    assert set(step["check"]["max_abs"]) == {"logits", "score"}
     assert "onnxruntime_cpu" in step["check"]["latency_ms"]
     # The exported folder holds the training checkpoint too: only the .onnx file is in the ONNX folder.
     assert (repo / "test_tipc/output/two_io" / MODE / TRAINED / "model.pdparams").is_file()
     assert sorted(p.name for p in (repo / "train_data/two_io/onnx").iterdir()) == ["model.onnx"]
 
 
-def test_a_perturbed_exported_weight_fails_the_golden_check_naming_the_output(two_io_run, tmp_path: Path):
-    """Golden results from the passing run (`tipcgen golden`); the chain run again, in a copy, with the
-    model exported with one bias moved by 0.5: every configuration still agrees with the (perturbed)
-    reference, but the golden check of the chain's own results fails, naming the output."""
-    repo, _ = two_io_run
-    tipcgen("golden", "two_io/tipc.yaml", "--mode", MODE, cwd=repo, check=True)
-    golden = repo / f"test_tipc/results/python_two_io_{MODE}_gpus_-1_fixed_results_fp32.txt"
-    assert golden.is_file()
-    # The check can pass: the fixed inputs are the same in every run.
-    same = subprocess.run([sys.executable, "test_tipc/compare_results.py", f"--gt_file={golden}",
-                           f"--log_file=test_tipc/output/two_io/{MODE}/fixed_inputs_gpus_-1/*_results.txt"],
-                          cwd=repo, capture_output=True, text=True, timeout=120)
-    assert same.returncode == 0, same.stdout
-    copy = tmp_path / "repo"
-    shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns("paddle2onnx"))
-    proc = tipcgen("run", "--mode", MODE, "--quiet", cwd=copy, env={"TWO_IO_PERTURB": "1"})
-    assert proc.returncode == 1, proc.stdout[-3000:]
-    records = {r["name"]: r for r in read_records(copy, "two_io", MODE)}
-    assert records["fixed_inputs_gpus_-1"]["status"] == "passed"
-    assert records["golden_fixed_inputs_gpus_-1"]["status"] == "failed"
-    assert records["golden_fixed_inputs_gpus_-1"]["reference"] == "golden"
-    assert "output 'fetch_name_0' differs by up to" in proc.stdout
-    assert "\nFAILED: " in proc.stdout
-
-
-def test_named_inputs_are_fed_and_a_pickled_file_never_runs(two_io_run, tmp_path: Path):
-    """checks.fixed_inputs names a .npz: its arrays are fed; an object array (pickle) is refused unread."""
+def test_named_inputs_are_fed_and_a_pickled_file_never_runs(two_io_grid, tmp_path: Path):
+    """checks.fixed_inputs names a .npz: its arrays are fed; an object array (pickle) is refused unread;
+    output names that do not fit the model are refused."""
     import numpy as np
 
-    repo, _ = two_io_run
+    repo, _, _ = two_io_grid
     trained = repo / "test_tipc/output/two_io" / MODE / TRAINED
     script = [sys.executable, "test_tipc/check_inference.py", f"--model_dir={trained}", "--enable_mkldnn=False|True"]
     proc = subprocess.run([*script, "--inputs=two_io/data/infer.npz"], cwd=repo, env=chain_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "input ids: shape [4, 6] int64 (the arrays of two_io/data/infer.npz)" in proc.stdout
+    assert "output 1 (fetch_name_1): max abs diff" in proc.stdout  # unnamed: by position and program name
     np.savez(tmp_path / "evil.npz", ids=np.array([object()], dtype=object))
     proc = subprocess.run([*script, f"--inputs={tmp_path / 'evil.npz'}"], cwd=repo, env=chain_env(),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "is not a readable .npz of arrays" in proc.stderr
     assert "Traceback" not in proc.stderr
+    proc = subprocess.run([*script, "--output_names=logits"], cwd=repo, env=chain_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "--output_names names 1 output(s) (logits), the model has 2" in proc.stderr
+
+
+def test_a_perturbed_weight_fails_the_golden_check_naming_the_output(two_io_grid):
+    """Golden results of whole_infer (`tipcgen golden`); one float of the checkpoint moved by 0.5: every
+    configuration still agrees with the (perturbed) model, but the golden check fails, naming the output."""
+    repo, _, whole = two_io_grid
+    trained = repo / "test_tipc/output/two_io/whole_train_whole_infer" / TRAINED / "model.pdparams"
+    out = perturbed_weight_fails(repo, "two_io", "tipc.yaml", trained, whole)
+    assert "output 'logits' differs by up to" in out  # the head's bias moves the logits, not the score
+    assert "output 'score'" not in out.split("FAILED: ")[-1]
+
+
+def _stub_with_checks(tmp_path: Path, checks: str) -> Path:
+    shutil.copytree(STUB, tmp_path / "stub")
+    (tmp_path / "stub/tipc.yaml").write_text((STUB / "tipc.yaml").read_text() + f"\nchecks:\n{checks}")
+    return tmp_path / "stub/tipc.yaml"
 
 
 @pytest.mark.parametrize("value, line", [("false", "fixed_inputs:null"), ("data/x.npz", "fixed_inputs:data/x.npz")])
 def test_checks_fixed_inputs_renders_into_the_config(tmp_path: Path, value: str, line: str):
-    text = (TWO_IO / "tipc.yaml").read_text().replace("  golden: golden\n", f"  golden: golden\n  fixed_inputs: {value}\n")
-    (tmp_path / "tipc.yaml").write_text(text)
-    tipcgen("init", str(tmp_path / "tipc.yaml"), "--output", str(tmp_path / "out"), check=True)
-    config = (tmp_path / "out/test_tipc/configs/two_io/train_infer_python.txt").read_text().splitlines()
+    descriptor = _stub_with_checks(tmp_path, f"  golden: golden\n  fixed_inputs: {value}\n")
+    tipcgen("init", str(descriptor), "--output", str(tmp_path / "out"), check=True)
+    config = (tmp_path / "out/test_tipc/configs/stub_model/train_infer_python.txt").read_text().splitlines()
     assert line in config
 
 
-def test_checks_fixed_inputs_must_be_a_npz_path(tmp_path: Path):
-    text = (TWO_IO / "tipc.yaml").read_text().replace("  golden: golden\n", "  golden: golden\n  fixed_inputs: 'a b.txt'\n")
-    (tmp_path / "tipc.yaml").write_text(text)
-    proc = tipcgen("init", str(tmp_path / "tipc.yaml"), "--output", str(tmp_path / "out"))
-    assert proc.returncode == 2 and "checks.fixed_inputs" in proc.stderr + proc.stdout
+def test_checks_outputs_name_the_outputs_in_both_configs(tmp_path: Path):
+    descriptor = _stub_with_checks(tmp_path, "  outputs: [logits, probs]\npaddle2onnx:\n  model_dir: ./out/stub\n"
+                                   "  save_file: ./out/stub.onnx\n  inference: stub/stub_infer.py\n")
+    tipcgen("init", str(descriptor), "--output", str(tmp_path / "out"), check=True)
+    configs = sorted((tmp_path / "out/test_tipc/configs/stub_model").glob("*.txt"))
+    assert len(configs) == 2
+    for config in configs:
+        assert "output_names:logits|probs" in config.read_text().splitlines(), config.name
+
+
+@pytest.mark.parametrize("checks, message", [
+    ("  fixed_inputs: 'a b.txt'\n", "checks.fixed_inputs"),
+    ("  outputs: [logits, logits]\n", "checks.outputs: names an output twice"),
+    ("  outputs: ['a|b']\n", "checks.outputs: 'a|b' is not a usable output name"),
+    ("  outputs: logits\n", "checks.outputs"),
+])
+def test_bad_checks_are_refused_before_writing(tmp_path: Path, checks: str, message: str):
+    descriptor = _stub_with_checks(tmp_path, checks)
+    proc = tipcgen("init", str(descriptor), "--output", str(tmp_path / "out"))
+    assert proc.returncode == 2 and message in proc.stderr + proc.stdout, proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out/test_tipc").exists()

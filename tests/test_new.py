@@ -281,3 +281,41 @@ def test_real_repository_shapes_folder_data_spellings_and_setup_without_data(tmp
     # --setup alone (no data named) is kept
     setup_only = descriptor.load_text(new.propose(ocr_options(setup=["tools/train.py --x {data_dir}"]), tmp_path).text)
     assert setup_only.data.setup == (("tools/train.py", "--x", "./train_data/ocr_rec"),)
+
+
+def test_a_data_flag_whose_help_disagrees_with_its_value_is_noted(tmp_path: Path):
+    """A flag whose help says folder mapped to a file (--value), or says file mapped to a folder: a note."""
+    scripts = dict(OCR_LIKE)
+    scripts["tools/infer/predict.py"] = scripts["tools/infer/predict.py"].replace(
+        'p.add_argument("--image_dir", default="./doc/imgs")', 'p.add_argument("--image_dir", help="a list file of images")')
+    write_scripts(tmp_path, scripts)
+    (tmp_path / "data" / "lite").mkdir(parents=True)
+    (tmp_path / "data" / "lite.txt").write_text("x\n")
+    notes = new.propose(ocr_options(data={"train": "data/lite", "infer": "data/lite"}), tmp_path).notes
+    assert ("tools/infer/predict.py: --image_dir takes a file (its help says file), but gets the folder "
+            "./train_data/ocr_rec/infer; check inference.data (--value inference.data=PATH) or the flag "
+            "(--flag inference.data=FLAG)") in notes
+    assert not any("tools/train.py" in note and "takes a" in note for note in notes)  # --image_dir: no help
+    given = new.propose(ocr_options(data={"train": "data/lite.txt"}, values={"train.extra": "./x/train.txt"},
+                                    flags={"train.extra": "--save_dir"}), tmp_path)
+    assert any("tools/train.py: --save_dir takes a folder (by its name), but gets the file ./x/train.txt" in n
+               for n in given.notes), given.notes
+
+
+def test_new_writes_the_paddle2onnx_chain_with_onnx_flag_only_where_needed(tmp_path: Path):
+    write_scripts(tmp_path, OCR_LIKE)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "lite.txt").write_text("x\n")
+    text = new.propose(ocr_options(data={"train": "data/lite.txt"}), tmp_path).text
+    assert "\npaddle2onnx:" in text and "  inference: tools/infer/predict.py\n" in text
+    assert "  onnx_flag: null" in text  # predict.py has no --use_onnx
+    desc = descriptor.load_text(text)
+    assert desc.paddle2onnx.onnx_flag == "null" and desc.paddle2onnx.model_dir == "./train_data/ocr_rec/trained"
+    scripts = dict(OCR_LIKE)
+    scripts["tools/infer/predict.py"] = scripts["tools/infer/predict.py"].replace(
+        'p.add_argument("--benchmark", default="False")', 'p.add_argument("--benchmark", default="False")\n'
+        '        p.add_argument("--use_onnx", default="False")')
+    write_scripts(tmp_path, scripts)
+    text = new.propose(ocr_options(data={"train": "data/lite.txt"}), tmp_path).text
+    assert "onnx_flag" not in text  # the default, --use_onnx: nothing written
+    assert descriptor.load_text(text).paddle2onnx.onnx_flag == "--use_onnx"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
 from conftest import tipcgen
+from grid import perturbed_weight_fails, run_grid
 from tutorial_runner import run_tutorial
 
 from tipcgen import descriptor, importer, layout, lint, render
@@ -83,39 +85,87 @@ def test_a_tutorial_descriptor_refuses_a_field_the_layout_has_no_line_for() -> N
     assert len(layout.TUTORIAL_32) == 32
 
 
+# What a user names by hand after `tipcgen import` (the 32-line config cannot say it): the lite data
+# (Step6's test_images/lite_data.tar, unpacked to ./lite_data), the paddle2onnx chain, golden results
+# and the output's name.
+BY_HAND = """
+data:
+  dir: .
+  files:
+    lite_data: {role: train, lite: test_images/lite_data.tar, whole: lite_data}
+  trained_model: ./output/tutorial_model_infer
+
+paddle2onnx:
+  save_file: ./output/tutorial_model_onnx/model.onnx
+  inference: deploy/inference_python/infer.py
+  onnx_flag: null
+
+checks:
+  golden: golden
+  outputs: [logits]
+"""
+
+
 @pytest.fixture(scope="module")
 def tutorial_repo(tmp_path_factory) -> Path:
-    """The fixture project after `tipcgen import` and `tipcgen init` of its own 32-line config."""
+    """The fixture project after `tipcgen import` of its own 32-line config, its data named by hand, and
+    `tipcgen init`."""
     repo = tmp_path_factory.mktemp("tutorial") / "repo"
-    shutil.copytree(FIXTURE, repo)
+    shutil.copytree(FIXTURE, repo, ignore=shutil.ignore_patterns("__pycache__"))
     tipcgen("import", CONFIG, "-o", "tipc.yaml", cwd=repo, check=True)
+    (repo / "tipc.yaml").write_text((repo / "tipc.yaml").read_text() + BY_HAND)
     tipcgen("init", "tipc.yaml", "--force", cwd=repo, check=True)  # replaces the project's own runner files
     return repo
 
 
 def test_init_keeps_the_tutorial_config_byte_identical(tutorial_repo: Path) -> None:
-    assert (tutorial_repo / CONFIG).read_bytes() == (FIXTURE / CONFIG).read_bytes()
+    """Every line comes back; the checks add a trailing result_check_params section, which the template's
+    runner never reads (it reads the first 32 lines)."""
+    shipped = (FIXTURE / CONFIG).read_text()
+    rendered = (tutorial_repo / CONFIG).read_text()
+    assert rendered.startswith(shipped)
+    assert rendered[len(shipped):].startswith("=" * 27 + "result_check_params" + "=" * 27 + "\n")
     assert "layout: tutorial" in (tutorial_repo / "tipc.yaml").read_text()
 
 
-def test_the_generated_runner_runs_the_tutorial_layout(tutorial_repo: Path) -> None:
-    proc = tipcgen("run", "--mode", "lite_train_lite_infer", "-q", cwd=tutorial_repo)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_import_of_the_tutorial_project_passes_the_grid(tutorial_repo: Path, tmp_path: Path) -> None:
+    """The four modes and the paddle2onnx chain under the generated runner; lite_train_lite_infer and
+    whole_infer under the template's own runner; a perturbed exported weight failing naming the output."""
+    pytest.importorskip("paddle")
+    pytest.importorskip("paddle2onnx")
+    pytest.importorskip("onnxruntime")
+    whole = tmp_path / "whole"
+    with tarfile.open(FIXTURE / "test_images/lite_data.tar") as tar:
+        tar.extractall(whole, filter="data")  # the whole data set: the same tree, in $TIPC_DATA_DIR/lite_data
+    # The layout lists one CPU configuration: the basic chains' check records outputs (golden results
+    # compare them); the paddle2onnx chain compares ONNX Runtime with Paddle Inference.
+    run_grid(tutorial_repo, "tutorial_model", {"logits"}, whole, compared=0)
     out = tutorial_repo / "test_tipc/output/tutorial_model/lite_train_lite_infer"
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["ok"] is True
-    passed = [(s["kind"], s["status"]) for s in summary["steps"]]
-    assert [kind for kind, status in passed if status == "passed"] == ["prepare", "train", "eval", "export", "infer"]
+    passed = [s["kind"] for s in json.loads((out / "summary.json").read_text())["steps"] if s["status"] == "passed"]
+    assert passed == ["prepare", "train", "eval", "export", "infer", "check"]
     commands = (out / "results_python.log").read_text()
     assert "--output-dir=./test_tipc/output/" in commands and "use-gpu=" not in commands.replace("--use-gpu=", "")
+    # whole_infer (infer_export: null) infers on idx 19's folder, which prepare.sh links to the latest train run
+    results = (tutorial_repo / "test_tipc/output/tutorial_model/whole_infer/results_python.log").read_text()
+    assert "--model-dir=./output/tutorial_model_infer/ " in results
 
-
-def test_a_rendered_tutorial_config_passes_under_the_templates_runner(tutorial_repo: Path) -> None:
     status = run_tutorial(tutorial_repo, CONFIG, "lite_train_lite_infer")
     assert len(status) == 4, status  # train, eval, export, one inference case
     assert all("Run successfully" in line for line in status), status
     assert "--pretrained=./log/tutorial_model/lite_train_lite_infer/norm_train_gpus_-1/latest.pdparams" in status[1]
     assert "--img-path" not in status[3]  # the template never passes data to inference after training
+    status = run_tutorial(tutorial_repo, CONFIG, "whole_infer")
+    assert len(status) == 1 and "Run successfully" in status[0], status
+    assert "--model-dir=./output/tutorial_model_infer/" in status[0]
+
+    # whole_infer links idx 19's folder to the newest train run: whole_train_whole_infer's
+    exported = tutorial_repo / "test_tipc/output/tutorial_model/whole_train_whole_infer/norm_train_gpus_-1_autocast_null"
+    assert f"-> ./{exported.relative_to(tutorial_repo)}/ (trained model)" in (out.parent / "whole_infer/prepare.log").read_text()
+    exported = exported / "inference.pdiparams"
+    text = perturbed_weight_fails(tutorial_repo, "tutorial_model", "tipc.yaml", exported, whole)
+    assert "output 'logits' differs by up to" in text
 
 
 def test_init_refuses_to_break_the_other_scripts_of_an_existing_test_tipc(tmp_path: Path) -> None:
@@ -154,6 +204,8 @@ def submission_repo(tmp_path: Path) -> Path:
 RUNNER_ENV = {"TUTORIAL_RUNNER": str(ROOT / "tests" / "tutorial_runner.py")}
 
 
+@pytest.mark.paddle
+@pytest.mark.chain
 def test_submission_mode_keeps_the_runner_and_run_drives_it(submission_repo: Path) -> None:
     for kept in ("test_train_inference_python.sh", "common_func.sh", "prepare.sh", "test_serving_infer_python.sh"):
         assert (submission_repo / "test_tipc" / kept).read_bytes() == (FIXTURE / "test_tipc" / kept).read_bytes()
@@ -174,13 +226,15 @@ def test_submission_mode_keeps_the_runner_and_run_drives_it(submission_repo: Pat
     assert updated.returncode == 0, updated.stdout + updated.stderr
     assert (submission_repo / "test_tipc/common_func.sh").read_bytes() == (FIXTURE / "test_tipc/common_func.sh").read_bytes()
     # a second run reads only its own status lines (the template appends to results_python.log)
-    (submission_repo / "images/demo.txt").unlink()
+    (submission_repo / "images/demo.npy").unlink()
     failed = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
     assert failed.returncode == 1
     summary = json.loads((out / "summary.json").read_text())
     assert [s["status"] for s in summary["steps"]] == ["passed", "passed", "passed", "passed", "failed"]
 
 
+@pytest.mark.paddle
+@pytest.mark.chain
 def test_an_edited_runner_in_submission_mode_fails_the_run_naming_it(submission_repo: Path) -> None:
     runner = submission_repo / "test_tipc/test_train_inference_python.sh"
     runner.write_text(runner.read_text() + "# tuned by hand\n")
@@ -214,17 +268,3 @@ def test_every_corpus_trailing_header_comes_back_as_written() -> None:
         rendered = TipcConfig.parse(render.render_config(descriptor.load_text(document, source="t.yaml")))
         same += [line.text for line in rendered.logical_lines()[skip:] if line.header_name] == headers
     assert (with_sections, same) == (442, 441)
-
-
-def test_whole_infer_without_export_infers_on_the_export_folder_under_both_runners(tutorial_repo: Path) -> None:
-    """infer_export:null: the template infers on idx 19's folder (not on idx 23's train_model), and so does tipcgen's."""
-    exported = tutorial_repo / "output/tutorial_model_infer"
-    exported.mkdir(parents=True, exist_ok=True)
-    (exported / "inference.json").write_text("{}")
-    proc = tipcgen("run", "--mode", "whole_infer", "-q", cwd=tutorial_repo)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    results = (tutorial_repo / "test_tipc/output/tutorial_model/whole_infer/results_python.log").read_text()
-    assert "--model-dir=./output/tutorial_model_infer/ " in results
-    status = run_tutorial(tutorial_repo, CONFIG, "whole_infer")
-    assert len(status) == 1 and "Run successfully" in status[0], status
-    assert "--model-dir=./output/tutorial_model_infer/" in status[0]

@@ -83,6 +83,7 @@ class ChecksSpec:
     # The chain's own check (check_inference.py): None builds inputs from the model's input spec,
     # "null" turns it off, else a .npz of named input arrays in the repository.
     fixed_inputs: str | None = None
+    outputs: tuple[str, ...] = ()  # the exported model's outputs, named by position (else fetch_name_N)
 
 
 @dataclass(frozen=True)

@@ -339,6 +339,14 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
         if chosen.get(fld) and values.get(fld) is None and role in scripts:
             notes.append(f"{scripts[role].path}: {chosen[fld]} is not passed, so the script reads its default data; "
                          f"ship lite data with {_DATA_OPTION[role]} FILE")
+    for fld in ("train.extra", "eval.extra", "inference.data"):
+        flag = _flag_of(scripts, fld, chosen)
+        value = values.get("train.infer_data" if fld == "inference.data" else fld)
+        if flag is not None and isinstance(value, str) and value not in ("", "null"):
+            mismatch = new_data.kind_mismatch(norm(flag.name), flag.help, value)
+            if mismatch:
+                notes.append(f"{scripts[CANDIDATES[fld][0]].path}: {flag.name} {mismatch}; check {fld} "
+                             f"(--value {fld}=PATH) or the flag (--flag {fld}=FLAG)")
     if problems:
         raise TipcgenError("the chain would fail:\n" + "\n".join(f"  - {p}" for p in problems),
                            "fix the scripts or pass the options named above; tipcgen new --help lists them")
@@ -365,10 +373,17 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
         "setup": [writer.flow(call) for call in setup],
         "env": writer.flow(env) if env else None,
         "whole_infer": None,
+        "paddle2onnx": None,
     }
     if (data_files or setup) and "export" in scripts and options.checkpoint is not None:
         trained = f"{data_dir}/trained"
         context["trained_model"] = writer.flow(trained)
+        if "infer" in scripts and chosen.get("inference.model_dir"):
+            flag = scripts["infer"].find(("use_onnx", "onnx"))
+            context["paddle2onnx"] = {"save_file": writer.flow(f"{data_dir}/onnx/model.onnx"), "inference": context["scripts"]["infer"],
+                                      # --use_onnx is the default: written only when the script has another one, or none
+                                      "onnx_flag": None if flag is not None and flag.name == "--use_onnx"
+                                      else writer.flow(flag.name) if flag is not None and flag.takes_value else "null"}
         context["whole_infer"] = {"models": writer.flow(f"{trained}/{options.checkpoint}" if options.checkpoint else trained),
                                   "export": context["scripts"]["export"]}
     return render.environment().get_template("descriptor/tipc.yaml.j2").render(**context)

@@ -46,3 +46,21 @@ def amp_level(help_text: str, choices: tuple[str, ...]) -> str | None:
     """An AMP level flag's float32-most value that its help or choices allow (O1 when it offers O1/O2)."""
     levels = sorted({f"O{n}" for n in _AMP_LEVELS.findall(" ".join([help_text, *choices]))})
     return levels[0] if levels else None
+
+
+def kind_mismatch(norm_name: str, help_text: str, value: str) -> str | None:
+    """What is wrong when a flag's help (else its name) says folder and it gets a file path, or says file and
+    gets a folder; None when they agree or nothing says."""
+    says_file, says_folder = bool(_FILE_HELP.search(help_text)), bool(_FOLDER_HELP.search(help_text))
+    if says_file != says_folder:
+        wants, why = ("file", "its help says file") if says_file else ("folder", "its help says folder")
+    elif not says_file and (norm_name in FOLDER_FLAGS or norm_name.endswith("_dir")):
+        wants, why = "folder", "by its name"
+    else:
+        return None
+    is_file = Path(value.rstrip("/")).suffix != ""
+    if wants == "folder" and is_file:
+        return f"takes a folder ({why}), but gets the file {value}"
+    if wants == "file" and not is_file:
+        return f"takes a file ({why}), but gets the folder {value}"
+    return None

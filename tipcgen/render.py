@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import __version__, benchmark, chain, existing, gitignore, layout, paths
+from . import __version__, benchmark, chain, existing, gitignore, layout, legacy_format, paths
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .templating import environment, templates_dir  # noqa: F401  (render's public names)
@@ -70,9 +70,11 @@ def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, s
         model_name=desc.model_name, python=_slot(desc, "python").value, p=p, checks=desc.checks,
         use_gpu={"key": keys["use_gpu_key"], "value": use_gpu.value},
         model_dir_key=keys["model_dir_key"], onnx_dir=posixpath.dirname(p.save_file),
-        data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value)
+        data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value,
+        # Paddle 3 writes the Paddle 2 format (.pdmodel) only under the env: that turns PIR off.
+        model_filename="inference.pdmodel" if dict(desc.env).get(legacy_format.FLAG) == "0" else "inference.json")
     runner = env.get_template("runner/test_paddle2onnx.sh.j2").render(
-        step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, paths=paths.runner_context(), **keys)
+        step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, step_env=desc.env, paths=paths.runner_context(), **keys)
     return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
 
 

@@ -161,6 +161,11 @@ FIELDS: tuple[Field, ...] = (
     Field("checks.fixed_inputs", "the chain's own fixed-input check of the exported model: a `.npz` of inputs to feed "
           "(read without unpickling), or `false` to turn the check off (default: inputs built from the model's input "
           "spec, seed 0)", {"anyOf": [{"type": "string", "pattern": INPUTS_PATH_RE.pattern}, {"enum": [False, None]}]}),
+    Field("checks.outputs", "the exported model's outputs named by position, e.g. `[logits, probs]` (config "
+          "`output_names:logits\\|probs` in `result_check_params`): the fixed-input checks, their results files and "
+          "golden results use these names, so a failure reads `output 'probs' differs by up to ...`. Without it outputs "
+          "keep the program's names; Paddle 3's `fetch_name_N` are shown as `output N (fetch_name_N)`",
+          {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "string", "pattern": DATA_NAME_RE.pattern}}),
     Field("checks.onnx_tolerance", "`{atol, rtol}` for ONNX Runtime against Paddle Inference (default 1e-5, 1e-4)", _TOLERANCE),
     Field("paddle2onnx", "the paddle2onnx chain (`tipcgen run --chain paddle2onnx`)", required=("inference",)),
     Field("paddle2onnx.model_dir", "the exported model folder (default `data.trained_model`)", _PATH),
@@ -168,7 +173,8 @@ FIELDS: tuple[Field, ...] = (
     Field("paddle2onnx.opset_version", "ONNX opset, 7 to 21 (default 11)", {"type": "integer", "minimum": 7, "maximum": 21}),
     Field("paddle2onnx.inference", "the script that runs the `.onnx` model", _TEXT),
     Field("paddle2onnx.onnx_flag", "the flag that switches that script to ONNX Runtime (default `--use_onnx`); `null`: "
-          "the script has none, the chain's own check runs the ONNX model", {"type": ["string", "null"]}),
+          "the script has none, the chain's own check runs the ONNX model. `tipcgen new` writes the section when there is an "
+          "inference script and a `data.trained_model`, and this field only where the default does not apply", {"type": ["string", "null"]}),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,

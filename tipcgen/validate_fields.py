@@ -153,7 +153,21 @@ class GroupChecks(Checks):
             golden_tolerance=self._tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
             onnx_tolerance=self._tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
             fixed_inputs=self._fixed_inputs(value),
+            outputs=self._output_names(value.get("outputs")),
         )
+
+    def _output_names(self, value: Any) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not value:
+            raise self._err("checks.outputs", value, "a list of the exported model's output names, by position, "
+                            "such as [logits, probs]")
+        names = tuple(self.text(name, f"checks.outputs[{i}]", what="output name") for i, name in enumerate(value))
+        bad = next((n for n in names if not DATA_NAME_RE.match(n)), None)
+        if bad is not None or len(set(names)) != len(names):
+            raise self.fail("checks.outputs", f"{bad!r} is not a usable output name" if bad else "names an output twice",
+                            "distinct names of letters, digits, '_', '-' and '.', such as [logits, probs]")
+        return names
 
     def _fixed_inputs(self, value: dict) -> str | None:
         if "fixed_inputs" not in value or value["fixed_inputs"] is None:
