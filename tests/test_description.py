@@ -39,6 +39,7 @@ def test_shape_views_and_the_trainer_table_come_from_the_rows():
         "pact_train | quant_train", "fpgm_train", "distill_train", "to_static_train",
         '"$(slot_key trainer_key2)"', "*"]
     assert {fld: role for fld, (role, _) in new.CANDIDATES.items()}["train.pretrained"] == "train"
+    assert {step for slot in layout.TRAIN_INFER_PYTHON for step in slot.steps} == set(chain.STEPS)
 
 
 KV_SLOTS = [slot for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"]
@@ -89,6 +90,13 @@ def test_renaming_every_slot_and_adding_one_is_one_edit_each_in_the_description(
             assert re.sub(r"\brenamed_\d+\b", lambda m: back[m.group(0)], text) == path.read_text(), rel
     common = (sample / "test_tipc" / "common_func.sh").read_text()
     assert "[renamed_42]=42" in common and "[cpu_threads]" not in common
+
+    tutorial = tmp_path / "tutorial"  # the 32-line layout: import, then init renders the same config
+    shutil.copytree(ROOT / "tests" / "fixtures" / "tutorial", tutorial)
+    tutorial_config = "test_tipc/configs/tutorial_model/train_infer_python.txt"
+    tipcgen("import", tutorial_config, "-o", "tipc.yaml", cwd=tutorial, env=env, check=True)
+    tipcgen("init", "tipc.yaml", "--force", cwd=tutorial, env=env, check=True)
+    assert (tutorial / tutorial_config).read_bytes() == (ROOT / "tests" / "fixtures" / "tutorial" / tutorial_config).read_bytes()
 
     _add_a_slot(pkg)
     repo = tmp_path / "repo"
