@@ -13,16 +13,9 @@ set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 
-if [ $# -lt 2 ]; then
-    tipc_die "usage: bash $0 CONFIG benchmark_train [CASE]" "CASE looks like norm_bs8_fp32_DP_N1C1"
-fi
-CONFIG=$1
-MODE=$2
+TIPC_MODES=(benchmark_train)
+tipc_open "CONFIG benchmark_train [CASE]" "$@"
 CASE=${3:-}
-if [ "$MODE" != benchmark_train ]; then
-    tipc_die "unknown mode '$MODE' for benchmark_train.sh" "use: bash $0 CONFIG benchmark_train [CASE]"
-fi
-tipc_load_config "$CONFIG"
 TIPC_KEY_INDEX=(1 2 3 4 5 6 7 8 9 10 11 12 14 15 16 17 18 23 24 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 49)
 TIPC_KEY_NAME=(model_name python gpu_list --device --auto_cast --epochs --output_dir --batch_size --init_from_ckpt train_model_name train_infer_img_dir --data_file trainer norm_train pact_train fpgm_train distill_train eval --data_file --output_path --params_path norm_export quant_export fpgm_export distill_export export1 export2 inference_dir infer_model infer_export infer_quant inference --use_gpu --enable_mkldnn --cpu_threads --batch_size --use_tensorrt --precision --model_dir --data_file --benchmark)
 tipc_check_layout "$CONFIG"
@@ -34,12 +27,7 @@ for key in batch_size fp_items epoch flags; do
     fi
 done
 
-TIPC_MODEL=$(slot_value model_name)
-if [[ ! $TIPC_MODEL =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || [[ $TIPC_MODEL == *..* ]]; then
-    tipc_die "$CONFIG: model_name '$TIPC_MODEL' cannot name a folder" "use letters, digits, '_', '-' and '.'"
-fi
-PYTHON=${TIPC_PYTHON:-$(slot_value python)}
-tipc_check_python "$PYTHON"
+tipc_begin "$(slot_value model_name)" "$(slot_value python)" 600
 
 BATCH_SIZES=$(section_value train_benchmark_params batch_size)
 FP_ITEMS=$(section_value train_benchmark_params fp_items)
@@ -75,9 +63,6 @@ if [ -n "$CASE" ]; then
     DEVICE_NUMS=${CASE_FILTER[4]}
 fi
 
-: "${TIPC_STEP_TIMEOUT:=600}"
-export TIPC_STEP_TIMEOUT
-tipc_checked_only
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/benchmark_train/$MODE" results_benchmark_train.log "$MODE"
 mkdir -p -- "$LOG_PATH/train_log" "$LOG_PATH/index"
 REPO_NAME=$(basename "$PWD")
@@ -112,6 +97,7 @@ run_case() {
     machines=${machines%%C*}
     cards=${device_num#*C}
     name=${REPO_NAME}_${TIPC_MODEL}_bs${bs}_${fp}_${run_mode}_${device_num}
+    tipc_at trainer=norm_train precision="$fp" batch_size="$bs" device_num="$device_num"  # every record of this case
     if [[ ! $device_num =~ ^N[1-9][0-9]*C[1-9][0-9]*$ ]]; then
         tipc_skip train "$name" "device_num '$device_num' is not N<machines>C<cards>"
         return 0
@@ -173,8 +159,10 @@ run_case() {
         local -a profile_cmd=("${cmd[@]}")
         profile_cmd[3]=$LOG_PATH/train_log/${name}_profiling_memory.json
         tipc_add_flag profile_cmd "$PROFILE_KEY" "$PROFILE"
+        tipc_case device="$place" use_gpu="$device" autocast="$autocast" model_dir="$save"
         tipc_step profile "${name}_profiling" "$LOG_PATH/train_log/${name}_profiling" "" -- "${profile_cmd[@]}"
     fi
+    tipc_case device="$place" use_gpu="$device" autocast="$autocast" model_dir="$save"
     if ! tipc_step train "$name" "$log" "$note" -- "${cmd[@]}"; then
         tipc_skip speed "$speed_name" "skipped because train $name did not pass"
         return 0
@@ -182,6 +170,7 @@ run_case() {
     # Worker 0's own log when a launcher ran the workers (upstream NLP reads workerlog.0).
     analysed=$log
     if [ -f "$save/log/workerlog.0" ]; then analysed=$save/log/workerlog.0; fi
+    tipc_case device="$place" autocast="$autocast"
     tipc_step speed "$speed_name" "$LOG_PATH/index/${speed_name}.log" "$note" -- "$PYTHON" test_tipc/benchmark_analysis.py analyse \
         --filename "$analysed" --speed_log_file "$LOG_PATH/index/$speed_name" --memory_file "$memory" \
         --model_name "${TIPC_MODEL}_bs${bs}_${fp}_${run_mode}" --base_batch_size "$bs" --run_mode "$run_mode" \
@@ -196,6 +185,7 @@ tipc_split BATCH_LIST "$BATCH_SIZES"
 tipc_split FP_LIST "$FP_ITEMS"
 tipc_split DEVICE_LIST "$DEVICE_NUMS"
 for bs in "${BATCH_LIST[@]}"; do
+    tipc_at batch_size="$bs"
     if [[ ! $bs =~ ^[1-9][0-9]*$ ]]; then
         tipc_skip train "bs$bs" "batch_size entry '$bs' is not a whole number > 0"
         continue

@@ -14,7 +14,8 @@ lists them; GPU/TensorRT where a CUDA device is present, else skipped with the r
 configuration's (shape, dtype, NaN/Inf, |a - e| <= atol + rtol * |e| with per-precision
 tolerances) and prints the max abs/rel difference per output and the latency per configuration.
 With --results_dir each configuration's outputs are written as `fixed_inputs\t<json>` lines
-(compare_results.py and `tipcgen golden` read them). Exit 0 if all pass, 1 if not, 2 on bad
+(compare_results.py reads them), and cases.json lists them with each configuration's place and
+precision (`tipcgen golden` reads it: no file name is parsed). Exit 0 if all pass, 1 if not, 2 on bad
 arguments or no model. Needs paddle (and onnxruntime for --onnx_file) and numpy.
 """
 import argparse
@@ -205,11 +206,17 @@ def compare(reference, outputs, atol, rtol, case, report):
     return failures
 
 
+CASES = "cases.json"  # in --results_dir: [{case, file, place, precision}] for every results file
+
+
 def write_results(results_dir, case, outputs):
+    """Write a configuration's outputs; return the results file's name."""
     os.makedirs(results_dir, exist_ok=True)
     payload = json.dumps({name: np.asarray(value).tolist() for name, value in outputs.items()})
-    with open(os.path.join(results_dir, f"{case}_results.txt"), "w", encoding="utf-8") as handle:
+    name = f"{case}_results.txt"
+    with open(os.path.join(results_dir, name), "w", encoding="utf-8") as handle:
         handle.write(f"fixed_inputs\t{payload}\n")
+    return name
 
 
 def cases(args, gpu_count):
@@ -299,7 +306,7 @@ def main():
     gpu_count = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
     to_run, skipped = cases(args, gpu_count)
     report = {"max_abs": {}, "max_rel": {}, "latency_ms": {}, "skipped": {}}
-    failures, reference, compared = [], None, 0
+    failures, reference, compared, written = [], None, 0, []
     ref_case = next((c for c in to_run if c[1] == "cpu" and c[2]["precision"] == "fp32" and not c[2]["mkldnn"]), None)
     ref_case = ref_case or next((c for c in to_run if c[2]["precision"] == "fp32"), None)
     if ref_case is None:
@@ -324,7 +331,8 @@ def main():
             continue
         report["latency_ms"][case] = latency
         if args.results_dir:
-            write_results(args.results_dir, case, outputs)
+            written.append({"case": case, "file": write_results(args.results_dir, case, outputs), "place": place,
+                            "precision": options["precision"]})
         if reference is None:
             reference = {k: np.asarray(v) for k, v in outputs.items()}
             print(f"{case}: reference, latency {latency['mean_ms']:.3f} ms (p50 {latency['p50_ms']:.3f} ms)")
@@ -337,6 +345,9 @@ def main():
               f"latency {latency['mean_ms']:.3f} ms (p50 {latency['p50_ms']:.3f} ms)")
     for output in sorted(report["max_abs"]):
         print(f"{output}: max abs diff {report['max_abs'][output]:.3e}, max rel diff {report['max_rel'][output]:.3e}")
+    if args.results_dir and written:
+        with open(os.path.join(args.results_dir, CASES), "w", encoding="utf-8") as handle:
+            json.dump(sorted(written, key=lambda c: c["file"]), handle, indent=1)
     for failure in failures:
         print(f"FAIL {failure}")
     atol, rtol = TOLERANCES["fp32"]

@@ -51,6 +51,20 @@ tipc_open() {
     tipc_load_config "$CONFIG"
 }
 
+# tipc_begin MODEL PYTHON STEP_TIMEOUT: the shared start of every chain once its config is checked:
+# the model name (it names the run folder), the interpreter (TIPC_PYTHON overrides the config's) and
+# the step time limit (the descriptor's, unless the caller sets TIPC_STEP_TIMEOUT: tipcgen run --step-timeout).
+tipc_begin() {
+    TIPC_MODEL=$1
+    if [[ ! $TIPC_MODEL =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || [[ $TIPC_MODEL == *..* ]]; then
+        tipc_die "$CONFIG: model_name '$TIPC_MODEL' cannot name a folder" "use letters, digits, '_', '-' and '.'"
+    fi
+    PYTHON=${TIPC_PYTHON:-$2}
+    tipc_check_python "$PYTHON"
+    : "${TIPC_STEP_TIMEOUT:=$3}"
+    export TIPC_STEP_TIMEOUT
+}
+
 # tipc_load_config FILE: the non-blank lines of FILE into TIPC_LINES (the indices upstream runners
 # read), their editor line numbers into TIPC_LINENOS. Trailing whitespace is dropped: upstream keeps
 # it as part of the value and silently skips steps.
@@ -267,15 +281,23 @@ tipc_check_python() {
     fi
 }
 
-tipc_json() {
-    local s=$1
+# tipc_json_into VAR TEXT: TEXT as a JSON string into VAR (no fork; control characters dropped).
+tipc_json_into() {
+    local -n tipc_json_out=$1
+    local s=$2
     s=${s//\\/\\\\}
     s=${s//\"/\\\"}
     s=${s//$'\t'/\\t}
     s=${s//$'\n'/\\n}
     s=${s//$'\r'/\\r}
     s=${s//[$'\001'-$'\037']/}
-    printf '"%s"' "$s"
+    tipc_json_out="\"$s\""
+}
+
+tipc_json() {
+    local tipc_json_text
+    tipc_json_into tipc_json_text "$1"
+    printf '%s' "$tipc_json_text"
 }
 
 tipc_show_cmd() {
@@ -292,11 +314,63 @@ TIPC_STEP_PID=
 TIPC_STEP_SIGNAL=
 TIPC_KILLER_PID=
 
-# tipc_record KIND NAME STATUS EXIT_CODE SECONDS LOG REASON NOTE COMMAND: one JSON line per step.
+# A step's configuration, written into its record (null where it does not apply): the training it
+# belongs to (tipc_at: gpu_list entry, trainer, autocast, and `training`, the gpus_<entry>[_<tag>] that
+# golden result files are named by) and its own case (tipc_case: the device it ran on, the config's
+# use_gpu/use_trt/mkldnn/threads/precision/batch size values, the model folder; for a result check, the
+# results it compares with: dygraph, golden, fixed (the chain's own check) or paddle; for a benchmark_train
+# case, its device_num, N<machines>C<cards>), as the config spells them.
+TIPC_FIELDS=(gpu trainer autocast training device use_gpu use_trt mkldnn threads precision batch_size model_dir reference
+    device_num)
+declare -A TIPC_AT=() TIPC_CASE=()
+
+# tipc_fields_into ARRAY KEY=VALUE...: set fields of a step configuration (an unknown key is a bug here).
+tipc_fields_into() {
+    local -n tipc_fields_out=$1
+    local pair
+    shift
+    for pair in "$@"; do
+        if [[ " ${TIPC_FIELDS[*]} " != *" ${pair%%=*} "* ]]; then tipc_die "internal: unknown step field '${pair%%=*}'"; fi
+        tipc_fields_out[${pair%%=*}]=${pair#*=}
+    done
+}
+
+# tipc_at KEY=VALUE...: the training the next records belong to (replaces the previous one).
+tipc_at() {
+    TIPC_AT=()
+    tipc_fields_into TIPC_AT "$@"
+}
+
+# tipc_case KEY=VALUE...: the next record's own fields (used by one record, then cleared).
+tipc_case() {
+    TIPC_CASE=()
+    tipc_fields_into TIPC_CASE "$@"
+}
+
+# tipc_record KIND NAME STATUS EXIT_CODE SECONDS LOG REASON NOTE COMMAND: one JSON line per step, with
+# the fields of tipc_at and tipc_case.
 tipc_record() {
-    printf '{"kind": %s, "name": %s, "status": %s, "exit_code": %s, "seconds": %s, "log": %s, "reason": %s, "note": %s, "command": %s}\n' \
-        "$(tipc_json "$1")" "$(tipc_json "$2")" "$(tipc_json "$3")" "${4:-null}" "${5:-0}" \
-        "$(tipc_json "$6")" "$(tipc_json "$7")" "$(tipc_json "$8")" "$(tipc_json "$9")" >> "$TIPC_RECORDS"
+    local -a values=("$1" "$2" "$3" "$6" "$7" "$8" "$9")
+    local -a names=(kind name status log reason note command)
+    local i field value json="{"
+    for i in "${!names[@]}"; do
+        tipc_json_into value "${values[i]}"
+        if [ "$i" -gt 0 ]; then json+=", "; fi
+        json+="\"${names[i]}\": $value"
+        if [ "$i" -eq 2 ]; then json+=", \"exit_code\": ${4:-null}, \"seconds\": ${5:-0}"; fi
+    done
+    for field in "${TIPC_FIELDS[@]}"; do
+        value=
+        if [[ -v TIPC_CASE[$field] ]]; then value=${TIPC_CASE[$field]}; elif [[ -v TIPC_AT[$field] ]]; then value=${TIPC_AT[$field]}; fi
+        if [ -z "$value" ]; then
+            json+=", \"$field\": null"
+        else
+            tipc_json_into value "$value"
+            json+=", \"$field\": $value"
+        fi
+    done
+    TIPC_CASE=()
+    printf '%s}\n' "$json" >> "$TIPC_RECORDS"
 }
 
 # tipc_skip KIND NAME REASON [NOTE]: a step that cannot run here (no GPU, failed dependency).
@@ -348,7 +422,7 @@ tipc_wait_step() {
 tipc_step() {
     local kind=$1 name=$2 log=$3 note=$4 shown start rc seconds reason="" status
     shift 5
-    if [ -n "$TIPC_INTERRUPTED" ]; then return 130; fi
+    if [ -n "$TIPC_INTERRUPTED" ]; then TIPC_CASE=(); return 130; fi
     shown=$(tipc_show_cmd "$@")
     printf '[tipc] RUN  %s %s\n' "$kind" "$name"
     start=$EPOCHREALTIME
@@ -415,9 +489,11 @@ tipc_check_lock() {
     fi
 }
 
-# tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (a second run replaces the first),
+# tipc_start_run LOG_PATH RESULTS_LOG LABEL: (unless this is tipcgen run's preflight, TIPC_CHECK_ONLY)
+# a clean run folder (a second run replaces the first),
 # its status log and step records, the CUDA device count, and Ctrl-C handling.
 tipc_start_run() {
+    tipc_checked_only
     LOG_PATH=$1
     tipc_check_lock "$LOG_PATH"
     rm -rf -- "$LOG_PATH"
@@ -446,7 +522,7 @@ tipc_finish() {
     exit 0
 }
 
-# tipc_fixed_check NAME MODEL_DIR [ARG...]: the chain's own result check (check_inference.py): the
+# tipc_fixed_check NAME MODEL_DIR [ARG...]: (with the caller's tipc_case) the chain's own result check (check_inference.py): the
 # exported model fed fixed inputs in every inference configuration (ARGs: the config's lists, an
 # --onnx_file), outputs compared with the first CPU fp32 configuration's and written to
 # $LOG_PATH/NAME/ (golden results read them). result_check_params fixed_inputs: null turns it
@@ -456,10 +532,11 @@ tipc_fixed_check() {
     shift 2
     script=$(dirname "${BASH_SOURCE[0]}")/check_inference.py
     inputs=$(section_value result_check_params fixed_inputs)
-    if [ ! -f "$script" ] || [ "$inputs" = null ]; then return 0; fi
+    TIPC_CASE[reference]=fixed
+    if [ ! -f "$script" ] || [ "$inputs" = null ]; then TIPC_CASE=(); return 0; fi
     if [ -n "$inputs" ]; then set -- "$@" "--inputs=$inputs"; fi
     # No paddle.jit.save model there: nothing to feed (the verdict then says the results were not checked).
-    if ! compgen -G "$model_dir/*.pdiparams" > /dev/null; then return 0; fi
+    if ! compgen -G "$model_dir/*.pdiparams" > /dev/null; then TIPC_CASE=(); return 0; fi
     # The descriptor's env: (TIPC_STEP_ENV, the basic runner's) applies: this step loads the exported model too.
     tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- ${TIPC_STEP_ENV[@]+"${TIPC_STEP_ENV[@]}"} "$PYTHON" "$script" "--model_dir=$model_dir" \
         "--results_dir=$LOG_PATH/$name" "$@"

@@ -28,16 +28,7 @@ done
 for key in model_name python 2onnx --model_dir --save_file inference "$onnx_key" "$use_gpu_key" "$model_dir_key" "$data_key"; do
     if [ "$key" != null ]; then tipc_has_key "$CONFIG" "$key"; fi
 done
-TIPC_MODEL=$(config_value model_name)
-if [[ ! $TIPC_MODEL =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || [[ $TIPC_MODEL == *..* ]]; then
-    tipc_die "$CONFIG: model_name '$TIPC_MODEL' cannot name a folder" "use letters, digits, '_', '-' and '.'"
-fi
-PYTHON=${TIPC_PYTHON:-$(config_value python)}
-tipc_check_python "$PYTHON"
-: "${TIPC_STEP_TIMEOUT:=600}"
-export TIPC_STEP_TIMEOUT
-
-tipc_checked_only
+tipc_begin "$(config_value model_name)" "$(config_value python)" 600
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/paddle2onnx/$MODE" results_paddle2onnx.log "paddle2onnx $MODE"
 
 # The conversion: every key:value line between `2onnx` and `inference`, as KEY=VALUE.
@@ -58,6 +49,7 @@ if [ ! -d "$paddle_dir" ]; then
         "run the basic chain first (tipcgen run --mode $MODE), then bash test_tipc/prepare.sh $CONFIG $MODE"
 fi
 mkdir -p -- "$onnx_dir"
+tipc_case model_dir="$paddle_dir"
 if tipc_step convert paddle2onnx_convert "$LOG_PATH/paddle2onnx_convert.log" "" -- "${convert_cmd[@]}"; then
     # The model's side files (vocabulary, configs, reference results) travel with the .onnx file;
     # the exported model itself, training checkpoints, optimizer states and logs do not.
@@ -81,6 +73,7 @@ for use_gpu in "${use_gpus[@]}"; do
         true | gpu) place=gpu ;;
         *) tipc_die "$CONFIG: $use_gpu_key value '$use_gpu' is neither True/gpu nor False/cpu" "use True|False" ;;
     esac
+    tipc_at device="$place" use_gpu="$use_gpu"  # every record of this place
     if [ "$place" = gpu ] && [ "$GPU_COUNT" -eq 0 ]; then
         tipc_skip infer "paddle2onnx_infer_gpu" "needs a CUDA device; none found (CPU-only machine or CPU build of paddle)"
         continue
@@ -99,10 +92,12 @@ for use_gpu in "${use_gpus[@]}"; do
         if [ "$engine" = onnx ]; then
             tipc_add_flag cmd "$onnx_key" "$onnx_flag"
             tipc_add_flag cmd "$model_dir_key" "$onnx_dir"
+            tipc_case model_dir="$onnx_dir"
             name=paddle2onnx_infer_$place
         else
             tipc_add_flag cmd "$onnx_key" False
             tipc_add_flag cmd "$model_dir_key" "$paddle_dir"
+            tipc_case model_dir="$paddle_dir"
             name=paddle_infer_$place
         fi
         tipc_add_flag cmd "$use_gpu_key" "$use_gpu"
@@ -110,16 +105,19 @@ for use_gpu in "${use_gpus[@]}"; do
         tipc_step infer "$name" "$LOG_PATH/$name.log" "" -- "${cmd[@]}"
     done
     if [ "$place" = cpu ]; then
+        tipc_case model_dir="$paddle_dir"
         tipc_fixed_check "onnx_fixed_inputs_$place" "$paddle_dir" "--onnx_file=$save_file" "--use_gpu=False"
     fi
     if tipc_is_null "$compare"; then continue; fi
     if [ -f "$LOG_PATH/paddle2onnx_infer_$place.log" ] && [ -f "$LOG_PATH/paddle_infer_$place.log" ]; then
+        tipc_case reference=paddle
         tipc_step check "onnx_vs_paddle_inference_$place" "$LOG_PATH/check_onnx_vs_paddle_inference_$place.log" "" -- \
             "$PYTHON" "$compare" "--gt_file=$LOG_PATH/paddle_infer_$place.log" "--log_file=$LOG_PATH/paddle2onnx_infer_$place.log" \
             "--atol=$(section_value result_check_params onnx_atol)" "--rtol=$(section_value result_check_params onnx_rtol)" \
             "--diff_log=$LOG_PATH/check_onnx_vs_paddle_inference_${place}_diff.log"
     fi
     if ! tipc_is_null "$reference" && [ -f "$paddle_dir/$reference" ] && [ -f "$LOG_PATH/paddle2onnx_infer_$place.log" ]; then
+        tipc_case reference=dygraph
         tipc_step check "onnx_vs_dygraph_$place" "$LOG_PATH/check_onnx_vs_dygraph_$place.log" "" -- \
             "$PYTHON" "$compare" "--gt_file=$paddle_dir/$reference" "--log_file=$LOG_PATH/paddle2onnx_infer_$place.log" \
             "--atol=$(section_value result_check_params reference_atol)" "--rtol=$(section_value result_check_params reference_rtol)" \

@@ -17,20 +17,10 @@ TIPC_KEY_NAME=(model_name python gpu_list --device --auto_cast --epochs --output
 tipc_check_layout "$CONFIG"
 tipc_check_keys "$CONFIG"
 
-TIPC_MODEL=$(slot_value model_name)
-if [[ ! $TIPC_MODEL =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || [[ $TIPC_MODEL == *..* ]]; then
-    tipc_die "$CONFIG: model_name '$TIPC_MODEL' cannot name a folder" "use letters, digits, '_', '-' and '.'"
-fi
-PYTHON=${TIPC_PYTHON:-$(slot_value python)}
-tipc_check_python "$PYTHON"
-
-# The descriptor's step time limit, unless the caller sets one (tipcgen run --step-timeout).
-: "${TIPC_STEP_TIMEOUT:=600}"
-export TIPC_STEP_TIMEOUT
+tipc_begin "$(slot_value model_name)" "$(slot_value python)" 600
 # The descriptor's env: for the export and inference steps (an `env` prefix, or nothing).
 TIPC_STEP_ENV=()
 TIPC_STEP_NOTE=''
-tipc_checked_only
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
 
 # The CPU value of a train or inference device flag (gpu -> cpu, True -> False).
@@ -42,10 +32,34 @@ cpu_value() {
     esac
 }
 
+# infer_command SCRIPT PLACE USE_GPU MKLDNN_OR_TRT THREADS PRECISION BATCH MODEL_DIR DATA: the inference
+# command of one configuration into `cmd`, flags in upstream's order (CPU: mkldnn and threads, GPU:
+# use_trt and precision first). PLACE is cpu or gpu; MKLDNN_OR_TRT is the mkldnn value on the CPU, the
+# use_trt value on a GPU; THREADS is ignored on a GPU.
+infer_command() {
+    local script=$1 place=$2 use_gpu=$3 switch=$4 threads=$5 precision=$6 bs=$7 model_dir=$8 data=$9
+    cmd=("${TIPC_STEP_ENV[@]}" "$PYTHON")
+    tipc_add_words cmd "$script"
+    tipc_add_flag cmd "$(slot_key infer_use_gpu)" "$use_gpu"
+    if [ "$place" = cpu ]; then
+        tipc_add_flag cmd "$(slot_key enable_mkldnn)" "$switch"
+        tipc_add_flag cmd "$(slot_key cpu_threads)" "$threads"
+    else
+        tipc_add_flag cmd "$(slot_key use_trt)" "$switch"
+        tipc_add_flag cmd "$(slot_key precision)" "$precision"
+    fi
+    tipc_add_flag cmd "$(slot_key infer_model_dir)" "$model_dir"
+    tipc_add_flag cmd "$(slot_key infer_batch_size)" "$bs"
+    tipc_add_flag cmd "$(slot_key infer_data)" "$data"
+    tipc_add_flag cmd "$(slot_key benchmark)" "$(slot_value benchmark)"
+    if [ "$place" = cpu ]; then tipc_add_flag cmd "$(slot_key precision)" "$precision"; fi
+    tipc_add_flag cmd "$(slot_key infer_param)" "$(slot_value infer_param)"
+}
+
 # run_inference MODEL_DIR DATA IS_QUANT GPU TAG: the Paddle Inference matrix for one model.
 run_inference() {
     local model_dir=$1 data=$2 is_quant=$3 gpu=$4 tag=$5
-    local script use_gpu mkldnn threads bs precision trt log name
+    local script use_gpu mkldnn threads bs precision trt name
     local -a use_gpus mkldnns threadss batch_sizes precisions trts cmd
     script=$(slot_value inference)
     if tipc_is_null "$script"; then return 0; fi
@@ -63,6 +77,8 @@ run_inference() {
                         for bs in "${batch_sizes[@]}"; do
                             for precision in "${precisions[@]}"; do
                                 name=python_infer_cpu_gpus_${gpu}${tag}_usemkldnn_${mkldnn}_threads_${threads}_precision_${precision}_batchsize_${bs}
+                                tipc_case device=cpu use_gpu="$use_gpu" mkldnn="$mkldnn" threads="$threads" \
+                                    precision="$precision" batch_size="$bs" model_dir="$model_dir"
                                 if [ "${mkldnn,,}" = false ] && [ "$precision" = fp16 ]; then
                                     tipc_skip infer "$name" "fp16 on CPU needs mkldnn (upstream rule)"
                                     continue
@@ -71,17 +87,7 @@ run_inference() {
                                     tipc_skip infer "$name" "a quantised model runs int8 only (upstream rule)"
                                     continue
                                 fi
-                                cmd=("${TIPC_STEP_ENV[@]}" "$PYTHON")
-                                tipc_add_words cmd "$script"
-                                tipc_add_flag cmd "$(slot_key infer_use_gpu)" "$use_gpu"
-                                tipc_add_flag cmd "$(slot_key enable_mkldnn)" "$mkldnn"
-                                tipc_add_flag cmd "$(slot_key cpu_threads)" "$threads"
-                                tipc_add_flag cmd "$(slot_key infer_model_dir)" "$model_dir"
-                                tipc_add_flag cmd "$(slot_key infer_batch_size)" "$bs"
-                                tipc_add_flag cmd "$(slot_key infer_data)" "$data"
-                                tipc_add_flag cmd "$(slot_key benchmark)" "$(slot_value benchmark)"
-                                tipc_add_flag cmd "$(slot_key precision)" "$precision"
-                                tipc_add_flag cmd "$(slot_key infer_param)" "$(slot_value infer_param)"
+                                infer_command "$script" cpu "$use_gpu" "$mkldnn" "$threads" "$precision" "$bs" "$model_dir" "$data"
                                 tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
                             done
                         done
@@ -93,6 +99,8 @@ run_inference() {
                     for precision in "${precisions[@]}"; do
                         for bs in "${batch_sizes[@]}"; do
                             name=python_infer_gpu_gpus_${gpu}${tag}_usetrt_${trt}_precision_${precision}_batchsize_${bs}
+                            tipc_case device=gpu use_gpu="$use_gpu" use_trt="$trt" precision="$precision" \
+                                batch_size="$bs" model_dir="$model_dir"
                             if [ "${is_quant,,}" != true ] && [ "$precision" = int8 ]; then
                                 tipc_skip infer "$name" "int8 needs a quantised model (upstream rule)"
                                 continue
@@ -105,16 +113,7 @@ run_inference() {
                                 tipc_skip infer "$name" "needs a CUDA device; none found (CPU-only machine or CPU build of paddle)"
                                 continue
                             fi
-                            cmd=("${TIPC_STEP_ENV[@]}" "$PYTHON")
-                            tipc_add_words cmd "$script"
-                            tipc_add_flag cmd "$(slot_key infer_use_gpu)" "$use_gpu"
-                            tipc_add_flag cmd "$(slot_key use_trt)" "$trt"
-                            tipc_add_flag cmd "$(slot_key precision)" "$precision"
-                            tipc_add_flag cmd "$(slot_key infer_model_dir)" "$model_dir"
-                            tipc_add_flag cmd "$(slot_key infer_batch_size)" "$bs"
-                            tipc_add_flag cmd "$(slot_key infer_data)" "$data"
-                            tipc_add_flag cmd "$(slot_key benchmark)" "$(slot_value benchmark)"
-                            tipc_add_flag cmd "$(slot_key infer_param)" "$(slot_value infer_param)"
+                            infer_command "$script" gpu "$use_gpu" "$trt" "" "$precision" "$bs" "$model_dir" "$data"
                             tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
                         done
                     done
@@ -123,6 +122,7 @@ run_inference() {
             *)
                 TIPC_FAILED=$((TIPC_FAILED + 1))
                 printf '[tipc] FAIL infer: inference device value %s is neither True/gpu nor False/cpu\n' "$use_gpu"
+                tipc_case use_gpu="$use_gpu" model_dir="$model_dir"
                 tipc_record infer "python_infer_${use_gpu}" failed null 0 "" \
                     "inference device value '$use_gpu' (line $(slot_key infer_use_gpu)) is neither True/gpu nor False/cpu" "" ""
                 ;;
@@ -134,6 +134,7 @@ run_inference() {
 # (written by the export step) and with the committed golden results, when the config asks for it.
 run_checks() {
     local model_dir=$1 gpu=$2 tag=$3 compare reference golden pattern name logs=""
+    tipc_case model_dir="$model_dir"
     tipc_fixed_check "fixed_inputs_gpus_${gpu}${tag}" "$model_dir" "--use_gpu=$(slot_value infer_use_gpu)" \
         "--enable_mkldnn=$(slot_value enable_mkldnn)" "--cpu_threads=$(slot_value cpu_threads)" \
         "--precision=$(slot_value precision)" "--use_trt=$(slot_value use_trt)" "--batch_size=$(slot_value infer_batch_size)"
@@ -144,6 +145,7 @@ run_checks() {
     reference=$(section_value result_check_params reference_file)
     if [ -n "$logs" ] && ! tipc_is_null "$reference"; then
         name=infer_vs_dygraph_gpus_${gpu}${tag}
+        tipc_case reference=dygraph model_dir="$model_dir"
         if [ -f "$model_dir/$reference" ]; then
             tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
                 "--gt_file=$model_dir/$reference" "--log_file=$pattern" \
@@ -155,23 +157,29 @@ run_checks() {
     fi
     golden=$(section_value result_check_params golden_dir)
     if ! tipc_is_null "$golden"; then
+        # This training's committed results (tipcgen golden writes them; tipcgen/paths.py names them).
+        local results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt"
+        local fixed_results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt"
         name=golden_gpus_${gpu}${tag}
         # Golden results belong to one training (mode, device entry, trainer/autocast): gpus_-1 for the CPU.
         if [ -z "$logs" ]; then
             :
-        elif compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" > /dev/null; then
+        elif compgen -G "$results" > /dev/null; then
+            tipc_case reference=golden
             tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
-                "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt" "--log_file=$pattern" \
+                "--gt_file=$results" "--log_file=$pattern" \
                 "--atol=$(section_value result_check_params golden_atol)" \
                 "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
-        elif ! compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" > /dev/null; then
+        elif ! compgen -G "$fixed_results" > /dev/null; then
+            tipc_case reference=golden
             tipc_skip check "$name" "no golden results for $MODE, gpus $gpu$tag in $golden (tipcgen golden --mode $MODE writes them)"
         fi
         name=golden_fixed_inputs_gpus_${gpu}${tag}
-        if compgen -G "$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" > /dev/null \
+        if compgen -G "$fixed_results" > /dev/null \
             && [ -d "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}" ]; then
+            tipc_case reference=golden
             tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
-                "--gt_file=$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt" \
+                "--gt_file=$fixed_results" \
                 "--log_file=$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}/*_results.txt" \
                 "--atol=$(section_value result_check_params golden_atol)" \
                 "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
@@ -186,6 +194,7 @@ run_export() {
     tipc_add_words cmd "$1"
     tipc_add_flag cmd "$(slot_key export_weight)" "$2"
     tipc_add_flag cmd "$(slot_key save_infer)" "$3"
+    tipc_case model_dir="$3"
     tipc_step export "$4" "$LOG_PATH/$4.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
 }
 
@@ -203,7 +212,7 @@ trainer_commands() {
 }
 
 run_train_chain() {
-    local epoch batch gpu device autocast trainer save prefix place note launch_note ips nodes dev_count i
+    local epoch batch gpu device autocast trainer save prefix place note launch_note ips nodes dev_count i run_on
     local -a gpus devices autocasts trainers cmd launch env_prefix nodes_list dev_list
     epoch=$(tipc_value_for_mode "$(slot_value epoch)" "$MODE")
     batch=$(tipc_value_for_mode "$(slot_value train_batch_size)" "$MODE")
@@ -213,6 +222,7 @@ run_train_chain() {
     tipc_split trainers "$(slot_value trainer)"
     for i in "${!gpus[@]}"; do
         gpu=${gpus[i]}
+        tipc_at gpu="$gpu"
         device=${devices[i]:-${devices[0]:-}}
         launch=()
         env_prefix=()
@@ -262,6 +272,9 @@ run_train_chain() {
         for autocast in "${autocasts[@]}"; do
             for trainer in "${trainers[@]}"; do
                 trainer_commands "$trainer"
+                local tag=""
+                if [ ${#autocasts[@]} -gt 1 ] || [ ${#trainers[@]} -gt 1 ]; then tag=_${trainer}_autocast_${autocast}; fi
+                tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}"
                 prefix=${trainer}_gpus_${gpu}_autocast_${autocast}
                 if [ "$nodes" -gt 1 ]; then prefix=${prefix}_nodes_${nodes}; fi
                 if tipc_is_null "$TRAIN_CMD"; then
@@ -270,7 +283,9 @@ run_train_chain() {
                 fi
                 save=$LOG_PATH/$prefix
                 note=$launch_note
+                run_on=gpu
                 if [ "$place" != single ] && [ "$GPU_COUNT" -eq 0 ] || [ "$place" = cpu ]; then
+                    run_on=cpu
                     case ${autocast,,} in
                         amp | fp16) note="${note:+$note; }autocast $autocast had no effect: CPU training runs in float32" ;;
                     esac
@@ -285,6 +300,7 @@ run_train_chain() {
                 tipc_add_flag cmd "$(slot_key train_batch_size)" "$batch"
                 tipc_add_flag cmd "$(slot_key autocast)" "$autocast"
                 tipc_add_flag cmd "$(slot_key train_param)" "$(slot_value train_param)"
+                tipc_case device="$run_on" use_gpu="$device" batch_size="$batch" model_dir="$save"
                 if ! tipc_step train "$prefix" "$save.log" "$note" -- "${cmd[@]}"; then
                     tipc_skip eval+export+infer "$prefix" "skipped because train $prefix did not pass"
                     continue
@@ -300,6 +316,7 @@ run_train_chain() {
                     tipc_add_flag cmd "$(slot_key pretrain)" "$checkpoint"
                     tipc_add_flag cmd "$(slot_key train_use_gpu)" "$device"
                     tipc_add_flag cmd "$(slot_key eval_param)" "$(slot_value eval_param)"
+                    tipc_case device="$run_on" use_gpu="$device" model_dir="$checkpoint"
                     tipc_step eval "${prefix}_nodes_${nodes}_eval" "$LOG_PATH/${prefix}_nodes_${nodes}_eval.log" "" -- "${cmd[@]}"
                 fi
                 if tipc_is_null "$EXPORT_CMD"; then continue; fi
@@ -307,10 +324,9 @@ run_train_chain() {
                     tipc_skip infer "$prefix" "skipped because export ${prefix} did not pass"
                     continue
                 fi
-                local model_dir=$save inference_dir tag=""
+                local model_dir=$save inference_dir
                 inference_dir=$(slot_value inference_dir)
                 if ! tipc_is_null "$inference_dir" && [ "$inference_dir" != "##" ]; then model_dir=$save/$inference_dir; fi
-                if [ ${#autocasts[@]} -gt 1 ] || [ ${#trainers[@]} -gt 1 ]; then tag=_${trainer}_autocast_${autocast}; fi
                 run_inference "$model_dir" "$(slot_value train_infer_data)" "$IS_QUANT" "$gpu" "$tag"
                 run_checks "$model_dir" "$gpu" "$tag"
             done
@@ -329,6 +345,7 @@ run_whole_infer() {
         model=${models[i]}
         if tipc_is_null "$model" || [ "$model" = "##" ]; then continue; fi
         count=$((count + 1))
+        tipc_at gpu="${GPU_ID:--1}" training="gpus_${GPU_ID:--1}_model_$count"
         export_cmd=${exports[i]:-${exports[0]:-null}}
         is_quant=${quants[i]:-${quants[0]:-False}}
         model_dir=$model

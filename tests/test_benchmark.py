@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import benchmark, descriptor, render
+from tipcgen import benchmark, descriptor, render, report_bench, results
 from tipcgen.errors import DescriptorError
 
 from conftest import ROOT, chain_env, tipcgen
@@ -202,13 +202,21 @@ def test_a_train_that_logs_no_ips_is_failed(tmp_path: Path):
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "tests" / "fixtures" / "stub", repo / "stub")
     desc = repo / "stub" / "tipc.yaml"
-    desc.write_text(desc.read_text() + "benchmark: {batch_size: [8], fp_items: [fp32], epoch: 3, device_num: [N1C1]}\n")
+    desc.write_text(desc.read_text() + "benchmark: {batch_size: [8], fp_items: [fp32, fp16], epoch: 3, device_num: [N1C1]}\n")
     tipcgen("init", str(desc), "--output", str(repo), check=True)
     argv = tmp_path / "argv.jsonl"
-    proc = tipcgen("run", "--chain", "benchmark_train", "--quiet", cwd=repo, env={"STUB_ARGV": str(argv)})
+    proc = tipcgen("run", "--chain", "benchmark_train", "--quiet", cwd=repo, env={"STUB_ARGV": str(argv),
+                                                                                   "TIPC_GPU_COUNT": "0"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    summary = json.loads(next(repo.glob("test_tipc/output/*/benchmark_train/benchmark_train/summary.json")).read_text())
-    steps = {s["kind"]: s for s in summary["steps"]}
+    run_dir = next(repo.glob("test_tipc/output/*/benchmark_train/benchmark_train/summary.json")).parent
+    summary = json.loads((run_dir / "summary.json").read_text())
+    steps = {s["kind"]: s for s in summary["steps"] if s["status"] != "skipped"}
+    # The fp16 case is skipped on a CPU machine; its record says which case (no reader parses its name).
+    fp16 = next(s for s in summary["steps"] if s["status"] == "skipped")
+    assert (fp16["precision"], fp16["batch_size"], fp16["device_num"]) == ("fp16", "8", "N1C1"), fp16
+    assert (steps["train"]["device"], steps["train"]["precision"], steps["train"]["autocast"]) == ("cpu", "fp32", "fp32")
+    row = next(r for r in report_bench.speed_rows(results.load_summary(run_dir / "summary.json"), run_dir) if r.ips is None)
+    assert (row.fp_item, row.batch_size, row.device_num) == ("fp16", "8", "N1C1")
     assert steps["train"]["status"] == "passed" and steps["speed"]["status"] == "failed"
     assert any("JOB_FAIL_FLAG" in line for line in steps["speed"]["tail"]) and not summary["ok"]
     calls = [json.loads(line) for line in argv.read_text().splitlines()]

@@ -39,6 +39,13 @@ def test_basic_chain_checks_results_of_scripts_that_print_nothing(two_io_run):
     repo, proc = two_io_run
     records = {r["name"]: r for r in read_records(repo, "two_io", MODE)}
     assert records["fixed_inputs_gpus_-1"]["status"] == "passed"
+    fixed = records["fixed_inputs_gpus_-1"]
+    assert (fixed["reference"], fixed["training"], fixed["gpu"]) == ("fixed", "gpus_-1", "-1"), fixed
+    # What tipcgen golden reads instead of the results files' names: each file with its place and precision.
+    cases = json.loads((repo / "test_tipc/output/two_io" / MODE / "fixed_inputs_gpus_-1" / "cases.json").read_text())
+    assert [(c["file"], c["place"], c["precision"]) for c in cases] == [
+        ("cpu_usemkldnn_False_threads_1_precision_fp32_results.txt", "cpu", "fp32"),
+        ("cpu_usemkldnn_True_threads_1_precision_fp32_results.txt", "cpu", "fp32")]
     step = next(s for s in _summary(repo)["steps"] if s["name"] == "fixed_inputs_gpus_-1")
     assert set(step["check"]["max_abs"]) == {"fetch_name_0", "fetch_name_1"}
     assert step["check"]["logs"] == 1  # mkldnn on, compared with the first CPU fp32 configuration (mkldnn off)
@@ -71,6 +78,7 @@ def test_paddle2onnx_chain_runs_onnx_itself_and_copies_no_checkpoint(two_io_run)
     assert records["paddle2onnx_infer_cpu"]["status"] == "skipped"
     assert "takes no ONNX flag" in records["paddle2onnx_infer_cpu"]["reason"]
     assert records["onnx_fixed_inputs_cpu"]["status"] == "passed"
+    assert (records["onnx_fixed_inputs_cpu"]["reference"], records["onnx_fixed_inputs_cpu"]["device"]) == ("fixed", "cpu")
     step = next(s for s in _summary(repo, f"paddle2onnx/{MODE}")["steps"] if s["name"] == "onnx_fixed_inputs_cpu")
     assert set(step["check"]["max_abs"]) == {"fetch_name_0", "fetch_name_1"}
     assert "onnxruntime_cpu" in step["check"]["latency_ms"]
@@ -99,6 +107,7 @@ def test_a_perturbed_exported_weight_fails_the_golden_check_naming_the_output(tw
     records = {r["name"]: r for r in read_records(copy, "two_io", MODE)}
     assert records["fixed_inputs_gpus_-1"]["status"] == "passed"
     assert records["golden_fixed_inputs_gpus_-1"]["status"] == "failed"
+    assert records["golden_fixed_inputs_gpus_-1"]["reference"] == "golden"
     assert "output 'fetch_name_0' differs by up to" in proc.stdout
     assert "\nFAILED: " in proc.stdout
 

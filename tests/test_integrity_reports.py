@@ -15,7 +15,7 @@ import pytest
 
 from cli_driver import run_cli_cases
 from conftest import ROOT, tipcgen
-from tipcgen import results
+from tipcgen import results, summary_text
 from tipcgen.descriptor import samples_dir
 from tipcgen.errors import TipcgenError
 from tipcgen.results import Step, Summary, write_json
@@ -156,7 +156,7 @@ def _junit_of_failing_logs(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     summary.steps.append(Step("check", "golden", "failed", 1, 0.1, reason="bad", note="a\x1b[1mnote\x08",
                               tail=["\ud83d lone high surrogate", "\x1b]0;title\x07 osc"]))
     path = tmp_path / "junit.xml"
-    results.write_junit(summary, path)
+    summary_text.write_junit(summary, path)
     return path, {name: data.decode("utf-8", "replace") for name, data in FAILING_LOGS.items()}
 
 
@@ -190,8 +190,9 @@ def _passing_run(root: Path, logits: float) -> None:
     run_dir.mkdir(parents=True)
     log = run_dir / "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1.log"
     log.write_text(f'sst2_0\t{{"label": 0, "logits": [{logits}, 0.5]}}\n')
-    write_json(Summary("bert_sst2", MODE, "c.txt", steps=[Step("infer", log.stem, "passed", 0, 1.0)]),
-               run_dir / "summary.json")
+    step = Step("infer", log.stem, "passed", 0, 1.0, log="./" + log.relative_to(root).as_posix(), device="cpu",
+                use_gpu="False", training="gpus_-1", precision="fp32")
+    write_json(Summary("bert_sst2", MODE, "c.txt", steps=[step]), run_dir / "summary.json")
 
 
 def test_golden_of_a_built_in_sample_writes_under_the_repository_only(tmp_path: Path):
@@ -337,7 +338,7 @@ def _report_everything(run_dir: Path, root: Path) -> None:
     except SummaryFileError:
         return
     report.render_documents(built, {})
-    results.write_junit(built.summary, root / "junit.xml")
+    summary_text.write_junit(built.summary, root / "junit.xml")
     ET.parse(root / "junit.xml")
     try:
         golden.collect(run_dir, "bert_sst2", MODE)

@@ -47,8 +47,9 @@ def fake_run(root: Path, *, nan: bool = False) -> Path:
                       wall_seconds=12.5, environment={"python": "3.11.7", "platform": "Linux-test", "machine": "x86_64"})
     summary.steps = [
         Step("prepare", "prepare", "passed", 0, 0.2, command="bash test_tipc/prepare.sh c m"),
-        Step("train", "gpus_0", "skipped", reason="gpu_list entry '0' needs a CUDA device; none found"),
-        Step("train", train, "passed", 0, 4.0, log=rel(run_dir / (train + ".log")), command="python train.py --epochs=6"),
+        Step("train", "gpus_0", "skipped", reason="gpu_list entry '0' needs a CUDA device; none found", gpu="0"),
+        Step("train", train, "passed", 0, 4.0, log=rel(run_dir / (train + ".log")), command="python train.py --epochs=6",
+             gpu="-1", trainer="norm_train", autocast="fp32", training="gpus_-1", device="cpu", use_gpu="cpu"),
         Step("eval", train + "_nodes_1_eval", "passed", 0, 2.0, command="python eval.py", metrics={"accuracy": 0.875}),
         Step("export", train + "_nodes_1_export", "failed", 1, 1.5, reason="exit code 1", command="python export.py",
              log="./export.log", tail=["Traceback (most recent call last):", "ValueError: <bad> | shape"]),
@@ -180,8 +181,8 @@ def test_paddle_from_the_environment_and_cpu_processes_shown_as_cpu(tmp_path: Pa
     (run_dir / "python_infer_cpu_gpus_-1_usemkldnn_True_threads_1_precision_fp32_batchsize_1.log").write_text("")
     summary = json.loads((run_dir / "summary.json").read_text())
     summary["provenance"] = {"versions": {"paddle": "3.3.1"}}
-    summary["steps"].insert(2, {**summary["steps"][2], "name": "norm_train_gpus_0,1_autocast_fp32",
-                                "note": "ran on CPU: 2 processes over gloo (no CUDA device for gpu_list entry 0,1)"})
+    summary["steps"].insert(2, {**summary["steps"][2], "name": "norm_train_gpus_0,1_autocast_fp32", "gpu": "0,1",
+                                "training": "gpus_0,1", "note": "ran on CPU: 2 processes over gloo (no CUDA device for gpu_list entry 0,1)"})
     (run_dir / "summary.json").write_text(json.dumps(summary))
     rows = dict(report.build(run_dir, tmp_path).environment)
     assert rows["Paddle"] == "3.3.1", "no AutoLog block: the version comes from the environment"

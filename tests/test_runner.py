@@ -44,6 +44,37 @@ def test_passing_chain_writes_every_artefact(stub_repo: Path):
     assert "PASSED (results not checked): 6 passed, 0 failed" in proc.stdout
 
 
+RECORD_FIELDS = {"kind", "name", "status", "exit_code", "seconds", "log", "reason", "note", "command", "gpu", "trainer",
+                 "autocast", "training", "device", "use_gpu", "use_trt", "mkldnn", "threads", "precision", "batch_size",
+                 "model_dir", "reference", "device_num"}
+
+
+def test_every_record_carries_its_fields(stub_repo: Path):
+    """steps.jsonl says what each step ran as data (no reader parses a step or log name): every record has
+    every field, null where it does not apply; a CPU inference step's are the values its command got."""
+    assert run(stub_repo).returncode == 0
+    records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
+    for record in records:
+        assert set(record) == RECORD_FIELDS, record
+    skipped_gpu_train = next(r for r in records if r["kind"] == "train" and r["status"] == "skipped")
+    assert skipped_gpu_train["gpu"] == "0" and skipped_gpu_train["trainer"] is None and skipped_gpu_train["device"] is None
+    train = next(r for r in records if r["kind"] == "train" and r["status"] == "passed")
+    assert (train["gpu"], train["trainer"], train["autocast"], train["training"], train["device"], train["use_gpu"],
+            train["batch_size"]) == ("-1", "norm_train", "fp32", "gpus_-1", "cpu", "cpu", "2")
+    infer = next(r for r in records if r["kind"] == "infer" and r["status"] == "passed" and r["mkldnn"] == "False")
+    expected = {"kind": "infer", "status": "passed", "exit_code": 0, "reason": "", "gpu": "-1", "trainer": "norm_train",
+                "autocast": "fp32", "training": "gpus_-1", "device": "cpu", "use_gpu": "False", "use_trt": None,
+                "mkldnn": "False", "threads": "1", "precision": "fp32", "batch_size": "1", "reference": None}
+    assert {k: infer[k] for k in expected} == expected, infer
+    model_dir = "./test_tipc/output/stub_model/lite_train_lite_infer/norm_train_gpus_-1_autocast_fp32"
+    assert infer["model_dir"] == model_dir and f"--model_dir={model_dir}" in infer["command"]
+    for flag in ("--use_gpu=False", "--enable_mkldnn=False", "--cpu_threads=1", "--batch_size=1", "--precision=fp32"):
+        assert flag in infer["command"].split(), (flag, infer["command"])
+    gpu_infer = next(r for r in records if r["kind"] == "infer" and r["device"] == "gpu")
+    assert gpu_infer["status"] == "skipped" and gpu_infer["use_trt"] == "False" and gpu_infer["mkldnn"] is None
+    assert gpu_infer["command"] == "" and gpu_infer["exit_code"] is None
+
+
 def test_flags_reach_the_scripts_as_key_value(stub_repo: Path, tmp_path: Path):
     argv_file = tmp_path / "argv.jsonl"
     assert run(stub_repo, env={"STUB_ARGV": str(argv_file)}).returncode == 0

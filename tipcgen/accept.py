@@ -14,7 +14,8 @@ from pathlib import Path
 from . import accept_repo, autolog, render, support_table
 from .checklist import Acceptance, Item
 from .errors import TipcgenError
-from .results import SUMMARY_JSON, Summary, load_summary, log_tail
+from .paths import OUTPUT, SUMMARY_JSON
+from .results import Summary, load_summary, log_tail
 
 TREE = ("test_tipc/configs/{model}/train_infer_python.txt", "test_tipc/docs/test_train_inference_python.md",
         "test_tipc/README.md", "test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh",
@@ -30,7 +31,7 @@ _NO_RUN = "run the chain first: tipcgen run --mode lite_train_lite_infer (or pas
 
 def find_run(root: Path) -> Path | None:
     """The newest basic-chain run folder (test_tipc/output/<model>/<mode>/summary.json), or None."""
-    found = list((root / "test_tipc" / "output").glob("*/*/" + SUMMARY_JSON))
+    found = list((root / OUTPUT).glob("*/*/" + SUMMARY_JSON))
     return max(found, key=lambda p: p.stat().st_mtime).parent if found else None
 
 
@@ -100,7 +101,7 @@ def _train_logs(root: Path, run_dir: Path, summary: Summary) -> list[Path]:
 def check_train_log(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
     title = "training log: every logged iteration has " + ", ".join(TRAIN_FIELDS)
     if summary is None or run_dir is None:
-        return Item("2.2.3", title, False, "test_tipc/output/", "no run found", _NO_RUN)
+        return Item("2.2.3", title, False, OUTPUT + "/", "no run found", _NO_RUN)
     logs = _train_logs(root, run_dir, summary)
     if not logs:
         return Item("2.2.3", title, False, _rel(run_dir, root), "the run has no passed train step with a log",
@@ -128,7 +129,7 @@ def check_train_log(root: Path, run_dir: Path | None, summary: Summary | None) -
 def check_autolog(root: Path, summary: Summary | None) -> Item:
     title = "inference speed: an AutoLog block in every inference case's log"
     if summary is None:
-        return Item("3.2.3", title, False, "test_tipc/output/", "no run found", _NO_RUN)
+        return Item("3.2.3", title, False, OUTPUT + "/", "no run found", _NO_RUN)
     cases = [s for s in summary.steps if s.kind == "infer" and s.status == "passed" and s.log]
     if not cases:
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
@@ -177,7 +178,7 @@ def check_support_table(root: Path) -> Item:
 def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
     title = "the chain passes (prepare.sh + test_train_inference_python.sh)"
     if summary is None or run_dir is None:
-        return Item("4.2.2-run", title, False, "test_tipc/output/", "no run found", _NO_RUN)
+        return Item("4.2.2-run", title, False, OUTPUT + "/", "no run found", _NO_RUN)
     where = _rel(run_dir / SUMMARY_JSON, root)
     counts = f"{summary.count('passed')} passed, {summary.count('failed')} failed, {summary.count('skipped')} skipped"
     if not summary.ok:

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import align
 from .errors import TipcgenError
+from .paths import OUTPUT, SUMMARY_JSON
 
 
 @dataclass(frozen=True)
@@ -256,13 +257,13 @@ def _from_log(row: Row, log: Path) -> None:
 def tipc_row(root: Path, model: str | None = None) -> Row:
     """The TIPC row: the summary.json that the last `tipcgen run` of lite_train_lite_infer wrote."""
     row = Row(TIPC, "missing", method="")
-    output = root / "test_tipc" / "output"
-    candidates = ([output / model / TIPC_MODE / "summary.json"] if model
-                  else sorted(output.glob(f"*/{TIPC_MODE}/summary.json"), key=lambda p: p.stat().st_mtime,
+    output = root / OUTPUT
+    candidates = ([output / model / TIPC_MODE / SUMMARY_JSON] if model
+                  else sorted(output.glob(f"*/{TIPC_MODE}/{SUMMARY_JSON}"), key=lambda p: p.stat().st_mtime,
                               reverse=True))
     candidates = [p for p in candidates if p.is_file()]
     if not candidates:
-        row.detail = f"no {output / (model or '<model>') / TIPC_MODE / 'summary.json'}: run " \
+        row.detail = f"no {output / (model or '<model>') / TIPC_MODE / SUMMARY_JSON}: run " \
                      f"`tipcgen run --mode {TIPC_MODE}`"
         return row
     path = candidates[0]

@@ -168,7 +168,7 @@ def run(
 
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
     """
-    from . import results
+    from . import paths, preflight, summary_text
     from . import run as runner
 
     def show(line: str) -> None:
@@ -178,10 +178,10 @@ def run(
             typer.echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
-                                model_dir=model_dir, chain=chain, on_line=show)
-    typer.echo(results.terminal_text(summary, color=_color()))
+                               model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse_lint_errors)
+    typer.echo(summary_text.terminal_text(summary, color=_color()))
     run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
-    typer.echo(f"summary: {run_dir / results.SUMMARY_JSON}\njunit:   {run_dir / results.JUNIT_XML}")
+    typer.echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
     raise typer.Exit(summary.exit_code)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import chain, legacy_format, lint
+from .paths import PREPARE, RUNNERS
 from .config import TipcConfig
 from .errors import TipcgenError
 
@@ -224,7 +225,7 @@ def _module(modules: dict, name: str, why: str, fix: str) -> Check:
 # ---------------------------------------------------------------- the config and its scripts
 
 def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
-    from .run import PREPARE, RUNNERS, find_config
+    from .run import find_config
 
     try:
         path = find_config(config, root)
@@ -258,8 +259,6 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
 
 def _legacy_format(root: Path, config_path: Path, pir: bool) -> list[Check]:
     """An inference script that loads inference.pdmodel needs FLAGS_enable_pir_api=0 under Paddle 3."""
-    from .run import RUNNERS
-
     line = TipcConfig.read(root / config_path).slot(chain.name_of("inference.script"))
     command = line.value if line is not None else None
     if not legacy_format.needs_env(root, command):

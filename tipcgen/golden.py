@@ -6,19 +6,17 @@ convention: ``python_<model>_<mode>_results_<precision>.txt``, one ``<name>\\t<j
 """
 from __future__ import annotations
 
-import re
+import json
 from pathlib import Path
 
 from .descriptor import Descriptor, samples_dir
 from .errors import TipcgenError
+from .paths import RESULTS_DIR, SUMMARY_JSON, golden_name, run_dir as run_dir_of
 from .render import Written, golden_dir, write_tree
-from .results import SUMMARY_JSON, load_summary
+from .results import Summary, load_summary
 
-_CASE = re.compile(r"^python_infer_cpu_(gpus_.+?)_usemkldnn_.*_precision_(fp32|fp16|int8)_")
-
-
-def golden_name(model: str, mode: str, training: str, precision: str) -> str:
-    return f"python_{model}_{mode}_{training}_results_{precision}.txt"
+PRECISIONS = ("fp32", "fp16", "int8")
+FIXED_CASES = "cases.json"  # check_inference.py's list of the results files it wrote
 
 
 def result_lines(log: Path) -> list[str]:
@@ -39,19 +37,23 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
     run = load_summary(summary)  # SummaryFileError (exit 2) names the file and the field
     # The old golden results may fail on purpose (the model changed): every other step must pass.
     failed = [s.name for s in run.steps if s.status == "failed"
-              and not (s.kind == "check" and s.name.startswith("golden"))]
+              and not (s.kind == "check" and s.reference == "golden")]
     if failed or run.problems or run.interrupted or not run.count("passed"):
         raise TipcgenError(f"the last run of {mode} did not pass ({summary}: failed {', '.join(failed) or 'before any step'})",
                            "golden results are taken from a passing run only: fix the chain, run it again")
     files: dict[str, str] = {}
-    for log in sorted(run_dir.glob("python_infer_cpu_*.log")):
-        match = _CASE.search(log.name)
-        if not match or golden_name(model, mode, *match.groups()) in files:
+    # Per trained model and precision, the first CPU inference log (in log-name order, as before records had fields).
+    cpu = [s for s in run.steps if s.kind == "infer" and s.status == "passed" and s.device == "cpu" and s.log
+           and s.training and s.precision in PRECISIONS]
+    for step in sorted(cpu, key=lambda s: Path(s.log).name):
+        name = golden_name(model, mode, step.training, step.precision)
+        log = run_dir / Path(step.log).name
+        if name in files or not log.is_file():
             continue
         lines = result_lines(log)
         if lines:
-            files[golden_name(model, mode, *match.groups())] = "\n".join(lines) + "\n"
-    files.update(fixed_results(run_dir, model, mode))
+            files[name] = "\n".join(lines) + "\n"
+    files.update(fixed_results(run_dir, run, model, mode))
     if not files:
         raise TipcgenError(f"no inference log under {run_dir} prints `<name>\\t<json>` result lines, and the "
                            "chain's own check (check_inference.py) wrote no results",
@@ -59,20 +61,25 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
     return files
 
 
-_FIXED = re.compile(r"^fixed_inputs_(gpus_.+)$")
-_FIXED_CASE = re.compile(r"^cpu_usemkldnn_.*_precision_(fp32|fp16|int8)_results\.txt$")
-
-
-def fixed_results(run_dir: Path, model: str, mode: str) -> dict[str, str]:
+def fixed_results(run_dir: Path, run: Summary, model: str, mode: str) -> dict[str, str]:
     """Golden file name → text from the chain's own check: the first CPU configuration of each precision
-    per trained model (`python_<model>_<mode>_gpus_<..>_fixed_results_<precision>.txt`)."""
+    per trained model (`python_<model>_<mode>_gpus_<..>_fixed_results_<precision>.txt`), from the check
+    steps' records and the cases.json check_inference.py wrote next to their results."""
     files: dict[str, str] = {}
-    for folder in sorted(p for p in run_dir.glob("fixed_inputs_gpus_*") if p.is_dir()):
-        training = _FIXED.match(folder.name).group(1)
-        for path in sorted(folder.glob("cpu_usemkldnn_*_results.txt")):
-            match = _FIXED_CASE.match(path.name)
-            name = golden_name(model, mode, f"{training}_fixed", match.group(1)) if match else ""
-            lines = result_lines(path) if match and path.is_file() else []
+    checks = sorted((s for s in run.steps if s.kind == "check" and s.reference == "fixed" and s.training),
+                    key=lambda s: s.name)
+    for step in checks:
+        folder = run_dir / step.name  # tipc_fixed_check writes its results there
+        try:
+            cases = json.loads((folder / FIXED_CASES).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for case in cases if isinstance(cases, list) else []:
+            if not isinstance(case, dict) or case.get("place") != "cpu" or case.get("precision") not in PRECISIONS:
+                continue
+            path = folder / Path(str(case.get("file", ""))).name
+            name = golden_name(model, mode, f"{step.training}_fixed", case["precision"])
+            lines = result_lines(path) if path.is_file() else []
             if lines and name not in files:
                 files[name] = "\n".join(lines) + "\n"
     return files
@@ -87,9 +94,9 @@ def regenerate(desc: Descriptor, root: Path, mode: str) -> list[Written]:
     folder = golden_dir(desc)
     if folder is None:
         raise TipcgenError(f"{desc.source} has no checks.golden folder", "add checks: {golden: golden} to the descriptor")
-    run_dir = root / "test_tipc" / "output" / desc.model_name / mode
+    run_dir = run_dir_of(root, desc.model_name, mode)
     files = collect(run_dir, desc.model_name, mode)
-    targets = {f"test_tipc/results/{name}": text for name, text in files.items()}
+    targets = {f"{RESULTS_DIR}/{name}": text for name, text in files.items()}
     sample = builtin_sample(desc)
     if sample is None:
         written = write_tree(files, folder, force=True, backup=False)

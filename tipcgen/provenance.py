@@ -1,9 +1,11 @@
 """Where a run's figures came from: descriptor, code, packages, device, data and seeds.
 
 Collected once before a chain's first step and written into every summary.json (``provenance``), so a
-figure can be traced back to the tree, the data and the stack that produced it. Never imports paddle
-in tipcgen's process: versions come from the chain's own interpreter via importlib.metadata, and
-CUDA from paddle's version file read as text. Every probe is bounded (timeouts, a hashing budget) and
+figure can be traced back to the tree, the data and the stack that produced it. Never imports paddle,
+in tipcgen's process or the chain's: versions come from the chain's own interpreter (one probe process,
+which also answers tipcgen run's paddle check), read from the packages' metadata, and CUDA from
+paddle's version file read as text. The probes (that process, one git, nvidia-smi where there is one)
+start together and run beside tipcgen's own work; each is bounded (timeouts, a hashing budget) and
 says what it could not find instead of failing the run.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +24,53 @@ HASH_BUDGET = 256 * 1024 * 1024  # at most this many bytes hashed per run, in al
 MAX_DATA_FILES = 64
 _PROBE_TIMEOUT = 30
 
-# Runs in the chain's interpreter: versions from package metadata, CUDA from paddle's version file (no import).
+# Runs in the chain's interpreter, the one process that looks at it before a run (tipcgen run's paddle
+# check and provenance): whether it finds paddle (find_spec: no import, paddle's import costs seconds),
+# the versions from the packages' dist-info folders on sys.path (what importlib.metadata reads, without
+# its 50 ms import; importlib.metadata only where paddle is found without a dist-info), and CUDA from
+# paddle's version file read as text.
 _VERSIONS_PROBE = r"""
-import importlib.metadata as md, importlib.util, json, os, platform, re, sys
-out = {"python": platform.python_version(), "executable": sys.executable}
-for key, dists in (("paddle", ("paddlepaddle-gpu", "paddlepaddle")), ("paddlenlp", ("paddlenlp",))):
-    for dist in dists:
-        try:
-            out[key] = md.version(dist); out[key + "_dist"] = dist; break
-        except md.PackageNotFoundError:
-            pass
-    else:
-        out[key] = None
+import importlib.util, json, os, re, sys
+out = {"python": sys.version.split()[0], "executable": sys.executable}
 spec = importlib.util.find_spec("paddle")
+out["paddle_found"] = spec is not None
+folders = {}
+for entry in sys.path:
+    try:
+        names = os.listdir(entry or ".")
+    except OSError:
+        continue
+    for name in names:
+        for suffix in (".dist-info", ".egg-info"):
+            if name.endswith(suffix):
+                dist = re.sub(r"[-_.]+", "-", name[:-len(suffix)].split("-", 1)[0]).lower()
+                folders.setdefault(dist, os.path.join(entry or ".", name))
+
+def version(dist):
+    for meta in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(folders[dist], meta), encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+                    if not line.strip():
+                        return None
+        except OSError:
+            continue
+    return None
+
+for key, dists in (("paddle", ("paddlepaddle-gpu", "paddlepaddle")), ("paddlenlp", ("paddlenlp",))):
+    out[key] = None
+    for dist in dists:
+        found = version(dist) if dist in folders else None
+        if found is None and key == "paddle" and spec is not None and not any(d in folders for d in dists):
+            import importlib.metadata as md
+            try:
+                found = md.version(dist)
+            except md.PackageNotFoundError:
+                pass
+        if found:
+            out[key] = found; out[key + "_dist"] = dist; break
 if spec and spec.submodule_search_locations:
     path = os.path.join(list(spec.submodule_search_locations)[0], "version", "__init__.py")
     try:
@@ -47,50 +84,119 @@ print(json.dumps(out))
 """
 
 
-def _run(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess | None:
-    try:
-        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=_PROBE_TIMEOUT)
-    except (OSError, subprocess.SubprocessError):
-        return None
+class Probes:
+    """The look at the chain's interpreter (one process: paddle found, versions, CUDA build), the
+    repository (one ``git status``) and the GPUs (``nvidia-smi``, where there is one), all started at
+    once and read when needed, so they overlap each other and tipcgen's own work. Each is bounded by
+    _PROBE_TIMEOUT from the start; ``close`` stops any still running."""
+
+    def __init__(self, root: Path | None, python: str | None, env: dict[str, str] | None = None,
+                 want: tuple[str, ...] = ("versions", "git", "gpus")) -> None:
+        self.python, self.env, self.started = python, env, time.monotonic()
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._done: dict[str, tuple[int, str] | None] = {}
+        self.git_missing = shutil.which("git") is None
+        self.smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH"))
+        if "versions" in want and python:
+            self._start("versions", [python, "-c", _VERSIONS_PROBE], env=env)
+        if "git" in want and root is not None and not self.git_missing:
+            # One process: the commit (# branch.oid) and the changed tracked files (v2 entry lines).
+            self._start("git", ["git", "status", "--porcelain=v2", "--branch", "--untracked-files=no"], cwd=root)
+        if "gpus" in want and self.smi:
+            self._start("gpus", [self.smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], env=env)
+
+    def _start(self, key: str, cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+        try:
+            self._procs[key] = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                                stdin=subprocess.DEVNULL, text=True, errors="replace")
+        except OSError:
+            pass
+
+    def output(self, key: str) -> tuple[int, str] | None:
+        """(exit code, stdout) of one probe, waiting for it; None when it did not start or ran out of time."""
+        if key not in self._done:
+            proc, result = self._procs.get(key), None
+            if proc is not None:
+                try:
+                    out, _ = proc.communicate(timeout=max(0.1, _PROBE_TIMEOUT - (time.monotonic() - self.started)))
+                    result = (proc.returncode, out)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.communicate()
+            self._done[key] = result
+        return self._done[key]
+
+    def close(self) -> None:
+        for key, proc in self._procs.items():
+            if key not in self._done and proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+
+    def versions(self) -> dict[str, Any]:
+        """Python, paddle, paddlenlp and paddle's CUDA/cuDNN build, as the chain's interpreter sees them;
+        ``paddle_found``: whether that interpreter finds a paddle package at all."""
+        if not self.python:
+            return {"note": "the chain's interpreter was not found"}
+        result = self.output("versions")
+        if result is None or result[0] != 0:
+            return {"note": f"{self.python} could not report its versions"}
+        try:
+            record = json.loads(result[1].strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return {"note": f"{self.python} printed no version record"}
+        return record if isinstance(record, dict) else {"note": f"{self.python} printed no version record"}
+
+    def git(self, root: Path) -> dict[str, Any]:
+        """The commit of the user's repository and whether tracked files differ from it."""
+        if self.git_missing:
+            return {"commit": None, "dirty": None, "note": "git is not installed"}
+        result = self.output("git")
+        lines = result[1].splitlines() if result is not None and result[0] == 0 else []
+        commit = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), "(initial)")
+        if commit == "(initial)":
+            return {"commit": None, "dirty": None, "note": f"{root} is not in a git repository (or has no commit)"}
+        changed = [line for line in lines if line and not line.startswith("#")]
+        return {"commit": commit, "dirty": bool(changed), "changed_files": len(changed),
+                "note": "dirty: tracked files differ from the commit" if changed else ""}
+
+    def device(self) -> dict[str, Any]:
+        """The GPUs nvidia-smi lists (name, driver), or that there is none; the CPU count either way."""
+        env = self.env or os.environ
+        info: dict[str, Any] = {"cpu_count": os.cpu_count(), "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES")}
+        if self.smi is None:
+            info["gpus"] = []
+            info["note"] = "no nvidia-smi: CPU only"
+            return info
+        result = self.output("gpus")
+        info["gpus"] = [line.strip() for line in result[1].splitlines() if line.strip()] if result and result[0] == 0 else []
+        return info
 
 
 def git_info(root: Path) -> dict[str, Any]:
     """The commit of the user's repository and whether tracked files differ from it."""
-    if shutil.which("git") is None:
-        return {"commit": None, "dirty": None, "note": "git is not installed"}
-    head = _run(["git", "rev-parse", "HEAD"], cwd=root)
-    if head is None or head.returncode != 0:
-        return {"commit": None, "dirty": None, "note": f"{root} is not in a git repository (or has no commit)"}
-    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root)
-    changed = [line[3:] for line in (status.stdout.splitlines() if status and status.returncode == 0 else [])]
-    return {"commit": head.stdout.strip(), "dirty": bool(changed), "changed_files": len(changed),
-            "note": "dirty: tracked files differ from the commit" if changed else ""}
+    probes = Probes(root, None, want=("git",))
+    try:
+        return probes.git(root)
+    finally:
+        probes.close()
 
 
 def versions(python: str | None, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Python, paddle, paddlenlp and paddle's CUDA/cuDNN build, as the chain's interpreter sees them."""
-    if not python:
-        return {"note": "the chain's interpreter was not found"}
-    proc = _run([python, "-c", _VERSIONS_PROBE], env=env)
-    if proc is None or proc.returncode != 0:
-        return {"note": f"{python} could not report its versions"}
+    probes = Probes(None, python, env, want=("versions",))
     try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"note": f"{python} printed no version record"}
+        return probes.versions()
+    finally:
+        probes.close()
 
 
 def device_info(env: dict[str, str] | None = None) -> dict[str, Any]:
     """The GPUs nvidia-smi lists (name, driver), or that there is none; the CPU count either way."""
-    info: dict[str, Any] = {"cpu_count": os.cpu_count(), "cuda_visible_devices": (env or os.environ).get("CUDA_VISIBLE_DEVICES")}
-    smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH"))
-    if smi is None:
-        info["gpus"] = []
-        info["note"] = "no nvidia-smi: CPU only"
-        return info
-    proc = _run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], env=env)
-    info["gpus"] = [line.strip() for line in proc.stdout.splitlines() if line.strip()] if proc and proc.returncode == 0 else []
-    return info
+    probes = Probes(None, None, env, want=("gpus",))
+    try:
+        return probes.device()
+    finally:
+        probes.close()
 
 
 def file_checksum(path: Path, budget: list[int]) -> dict[str, Any]:
@@ -183,18 +289,20 @@ def _shown(path: Path, root: Path) -> str:
         return str(path)
 
 
-def collect(root: Path, config_path: Path, python: str | None, env: dict[str, str],
-            data_dir: str | None = None, desc: Any = None, descriptor_info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The provenance record of one run (see the module docstring); `root` is the user's repository."""
+def collect(root: Path, config_path: Path, probes: Probes, env: dict[str, str], data_dir: str | None = None,
+            desc: Any = None, descriptor_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The provenance record of one run (see the module docstring); `root` is the user's repository.
+    The data is hashed here while the probes (started earlier) run; then their answers are read."""
     budget = [HASH_BUDGET]
     config_text = config_path.read_text(encoding="utf-8", errors="replace")
+    data = [dict(file_checksum(path, budget), path=_shown(path, root)) for path in data_files(root, desc, data_dir)]
     return {
         "descriptor": descriptor_info or {"note": "no descriptor"},
         "config_sha256": hashlib.sha256(config_text.encode("utf-8")).hexdigest(),
-        "git": git_info(root),
-        "versions": versions(python, env),
-        "device": device_info(env),
-        "data": [dict(file_checksum(path, budget), path=_shown(path, root)) for path in data_files(root, desc, data_dir)],
+        "git": probes.git(root),
+        "versions": probes.versions(),
+        "device": probes.device(),
+        "data": data,
         "data_hashing": {"sha256_up_to_bytes": HASH_LIMIT, "budget_bytes": HASH_BUDGET,
                          "larger_files": "size+mtime"},
         "seeds": seeds(config_text, env),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import __version__, benchmark, chain, existing, gitignore, layout
+from . import __version__, benchmark, chain, existing, gitignore, layout, paths
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
 from .errors import RenderConflictError, TipcgenError
@@ -105,7 +105,7 @@ def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, s
         model_dir_key=keys["model_dir_key"], onnx_dir=posixpath.dirname(p.save_file),
         data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value)
     runner = env.get_template("runner/test_paddle2onnx.sh.j2").render(
-        step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, **keys)
+        step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, paths=paths.runner_context(), **keys)
     return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
 
 
@@ -130,6 +130,7 @@ def _runner_context(layout_name: str = "standard") -> dict:
         "n_lines": len(table),
         "anchors": list(layout.RUNNER_ANCHORS[layout_name]),
         "slots": [slot for slot in table if slot.kind == "kv" and slot.name not in layout.RUNNER_UNPASSED[layout_name]],
+        "paths": paths.runner_context(),
     }
 
 
@@ -186,7 +187,7 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
     files.update(_paddle2onnx_files(desc, env))
     if desc.benchmark is not None or any(name == benchmark.SECTION for name, _ in desc.sections):  # an imported one too
         files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(
-            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc))
+            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), paths=paths.runner_context())
         files["test_tipc/benchmark_analysis.py"] = env.get_template("runner/benchmark_analysis.py.j2").render()
     return files
 

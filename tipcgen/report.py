@@ -10,54 +10,27 @@ from __future__ import annotations
 import base64
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from . import __version__, accept, markup, render, report_bench
 from .checklist import Acceptance
 from .errors import TipcgenError
 from .needs import numpy_for
-from .results import SUMMARY_JSON, Step, Summary, check_text, load_summary, verdict
+from .paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
+from .report_logs import TrainCurve, autolog_info, read_curve
+from .report_logs import parse_train_log  # noqa: F401 (report.parse_train_log, as before the split)
+from .results import Step, Summary, check_text, load_summary
 from .summary_check import check_alignment_data
-from .run import PREPARE, RUNNERS
 
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 LOSS_PNG = "report-loss.png"
 TIMING_PNG = "report-timing.png"
-TRAIN_LOG = "train.log"
 ALIGN_JSON = "align_report.json"
 FORMATS = ("md", "html")
 
-# `epoch: 1, global_step: 5, loss: 0.69312, ...` (the TIPC train log fields); step counters by other names too.
-_LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
-_STEP = re.compile(r"(?<![\w.])(global_step|step|iter|iteration)\s*[:=]\s*(\d+)", re.IGNORECASE)
-_IPS = re.compile(r"(?<![\w.])avg_ips\s*[:=]\s*([-+0-9.eE]+)")
-# AutoLog's environment block in inference logs: `... INFO:  paddle_version: 3.3.1`.
-_AUTOLOG = re.compile(r"INFO:\s+(OS_version|CUDA_version|CUDNN_version|paddle_version|paddle_commit|"
-                      r"runtime_device|inference_engine):\s*(.*?)\s*$")
-_CPU_PROCESSES = re.compile(r"ran on CPU: (\d+) processes")
-_GPU_ENTRY = re.compile(r"_gpus_(.+?)(?:_autocast_|_model_|_usemkldnn_|_usetrt_|$)")
-_STATUS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
 _SHOWN_ENV = ("python", "platform", "paddle")  # summary.json environment keys with a row of their own
-
-
-@dataclass
-class TrainCurve:
-    """The loss values one train step logged, in order."""
-
-    step: str  # the train step's name
-    source: str  # the log they were read from, relative to the repository root
-    x_label: str
-    points: list[tuple[float, float]] = field(default_factory=list)
-    ips: float | None = None  # the last avg_ips
-    restarts: int = 0  # times the step counter started over (once per epoch in many repositories)
-
-    @property
-    def non_finite(self) -> list[float]:
-        return [x for x, loss in self.points if not math.isfinite(loss)]
 
 
 @dataclass
@@ -109,7 +82,7 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        return verdict(self.summary)
+        return self.summary.verdict
 
     @property
     def provenance(self) -> list[tuple[str, str]]:
@@ -128,7 +101,7 @@ class Report:
 
 def find_run(root: Path) -> Path:
     """The newest run folder (the one whose summary.json was written last) under root/test_tipc/output."""
-    output = root / "test_tipc" / "output"
+    output = root / OUTPUT
     found = [p for p in output.glob("*/*/" + SUMMARY_JSON)] + [p for p in output.glob("*/*/*/" + SUMMARY_JSON)]
     if not found:
         raise TipcgenError(f"no {SUMMARY_JSON} under {output}",
@@ -171,57 +144,9 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
     return report
 
 
-def read_curve(step: Step, run_dir: Path, root: Path) -> TrainCurve | None:
-    """The loss values of a train step: from <output_dir>/train.log, else from the step's own log."""
-    for path in (run_dir / step.name / TRAIN_LOG, root / step.log if step.log else None):
-        if path is None or not path.is_file():
-            continue
-        with path.open(encoding="utf-8", errors="replace") as lines:  # line by line: a whole-data log can be large
-            curve = parse_train_log(lines, step.name, _rel(path, root))
-        if curve.points:
-            return curve
-    return None
-
-
-def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainCurve:
-    """Loss lines (`global_step: 5, loss: 0.69`) → points; without a step counter, the line's order."""
-    curve = TrainCurve(step=step, source=source, x_label="global_step")
-    counters = set()
-    offset, restarts = 0.0, 0
-    last = stride = None  # the previous counter value and its usual increment
-    for line in text.splitlines() if isinstance(text, str) else text:
-        loss = _LOSS.search(line)
-        if not loss:
-            continue
-        counter = _STEP.search(line)
-        counters.add(counter.group(1).lower() if counter else "")
-        x = float(counter.group(2)) if counter else float(len(curve.points) + 1)
-        if counter and last is not None:
-            if x < last:  # the counter restarted (a new epoch): carry on from the last global step
-                offset += last + (stride or 1.0) - x
-                restarts += 1
-            elif stride is None and x > last:
-                stride = x - last
-        last = x if counter else last
-        curve.points.append((x + offset if counter else x, float(loss.group(1))))
-        ips = _IPS.search(line)
-        if ips:
-            try:
-                curve.ips = float(ips.group(1))
-            except ValueError:
-                pass
-    named = counters - {""}
-    curve.x_label = named.pop() if len(named) == 1 and "" not in counters else "logged loss line"
-    if restarts and curve.x_label != "logged loss line":
-        curve.x_label, curve.restarts = "global step", int(restarts)
-    if curve.x_label == "logged loss line":
-        curve.points = [(float(i), loss) for i, (_, loss) in enumerate(curve.points, 1)]
-    return curve
-
-
 def environment_rows(summary: Summary, root: Path) -> list[tuple[str, str]]:
     """Python, platform, Paddle and the device, from summary.json and the AutoLog block of an inference log."""
-    autolog = _autolog(summary, root)
+    autolog = autolog_info(summary, root)
     env = summary.environment
     versions = (summary.provenance or {}).get("versions") or {}
     # the interpreter the chain ran with (provenance), else an AutoLog block, else tipcgen's own interpreter
@@ -242,32 +167,16 @@ def environment_rows(summary: Summary, root: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def _autolog(summary: Summary, root: Path) -> dict[str, str]:
-    for step in summary.steps:
-        if step.kind == "infer" and step.status == "passed" and step.log and (root / step.log).is_file():
-            found = {}
-            with open(root / step.log, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    match = _AUTOLOG.search(line)
-                    if match:
-                        found[match.group(1)] = match.group(2)
-            if found:
-                return found
-    return {}
-
-
 def device_text(summary: Summary, autolog: dict[str, str]) -> str:
     """`CPU (gpu_list -1); GPU cases skipped: no CUDA device` from the steps that ran and were skipped."""
     ran = []
     for step in summary.steps:
-        match = _GPU_ENTRY.search(step.name)
-        if step.kind == "train" and step.status != "skipped" and match:
-            entry = match.group(1)
-            processes = _CPU_PROCESSES.search(step.note or "")
+        if step.kind == "train" and step.status != "skipped" and step.gpu:
+            entry = step.gpu
             if entry == "-1":
                 ran.append("CPU (gpu_list -1)")
-            elif processes:  # a multi-GPU entry run as CPU processes on a machine without CUDA
-                ran.append(f"CPU, {processes.group(1)} processes (gpu_list {entry}, no CUDA device)")
+            elif step.device == "cpu":  # a multi-GPU entry run as CPU processes on a machine without CUDA
+                ran.append(f"CPU, {len(entry.split(','))} processes (gpu_list {entry}, no CUDA device)")
             else:
                 ran.append(f"GPU {entry} (gpu_list {entry})")
     if not ran and autolog.get("runtime_device"):
@@ -282,7 +191,7 @@ def step_rows(summary: Summary) -> list[Row]:
     rows = []
     for number, step in enumerate(summary.steps, 1):
         parts = [", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), step.reason, check_text(step.check), step.note]
-        rows.append(Row(number, _STATUS.get(step.status, step.status.upper()), step.kind, step.name,
+        rows.append(Row(number, step.mark, step.kind, step.name,
                         f"{step.seconds:.1f}" if step.status != "skipped" else "-",
                         "; ".join(p for p in parts if p), step.command, step.log.removeprefix("./")))
     return rows
@@ -293,7 +202,7 @@ def check_rows(steps: list[Step]) -> list[CheckRow]:
     for step in steps:
         if step.kind != "check":
             continue
-        status = _STATUS.get(step.status, step.status.upper())
+        status = step.mark
         check = step.check
         if not check.get("max_abs"):
             rows.append(CheckRow(step.name, status, "-", "-", "-", "-", step.reason or "no differences recorded"))
@@ -345,13 +254,6 @@ def reproduce(summary: Summary) -> list[str]:
     return [f"bash {PREPARE} {summary.config} {summary.mode}",
             f"bash {runner} {summary.config} {summary.mode}",
             f"# or both, with this summary: {tipcgen_run}"]
-
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 # ---------------------------------------------------------------- pictures

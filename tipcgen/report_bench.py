@@ -41,9 +41,8 @@ def speed_rows(summary: Summary, run_dir: Path) -> list[SpeedRow]:
             note=str(data.get("note") or "")))
     for step in summary.steps:
         if step.kind == "train" and step.status == "skipped":
-            parts = step.name.split("_")
-            rows.append(SpeedRow(case=step.name, device_num=parts[-1], fp_item=parts[-3] if len(parts) > 3 else "",
-                                 batch_size=parts[-4].removeprefix("bs") if len(parts) > 4 else "", ips=None,
+            rows.append(SpeedRow(case=step.name, device_num=step.device_num or "", fp_item=step.precision or "",
+                                 batch_size=step.batch_size or "", ips=None,
                                  unit="", records="-", peak_memory="-", note=f"not run: {step.reason}"))
     return rows
 

@@ -14,11 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import autolog, benchmark
+from .paths import JUNIT_XML, RECORDS, RESULTS_LOG, SUMMARY_JSON
 
-RESULTS_LOG = "results_python.log"
-RECORDS = "steps.jsonl"
-SUMMARY_JSON = "summary.json"
-JUNIT_XML = "junit.xml"
+__all__ = ["JUNIT_XML", "RECORDS", "RESULTS_LOG", "SUMMARY_JSON"]  # re-exported: older imports read them here
 TAIL_LINES = 20
 _TAIL_BYTES = 64 * 1024
 
@@ -34,10 +32,33 @@ class Step:
     reason: str = ""
     note: str = ""
     command: str = ""
+    # What the step ran, from its record (None where it does not apply; values as the config spells them).
+    gpu: str | None = None  # the gpu_list entry of its training (-1: CPU)
+    trainer: str | None = None
+    autocast: str | None = None
+    training: str | None = None  # gpus_<entry>[_<tag>]: the trained model, as golden result files name it
+    device: str | None = None  # cpu | gpu: where it ran
+    use_gpu: str | None = None  # the config's device value passed to it
+    use_trt: str | None = None
+    mkldnn: str | None = None
+    threads: str | None = None
+    precision: str | None = None
+    batch_size: str | None = None
+    model_dir: str | None = None
+    reference: str | None = None  # a result check's: dygraph | golden | fixed (the chain's own) | paddle
+    device_num: str | None = None  # a benchmark_train case's N<machines>C<cards>
     tail: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     check: dict = field(default_factory=dict)  # a result check's differences (compare_results.py)
     speed: dict = field(default_factory=dict)  # an inference case's AutoLog figures (autolog.py)
+
+    @property
+    def mark(self) -> str:
+        """PASS, FAIL or SKIP: how every table shows the status."""
+        return MARKS.get(self.status, self.status.upper())
+
+
+MARKS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
 
 
 # What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode.
@@ -90,6 +111,10 @@ class Summary:
         return (not self.problems and not self.interrupted and self.count("failed") == 0
                 and self.count("passed") > 0 and self.runner_exit_code == 0 and not self.missing_kinds()
                 and self.target.get("reproduced", True))
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self)
 
     @property
     def exit_code(self) -> int:
@@ -164,6 +189,16 @@ def check_text(check: dict) -> str:
     return text
 
 
+STEP_FIELDS = ("gpu", "trainer", "autocast", "training", "device", "use_gpu", "use_trt", "mkldnn", "threads",
+               "precision", "batch_size", "model_dir", "reference", "device_num")  # tipc_record's TIPC_FIELDS
+
+
+def _field(value) -> str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    return str(value)
+
+
 def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
     """The step records of a run folder, and any record that could not be read."""
     steps, problems = [], []
@@ -178,7 +213,8 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
             step = Step(**{k: raw[k] for k in ("kind", "name", "status")},
                         exit_code=raw.get("exit_code"), seconds=float(raw.get("seconds") or 0),
                         log=raw.get("log") or "", reason=raw.get("reason") or "",
-                        note=raw.get("note") or "", command=raw.get("command") or "")
+                        note=raw.get("note") or "", command=raw.get("command") or "",
+                        **{k: _field(raw.get(k)) for k in STEP_FIELDS})
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{path}:{number}: unreadable step record ({exc})")
             continue
@@ -237,21 +273,6 @@ def write_json(summary: Summary, path: Path) -> None:
     path.write_text(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _env():
-    from .render import environment
-
-    return environment()
-
-
-def write_junit(summary: Summary, path: Path) -> None:
-    from .summary_check import xml_text
-
-    env = _env()
-    env.filters["xml"] = xml_text  # well-formed whatever a log holds (ANSI colours, NUL, \x0b)
-    text = env.get_template("report/junit.xml.j2").render(s=summary, ok=summary.ok)
-    path.write_text(text, encoding="utf-8")
-
-
 def verdict(summary: Summary) -> str:
     """PASSED only when the steps ran and passed; a run where no result check passed says so."""
     if not summary.ok:
@@ -259,32 +280,3 @@ def verdict(summary: Summary) -> str:
     if not any(step.kind == "check" and step.status == "passed" for step in summary.steps):
         return "PASSED (results not checked)"
     return "PASSED"
-
-
-def terminal_text(summary: Summary, color: bool = False) -> str:
-    """The table a person reads at the end of a run."""
-    marks = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
-    paint = {"passed": "\033[32m", "failed": "\033[31m", "skipped": "\033[33m"} if color else {}
-    rows = []
-    for step in summary.steps:
-        mark = marks.get(step.status, step.status.upper())
-        if paint:
-            mark = f"{paint.get(step.status, '')}{mark}\033[0m"
-        detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
-        if step.metrics:
-            detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
-        if step.kind == "speed" and step.speed:
-            detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
-        rows.append((mark, step.kind, step.name, f"{step.seconds:.1f}" if step.status != "skipped" else "-",
-                     detail))
-    return _env().get_template("report/summary.txt.j2").render(
-        s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
-        kind_width=max([len(r[1]) for r in rows] + [4]),
-        verdict=verdict(summary),
-        target_lines=_target_lines(summary))
-
-
-def _target_lines(summary: Summary) -> list[str]:
-    from .target import result_lines
-
-    return result_lines(summary.target) if summary.target else []

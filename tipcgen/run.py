@@ -14,26 +14,19 @@ import time
 import uuid
 from collections import deque
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from . import layout, provenance, run_guard, submission, target
+from . import layout, paths, provenance, run_guard, submission, target
 from .chain import slots_of_step
 from .config import TipcConfig
 from .errors import RunError, ScriptError
-from .results import (JUNIT_XML, SUMMARY_JSON, Step, Summary, check_status_lines, environment_info,
-                      read_records, required_kinds, write_json, write_junit)
+from .paths import CONFIG_NAMES, JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
+from .results import Step, Summary, check_status_lines, environment_info, read_records, required_kinds, write_json
+from .summary_text import write_junit
 
-RUNNERS = {"basic": "test_tipc/test_train_inference_python.sh", "paddle2onnx": "test_tipc/test_paddle2onnx.sh",
-           "benchmark_train": "test_tipc/benchmark_train.sh"}
-CONFIG_NAMES = {"basic": "train_infer_python.txt", "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt",
-                "benchmark_train": "train_infer_python.txt"}
-RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
-               "benchmark_train": "results_benchmark_train.log"}
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_MODE = "benchmark_train"
 BENCHMARK_DATA_MODES = ("lite_train_lite_infer", "whole_train_whole_infer")
-PREPARE = "test_tipc/prepare.sh"
-PREPARE_LOG = "prepare.log"
 
 
 def check_mode(mode: str) -> str:
@@ -50,7 +43,7 @@ def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
     name = CONFIG_NAMES[chain]
     if config:
         return _given_config(config, root, name)
-    found = sorted((root / "test_tipc" / "configs").glob(f"*/{name}"))
+    found = sorted((root / paths.CONFIGS).glob(f"*/{name}"))
     if not found:
         raise RunError(f"no test_tipc/configs/*/{name} under {root.resolve()}",
                        "render one first: tipcgen init <sample | descriptor.yaml>, or pass --config")
@@ -76,48 +69,62 @@ def _given_config(config: str, root: Path, name: str) -> Path:
     return relative
 
 
-_PADDLE_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('paddle') else 3)"
+def _start_layout_check(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str) -> subprocess.Popen:
+    """The runner's own layout checks (the keys it was rendered with, which lint cannot know), no step:
+    one bash start (~30 ms), run beside the probes so a bad config still fails before prepare.sh."""
+    return subprocess.Popen(["bash", RUNNERS[chain], str(config_path), mode], cwd=root, env=dict(env, TIPC_CHECK_ONLY="1"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            errors="replace")
 
 
-def _refuse_lint_errors(root: Path, config_path: Path) -> str:
-    """The config text, unless lint finds an error in it (as doctor sees them)."""
-    from . import inputs, lint
-
-    text = inputs.read_text(root / config_path, "config")
-    errors = lint.errors_of(text, str(config_path), repo_root=root)
-    if errors:
-        shown = "; ".join(f"{f.path}:{f.line}: {f.message}" for f in errors[:5])
-        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-        raise RunError(f"the config has {len(errors)} lint error(s): {shown}{more}",
-                       "fix them (tipcgen lint lists every finding), or run from the repository root")
-    return text
-
-
-def preflight(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str = "lite_train_lite_infer") -> str:
-    """What would make every step fail, said once before any step runs (tipcgen doctor says more).
-
-    Returns the chain's interpreter (its full path)."""
-    text = _refuse_lint_errors(root, config_path.relative_to(root))
-    # The runner's own layout checks (the keys it was rendered with, which lint cannot know), no step.
-    check = subprocess.run(["bash", RUNNERS[chain], str(config_path.relative_to(root)), mode],
-                           cwd=root, env=dict(env, TIPC_CHECK_ONLY="1"), capture_output=True, text=True,
-                           errors="replace", stdin=subprocess.DEVNULL, timeout=120)
+def _layout_check_result(check: subprocess.Popen) -> None:
+    try:
+        _, err = check.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        check.kill()
+        check.communicate()
+        return  # the runner itself checks again when it starts
     if check.returncode == 2:
-        raise ScriptError.from_lines(check.stderr.splitlines())
+        raise ScriptError.from_lines(err.splitlines())
+
+
+def interpreter_of(text: str, env: dict[str, str]) -> tuple[str, str | None]:
+    """The chain's interpreter as the config (line python:) or TIPC_PYTHON names it, and its full path."""
     python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
                                               if line.startswith("python:")), "python")
-    found = shutil.which(python, path=env.get("PATH"))
-    if found is None:
-        raise RunError(f"the config's interpreter '{python}' (line python:) is not on PATH",
-                       "write python:python in the config, or set TIPC_PYTHON to the interpreter to use")
-    if env.get("TIPC_NO_PADDLE") == "1":  # the chain's scripts need no paddle (a stand-in model, tests)
-        return found
-    probe = subprocess.run([found, "-c", _PADDLE_PROBE], env=env, capture_output=True, timeout=60)
-    if probe.returncode == 3:
-        raise RunError(f"paddle is not installed for {found}",
-                       "pip install paddlepaddle==3.3.1 (or pip install -e \".[paddle]\" for the tested stack); "
-                       "tipcgen doctor checks the rest")
-    return found
+    return python, shutil.which(python, path=env.get("PATH"))
+
+
+def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mode: str,
+              data_dir: str | None) -> tuple[str, Any, dict]:
+    """What would make every step fail, said once before any step runs (tipcgen doctor says more),
+    and the run's provenance. The runner's layout check, the interpreter probe (paddle found, versions)
+    and git start together, beside the descriptor's loading and the data hashing here: the wall time is
+    the longest of them, not the sum.
+
+    Returns the chain's interpreter (its full path), the descriptor (or None) and the provenance record."""
+    text = (root / config_path).read_text(encoding="utf-8", errors="replace")
+    python, found = interpreter_of(text, env)
+    check = _start_layout_check(config_path, root, chain, env, mode)
+    probes = provenance.Probes(root, found, env)
+    try:
+        desc, desc_info = provenance.load_descriptor(root)
+        record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
+        _layout_check_result(check)
+        if found is None:
+            raise RunError(f"the config's interpreter '{python}' (line python:) is not on PATH",
+                           "write python:python in the config, or set TIPC_PYTHON to the interpreter to use")
+        # TIPC_NO_PADDLE=1: the chain's scripts need no paddle (a stand-in model, tests).
+        if env.get("TIPC_NO_PADDLE") != "1" and record["versions"].get("paddle_found") is False:
+            raise RunError(f"paddle is not installed for {found}",
+                           "pip install paddlepaddle==3.3.1 (or pip install -e \".[paddle]\" for the tested stack); "
+                           "tipcgen doctor checks the rest")
+    finally:
+        probes.close()
+        if check.poll() is None:
+            check.kill()
+        check.communicate()
+    return found, desc, record
 
 
 def model_name_of(config_path: Path) -> str:
@@ -129,9 +136,7 @@ def model_name_of(config_path: Path) -> str:
 
 def run_dir_of(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
     """Each chain and mode has its own output folder: two runs never share one."""
-    if chain == "basic":
-        return root / "test_tipc" / "output" / model / mode
-    return root / "test_tipc" / "output" / model / chain / mode
+    return paths.run_dir(root, model, mode, chain)
 
 
 class _Chain:
@@ -184,7 +189,10 @@ def _null_kinds(text: str) -> set[str]:
 
 def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,
               step_timeout: int | None = None, chain: str = "basic", model_dir: str | None = None,
-              on_line: Callable[[str], None] = lambda line: None) -> Summary:
+              on_line: Callable[[str], None] = lambda line: None,
+              check_config: Callable[[Path, Path], None] = lambda root, config_path: None) -> Summary:
+    """check_config(root, config path relative to it) refuses a config before anything starts (the
+    CLI passes preflight.refuse_lint_errors: config-level checks live above this module)."""
     check_mode(mode)
     if chain not in RUNNERS:
         raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
@@ -198,7 +206,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     config_path = find_config(config, root, chain)
     model = model_name_of(root / config_path)
     if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
-        _refuse_lint_errors(root, config_path)
+        check_config(root, config_path)
         return submission.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line)
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
@@ -222,14 +230,13 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 
-    python = preflight(root / config_path, root, chain, env, mode)
+    check_config(root, config_path)
+    _, desc, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"))
     run_dir = run_dir_of(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
-    desc, desc_info = provenance.load_descriptor(root)
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
                       required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
-                      provenance=provenance.collect(root, root / config_path, python, env, env.get("TIPC_DATA_DIR"),
-                                                    desc, desc_info))
+                      provenance=record)
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
     with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
         return _run(summary, root, config_path, run_dir, env, on_line, signals, desc, prepare_mode)

@@ -22,8 +22,9 @@ from typing import Callable
 from . import layout
 from .config import TipcConfig
 from .errors import TipcgenError
-from .results import JUNIT_XML, RESULTS_LOG, SUMMARY_JSON, Step, Summary, environment_info, required_kinds, \
-    write_json, write_junit
+from .paths import JUNIT_XML, RESULTS_LOG, SUMMARY_JSON
+from .results import Step, Summary, environment_info, required_kinds, write_json
+from .summary_text import write_junit
 
 RECORD = ".tipcgen/submission.json"
 RUNNER = "test_tipc/test_train_inference_python.sh"

@@ -23,12 +23,13 @@ from typing import Callable, Iterable
 
 from . import lint
 from .errors import TipcgenError
-from .results import SUMMARY_JSON, Summary, load_summary
+from .paths import OUTPUT, SUMMARY_JSON, run_rel
+from .results import Summary, load_summary
 
 CHAIN_OF_NAME = {"train_infer_python.txt": "basic",
                  "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt": "paddle2onnx"}
 # What the TIPC scripts write in the repository root: never copied into a chain's working copy.
-OUTPUTS = ("test_tipc/output", "train_data", "output", "log", ".git", ".venv", ".tipcgen", ".pytest_cache",
+OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", ".tipcgen", ".pytest_cache",
            ".hypothesis")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "CPU_NUM", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _GRACE_SECONDS = 10
@@ -218,8 +219,7 @@ def working_copy(root: Path, dest: Path, exclude: Path | None = None) -> Path:
 
 
 def _run_dir(chain: Chain) -> str:
-    base = f"test_tipc/output/{chain.model}"
-    return f"{base}/{chain.mode}" if chain.chain == "basic" else f"{base}/{chain.chain}/{chain.mode}"
+    return run_rel(chain.model, chain.mode, chain.chain)
 
 
 def _preexec(cores: list[int]) -> Callable[[], None]:
@@ -332,7 +332,7 @@ def seed_trained_runs(chain: Chain, runs: Path, work: Path) -> None:
     basic = runs / chain.model / "basic"
     if basic.is_dir() and "TIPC_MODEL_DIR" not in os.environ:
         for run in basic.iterdir():
-            shutil.copytree(run, work / "test_tipc" / "output" / chain.model / run.name, symlinks=True,
+            shutil.copytree(run, work / OUTPUT / chain.model / run.name, symlinks=True,
                             dirs_exist_ok=True)
 
 

@@ -2,7 +2,7 @@
 field by field, and any text that goes into junit.xml is made well-formed XML.
 
 For `tipcgen report` and `tipcgen golden`, which read a summary.json that anyone could have edited or
-truncated; and for `results.write_junit`, whose step logs carry ANSI colours, NUL bytes and the like.
+truncated; and for `summary_text.write_junit`, whose step logs carry ANSI colours, NUL bytes and the like.
 Standard library and markupsafe (jinja2's) only.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from .errors import SummaryFileError
+from .results import STEP_FIELDS
 
 MAX_SUMMARY_BYTES = 64 << 20
 STATUSES = ("passed", "failed", "skipped")
@@ -100,6 +101,9 @@ def _check_step(step: Any, source: str, where: str) -> None:
         raise SummaryFileError(source, f"{where}.status", f"expected one of {', '.join(STATUSES)}")
     for key in _STEP_TEXT:
         if key in step:
+            _text(step[key], source, f"{where}.{key}")
+    for key in STEP_FIELDS:  # a step's configuration: a text, or null where it does not apply
+        if step.get(key) is not None:
             _text(step[key], source, f"{where}.{key}")
     log = step.get("log") or ""
     if log.startswith("/") or ".." in log.replace("\\", "/").split("/"):

@@ -16,10 +16,9 @@ DOC = "test_tipc/docs/test_train_inference_python.md"
 SECTION = "## 1."
 MARKER = "<!-- tipcgen: support table from "  # the rendered table starts and ends with these lines
 END_MARKER = "<!-- tipcgen: end of support table -->"
-_TRAIN = re.compile(r"^(?P<trainer>\w+?_train)_gpus_(?P<entry>[^_]+)")
-_INFER = re.compile(r"^python_infer_(?P<device>cpu|gpu)_gpus_")
-_CASE_KEYS = {"mkldnn": r"_usemkldnn_(\w+?)_", "threads": r"_threads_(\d+)", "trt": r"_usetrt_(\w+?)_",
-              "precision": r"_precision_(\w+?)_", "batch_size": r"_batchsize_(\d+)"}
+# Table column -> the step record field it shows (results.Step).
+_CASE_KEYS = {"mkldnn": "mkldnn", "threads": "threads", "trt": "use_trt", "precision": "precision",
+              "batch_size": "batch_size"}
 _TRAINERS = {"norm_train": "正常训练", "pact_train": "量化训练", "fpgm_train": "裁剪训练", "distill_train": "蒸馏训练"}
 
 
@@ -54,30 +53,26 @@ def build(summary: Summary, run: str) -> Table:
         if step.status != "passed":
             continue
         if step.kind == "train":
-            match = _TRAIN.match(step.name)
-            if not match:
+            if not step.gpu or not step.trainer:
                 continue
-            entry = match.group("entry")
+            entry = step.gpu
             devices = entry.split(",")
             if entry == "-1":
                 where = "CPU"
-            elif "ran on CPU" in step.note:  # no CUDA device: the runner stood in processes over gloo
+            elif step.device == "cpu":  # no CUDA device: the runner stood in processes over gloo
                 where = f"CPU, {len(devices)} processes over gloo"
             else:
                 where = f"{len(devices)} GPU" if len(devices) > 1 else "GPU"
-            text = f"{_TRAINERS.get(match.group('trainer'), match.group('trainer'))} ({where})"
+            text = f"{_TRAINERS.get(step.trainer, step.trainer)} ({where})"
             target = multi if len(devices) > 1 else single
             if text not in target:
                 target.append(text)
-        elif step.kind == "infer":
-            match = _INFER.match(step.name)
-            if not match:
-                continue
-            row = infer.setdefault(match.group("device"), InferRow(match.group("device").upper()))
-            for key, pattern in _CASE_KEYS.items():
-                value = re.search(pattern, step.name)
-                if value:
-                    row.values.setdefault(key, set()).add(value.group(1))
+        elif step.kind == "infer" and step.gpu and step.device in ("cpu", "gpu"):  # the basic chain's matrix
+            row = infer.setdefault(step.device, InferRow(step.device.upper()))
+            for key, field_name in _CASE_KEYS.items():
+                value = getattr(step, field_name)
+                if value is not None:
+                    row.values.setdefault(key, set()).add(value)
     skipped = [f"{step.kind} {step.name}: {step.reason}" for step in summary.steps if step.status == "skipped"]
     return Table(model=summary.model, run=run, single=single, multi=multi,
                  infer=[infer[d] for d in ("gpu", "cpu") if d in infer], skipped=skipped)

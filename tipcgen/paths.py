@@ -1,0 +1,67 @@
+"""Where things live in a generated tree and its run folders: every path and file name, spelt once.
+
+The runner templates get the run-folder names through the render context (``runner_context``), and
+run, results, report, golden, doctor, suite and accept import them from here. The file names a runner
+writes per step (``<trainer>_gpus_<entry>...log``) stay as upstream spells them and are built in bash;
+Python reads what a step was from its record's fields (results.Step), never from those names.
+Pure: constants and path arithmetic, no I/O.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+TEST_TIPC = "test_tipc"
+CONFIGS = f"{TEST_TIPC}/configs"
+OUTPUT = f"{TEST_TIPC}/output"  # every run folder is under it
+RESULTS_DIR = f"{TEST_TIPC}/results"  # committed golden results
+
+PREPARE = f"{TEST_TIPC}/prepare.sh"
+PREPARE_LOG = "prepare.log"
+COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"
+
+CHAINS = ("basic", "paddle2onnx", "benchmark_train")
+RUNNERS = {"basic": f"{TEST_TIPC}/test_train_inference_python.sh", "paddle2onnx": f"{TEST_TIPC}/test_paddle2onnx.sh",
+           "benchmark_train": f"{TEST_TIPC}/benchmark_train.sh"}
+CONFIG_NAMES = {"basic": "train_infer_python.txt",
+                "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt",
+                "benchmark_train": "train_infer_python.txt"}
+# Each chain's status log in its run folder (upstream's names; reviewers read them).
+RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
+               "benchmark_train": "results_benchmark_train.log"}
+RESULTS_LOG = RESULT_LOGS["basic"]
+
+# In every run folder.
+RECORDS = "steps.jsonl"  # one JSON record per step, written by the runner (tipc_record)
+SUMMARY_JSON = "summary.json"
+JUNIT_XML = "junit.xml"
+
+# Committed golden results (test_tipc/results/, and the descriptor's golden folder): one per trained model
+# (training: a step record's `training` field, `_fixed` added for the chain's own check) and precision.
+GOLDEN_RESULTS = "python_{model}_{mode}_{training}_results_{precision}.txt"
+
+
+def golden_name(model: str, mode: str, training: str, precision: str) -> str:
+    return GOLDEN_RESULTS.format(model=model, mode=mode, training=training, precision=precision)
+
+
+def run_rel(model: str, mode: str, chain: str = "basic") -> str:
+    """A chain's run folder, relative to the repository root: each chain and mode has its own."""
+    if chain == "basic":
+        return f"{OUTPUT}/{model}/{mode}"
+    return f"{OUTPUT}/{model}/{chain}/{mode}"
+
+
+def run_dir(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
+    return root / run_rel(model, mode, chain)
+
+
+def runner_context() -> dict[str, str]:
+    """The names the runner templates spell (as bash words: $TIPC_MODEL and $MODE are expanded there)."""
+    run = {chain: "./" + run_rel("$TIPC_MODEL", "$MODE", chain) for chain in CHAINS}
+    golden = {"model": "${TIPC_MODEL}", "mode": "${MODE}", "precision": "*"}  # a glob over the precisions
+    return {"records": RECORDS,
+            "golden_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}", **golden),
+            "golden_fixed_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}_fixed", **golden),
+            "basic_run": run["basic"], "basic_log": RESULT_LOGS["basic"],
+            "paddle2onnx_run": run["paddle2onnx"], "paddle2onnx_log": RESULT_LOGS["paddle2onnx"],
+            "benchmark_run": run["benchmark_train"], "benchmark_log": RESULT_LOGS["benchmark_train"]}
