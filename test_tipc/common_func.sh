@@ -320,8 +320,7 @@ TIPC_KILLER_PID=
 # use_gpu/use_trt/mkldnn/threads/precision/batch size values, the model folder; for a result check, the
 # results it compares with: dygraph, golden, fixed (the chain's own check) or paddle; for a benchmark_train
 # case, its device_num, N<machines>C<cards>), as the config spells them.
-TIPC_FIELDS=(gpu trainer autocast training device use_gpu use_trt mkldnn threads precision batch_size model_dir reference
-    device_num)
+TIPC_FIELDS=(gpu trainer autocast training device use_gpu use_trt mkldnn threads precision batch_size model_dir reference device_num)  # paths.STEP_FIELDS
 declare -A TIPC_AT=() TIPC_CASE=()
 
 # tipc_fields_into ARRAY KEY=VALUE...: set fields of a step configuration (an unknown key is a bug here).

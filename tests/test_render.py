@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import config, descriptor, layout, render
+from tipcgen import config, descriptor, layout, render, writes
 from tipcgen.errors import RenderConflictError, TipcgenError
 
 from conftest import ROOT, tipcgen
@@ -88,7 +88,7 @@ def test_a_failed_commit_rolls_back(tmp_path: Path, monkeypatch):
     files = {"a.txt": "a", "b.txt": "b", "c.txt": "c"}
     (tmp_path / "a.txt").write_text("old a")
     calls = []
-    real_replace = render.os.replace
+    real_replace = writes.os.replace
 
     def flaky(src, dst):
         calls.append(dst)
@@ -96,7 +96,7 @@ def test_a_failed_commit_rolls_back(tmp_path: Path, monkeypatch):
             raise OSError("disk full")
         real_replace(src, dst)
 
-    monkeypatch.setattr(render.os, "replace", flaky)
+    monkeypatch.setattr(writes.os, "replace", flaky)
     with pytest.raises(TipcgenError, match="disk full"):
         render.write_tree(files, tmp_path, force=True)
     assert (tmp_path / "a.txt").read_text() == "old a"

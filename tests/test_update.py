@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import answers, render, update
+from tipcgen import answers, render, update, writes
 from tipcgen.errors import TipcgenError
 
 from conftest import STUB, tipcgen
@@ -229,7 +229,7 @@ def test_write_tree_owned_files_and_removals(tmp_path: Path):
 def test_a_failed_write_puts_removed_and_owned_files_back(tmp_path: Path, monkeypatch):
     (tmp_path / "book.txt").write_text("old")
     (tmp_path / "gone.txt").write_text("bye")
-    real_replace = render.os.replace
+    real_replace = writes.os.replace
     calls = []
 
     def flaky(src, dst):
@@ -238,7 +238,7 @@ def test_a_failed_write_puts_removed_and_owned_files_back(tmp_path: Path, monkey
             raise OSError("disk full")
         real_replace(src, dst)
 
-    monkeypatch.setattr(render.os, "replace", flaky)
+    monkeypatch.setattr(writes.os, "replace", flaky)
     with pytest.raises(TipcgenError, match="disk full"):
         render.write_tree({"book.txt": "new", "c.txt": "c"}, tmp_path, owned={"book.txt"}, remove=["gone.txt"],
                           backup=False)

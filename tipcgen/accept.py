@@ -4,14 +4,14 @@ The items are those of PaddlePaddle/models tutorials/tipc/train_infer_python/REA
 4.2.2), plus the AutoLog block of every inference case (infer_python.md's benchmark). Each is checked
 on the repository (accept_repo.py) and, where it needs one, on the last run
 (test_tipc/output/<model>/<mode>/, here); each says passed or failed with the file and line or a log
-excerpt. ``write_docs`` rewrites the docs' support table from that run (render.write_tree writes).
+excerpt. ``write_docs`` rewrites the docs' support table from that run (writes.write_tree writes).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from . import accept_repo, autolog, render, support_table
+from . import accept_repo, autolog, support_table, writes
 from .checklist import Acceptance, Item
 from .errors import TipcgenError
 from .paths import OUTPUT, SUMMARY_JSON
@@ -204,5 +204,5 @@ def write_docs(root: Path, run_dir: Path | None = None) -> Path:
     if text is None:
         raise TipcgenError(f"{path} has no support table under `## 1. 测试结论汇总` to replace",
                            "re-render it with tipcgen init --force, then run this again")
-    render.write_tree({support_table.DOC: text}, root, force=True)
+    writes.write_tree({support_table.DOC: text}, root, force=True)
     return path

@@ -259,13 +259,13 @@ def import_(
 
     Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
     """
-    from . import importer, legacy_format, render
+    from . import importer, legacy_format, writes
 
     text, note = legacy_format.imported_env(importer.import_file(config), Path("."))
     if output is None:
         typer.echo(text, nl=False)
         return
-    render.write_tree({output.name: text}, output.parent, force=force)
+    writes.write_tree({output.name: text}, output.parent, force=force)
     typer.echo(f"wrote {output}; render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
 
 

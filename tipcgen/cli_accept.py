@@ -34,7 +34,7 @@ def accept(
     Example: tipcgen accept --write-docs
     """
     from . import accept as checklist
-    from .render import environment
+    from .templating import environment
 
     if run is not None and not run.is_dir():
         from .errors import TipcgenError

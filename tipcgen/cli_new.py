@@ -57,7 +57,7 @@ def new(
     Example: tipcgen new --model-name my_model --train tools/train.py --eval tools/eval.py --export tools/export_model.py --infer tools/infer.py --checkpoint best_model --train-data data/lite_train.txt
     """
     from . import new as newdesc
-    from . import render
+    from . import writes
     from .new_fields import check_fields
 
     scripts = {role: path for role, path in (("train", train), ("eval", eval_), ("export", export), ("infer", infer))
@@ -76,6 +76,6 @@ def new(
     for note in proposal.notes:
         typer.echo(f"    note  {note}")
     target = output or root / "tipc.yaml"
-    render.write_tree({target.name: proposal.text}, target.parent, force=force)
+    writes.write_tree({target.name: proposal.text}, target.parent, force=force)
     typer.echo(f"wrote {target} ({proposal.model_name}). Read it, then:\n  tipcgen init {target}"
                + (f" --root {root}" if str(root) != "." else "") + "\n  tipcgen run --mode lite_train_lite_infer")

@@ -23,7 +23,7 @@ def schema(
 
     Example: tipcgen schema -o tipc.schema.json
     """
-    from . import render
+    from . import writes
     from . import schema as descriptor_schema
 
     if path:
@@ -33,5 +33,5 @@ def schema(
     if output is None:
         typer.echo(text, nl=False)
         return
-    render.write_tree({output.name: text}, output.parent, force=force)
+    writes.write_tree({output.name: text}, output.parent, force=force)
     typer.echo(f"wrote {output}")

@@ -12,7 +12,8 @@ from pathlib import Path
 from .descriptor import Descriptor, samples_dir
 from .errors import TipcgenError
 from .paths import RESULTS_DIR, SUMMARY_JSON, golden_name, run_dir as run_dir_of
-from .render import Written, golden_dir, write_tree
+from .render import golden_dir
+from .writes import Written, write_tree
 from .results import Summary, load_summary
 
 PRECISIONS = ("fp32", "fp16", "int8")

@@ -59,9 +59,14 @@ def runner_context() -> dict[str, str]:
     """The names the runner templates spell (as bash words: $TIPC_MODEL and $MODE are expanded there)."""
     run = {chain: "./" + run_rel("$TIPC_MODEL", "$MODE", chain) for chain in CHAINS}
     golden = {"model": "${TIPC_MODEL}", "mode": "${MODE}", "precision": "*"}  # a glob over the precisions
-    return {"records": RECORDS,
+    return {"records": RECORDS, "step_fields": " ".join(STEP_FIELDS),
             "golden_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}", **golden),
             "golden_fixed_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}_fixed", **golden),
             "basic_run": run["basic"], "basic_log": RESULT_LOGS["basic"],
             "paddle2onnx_run": run["paddle2onnx"], "paddle2onnx_log": RESULT_LOGS["paddle2onnx"],
             "benchmark_run": run["benchmark_train"], "benchmark_log": RESULT_LOGS["benchmark_train"]}
+
+# The configuration fields of a step record (steps.jsonl), beside kind/name/status/exit_code/seconds/
+# log/reason/note/command: tipc_record writes them (TIPC_FIELDS in common_func.sh), results reads them.
+STEP_FIELDS = ("gpu", "trainer", "autocast", "training", "device", "use_gpu", "use_trt", "mkldnn", "threads",
+               "precision", "batch_size", "model_dir", "reference", "device_num")

@@ -3,7 +3,7 @@
 Reads what a ``tipcgen run`` left (summary.json, the step logs, the train script's train.log) into
 a ``Report``; draws the per-step times and the training loss as PNGs (matplotlib, Agg, imported only
 here); and renders ``templates/report/report.md.j2`` and ``report.html.j2`` (self-contained: the
-pictures are embedded, no JavaScript). Pure reading and rendering; ``render.write_tree`` writes.
+pictures are embedded, no JavaScript). Pure reading and rendering; ``writes.write_tree`` writes.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, accept, markup, render, report_bench
+from . import __version__, accept, markup, report_bench, templating, writes
 from .checklist import Acceptance
 from .errors import TipcgenError
 from .needs import numpy_for
@@ -341,7 +341,7 @@ def _loss_figure(figure, report: Report):
 
 def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
     """report.md (pictures as files next to it) and report.html (pictures embedded), by file name."""
-    env = render.environment()
+    env = templating.environment()
     env.filters.update(md=markup.md_text, code=markup.md_code, fence=markup.fence, wbr=markup.wbr)
     env.filters["int_or"] = lambda value: int(value) if isinstance(value, float) and value.is_integer() else value
     embedded = {name: base64.b64encode(data).decode("ascii") for name, data in pictures.items()}
@@ -368,10 +368,10 @@ def write(run_dir: Path, out_dir: Path | None = None, formats: tuple[str, ...] =
     if "md" in formats:
         files.update(pictures)  # the HTML embeds them; the Markdown links to them
     if in_run_dir:
-        render.write_tree(files, out_dir, force=True, backup=False)
+        writes.write_tree(files, out_dir, force=True, backup=False)
     else:
         _refuse_overwrite(files, out_dir, force)
-        render.write_tree(files, out_dir, force=True, backup=True)
+        writes.write_tree(files, out_dir, force=True, backup=True)
     return report, [out_dir / name for name in sorted(files)]
 
 

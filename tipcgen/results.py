@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import autolog, benchmark
-from .paths import JUNIT_XML, RECORDS, RESULTS_LOG, SUMMARY_JSON
+from .paths import JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
+from .summary_check import read_summary_data
 
 __all__ = ["JUNIT_XML", "RECORDS", "RESULTS_LOG", "SUMMARY_JSON"]  # re-exported: older imports read them here
 TAIL_LINES = 20
@@ -189,10 +190,6 @@ def check_text(check: dict) -> str:
     return text
 
 
-STEP_FIELDS = ("gpu", "trainer", "autocast", "training", "device", "use_gpu", "use_trt", "mkldnn", "threads",
-               "precision", "batch_size", "model_dir", "reference", "device_num")  # tipc_record's TIPC_FIELDS
-
-
 def _field(value) -> str | None:
     if value is None or isinstance(value, (dict, list)):
         return None
@@ -259,8 +256,6 @@ def environment_info() -> dict[str, str]:
 def load_summary(path: Path) -> Summary:
     """A summary.json (as write_json wrote it) → the Summary again; derived fields are recomputed.
     Anything write_json never writes is a SummaryFileError naming the file and the field (exit 2)."""
-    from .summary_check import read_summary_data
-
     data = read_summary_data(path)
     step_fields = {f for f in Step.__dataclass_fields__}
     summary_fields = {f for f in Summary.__dataclass_fields__} - {"steps"}

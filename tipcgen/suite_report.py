@@ -52,7 +52,7 @@ class SuiteResult:
 
 
 def _env():
-    from .render import environment
+    from .templating import environment
 
     return environment()
 

@@ -14,7 +14,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from .errors import SummaryFileError
-from .results import STEP_FIELDS
+from .paths import STEP_FIELDS
 
 MAX_SUMMARY_BYTES = 64 << 20
 STATUSES = ("passed", "failed", "skipped")

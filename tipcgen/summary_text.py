@@ -1,4 +1,4 @@
-"""A Summary as text: the terminal table and JUnit XML (templates/report/), above results and render.
+"""A Summary as text: the terminal table and JUnit XML (templates/report/), one level above results.
 
 results parses what a chain left behind into a Summary and stays pure (it imports no Jinja, no
 render); run, submission and cli write and print a Summary through here.
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import benchmark, render
+from . import benchmark, templating
 from .results import Summary, check_text
 from .summary_check import xml_text
 
 
 def write_junit(summary: Summary, path: Path) -> None:
-    env = render.environment()
+    env = templating.environment()
     env.filters["xml"] = xml_text  # well-formed whatever a log holds (ANSI colours, NUL, \x0b)
     text = env.get_template("report/junit.xml.j2").render(s=summary, ok=summary.ok)
     path.write_text(text, encoding="utf-8")
@@ -34,7 +34,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
             detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
         rows.append((mark, step.kind, step.name, f"{step.seconds:.1f}" if step.status != "skipped" else "-",
                      detail))
-    return render.environment().get_template("report/summary.txt.j2").render(
+    return templating.environment().get_template("report/summary.txt.j2").render(
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),
         verdict=summary.verdict,

@@ -79,7 +79,7 @@ def build(summary: Summary, run: str) -> Table:
 
 
 def render(table: Table) -> str:
-    from .render import environment
+    from .templating import environment
 
     return environment().get_template("docs/support_table.md.j2").render(t=table)
 
