@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tipcgen import render
+from tipcgen import layout, render
 from tipcgen.config import TipcConfig
 
 
@@ -17,3 +17,19 @@ def config_text(pairs: Mapping[str, tuple[str, str | None]],
 def build(pairs: Mapping[str, tuple[str, str | None]],
           trailing: Sequence[tuple[str | None, Sequence[str]]] = ()) -> TipcConfig:
     return TipcConfig.parse(config_text(pairs, trailing))
+
+
+def trailing_sections(config: TipcConfig) -> list[tuple[str | None, list[str]]]:
+    """The logical lines after a conforming file's layout grouped by header, as ``build`` takes them:
+    ``[(name, [line, ...])]``; lines before the first trailing header come first with the name ``None``."""
+    table = layout.LAYOUTS[layout.LAYOUT_OF_KIND[config.kind]]
+    sections: list[tuple[str | None, list[str]]] = []
+    for line in config.logical_lines()[len(table):]:
+        name = line.header_name
+        if name is not None:
+            sections.append((name, []))
+        elif sections:
+            sections[-1][1].append(line.text)
+        else:
+            sections.append((None, [line.text]))
+    return sections

@@ -11,10 +11,8 @@ from tipcgen.config import (
     TipcConfig,
     parse_per_mode,
     slot_pairs,
-    trailing_sections,
-    value_for_mode,
 )
-from layout_text import build
+from layout_text import build, trailing_sections
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"
 SHIFTED = "PaddleOCR/test_tipc__configs__ch_PP-OCRv4_server_rec_ampO2_ultra__train_infer_python.txt"
@@ -84,12 +82,11 @@ def test_queries_on_an_ocr_file(configs: dict[str, TipcConfig]) -> None:
     config = configs[OCR_DET]
     assert config.model_name == "ch_ppocr_mobile_v2_0_det"
     assert config.python == "python3.7"
-    assert config.gpu_list == ["0", "0,1"]
     assert config.slot("gpu_list").value == "0|0,1"
     assert config.slot("train_use_gpu").key == "Global.use_gpu"
     epoch = config.slot("epoch").value
     assert parse_per_mode(epoch) == {"lite_train_lite_infer": "100", "whole_train_whole_infer": "50"}
-    assert value_for_mode(epoch, "whole_infer") == ""
+    assert "whole_infer" not in parse_per_mode(epoch)
     assert config.slot("norm_export").value.startswith("tools/export_model.py")
     assert config.slot("inference").value == "tools/infer/predict_det.py"
     assert config.slot("infer_use_gpu").text == "--use_gpu:True|False"
@@ -101,7 +98,7 @@ def test_queries_on_a_clas_file(configs: dict[str, TipcConfig]) -> None:
     assert config.kind == "train_infer_python"
     assert config.model_name == "ResNet50_vd"
     assert config.slot("train_use_gpu").text == "-o Global.device:gpu"
-    assert value_for_mode(config.slot("epoch").value, "lite_train_lite_infer") == "2"
+    assert parse_per_mode(config.slot("epoch").value)["lite_train_lite_infer"] == "2"
     assert config.slot("train_batch_size").value == "8"
     assert config.slot("trainer_key1").text == "to_static_train:-o Global.to_static=True"
     url = config.slot("inference_dir")

@@ -39,7 +39,7 @@ def test_config_has_the_canonical_51_line_layout():
         if slot.anchors:
             assert lines[slot.index].key in slot.anchors or lines[slot.index].header_name in slot.anchors
     assert cfg.model_name == "bert_sst2" and cfg.python == "python"
-    assert config.value_for_mode(cfg.slot("epoch").value, "whole_train_whole_infer") == "1"
+    assert config.parse_per_mode(cfg.slot("epoch").value)["whole_train_whole_infer"] == "1"
     assert lines[50].text == "null:null" and text.endswith("\n") and " \n" not in text
 
 

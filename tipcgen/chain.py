@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 from . import layout
 
-STEPS = ("train", "eval", "export", "infer", "whole_infer")
+STEPS = ("train", "eval", "export", "infer", "whole_infer")  # the values of a slot's `steps`
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,8 @@ TRAINER_SLOTS = tuple(sorted((name_of(t.key) for t in TRAINERS), key=lambda n: l
 
 def slots_of_step(step: str) -> tuple[layout.Slot, ...]:
     """The slots a step receives, in layout order."""
+    if step not in STEPS:
+        raise KeyError(f"{step}: not a step of the chain ({', '.join(STEPS)})")
     return tuple(slot for slot in layout.TRAIN_INFER_PYTHON if step in slot.steps)
 
 

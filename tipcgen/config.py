@@ -187,6 +187,7 @@ class TipcConfig:
         logical = self.logical_lines()
         return logical[index] if index < len(logical) else None
 
+    # By key, the upstream text every layout writes (not by slot name: that is layout.py's own).
     @property
     def model_name(self) -> str | None:
         return self.get("model_name")
@@ -194,10 +195,6 @@ class TipcConfig:
     @property
     def python(self) -> str | None:
         return self.get("python")
-
-    @property
-    def gpu_list(self) -> list[str]:
-        return split_list(self.get("gpu_list"))
 
 
 def _detect_kind(logical: Sequence[Line]) -> str:
@@ -251,11 +248,6 @@ def parse_per_mode(value: str | None) -> dict[str, str]:
     return pairs
 
 
-def value_for_mode(value: str | None, mode: str) -> str:
-    """What ``func_parser_params`` gives for a mode: its value, or ``""`` when it is missing."""
-    return parse_per_mode(value).get(mode, "")
-
-
 def is_null(value: str | None) -> bool:
     """True for values the runner omits: ``null``, empty, whitespace (or no value at all)."""
     return value is None or value.strip() in ("", "null")
@@ -270,22 +262,6 @@ def slot_pairs(config: TipcConfig) -> dict[str, tuple[str, str | None]]:
         for slot in table
         if slot.kind == "kv"
     }
-
-
-def trailing_sections(config: TipcConfig) -> list[tuple[str | None, list[str]]]:
-    """The logical lines after idx 50 grouped by header: ``[(name, [line, ...])]``; lines
-    before the first trailing header come first with the name ``None``."""
-    logical, table = _conforming_logical(config)
-    sections: list[tuple[str | None, list[str]]] = []
-    for line in logical[len(table):]:
-        name = line.header_name
-        if name is not None:
-            sections.append((name, []))
-        elif sections:
-            sections[-1][1].append(line.text)
-        else:
-            sections.append((None, [line.text]))
-    return sections
 
 
 def _conforming_logical(config: TipcConfig) -> tuple[list[Line], tuple[layout.Slot, ...]]:

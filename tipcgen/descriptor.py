@@ -12,22 +12,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import inputs, yaml_lines
+from . import chain, inputs, yaml_lines
 from .errors import DescriptorError, InputError
 from .samples import resolve, sample_names, samples_dir
 # The schema's names, importable from here as before the split (schema.py is their home).
 from .schema import (ALIGN_CHECKPOINTS, BAD_PUNCTUATION, CHECK_FIELDS, DATA_FIELDS, DATA_FILE_FIELDS, DATA_NAME_RE,
-                     ENV_NAME_RE, FIXED_KEY_SLOTS, GPU_ENTRY_RE, INPUTS_PATH_RE, KEY_RE, MAX_STEP_TIMEOUT, MD5_RE,
-                     MODEL_NAME_RE, PADDLE2ONNX_FIELDS, PYTHON_RE, RESERVED_ENV, ROLES, RUN_FIELDS, SCHEMA_VERSION,
-                     SECTION_FIELDS, SLOT_DEFAULTS, TOP_FIELDS, TRAINER_SLOTS)
+                     ENV_NAME_RE, FIELD_DEFAULTS, FIXED_KEY_FIELDS, GPU_ENTRY_RE, INPUTS_PATH_RE, KEY_RE,
+                     MAX_STEP_TIMEOUT, MD5_RE, MODEL_NAME_RE, PADDLE2ONNX_FIELDS, PYTHON_RE, RESERVED_ENV, ROLES,
+                     RUN_FIELDS, SCHEMA_VERSION, SECTION_FIELDS, TOP_FIELDS, TRAINER_SLOTS)
 from .yaml_lines import MAX_NUMBER_BITS, MAX_VALUES
 
 __all__ = ["ChecksSpec", "DataFile", "DataSpec", "Descriptor", "Paddle2OnnxSpec", "SlotValue", "Tolerance", "load",
            "load_text", "resolve", "sample_names", "samples_dir",
            "ALIGN_CHECKPOINTS", "BAD_PUNCTUATION", "CHECK_FIELDS", "DATA_FIELDS", "DATA_FILE_FIELDS", "DATA_NAME_RE",
-           "ENV_NAME_RE", "FIXED_KEY_SLOTS", "GPU_ENTRY_RE", "INPUTS_PATH_RE", "KEY_RE", "MAX_NUMBER_BITS",
+           "ENV_NAME_RE", "FIELD_DEFAULTS", "FIXED_KEY_FIELDS", "GPU_ENTRY_RE", "INPUTS_PATH_RE", "KEY_RE", "MAX_NUMBER_BITS",
            "MAX_STEP_TIMEOUT", "MAX_VALUES", "MD5_RE", "MODEL_NAME_RE", "PADDLE2ONNX_FIELDS", "PYTHON_RE",
-           "RESERVED_ENV", "ROLES", "RUN_FIELDS", "SCHEMA_VERSION", "SECTION_FIELDS", "SLOT_DEFAULTS", "TOP_FIELDS",
+           "RESERVED_ENV", "ROLES", "RUN_FIELDS", "SCHEMA_VERSION", "SECTION_FIELDS", "TOP_FIELDS",
            "TRAINER_SLOTS"]
 
 
@@ -99,7 +99,11 @@ class Paddle2OnnxSpec:
 
 @dataclass(frozen=True)
 class Descriptor:
-    """A validated descriptor: slot name → (key, value) text, plus data and run settings."""
+    """A validated descriptor: slot name → (key, value) text, plus data and run settings.
+
+    Read a slot by its descriptor field (``slot_of("inference.cpu_threads")``), never by its slot
+    name: the name is the description's (layout.py), and renaming it is one edit there.
+    """
 
     source: str
     base_dir: Path
@@ -119,8 +123,13 @@ class Descriptor:
     section_headers: tuple[str | None, ...] = ()  # a section's header as written, where not 27/27
     layout: str = "standard"  # the config layout: standard (51 lines) or tutorial (32 lines)
 
-    def list_value(self, name: str) -> list[str]:
-        return (self.slots[name].value or "").split("|")
+    def slot_of(self, fld: str) -> SlotValue:
+        """The key and value of a descriptor field's line (code names slots by field: see chain.py)."""
+        return self.slots[chain.name_of(fld)]
+
+    def list_value(self, fld: str) -> list[str]:
+        """The ``|`` items of a descriptor field's value."""
+        return (self.slot_of(fld).value or "").split("|")
 
     def for_cpu_only(self) -> "Descriptor":
         """The same chain with only the CPU entries of gpu_list and inference use_gpu."""
@@ -129,18 +138,20 @@ class Descriptor:
             raise DescriptorError(self.source, "gpu_list", f"has no CPU entry (-1): {'|'.join(gpus)}",
                                   hint="add \"-1\" to gpu_list to render a config for --devices cpu")
         slots = dict(self.slots)
-        device = self.list_value("train_use_gpu")
-        keep = [i for i, g in enumerate(gpus) if g == "-1"]
-        slots["gpu_list"] = replace(slots["gpu_list"], value="-1")
+
+        def keep(fld: str, value: str) -> None:
+            slots[chain.name_of(fld)] = replace(self.slot_of(fld), value=value)
+
+        device = self.list_value("train.device")
+        keep("gpu_list", "-1")
         if len(device) == len(gpus):
-            slots["train_use_gpu"] = replace(slots["train_use_gpu"], value="|".join(device[i] for i in keep))
-        use_gpu = [v for v in self.list_value("infer_use_gpu") if v.lower() in ("false", "cpu")]
+            keep("train.device", "|".join(d for d, g in zip(device, gpus) if g == "-1"))
+        use_gpu = [v for v in self.list_value("inference.use_gpu") if v.lower() in ("false", "cpu")]
         if not use_gpu:
             raise DescriptorError(self.source, "inference.use_gpu", "has no CPU value (False or cpu)",
                                   hint="add False (or cpu) to inference.use_gpu")
-        slots["infer_use_gpu"] = replace(slots["infer_use_gpu"], value="|".join(use_gpu))
+        keep("inference.use_gpu", "|".join(use_gpu))
         return replace(self, slots=slots)
-
 
 
 def load(target: str | Path) -> Descriptor:

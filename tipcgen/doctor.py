@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import legacy_format, lint
+from . import chain, legacy_format, lint
 from .paths import PREPARE, RUNNERS
 from .config import TipcConfig
 from .errors import TipcgenError
@@ -259,7 +259,7 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
 
 def _legacy_format(root: Path, config_path: Path, pir: bool) -> list[Check]:
     """An inference script that loads inference.pdmodel needs FLAGS_enable_pir_api=0 under Paddle 3."""
-    line = TipcConfig.read(root / config_path).slot("inference")
+    line = TipcConfig.read(root / config_path).slot(chain.name_of("inference.script"))
     command = line.value if line is not None else None
     if not legacy_format.needs_env(root, command):
         return []

@@ -170,14 +170,6 @@ LIST_SLOTS = tuple(s.name for s in TRAIN_INFER_PYTHON if s.shape in ("list", "co
 COMMAND_SLOTS = tuple(s.name for s in TRAIN_INFER_PYTHON if s.shape in ("command", "commands"))  # scripts
 # Fields whose value the runner fills (output dirs, weights, model dir): the config's value is unused.
 RUNNER_FILLED = tuple(s.field for s in TRAIN_INFER_PYTHON if s.filled)
-# Trailing sections are found by name, never by position.
-TRAILING_SECTIONS = (
-    "train_benchmark_params",
-    "infer_benchmark_params",
-    "to_static_train_benchmark_params",
-    "disable_train_benchmark",
-    "disable_to_static_train_benchmark",
-)
 
 # The compact 32-line layout of the paper-reproduction tutorials (SPEC 1.6; PaddlePaddle/models
 # tutorials/mobilenetv3_prod/Step6). Its slots carry the 51-line slot names where they mean the same
@@ -213,7 +205,6 @@ TUTORIAL_32_ANCHORS = {0: "train_params", 1: "model_name", 2: "python", 3: "gpu_
 # The descriptor's `layout:` values, the slot table each renders, and the config kind it reads as.
 LAYOUTS = {"standard": TRAIN_INFER_PYTHON, "tutorial": TUTORIAL_32}
 LAYOUT_OF_KIND = {"train_infer_python": "standard", "tutorial_32": "tutorial"}
-TUTORIAL_FIELDS = frozenset(slot.field for slot in TUTORIAL_32 if slot.field)
 # What the generated runner checks first, per layout (the 32-line file is checked at every anchor).
 RUNNER_ANCHORS = {
     "standard": tuple(slot for slot in TRAIN_INFER_PYTHON if slot.index in RUNNER_ANCHOR_INDICES),

@@ -56,7 +56,7 @@ def imported_env(text: str, root: Path) -> tuple[str, str | None]:
     from . import descriptor
 
     desc = descriptor.load_text(text, source="<import>", base_dir=root)
-    command = desc.slots["inference"].value
+    command = desc.slot_of("inference.script").value
     if desc.env or not needs_env(root, command):
         return text, None
     note = (f"{script_of(command)} loads inference.pdmodel only: added env: {{{FLAG}: \"0\"}} so that "

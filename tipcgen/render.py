@@ -119,7 +119,7 @@ def _docs_context(desc: Descriptor) -> dict:
     def shown(fld: str) -> str:
         return (_slot(desc, f"inference.{fld}").value or "").replace("|", "/")
 
-    gpus = desc.list_value(chain.name_of("gpu_list"))
+    gpus = desc.list_value("gpu_list")
     return {
         "model_name": desc.model_name,
         "description": desc.description,

@@ -31,10 +31,10 @@ WHOLE_ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # Full-width and other look-alike punctuation that TIPC parsers split on wrongly (PaddleGAN #637).
 BAD_PUNCTUATION = "，：｜；（）＝　、"
 MAX_STEP_TIMEOUT = 24 * 3600
-# Slots whose key the generated runner checks before it reads anything: only their value is the user's.
-FIXED_KEY_SLOTS = ("model_name", "python", "gpu_list", "trainer")
-# Left out, these take a documented default (docs/DESCRIPTOR.md); written as null they are an error.
-SLOT_DEFAULTS = {"python": "python", "trainer": "norm_train"}
+# Slot fields whose key the generated runner checks before it reads anything: only their value is the user's.
+FIXED_KEY_FIELDS = ("model_name", "python", "gpu_list", "train.trainer")
+# Left out, these fields take a documented default (docs/DESCRIPTOR.md); written as null they are an error.
+FIELD_DEFAULTS = {"python": "python", "train.trainer": "norm_train"}
 # The train slots a trainer name selects (by their key, as the runner does).
 TRAINER_SLOTS = chain.TRAINER_SLOTS
 # What the runner needs to own itself: a descriptor's env: may not change them.
@@ -74,7 +74,7 @@ def _slot_json(slot: layout.Slot) -> dict[str, Any]:
     value = shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
     keyed = {"type": "object", "properties": {"key": {"type": ["string", "null"]}, "value": value},
              "required": ["key"], "additionalProperties": False}
-    if slot.name in FIXED_KEY_SLOTS:  # the runner checks the key: {key, value} only with the fixed one
+    if slot.field in FIXED_KEY_FIELDS:  # the runner checks the key: {key, value} only with the fixed one
         return {"anyOf": [*shapes, {**keyed, "properties": {"key": {"const": slot.key}, "value": value}}]}
     if slot.key is None:  # the key is the script's flag name: only {key, value} (or null) says it
         return {"anyOf": [{"type": "null"}, keyed]}
@@ -86,7 +86,7 @@ def _slot_fields() -> list[Field]:
     for slot in layout.TRAIN_INFER_PYTHON:
         if slot.kind != "kv":
             continue
-        default = f" (default `{SLOT_DEFAULTS[slot.name]}`)" if slot.name in SLOT_DEFAULTS else ""
+        default = f" (default `{FIELD_DEFAULTS[slot.field]}`)" if slot.field in FIELD_DEFAULTS else ""
         out.append(Field(slot.field, f"config line {slot.index} (`{slot.name}`){default}: see the slot table",
                          _slot_json(slot)))
     return out

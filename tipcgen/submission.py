@@ -93,7 +93,7 @@ def _slot_values(text: str) -> dict[str, str]:
     config = TipcConfig.parse(text)
     table = layout.LAYOUTS[layout.LAYOUT_OF_KIND.get(config.kind, "standard")]
     logical = config.logical_lines()
-    return {slot.name: (logical[slot.index].value or "").strip() for slot in table
+    return {slot.field: (logical[slot.index].value or "").strip() for slot in table
             if slot.kind == "kv" and slot.index < len(logical)}
 
 
@@ -101,9 +101,9 @@ def _classify(command: str, values: dict[str, str]) -> str:
     """The step kind of a command: the config command it runs (the longest that matches)."""
     words = command.split(maxsplit=1)
     rest = words[1] if len(words) > 1 else ""
-    kinds = [("eval", values.get("eval", "")), ("infer", values.get("inference", ""))]
-    kinds += [("train", values.get(name, "")) for name in ("norm_train", "pact_train", "fpgm_train", "distill_train")]
-    kinds += [("export", values.get(name, "")) for name in ("norm_export", "infer_export", "quant_export")]
+    kinds = [("eval", values.get("eval.script", "")), ("infer", values.get("inference.script", ""))]
+    kinds += [("train", values.get(fld, "")) for fld in ("train.norm", "train.pact", "train.fpgm", "train.distill")]
+    kinds += [("export", values.get(fld, "")) for fld in ("export.norm", "whole_infer.export", "export.quant")]
     found = [(len(script), kind) for kind, script in kinds
              if script and script != "null" and (rest == script or rest.startswith(script + " "))]
     return max(found)[1] if found else "other"
@@ -145,7 +145,8 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     values = _slot_values(text)
     model = values.get("model_name", "")
-    null_kinds = {kind for kind, name in (("eval", "eval"), ("infer", "inference")) if values.get(name, "null") in ("", "null")}
+    null_kinds = {kind for kind, fld in (("eval", "eval.script"), ("infer", "inference.script"))
+                  if values.get(fld, "null") in ("", "null")}
     summary = Summary(model=model, mode=mode, config=str(config_path), environment=environment_info(),
                       required_kinds=required_kinds("basic", mode, null_kinds))
     summary.notes = list(NOTES)

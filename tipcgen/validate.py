@@ -10,19 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from . import benchmark as benchmark_spec
-from . import layout
+from . import chain, layout
 from . import target as target_spec
 from .descriptor import Descriptor, SlotValue
 from .errors import DescriptorError
 from .schema import (
-    FIXED_KEY_SLOTS,
+    FIELD_DEFAULTS,
+    FIXED_KEY_FIELDS,
     GPU_ENTRY_RE,
     KEY_RE,
     MODEL_NAME_RE,
     PYTHON_RE,
     SCHEMA_VERSION,
     SECTION_FIELDS,
-    SLOT_DEFAULTS,
     TOP_FIELDS,
     TRAINER_SLOTS,
     children,
@@ -126,14 +126,14 @@ class Validator(GroupChecks):
                 raise self.fail(slot.field, f"has no line in the {layout_name} layout",
                                 f"leave {slot.field} out, or render the standard layout (layout: standard)")
             slot = own.get(slot.name, slot)  # the tutorial's own default keys (train_model:)
-            raw = given.get(tail or head, SLOT_DEFAULTS.get(slot.name))
+            raw = given.get(tail or head, FIELD_DEFAULTS.get(slot.field))
             slots[slot.name] = self.slot(slot, raw, slot.field)
-            if slot.name in FIXED_KEY_SLOTS and slots[slot.name].key != slot.key:
+            if slot.field in FIXED_KEY_FIELDS and slots[slot.name].key != slot.key:
                 raise self.fail(f"{slot.field}.key", f"{slots[slot.name].key!r} replaces the fixed key {slot.key!r}",
                                 f"the runner checks this line's key: write {slot.field}: VALUE")
         self._required_values(slots)
-        model_name = self._model_name(slots["model_name"].value)
-        self._python(slots["python"].value)
+        model_name = self._model_name(slots[chain.name_of("model_name")].value)
+        self._python(slots[chain.name_of("python")].value)
         self._gpu_list(slots)
         data_spec = self._data(data.get("data"))
         sections = self._sections(data.get("sections"))
@@ -162,14 +162,14 @@ class Validator(GroupChecks):
 
     def _required_values(self, slots: dict[str, SlotValue]) -> None:
         """A slot the runner cannot do without must not render as null: it would run `null`, or train nothing."""
-        for name in FIXED_KEY_SLOTS:
-            field_name = layout.SLOT_BY_NAME[name].field
-            if slots[name].value is None or slots[name].value.strip() in ("", "null", "None"):
-                default = f", or leave it out (default: {SLOT_DEFAULTS[name]})" if name in SLOT_DEFAULTS else ""
+        for field_name in FIXED_KEY_FIELDS:
+            given = slots[chain.name_of(field_name)]
+            if given.value is None or given.value.strip() in ("", "null", "None"):
+                default = f", or leave it out (default: {FIELD_DEFAULTS[field_name]})" if field_name in FIELD_DEFAULTS else ""
                 raise self.fail(field_name, "needs a value: a null or empty one would render "
-                                f"{slots[name].key}:null, which the runner cannot use",
+                                f"{given.key}:null, which the runner cannot use",
                                 f"write {field_name}: VALUE{default} (see docs/DESCRIPTOR.md)")
-        for trainer in slots["trainer"].value.split("|"):
+        for trainer in slots[chain.name_of("train.trainer")].value.split("|"):
             slot = next((layout.SLOT_BY_NAME[n] for n in TRAINER_SLOTS if slots[n].key == trainer.strip()), None)
             if slot is not None and (slots[slot.name].value or "null").strip() in ("", "null", "None"):
                 raise self.fail(slot.field, f"is null, but train.trainer chooses {trainer.strip()!r}: it would train nothing",
@@ -188,14 +188,15 @@ class Validator(GroupChecks):
                             "use a command such as python or python3, or a path without spaces")
 
     def _gpu_list(self, slots: dict[str, SlotValue]) -> None:
-        gpus = slots["gpu_list"].value.split("|")
+        gpus = slots[chain.name_of("gpu_list")].value.split("|")
         for entry in gpus:
             if not GPU_ENTRY_RE.match(entry):
                 raise self.fail("gpu_list", f"entry {entry!r} is not a device entry",
                                 "use -1 (CPU), 0 (one GPU), 0,1 (one machine, several GPUs) or ip1,ip2;0,1")
-        devices = (slots["train_use_gpu"].value or "").split("|")
+        device = slots[chain.name_of("train.device")]
+        devices = (device.value or "").split("|")
         # Paired by position; extra values are never read (upstream configs have them), missing ones drop the flag.
-        if slots["train_use_gpu"].key != "null" and 1 < len(devices) < len(gpus):
+        if device.key != "null" and 1 < len(devices) < len(gpus):
             raise self.fail("train.device", f"has {len(devices)} values for {len(gpus)} gpu_list entries",
                             "give one value per gpu_list entry (they are paired by position), or a single value")
 
