@@ -1,4 +1,4 @@
-"""The model descriptor (``tipc.yaml``): what a loaded one holds, and loading it.
+"""The model descriptor (``tipc.yaml``): loading it (what a loaded one holds is ``spec.py``).
 
 A descriptor says everything a TIPC chain needs. Its slot fields map one to one onto the
 lines of ``train_infer_python.txt`` (see ``layout.py``); the rest describes data and limits.
@@ -8,11 +8,9 @@ the field, what was found and what is expected.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from . import chain, inputs, yaml_lines
+from . import inputs, yaml_lines
 from .errors import DescriptorError, InputError
 from .samples import resolve, sample_names, samples_dir
 # The schema's names, importable from here as before the split (schema.py is their home).
@@ -20,6 +18,8 @@ from .schema import (ALIGN_CHECKPOINTS, BAD_PUNCTUATION, CHECK_FIELDS, DATA_FIEL
                      ENV_NAME_RE, FIELD_DEFAULTS, FIXED_KEY_FIELDS, GPU_ENTRY_RE, INPUTS_PATH_RE, KEY_RE,
                      MAX_STEP_TIMEOUT, MD5_RE, MODEL_NAME_RE, PADDLE2ONNX_FIELDS, PYTHON_RE, RESERVED_ENV, ROLES,
                      RUN_FIELDS, SCHEMA_VERSION, SECTION_FIELDS, TOP_FIELDS, TRAINER_SLOTS)
+from .spec import ChecksSpec, DataFile, DataSpec, Descriptor, Paddle2OnnxSpec, SlotValue, Tolerance
+from .validate import Validator
 from .yaml_lines import MAX_NUMBER_BITS, MAX_VALUES
 
 __all__ = ["ChecksSpec", "DataFile", "DataSpec", "Descriptor", "Paddle2OnnxSpec", "SlotValue", "Tolerance", "load",
@@ -29,129 +29,6 @@ __all__ = ["ChecksSpec", "DataFile", "DataSpec", "Descriptor", "Paddle2OnnxSpec"
            "MAX_STEP_TIMEOUT", "MAX_VALUES", "MD5_RE", "MODEL_NAME_RE", "PADDLE2ONNX_FIELDS", "PYTHON_RE",
            "RESERVED_ENV", "ROLES", "RUN_FIELDS", "SCHEMA_VERSION", "SECTION_FIELDS", "TOP_FIELDS",
            "TRAINER_SLOTS"]
-
-
-@dataclass(frozen=True)
-class SlotValue:
-    """The key and value text of one config line."""
-
-    key: str
-    value: str | None  # None: a line without ':' (such as `##`), as some upstream configs have
-
-    @property
-    def line(self) -> str:
-        return self.key if self.value is None else f"{self.key}:{self.value}"
-
-
-@dataclass(frozen=True)
-class DataFile:
-    """One file of the chain's data folder: lite copy shipped with the project, whole copy read in place."""
-
-    name: str
-    role: str
-    lite: str | None
-    whole: str | None
-    md5: str | None
-    rows: int | None
-
-
-@dataclass(frozen=True)
-class DataSpec:
-    dir: str
-    whole_env: str
-    files: tuple[DataFile, ...]
-    setup: tuple[tuple[str, ...], ...]
-    trained_model: str | None = None  # whole_infer: the folder prepare.sh links to a trained model
-    whole_from_lite: bool = False  # whole_train_whole_infer trains on the lite data on purpose
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    atol: float
-    rtol: float
-
-
-@dataclass(frozen=True)
-class ChecksSpec:
-    """Result checks: the dygraph reference the export step writes, and committed golden results."""
-
-    reference: str | None
-    reference_tolerance: Tolerance
-    golden: str | None  # a folder next to the descriptor; init copies it to test_tipc/results/
-    golden_tolerance: Tolerance
-    onnx_tolerance: Tolerance
-    # The chain's own check (check_inference.py): None builds inputs from the model's input spec,
-    # "null" turns it off, else a .npz of named input arrays in the repository.
-    fixed_inputs: str | None = None
-    outputs: tuple[str, ...] = ()  # the exported model's outputs, named by position (else fetch_name_N)
-
-
-@dataclass(frozen=True)
-class Paddle2OnnxSpec:
-    """The paddle2onnx chain: convert the exported model, run it with onnxruntime, compare."""
-
-    model_dir: str
-    save_file: str
-    opset_version: int
-    inference: str
-    onnx_flag: str
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """A validated descriptor: slot name → (key, value) text, plus data and run settings.
-
-    Read a slot by its descriptor field (``slot_of("inference.cpu_threads")``), never by its slot
-    name: the name is the description's (layout.py), and renaming it is one edit there.
-    """
-
-    source: str
-    base_dir: Path
-    model_name: str
-    slots: dict[str, SlotValue]
-    sections: tuple[tuple[str | None, tuple[str, ...]], ...] = ()
-    data: DataSpec | None = None
-    step_timeout: int = 600
-    description: str = ""
-    checks: ChecksSpec | None = None
-    paddle2onnx: Paddle2OnnxSpec | None = None
-    align_thresholds: dict[str, float] = field(default_factory=dict)  # tipcgen align report
-    target: Any = None  # tipcgen.target.Target: the paper's figures, checked on whole_train_whole_infer
-    benchmark: Any = None  # tipcgen.benchmark.BenchmarkSpec: the benchmark_train chain's cases
-    env: tuple[tuple[str, str], ...] = ()  # exported for the export and inference steps (env:)
-    extra: dict[str, Any] = field(default_factory=dict)
-    section_headers: tuple[str | None, ...] = ()  # a section's header as written, where not 27/27
-    layout: str = "standard"  # the config layout: standard (51 lines) or tutorial (32 lines)
-
-    def slot_of(self, fld: str) -> SlotValue:
-        """The key and value of a descriptor field's line (code names slots by field: see chain.py)."""
-        return self.slots[chain.name_of(fld)]
-
-    def list_value(self, fld: str) -> list[str]:
-        """The ``|`` items of a descriptor field's value."""
-        return (self.slot_of(fld).value or "").split("|")
-
-    def for_cpu_only(self) -> "Descriptor":
-        """The same chain with only the CPU entries of gpu_list and inference use_gpu."""
-        gpus = self.list_value("gpu_list")
-        if "-1" not in gpus:
-            raise DescriptorError(self.source, "gpu_list", f"has no CPU entry (-1): {'|'.join(gpus)}",
-                                  hint="add \"-1\" to gpu_list to render a config for --devices cpu")
-        slots = dict(self.slots)
-
-        def keep(fld: str, value: str) -> None:
-            slots[chain.name_of(fld)] = replace(self.slot_of(fld), value=value)
-
-        device = self.list_value("train.device")
-        keep("gpu_list", "-1")
-        if len(device) == len(gpus):
-            keep("train.device", "|".join(d for d, g in zip(device, gpus) if g == "-1"))
-        use_gpu = [v for v in self.list_value("inference.use_gpu") if v.lower() in ("false", "cpu")]
-        if not use_gpu:
-            raise DescriptorError(self.source, "inference.use_gpu", "has no CPU value (False or cpu)",
-                                  hint="add False (or cpu) to inference.use_gpu")
-        keep("inference.use_gpu", "|".join(use_gpu))
-        return replace(self, slots=slots)
 
 
 def load(target: str | Path) -> Descriptor:
@@ -165,7 +42,5 @@ def load(target: str | Path) -> Descriptor:
 
 
 def load_text(text: str, source: str = "<descriptor>", base_dir: Path | None = None) -> Descriptor:
-    from .validate import Validator  # validate builds this module's dataclasses: imported when first used
-
     data, lines = yaml_lines.read(text, source)
     return Validator(source, lines).descriptor(data, base_dir or Path("."))

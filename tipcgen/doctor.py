@@ -225,7 +225,7 @@ def _module(modules: dict, name: str, why: str, fix: str) -> Check:
 # ---------------------------------------------------------------- the config and its scripts
 
 def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
-    from .run import find_config
+    from .locate import find_config
 
     try:
         path = find_config(config, root)

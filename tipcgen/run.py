@@ -16,11 +16,12 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
-from . import layout, paths, provenance, run_guard, submission, target
+from . import layout, paths, provenance, run_guard, submission, submission_run, target
 from .chain import slots_of_step
 from .config import TipcConfig
 from .errors import RunError, ScriptError
-from .paths import CONFIG_NAMES, JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
+from .locate import find_config
+from .paths import JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
 from .results import Step, Summary, check_status_lines, environment_info, read_records, required_kinds, write_json
 from .summary_text import write_junit
 
@@ -36,37 +37,6 @@ def check_mode(mode: str) -> str:
         raise RunError(f"mode '{mode}' is a legacy name from the first TIPC version",
                        f"use {layout.LEGACY_MODES[mode]} (modes: {', '.join(layout.MODES)})")
     raise RunError(f"unknown mode '{mode}'", "use one of: " + ", ".join(layout.MODES))
-
-
-def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
-    """The config to run: the one given, or the only one of the chain under test_tipc/configs."""
-    name = CONFIG_NAMES[chain]
-    if config:
-        return _given_config(config, root, name)
-    found = sorted((root / paths.CONFIGS).glob(f"*/{name}"))
-    if not found:
-        raise RunError(f"no test_tipc/configs/*/{name} under {root.resolve()}",
-                       "render one first: tipcgen init <sample | descriptor.yaml>, or pass --config")
-    if len(found) > 1:
-        listing = ", ".join(str(p.relative_to(root)) for p in found)
-        raise RunError(f"several configs found ({listing})", "choose one with --config")
-    return found[0].relative_to(root)
-
-
-def _given_config(config: str, root: Path, name: str) -> Path:
-    """--config as a path relative to the root: an existing regular file inside it (the scripts run from the root)."""
-    full = root / config  # an absolute config stays absolute
-    if not os.path.lexists(full):
-        raise RunError(f"config file not found: {config}", f"pass a file such as test_tipc/configs/<model>/{name}")
-    if not full.is_file():
-        raise RunError(f"{config} is not a regular file (a folder, pipe, device or broken link)",
-                       f"pass the config file itself, such as test_tipc/configs/<model>/{name}")
-    relative = Path(os.path.relpath(os.path.abspath(full), os.path.abspath(root)))
-    if relative.parts[:1] == ("..",):
-        raise RunError(f"{config} is outside the repository root {root}",
-                       "the scripts run from the root and read the config relative to it: pass a config under "
-                       "--root, or point --root at the repository that holds it")
-    return relative
 
 
 def _start_layout_check(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str) -> subprocess.Popen:
@@ -207,7 +177,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     model = model_name_of(root / config_path)
     if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
         check_config(root, config_path)
-        return submission.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line)
+        return submission_run.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line)
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
     for script in (PREPARE, RUNNERS[chain]):

@@ -12,7 +12,7 @@ from typing import Any
 from . import benchmark as benchmark_spec
 from . import chain, layout
 from . import target as target_spec
-from .descriptor import Descriptor, SlotValue
+from .spec import Descriptor, SlotValue
 from .errors import DescriptorError
 from .schema import (
     FIELD_DEFAULTS,

@@ -6,7 +6,7 @@ from typing import Any
 
 from . import layout
 from .config import Line as _ConfigLine
-from .descriptor import ChecksSpec, DataFile, DataSpec, Paddle2OnnxSpec, Tolerance
+from .spec import ChecksSpec, DataFile, DataSpec, Paddle2OnnxSpec, Tolerance
 from .errors import DescriptorError
 from .schema import (
     ALIGN_CHECKPOINTS,

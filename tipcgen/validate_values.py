@@ -8,7 +8,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from .descriptor import Tolerance
+from .spec import Tolerance
 from .errors import DescriptorError
 from .schema import BAD_PUNCTUATION
 from .yaml_lines import describe
