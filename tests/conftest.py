@@ -16,6 +16,7 @@ xdist_group and runs on one worker; a test may set its own group (the whole-SST-
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import shutil
@@ -63,6 +64,32 @@ def pytest_cmdline_main(config):
         option.numprocesses, option.dist = "auto", "loadgroup"
 
 
+@pytest.hookimpl(tryfirst=True)  # after every collection_modifyitems, before the xdist worker sends the ids
+def pytest_collection_finish(session):
+    """pytest-xdist 3.8 groups a test by appending `@group` to `item._nodeid`; pytest 9.2 keeps the id in
+    `item._id` and ignores that attribute, so every test became its own unit and a shared run ran once
+    per worker. Where the suffix is missing, put it on the id pytest reports (workers only)."""
+    if not getattr(session.config.option, "loadgroup", False) or not hasattr(session.config, "workerinput"):
+        return
+    for item in session.items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        node_id = getattr(item, "_id", None)
+        if names and "@" not in item.nodeid and node_id is not None and hasattr(node_id, "_str_cache"):
+            grouped = dataclasses.replace(node_id)
+            object.__setattr__(grouped, "_str_cache", f"{item.nodeid}@{'_'.join(names)}")
+            item._id = grouped
+
+
+def pytest_itemcollected(item):
+    """The xdist group of a test that uses a shared run (SHARED_RUNS), set as the test is collected."""
+    if item.get_closest_marker("xdist_group") is None:
+        names = getattr(item, "fixturenames", ())
+        group = next((g for f, g in SHARED_RUNS.items() if f in names), None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group.format(module=item.path.name)))
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="paddle is not installed here (pip install -e '.[paddle]')")
@@ -72,11 +99,6 @@ def pytest_collection_modifyitems(config, items):
                 for mark in marks:
                     if item.get_closest_marker(mark) is None:
                         item.add_marker(mark)
-        if item.get_closest_marker("xdist_group") is None:
-            names = getattr(item, "fixturenames", ())
-            group = next((g for f, g in SHARED_RUNS.items() if f in names), None)
-            if group:
-                item.add_marker(pytest.mark.xdist_group(group.format(module=item.path.name)))
         if not HAS_PADDLE and item.get_closest_marker("paddle") is not None:
             item.add_marker(skip)
     if hasattr(config, "workerinput"):  # under xdist: the longest units first, so they start at once, on two workers
