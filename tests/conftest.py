@@ -7,9 +7,16 @@ the real bert-sst2 chain. They are applied by what a test uses, so new test file
 Without paddle installed, every `paddle` test is skipped with the install hint, never failed, and
 `python -m pytest -m "not paddle"` runs the rest (the stub chains need bash and Python only:
 TIPC_NO_PADDLE=1 below).
+
+Parallel runs (pytest-xdist, the `test` extra): a run of the whole suite (no test paths named, so
+pytest takes `testpaths`) gets `-n auto --dist loadgroup` unless -n, --dist, -p no:xdist or --pdb
+says otherwise; a run of named files stays in one process. A session or module fixture runs once per
+worker, so every test that uses an expensive shared run (SHARED_RUNS) is put in that run's
+xdist_group and runs on one worker; a test may set its own group (the whole-SST-2 test does).
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import shutil
@@ -26,11 +33,61 @@ SST2 = SHARED / "data" / "sst2"
 STUB = ROOT / "tests" / "fixtures" / "stub"
 HAS_PADDLE = importlib.util.find_spec("paddle") is not None
 # Fixtures that need the paddle stack, and the markers a test using one gets.
-PADDLE_FIXTURES = {"sample_lite_run": ("paddle", "chain")}
+PADDLE_FIXTURES = {"sample_lite_run": ("paddle", "chain"), "sample_p2o_run": ("paddle", "chain")}
 # The stub and toy chains need no paddle: every `tipcgen run` of the tests skips the preflight's
 # paddle probe (docs/CHAINS.md), so they run where paddle is missing. A test of the probe itself
 # passes TIPC_NO_PADDLE="" (test_broken_steps.py); the paddle chains fail on their own without it.
 os.environ.setdefault("TIPC_NO_PADDLE", "1")
+# Shared runs, first match wins (a test of test_chain.py's `lite_run` also uses `sample_lite_run`):
+# fixture name -> xdist group. Module fixtures are named per module, since names repeat across files.
+SHARED_RUNS = {
+    "sample_lite_run": "sample_lite_run",   # conftest: bert-sst2's lite chain, once per session
+    "sample_p2o_run": "sample_lite_run",    # conftest: its paddle2onnx chain
+    "two_io_run": "two_io_run",              # test_fixed_checks.py
+    "lite_run": "{module}:lite_run",         # test_question_matching.py (test_chain.py's is a copy of the above)
+    "toy_repo": "{module}:toy_repo",         # test_accept.py
+    "bench_run": "{module}:bench_run",       # test_benchmark.py
+    "weights": "{module}:weights",           # test_convert.py (with cnn_inputs and traces)
+    "traces": "{module}:weights",
+    "cnn_inputs": "{module}:weights",
+    "tutorial_repo": "{module}:tutorial_repo",  # test_tutorial_layout.py
+    "separate_stubs": "stubs",               # test_suite.py
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n (only initial conftests get this hook)
+def pytest_cmdline_main(config):
+    option = config.option
+    whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    if (whole_suite and getattr(option, "numprocesses", 0) is None and option.dist == "no"
+            and not option.usepdb and not option.collectonly and not hasattr(config, "workerinput")):
+        option.numprocesses, option.dist = "auto", "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)  # after every collection_modifyitems, before the xdist worker sends the ids
+def pytest_collection_finish(session):
+    """pytest-xdist 3.8 groups a test by appending `@group` to `item._nodeid`; pytest 9.2 keeps the id in
+    `item._id` and ignores that attribute, so every test became its own unit and a shared run ran once
+    per worker. Where the suffix is missing, put it on the id pytest reports (workers only)."""
+    if not getattr(session.config.option, "loadgroup", False) or not hasattr(session.config, "workerinput"):
+        return
+    for item in session.items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        node_id = getattr(item, "_id", None)
+        if names and "@" not in item.nodeid and node_id is not None and hasattr(node_id, "_str_cache"):
+            grouped = dataclasses.replace(node_id)
+            object.__setattr__(grouped, "_str_cache", f"{item.nodeid}@{'_'.join(names)}")
+            item._id = grouped
+
+
+def pytest_itemcollected(item):
+    """The xdist group of a test that uses a shared run (SHARED_RUNS), set as the test is collected."""
+    if item.get_closest_marker("xdist_group") is None:
+        names = getattr(item, "fixturenames", ())
+        group = next((g for f, g in SHARED_RUNS.items() if f in names), None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group.format(module=item.path.name)))
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
@@ -44,6 +101,16 @@ def pytest_collection_modifyitems(config, items):
                         item.add_marker(mark)
         if not HAS_PADDLE and item.get_closest_marker("paddle") is not None:
             item.add_marker(skip)
+    if hasattr(config, "workerinput"):  # under xdist: the longest units first, so they start at once, on two workers
+        items.sort(key=_start_order)
+
+
+def _start_order(item) -> int:
+    group = item.get_closest_marker("xdist_group")
+    name = group and (group.args[0] if group.args else group.kwargs.get("name"))
+    if name in ("sst2_whole", "sample_lite_run"):
+        return ("sst2_whole", "sample_lite_run").index(name)
+    return 2 if name else 3 if item.get_closest_marker("chain") else 4
 
 
 def chain_env(**extra: str) -> dict:
@@ -88,3 +155,18 @@ def sample_lite_run(tmp_path_factory) -> Path:
     proc = tipcgen("run", "--mode", "lite_train_lite_infer", "--quiet", cwd=repo)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     return repo
+
+
+@pytest.fixture(scope="session")
+def sample_p2o_run(sample_lite_run, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, tuple[str, str]]:
+    """The paddle2onnx chain on a copy of the session's lite run, once per session: the repository, the
+    finished process, and `pip freeze` before and after it (the chain must install nothing)."""
+    pytest.importorskip("paddle2onnx")
+    pytest.importorskip("onnxruntime")
+    repo = tmp_path_factory.mktemp("sample_p2o_run") / "repo"
+    shutil.copytree(sample_lite_run, repo)
+    freeze = [sys.executable, "-m", "pip", "freeze"]
+    before = subprocess.run(freeze, capture_output=True, text=True, check=True).stdout
+    proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", "lite_train_lite_infer", cwd=repo)
+    after = subprocess.run(freeze, capture_output=True, text=True, check=True).stdout
+    return repo, proc, (before, after)

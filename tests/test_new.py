@@ -248,6 +248,8 @@ def test_new_on_the_bert_sst2_scripts_yields_a_passing_chain(tmp_path: Path):
                    "--infer", f"{s}/infer.py", "--train-data", f"{s}/data/lite_train.tsv",
                    "--eval-data", f"{s}/data/lite_dev.tsv", "--infer-data", f"{s}/data/lite_dev.tsv",
                    "--setup", f"{s}/build_vocab.py --input {{data_dir}}/train.tsv --output {{data_dir}}/vocab.txt",
+                   # the smallest matrix: one CPU entry, one inference configuration
+                   "--devices", "cpu", "--value", "inference.enable_mkldnn=true", "--value", "inference.cpu_threads=1",
                    "-o", "bert_new.yaml", cwd=tmp_path, check=True)
     assert "note" not in proc.stdout  # every flag found a slot
     lines = slot_lines((tmp_path / "bert_new.yaml").read_text())
@@ -258,6 +260,7 @@ def test_new_on_the_bert_sst2_scripts_yields_a_passing_chain(tmp_path: Path):
     records = read_records(tmp_path, "bert_new", "lite_train_lite_infer")
     passed = {r["kind"] for r in records if r["status"] == "passed"}
     assert {"train", "eval", "export", "infer"} <= passed
+    assert [r["status"] for r in records if r["kind"] == "infer"] == ["passed"]  # the one configuration asked for
 
 
 def test_real_repository_shapes_folder_data_spellings_and_setup_without_data(tmp_path: Path):

@@ -62,10 +62,11 @@ def separate_stubs(stubs, tmp_path_factory) -> dict[str, dict]:
     return {s["model"]: s for s in (_separate(stubs / name, scratch) for name in ("stub", "variant"))}
 
 
-@pytest.mark.paddle
-@pytest.mark.chain
-def test_three_models_in_one_command_have_the_verdicts_of_separate_runs(stubs, separate_stubs, tmp_path):
-    pytest.importorskip("paddle")
+def test_three_models_in_one_command_have_the_verdicts_of_separate_runs(stubs, separate_stubs, sample_lite_run,
+                                                                        sample_p2o_run, tmp_path):
+    """bert-sst2 (basic and paddle2onnx) and two stub models in one suite: each chain's verdict and steps
+    equal those of a separate `tipcgen run` of the same chain: for bert, the session's lite and
+    paddle2onnx runs of the same rendered sample (conftest.py)."""
     zoo = tmp_path / "zoo"
     shutil.copytree(stubs, zoo)
     tipcgen("init", "bert-sst2", "--output", str(zoo / "bert"), check=True)
@@ -77,7 +78,12 @@ def test_three_models_in_one_command_have_the_verdicts_of_separate_runs(stubs, s
     suite = json.loads((tmp_path / "out" / "suite.json").read_text())
     assert [c["chain"]["key"] for c in suite["chains"]] == [
         f"bert_sst2/paddle2onnx/{MODE}", *(f"{m}/basic/{MODE}" for m in ("bert_sst2", "stub_model", "stub_variant"))]
-    separate = {**separate_stubs, "bert_sst2": _separate(zoo / "bert", tmp_path, ("basic", "paddle2onnx"))}
+    bert_out = "test_tipc/output/bert_sst2"
+    p2o_repo, p2o_proc, _ = sample_p2o_run
+    bert = {"basic": json.loads((sample_lite_run / bert_out / MODE / "summary.json").read_text()),
+            "paddle2onnx": json.loads((p2o_repo / bert_out / "paddle2onnx" / MODE / "summary.json").read_text())}
+    assert bert["paddle2onnx"]["exit_code"] == p2o_proc.returncode
+    separate = {**separate_stubs, "bert_sst2": {**bert["basic"], "by_chain": bert}}
     for chain in suite["chains"]:
         alone = separate[chain["chain"]["model"]]
         alone = alone["by_chain"][chain["chain"]["chain"]] if "by_chain" in alone else alone
