@@ -89,3 +89,18 @@ def test_precision_buckets(tmp_path: Path):
 def test_bad_arguments_exit_2(tmp_path: Path):
     proc = compare(tmp_path / "none*.txt", tmp_path / "x.log")
     assert proc.returncode == 2 and "no ground-truth file matches" in proc.stderr
+
+
+@pytest.mark.parametrize("check, verdict", [
+    ({"passed": True, "logs": 2}, "PASSED"),
+    ({"passed": True, "logs": 0}, "PASSED (results not checked)"),  # one configuration, nothing compared
+    (None, "PASSED (results not checked)"),                          # no check step at all
+])
+def test_a_check_that_compared_nothing_does_not_make_a_checked_verdict(check, verdict):
+    from tipcgen.results import Step, Summary, verdict as verdict_of
+
+    steps = [Step("train", "norm_train", "passed"), Step("infer", "python_infer_cpu", "passed")]
+    if check is not None:
+        steps.append(Step("check", "fixed_inputs_gpus_-1", "passed", check=check))
+    summary = Summary(model="m", mode="lite_train_lite_infer", config="c.txt", steps=steps, runner_exit_code=0)
+    assert verdict_of(summary) == verdict
