@@ -1,7 +1,8 @@
 """Shared fixtures: paths, the stub project, and running the CLI as a user does (a real process).
 
 Markers (docs/PERFORMANCE.md, "The test suite"): a test is `paddle` when it needs the paddle stack and `chain` when it runs
-the real bert-sst2 chain. They are applied by what a test uses, so new test files need no list:
+the real bert-sst2 chain. They are applied by where a test lives and what it uses, so new test files need no list:
+- every test under tests/chains/ (paddle, chain) and tests/model_scripts/ (paddle): FOLDER_MARKS;
 - a module that sets `pytestmark = pytest.mark.paddle` (whole file), or a test decorated with it;
 - a test that uses a fixture of PADDLE_FIXTURES (e.g. `sample_lite_run`), wherever it lives.
 Without paddle installed, every `paddle` test is skipped with the install hint, never failed, and
@@ -27,11 +28,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(Path(__file__).resolve().parent) not in sys.path:  # helper modules (grid, cli_driver, ...) for tests/chains/
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "tipc-corpus"
 SST2 = SHARED / "data" / "sst2"
 STUB = ROOT / "tests" / "fixtures" / "stub"
 HAS_PADDLE = importlib.util.find_spec("paddle") is not None
+# Folders whose every test needs the paddle stack, and the markers their tests get (tests/model_scripts: the
+# sample model's own scripts; tests/chains: real Paddle chains through the generated scripts). A test
+# elsewhere is marked by what it uses.
+FOLDER_MARKS = {"chains": ("paddle", "chain"), "model_scripts": ("paddle",)}
 # Fixtures that need the paddle stack, and the markers a test using one gets.
 PADDLE_FIXTURES = {"sample_lite_run": ("paddle", "chain"), "sample_p2o_run": ("paddle", "chain")}
 # The stub and toy chains need no paddle: every `tipcgen run` of the tests skips the preflight's
@@ -43,7 +50,9 @@ os.environ.setdefault("TIPC_NO_PADDLE", "1")
 SHARED_RUNS = {
     "sample_lite_run": "sample_lite_run",   # conftest: bert-sst2's lite chain, once per session
     "sample_p2o_run": "sample_lite_run",    # conftest: its paddle2onnx chain
-    "two_io_run": "two_io_run",              # test_fixed_checks.py
+    "two_io_grid": "two_io_grid",            # chains/test_fixed_checks.py: the two_io project's whole grid
+    "corpus_findings": "{module}:corpus",    # test_lint.py: lint over the corpus once
+    "sweep": "{module}:sweep",               # test_import.py: import over the corpus once
     "lite_run": "{module}:lite_run",         # test_question_matching.py (test_chain.py's is a copy of the above)
     "toy_repo": "{module}:toy_repo",         # test_accept.py
     "bench_run": "{module}:bench_run",       # test_benchmark.py
@@ -94,11 +103,13 @@ def pytest_itemcollected(item):
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="paddle is not installed here (pip install -e '.[paddle]')")
     for item in items:
-        for fixture, marks in PADDLE_FIXTURES.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                for mark in marks:
-                    if item.get_closest_marker(mark) is None:
-                        item.add_marker(mark)
+        marks = [mark for folder, folder_marks in FOLDER_MARKS.items() if folder in item.path.parent.relative_to(
+            Path(__file__).parent).parts for mark in folder_marks] if item.path.is_relative_to(Path(__file__).parent) else []
+        marks += [mark for fixture, fixture_marks in PADDLE_FIXTURES.items()
+                  if fixture in getattr(item, "fixturenames", ()) for mark in fixture_marks]
+        for mark in marks:
+            if item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
         if not HAS_PADDLE and item.get_closest_marker("paddle") is not None:
             item.add_marker(skip)
     if hasattr(config, "workerinput"):  # under xdist: the longest units first, so they start at once, on two workers

@@ -17,7 +17,6 @@ from grid import perturbed_weight_fails, run_grid
 FIXTURE = ROOT / "tests" / "fixtures" / "imgcls"
 PIR_OFF = "FLAGS_enable_pir_api=0"
 
-pytestmark = [pytest.mark.paddle, pytest.mark.chain]
 
 
 def test_new_on_an_image_classifier_passes_the_grid(tmp_path: Path):

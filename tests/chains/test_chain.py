@@ -15,7 +15,6 @@ import pytest
 from conftest import chain_env, read_records, tipcgen
 
 pytest.importorskip("paddle")
-pytestmark = [pytest.mark.paddle, pytest.mark.chain]
 
 MODE = "lite_train_lite_infer"
 # The chain's scripts run `python` from PATH: make it this interpreter (the one with paddle).

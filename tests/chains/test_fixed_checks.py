@@ -45,7 +45,6 @@ def two_io_grid(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return repo, run_grid(repo, "two_io", {"logits", "score"}, whole), whole
 
 
-pytestmark = [pytest.mark.paddle, pytest.mark.chain]
 
 
 def test_new_descriptor_of_the_two_input_model(two_io_grid):

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
+
 paddle = pytest.importorskip("paddle")
 
-pytestmark = pytest.mark.paddle
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(ROOT)
 SAMPLE = os.path.join(REPO, "sample_models", "bert-sst2")
 LITE_TRAIN = os.path.join(SAMPLE, "data", "lite_train.tsv")
 LITE_DEV = os.path.join(SAMPLE, "data", "lite_dev.tsv")
