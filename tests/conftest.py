@@ -73,12 +73,22 @@ def pytest_cmdline_main(config):
         option.numprocesses, option.dist = "auto", "loadgroup"
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's, on the controller, for each worker it starts
+def pytest_configure_node(node):
+    """A worker re-reads the command line, where `--dist loadgroup` is missing when pytest_cmdline_main set
+    it (a whole-suite run): tell the worker, so that its tests carry their group."""
+    if node.config.option.dist == "loadgroup":
+        node.workerinput["tipcgen_loadgroup"] = True
+
+
 @pytest.hookimpl(tryfirst=True)  # after every collection_modifyitems, before the xdist worker sends the ids
 def pytest_collection_finish(session):
     """pytest-xdist 3.8 groups a test by appending `@group` to `item._nodeid`; pytest 9.2 keeps the id in
     `item._id` and ignores that attribute, so every test became its own unit and a shared run ran once
     per worker. Where the suffix is missing, put it on the id pytest reports (workers only)."""
-    if not getattr(session.config.option, "loadgroup", False) or not hasattr(session.config, "workerinput"):
+    workerinput = getattr(session.config, "workerinput", None)
+    if workerinput is None or not (getattr(session.config.option, "loadgroup", False)
+                                   or workerinput.get("tipcgen_loadgroup")):
         return
     for item in session.items:
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))

@@ -44,8 +44,10 @@ def test_shell_completion_script(tmp_path: Path):
     exe = shutil.which("tipcgen", path=str(Path(sys.executable).parent))
     if exe is None:
         pytest.skip("the tipcgen entry point is not installed (pip install -e .)")
+    # The shell is named, not detected from the parent processes (which differ under CI, xdist and `&`):
+    # typer's own switch for that, used by its tests.
     proc = subprocess.run([exe, "--show-completion", "bash"], capture_output=True, text=True,
-                          env={**os.environ, "SHELL": "/bin/bash"})
+                          env={**os.environ, "SHELL": "/bin/bash", "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert proc.returncode == 0, proc.stderr
     assert "complete -o default -F _tipcgen_completion tipcgen" in proc.stdout
     # and the script really completes: ask it as bash would for `tipcgen up<TAB>`
