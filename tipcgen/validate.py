@@ -38,7 +38,8 @@ class Validator(GroupChecks):
         if shape is not None:
             bad = [item for item in text.split("|") if item != "null" and not shape[1].match(item)]
             if bad:
-                raise self.fail(path, f"{bad[0]!r} is not {shape[0]}",
+                shown = repr(bad[0]) if len(bad[0]) < 60 else f"a value of {len(bad[0])} characters"
+                raise self.fail(path, f"{shown} is not {shape[0]}",
                                 f"this inference line takes {shape[0]} (a list of them joined by | for a matrix)")
         return text
 
