@@ -113,10 +113,10 @@ def pytest_itemcollected(item):
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="paddle is not installed here (pip install -e '.[paddle]')")
     for item in items:
-        marks = [mark for folder, folder_marks in FOLDER_MARKS.items() if folder in item.path.parent.relative_to(
-            Path(__file__).parent).parts for mark in folder_marks] if item.path.is_relative_to(Path(__file__).parent) else []
-        marks += [mark for fixture, fixture_marks in PADDLE_FIXTURES.items()
-                  if fixture in getattr(item, "fixturenames", ()) for mark in fixture_marks]
+        folder = item.path.parent.name  # tests/<folder>/test_x.py
+        marks = [*FOLDER_MARKS.get(folder, ()),
+                 *(mark for fixture, fixture_marks in PADDLE_FIXTURES.items()
+                   if fixture in getattr(item, "fixturenames", ()) for mark in fixture_marks)]
         for mark in marks:
             if item.get_closest_marker(mark) is None:
                 item.add_marker(mark)

@@ -13,22 +13,11 @@ from pathlib import Path
 from . import inputs, yaml_lines
 from .errors import DescriptorError, InputError
 from .samples import resolve, sample_names, samples_dir
-# The schema's names, importable from here as before the split (schema.py is their home).
-from .schema import (ALIGN_CHECKPOINTS, BAD_PUNCTUATION, CHECK_FIELDS, DATA_FIELDS, DATA_FILE_FIELDS, DATA_NAME_RE,
-                     ENV_NAME_RE, FIELD_DEFAULTS, FIXED_KEY_FIELDS, GPU_ENTRY_RE, INPUTS_PATH_RE, KEY_RE,
-                     MAX_STEP_TIMEOUT, MD5_RE, MODEL_NAME_RE, PADDLE2ONNX_FIELDS, PYTHON_RE, RESERVED_ENV, ROLES,
-                     RUN_FIELDS, SCHEMA_VERSION, SECTION_FIELDS, TOP_FIELDS, TRAINER_SLOTS)
 from .spec import ChecksSpec, DataFile, DataSpec, Descriptor, Paddle2OnnxSpec, SlotValue, Tolerance
 from .validate import Validator
-from .yaml_lines import MAX_NUMBER_BITS, MAX_VALUES
 
 __all__ = ["ChecksSpec", "DataFile", "DataSpec", "Descriptor", "Paddle2OnnxSpec", "SlotValue", "Tolerance", "load",
-           "load_text", "resolve", "sample_names", "samples_dir",
-           "ALIGN_CHECKPOINTS", "BAD_PUNCTUATION", "CHECK_FIELDS", "DATA_FIELDS", "DATA_FILE_FIELDS", "DATA_NAME_RE",
-           "ENV_NAME_RE", "FIELD_DEFAULTS", "FIXED_KEY_FIELDS", "GPU_ENTRY_RE", "INPUTS_PATH_RE", "KEY_RE", "MAX_NUMBER_BITS",
-           "MAX_STEP_TIMEOUT", "MAX_VALUES", "MD5_RE", "MODEL_NAME_RE", "PADDLE2ONNX_FIELDS", "PYTHON_RE",
-           "RESERVED_ENV", "ROLES", "RUN_FIELDS", "SCHEMA_VERSION", "SECTION_FIELDS", "TOP_FIELDS",
-           "TRAINER_SLOTS"]
+           "load_text", "resolve", "sample_names", "samples_dir"]
 
 
 def load(target: str | Path) -> Descriptor:

@@ -16,6 +16,7 @@ from . import config as cfg
 from . import descriptor, inputs, layout, layout_check
 from . import descriptor_writer as writer
 from .errors import ConfigImportError, DescriptorError
+from .schema import SCHEMA_VERSION
 
 
 @dataclass
@@ -192,7 +193,7 @@ def _document(source: str, pairs: dict[str, tuple[str, str]], sections: list[_Tr
     if notes:
         out.append("# Normalised on import (the runners read these the same way):")
         out += [f"#   {note}" for note in notes]
-    out.append(f"schema_version: {descriptor.SCHEMA_VERSION}")
+    out.append(f"schema_version: {SCHEMA_VERSION}")
     layout_name = layout.LAYOUT_OF_KIND[config.kind]
     if layout_name != "standard":
         out += writer.commented(f"layout: {layout_name}", "the 32-line layout of the models tutorial template")

@@ -15,8 +15,8 @@ import jinja2
 from . import __version__, benchmark, chain, existing, gitignore, layout, legacy_format, paths
 from .answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
 from .descriptor import Descriptor, samples_dir
-from .templating import environment, templates_dir  # noqa: F401  (render's public names)
-from .writes import Written, claim_backup_dir, write_tree  # noqa: F401
+from .templating import environment
+from .writes import Written, write_tree
 
 
 def config_relpath(model_name: str) -> str:
