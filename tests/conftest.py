@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(Path(__file__).resolve().parent) not in sys.path:  # helper modules (grid, cli_driver, ...) for tests/chains/
+if str(Path(__file__).resolve().parent) not in sys.path:  # helper modules (grid, upstream_runner, ...) for tests/chains/
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "tipc-corpus"
@@ -45,6 +45,16 @@ PADDLE_FIXTURES = {"sample_lite_run": ("paddle", "chain"), "sample_p2o_run": ("p
 # paddle probe (docs/CHAINS.md), so they run where paddle is missing. A test of the probe itself
 # passes TIPC_NO_PADDLE="" (test_broken_steps.py); the paddle chains fail on their own without it.
 os.environ.setdefault("TIPC_NO_PADDLE", "1")
+# The fuzz tests run a quarter of their examples by default (seconds, not minutes, in every run of the
+# suite); TIPCGEN_FUZZ=full runs all of them (docs/PERFORMANCE.md, "The test suite").
+FUZZ_SHARE = 1.0 if os.environ.get("TIPCGEN_FUZZ", "") == "full" else 0.25
+
+
+def fuzz_examples(full: int) -> int:
+    """How many examples a fuzz test that would run `full` of them runs now (FUZZ_SHARE of them, at least 20)."""
+    return max(20, round(full * FUZZ_SHARE))
+
+
 # Shared runs, first match wins (a test of test_chain.py's `lite_run` also uses `sample_lite_run`):
 # fixture name -> xdist group. Module fixtures are named per module, since names repeat across files.
 SHARED_RUNS = {
@@ -141,14 +151,56 @@ def chain_env(**extra: str) -> dict:
 
 
 def tipcgen(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600,
-            check: bool = False) -> subprocess.CompletedProcess:
-    """Run `python -m tipcgen ARGS` in a real subprocess; returns the completed process (text)."""
+            check: bool = False, process: bool = False) -> subprocess.CompletedProcess:
+    """Run `python -m tipcgen ARGS` as a user does; returns the completed process (text).
+
+    By default the command runs in this process (`tipcgen.cli.main`, the console script's entry point, with
+    argv, working folder, environment and streams of its own, restored after), which saves a Python and
+    import start-up per call; every process it starts (bash, the generated scripts, the model's own) is
+    real. process=True runs it in a real subprocess (with the timeout): for what only a process shows
+    (signals, its exit, its terminal, another run beside it); so does an env that sets PYTHONPATH."""
     full_env = chain_env(**(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "tipcgen", *args], cwd=cwd or ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    if process or "PYTHONPATH" in (env or {}):  # another import path: only a new interpreter honours it
+        proc = subprocess.run([sys.executable, "-m", "tipcgen", *args], cwd=cwd or ROOT, env=full_env,
+                              capture_output=True, text=True, timeout=timeout)
+    else:
+        proc = run_in_process(list(args), cwd or ROOT, full_env)
     if check and proc.returncode != 0:
         raise AssertionError(f"tipcgen {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def run_in_process(argv: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """`python -m tipcgen ARGV` in this process: exit code as the interpreter would give it (SystemExit's code;
+    1 and the traceback on stderr for an exception it lets through)."""
+    import contextlib
+    import io
+    import traceback
+
+    from tipcgen.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(argv, prog_name="python -m tipcgen")
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if not isinstance(exc.code, (int, type(None))):
+                    print(exc.code, file=sys.stderr)
+            except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["python", "-m", "tipcgen", *argv], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

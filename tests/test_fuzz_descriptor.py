@@ -8,7 +8,6 @@ A few of the nastiest go through the real CLI. Hostile values that load stay dat
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import os
 import subprocess
@@ -24,7 +23,7 @@ from tipcgen import descriptor, layout, lint, render, schema
 from tipcgen.config import TipcConfig
 from tipcgen.errors import DescriptorError
 
-from conftest import ROOT, STUB, tipcgen
+from conftest import ROOT, STUB, fuzz_examples, tipcgen
 
 SAMPLE = ROOT / "sample_models" / "bert-sst2" / "tipc.yaml"
 SAMPLE_DOC = yaml.safe_load(SAMPLE.read_text())
@@ -139,15 +138,6 @@ YAML_TOKENS = st.sampled_from([
 
 # ---------------------------------------------------------------- the property
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_jinja_environment():
-    """render_files builds a fresh Jinja environment per call (fine for a CLI); reuse one so thousands fit."""
-    original = render.environment
-    render.environment = functools.lru_cache(maxsize=1)(original)
-    yield
-    render.environment = original
-
-
 def _count(outcome: str) -> None:
     """Tally outcomes for `pytest --hypothesis-show-statistics` (how many descriptors got as far as rendering)."""
     if currently_in_test_context():
@@ -202,20 +192,20 @@ def assert_renders(desc: descriptor.Descriptor) -> None:
     assert not Path(render.config_relpath(desc.model_name)).is_absolute() and ".." not in desc.model_name
 
 
-@settings(max_examples=2400, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=fuzz_examples(2400), deadline=None, suppress_health_check=SLOW_OK)
 @given(doc=mutated_samples(), flow=st.sampled_from([None, True, False]), unicode=st.booleans())
 def test_mutated_samples_load_or_fail_clearly(doc, flow, unicode):
     assert_loads_or_clear_error(dump(doc, flow, unicode))
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=fuzz_examples(800), deadline=None, suppress_health_check=SLOW_OK)
 @given(text=st.one_of(st.lists(YAML_TOKENS, max_size=30).map("".join), st.text(max_size=200),
                       st.text(st.characters(exclude_categories=()), max_size=20)))  # lone surrogates too
 def test_random_yaml_text_fails_clearly(text):
     assert_loads_or_clear_error(text)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=fuzz_examples(400), deadline=None, suppress_health_check=SLOW_OK)
 @given(doc=st.one_of(VALUES, st.lists(st.just(SAMPLE_DOC), min_size=1, max_size=2)), flow=st.booleans())
 def test_yaml_that_is_not_a_descriptor_fails_clearly(doc, flow):
     assert_loads_or_clear_error(dump(doc, flow, True))
@@ -226,7 +216,7 @@ def scratch(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("fuzz")
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=fuzz_examples(400), deadline=None, suppress_health_check=SLOW_OK)
 @given(raw=st.one_of(st.binary(max_size=300), st.lists(YAML_TOKENS, max_size=20).map(lambda t: "".join(t).encode())
                      .flatmap(lambda b: st.sampled_from([b, b"\xff" + b, b + b"\xc3", "é".encode("latin-1") + b]))))
 def test_random_bytes_from_a_file_fail_clearly(scratch, raw):

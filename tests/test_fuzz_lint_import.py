@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, ROOT
+from conftest import CORPUS, ROOT, fuzz_examples
 from tipcgen.cli import main
 
 CONFIGS = [ROOT / "test_tipc" / "configs" / "bert_sst2" / "train_infer_python.txt",
@@ -60,11 +60,10 @@ def run_cli(*args: str) -> tuple[int, str]:
     """main() with strict UTF-8 stdout/stderr (as PYTHONIOENCODING=utf-8:strict): its exit code and stderr."""
     out, err = io.BytesIO(), io.BytesIO()
     wrapped = [io.TextIOWrapper(b, encoding="utf-8", errors="strict", write_through=True) for b in (out, err)]
-    saved = sys.stdout, sys.stderr, sys.argv
+    saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = wrapped
-    sys.argv = ["tipcgen", *args]
     try:
-        main()
+        main(list(args), prog_name="tipcgen")
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
@@ -72,7 +71,7 @@ def run_cli(*args: str) -> tuple[int, str]:
         code = -1
         wrapped[1].write(traceback.format_exc())
     finally:
-        sys.stdout, sys.stderr, sys.argv = saved
+        sys.stdout, sys.stderr = saved
         for stream in wrapped:
             stream.flush()
             stream.detach()
@@ -85,7 +84,7 @@ def scratch():
         yield Path(folder)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=fuzz_examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=mutated_config())
 def test_lint_and_import_never_show_a_traceback(scratch: Path, case: tuple[str, bytes]):

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli_driver import run_cli_cases
 from conftest import tipcgen
 from tipcgen import align
 
@@ -205,13 +204,13 @@ def test_the_cli_refuses_hostile_files_with_exit_2(tmp_path: Path):
         npy_with_pickle(tmp_path / "c_torch.npy", _allocations()["bytearray of 16 GiB"]),
     ]
     bomb = _zip_bomb(tmp_path / "bomb.npz", 16)
-    outcomes = run_cli_cases([["align", "compare", str(path), str(good)] for path in cases]
-                             + [["align", "compare", str(bomb), str(good), "--max-bytes", str(1 << 20)]])
+    outcomes = [tipcgen("align", "compare", str(path), str(good)) for path in cases]
+    outcomes.append(tipcgen("align", "compare", str(bomb), str(good), "--max-bytes", str(1 << 20)))
     for path, outcome in zip(cases, outcomes):
-        err = outcome["stderr"]
-        assert outcome["code"] == 2 and err.startswith(f"error: {path}: refused") and "Traceback" not in err, outcome
-        assert len(err.splitlines()) == 2 and outcome["stdout"] == ""
-    assert outcomes[3]["code"] == 2 and "over the limit of 1 MiB" in outcomes[3]["stderr"]
+        err = outcome.stderr
+        assert outcome.returncode == 2 and err.startswith(f"error: {path}: refused") and "Traceback" not in err, outcome
+        assert len(err.splitlines()) == 2 and outcome.stdout == ""
+    assert outcomes[3].returncode == 2 and "over the limit of 1 MiB" in outcomes[3].stderr
     assert not marker.exists()
 
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_driver import run_cli_cases
-from conftest import ROOT, tipcgen
+from conftest import ROOT, fuzz_examples, tipcgen
 from tipcgen import results, summary_text
 from tipcgen.descriptor import samples_dir
 from tipcgen.errors import TipcgenError
@@ -86,11 +85,11 @@ def test_a_malformed_summary_is_one_clear_error_in_report_and_golden(tmp_path: P
         (run_dir / "summary.json").write_bytes(data)
         paths.append(run_dir / "summary.json")
         cases += [["report", str(run_dir)], ["golden", "bert-sst2", "--root", str(root)]]
-    outcomes = run_cli_cases(cases)
+    outcomes = [tipcgen(*case) for case in cases]
     for number, name in enumerate(MALFORMED):
         for command, outcome in zip(("report", "golden"), outcomes[2 * number: 2 * number + 2]):
-            err = outcome["stderr"]
-            assert outcome["code"] == 2, (name, command, outcome)
+            err = outcome.stderr
+            assert outcome.returncode == 2, (name, command, outcome)
             assert err.startswith(f"error: {paths[number]}: ") and "Traceback" not in err, (name, command, err)
             assert SECRET not in err and len(err.splitlines()) == 2 and "hint: " in err, (name, command, err)
     assert not list(tmp_path.rglob("report.*")) and not list(tmp_path.rglob("results/*.txt"))
@@ -114,9 +113,9 @@ def test_a_malformed_alignment_json_is_one_clear_error_in_report(tmp_path: Path)
     os.mkfifo(tmp_path / "fifo.json")  # reading it would block for ever
     for name in ("deep.json", "fifo.json", "missing.json"):
         cases.append(["report", str(run_dir), "--format", "md", "--align", str(tmp_path / name)])
-    for name, outcome in zip([*bad, "deep", "fifo", "missing"], run_cli_cases(cases)):
-        err = outcome["stderr"]
-        assert outcome["code"] == 2 and err.startswith("error: --align ") and "Traceback" not in err, (name, outcome)
+    for name, outcome in zip([*bad, "deep", "fifo", "missing"], [tipcgen(*case) for case in cases]):
+        err = outcome.stderr
+        assert outcome.returncode == 2 and err.startswith("error: --align ") and "Traceback" not in err, (name, outcome)
         assert SECRET not in err and len(err.splitlines()) == 2, (name, err)
     assert not (run_dir / "report.md").exists()
 
@@ -346,20 +345,10 @@ def _report_everything(run_dir: Path, root: Path) -> None:
         pass  # a run that did not pass, or no result lines: a message, not a traceback
 
 
-@pytest.fixture
-def cached_templates(monkeypatch):
-    """One Jinja environment for many renders (render.environment builds a new one each call: slow here)."""
-    import functools
-
-    from tipcgen import render
-
-    monkeypatch.setattr(render, "environment", functools.lru_cache(None)(render.environment))
-
-
 WRONG_VALUES = [None, True, "text", -1, 1.5, 10**30, float("nan"), float("inf"), [], ["x"], {}, {"k": "v"}, ...]
 
 
-def test_every_field_of_a_summary_with_every_wrong_type(tmp_path: Path, cached_templates):
+def test_every_field_of_a_summary_with_every_wrong_type(tmp_path: Path):
     base = _full_summary()
     run_dir = tmp_path / "test_tipc" / "output" / "bert_sst2" / MODE
     run_dir.mkdir(parents=True)
@@ -382,7 +371,7 @@ def test_every_field_of_a_summary_with_every_wrong_type(tmp_path: Path, cached_t
     assert len(paths) * len(WRONG_VALUES) > 500
 
 
-def test_any_mutated_summary_reports_or_fails_clearly(tmp_path_factory, cached_templates):
+def test_any_mutated_summary_reports_or_fails_clearly(tmp_path_factory):
     hypothesis = pytest.importorskip("hypothesis")
     st = hypothesis.strategies
     base = _full_summary()
@@ -396,7 +385,7 @@ def test_any_mutated_summary_reports_or_fails_clearly(tmp_path_factory, cached_t
     run_dir = root / "test_tipc" / "output" / "bert_sst2" / MODE
     run_dir.mkdir(parents=True)
 
-    @hypothesis.settings(max_examples=100, deadline=None, database=None)
+    @hypothesis.settings(max_examples=fuzz_examples(100), deadline=None, database=None)
     @hypothesis.given(st.lists(st.tuples(st.sampled_from(paths), values | st.just(...)), min_size=1, max_size=3))
     def check(mutations):
         data = json.loads(json.dumps(base))

@@ -31,6 +31,20 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"tipcgen {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print tipcgen's version and exit.")) -> None:
+    """Render, run and check PaddlePaddle TIPC test chains."""
+
+
 register_repro(align_app)
 app.add_typer(align_app, name="align")
 app.command(name="accept")(accept_command)
@@ -313,15 +327,15 @@ def doctor(
     raise typer.Exit(checkup.exit_code(checks))
 
 
-def main() -> None:
-    """Run the CLI: a user's mistake (TipcgenError) or an operating-system error on a path they gave
+def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
+    """Run the CLI on argv (default: the command line) as prog_name (default: how it was started): a user's mistake (TipcgenError) or an operating-system error on a path they gave
     (too long, a link loop, no permission, ...) is one line on stderr and exit code 2. TIPCGEN_DEBUG=1
     shows the traceback of an OSError instead; any other exception is a bug and always shows it."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):  # a path or config text the terminal cannot encode is escaped, not fatal
             stream.reconfigure(errors="backslashreplace")
     try:
-        app()
+        app(args=argv, prog_name=prog_name)
     except TipcgenError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)

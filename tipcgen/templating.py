@@ -5,6 +5,7 @@ their templates from here, so none of them needs another's module to format text
 """
 from __future__ import annotations
 
+import functools
 import shlex
 from pathlib import Path
 
@@ -22,7 +23,10 @@ def templates_dir() -> Path:
     raise TipcgenError("tipcgen's templates are missing from the installation", "reinstall tipcgen")
 
 
+@functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
+    """One per process: templates compile once however many files, reports or suite rows it renders
+    (the loader still reloads a template whose file changed)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
