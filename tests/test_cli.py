@@ -40,6 +40,16 @@ def test_every_help_has_an_example(path):
     assert "tipcgen " + " ".join(path) in " ".join(example.split())  # the example uses the command itself
 
 
+def test_version_is_the_installed_one():
+    from importlib.metadata import version
+
+    from conftest import tipcgen
+
+    proc = tipcgen("--version", process=True)
+    assert proc.returncode == 0 and proc.stdout == f"tipcgen {version('tipcgen')}\n", proc
+    assert tipcgen("--version", "init").stdout == proc.stdout  # eager: before any command runs
+
+
 def test_shell_completion_script(tmp_path: Path):
     exe = shutil.which("tipcgen", path=str(Path(sys.executable).parent))
     if exe is None:

@@ -23,7 +23,6 @@ from .summary_text import write_junit
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STATUS = re.compile(r"Run (successfully|failed) with command - (.*)$")
 _REDIRECT = re.compile(r">\s*(\S+)\s+2>&1")
-_RUN_FOLDER = re.compile(r"/([^/\s=]+_gpus_[^/\s]+?)(?:/|\s|$)")  # <trainer>_gpus_<gpu>: one training
 NOTES = (
     "the repository's runner drove this chain: its exit status is that of its last command and tells nothing "
     "about the steps before it; the steps and their status come from its results_python.log",
@@ -52,7 +51,11 @@ def _classify(command: str, values: dict[str, str]) -> str:
 
 
 def read_status_lines(lines: list[str], values: dict[str, str], root: Path) -> list[Step]:
+    """The steps of a foreign runner's status lines (its only record): the kind from the config command the line
+    ran, the name from the log it redirected to, else the kind and its ordinal (`eval`, `eval_2`); nothing is
+    read out of a folder or step name."""
     steps: list[Step] = []
+    seen: dict[str, int] = {}
     for raw in lines:
         match = _STATUS.search(_ANSI.sub("", raw).strip())
         if not match:
@@ -61,12 +64,8 @@ def read_status_lines(lines: list[str], values: dict[str, str], root: Path) -> l
         command = command.rstrip().removesuffix("!").rstrip()
         kind = _classify(command, values)
         log = _REDIRECT.search(command)
-        run_folder = _RUN_FOLDER.search(command)
-        if log:
-            name = Path(log.group(1)).stem
-        else:
-            name = run_folder.group(1) if run_folder else kind
-            name += "" if kind == "train" or name == kind else f"_{kind}"
+        seen[kind] = seen.get(kind, 0) + 1
+        name = Path(log.group(1)).stem if log else kind if seen[kind] == 1 else f"{kind}_{seen[kind]}"
         step = Step(kind=kind, name=name, status="passed" if match.group(1) == "successfully" else "failed",
                     command=command)
         if log and (root / log.group(1)).is_file():
