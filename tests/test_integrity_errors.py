@@ -1,6 +1,7 @@
 """Issue 12 (findings 5-7): every user mistake is one clear error with exit code 2 (no traceback, no
 file contents echoed, no hang), required values are never rendered as null, and backups never overwrite
-each other. Commands run as a user runs them: `python -m tipcgen` in a real subprocess."""
+each other. Commands run as a user runs them: the console script's main() (conftest.tipcgen; a real
+process where one matters)."""
 from __future__ import annotations
 
 import json
