@@ -21,6 +21,7 @@ import dataclasses
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,14 @@ def pytest_cmdline_main(config):
     if (whole_suite and getattr(option, "numprocesses", 0) is None and option.dist == "no"
             and not option.usepdb and not option.collectonly and not hasattr(config, "workerinput")):
         option.numprocesses, option.dist = "auto", "loadgroup"
+
+
+def pytest_configure(config):
+    """Tests interrupt the chains they start with SIGINT. A shell starts a background job (`pytest &`) with
+    SIGINT ignored, which every process it starts would inherit (and tipcgen keeps an ignored signal
+    ignored, as under nohup): take it back, here and in each xdist worker."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's, on the controller, for each worker it starts
