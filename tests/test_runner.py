@@ -162,15 +162,19 @@ HOSTILE_FIELDS = ["train.extra", "train.infer_data", "train.pretrained", "eval.e
                   "inference.benchmark", "inference.extra", "train.norm", "export.norm"]
 
 
+def _hostile(number: int) -> str:
+    return f"$(touch pwned{number}) ; touch pwned{number}b `touch pwned{number}c` a b'c\"d x|$(touch pwned{number}d) *"
+
+
 def test_hostile_values_are_data_never_code(tmp_path: Path):
     """Every field a user writes gets its own hostile value (command substitutions, a separator, backquotes,
-    quotes); one chain runs them all: nothing runs, and each arrives at its script as data."""
+    quotes, a pipe, a glob); one chain runs them all: nothing runs, and each arrives at its script as data."""
     import yaml
 
     doc = yaml.safe_load((STUB / "tipc.yaml").read_text())
     for number, field in enumerate(HOSTILE_FIELDS):
         section, name = field.split(".")
-        value = f"$(touch pwned{number}) ; touch pwned{number}b `touch pwned{number}c` a b'c\"d"
+        value = _hostile(number)
         if name == "norm":
             doc[section][name] += " --x=" + value.replace(" ", "_")
         elif name == "infer_data":
@@ -192,7 +196,9 @@ def test_hostile_values_are_data_never_code(tmp_path: Path):
     for number, field in enumerate(HOSTILE_FIELDS):
         if field == "inference.data":
             continue  # its value is read only in whole_infer; its key carries train_infer_img_dir's value
-        assert f"$(touch pwned{number})" in seen or f"$(touch_pwned{number})" in seen, f"{field} must arrive as data"
+        value = _hostile(number)
+        assert json.dumps(value)[1:-1] in seen or json.dumps(value.replace(" ", "_"))[1:-1] in seen, \
+            f"{field} must arrive whole, as data"
 
 
 def test_interrupt_leaves_a_summary(stub_repo: Path):
