@@ -189,7 +189,10 @@ def run_in_process(argv: list[str], cwd: Path, env: dict) -> subprocess.Complete
     from tipcgen.cli import main
 
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    out, err = io.StringIO(), io.StringIO()
+    # Strict UTF-8 streams, as a process gets under PYTHONIOENCODING=utf-8:strict: text that cannot be
+    # written fails here as it would there (main() makes its own streams escape instead).
+    raw = io.BytesIO(), io.BytesIO()
+    out, err = (io.TextIOWrapper(b, encoding="utf-8", errors="strict", write_through=True) for b in raw)
     try:
         os.environ.clear()
         os.environ.update(env)
@@ -209,7 +212,10 @@ def run_in_process(argv: list[str], cwd: Path, env: dict) -> subprocess.Complete
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
-    return subprocess.CompletedProcess(["python", "-m", "tipcgen", *argv], code, out.getvalue(), err.getvalue())
+        for stream in (out, err):
+            stream.detach()  # keep the bytes: a collected wrapper would close them
+    stdout, stderr = (b.getvalue().decode("utf-8", "replace") for b in raw)
+    return subprocess.CompletedProcess(["python", "-m", "tipcgen", *argv], code, stdout, stderr)
 
 
 @pytest.fixture

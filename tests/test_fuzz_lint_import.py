@@ -7,19 +7,15 @@ with a traceback.
 """
 from __future__ import annotations
 
-import io
 import os
-import sys
 import tempfile
-import traceback
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, ROOT, fuzz_examples
-from tipcgen.cli import main
+from conftest import CORPUS, ROOT, fuzz_examples, run_in_process
 
 CONFIGS = [ROOT / "test_tipc" / "configs" / "bert_sst2" / "train_infer_python.txt",
            *sorted(CORPUS.rglob("*train_infer_python*.txt"))[::25]]
@@ -57,25 +53,9 @@ def mutated_config(draw) -> tuple[str, bytes]:
 
 
 def run_cli(*args: str) -> tuple[int, str]:
-    """main() with strict UTF-8 stdout/stderr (as PYTHONIOENCODING=utf-8:strict): its exit code and stderr."""
-    out, err = io.BytesIO(), io.BytesIO()
-    wrapped = [io.TextIOWrapper(b, encoding="utf-8", errors="strict", write_through=True) for b in (out, err)]
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = wrapped
-    try:
-        main(list(args), prog_name="tipcgen")
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - any other exception is the bug this test looks for
-        code = -1
-        wrapped[1].write(traceback.format_exc())
-    finally:
-        sys.stdout, sys.stderr = saved
-        for stream in wrapped:
-            stream.flush()
-            stream.detach()
-    return code, err.getvalue().decode("utf-8", "replace")
+    """The command in this process with strict UTF-8 stdout/stderr (conftest.run_in_process): exit code, stderr."""
+    proc = run_in_process(list(args), ROOT, dict(os.environ))
+    return proc.returncode, proc.stderr
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,11 @@ each other. Commands run as a user runs them: the console script's main() (conft
 process where one matters)."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -37,44 +35,9 @@ def assert_user_error(proc, *fragments: str, code: int = 2) -> None:
         assert fragment in out, out
 
 
-# Runs tipcgen's own main() for many command lines in one real process (strict UTF-8 output, as with
-# PYTHONIOENCODING=utf-8:strict), so that a batch of hostile inputs costs one interpreter start.
-_BATCH = r"""
-import io, json, sys, traceback
-from tipcgen.cli import main
-results, todo, done = [], sys.argv[1], sys.argv[2]
-for argv in json.loads(open(todo).read()):
-    out, err = io.BytesIO(), io.BytesIO()
-    streams = sys.stdout, sys.stderr
-    wrapped = [io.TextIOWrapper(b, encoding="utf-8", errors="strict", write_through=True) for b in (out, err)]
-    sys.stdout, sys.stderr = wrapped
-    sys.argv = ["tipcgen", *argv]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:
-        code = -1
-        sys.stderr.write(traceback.format_exc())
-    finally:
-        sys.stdout, sys.stderr = streams
-        for stream in wrapped:
-            stream.flush()
-            stream.detach()  # keep the bytes: a collected wrapper would close them
-    results.append([code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")])
-open(done, "w").write(json.dumps(results))
-"""
-
-
-def tipcgen_batch(commands: list[tuple[str, ...]], cwd: Path, timeout: float = 300) -> list[SimpleNamespace]:
-    """Each command line's exit code, stdout and stderr, as `tipcgen(...)` gives them, from one process."""
-    todo, done = cwd / ".batch-in.json", cwd / ".batch-out.json"
-    todo.write_text(json.dumps([list(command) for command in commands]))
-    subprocess.run([sys.executable, "-c", _BATCH, str(todo), str(done)], cwd=cwd, env=chain_env(**STRICT),
-                   timeout=timeout, check=True)
-    return [SimpleNamespace(returncode=code, stdout=out, stderr=err, args=command)
-            for command, (code, out, err) in zip(commands, json.loads(done.read_text()))]
+def tipcgen_batch(commands: list[tuple[str, ...]], cwd: Path) -> list[subprocess.CompletedProcess]:
+    """Each command line's exit code, stdout and stderr (strict UTF-8 streams, conftest.run_in_process)."""
+    return [tipcgen(*command, cwd=cwd, env=STRICT) for command in commands]
 
 
 def config_with(old: str, new: str) -> str:
@@ -127,7 +90,7 @@ def test_fifo_and_devices_are_refused_without_reading(tmp_path: Path):
     commands = [(*command, path) for path in (fifo, "/dev/urandom")
                 for command in (("lint",), ("import",), ("init",), ("run", "--config"))]
     commands += [("import", str(CONFIG), "-o", path) for path in (fifo, "/dev/zero")]  # outputs are compared first
-    for proc in tipcgen_batch(commands, tmp_path, timeout=60):  # a read would block (fifo) or never end
+    for proc in tipcgen_batch(commands, tmp_path):  # a read would block (fifo) or never end
         assert_user_error(proc, "not a regular file")
 
 
