@@ -1,4 +1,5 @@
-"""Shared fixtures: paths, the stub project, and running the CLI as a user does (`tipcgen()`: in this process by default, a real one on request).
+"""Shared fixtures: paths, the stub project, and running the CLI as a user does (`tipcgen()`: in this
+process by default, a real process on request).
 
 Markers (docs/PERFORMANCE.md, "The test suite"): a test is `paddle` when it needs the paddle stack and `chain` when it runs
 the real bert-sst2 chain. They are applied by where a test lives and what it uses, so new test files need no list:

@@ -328,8 +328,9 @@ def doctor(
 
 
 def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
-    """Run the CLI on argv (default: the command line) as prog_name (default: how it was started): a user's mistake (TipcgenError) or an operating-system error on a path they gave
-    (too long, a link loop, no permission, ...) is one line on stderr and exit code 2. TIPCGEN_DEBUG=1
+    """Run the CLI on argv (default: the command line) as prog_name (default: how it was started). A user's
+    mistake (TipcgenError) or an operating-system error on a path they gave (too long, a link loop, no
+    permission, ...) is one line on stderr and exit code 2. TIPCGEN_DEBUG=1
     shows the traceback of an OSError instead; any other exception is a bug and always shows it."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):  # a path or config text the terminal cannot encode is escaped, not fatal
