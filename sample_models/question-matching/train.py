@@ -144,6 +144,10 @@ def main(argv=None):
                     dev_pairs, dev_labels, t_start, t_import, np, paddle)
     finally:
         log.close(success=rc == 0)
+    if world_size > 1 and rc == 0:
+        # As bert-sst2's train.py: all ranks end together and gloo is closed here, not in a destructor at exit.
+        dist.barrier()
+        dist.destroy_process_group()
     return rc
 
 
