@@ -203,9 +203,10 @@ def run_in_process(argv: list[str], cwd: Path, env: dict) -> subprocess.Complete
                 main(argv, prog_name="python -m tipcgen")
                 code = 0
             except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-                if not isinstance(exc.code, (int, type(None))):
-                    print(exc.code, file=sys.stderr)
+                code = exc.code or 0
+                if not isinstance(code, int):  # sys.exit("message"): printed, exit status 1
+                    print(code, file=sys.stderr)
+                    code = 1
             except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception
                 traceback.print_exc()
                 code = 1

@@ -42,7 +42,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                           help="Print tipcgen's version and exit.")) -> None:
-    """Render, run and check PaddlePaddle TIPC test chains."""
+    """Options before the command (the group's help text is the Typer's above)."""
 
 
 register_repro(align_app)
