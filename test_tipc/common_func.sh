@@ -396,11 +396,14 @@ tipc_on_interrupt() {
 
 # tipc_wait_step PID: wait for a step; sets rc and TIPC_STEP_SIGNAL (the signal that killed it, or
 # nothing). Bash gives 128+N both for a process killed by signal N and for one that ran `exit 128+N`;
-# its job table knows which, so the status is read there (polling with a builtin read, no fork).
+# its job table knows which, so the status is read there (polling with a builtin read, no fork: every
+# 10 ms for the first half second, so a short step is not kept waiting, then every 50 ms).
 tipc_wait_step() {
-    local pid=$1 status_file=$LOG_PATH/.step_status
+    local pid=$1 status_file=$LOG_PATH/.step_status delay=0.01 polls=0
     while kill -0 "$pid" 2> /dev/null; do
-        read -r -t 0.05 -u "$TIPC_SLEEP_FD" _ || :
+        read -r -t "$delay" -u "$TIPC_SLEEP_FD" _ || :
+        polls=$((polls + 1))
+        if [ "$polls" -eq 50 ]; then delay=0.05; fi
     done
     jobs -l > "$status_file" 2>&1  # `PID Exit 137` or `PID Killed` (the latter as a notice on stderr)
     wait "$pid"
