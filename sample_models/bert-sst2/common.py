@@ -1,7 +1,8 @@
 """Shared helpers for the bert-sst2 scripts.
 
-Importing this module is cheap: it imports neither paddle nor paddlenlp (the model
-helpers import them inside the functions), so build_vocab.py and infer.py can use it.
+Importing this module is cheap: it imports neither paddle nor the model (modeling.py; the model
+helpers import them inside the functions), so build_vocab.py and infer.py can use it. No script of
+the sample imports paddlenlp: modeling.py and tokenizer.py are its BERT and BertTokenizer, written out.
 """
 
 import argparse
@@ -13,7 +14,7 @@ os.environ.setdefault("GLOG_minloglevel", "2")
 
 MODEL_NAME = "bert_sst2"
 LABELS = ["negative", "positive"]
-CONFIG_FILE = "config.json"  # paddlenlp BertConfig, written with to_dict()
+CONFIG_FILE = "config.json"  # modeling.BertConfig.to_dict() (paddlenlp's BertConfig reads it too)
 PARAMS_FILE = "model_state.pdparams"
 VOCAB_FILE = "vocab.txt"
 META_FILE = "train_meta.json"  # max_seq_length, labels, how it was trained
@@ -249,7 +250,7 @@ def checkpoint_meta(ckpt_dir):
 
 
 def new_bert_config(vocab_size, pad_token_id, hidden_size, num_layers, num_heads, intermediate_size, dropout=0.1):
-    from paddlenlp.transformers import BertConfig
+    from modeling import BertConfig
 
     return BertConfig(
         vocab_size=vocab_size,
@@ -270,15 +271,23 @@ def new_bert_config(vocab_size, pad_token_id, hidden_size, num_layers, num_heads
     )
 
 
+def encode_sentences(vocab_file, sentences, max_len):
+    """Token ids ([CLS] ... [SEP], at most max_len) of each sentence, and the [PAD] id (tokenizer.py)."""
+    from tokenizer import BertTokenizer
+
+    tokenizer = BertTokenizer(vocab_file)
+    return [tokenizer.encode(s, max_len)[0] for s in sentences], tokenizer.pad_token_id
+
+
 def save_config(config, path):
     d = config.to_dict()
     write_json(path, d)
 
 
 def load_model(ckpt_dir):
-    """BertForSequenceClassification from a checkpoint dir (config.json + model_state.pdparams)."""
+    """BertForSequenceClassification (modeling.py) from a checkpoint dir (config.json + model_state.pdparams)."""
     import paddle
-    from paddlenlp.transformers import BertConfig, BertForSequenceClassification
+    from modeling import BertConfig, BertForSequenceClassification
 
     cfg = read_json(os.path.join(ckpt_dir, CONFIG_FILE), "model config")
     config = BertConfig(**cfg)

@@ -42,13 +42,12 @@ def main(argv=None):
         import paddle  # noqa: F401
 
         common.set_device(args.device)
-        from paddlenlp.transformers import BertTokenizer
+        import modeling  # noqa: F401
 
     t_import = time.time() - t_start
-    tokenizer = BertTokenizer(os.path.join(ckpt, common.VOCAB_FILE))
-    encoded = [tokenizer(s, max_length=max_len, truncation=True)["input_ids"] for s in sentences]
+    encoded, pad_id = common.encode_sentences(os.path.join(ckpt, common.VOCAB_FILE), sentences, max_len)
     model, _ = common.load_model(ckpt)
-    logits = common.predict_logits(model, encoded, args.batch_size, tokenizer.pad_token_id)
+    logits = common.predict_logits(model, encoded, args.batch_size, pad_id)
     pred = logits.argmax(axis=1)
     correct = int((pred == np.asarray(labels)).sum())
     total = len(labels)

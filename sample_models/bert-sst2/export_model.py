@@ -39,12 +39,9 @@ def parse_args(argv=None):
 
 def write_reference(model, ckpt, data_file, max_len, path):
     """The dygraph model's results on data_file, one `sst2_<n>\t{json}` line per example."""
-    from paddlenlp.transformers import BertTokenizer
-
     sentences, _ = common.load_tsv(data_file, "--reference_data")
-    tokenizer = BertTokenizer(os.path.join(ckpt, common.VOCAB_FILE))
-    encoded = [tokenizer(s, max_length=max_len, truncation=True)["input_ids"] for s in sentences]
-    logits = common.predict_logits(model, encoded, 32, tokenizer.pad_token_id)
+    encoded, pad_id = common.encode_sentences(os.path.join(ckpt, common.VOCAB_FILE), sentences, max_len)
+    logits = common.predict_logits(model, encoded, 32, pad_id)
     with open(path, "w", encoding="utf-8") as handle:
         for n, row in enumerate(logits):
             handle.write("sst2_%d\t%s\n" % (n, json.dumps({"label": int(row.argmax()),
@@ -64,7 +61,7 @@ def main(argv=None):
         import paddle
         from paddle.static import InputSpec
 
-        import paddlenlp.transformers  # noqa: F401
+        import modeling  # noqa: F401
 
     paddle.set_device("cpu")
     t_import = time.time() - t_start

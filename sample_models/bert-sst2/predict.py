@@ -43,12 +43,11 @@ def main(argv=None):
         import paddle  # noqa: F401
 
         common.set_device(args.device)
-        from paddlenlp.transformers import BertTokenizer
+        import modeling  # noqa: F401
 
-    tokenizer = BertTokenizer(os.path.join(ckpt, common.VOCAB_FILE))
-    ids = tokenizer(args.text, max_length=max_len, truncation=True)["input_ids"]
+    encoded, pad_id = common.encode_sentences(os.path.join(ckpt, common.VOCAB_FILE), [args.text], max_len)
     model, _ = common.load_model(ckpt)
-    logits = common.predict_logits(model, [ids], 1, tokenizer.pad_token_id)[0]
+    logits = common.predict_logits(model, encoded, 1, pad_id)[0]
     probs = np.exp(logits - logits.max())
     probs = probs / probs.sum()
     label = int(probs.argmax())

@@ -1,4 +1,4 @@
-"""Train a tiny BERT (random init, paddlenlp BertForSequenceClassification) on SST-2 style TSV.
+"""Train a tiny BERT (random init; modeling.py: paddlenlp's BertForSequenceClassification) on SST-2 style TSV.
 
     python sample_models/bert-sst2/train.py --device=cpu --output_dir=./output/bert_sst2 \
         --data_file=./train_data/bert_sst2/train.tsv --epochs=1 --batch_size=32
@@ -110,8 +110,9 @@ def main(argv=None):
         import paddle.distributed as dist
         import paddle.nn.functional as F
 
-        common.set_device(args.device)  # fail fast, before the slow paddlenlp import
-        from paddlenlp.transformers import BertForSequenceClassification, BertTokenizer
+        common.set_device(args.device)  # fail fast
+        from modeling import BertForSequenceClassification
+        from tokenizer import BertTokenizer
 
     t_import = time.time() - t_start
     world_size = dist.get_world_size()
@@ -154,10 +155,10 @@ def _train(args, log, rank, world_size, vocab_file, ckpt_in, sentences, labels, 
         else:
             log("auto_cast=%s requested; CPU has no AMP, trained in float32" % args.auto_cast)
 
-    # ---- tokenize (paddlenlp BertTokenizer)
+    # ---- tokenize (tokenizer.py: paddlenlp's BertTokenizer ids)
     t0 = time.time()
     tokenizer = BertTokenizer(vocab_file)
-    encoded = [tokenizer(s, max_length=args.max_seq_length, truncation=True)["input_ids"] for s in sentences]
+    encoded = [tokenizer.encode(s, args.max_seq_length)[0] for s in sentences]
     lengths = [len(e) for e in encoded]
     label_arr = np.asarray(labels, dtype="int64")
     log("tokenized %d sentences in %.2f s (vocab %d, mean length %.1f)"

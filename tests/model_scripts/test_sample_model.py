@@ -81,13 +81,17 @@ def chain(sample_lite_run, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def dygraph_logits(chain):
-    """Logits of the trained checkpoint in dygraph, one example at a time (no padding),
-    tokenized with paddlenlp's BertTokenizer."""
+    """Logits of the trained checkpoint in dygraph, one example at a time (no padding), on paddlenlp itself:
+    its BertForSequenceClassification with the checkpoint's weights, its BertTokenizer. The sample's own
+    model and tokenizer (modeling.py, tokenizer.py) wrote the checkpoint and the export's reference results."""
     import numpy as np
-    from paddlenlp.transformers import BertTokenizer
+    from paddlenlp.transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
     paddle.set_device("cpu")
-    model, _ = common.load_model(str(chain["ckpt"]))
+    config = BertConfig(**json.loads((chain["ckpt"] / "config.json").read_text()))
+    model = BertForSequenceClassification(config)
+    missing, unexpected = model.set_state_dict(paddle.load(str(chain["ckpt"] / "model_state.pdparams")))
+    assert not missing and not unexpected, (missing, unexpected)
     model.eval()
     tok = BertTokenizer(str(chain["ckpt"] / "vocab.txt"))
     out = []
@@ -163,6 +167,44 @@ def test_tokenizer_matches_paddlenlp(tmp_path):
 
 
 # ------------------------------------------------------------------ train / eval / export
+def test_the_sample_bert_is_paddlenlps_and_no_script_imports_paddlenlp(chain, tmp_path):
+    """modeling.py against paddlenlp 2.8's BertForSequenceClassification: one seed gives the same parameters
+    (names, order, values), the same logits in eval mode and, with one dropout seed, in train mode; a
+    config.json as paddlenlp writes it (all of BertConfig.to_dict()) loads, and the sample's config.json
+    loads in paddlenlp (dygraph_logits). eval.py runs without importing paddlenlp (train.py and
+    export_model.py import the same modules: common, modeling, tokenizer)."""
+    import numpy as np
+    from paddlenlp.transformers import BertConfig, BertForSequenceClassification
+
+    modeling = _load("bert_sst2_modeling", "modeling.py")
+    paddle.set_device("cpu")
+    ref_config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                            intermediate_size=32, type_vocab_size=2, pad_token_id=0, id2label={0: "neg", 1: "pos"})
+    paddle.seed(3)
+    ref = BertForSequenceClassification(ref_config)
+    paddle.seed(3)
+    mine = modeling.BertForSequenceClassification(modeling.BertConfig(**ref_config.to_dict()))
+    ref_state, mine_state = ref.state_dict(), mine.state_dict()
+    assert list(ref_state) == list(mine_state) and len(ref_state) > 20
+    for name, value in ref_state.items():
+        np.testing.assert_array_equal(value.numpy(), mine_state[name].numpy(), err_msg=name)
+    ids = paddle.to_tensor([[2, 7, 9, 11, 3, 0, 0], [2, 5, 6, 7, 8, 9, 3]])  # [PAD] is 0: masked
+    for train in (False, True):
+        ref.train() if train else ref.eval()
+        mine.train() if train else mine.eval()
+        paddle.seed(11)
+        expected = ref(ids, token_type_ids=paddle.zeros_like(ids)).numpy()
+        paddle.seed(11)
+        np.testing.assert_array_equal(mine(ids, token_type_ids=paddle.zeros_like(ids)).numpy(), expected)
+    assert float(np.abs(expected).max()) > 0
+    proc = ok(run("eval.py", "--init_from_ckpt=%s" % chain["ckpt"], "--data_file=%s" % (chain["data"] / "dev.tsv"),
+                  cwd=tmp_path, PYTHONPROFILEIMPORTTIME="1"))
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "modeling" in imported and "paddle.nn" in imported
+    assert not any(m == "paddlenlp" or m.startswith("paddlenlp.") for m in imported)
+    assert re.search(r"^accuracy: [0-9.]+ \(\d+/16\)$", proc.stdout, re.M)
+
+
 def test_train_log_and_checkpoint(chain):
     log = (chain["out"] / "train.log").read_text(encoding="utf-8")
     step_lines = [line for line in log.splitlines() if "global_step:" in line]

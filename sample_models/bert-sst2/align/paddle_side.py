@@ -34,7 +34,7 @@ def make_init(out: str) -> None:
     """The shared starting point: vocab, config, random-init checkpoint (the conversion's target), fake data."""
     import build_vocab
     import paddle
-    from paddlenlp.transformers import BertForSequenceClassification
+    from modeling import BertForSequenceClassification
 
     init = os.path.join(out, ac.INIT_DIR)
     os.makedirs(init, exist_ok=True)
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         import paddle
 
         paddle.set_device("cpu")
-        import paddlenlp.transformers  # noqa: F401  (slow import, once)
+        import modeling  # noqa: F401  (the sample's BERT: paddlenlp's, written out in paddle.nn)
     if not os.path.isfile(os.path.join(args.out, ac.INIT_DIR, common.CONFIG_FILE)):
         make_init(args.out)
     if args.init_only:
