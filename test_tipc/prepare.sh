@@ -91,10 +91,10 @@ else:
 UNPACK
 }
 
-# prepare_file NAME ROLE LITE WHOLE MD5 ROWS: put one data file in DATA_DIR for this mode.
-prepare_file() {
+# check_file NAME ROLE LITE WHOLE MD5 ROWS: the source of one data file for this mode is there (a
+# whole file also has its md5). Nothing is written: every source is checked before the first copy.
+check_file() {
     local name=$1 role=$2 lite=$3 whole=$4 md5=$5 rows=$6 src found_md5 found_rows
-    rm -rf -- "${DATA_DIR:?}/$name"
     if [[ $WHOLE_ROLES == *" $role "* ]] && [ -n "$whole" ]; then
         src=$(whole_source "$whole")/$whole || exit 2
         if [ ! -e "$src" ]; then
@@ -108,12 +108,20 @@ prepare_file() {
                     "the file is not the expected data set: replace it with the original $whole"
             fi
         fi
+    elif [ -n "$lite" ] && [ ! -e "$lite" ]; then
+        tipc_die "lite data $lite is missing" "run from the repository root; the file, folder or archive ships with the project"
+    fi
+}
+
+# prepare_file NAME ROLE LITE WHOLE: put one data file (checked by check_file) in DATA_DIR for this mode.
+prepare_file() {
+    local name=$1 role=$2 lite=$3 whole=$4 src
+    rm -rf -- "${DATA_DIR:?}/$name"
+    if [[ $WHOLE_ROLES == *" $role "* ]] && [ -n "$whole" ]; then
+        src=$(whole_source "$whole")/$whole || exit 2
         ln -s -- "$src" "$DATA_DIR/$name"
         printf '[prepare] %s -> %s (whole data, md5 checked)\n' "$DATA_DIR/$name" "$src"
     elif [ -n "$lite" ]; then
-        if [ ! -e "$lite" ]; then
-            tipc_die "lite data $lite is missing" "run from the repository root; the file, folder or archive ships with the project"
-        fi
         case ${lite,,} in
             *.tar | *.tar.gz | *.tgz | *.zip)
                 unpack_archive "$lite" "$DATA_DIR/$name"
@@ -127,10 +135,11 @@ prepare_file() {
     fi
 }
 
-mkdir -p -- "$DATA_DIR"
-prepare_file train.tsv train sample_models/bert-sst2/data/lite_train.tsv train.tsv 0f7c7389da97a0e006a89ffb5efbcaa5 67349
-prepare_file dev.tsv train sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
-prepare_file infer.tsv infer sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
+# Every source (the data files, then the trained model) is checked before anything is written: a
+# missing one leaves the data folder as it was.
+check_file train.tsv train sample_models/bert-sst2/data/lite_train.tsv train.tsv 0f7c7389da97a0e006a89ffb5efbcaa5 67349
+check_file dev.tsv train sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
+check_file infer.tsv infer sample_models/bert-sst2/data/lite_dev.tsv dev.tsv 2b070f88622773268a9bb41c6e941e60 872
 # whole_infer exports and infers a trained model, the paddle2onnx chain converts an exported one:
 # TIPC_MODEL_DIR, or the latest train run of this model (by the time its checkpoint was written).
 # A checkpoint is named with or without .pdparams: `latest` and `latest.pdparams` both find latest.pdparams.
@@ -161,6 +170,12 @@ if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
     if [ -z "$(checkpoint_file "$SOURCE/$NEED")" ]; then
         tipc_die "TIPC_MODEL_DIR=$SOURCE holds no $NEED" "point it at a train output folder (it holds $NEED)"
     fi
+fi
+mkdir -p -- "$DATA_DIR"
+prepare_file train.tsv train sample_models/bert-sst2/data/lite_train.tsv train.tsv
+prepare_file dev.tsv train sample_models/bert-sst2/data/lite_dev.tsv dev.tsv
+prepare_file infer.tsv infer sample_models/bert-sst2/data/lite_dev.tsv dev.tsv
+if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
     mkdir -p -- "$(dirname -- "$TRAINED")"
     rm -f -- "$TRAINED"
     ln -s -- "$(cd -- "$SOURCE" && pwd)" "$TRAINED"

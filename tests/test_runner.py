@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, chain_env, read_records, tipcgen
+from conftest import SST2, STUB, chain_env, read_records, tipcgen
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 RUN_DIR = Path("test_tipc/output/stub_model/lite_train_lite_infer")
@@ -223,12 +223,28 @@ def test_interrupt_leaves_a_summary(stub_repo: Path):
 @pytest.mark.parametrize("mode", ["lite_train_whole_infer", "whole_infer", "whole_train_whole_infer"])
 def test_whole_modes_stop_at_once_without_data(tmp_path: Path, mode):
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
+    data = tmp_path / "train_data" / "bert_sst2"
+    data.mkdir(parents=True)
+    (data / "dev.tsv").write_text("1\tthe data of an earlier run\n")  # prepare.sh checks every source first
     env = {k: v for k, v in chain_env().items() if k != "TIPC_DATA_DIR"}
     proc = subprocess.run([sys.executable, "-m", "tipcgen", "run", "--mode", mode], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "TIPC_DATA_DIR" in proc.stderr and "--data-dir" in proc.stderr and "Traceback" not in proc.stderr
     assert "[tipc] RUN" not in proc.stdout, "no step may run"
+    assert [p.name for p in data.iterdir()] == ["dev.tsv"], "nothing copied before the refusal"
+    assert (data / "dev.tsv").read_text() == "1\tthe data of an earlier run\n"
+
+
+def test_whole_infer_without_a_trained_model_stops_before_preparing_anything(tmp_path: Path):
+    if not (SST2 / "dev.tsv").is_file():
+        pytest.skip("SST-2 is not at ../shared/data/sst2")
+    tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
+    proc = tipcgen("run", "--mode", "whole_infer", "--data-dir", str(SST2), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "needs a trained model, and no train run of bert_sst2 was found" in proc.stderr
+    assert "TIPC_MODEL_DIR" in proc.stderr and "[tipc] RUN" not in proc.stdout
+    assert not (tmp_path / "train_data").exists(), "nothing prepared before the refusal"
 
 
 def test_whole_data_with_the_wrong_checksum_is_refused(tmp_path: Path):
@@ -239,6 +255,7 @@ def test_whole_data_with_the_wrong_checksum_is_refused(tmp_path: Path):
         (fake / name).write_text("label\tsentence\n1\tgood\n")
     proc = tipcgen("run", "--mode", "whole_train_whole_infer", "--data-dir", str(fake), cwd=tmp_path)
     assert proc.returncode == 2 and "md5" in proc.stderr and "1 data rows, expected 67349" in proc.stderr
+    assert not (tmp_path / "train_data" / "bert_sst2").exists(), "nothing prepared before the refusal"
 
 
 def test_a_second_run_replaces_the_first_cleanly_and_modes_never_share_a_folder(stub_repo: Path):
