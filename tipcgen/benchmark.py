@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DescriptorError
+from .yaml_lines import shown
 from .schema import BENCHMARK_FIELDS
 
 SECTION = "train_benchmark_params"
@@ -73,33 +74,33 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> BenchmarkSpec | Non
         raise fail("benchmark.batch_size", "is missing", example)
     sizes = _as_list(value["batch_size"])
     if not sizes or not all(_positive_int(b) for b in sizes):
-        raise fail("benchmark.batch_size", f"expected whole numbers > 0, found {value['batch_size']!r}", "e.g. [8, 16]")
+        raise fail("benchmark.batch_size", f"expected whole numbers > 0, found {shown(value['batch_size'])}", "e.g. [8, 16]")
     fp_items = _as_list(value.get("fp_items", list(FP_ITEMS)))
     if not fp_items or not all(item in FP_ITEMS for item in fp_items):
-        raise fail("benchmark.fp_items", f"expected a list of fp32 and fp16, found {value.get('fp_items')!r}",
+        raise fail("benchmark.fp_items", f"expected a list of fp32 and fp16, found {shown(value.get('fp_items'))}",
                    "fp16 trains with AMP (the autocast slot gets amp), e.g. [fp32, fp16]")
     epoch = value.get("epoch", 1)
     if not _positive_int(epoch):
-        raise fail("benchmark.epoch", f"expected a whole number > 0, found {epoch!r}",
+        raise fail("benchmark.epoch", f"expected a whole number > 0, found {shown(epoch)}",
                    "enough epochs for more than 2 logged ips: values (the first 2 are skipped)")
     profiler = value.get("profiler_options")
     if profiler is not None and (not isinstance(profiler, str) or not re.fullmatch(r"[^\s|:]+", profiler)):
-        raise fail("benchmark.profiler_options", f"expected one word without spaces, ':' or '|', found {profiler!r}",
+        raise fail("benchmark.profiler_options", f"expected one word without spaces, ':' or '|', found {shown(profiler)}",
                    "e.g. batch_range=[10,20];state=GPU;tracer_option=Default;profile_path=model.profile, or null")
     flags = value.get("flags") or {}
     if not isinstance(flags, dict):
-        raise fail("benchmark.flags", f"expected a mapping of environment variable to value, found {flags!r}",
+        raise fail("benchmark.flags", f"expected a mapping of environment variable to value, found {shown(flags)}",
                    "e.g. {FLAGS_eager_delete_tensor_gb: 0.0}")
     pairs = []
     for name, flag in flags.items():
         text = str(flag).lower() if isinstance(flag, bool) else str(flag)
         if not isinstance(name, str) or not FLAG_NAME_RE.match(name) or not FLAG_VALUE_RE.match(text):
-            raise fail(f"benchmark.flags.{name}", f"{name}={text} is not NAME=VALUE (letters, digits, _ . + -)",
+            raise fail(f"benchmark.flags.{name}", f"{shown(f'{name}={text}')} is not NAME=VALUE (letters, digits, _ . + -)",
                        "the benchmark exports each flag as an environment variable: e.g. FLAGS_cudnn_deterministic: 1")
         pairs.append((name, text))
     devices = _as_list(value.get("device_num", ["N1C1", "N1C2"]))
     if not devices or not all(isinstance(d, str) and DEVICE_RE.match(d) for d in devices):
-        raise fail("benchmark.device_num", f"expected entries such as N1C1 or N1C8, found {value.get('device_num')!r}",
+        raise fail("benchmark.device_num", f"expected entries such as N1C1 or N1C8, found {shown(value.get('device_num'))}",
                    "N<machines>C<cards>: N1C1 is one device, N1C2 two (on a CPU machine, two gloo processes)")
     return BenchmarkSpec(tuple(sizes), tuple(fp_items), epoch, profiler, tuple(pairs), tuple(devices))
 

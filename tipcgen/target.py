@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DescriptorError
+from .yaml_lines import shown
 from .schema import TARGET_FIELDS
 
 TARGET_MODE = "whole_train_whole_infer"
@@ -55,18 +56,18 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> Target | None:
         raise fail("target.metrics", "expected a mapping of metric name to the paper's figure", example)
     for name, figure in metrics.items():
         if not isinstance(name, str) or not name.strip() or not _number(figure):
-            raise fail(f"target.metrics.{name}", f"expected a number, found {figure!r}",
+            raise fail(f"target.metrics.{name}", f"expected a number, found {shown(figure)}",
                        "the metric as the eval step prints it (accuracy: 0.8125), e.g. accuracy: 0.80")
     tolerance = value.get("tolerance", DEFAULT_TOLERANCE)
     if not _number(tolerance) or tolerance < 0:
-        raise fail("target.tolerance", f"expected a number >= 0, found {tolerance!r}", "e.g. 0.02")
+        raise fail("target.tolerance", f"expected a number >= 0, found {shown(tolerance)}", "e.g. 0.02")
     relative = value.get("relative", True)
     if not isinstance(relative, bool):
-        raise fail("target.relative", f"expected true or false, found {relative!r}",
+        raise fail("target.relative", f"expected true or false, found {shown(relative)}",
                    "true: the tolerance is a fraction of the figure; false: in the metric's own units")
     lower = value.get("lower_is_better", [m for m in metrics if m in LOWER_BY_DEFAULT])
     if not isinstance(lower, list) or not all(m in metrics for m in lower):
-        raise fail("target.lower_is_better", f"expected a list of metric names from target.metrics, found {lower!r}",
+        raise fail("target.lower_is_better", f"expected a list of metric names from target.metrics, found {shown(lower)}",
                    "e.g. lower_is_better: [loss]")
     return Target({str(k): float(v) for k, v in metrics.items()}, float(tolerance), relative, tuple(lower))
 

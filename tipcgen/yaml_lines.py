@@ -87,6 +87,12 @@ def _to_python(node: yaml.Node, path: str, lines: dict[str, int], source: str) -
 _SCALARS = yaml.SafeLoader("")  # constructs scalar nodes only; holds no document state between calls
 
 
+def shown(value: Any) -> str:
+    """A found value in an error message: as written when short (a list shows its items), else described."""
+    text = repr(value)
+    return text if len(text) < 80 else describe(value)
+
+
 def describe(value: Any) -> str:
     if value is None:
         return "null"
