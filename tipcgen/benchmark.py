@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DescriptorError
-from .yaml_lines import shown
 from .schema import BENCHMARK_FIELDS
+from .yaml_lines import shown
 
 SECTION = "train_benchmark_params"
 FIELDS = BENCHMARK_FIELDS  # the schema (schema.py) names them

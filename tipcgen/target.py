@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DescriptorError
-from .yaml_lines import shown
 from .schema import TARGET_FIELDS
+from .yaml_lines import shown
 
 TARGET_MODE = "whole_train_whole_infer"
 FIELDS = TARGET_FIELDS  # the schema (schema.py) names them

@@ -43,7 +43,6 @@ def main(argv=None):
         import paddle  # noqa: F401
 
         common.set_device(args.device)
-        import modeling  # noqa: F401
 
     encoded, pad_id = common.encode_sentences(os.path.join(ckpt, common.VOCAB_FILE), [args.text], max_len)
     model, _ = common.load_model(ckpt)

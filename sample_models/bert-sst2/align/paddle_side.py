@@ -171,7 +171,6 @@ def main(argv: list[str] | None = None) -> int:
         import paddle
 
         paddle.set_device("cpu")
-        import modeling  # noqa: F401  (the sample's BERT: paddlenlp's, written out in paddle.nn)
     if not os.path.isfile(os.path.join(args.out, ac.INIT_DIR, common.CONFIG_FILE)):
         make_init(args.out)
     if args.init_only:
