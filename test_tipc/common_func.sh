@@ -88,16 +88,17 @@ tipc_load_config() {
     done < "$file"
 }
 
-# The name a line is known by: the key of key:value, the name of a ===header===, or the line.
+# tipc_line_name VAR LINE: into VAR, the name LINE is known by: the key of key:value, the name of a
+# ===header===, or the line (no subshell: the layout checks call it for every slot of every run).
 tipc_line_name() {
-    local line=$1
-    if [[ $line == =*= ]]; then
-        line=${line##+(=)}
-        line=${line%%+(=)}
-        line=${line#"${line%%[![:space:]]*}"}
-        printf '%s' "${line%"${line##*[![:space:]]}"}"
+    local tipc_name_line=$2
+    if [[ $tipc_name_line == =*= ]]; then
+        tipc_name_line=${tipc_name_line##+(=)}
+        tipc_name_line=${tipc_name_line%%+(=)}
+        tipc_name_line=${tipc_name_line#"${tipc_name_line%%[![:space:]]*}"}
+        printf -v "$1" '%s' "${tipc_name_line%"${tipc_name_line##*[![:space:]]}"}"
     else
-        printf '%s' "${line%%:*}"
+        printf -v "$1" '%s' "${tipc_name_line%%:*}"
     fi
 }
 
@@ -109,7 +110,7 @@ tipc_check_layout() {
         idx=${entry%%:*}
         keys=${entry#*:}
         if [ "$idx" -ge "${#TIPC_LINES[@]}" ]; then break; fi
-        found=$(tipc_line_name "${TIPC_LINES[$idx]}")
+        tipc_line_name found "${TIPC_LINES[$idx]}"
         if [[ "/$keys/" != *"/$found/"* ]]; then
             tipc_die "$file:${TIPC_LINENOS[$idx]}: expected '${keys//\// or }' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}'" \
                 "a line above it is missing or extra, so every later value would be read from the wrong line (tipcgen lint shows where)"
@@ -170,7 +171,7 @@ tipc_check_keys() {
     local file=$1 i idx found
     for i in "${!TIPC_KEY_INDEX[@]}"; do
         idx=${TIPC_KEY_INDEX[i]}
-        found=$(tipc_line_name "${TIPC_LINES[$idx]}")
+        tipc_line_name found "${TIPC_LINES[$idx]}"
         if [ "$found" != "${TIPC_KEY_NAME[i]}" ] && [ "$found" != null ]; then
             tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '${TIPC_KEY_NAME[i]}' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}'" \
                 "a line above it is missing or extra (tipcgen lint shows where); if you renamed the flag on purpose, change the descriptor and re-render (tipcgen update)"
@@ -193,12 +194,13 @@ slot_value() {
 
 # section_value SECTION KEY: KEY's value in the trailing section SECTION (found by name, not position).
 section_value() {
-    local section=$1 key=$2 i line inside=""
+    local section=$1 key=$2 i line name inside=""
     for ((i = TIPC_LAYOUT_LINES; i < ${#TIPC_LINES[@]}; i++)); do
         line=${TIPC_LINES[i]}
         if [[ $line == =*= ]]; then
             inside=""
-            if [ "$(tipc_line_name "$line")" = "$section" ]; then inside=1; fi
+            tipc_line_name name "$line"
+            if [ "$name" = "$section" ]; then inside=1; fi
         elif [ -n "$inside" ] && [ "${line%%:*}" = "$key" ]; then
             printf '%s' "${line#*:}"
             return 0

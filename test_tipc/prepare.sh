@@ -9,7 +9,8 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 
 tipc_open "CONFIG MODE" "$@"
-if [ "$(tipc_line_name "${TIPC_LINES[0]:-}")" = paddle2onnx_params ]; then
+tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
+if [ "$TIPC_FIRST" = paddle2onnx_params ]; then
     CHAIN=paddle2onnx
     TIPC_MODEL=$(config_value model_name)
     PYTHON=${TIPC_PYTHON:-$(config_value python)}

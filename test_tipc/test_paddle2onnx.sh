@@ -11,7 +11,8 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 
 tipc_open "CONFIG MODE" "$@"
-if [ "$(tipc_line_name "${TIPC_LINES[0]:-}")" != paddle2onnx_params ]; then
+tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
+if [ "$TIPC_FIRST" != paddle2onnx_params ]; then
     tipc_die "$CONFIG is not a paddle2onnx config (its first line is not the paddle2onnx_params header)" \
         "pass test_tipc/configs/<model>/model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
 fi
