@@ -110,17 +110,21 @@ def assert_checked(repo: Path, model: str, run: str, outputs: set[str], env_note
 
 
 def run_grid(repo: Path, model: str, outputs: set[str], whole: Path, env: dict | None = None,
-             env_note: str = "", compared: int = 1) -> dict[str, str]:
-    """All four modes, then the paddle2onnx chain; returns each run's stdout."""
+             env_note: str = "", compared: int = 1, whole_infer_data: bool = True) -> dict[str, str]:
+    """All four modes, then the paddle2onnx chain; returns each run's stdout. whole_infer_data: the project's
+    inference data is a file of its own (lite_train_whole_infer takes it from the whole data set)."""
     out = {}
     for mode in MODES:
         extra = ("--data-dir", str(whole)) if mode in WHOLE else ()
         out[mode] = run_chain(repo, "--mode", mode, *extra, env=env)
         assert "\nPASSED: " in out[mode], out[mode][-1500:]  # not "PASSED (results not checked)"
         assert_checked(repo, model, mode, outputs, env_note, compared)
+        prepared = (repo / "test_tipc/output" / model / mode / "prepare.log").read_text()
         if mode == "whole_train_whole_infer":  # trained on the whole data, never silently on the lite data
-            prepared = (repo / "test_tipc/output" / model / mode / "prepare.log").read_text()
             assert f" -> {whole}/" in prepared and "(whole data" in prepared and "(lite data" not in prepared, prepared
+        elif mode == "lite_train_whole_infer":  # trained on the lite data; inference data, if its own, whole
+            assert "(lite data" in prepared, prepared
+            assert not whole_infer_data or f" -> {whole}/" in prepared, prepared
     out["paddle2onnx"] = run_chain(repo, "--chain", "paddle2onnx", "--mode", MODES[0], env=env)
     steps = assert_checked(repo, model, f"paddle2onnx/{MODES[0]}", outputs, env_note)
     onnx = next(s for s in steps if s["name"] == "onnx_fixed_inputs_cpu")
