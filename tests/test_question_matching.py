@@ -55,6 +55,16 @@ def test_pair_encoding_types_and_truncation(tmp_path: Path):
 
 
 # ------------------------------------------------------------------ R-Drop
+@pytest.fixture
+def qm_modules(monkeypatch):
+    """The sample's common.py and modeling.py; modeling also as the `modeling` common.py imports (in the
+    scripts their own folder comes first on sys.path; here bert-sst2's modeling.py may be loaded too)."""
+    pytest.importorskip("paddle")
+    modeling = _load("qm_modeling", "modeling.py")
+    monkeypatch.setitem(sys.modules, "modeling", modeling)
+    return _load("qm_common", "common.py"), modeling
+
+
 def _np_log_softmax(x):
     import numpy as np
 
@@ -62,12 +72,14 @@ def _np_log_softmax(x):
     return x - np.log(np.exp(x).sum(axis=1, keepdims=True))
 
 
-def test_rdrop_loss_matches_a_hand_computation():
-    """paddlenlp's RDropLoss (what train.py uses) and the sample's total loss, against numpy:
+@pytest.mark.paddle
+def test_rdrop_loss_matches_a_hand_computation(qm_modules):
+    """The sample's R-Drop loss (modeling.rdrop_loss: paddlenlp's RDropLoss) and its total loss, against numpy:
     R-Drop = (sum KL(q||p) + sum KL(p||q)) / 2 over the batch; loss = mean CE(p) + coef x R-Drop."""
-    np = pytest.importorskip("numpy")
-    paddle = pytest.importorskip("paddle")
-    common = _load("qm_common", "common.py")
+    import numpy as np
+    import paddle
+
+    common, _ = qm_modules
     l1 = np.array([[1.0, -0.5], [0.2, 0.3], [2.0, 0.0], [-1.5, 0.7]], dtype="float32")
     l2 = np.array([[0.5, 0.0], [0.2, 0.3], [-1.0, 1.0], [-1.0, 0.2]], dtype="float32")
     y = np.array([0, 1, 0, 1], dtype="int64")
@@ -92,6 +104,46 @@ def test_rdrop_loss_matches_a_hand_computation():
     assert abs(float(common.rdrop_loss(t1, t1))) < 1e-7  # identical passes: no penalty
     one_pass, _, none = common.matching_loss(t1, ty, None, rdrop_coef=0.1)
     assert none is None and abs(float(one_pass) - want_ce) < 1e-5
+
+
+@pytest.mark.paddle
+def test_the_sample_model_is_paddlenlps_ernie_gram_and_rdrop(qm_modules):
+    """modeling.py against paddlenlp 2.8 (ErnieGramModel under the matcher's head, RDropLoss): one seed gives
+    the same parameters (names, order, values), the same logits in eval mode and, with one dropout seed, in
+    train mode; the same R-Drop loss; each side reads the other's config.json. (That no script imports
+    paddlenlp: test_rdrop_trains_with_two_passes, on train.py's import profile.)"""
+    import numpy as np
+    import paddle
+
+    pytest.importorskip("paddlenlp")
+    from paddlenlp.losses import RDropLoss
+    from paddlenlp.transformers import ErnieGramConfig, ErnieGramModel
+
+    common, modeling = qm_modules
+    paddle.set_device("cpu")
+    ref_config = ErnieGramConfig(vocab_size=50, embedding_size=16, hidden_size=16, num_hidden_layers=2,
+                                 num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    paddle.seed(3)
+    ref = modeling.QuestionMatching(ErnieGramModel(ref_config), 0.1)  # the head as it was under paddlenlp
+    paddle.seed(3)
+    mine = common.build_model(modeling.ErnieGramConfig(**ref_config.to_dict()), 0.1)
+    ref_state, mine_state = ref.state_dict(), mine.state_dict()
+    assert list(ref_state) == list(mine_state) and len(ref_state) > 30
+    for name, value in ref_state.items():
+        np.testing.assert_array_equal(value.numpy(), mine_state[name].numpy(), err_msg=name)
+    ids = paddle.to_tensor([[2, 7, 9, 3, 11, 3, 0], [2, 5, 6, 3, 8, 9, 3]])  # [PAD] is 0: masked
+    types = paddle.to_tensor([[0, 0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 1, 1, 1]])
+    for train in (False, True):
+        ref.train() if train else ref.eval()
+        mine.train() if train else mine.eval()
+        paddle.seed(11)
+        expected = ref(ids, types).numpy()
+        paddle.seed(11)
+        np.testing.assert_array_equal(mine(ids, types).numpy(), expected)
+    assert float(np.abs(expected).max()) > 0
+    p, q = paddle.to_tensor(expected), paddle.to_tensor(expected[::-1].copy())
+    assert float(common.rdrop_loss(p, q)) == float(RDropLoss()(p, q)) > 0
+    assert ErnieGramConfig(**mine.ptm.config.to_dict()).to_dict() == ref_config.to_dict()
 
 
 # ------------------------------------------------------------------ the lite chain
@@ -167,8 +219,12 @@ def test_rdrop_trains_with_two_passes(tmp_path: Path):
                            f"--train_set={SAMPLE / 'data/lite_train.tsv'}", f"--dev_set={SAMPLE / 'data/lite_dev.tsv'}",
                            f"--vocab_file={vocab}", f"--save_dir={tmp_path / 'out'}", "--train_batch_size=4",
                            "--max_steps=20", "--eval_step=10", "--rdrop_coef=0.1", "--log_interval=5"],
-                          capture_output=True, text=True, env=dict(os.environ, GLOG_minloglevel="2"))
+                          capture_output=True, text=True,
+                          env=dict(os.environ, GLOG_minloglevel="2", PYTHONPROFILEIMPORTTIME="1"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "modeling" in imported and "paddle.nn" in imported
+    assert not any(m == "paddlenlp" or m.startswith("paddlenlp.") for m in imported)  # 2.5 s a process
     log = (tmp_path / "out" / "train.log").read_text(encoding="utf-8")
     assert ", rdrop_coef=0.1," in log and "rdrop: two forward passes per batch" in log
     kls = [float(x) for x in re.findall(r"kl_loss: ([\d.]+)", log)]

@@ -1,8 +1,9 @@
 """Shared helpers for the question-matching scripts.
 
-Importing this module is cheap: it imports neither paddle nor paddlenlp (the model helpers
-import them inside the functions), so build_vocab.py, predict.py's argument checks and infer.py
-can use it.
+Importing this module is cheap: it imports neither paddle nor the model (modeling.py; the model
+helpers import it inside the functions), so build_vocab.py, predict.py's argument checks and infer.py
+can use it. No script of the sample imports paddlenlp: modeling.py is its ErnieGramModel and
+RDropLoss, written out.
 """
 
 import argparse
@@ -14,7 +15,7 @@ os.environ.setdefault("GLOG_minloglevel", "2")
 
 MODEL_NAME = "question_matching"
 LABELS = ["different", "same"]  # 0: the two questions ask different things, 1: the same thing
-CONFIG_FILE = "config.json"  # paddlenlp ErnieGramConfig (to_dict) + the classifier's dropout
+CONFIG_FILE = "config.json"  # modeling.ErnieGramConfig.to_dict() (paddlenlp's reads it too) + the classifier's dropout
 PARAMS_FILE = "model_state.pdparams"
 VOCAB_FILE = "vocab.txt"
 META_FILE = "train_meta.json"
@@ -248,7 +249,7 @@ def checkpoint_meta(ckpt_dir):
 def new_config(vocab_size, pad_token_id, hidden_size, num_layers, num_heads, intermediate_size,
                max_position_embeddings, dropout=0.1):
     """A small ErnieGramConfig (random init). embedding_size must be set with hidden_size."""
-    from paddlenlp.transformers import ErnieGramConfig
+    from modeling import ErnieGramConfig
 
     return ErnieGramConfig(
         vocab_size=vocab_size,
@@ -268,29 +269,17 @@ def new_config(vocab_size, pad_token_id, hidden_size, num_layers, num_heads, int
 
 
 def build_model(config, dropout=0.1):
-    """encoder (paddlenlp ErnieGramModel) -> pooled CLS -> dropout -> linear(2)."""
-    import paddle.nn as nn
-    from paddlenlp.transformers import ErnieGramModel
+    """encoder (modeling.ErnieGramModel: paddlenlp's) -> pooled CLS -> dropout -> linear(2)."""
+    from modeling import ErnieGramModel, QuestionMatching
 
-    class QuestionMatching(nn.Layer):
-        def __init__(self, ptm, dropout):
-            super().__init__()
-            self.ptm = ptm
-            self.dropout = nn.Dropout(dropout)
-            self.classifier = nn.Linear(ptm.config.hidden_size, len(LABELS))
-
-        def forward(self, input_ids, token_type_ids):
-            _, cls_embedding = self.ptm(input_ids, token_type_ids=token_type_ids)
-            return self.classifier(self.dropout(cls_embedding))
-
-    return QuestionMatching(ErnieGramModel(config), dropout)
+    return QuestionMatching(ErnieGramModel(config), dropout, len(LABELS))
 
 
 def rdrop_loss(logits1, logits2):
     """paddlenlp's RDropLoss: (KL(p||q) + KL(q||p)) / 2, summed over the batch (its reduction="none" + sum)."""
-    from paddlenlp.losses import RDropLoss
+    from modeling import rdrop_loss
 
-    return RDropLoss()(logits1, logits2)
+    return rdrop_loss(logits1, logits2)
 
 
 def matching_loss(logits1, labels, logits2=None, rdrop_coef=0.0):
@@ -314,7 +303,7 @@ def save_config(config, dropout, path):
 def load_model(ckpt_dir):
     """The model from a checkpoint dir (config.json + model_state.pdparams)."""
     import paddle
-    from paddlenlp.transformers import ErnieGramConfig
+    from modeling import ErnieGramConfig
 
     cfg = read_json(os.path.join(ckpt_dir, CONFIG_FILE), "model config")
     dropout = float(cfg.pop("classifier_dropout", 0.1))

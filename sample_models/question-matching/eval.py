@@ -56,7 +56,7 @@ def main(argv=None):
         import paddle  # noqa: F401
 
         common.set_device(args.device)
-        import paddlenlp.transformers  # noqa: F401
+        import modeling  # noqa: F401
 
     t_import = time.time() - t_start
     tokenizer = CharTokenizer(os.path.join(ckpt, common.VOCAB_FILE))

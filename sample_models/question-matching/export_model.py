@@ -59,7 +59,7 @@ def main(argv=None):
         import paddle
         from paddle.static import InputSpec
 
-        import paddlenlp.transformers  # noqa: F401
+        import modeling  # noqa: F401
 
     paddle.set_device("cpu")
     t_import = time.time() - t_start

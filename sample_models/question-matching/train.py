@@ -1,5 +1,5 @@
-"""Train the question-matching sample: a small ERNIE-Gram (paddlenlp, random init) point-wise
-matcher with optional R-Drop, the shape of PaddleNLP's question_matching baseline.
+"""Train the question-matching sample: a small ERNIE-Gram (paddlenlp's, written out in modeling.py; random
+init) point-wise matcher with optional R-Drop, the shape of PaddleNLP's question_matching baseline.
 
     python sample_models/question-matching/train.py --device=cpu --save_dir=./output/qm \
         --train_set=./train_data/question_matching/train.tsv --dev_set=./train_data/question_matching/dev.tsv \
@@ -127,8 +127,7 @@ def main(argv=None):
         import paddle.distributed as dist
 
         common.set_device(args.device)
-        import paddlenlp.transformers  # noqa: F401
-        import paddlenlp.losses  # noqa: F401
+        import modeling  # noqa: F401
 
     t_import = time.time() - t_start
     world_size = dist.get_world_size()
