@@ -1,0 +1,77 @@
+"""CPU seconds per test, for deciding what the test suite spends its time on (docs/PERFORMANCE.md).
+
+    PYTHONPATH=bench python -m pytest -q -p pytest_cpu                 # the whole suite, as CI runs it
+    PYTHONPATH=bench python -m pytest -q -m "not paddle" -p pytest_cpu
+
+On two cores the suite is CPU-bound, so its wall time is about its CPU time over the cores, and the
+CPU a test costs is what removing or sharing it would save; a test's wall time under xdist is not
+(it waits on the other workers). Each test's own process CPU and that of the processes it started and
+waited for (every chain step: the generated scripts' children are waited for by bash, and bash by the
+test) is counted from getrusage before and after it; a session or module fixture counts in the first
+test that uses it. Each xdist worker writes its rows; the controller merges them into
+bench/results/test_cpu.json and prints the largest tests and files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+OUT = Path(__file__).resolve().parent / "results" / "test_cpu.json"
+_PARTS = Path(os.environ.get("PYTEST_CPU_DIR") or tempfile.gettempdir()) / "pytest_cpu_parts"
+_rows: list[dict] = []
+
+
+def _cpu() -> tuple[float, float]:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    own, children = _cpu()
+    start = time.perf_counter()
+    yield
+    own2, children2 = _cpu()
+    _rows.append({"test": item.nodeid, "own_cpu": round(own2 - own, 3), "children_cpu": round(children2 - children, 3),
+                  "wall": round(time.perf_counter() - start, 3)})
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist): a fresh folder
+        _PARTS.mkdir(parents=True, exist_ok=True)
+        for old in _PARTS.glob("*.json"):
+            old.unlink()
+
+
+def pytest_sessionfinish(session):
+    _PARTS.mkdir(parents=True, exist_ok=True)
+    (_PARTS / f"{os.getpid()}.json").write_text(json.dumps(_rows))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if hasattr(terminalreporter.config, "workerinput"):
+        return
+    rows = [row for part in sorted(_PARTS.glob("*.json")) for row in json.loads(part.read_text())]
+    if not rows:
+        return
+    rows.sort(key=lambda r: -(r["own_cpu"] + r["children_cpu"]))
+    total = sum(r["own_cpu"] + r["children_cpu"] for r in rows)
+    by_file = Counter()
+    for row in rows:
+        by_file[row["test"].split("::")[0]] += row["own_cpu"] + row["children_cpu"]
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"tests": len(rows), "cpu_seconds": round(total, 1), "rows": rows}, indent=1) + "\n")
+    write = terminalreporter.write_line
+    write(f"CPU by test: {total:.0f} s in {len(rows)} tests (own + waited-for children); {OUT}")
+    for row in rows[:15]:
+        write(f"{row['own_cpu'] + row['children_cpu']:7.1f} s  {row['test']}")
+    write("CPU by file:")
+    for name, seconds in by_file.most_common(10):
+        write(f"{seconds:7.1f} s  {name}")
