@@ -1,5 +1,5 @@
-"""The question-matching sample (issue 17): R-Drop loss vs a hand computation, the character
-tokenizer, and one real lite chain through `tipcgen init question-matching` + `tipcgen run`
+"""The question-matching sample (issue 17): R-Drop loss vs a hand computation, its model and loss vs
+paddlenlp's (modeling.py writes them out in paddle.nn), the character tokenizer, and one real lite chain through `tipcgen init question-matching` + `tipcgen run`
 (basic and paddle2onnx), shared by the chain assertions (module scope), plus a few R-Drop steps
 of train.py (the chain's config trains without R-Drop). About 50 s on 2 CPU cores at load 2-3
 (90 s beside a bench run), most of it process start-ups.
@@ -111,7 +111,9 @@ def test_the_sample_model_is_paddlenlps_ernie_gram_and_rdrop(qm_modules):
     """modeling.py against paddlenlp 2.8 (ErnieGramModel under the matcher's head, RDropLoss): one seed gives
     the same parameters (names, order, values), the same logits in eval mode and, with one dropout seed, in
     train mode; the same R-Drop loss; each side reads the other's config.json. (That no script imports
-    paddlenlp: test_rdrop_trains_with_two_passes, on train.py's import profile.)"""
+    paddlenlp: test_rdrop_trains_with_two_passes, on train.py's import profile; that the scripts, without
+    paddlenlp's patches of paddle.nn loaded, still train and infer the same: the lite chain's golden check
+    against results committed when they ran on paddlenlp.)"""
     import numpy as np
     import paddle
 
