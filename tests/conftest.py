@@ -49,6 +49,13 @@ PADDLE_FIXTURES = {"sample_lite_run": ("paddle", "chain"), "sample_p2o_run": ("p
 # paddle probe (docs/CHAINS.md), so they run where paddle is missing. A test of the probe itself
 # passes TIPC_NO_PADDLE="" (test_broken_steps.py); the paddle chains fail on their own without it.
 os.environ.setdefault("TIPC_NO_PADDLE", "1")
+# Every process a test starts finds `python` (and the venv's tools) where the tests run, as in an activated
+# venv, whether or not the venv was activated: a chain run by bash directly inherits this PATH. Without it a
+# pyenv shim first on PATH ran the stub steps under another interpreter than the tests', each `python`
+# through ~20 processes of pyenv's bash (126 of them in the run without paddle: ~12 s of its CPU).
+_BIN = str(Path(sys.executable).parent)
+if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 # The fuzz tests run a quarter of their examples by default (seconds, not minutes, in every run of the
 # suite); TIPCGEN_FUZZ=full runs all of them (docs/PERFORMANCE.md, "The test suite").
 FUZZ_SHARE = 1.0 if os.environ.get("TIPCGEN_FUZZ", "") == "full" else 0.25
