@@ -302,10 +302,12 @@ tipc_json() {
     printf '%s' "$tipc_json_text"
 }
 
+# tipc_show_cmd VAR WORD...: the command as one shell-quoted line, into VAR.
 tipc_show_cmd() {
-    local shown
-    printf -v shown '%q ' "$@"
-    printf '%s' "${shown% }"
+    local -n tipc_shown_out=$1
+    shift
+    printf -v tipc_shown_out '%q ' "$@"
+    tipc_shown_out=${tipc_shown_out% }
 }
 
 TIPC_PASSED=0
@@ -421,13 +423,22 @@ tipc_wait_step() {
     rm -f -- "$status_file"
 }
 
+# tipc_elapsed VAR START: the seconds since START (an $EPOCHREALTIME) into VAR as S.mmm. Integer
+# microseconds, so no fork and no locale: EPOCHREALTIME's decimal point is the locale's (a comma in many).
+tipc_elapsed() {
+    local now=${EPOCHREALTIME//[!0-9]/} then=${2//[!0-9]/} us
+    us=$((10#$now - 10#$then))
+    if [ "$us" -lt 0 ]; then us=0; fi
+    printf -v "$1" '%d.%03d' $((us / 1000000)) $((us % 1000000 / 1000))
+}
+
 # tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step under the time and log-size limits,
 # write its status line to results_python.log and its record to steps.jsonl. Returns its status.
 tipc_step() {
     local kind=$1 name=$2 log=$3 note=$4 shown start rc seconds reason="" status
     shift 5
     if [ -n "$TIPC_INTERRUPTED" ]; then TIPC_CASE=(); return 130; fi
-    shown=$(tipc_show_cmd "$@")
+    tipc_show_cmd shown "$@"
     printf '[tipc] RUN  %s %s\n' "$kind" "$name"
     start=$EPOCHREALTIME
     (
@@ -442,7 +453,7 @@ tipc_step() {
         if [ -n "$TIPC_KILLER_PID" ]; then kill "$TIPC_KILLER_PID" 2> /dev/null; fi
     fi
     TIPC_STEP_PID=
-    seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+    tipc_elapsed seconds "$start"
     if [ -n "$TIPC_INTERRUPTED" ]; then
         reason="interrupted"
     elif [ "$rc" -eq 124 ] || { [ "$TIPC_STEP_SIGNAL" = KILL ] && [ "${seconds%.*}" -ge "${TIPC_STEP_TIMEOUT:-600}" ]; }; then

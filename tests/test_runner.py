@@ -86,6 +86,26 @@ def test_flags_reach_the_scripts_as_key_value(stub_repo: Path, tmp_path: Path):
     assert {a for c in infer for a in c if a.startswith("--enable_mkldnn")} == {"--enable_mkldnn=False", "--enable_mkldnn=True"}
 
 
+def test_step_time_and_shown_command_need_no_fork_and_no_locale(stub_repo: Path):
+    """A step's seconds come from $EPOCHREALTIME read as integer microseconds: its decimal point is the
+    locale's (a comma in de_DE, fr_FR, ...), which awk read as the end of the number. The command a record
+    shows is shell-quoted, never run. Both answer into a variable (no subshell per step)."""
+    script = r"""source test_tipc/common_func.sh
+now=${EPOCHREALTIME//[!0-9]/}
+past=$((now - 1500000))
+start="$((past / 1000000)),$(printf %06d $((past % 1000000)))"
+tipc_elapsed comma "$start"
+tipc_elapsed dot "${start/,/.}"
+tipc_show_cmd shown python 'a b' '$(touch pwned)' "it's"
+printf '%s\n%s\n%s\n' "$comma" "$dot" "$shown"
+"""
+    proc = subprocess.run(["bash", "-c", script], cwd=stub_repo, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    comma, dot, shown = proc.stdout.splitlines()
+    assert 1.5 <= float(comma) < 1.6 and 1.5 <= float(dot) < 1.6, proc.stdout
+    assert shown == "python a\\ b \\$\\(touch\\ pwned\\) it\\'s" and not (stub_repo / "pwned").exists()
+
+
 def test_a_failing_step_is_reported_and_the_chain_goes_on(stub_repo: Path):
     proc = run(stub_repo, env={"STUB_FAIL": "eval"})
     assert proc.returncode == 1
