@@ -48,7 +48,9 @@ def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, b
 
     chain = Chain(**chain)
     node = socket.gethostname() + " " + ray.util.get_node_ip_address()
-    board.started.remote(chain.key, node)
+    # Waited for: a call still queued in this worker (the board actor may not be up yet) dies with it, and a
+    # lost first start would hide Ray's retry of this chain (the count of starts is how the driver tells).
+    ray.get(board.started.remote(chain.key, node))
     gpus = [str(int(g)) for g in ray.get_gpu_ids()]
 
     def on_line(line: str) -> None:
