@@ -165,9 +165,9 @@ def _start_order(item) -> int:
 
 
 def chain_env(**extra: str) -> dict:
-    """The environment of a chain: the interpreter running the tests (the one with paddle) first on PATH."""
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return {**os.environ, "NO_COLOR": "1", "PATH": path, **extra}
+    """The environment of a chain: this process's (the interpreter running the tests, the one with paddle,
+    is first on its PATH: see _BIN above), without colour, plus EXTRA."""
+    return {**os.environ, "NO_COLOR": "1", **extra}
 
 
 def tipcgen(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600,

@@ -42,7 +42,6 @@ def main(argv=None):
         import paddle  # noqa: F401
 
         common.set_device(args.device)
-        import modeling  # noqa: F401
 
     t_import = time.time() - t_start
     encoded, pad_id = common.encode_sentences(os.path.join(ckpt, common.VOCAB_FILE), sentences, max_len)

@@ -61,8 +61,6 @@ def main(argv=None):
         import paddle
         from paddle.static import InputSpec
 
-        import modeling  # noqa: F401
-
     paddle.set_device("cpu")
     t_import = time.time() - t_start
     model, _ = common.load_model(ckpt)

@@ -56,7 +56,6 @@ def main(argv=None):
         import paddle  # noqa: F401
 
         common.set_device(args.device)
-        import modeling  # noqa: F401
 
     t_import = time.time() - t_start
     tokenizer = CharTokenizer(os.path.join(ckpt, common.VOCAB_FILE))

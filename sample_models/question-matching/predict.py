@@ -50,7 +50,6 @@ def main(argv=None):
         import paddle  # noqa: F401
 
         common.set_device(args.device)
-        import modeling  # noqa: F401
 
     tokenizer = CharTokenizer(os.path.join(ckpt, common.VOCAB_FILE))
     model, _, _ = common.load_model(ckpt)

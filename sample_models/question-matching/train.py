@@ -127,7 +127,6 @@ def main(argv=None):
         import paddle.distributed as dist
 
         common.set_device(args.device)
-        import modeling  # noqa: F401
 
     t_import = time.time() - t_start
     world_size = dist.get_world_size()
