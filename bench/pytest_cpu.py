@@ -36,11 +36,12 @@ def _cpu() -> tuple[float, float]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     own, children = _cpu()
-    start = time.perf_counter()
+    start, started = time.perf_counter(), time.time()
     yield
     own2, children2 = _cpu()
     _rows.append({"test": item.nodeid, "own_cpu": round(own2 - own, 3), "children_cpu": round(children2 - children, 3),
-                  "wall": round(time.perf_counter() - start, 3)})
+                  "wall": round(time.perf_counter() - start, 3), "start": round(started, 3),
+                  "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")})
 
 
 def pytest_sessionstart(session):
@@ -68,10 +69,15 @@ def pytest_terminal_summary(terminalreporter):
         by_file[row["test"].split("::")[0]] += row["own_cpu"] + row["children_cpu"]
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"tests": len(rows), "cpu_seconds": round(total, 1), "rows": rows}, indent=1) + "\n")
+    first = min(r["start"] for r in rows)
+    ends = {}
+    for row in rows:  # each worker's last test end, from the first test's start: the schedule's tail
+        ends[row["worker"]] = max(ends.get(row["worker"], 0.0), row["start"] + row["wall"] - first)
     write = terminalreporter.write_line
     write(f"CPU by test: {total:.0f} s in {len(rows)} tests (own + waited-for children); {OUT}")
     for row in rows[:15]:
         write(f"{row['own_cpu'] + row['children_cpu']:7.1f} s  {row['test']}")
+    write("workers done at: " + ", ".join(f"{w} {t:.0f} s" for w, t in sorted(ends.items())))
     write("CPU by file:")
     for name, seconds in by_file.most_common(10):
         write(f"{seconds:7.1f} s  {name}")

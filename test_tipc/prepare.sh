@@ -169,7 +169,8 @@ if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
             "run the basic chain first (tipcgen run --mode lite_train_lite_infer), or set TIPC_MODEL_DIR to a train output folder that holds $NEED"
     fi
     if [ -z "$(checkpoint_file "$SOURCE/$NEED")" ]; then
-        tipc_die "TIPC_MODEL_DIR=$SOURCE holds no $NEED" "point it at a train output folder (it holds $NEED)"
+        tipc_die "the trained model folder $SOURCE (TIPC_MODEL_DIR, set by tipcgen run --model-dir) holds no $NEED" \
+            "name a train output folder, one that holds $NEED (test_tipc/output/$TIPC_MODEL/<mode>/<train step>/)"
     fi
 fi
 mkdir -p -- "$DATA_DIR"

@@ -267,6 +267,20 @@ def test_whole_infer_without_a_trained_model_stops_before_preparing_anything(tmp
     assert not (tmp_path / "train_data").exists(), "nothing prepared before the refusal"
 
 
+def test_whole_infer_of_a_model_dir_without_the_checkpoint_names_the_folder(tmp_path: Path):
+    if not (SST2 / "dev.tsv").is_file():
+        pytest.skip("SST-2 is not at ../shared/data/sst2")
+    tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
+    empty = tmp_path / "not_a_train_run"
+    empty.mkdir()
+    proc = tipcgen("run", "--mode", "whole_infer", "--data-dir", str(SST2), "--model-dir", str(empty), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"the trained model folder {empty} (TIPC_MODEL_DIR, set by tipcgen run --model-dir) holds no checkpoint" \
+        in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "[tipc] RUN" not in proc.stdout
+    assert not (tmp_path / "train_data").exists(), "nothing prepared before the refusal"
+
+
 def test_whole_data_with_the_wrong_checksum_is_refused(tmp_path: Path):
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
     fake = tmp_path / "fake_sst2"

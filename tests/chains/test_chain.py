@@ -154,16 +154,27 @@ def sst2() -> Path:
     return SST2
 
 
-def test_whole_infer_exports_and_infers_an_earlier_run(lite_run, sst2):
-    repo = lite_run
-    proc = tipcgen("run", "--mode", "whole_infer", "--data-dir", str(sst2), cwd=repo, env=ENV)
+def test_whole_infer_exports_and_infers_the_model_dir_it_is_given(sample_lite_run, sst2, tmp_path: Path):
+    """whole_infer in a repository with no run of its own, of the lite run's train output folder named by
+    --model-dir: export first, then inference on the whole SST-2 dev set, checked against the dygraph model.
+    One CPU configuration (the lite run checks the sample's matrix; the grids, tests/grid.py, check the
+    default of whole_infer: the latest train run of the repository)."""
+    repo = _variant(tmp_path, lambda t: _edit(t, *ONE_INFERENCE))
+    trained = sample_lite_run / "test_tipc/output/bert_sst2" / MODE / "norm_train_gpus_-1_autocast_fp32"
+    proc = tipcgen("run", "--mode", "whole_infer", "--data-dir", str(sst2), "--model-dir", str(trained), "--quiet",
+                   cwd=repo, env=ENV)
     assert proc.returncode == 0, proc.stdout[-4000:]
+    prepared = (repo / "test_tipc/output/bert_sst2/whole_infer/prepare.log").read_text()
+    assert f"./train_data/bert_sst2/trained -> {trained} (trained model)" in prepared, prepared
     records = read_records(repo, "bert_sst2", "whole_infer")
     assert [r["kind"] for r in records if r["status"] == "passed"][:1] == ["export"]
     infers = [r for r in records if r["kind"] == "infer" and r["status"] == "passed"]
-    assert len(infers) == 4
+    assert len(infers) == 1, infers
     log = (repo / infers[0]["log"]).read_text()
     assert sum(1 for line in log.splitlines() if line.startswith("sst2_")) == 872  # the whole dev set
+    checks = {r["name"]: r["status"] for r in records if r["kind"] == "check"}
+    assert checks["infer_vs_dygraph_gpus_-1_model_1"] == "passed", checks
+    assert checks["fixed_inputs_gpus_-1_model_1"] == "passed", checks
 
 
 def test_paddle2onnx_chain_passes_and_installs_nothing(sample_p2o_run):
