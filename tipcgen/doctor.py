@@ -150,17 +150,9 @@ def _python_side(python: str, origin: str) -> list[Check]:
         return [Check("python", "fail", f"'{python}' ({origin}) is not on PATH",
                       "install Python 3.9+ and activate it (python3 -m venv .venv && . .venv/bin/activate), "
                       "or set TIPC_PYTHON=/path/to/python")]
-    try:
-        proc = subprocess.run([path, "-c", _PROBE], check=False, capture_output=True, text=True, timeout=PROBE_TIMEOUT,
-                              stdin=subprocess.DEVNULL, errors="replace")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return [Check("python", "fail", f"{path} could not run a probe: {exc}", "check that it is a working Python")]
-    line = next((line for line in reversed(proc.stdout.splitlines()) if line.startswith(_MARK)), None)
-    if line is None:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return [Check("python", "fail", f"{path} could not run a probe (exit code {proc.returncode}): {last}",
-                      "check that it is a working Python 3")]
-    found = json.loads(line[len(_MARK):])
+    found = _probe(path)
+    if isinstance(found, Check):
+        return [found]
     checks = [_python_version(found, path, origin)]
     checks += _paddle(found)
     modules = found.get("modules", {})
@@ -168,6 +160,21 @@ def _python_side(python: str, origin: str) -> list[Check]:
     for name in ("paddle2onnx", "onnxruntime"):
         checks.append(_module(modules, name, "the paddle2onnx chain needs it", f"pip install {ONNX_PINS}"))
     return checks
+
+
+def _probe(path: str) -> dict | Check:
+    """What the interpreter at path reports of itself and paddle (one subprocess), or the failed check."""
+    try:
+        proc = subprocess.run([path, "-c", _PROBE], check=False, capture_output=True, text=True, timeout=PROBE_TIMEOUT,
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check("python", "fail", f"{path} could not run a probe: {exc}", "check that it is a working Python")
+    line = next((line for line in reversed(proc.stdout.splitlines()) if line.startswith(_MARK)), None)
+    if line is None:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check("python", "fail", f"{path} could not run a probe (exit code {proc.returncode}): {last}",
+                     "check that it is a working Python 3")
+    return json.loads(line[len(_MARK):])
 
 
 def _python_version(found: dict, path: str, origin: str) -> Check:
