@@ -368,7 +368,6 @@ def test_bert_sst2_example_aligns_forward_metric_loss_backward_and_train(tmp_pat
     """run_all.py on CPU: both sides, conversion, five diff logs; then the report (~30 s on 2 cores)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    pytest.importorskip("paddlenlp")
     out = tmp_path / "align"
     env = dict(os.environ, GLOG_minloglevel="2", PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1")
     proc = subprocess.run([sys.executable, str(EXAMPLE / "run_all.py"), "--out", str(out), "--root", str(tmp_path)],

@@ -20,7 +20,7 @@ MODELS = ROOT / "tests" / "fixtures" / "repro" / "models.py"
 @pytest.fixture(scope="session")
 def weights(tmp_path_factory) -> Path:
     """torch and Paddle weights of the BN CNN and the sample's BERT, written once (~10 s, one process)."""
-    for module in ("torch", "transformers", "paddle", "paddlenlp"):
+    for module in ("torch", "transformers", "paddle"):
         pytest.importorskip(module)
     out = tmp_path_factory.mktemp("repro_weights")
     subprocess.run([sys.executable, str(MODELS), str(out)], check=True, env=chain_env(), capture_output=True,
@@ -170,7 +170,7 @@ def traces(cnn_inputs) -> dict:
     against its PyTorch reference; one process (~12 s)."""
     import json
 
-    for module in ("torch", "transformers", "paddle", "paddlenlp"):
+    for module in ("torch", "transformers", "paddle"):
         pytest.importorskip(module)
 
     proc = subprocess.run([sys.executable, "-c", _TRACES, str(cnn_inputs)], cwd=MODELS.parent, env=chain_env(),

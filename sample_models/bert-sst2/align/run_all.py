@@ -63,7 +63,7 @@ def compare_all(out: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--out", default="output/align", help="the folder for every file (default output/align)")
-    parser.add_argument("--paddle-python", default=sys.executable, help="the Python with paddle + paddlenlp")
+    parser.add_argument("--paddle-python", default=sys.executable, help="the Python with paddle")
     parser.add_argument("--torch-python", default=sys.executable, help="the Python with torch + transformers")
     parser.add_argument("--root", default=".", help="the repository whose test_tipc/output has the TIPC run")
     parser.add_argument("--fresh", action="store_true", help="make a new random init even if OUT has one")
