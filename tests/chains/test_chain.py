@@ -14,8 +14,6 @@ import pytest
 
 from conftest import chain_env, read_records, tipcgen
 
-pytest.importorskip("paddle")
-
 MODE = "lite_train_lite_infer"
 # The chain's scripts run `python` from PATH: make it this interpreter (the one with paddle).
 ENV = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
