@@ -112,6 +112,8 @@ def _split_on_punc(text):
 
 
 def _lower_outside_specials(text):
+    if "[" not in text and text.isascii():  # no special token, and ASCII lower-cases alike char by char or whole
+        return text.lower()
     return _LOWER_RE.sub(lambda m: m.group(1) or m.group(2).lower(), text)
 
 
@@ -126,6 +128,8 @@ def _split_word(token):
     """lower + strip accents + split on punctuation/symbols, for one whitespace-free token."""
     pieces = _WORD_CACHE.get(token)
     if pieces is None:
+        if token.isascii() and token.isalnum():  # no accent to strip, nothing to split on
+            return [token.lower()]
         pieces = _split_on_punc(_strip_accents(token.lower()))
         # " ".join(...).split() in paddlenlp: pieces that hold whitespace after lower/NFD
         pieces = " ".join(pieces).split()
