@@ -275,17 +275,11 @@ def build_model(config, dropout=0.1):
     return QuestionMatching(ErnieGramModel(config), dropout, len(LABELS))
 
 
-def rdrop_loss(logits1, logits2):
-    """paddlenlp's RDropLoss: (KL(p||q) + KL(q||p)) / 2, summed over the batch (its reduction="none" + sum)."""
-    from modeling import rdrop_loss
-
-    return rdrop_loss(logits1, logits2)
-
-
 def matching_loss(logits1, labels, logits2=None, rdrop_coef=0.0):
     """The baseline's training loss: cross-entropy of the first pass + rdrop_coef x R-Drop KL of the two passes.
     Returns (loss, ce, kl); kl is None for one pass."""
     import paddle.nn.functional as F
+    from modeling import rdrop_loss
 
     ce = F.cross_entropy(logits1, labels)
     if logits2 is None or rdrop_coef <= 0:

@@ -3,10 +3,8 @@ generated scripts, in real subprocesses, exactly as a reviewer runs them."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -15,8 +13,6 @@ import pytest
 from conftest import chain_env, read_records, tipcgen
 
 MODE = "lite_train_lite_infer"
-# The chain's scripts run `python` from PATH: make it this interpreter (the one with paddle).
-ENV = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +71,11 @@ def test_upstream_runner_semantics_pass(tmp_path: Path):
     repo = tmp_path / "repo"
     tipcgen("init", "bert-sst2", "--devices", "cpu", "--output", str(repo), check=True)
     config = "test_tipc/configs/bert_sst2/train_infer_python.txt"
-    prep = subprocess.run(["bash", "test_tipc/prepare.sh", config, MODE], cwd=repo, env=chain_env(**ENV),
+    prep = subprocess.run(["bash", "test_tipc/prepare.sh", config, MODE], cwd=repo, env=chain_env(),
                           capture_output=True, text=True, timeout=300)  # the data; no chain of ours first
     assert prep.returncode == 0, prep.stdout[-3000:] + prep.stderr[-3000:]
     shutil.rmtree(repo / "test_tipc" / "output", ignore_errors=True)
-    lines = run_upstream(repo, config, MODE, env=ENV)
+    lines = run_upstream(repo, config, MODE)
     assert len(lines) >= 7, lines  # train, eval, export, 4 inference cases
     assert all(line.startswith("Run successfully with command - bert_sst2 - ") for line in lines), lines
 
@@ -122,7 +118,7 @@ def test_a_several_device_entry_amp_and_a_broken_step_on_cpu(tmp_path: Path):
                                               ("extra: {key: --data_file, value: ./train_data/bert_sst2/dev.tsv}",
                                                "extra: {key: --data_fil, value: ./train_data/bert_sst2/dev.tsv}"),
                                               *ONE_INFERENCE))
-    proc = tipcgen("run", "--mode", MODE, cwd=repo, env=ENV)
+    proc = tipcgen("run", "--mode", MODE, cwd=repo)
     assert proc.returncode == 1, proc.stdout[-4000:]
     records = read_records(repo, "bert_sst2", MODE)
     status = {r["kind"]: r["status"] for r in records if r["status"] != "skipped"}
@@ -160,7 +156,7 @@ def test_whole_infer_exports_and_infers_the_model_dir_it_is_given(sample_lite_ru
     repo = _variant(tmp_path, lambda t: _edit(t, *ONE_INFERENCE))
     trained = sample_lite_run / "test_tipc/output/bert_sst2" / MODE / "norm_train_gpus_-1_autocast_fp32"
     proc = tipcgen("run", "--mode", "whole_infer", "--data-dir", str(sst2), "--model-dir", str(trained), "--quiet",
-                   cwd=repo, env=ENV)
+                   cwd=repo)
     assert proc.returncode == 0, proc.stdout[-4000:]
     prepared = (repo / "test_tipc/output/bert_sst2/whole_infer/prepare.log").read_text()
     assert f"./train_data/bert_sst2/trained -> {trained} (trained model)" in prepared, prepared
@@ -211,7 +207,7 @@ def test_a_perturbed_exported_weight_fails_the_checks(lite_run, tmp_path: Path):
     data = bytearray(params.read_bytes())
     data[-4:] = __import__("struct").pack("<f", 3.0)  # the last value of the last tensor
     params.write_bytes(bytes(data))
-    proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", MODE, "--model-dir", str(perturbed), cwd=repo, env=ENV)
+    proc = tipcgen("run", "--chain", "paddle2onnx", "--mode", MODE, "--model-dir", str(perturbed), cwd=repo)
     assert proc.returncode == 1, proc.stdout[-3000:]
     records = {r["name"]: r for r in read_records(repo, "bert_sst2", f"paddle2onnx/{MODE}")}
     assert records["onnx_vs_paddle_inference_cpu"]["status"] == "passed"
@@ -224,7 +220,7 @@ def test_whole_train_whole_infer_reaches_080_on_sst2_dev(tmp_path: Path, sst2):
     """Full SST-2 train (67,349 rows), dev accuracy from the eval step (872 rows); docs/SST2.md."""
     repo = tmp_path / "repo"
     tipcgen("init", "bert-sst2", "--output", str(repo), check=True)
-    proc = tipcgen("run", "--mode", "whole_train_whole_infer", "--data-dir", str(sst2), "--quiet", cwd=repo, env=ENV)
+    proc = tipcgen("run", "--mode", "whole_train_whole_infer", "--data-dir", str(sst2), "--quiet", cwd=repo)
     assert proc.returncode == 0, proc.stdout[-4000:]
     summary = json.loads((repo / "test_tipc/output/bert_sst2/whole_train_whole_infer/summary.json").read_text())
     eval_step = next(s for s in summary["steps"] if s["kind"] == "eval")
