@@ -31,8 +31,8 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))  # run as a plain script, without installing tipcgen
-    from tipcgen.config import TipcConfig
-    from tipcgen.lint import lint_text
+    from tipcgen.format.config import TipcConfig
+    from tipcgen.configs.lint import lint_text
 
     paths = sorted(args.corpus.rglob("*.txt"))
     if not paths:

@@ -62,7 +62,8 @@ def components(repo: Path, env: dict, runs: int) -> dict[str, list[float]]:
     code = f"""
 import os, subprocess, sys, time
 from pathlib import Path
-from tipcgen import preflight, provenance, run
+from tipcgen.configs import preflight
+from tipcgen.run import provenance, run
 root, config = Path({str(repo)!r}), Path("test_tipc/configs/bert_sst2/train_infer_python.txt")
 env = dict(os.environ)
 python = run.interpreter_of((root / config).read_text(), env)[1]

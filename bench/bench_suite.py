@@ -59,7 +59,7 @@ def lint_gate() -> dict:
                    env=ENV, capture_output=True)
     process = time.perf_counter() - started
     sys.path.insert(0, str(ROOT))
-    from tipcgen import suite as planner
+    from tipcgen.suite import suite as planner
 
     started = time.perf_counter()
     chains, refused = planner.plan([str(CORPUS)], Path("."), ["lite_train_lite_infer"], ["basic", "paddle2onnx"])

@@ -490,7 +490,7 @@ tipc_checked_only() {
 }
 
 # tipc_check_lock LOG_PATH: stop if a live tipcgen run other than ours holds LOG_PATH.lock (its
-# pid and run id, as tipcgen/run_guard.py writes them): emptying the folder would mix two runs.
+# pid and run id, as tipcgen/run/guard.py writes them): emptying the folder would mix two runs.
 tipc_check_lock() {
     local lock=$1.lock text pid
     if [ ! -f "$lock" ]; then return 0; fi

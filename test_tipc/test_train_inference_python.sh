@@ -157,7 +157,7 @@ run_checks() {
     fi
     golden=$(section_value result_check_params golden_dir)
     if ! tipc_is_null "$golden"; then
-        # This training's committed results (tipcgen golden writes them; tipcgen/paths.py names them).
+        # This training's committed results (tipcgen golden writes them; tipcgen/format/paths.py names them).
         local results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt"
         local fixed_results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt"
         name=golden_gpus_${gpu}${tag}

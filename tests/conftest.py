@@ -174,7 +174,7 @@ def tipcgen(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
             check: bool = False, process: bool = False) -> subprocess.CompletedProcess:
     """Run `python -m tipcgen ARGS` as a user does; returns the completed process (text).
 
-    By default the command runs in this process (`tipcgen.cli.main`, the console script's entry point, with
+    By default the command runs in this process (`tipcgen.cli.app.main`, the console script's entry point, with
     argv, working folder, environment and streams of its own, restored after), which saves a Python and
     import start-up per call; every process it starts (bash, the generated scripts, the model's own) is
     real. process=True runs it in a real subprocess (with the timeout): for what only a process shows
@@ -197,7 +197,7 @@ def run_in_process(argv: list[str], cwd: Path, env: dict) -> subprocess.Complete
     import io
     import traceback
 
-    from tipcgen.cli import main
+    from tipcgen.cli.app import main
 
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     # Strict UTF-8 streams, as a process gets under PYTHONIOENCODING=utf-8:strict: text that cannot be

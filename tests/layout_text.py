@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tipcgen import layout, render
-from tipcgen.config import TipcConfig
+from tipcgen.format import layout
+from tipcgen.render import render
+from tipcgen.format.config import TipcConfig
 
 
 def config_text(pairs: Mapping[str, tuple[str, str | None]],

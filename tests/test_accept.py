@@ -20,8 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import accept, accept_repo, autolog, report, support_table
-from tipcgen.results import Step, Summary
+from tipcgen.outputs import accept
+from tipcgen.outputs import accept_repo
+from tipcgen.results import autolog
+from tipcgen.outputs import report
+from tipcgen.outputs import support_table
+from tipcgen.results.results import Step, Summary
 
 from conftest import ROOT, tipcgen
 

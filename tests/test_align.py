@@ -21,9 +21,10 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT
-from tipcgen import align, align_report
-from tipcgen.cli_align import align_app
-from tipcgen.errors import TipcgenError
+from tipcgen.repro import align
+from tipcgen.repro import align_report
+from tipcgen.cli.align import align_app
+from tipcgen.core.errors import TipcgenError
 
 EXAMPLE = ROOT / "sample_models" / "bert-sst2" / "align"
 RNG = np.random.RandomState(0)
@@ -154,7 +155,7 @@ class _Exploit:
 
 
 def test_align_imports_neither_paddle_nor_torch():
-    code = ("import sys, tipcgen.align, tipcgen.align_report, tipcgen.cli_align; "
+    code = ("import sys, tipcgen.repro.align, tipcgen.repro.align_report, tipcgen.cli.align; "
             "print([m for m in ('paddle', 'torch', 'reprod_log', 'transformers') if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.stdout.strip() == "[]", proc.stderr

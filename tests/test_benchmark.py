@@ -19,8 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import benchmark, descriptor, render, report_bench, results
-from tipcgen.errors import DescriptorError
+from tipcgen.descriptor import benchmark
+from tipcgen import descriptor
+from tipcgen.render import render
+from tipcgen.outputs import report_bench
+from tipcgen.results import results
+from tipcgen.core.errors import DescriptorError
 
 from conftest import ROOT, chain_env, tipcgen
 

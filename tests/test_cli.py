@@ -11,7 +11,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from tipcgen import cli
+from tipcgen.cli import app as cli
 
 from conftest import STUB
 

@@ -3,15 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from tipcgen import layout
-from tipcgen.config import (
-    Line,
-    TipcConfig,
-    is_null,
-    parse_per_mode,
-    slot_pairs,
-    split_list,
-)
+from tipcgen.format import layout
+from tipcgen.format.config import Line, TipcConfig, is_null, parse_per_mode, slot_pairs, split_list
 from layout_text import build, trailing_sections
 
 # The BERT-SST2 config that passed under the upstream runner (SPEC §10), as slot pairs.

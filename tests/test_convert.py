@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tipcgen.checkpoint_io import CheckpointError, read_paddle_state, read_torch_state
-from tipcgen.convert import ConvertError, convert_state, load_rules, rules_from_mapping
+from tipcgen.repro.checkpoint_io import CheckpointError, read_paddle_state, read_torch_state
+from tipcgen.repro.convert import ConvertError, convert_state, load_rules, rules_from_mapping
 
 from conftest import ROOT, chain_env, tipcgen
 
@@ -150,7 +150,7 @@ import json, sys, warnings
 warnings.simplefilter("ignore")
 import numpy as np
 import models
-from tipcgen import convert, trace
+from tipcgen.repro import convert, trace
 x = [np.load(sys.argv[1])["arr_0"]]
 out = {"ok": trace.compare(models.paddle_cnn_converted(), models.torch_cnn(), x, "bn-cnn"),
        "nan": trace.compare(models.paddle_cnn_nan(), models.torch_cnn(), x, "bn-cnn"),

@@ -6,12 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import layout
-from tipcgen.config import (
-    TipcConfig,
-    parse_per_mode,
-    slot_pairs,
-)
+from tipcgen.format import layout
+from tipcgen.format.config import TipcConfig, parse_per_mode, slot_pairs
 from layout_text import build, trailing_sections
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"

@@ -1,4 +1,4 @@
-"""The one description of the chain (tipcgen/layout.py + tipcgen/chain.py): the templates, new,
+"""The one description of the chain (tipcgen/format/layout.py + tipcgen/format/chain.py): the templates, new,
 lint and import read it, and renaming or adding a slot is one edit there (docs/CHAINS.md)."""
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import shutil
 from pathlib import Path
 
 from conftest import ROOT, STUB, tipcgen
-from tipcgen import chain, layout, new
+from tipcgen.format import chain
+from tipcgen.format import layout
+from tipcgen.new import new
 
 TEMPLATES = ROOT / "templates"
 
@@ -55,7 +57,7 @@ def _package_with_every_slot_renamed(dest: Path) -> Path:
     shutil.copytree(ROOT / "tipcgen", dest / "tipcgen", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(TEMPLATES, dest / "templates")
     (dest / "sample_models").symlink_to(ROOT / "sample_models")
-    description = dest / "tipcgen" / "layout.py"
+    description = dest / "tipcgen" / "format" / "layout.py"
     text = description.read_text()
     for slot in KV_SLOTS:
         text, edits = re.subn(rf'(_kv\({slot.index}, )"{slot.name}"', rf'\1"{_renamed(slot)}"', text)
@@ -66,7 +68,7 @@ def _package_with_every_slot_renamed(dest: Path) -> Path:
 
 def _add_a_slot(pkg: Path) -> None:
     """One more row in layout.py: a slot the descriptor, the config and the runner then have."""
-    description = pkg / "tipcgen" / "layout.py"
+    description = pkg / "tipcgen" / "format" / "layout.py"
     text = description.read_text()
     assert text.count("\n)\n\nTRAIN_INFER_PYTHON_LINES") == 1
     description.write_text(text.replace("\n)\n\nTRAIN_INFER_PYTHON_LINES", '\n    _kv(51, "infer_warmup", "inference.warmup", '
@@ -128,4 +130,4 @@ def test_the_descriptor_docs_slot_table_is_rendered_from_the_description():
     docs = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
     start = docs.index("tests/test_description.py keeps it equal -->\n") + len("tests/test_description.py keeps it equal -->\n")
     assert docs[start:docs.index("<!-- end of the generated slot table -->")] == chain.slot_table(), \
-        "regenerate the table: python -c 'from tipcgen import chain; print(chain.slot_table())'"
+        "regenerate the table: python -c 'from tipcgen.format import chain; print(chain.slot_table())'"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen import descriptor
-from tipcgen.errors import DescriptorError
+from tipcgen.core.errors import DescriptorError
 
 from conftest import ROOT, tipcgen
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import doctor
-from tipcgen.doctor import Check
+from tipcgen.run import doctor
+from tipcgen.run.doctor import Check
 
 from conftest import ROOT, SST2, tipcgen
 
@@ -124,7 +124,7 @@ def test_tipc_python_wins_over_the_config(monkeypatch, tmp_path: Path):
 
 
 def test_doctor_never_imports_paddle_in_process():
-    code = ("import sys; from pathlib import Path; from tipcgen import doctor; "
+    code = ("import sys; from pathlib import Path; from tipcgen.run import doctor; "
             f"doctor.diagnose(Path({str(ROOT)!r}), None, None); "
             "sys.exit(1 if any(m == 'paddle' or m.startswith('paddle.') for m in sys.modules) else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

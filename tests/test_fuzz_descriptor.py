@@ -19,9 +19,13 @@ import yaml
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from tipcgen import descriptor, layout, lint, render, schema
-from tipcgen.config import TipcConfig
-from tipcgen.errors import DescriptorError
+from tipcgen import descriptor
+from tipcgen.format import layout
+from tipcgen.configs import lint
+from tipcgen.render import render
+from tipcgen.descriptor import schema
+from tipcgen.format.config import TipcConfig
+from tipcgen.core.errors import DescriptorError
 
 from conftest import ROOT, STUB, fuzz_examples, tipcgen
 

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import descriptor, layout, render
-from tipcgen.config import TipcConfig, slot_pairs
-from tipcgen.errors import InputError, TipcgenError
-from tipcgen.importer import ConfigImportError, import_config, import_descriptor, import_file
+from tipcgen import descriptor
+from tipcgen.format import layout
+from tipcgen.render import render
+from tipcgen.format.config import TipcConfig, slot_pairs
+from tipcgen.core.errors import InputError, TipcgenError
+from tipcgen.configs.importer import ConfigImportError, import_config, import_descriptor, import_file
 from layout_text import build
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"
@@ -278,7 +280,7 @@ def test_the_fast_plain_scalar_path_agrees_with_yaml():
 
     import yaml
 
-    from tipcgen import descriptor_writer as writer
+    from tipcgen.descriptor import writer
 
     def parsed(text: str, flow: bool) -> str:
         try:

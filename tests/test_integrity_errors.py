@@ -13,8 +13,13 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, STUB, chain_env, tipcgen
-from tipcgen import doctor, importer, inputs, lint, new, render
-from tipcgen.errors import InputError, TipcgenError
+from tipcgen.run import doctor
+from tipcgen.configs import importer
+from tipcgen.core import inputs
+from tipcgen.configs import lint
+from tipcgen.new import new
+from tipcgen.render import render
+from tipcgen.core.errors import InputError, TipcgenError
 
 CONFIG = ROOT / "test_tipc" / "configs" / "bert_sst2" / "train_infer_python.txt"
 SECRET = "s3cr3t-DO-NOT-ECHO"
@@ -326,7 +331,7 @@ def test_new_value_that_is_no_usable_yaml(tmp_path: Path):
 
 def test_a_script_refusal_is_read_back_in_one_place():
     """The lines common_func.sh's tipc_error writes become one ScriptError; the CLI hides exactly those lines."""
-    from tipcgen.errors import RunError, ScriptError
+    from tipcgen.core.errors import RunError, ScriptError
 
     lines = ["[tipc] prepare", "tipc error: whole data folder not set", "  hint: pass --data-dir DIR", "exit"]
     error = ScriptError.from_lines(lines)
@@ -338,12 +343,12 @@ def test_a_script_refusal_is_read_back_in_one_place():
 
 
 def test_every_user_error_class_lives_in_errors_py():
-    """One hierarchy: the exceptions a user sees are TipcgenError subclasses, all defined in tipcgen/errors.py.
+    """One hierarchy: the exceptions a user sees are TipcgenError subclasses, all defined in tipcgen/core/errors.py.
     Only two internal ones live elsewhere, and neither reaches the user: reprod_files._Refused (turned into
-    AlignFileError where it is caught) and run_guard.Interrupted (a stop signal, which run.py turns into an
+    AlignFileError where it is caught) and run.guard.Interrupted (a stop signal, which run.py turns into an
     interrupted summary)."""
     import re
 
-    found = {(path.name, name) for path in (ROOT / "tipcgen").glob("*.py") if path.name != "errors.py"
+    found = {(path.name, name) for path in (ROOT / "tipcgen").rglob("*.py") if path.name != "errors.py"
              for name in re.findall(r"^class (\w+)\((?:\w*Error|\w*Exception)\)", path.read_text(), re.MULTILINE)}
-    assert found == {("reprod_files.py", "_Refused"), ("run_guard.py", "Interrupted")}
+    assert found == {("reprod_files.py", "_Refused"), ("guard.py", "Interrupted")}

@@ -1,7 +1,7 @@
 """Data files are data: a reprod_log file never runs code or allocates past a limit (issue 12).
 
 Each hostile file is written byte by byte (pickle opcodes after an .npy header), read through
-`tipcgen.align.load_info` and, for a few, through the real CLI: refused with one message, exit 2,
+`tipcgen.repro.align.load_info` and, for a few, through the real CLI: refused with one message, exit 2,
 no traceback, and the marker file its payload would create never appears. Real reprod_log files
 still load.
 """
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import tipcgen
-from tipcgen import align
+from tipcgen.repro import align
 
 LOGITS = np.arange(8, dtype="float32").reshape(4, 2) / 7
 
@@ -218,7 +218,7 @@ def test_the_cli_refuses_hostile_files_with_exit_2(tmp_path: Path):
 def test_a_threshold_must_be_finite_and_not_negative(tmp_path: Path, threshold: str):
     from typer.testing import CliRunner
 
-    from tipcgen.cli_align import align_app
+    from tipcgen.cli.align import align_app
 
     ref = align.save_info(tmp_path / "x_torch.npy", {"logits": LOGITS})
     pd = align.save_info(tmp_path / "x_paddle.npy", {"logits": LOGITS + 1000})
@@ -272,7 +272,7 @@ def test_files_written_by_reprod_log_and_numpy_still_load(tmp_path: Path):
 
 
 def test_align_report_fails_the_row_of_a_refused_file_and_runs_nothing(tmp_path: Path):
-    from tipcgen import align_report
+    from tipcgen.repro import align_report
 
     marker = tmp_path / "pwned"
     folder = tmp_path / "align"

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, fuzz_examples, tipcgen
-from tipcgen import results, summary_text
+from tipcgen.results import results
+from tipcgen.results import summary_text
 from tipcgen.descriptor import samples_dir
-from tipcgen.errors import TipcgenError
-from tipcgen.results import Step, Summary, write_json
+from tipcgen.core.errors import TipcgenError
+from tipcgen.results.results import Step, Summary, write_json
 
 MODE = "lite_train_lite_infer"
 SECRET = "SECRET-7f3a"  # put into the bad files: no error message may echo it
@@ -240,7 +241,7 @@ def _hostile_run(root: Path) -> Path:
 
 def test_markdown_report_keeps_log_text_as_text(tmp_path: Path):
     markdown_it = pytest.importorskip("markdown_it")
-    from tipcgen import report
+    from tipcgen.outputs import report
 
     run_dir = _hostile_run(tmp_path)
     report.write(run_dir, formats=("md",))
@@ -329,8 +330,9 @@ def _paths(value, prefix=()):
 def _report_everything(run_dir: Path, root: Path) -> None:
     """What report, golden and the JUnit writer do with a summary.json: either all of it works, or
     load_summary refuses the file (SummaryFileError); any other exception fails the test."""
-    from tipcgen import golden, report
-    from tipcgen.summary_check import SummaryFileError
+    from tipcgen.outputs import golden
+    from tipcgen.outputs import report
+    from tipcgen.results.summary_check import SummaryFileError
 
     try:
         built = report.build(run_dir, root)

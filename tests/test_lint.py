@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import layout
-from tipcgen.config import TipcConfig
-from tipcgen.lint import Finding, findings_to_json, format_finding, has_errors, lint_paths, lint_text
+from tipcgen.format import layout
+from tipcgen.format.config import TipcConfig
+from tipcgen.configs.lint import Finding, findings_to_json, format_finding, has_errors, lint_paths, lint_text
 from layout_text import build
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"

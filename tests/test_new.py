@@ -14,8 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tipcgen import descriptor, new, render, schema, script_help
-from tipcgen.errors import TipcgenError
+from tipcgen import descriptor
+from tipcgen.new import new
+from tipcgen.render import render
+from tipcgen.descriptor import schema
+from tipcgen.new import script_help
+from tipcgen.core.errors import TipcgenError
 
 from conftest import read_records, tipcgen
 

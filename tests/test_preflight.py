@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import lint, preflight, provenance
-from tipcgen.errors import RunError
+from tipcgen.configs import lint
+from tipcgen.configs import preflight
+from tipcgen.run import provenance
+from tipcgen.core.errors import RunError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tipcgen"
 
@@ -30,8 +32,8 @@ def _imported(module: Path) -> set[str]:
 
 def test_run_does_not_import_lint():
     """ARCHITECTURE.md: run imports results; lint is config-level, called from preflight.py above it."""
-    assert not any(name.split(".")[-1] == "lint" for name in _imported(PACKAGE / "run.py")), _imported(PACKAGE / "run.py")
-    assert "lint" in {name.split(".")[-1] for name in _imported(PACKAGE / "preflight.py")}
+    assert not any(name.split(".")[-1] == "lint" for name in _imported(PACKAGE / "run" / "run.py")), _imported(PACKAGE / "run" / "run.py")
+    assert "lint" in {name.split(".")[-1] for name in _imported(PACKAGE / "configs" / "preflight.py")}
 
 
 def test_run_and_doctor_refuse_a_config_with_the_same_lint_function(stub_repo: Path):

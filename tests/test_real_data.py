@@ -171,7 +171,7 @@ def test_descriptor_env_reaches_export_and_inference_and_the_summary_says_so(tmp
 
 
 def test_doctor_notices_an_inference_script_that_loads_pdmodel(tmp_path: Path):
-    from tipcgen import doctor
+    from tipcgen.run import doctor
 
     repo = make_repo(tmp_path, None)
     infer = repo / "stub/stub_infer.py"
@@ -193,7 +193,7 @@ def test_doctor_notices_an_inference_script_that_loads_pdmodel(tmp_path: Path):
 
 
 def test_a_script_that_reads_both_formats_needs_no_flag(tmp_path: Path):
-    from tipcgen import legacy_format
+    from tipcgen.configs import legacy_format
 
     both = tmp_path / "both.py"
     both.write_text('for ext in (".json", ".pdmodel"):\n    pass\n')

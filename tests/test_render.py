@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import config, descriptor, layout, render, writes
-from tipcgen.errors import RenderConflictError, TipcgenError
+from tipcgen.format import config
+from tipcgen import descriptor
+from tipcgen.format import layout
+from tipcgen.render import render
+from tipcgen.core import writes
+from tipcgen.core.errors import RenderConflictError, TipcgenError
 
 from conftest import ROOT, tipcgen
 
@@ -44,7 +48,7 @@ def test_config_has_the_canonical_51_line_layout():
 
 
 def test_render_passes_lint_with_the_repository(tmp_path: Path):
-    from tipcgen import lint
+    from tipcgen.configs import lint
 
     findings = lint.lint_text(render.render_config(descriptor.load("bert-sst2")), "c.txt", repo_root=str(ROOT))
     assert findings == []

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import report
-from tipcgen.results import Step, Summary, write_json
+from tipcgen.outputs import report
+from tipcgen.results.results import Step, Summary, write_json
 
 from conftest import tipcgen
 

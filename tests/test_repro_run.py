@@ -10,8 +10,8 @@ from xml.etree import ElementTree
 import pytest
 
 from conftest import HAS_PADDLE, STUB, tipcgen
-from tipcgen.errors import DescriptorError
-from tipcgen.target import Target, check, parse
+from tipcgen.core.errors import DescriptorError
+from tipcgen.descriptor.target import Target, check, parse
 
 WHOLE = "whole_train_whole_infer"
 
@@ -50,7 +50,7 @@ def test_a_whole_run_reports_the_target_met_or_missed_with_the_figures(tmp_path,
 
 def test_the_target_is_checked_only_on_whole_train_whole_infer_basic_chain():
     from tipcgen import descriptor
-    from tipcgen.target import check_run
+    from tipcgen.descriptor.target import check_run
 
     desc = descriptor.load("bert-sst2")
     evals = [("eval", {"accuracy": 0.5})]
@@ -116,7 +116,7 @@ def test_every_summary_carries_provenance(stub_repo):
 
 
 def test_provenance_without_git_says_so(tmp_path):
-    from tipcgen.provenance import file_checksum, git_info
+    from tipcgen.run.provenance import file_checksum, git_info
 
     info = git_info(tmp_path)
     assert info["commit"] is None and "not in a git repository" in info["note"]

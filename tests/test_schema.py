@@ -1,5 +1,5 @@
 """The descriptor schema is one: the shipped JSON Schema and docs/DESCRIPTOR.md's field table are
-generated from tipcgen/schema.py, and the JSON Schema agrees with the validator on real descriptors."""
+generated from tipcgen/descriptor/schema.py, and the JSON Schema agrees with the validator on real descriptors."""
 from __future__ import annotations
 
 import copy
@@ -9,8 +9,10 @@ import pytest
 import yaml
 
 from conftest import CORPUS, ROOT, tipcgen
-from tipcgen import descriptor, importer, schema
-from tipcgen.errors import DescriptorError
+from tipcgen import descriptor
+from tipcgen.configs import importer
+from tipcgen.descriptor import schema
+from tipcgen.core.errors import DescriptorError
 
 jsonschema = pytest.importorskip("jsonschema")  # in the test extra; the shipped-file checks below need it not
 
@@ -31,7 +33,7 @@ def test_the_doc_field_table_is_generated_from_the_schema():
     text = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
     section = text.split("## Every field", 1)[1].split("\n## ", 1)[0]
     table = section[section.index("| field | meaning |"):].rstrip("\n") + "\n"
-    assert table == schema.field_table(), "paste the output of: python -c 'from tipcgen import schema; " \
+    assert table == schema.field_table(), "paste the output of: python -c 'from tipcgen.descriptor import schema; " \
         "print(schema.field_table(), end=\"\")' into docs/DESCRIPTOR.md's \"Every field\" section"
 
 

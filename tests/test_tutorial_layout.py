@@ -13,9 +13,13 @@ from conftest import tipcgen
 from grid import perturbed_weight_fails, run_grid
 from tutorial_runner import run_tutorial
 
-from tipcgen import descriptor, importer, layout, lint, render
-from tipcgen.config import TipcConfig
-from tipcgen.errors import DescriptorError
+from tipcgen import descriptor
+from tipcgen.configs import importer
+from tipcgen.format import layout
+from tipcgen.configs import lint
+from tipcgen.render import render
+from tipcgen.format.config import TipcConfig
+from tipcgen.core.errors import DescriptorError
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "tutorial"

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen import answers, render, update, writes
-from tipcgen.errors import TipcgenError
+from tipcgen.descriptor import answers
+from tipcgen.render import render
+from tipcgen.render import update
+from tipcgen.core import writes
+from tipcgen.core.errors import TipcgenError
 
 from conftest import STUB, tipcgen
 

@@ -1,3 +1,3 @@
-from .cli import main
+from tipcgen.cli.app import main
 
 main()

@@ -28,7 +28,8 @@ sys.path.insert(0, str(HERE.parents[2]))  # the repository root, for tipcgen whe
 
 import align_common as ac  # noqa: E402
 
-from tipcgen import align, align_report  # noqa: E402
+from tipcgen.repro import align
+from tipcgen.repro import align_report  # noqa: E402
 
 
 def run_side(python: str, script: str, args: list[str]) -> float:

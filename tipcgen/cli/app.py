@@ -1,0 +1,359 @@
+"""The tipcgen command line: parse arguments, call one library function, print, map errors to exit codes.
+
+Heavy modules (jinja2, yaml) are imported inside the commands so that ``tipcgen --help`` stays fast;
+nothing here ever imports paddle.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from tipcgen.cli.accept import accept as accept_command
+from tipcgen.cli.align import align_app
+from tipcgen.cli.new import Devices, new
+from tipcgen.cli.repro import register as register_repro
+from tipcgen.cli.schema import schema
+from tipcgen.cli.suite import suite
+from tipcgen.core.errors import ScriptError, TipcgenError, os_error
+
+app = typer.Typer(
+    add_completion=True,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="Render, run and check PaddlePaddle TIPC test chains.\n\n"
+         "Example:\n\n    tipcgen init bert-sst2\n\n    tipcgen run --mode lite_train_lite_infer",
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from tipcgen import __version__
+
+        typer.echo(f"tipcgen {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print tipcgen's version and exit.")) -> None:
+    """Options before the command (the group's help text is the Typer's above)."""
+
+
+register_repro(align_app)
+app.add_typer(align_app, name="align")
+app.command(name="accept")(accept_command)
+app.command()(suite)
+app.command()(schema)
+app.command()(new)
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class ReportFormat(str, Enum):
+    all = "all"
+    md = "md"
+    html = "html"
+
+
+class ConflictMode(str, Enum):
+    keep = "keep"
+    markers = "markers"
+
+
+def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path:
+    """--root, or its old name (kept hidden so that existing scripts work); both, if they differ, is a mistake."""
+    if alias is None:
+        return root
+    if root not in (None, Path("."), alias):
+        raise TipcgenError(f"--root {root} and {alias_name} {alias} name different folders",
+                           f"pass --root only ({alias_name} is its old name)")
+    return alias
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+_PAINT = {"conflict": "\033[31m", "merged": "\033[36m", "updated": "\033[32m", "created": "\033[32m",
+          "removed": "\033[33m", "kept": "\033[2m"}
+
+
+def _action(word: str, color: bool) -> str:
+    """A right-aligned action word (`    updated`), coloured only for a terminal; the word says it all without."""
+    text = f"{word:>11}"
+    return f"{_PAINT[word]}{text}\033[0m" if color and word in _PAINT else text
+
+
+@app.command()
+def init(
+    target: str = typer.Argument(..., help="A built-in sample name (bert-sst2) or a path to a descriptor .yaml."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root to write test_tipc/ into."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
+    force: bool = typer.Option(False, "--force", help="Replace files that differ (old ones are kept under .tipcgen/backup/)."),
+    devices: Devices = typer.Option(Devices.all, "--devices", help="all: GPU and CPU entries; cpu: only CPU entries."),
+    submission: bool = typer.Option(False, "--submission", help="Keep the repository's runner, common_func.sh and prepare.sh; write only the config and docs (tipcgen run then drives that runner)."),
+) -> None:
+    """Render test_tipc/ (config, runner, prepare.sh, docs) from a descriptor.
+
+    Example: tipcgen init bert-sst2 --root my_repo --devices cpu
+    """
+    from tipcgen import descriptor
+    from tipcgen.render import render
+
+    output = _repository_root(root, output, "--output")
+    desc = descriptor.load(target)
+    written = render.init(desc, output, force=force, devices=devices.value, on_note=lambda line: typer.echo(line, err=True),
+                          submission=submission)
+    for item in written:
+        typer.echo(f"{item.action:>11}  {output / item.path}")
+    created = sum(1 for w in written if w.action != "unchanged")
+    typer.echo(f"{desc.model_name}: {created} file(s) written, {len(written) - created} unchanged. Next:\n"
+               f"  tipcgen run --mode lite_train_lite_infer" + (f"  (from {output})" if str(output) != "." else ""))
+
+
+@app.command()
+def update(
+    root: Path = typer.Option(Path("."), "--root", help="The repository root tipcgen init rendered into (it holds .tipcgen-answers.yml)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
+    diff: bool = typer.Option(False, "--diff", help="Print what would change as unified diffs, and write nothing."),
+    conflict: ConflictMode = typer.Option(ConflictMode.keep, "--conflict", help="keep: leave a conflicting file untouched; markers: write it with conflict markers to resolve by hand."),
+) -> None:
+    """Re-render after a descriptor edit or a tipcgen upgrade, keeping your own edits to generated files.
+
+    Untouched files take the new render; edited ones are merged three ways (git merge-file) with what
+    init rendered last time (.tipcgen/base/). Conflicts are listed, never resolved silently: exit code 1.
+
+    Example: tipcgen update --diff
+    """
+    from tipcgen.render import update as updater
+
+    output = _repository_root(root, output, "--output")
+    plan = updater.plan(output)
+    color = _color()
+    if plan.descriptor_changed:
+        typer.echo(f"descriptor {plan.new.descriptor} changed since the last render")
+    if plan.old.tipcgen_version != plan.new.tipcgen_version:
+        typer.echo(f"tipcgen {plan.old.tipcgen_version} rendered it last time; this is tipcgen {plan.new.tipcgen_version}")
+    if diff:
+        typer.echo(updater.diff_text(plan), nl=False)
+    else:
+        updater.apply(plan, markers=conflict is ConflictMode.markers)
+    for item in plan.files:
+        if item.action != updater.UNCHANGED:
+            typer.echo(f"{_action(item.action, color)}  {output / item.path}" + (f"  ({item.reason})" if item.reason else ""))
+    unchanged = sum(1 for f in plan.files if f.action == updater.UNCHANGED)
+    changes = [f for f in plan.changes if f.action != updater.CONFLICT]
+    verb = "would change" if diff else "changed"
+    typer.echo(f"{len(changes)} file(s) {verb}, {len(plan.conflicts)} conflict(s), "
+               f"{sum(1 for f in plan.files if f.action == updater.KEPT)} kept as you edited them, {unchanged} unchanged"
+               + ("; nothing was written (--diff)" if diff else ""))
+    if plan.conflicts:
+        if conflict is ConflictMode.markers and not diff:
+            hint = "resolve the <<<<<<< / >>>>>>> blocks in the files above, then run tipcgen update again"
+        else:
+            hint = ("the conflicting files were left as they are; see the change with tipcgen update --diff, or write "
+                    "it into them with --conflict markers and resolve by hand")
+        typer.echo(f"conflicts: {hint}", err=True)
+    raise typer.Exit(1 if plan.conflicts else 0)
+
+
+@app.command()
+def run(
+    mode: str = typer.Option("lite_train_lite_infer", "--mode", "-m", help="lite_train_lite_infer, lite_train_whole_infer, whole_infer or whole_train_whole_infer."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run (default: the only test_tipc/configs/*/train_infer_python.txt)."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set for whole-data modes (sets TIPC_DATA_DIR)."),
+    step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout)."),
+    model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
+    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, or benchmark_train (training speed per case; --mode picks its data)."),
+) -> None:
+    """Prepare the data, run the chain's generated scripts, and summarise the results.
+
+    Writes summary.json and junit.xml next to results_python.log; exit code 0 only if every step passed.
+
+    Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
+    """
+    from tipcgen.configs import preflight
+    from tipcgen.format import paths
+    from tipcgen.results import summary_text
+    from tipcgen.run import run as runner
+
+    def show(line: str) -> None:
+        if ScriptError.is_own_line(line):
+            return  # a script that refuses to start: run_chain raises it as one error message
+        if not quiet or line.startswith(("[tipc] PASS", "[tipc] FAIL", "[tipc] SKIP")):
+            typer.echo(line)
+
+    summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
+                               model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse_lint_errors)
+    typer.echo(summary_text.terminal_text(summary, color=_color()))
+    run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
+    typer.echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
+    raise typer.Exit(summary.exit_code)
+
+
+@app.command()
+def report(
+    run_dir: Optional[Path] = typer.Argument(None, help="A run folder, test_tipc/output/<model>/<mode> (default: the newest under --root)."),
+    format: ReportFormat = typer.Option(ReportFormat.all, "--format", help="md, html, or all (both)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="The folder to write into (default: the run folder, next to summary.json)."),
+    align: Optional[Path] = typer.Option(None, "--align", help="Add the alignment table: the JSON of tipcgen align report --json, or the reproduction folder (default: align_report.json in the run folder, if any)."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    force: bool = typer.Option(False, "--force", help="Replace a different report already in --output (the old one is kept under .tipcgen/backup/)."),
+) -> None:
+    """Write one document for a submission or a pull request from a run: environment, steps, a timing
+    chart, the loss curve (from train.log), the result checks, the alignment table and the commands to reproduce.
+
+    Markdown links the PNGs next to it; the HTML embeds them (one file, no JavaScript). Without
+    matplotlib the report is written without pictures, and says so. In the run folder a report is
+    replaced; in an --output folder, a different existing report only with --force (backed up).
+
+    Example: tipcgen report test_tipc/output/bert_sst2/lite_train_lite_infer --format html
+    """
+    from tipcgen.outputs import report as reporter
+
+    folder = run_dir if run_dir is not None else reporter.find_run(root)
+    formats = reporter.FORMATS if format is ReportFormat.all else (format.value,)
+    result, paths = reporter.write(folder, output, formats, align, root if run_dir is None else None, force)
+    for path in paths:
+        typer.echo(f"      wrote  {path}")
+    for note in result.notes:
+        typer.echo(f"note: {note}", err=True)
+    s = result.summary
+    typer.echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count('passed')} passed, {s.count('failed')} failed, "
+               f"{s.count('skipped')} skipped)")
+
+
+@app.command()
+def lint(
+    configs: List[Path] = typer.Argument(..., help="Config files or folders (searched for *.txt)."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: check that the scripts the config names exist there."),
+    repo_root: Optional[Path] = typer.Option(None, "--repo-root", hidden=True, help="The old name of --root."),
+    format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
+) -> None:
+    """Find what upstream TIPC runners get silently wrong: shifted lines, ':' in values, list lengths, ...
+
+    Exit code 1 if any finding is an error, 2 if a file cannot be read as UTF-8 text, 0 otherwise.
+
+    Example: tipcgen lint test_tipc/configs --root .
+    """
+    from tipcgen.configs import lint as linter
+
+    repo_root = _repository_root(root, repo_root, "--repo-root") if root or repo_root else None
+    for path in configs:
+        if not path.exists():
+            raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
+    findings = linter.lint_paths([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None)
+    if format is Format.json:
+        typer.echo(linter.findings_to_json(findings))
+    else:
+        for finding in findings:
+            typer.echo(linter.format_finding(finding))
+        errors = sum(1 for f in findings if f.severity == "error")
+        typer.echo(f"{errors} error(s), {len(findings) - errors} warning(s)", err=True)
+    raise typer.Exit(1 if linter.has_errors(findings) else 0)
+
+
+@app.command("import")
+def import_(
+    config: Path = typer.Argument(..., help="An existing train_infer_python.txt."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
+) -> None:
+    """Turn an existing train_infer_python config into a tipcgen descriptor.
+
+    `tipcgen init` of the result renders the same config again.
+
+    Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
+    """
+    from tipcgen.configs import importer, legacy_format
+    from tipcgen.core import writes
+
+    text, note = legacy_format.imported_env(importer.import_file(config), Path("."))
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    writes.write_tree({output.name: text}, output.parent, force=force)
+    typer.echo(f"wrote {output}; render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
+
+
+@app.command()
+def golden(
+    target: str = typer.Argument(..., help="The descriptor (sample name or path) whose golden results to write."),
+    mode: str = typer.Option("lite_train_lite_infer", "--mode", "-m", help="The mode whose last passing run gives the results."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+) -> None:
+    """Write golden inference results from the last passing run, on purpose.
+
+    They go to test_tipc/results/ and to the descriptor's checks.golden folder (for a built-in sample,
+    to the copy init rendered under --root: never into the installed package); every later run
+    compares its inference results with them (atol/rtol from the descriptor).
+
+    Example: tipcgen golden sample_models/bert-sst2/tipc.yaml --mode lite_train_lite_infer
+    """
+    from tipcgen import descriptor
+    from tipcgen.outputs import golden as goldens
+    from tipcgen.run.run import check_mode
+
+    check_mode(mode)
+    written = goldens.regenerate(descriptor.load(target), root, mode)
+    for item in written:
+        typer.echo(f"{item.action:>11}  {item.path}")
+    typer.echo("Commit them: later runs of this mode check their inference results against them.")
+
+
+@app.command()
+def doctor(
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to check (default: the only test_tipc/configs/*/train_infer_python.txt)."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set to check (default: $TIPC_DATA_DIR)."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+) -> None:
+    """Check this machine before a run: Python, paddle and its export format, GPU, ONNX tools, scripts, data.
+
+    Exit code 1 if any check failed (its fix is printed under it), 0 otherwise.
+
+    Example: tipcgen doctor --data-dir ../shared/data/sst2
+    """
+    from tipcgen.run import doctor as checkup
+
+    checks = checkup.diagnose(root, config, data_dir)
+    typer.echo(checkup.format_checks(checks))
+    raise typer.Exit(checkup.exit_code(checks))
+
+
+def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
+    """Run the CLI on argv (default: the command line) as prog_name (default: how it was started). A user's
+    mistake (TipcgenError) or an operating-system error on a path they gave (too long, a link loop, no
+    permission, ...) is one line on stderr and exit code 2. TIPCGEN_DEBUG=1
+    shows the traceback of an OSError instead; any other exception is a bug and always shows it."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a path or config text the terminal cannot encode is escaped, not fatal
+            stream.reconfigure(errors="backslashreplace")
+    try:
+        app(args=argv, prog_name=prog_name)
+    except TipcgenError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except (OSError, RuntimeError) as exc:
+        # pathlib before 3.13 reports a symbolic link loop in Path.resolve() as RuntimeError("Symlink loop from ...")
+        loop = isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop from ")
+        if os.environ.get("TIPCGEN_DEBUG", "") not in ("", "0") or not (isinstance(exc, OSError) or loop):
+            raise
+        error = os_error(exc) if isinstance(exc, OSError) else TipcgenError(
+            f"cannot use {str(exc).removeprefix('Symlink loop from ')}: a symbolic link loop",
+            "fix or remove the link")
+        typer.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

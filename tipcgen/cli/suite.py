@@ -1,0 +1,86 @@
+"""`tipcgen suite`: every config × mode × chain in one command, locally (--jobs N) or on Ray (--ray).
+
+Thin: plan with tipcgen.suite, run with suite.run_local or suite_ray.run_ray, write with suite_report;
+user mistakes raise TipcgenError, which tipcgen's main prints (exit 2). Registered in cli.py.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from tipcgen.core.errors import TipcgenError
+
+
+def suite(
+    paths: Optional[List[str]] = typer.Argument(None, help="Config files, folders (a repository root: its test_tipc/configs) or quoted globs (default: --root's test_tipc/configs)."),
+    mode: List[str] = typer.Option(["lite_train_lite_infer"], "--mode", "-m", help="A mode to run every config in (repeatable)."),
+    chain: List[str] = typer.Option(["basic"], "--chain", help="A chain to run (repeatable): basic (train_infer_python.txt), paddle2onnx (runs after the basic chain of its model, on the model it trained)."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Chains run side by side on this machine."),
+    cores_per_chain: Optional[int] = typer.Option(None, "--cores-per-chain", min=1, help="CPU cores per chain (affinity, OMP_NUM_THREADS, CPU_NUM; default: the cores / --jobs)."),
+    gpus_per_chain: int = typer.Option(1, "--gpus-per-chain", min=0, help="GPUs per chain (CUDA_VISIBLE_DEVICES); 0: none."),
+    share_gpus: bool = typer.Option(False, "--share-gpus", help="Let chains share GPUs (default: never two chains on one GPU)."),
+    timeout: float = typer.Option(3600, "--timeout", min=1, help="Seconds a chain may run before it is killed and reported as a timeout."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder for suite.json, junit.xml and each chain's run folder (default: --root's test_tipc/output/suite, or ./tipc-suite where --root has no test_tipc/)."),
+    root: Path = typer.Option(Path("."), "--root", help="The repository of configs that lie in no test_tipc/ folder, and the default configs."),
+    lint_only: bool = typer.Option(False, "--lint-only", help="Only the lint gate and the plan: name each refused config, run nothing."),
+    ray: bool = typer.Option(False, "--ray", help="Run each chain as a Ray task (a local Ray, or the cluster of --address)."),
+    address: Optional[str] = typer.Option(None, "--address", help="A running Ray cluster (e.g. 127.0.0.1:6379); implies --ray."),
+    keep_work: bool = typer.Option(False, "--keep-work", help="Keep each chain's working copy (under OUTPUT/work)."),
+) -> None:
+    """Run many TIPC chains: a lint gate, then each chain as `tipcgen run` in its own copy of its repository.
+
+    Writes suite.json, junit.xml (a testsuite per model) and runs/<model>/<chain>/<mode>/ under --output;
+    exit code 0 only if no config was refused and every chain passed.
+
+    Example: tipcgen suite . ../other-model --jobs 2 --timeout 900
+    """
+    from tipcgen.suite import report
+    from tipcgen.suite import suite as planner
+
+    planner.check_modes(mode)
+    planner.check_chains(chain)
+    chains, refused = planner.plan(paths or [], root, mode, chain)
+    if not chains and not refused:
+        raise TipcgenError("no config of the chosen chains was found" + (f" in {', '.join(paths)}" if paths else ""),
+                           "name config files or folders, or choose --chain basic|paddle2onnx")
+    if lint_only:
+        for item in refused:
+            typer.echo(f"REFUSED {item.config}\n" + "\n".join(f"    {reason}" for reason in item.reasons))
+        for item in chains:
+            typer.echo(f"run     {item.key}  ({Path(item.root) / item.config})")
+        typer.echo(f"{len(chains)} chain(s) to run, {len(refused)} config(s) refused", err=True)
+        raise typer.Exit(1 if refused else 0)
+    result = report.SuiteResult(refused=refused, engine="ray" if ray or address else "local")
+    if ray or address:
+        from tipcgen.suite import ray_tasks as suite_ray
+
+        suite_ray.require()
+    else:
+        gpus = planner.detect_gpus()
+        if not gpus:
+            result.notes.append("no GPU found (nvidia-smi is missing or lists none): chains run on CPU")
+        slots = planner.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
+    # Nothing is written before here: a mistake above leaves the last suite's results as they were.
+    out = (output or (root / "test_tipc" / "output" / "suite" if (root / "test_tipc").is_dir()
+                      else root / "tipc-suite")).resolve()
+    for folder in ("runs", "work"):
+        shutil.rmtree(out / folder, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    progress = report.Progress(len(chains))
+    started = time.monotonic()
+    if ray or address:
+        result.results = suite_ray.run_ray(chains, out, address, cores_per_chain or 1,
+                                           gpus_per_chain, timeout, progress, result.notes)
+    else:
+        result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work)
+    progress.close()
+    result.wall_seconds = round(time.monotonic() - started, 3)
+    report.write_json(result, out / report.SUITE_JSON)
+    report.write_junit(result, out / report.SUITE_JUNIT)
+    typer.echo(report.terminal_text(result))
+    typer.echo(f"summary: {out / report.SUITE_JSON}\njunit:   {out / report.SUITE_JUNIT}")
+    raise typer.Exit(result.exit_code)

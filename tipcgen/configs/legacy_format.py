@@ -1,0 +1,64 @@
+"""Scripts written for Paddle 2's export format: an inference script that loads ``inference.pdmodel``.
+
+Paddle 3 exports ``inference.json`` (PIR) unless ``FLAGS_enable_pir_api=0``; such a script then fails
+at inference. ``new``, ``import`` and ``doctor`` notice it here and propose the descriptor's ``env:``.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+FLAG = "FLAGS_enable_pir_api"
+ENV = {FLAG: "0"}
+# `.pdmodel` in code (a string literal or a name), not in a comment line
+_PDMODEL_RE = re.compile(r"""^(?!\s*#).*\.pdmodel\b""", re.MULTILINE)
+# ... unless it also reads the PIR format (it tries inference.json first, as the sample's infer.py does)
+_JSON_MODEL_RE = re.compile(r"""^(?!\s*#).*(['"]\.json['"]|\b(inference|model)\.json\b)""", re.MULTILINE)
+MAX_SCRIPT_BYTES = 2 << 20
+
+
+def script_of(command: str | None) -> str | None:
+    """The .py script a config command runs (`tools/infer.py --x 1` -> tools/infer.py), if any."""
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        words = (command or "").split()
+    return next((w for w in words if w.endswith(".py")), None)
+
+
+def loads_pdmodel(script: Path) -> bool:
+    """Whether the script's code loads a .pdmodel file only (the Paddle 2 export format), never a .json one."""
+    try:
+        if not script.is_file() or script.stat().st_size > MAX_SCRIPT_BYTES:
+            return False
+        text = script.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return bool(_PDMODEL_RE.search(text)) and not _JSON_MODEL_RE.search(text)
+
+
+def needs_env(root: Path, command: str | None) -> bool:
+    """Whether the inference command's script (relative to the repository root) loads inference.pdmodel."""
+    script = script_of(command)
+    return script is not None and loads_pdmodel(root / script)
+
+
+def runner_sets_flag(runner_text: str) -> bool:
+    """Whether a generated runner exports FLAGS_enable_pir_api=0 to its steps (the descriptor's env:)."""
+    line = next((ln for ln in runner_text.splitlines() if ln.startswith("TIPC_STEP_ENV=(")), "")
+    return re.search(rf"\b{FLAG}=['\"]?0\b", line) is not None
+
+
+def imported_env(text: str, root: Path) -> tuple[str, str | None]:
+    """An imported descriptor with env: FLAGS_enable_pir_api=0 added when its inference script (under the
+    repository root) loads inference.pdmodel only; and the note that says so (None: unchanged)."""
+    from tipcgen import descriptor
+
+    desc = descriptor.load_text(text, source="<import>", base_dir=root)
+    command = desc.slot_of("inference.script").value
+    if desc.env or not needs_env(root, command):
+        return text, None
+    note = (f"{script_of(command)} loads inference.pdmodel only: added env: {{{FLAG}: \"0\"}} so that "
+            "export and inference write and read that format under Paddle 3")
+    return text.rstrip("\n") + f"\n\n# {note} (docs/DESCRIPTOR.md, env)\nenv: {{{FLAG}: \"0\"}}\n", note

@@ -1,0 +1,398 @@
+"""Lint TIPC config text for what silently breaks the upstream bash runners (SPEC §1.1, §8, §10).
+
+An error means an upstream runner would run the wrong thing or skip steps without saying so;
+a warning means the file works upstream but is fragile or non-portable. ``lint`` exits 1 on
+any error. Slot rules run on ``train_infer_python`` files of either layout (the 51-line one and
+the 32-line tutorial one, by their own slot tables); byte-level rules run on every file.
+
+| rule | severity | what it catches |
+|---|---|---|
+| ``slot-shift`` | error | a missing or extra line moves every later slot (see below) |
+| ``anchor-key`` | warning | an anchor slot holds another key, but the lines around it are in place |
+| ``short-file`` | warning | the file ends after idx 21 or 25 (train-only, train+eval): later slots read empty |
+| ``colon-in-value`` | warning | a 2nd ``:``; OCR/Clas/NLP ``func_parser_value`` keeps only what precedes it |
+| ``device-list-length`` | warning | idx 4 has several values, but not one per ``gpu_list`` entry |
+| ``unknown-mode`` | error | idx 6/8 name a mode no runner selects (warning: a legacy name) |
+| ``python-version`` | warning | ``python:`` pins a minor version (``python3.7``) |
+| ``missing-script`` | error | a command slot's ``.py`` script is missing under ``repo_root`` (given only) |
+| ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
+| ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |
+| ``trailing-space`` | error | whitespace around ``:`` or after a list value (warning elsewhere) |
+| ``crlf`` | error | CRLF line endings |
+| ``fullwidth-punct`` | error | full-width ``: | , = ;`` (U+FF1A, FF5C, FF0C, FF1D, FF1B) or U+3000 |
+| ``whitespace-line`` | warning | a line of only spaces: it looks blank, but bash counts it |
+| ``bom`` | warning | a UTF-8 byte-order mark, glued to the first key |
+| ``empty-file`` | warning | no lines at all |
+| ``conflict-marker`` | error | a ``<<<<<<<``/``=======``/``>>>>>>>`` line (``tipcgen update --conflict markers``) |
+
+Why these severities (what the upstream runners do):
+
+* ``slot-shift``: the runner reads every later slot from its neighbour and skips export and
+  inference without a failure line (SPEC §8.1). Found by anchor keys 1-3 lines early or late,
+  a trailing section starting inside idx 40-50, a file ending inside a section, or an idx 41-45
+  value of the wrong shape (the keyless inference block: on/off, counts, precision). After a
+  shift the slot-value rules are not run: every value they would read is a neighbour's.
+* ``anchor-key``: the runners read values by position, never keys, so a renamed key in place
+  (OCR ``det_r18_ct``'s idx 16-17) runs fine.
+* ``colon-in-value``: hundreds of working Clas files carry ``pretrained_model_url:https://…``;
+  Det's parser keeps the whole remainder. Non-portable, not broken.
+* ``device-list-length``: the idx-4 list pairs with ``gpu_list`` by position; extra values
+  are ignored and missing ones drop the device flag (the script default applies). A single
+  value is the upstream norm (495 corpus files pair ``0|0,1`` with one value).
+* ``unknown-mode``: ``func_parser_params`` returns "" for a mode it does not find, so a typo
+  silently drops the flag for the intended mode (e.g. trains with the script's default epochs).
+* ``infer-device`` / ``trailing-space`` on list slots: ``cpu `` or ``cuda`` fall through to
+  "Does not support hardware" and every inference case is skipped (SPEC §10.1); a trailing
+  space in a looped value also splits the log path. In a command or a plain flag value the
+  space is harmless after ``eval``; in other kinds a list/flag line only gets a warning.
+* ``null-value``: ``trainer:null`` (or ``norm_train:null`` under ``trainer:norm_train``) trains
+  nothing, and the chain still ends without a failure line; ``python:null`` runs ``null``.
+* ``crlf``: ``-1\r`` is 3 characters, so the runner takes the multi-GPU branch (SPEC §10.2).
+* ``fullwidth-punct``: the runners split only on ASCII ``:`` and ``|`` (PaddleGAN PR #637).
+
+Corpus calibration (tests/test_lint.py): no error on any of the conforming 51-line files;
+``slot-shift`` on ``ch_PP-OCRv4_server_rec_ampO2_ultra``. The figures per rule are in the report.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tipcgen.core import inputs
+from tipcgen.format import chain, layout
+from tipcgen.format.config import Line, TipcConfig, is_null, parse_per_mode, split_list
+from tipcgen.format.layout_check import TRAIN_ANCHORS, TUTORIAL_ANCHORS, Anchor, describe, find_shift, holds
+
+# Full-width colon, vertical line, comma, equals sign, semicolon and the ideographic space.
+_FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
+_PINNED_PYTHON = re.compile(r"^python\d+\.\d+$")
+_INFER_DEVICES = ("True", "False", "gpu", "cpu")
+_FLAG_NAMES = frozenset(s.name for s in layout.TRAIN_INFER_PYTHON if s.kind == "kv" and s.name not in layout.COMMAND_SLOTS)
+_LIST_NAMES = frozenset((*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
+_KNOWN_MODES = frozenset((*layout.MODES, *layout.KNOWN_EXTRA_MODES))
+_CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
+# Slots the runner cannot do without: null there runs `null`, or trains nothing without a failure line.
+_NEEDS_VALUE = tuple(map(chain.name_of, ("model_name", "python", "gpu_list", "train.trainer")))
+_TRAINER, _GPUS, _DEVICES, _INFER_DEVICE = map(chain.name_of, ("train.trainer", "gpu_list", "train.device",
+                                                               "inference.use_gpu"))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: ``line`` is the 1-based physical line an editor shows."""
+
+    path: str
+    line: int
+    rule: str
+    severity: str
+    message: str
+
+
+# A train-only file ends after the idx-21 `##`, a train+eval file after the idx-25 `##`.
+_SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NAME["sep_eval"].index + 1)
+
+
+class _Linter:
+    """Collects the findings for one file; ``line_of`` maps logical indices to editor lines."""
+
+    def __init__(self, text: str, path: str, repo_root: Path | None) -> None:
+        self.text = text
+        self.path = path
+        self.repo_root = repo_root
+        self.config = TipcConfig.parse(text)
+        self.logical = self.config.logical_lines()
+        self.numbers = [number for number, line in enumerate(self.config.lines) if line.text]
+        self.kind = self.config.kind
+        self.table = layout.LAYOUTS[layout.LAYOUT_OF_KIND.get(self.kind, "standard")]
+        self.slot_index = {slot.name: slot.index for slot in self.table if slot.kind == "kv"}
+        self.findings: list[Finding] = []
+
+    def add(self, line: int, rule: str, severity: str, message: str) -> None:
+        self.findings.append(Finding(self.path, line, rule, severity, message))
+
+    def line_of(self, index: int) -> int:
+        return self.numbers[index] + 1 if index < len(self.numbers) else len(self.config.lines)
+
+    def run(self) -> list[Finding]:
+        self.byte_rules()
+        if self.kind == "train_infer_python":
+            self.anchor_rules(TRAIN_ANCHORS, layout.TRAIN_INFER_PYTHON_LINES)
+            if not any(finding.rule == "slot-shift" for finding in self.findings):
+                self.inference_block()
+            if not any(finding.rule == "slot-shift" for finding in self.findings):
+                self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
+        elif self.kind == "tutorial_32":  # the same rules; it has no keyless inference block
+            self.anchor_rules(TUTORIAL_ANCHORS, layout.TUTORIAL_32_LINES)
+            if not any(finding.rule == "slot-shift" for finding in self.findings):
+                self.slot_rules()
+        return sorted(self.findings, key=lambda f: (f.line, f.rule))
+
+    # -- every file -------------------------------------------------------------------------
+    def byte_rules(self) -> None:
+        lines = self.config.lines
+        if not self.logical:
+            self.add(1, "empty-file", "warning", "the file has no lines: the runner has nothing to read")
+            return
+        if lines[0].text.startswith("\ufeff"):
+            self.add(1, "bom", "warning",
+                     "UTF-8 byte-order mark: bash keeps it, glued to the first key; save without BOM")
+        crlf = [number for number, line in enumerate(lines) if line.text.endswith("\r")]
+        if crlf:
+            self.add(crlf[0] + 1, "crlf", "error",
+                     f"CRLF line endings ({len(crlf)} lines): bash keeps the \\r in every value; save with LF")
+        for number, line in enumerate(lines):
+            self.line_rules(number + 1, line)
+
+    def line_rules(self, number: int, line: Line) -> None:
+        text = line.text
+        if text and not text.strip():
+            self.add(number, "whitespace-line", "warning",
+                     "a line of only whitespace looks blank but the runner counts it; delete it")
+            return
+        if _CONFLICT_MARKER.match(text):
+            self.add(number, "conflict-marker", "error",
+                     f"merge conflict marker {text.strip()[:7]!r}: keep one side and delete the marker lines")
+            return
+        if not text.isascii():
+            for char, ascii_char in _FULLWIDTH.items():
+                if char in text and line.header_name is None:
+                    self.add(number, "fullwidth-punct", "error",
+                             f"full-width {char!r} (U+{ord(char):04X}): the runner splits only on ASCII; "
+                             f"use {ascii_char!r}")
+        value = line.value
+        if value is None or line.header_name is not None:
+            return
+        if ":" in value:
+            self.add(number, "colon-in-value", "warning",
+                     f"the value holds a second ':'; OCR/Clas/NLP runners read only {line.bash_value!r}")
+        if line.key == "python" and _PINNED_PYTHON.match(value.strip()):
+            self.add(number, "python-version", "warning",
+                     f"'python:{value.strip()}' pins a minor version; 'python' uses whatever interpreter is active")
+        unix_value = value.removesuffix("\r")
+        if (self.kind != "train_infer_python" and unix_value != unix_value.rstrip()
+                and ("|" in value or line.key.startswith("-"))):
+            self.add(number, "trailing-space", "warning",
+                     "trailing whitespace becomes part of the value (the last list item, or the flag)")
+
+    # -- layout anchors -----------------------------------------------------------------------
+    def anchor_rules(self, anchors: Sequence[Anchor], expected_lines: int) -> None:
+        """Report the first anchor that sits elsewhere (a shift) or the first renamed anchor key."""
+        last_ok = 0
+        for position, anchor in enumerate(anchors):
+            if anchor.index >= len(self.logical):
+                self.short_file(expected_lines)
+                return
+            line = self.logical[anchor.index]
+            if holds(line, anchor):
+                last_ok = anchor.index
+                continue
+            shift = find_shift(self.logical, anchors[position:])
+            if shift is not None:
+                self.report_shift(anchor, line, last_ok, *shift)
+                return
+            self.add(self.line_of(anchor.index), "anchor-key", "warning",
+                     f"idx {anchor.index} should hold {describe(anchor)} but holds {_show_line(line)}; "
+                     "the lines around it are in place, so only the key differs")
+        body_start = max(anchor.index for anchor in anchors if anchor.kind == "header") + 1
+        if not self.header_inside_layout(body_start, expected_lines) and len(self.logical) < expected_lines:
+            self.short_file(expected_lines)
+
+    def report_shift(self, anchor: Anchor, line: Line, last_ok: int, moved: Anchor, offset: int) -> None:
+        count, plural = abs(offset), "s" if abs(offset) > 1 else ""
+        where = f"after idx {last_ok} (the last anchor in place)"
+        cause = f"{count} line{plural} missing {where}" if offset < 0 else f"{count} extra line{plural} {where}"
+        effect = f"every later slot is read {count} line{plural} {'early' if offset < 0 else 'late'}"
+        self.add(self.line_of(anchor.index), "slot-shift", "error",
+                 f"idx {anchor.index} should hold {describe(anchor)} but holds {_show_line(line)}; "
+                 f"{describe(moved)} sits at idx {moved.index + offset} instead of {moved.index}: {cause}, {effect}")
+
+    def header_inside_layout(self, body_start: int, expected_lines: int) -> bool:
+        """Trailing sections are found by name, but one starting inside the last block means
+        lines are missing there, where few anchors would notice."""
+        for index in range(body_start, min(expected_lines, len(self.logical))):
+            name = self.logical[index].header_name
+            if name is not None:
+                missing = expected_lines - index
+                self.add(self.line_of(index), "slot-shift", "error",
+                         f"section {name!r} starts at idx {index}, inside the layout (which ends at idx "
+                         f"{expected_lines - 1}): {missing} line{'s' if missing > 1 else ''} missing "
+                         f"between idx {body_start - 1} and idx {index}")
+                return True
+        return False
+
+    def short_file(self, expected_lines: int) -> None:
+        count = len(self.logical)
+        if expected_lines == layout.TRAIN_INFER_PYTHON_LINES and count in _SECTION_ENDS:
+            self.add(self.line_of(count - 1), "short-file", "warning",
+                     f"the file ends after idx {count - 1} ({count} of {expected_lines} lines): "
+                     "the runner reads every later slot as empty (train-only or train+eval config)")
+            return
+        self.add(self.line_of(count - 1), "slot-shift", "error",
+                 f"the file ends after idx {count - 1} inside a section ({count} of {expected_lines} lines): "
+                 "a line is missing, or the file was cut short")
+
+    def inference_block(self) -> None:
+        """A missing or extra line among idx 40-50, where no key anchors the layout."""
+        for name, (shape, pattern) in layout.INFER_VALUE_SHAPES.items():
+            found = self.slot_lines(name)
+            if found is None:
+                continue
+            index, line = found
+            bad = [item for item in split_list(line.value) if item.strip() != "null" and not pattern.match(item.strip())]
+            if bad or not line.value.strip():
+                self.add(self.line_of(index), "slot-shift", "error",
+                         f"idx {index} ({name}) should hold {shape} but holds {line.text.strip()!r}: a line is "
+                         "missing or extra in the inference block (idx 40-50), so every later flag is read "
+                         "from its neighbour")
+                return
+
+    # -- 51-line slot values ------------------------------------------------------------------
+    def slot_rules(self) -> None:
+        flags = {self.slot_index[name] for name in _FLAG_NAMES if name in self.slot_index}
+        lists = {self.slot_index[name] for name in _LIST_NAMES if name in self.slot_index}
+        for index, line in enumerate(self.logical[: len(self.table)]):
+            self.slot_whitespace(index, line, flags, lists)
+        self.device_list_length()
+        self.per_mode_names()
+        self.infer_device()
+        self.null_values()
+        if self.repo_root is not None:
+            self.missing_scripts()
+
+    def slot_lines(self, name: str) -> tuple[int, Line] | None:
+        index = self.slot_index.get(name)
+        if index is None or index >= len(self.logical) or self.logical[index].value is None:
+            return None
+        return index, self.logical[index]
+
+    def slot_whitespace(self, index: int, line: Line, flags: set[int], lists: set[int]) -> None:
+        if index not in flags or line.value is None:
+            return
+        key, value = line.key, line.value.removesuffix("\r")  # a CRLF is reported once, by `crlf`
+        if key != key.strip() or value != value.lstrip():
+            self.add(self.line_of(index), "trailing-space", "error",
+                     f"whitespace around ':' in {line.text.strip()!r}: the runner passes it into the flag")
+        elif value != value.rstrip():
+            in_list = index in lists
+            effect = "last list item: comparisons fail and log paths split" if in_list else "flag value"
+            self.add(self.line_of(index), "trailing-space", "error" if in_list else "warning",
+                     f"trailing whitespace after {value.rstrip()!r} becomes part of the {effect}")
+
+    def device_list_length(self) -> None:
+        gpus, devices = self.slot_lines(_GPUS), self.slot_lines(_DEVICES)
+        if gpus is None or devices is None:
+            return
+        gpu_items, device_items = split_list(gpus[1].value), split_list(devices[1].value)
+        if len(device_items) > 1 and len(device_items) != len(gpu_items):
+            effect = ("the extra values are ignored" if len(device_items) > len(gpu_items)
+                      else "later gpu_list entries run without the device flag")
+            self.add(self.line_of(devices[0]), "device-list-length", "warning",
+                     f"{len(device_items)} train device values for {len(gpu_items)} gpu_list entries; they pair "
+                     f"by position, so {effect}; give one value, or one per entry")
+
+    def per_mode_names(self) -> None:
+        for name in layout.PER_MODE_SLOTS:
+            found = self.slot_lines(name)
+            if found is None:
+                continue
+            for mode in parse_per_mode(found[1].value):
+                if mode in _KNOWN_MODES:
+                    continue
+                if mode in layout.LEGACY_MODES:
+                    self.add(self.line_of(found[0]), "unknown-mode", "warning",
+                             f"legacy mode name {mode!r}: current runners call it {layout.LEGACY_MODES[mode]!r}")
+                else:
+                    self.add(self.line_of(found[0]), "unknown-mode", "error",
+                             f"unknown mode {mode!r} (known: {', '.join(layout.MODES)}): its value is never used, "
+                             "and the intended mode runs without the flag")
+
+    def infer_device(self) -> None:
+        found = self.slot_lines(_INFER_DEVICE)
+        if found is None or found[1].value.strip() == "null":
+            return
+        bad = [item for item in split_list(found[1].value) if item.strip() not in _INFER_DEVICES]
+        if bad:
+            self.add(self.line_of(found[0]), "infer-device", "error",
+                     f"inference device {bad[0]!r} is none of True/False/gpu/cpu: the runner prints 'Does not "
+                     "support hardware' and skips those inference cases without a failure line")
+
+    def null_values(self) -> None:
+        for name in _NEEDS_VALUE:
+            found = self.slot_lines(name)
+            if found is not None and _no_value(found[1].value):
+                self.add(self.line_of(found[0]), "null-value", "error",
+                         f"{found[1].key}: has no value (null): the runner "
+                         + ("trains nothing, and reports no failure" if name == _TRAINER else "cannot run without it"))
+        trainer = self.slot_lines(_TRAINER)
+        for item in split_list(trainer[1].value) if trainer is not None and not _no_value(trainer[1].value) else ():
+            commands = [self.slot_index[name] for name in chain.TRAINER_SLOTS if name in self.slot_index]
+            index = next((i for i in commands if i < len(self.logical) and self.logical[i].key == item.strip()), None)
+            if index is not None and _no_value(self.logical[index].value):
+                self.add(self.line_of(index), "null-value", "error",
+                         f"trainer {item.strip()!r} is chosen, but its command line {item.strip()}: is null: "
+                         "that trainer trains nothing, and reports no failure")
+
+    def missing_scripts(self) -> None:
+        assert self.repo_root is not None
+        for name in layout.COMMAND_SLOTS:
+            found = self.slot_lines(name)
+            if found is None:
+                continue
+            script = next((word for word in found[1].value.split() if word.endswith(".py")), None)
+            if script is not None and not (self.repo_root / script).is_file():
+                self.add(self.line_of(found[0]), "missing-script", "error",
+                         f"{name} runs {script!r}, which does not exist under {self.repo_root}")
+
+
+def _no_value(value: str | None) -> bool:
+    """``null``, empty, or Python's ``None`` (a descriptor or script that printed it): nothing to run."""
+    return is_null(value) or value.strip() == "None"
+
+
+def _show_line(line: Line) -> str:
+    if line.header_name is not None:
+        return f"the {line.header_name} header"
+    return f"'{line.key}:'" if line.value is not None else repr(line.text)
+
+
+def lint_text(text: str, path: str, repo_root: str | Path | None = None) -> list[Finding]:
+    """Every finding for one config text, in line order."""
+    return _Linter(text, path, Path(repo_root) if repo_root is not None else None).run()
+
+
+def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None) -> list[Finding]:
+    """Lint files, and every ``*.txt`` below a directory."""
+    findings: list[Finding] = []
+    for path in paths:
+        path = Path(path)
+        files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
+        for file in files:
+            findings.extend(lint_text(inputs.read_text(file, "config"), str(file), repo_root))
+    return findings
+
+
+def refusals(path: str | Path, repo_root: str | Path | None = None) -> list[Finding]:
+    """The lint errors of one config file: what ``tipcgen run`` refuses to run and ``tipcgen doctor``
+    fails. Raises ``InputError`` (exit 2) for a file that is not readable UTF-8 text."""
+    return errors_of(inputs.read_text(path, "config"), str(path), repo_root)
+
+
+def errors_of(text: str, path: str, repo_root: str | Path | None = None) -> list[Finding]:
+    """The error findings (not warnings) of a config text; ``path`` names it in the findings."""
+    return [finding for finding in lint_text(text, path, repo_root) if finding.severity == "error"]
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    return any(finding.severity == "error" for finding in findings)
+
+
+def format_finding(finding: Finding) -> str:
+    return f"{finding.path}:{finding.line}: {finding.severity} {finding.rule} {finding.message}"
+
+
+def findings_to_json(findings: Iterable[Finding]) -> str:
+    """A JSON list of ``{path, line, rule, severity, message}`` objects."""
+    return json.dumps([asdict(finding) for finding in findings], ensure_ascii=False, indent=2)

@@ -1,0 +1,75 @@
+"""Reading the files a user names (configs, descriptors, answers files) without trusting them.
+
+A path is opened without blocking and checked to be a regular file before any byte is read (a FIFO
+or ``/dev/urandom`` is refused, never waited on), at most ``MAX_BYTES`` are read, and the text must be
+strict UTF-8 without NUL bytes. Every refusal is an ``InputError`` naming the file and the fix; none
+quotes the file's contents.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from tipcgen.core.errors import InputError, os_error
+
+MAX_BYTES = 16 << 20  # a 51-line config is 2 KB and the corpus's largest file 40 KB
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
+def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; anything else is an ``InputError``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise os_error(exc, f"cannot read the {what}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{path}: is a folder, not a {what}", f"give the {what} itself")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{path}: is not a regular file (a pipe, device or socket), so it is not read as a {what}",
+                             f"save the {what} to a file and pass that")
+        if info.st_size > limit:
+            raise InputError(f"{path}: is {info.st_size} bytes; a {what} is at most {limit} bytes",
+                             f"check that this is the {what} you meant")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as handle:
+            fd = -1
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise os_error(exc, f"cannot read the {what}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > limit:
+        raise InputError(f"{path}: is more than {limit} bytes; a {what} is at most that",
+                         f"check that this is the {what} you meant")
+    return data
+
+
+def decode(data: bytes, path: str | Path, what: str = "file") -> str:
+    """Strict UTF-8 text (a UTF-8 byte-order mark is kept for the caller to judge)."""
+    fix = f"save the {what} as UTF-8 text (most editors: File > Save with Encoding > UTF-8)"
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            raise InputError(f"{path}: is {name} text, not UTF-8", fix)
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"{path}: has a NUL byte at byte {nul} (line {_line_at(data, nul)}): "
+                         f"a binary file, or UTF-16/32 text, is not a {what}", fix)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: is not UTF-8 text (byte {exc.start}, line {_line_at(data, exc.start)}: "
+                         f"{exc.reason})", fix) from None
+
+
+def read_text(path: str | Path, what: str = "file", limit: int = MAX_BYTES) -> str:
+    """A user's text file, read safely: see the module docstring."""
+    return decode(read_bytes(path, what, limit), path, what)
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1

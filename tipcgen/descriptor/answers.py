@@ -1,0 +1,97 @@
+"""The answers file (``.tipcgen-answers.yml``): what ``init`` rendered from, so ``update`` can do it again.
+
+Like copier's ``.copier-answers.yml``: the tipcgen version, the descriptor (a built-in sample's name,
+or a path relative to the output root) and its sha256, the devices option, and the rendered files.
+What was rendered last time is kept under ``.tipcgen/base/`` as the merge base of ``tipcgen update``.
+Both are committed with the project; neither holds a timestamp, so a repeated init changes nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tipcgen.core import inputs
+from tipcgen.core.errors import InputError, TipcgenError
+from tipcgen.descriptor import Descriptor, samples_dir
+
+ANSWERS_FILE = ".tipcgen-answers.yml"
+BASE_DIR = ".tipcgen/base"
+DEVICES = ("all", "cpu")
+
+
+@dataclass(frozen=True)
+class Answers:
+    tipcgen_version: str
+    descriptor: str  # a built-in sample's name, or a path relative to the output root
+    descriptor_sha256: str
+    devices: str
+    files: tuple[str, ...]
+
+
+def base_path(rel: str) -> str:
+    """Where the last rendered copy of a generated file is kept (the merge base)."""
+    return f"{BASE_DIR}/{rel}"
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def descriptor_reference(desc: Descriptor, out_dir: Path) -> str:
+    """A built-in sample's name, or the descriptor's path relative to the output root."""
+    source = Path(desc.source)
+    if not source.is_file():
+        raise TipcgenError(f"{desc.source} is not a descriptor file", "init renders from a sample name or a .yaml file")
+    if source.resolve().parent.parent == samples_dir().resolve():
+        return source.resolve().parent.name
+    return Path(os.path.relpath(source.resolve(), out_dir.resolve())).as_posix()
+
+
+def descriptor_target(answers: Answers, out_dir: Path) -> str:
+    """What ``descriptor.load`` takes: the sample name, or the path as seen from here."""
+    if "/" not in answers.descriptor and not answers.descriptor.endswith((".yaml", ".yml")):
+        return answers.descriptor
+    return str(out_dir / answers.descriptor)
+
+
+def parse(text: str, source: str) -> Answers:
+    """The answers file's text → Answers; a damaged file is an error that names the field."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: an int of 4300+ digits
+        raise TipcgenError(f"{source}: is not valid YAML ({(str(exc).splitlines() or [type(exc).__name__])[0]})",
+                           "restore it from version control, or run tipcgen init again") from None
+    if not isinstance(data, dict):
+        raise TipcgenError(f"{source}: expected a mapping", "restore it from version control, or run tipcgen init again")
+    for key in ("tipcgen_version", "descriptor", "descriptor_sha256", "devices", "files"):
+        if key not in data:
+            raise TipcgenError(f"{source}: {key} is missing", "restore it from version control, or run tipcgen init again")
+    files = data["files"]
+    if not isinstance(files, list) or not all(isinstance(f, str) and _inside(f) for f in files):
+        raise TipcgenError(f"{source}: files must be a list of relative paths inside the output folder")
+    if data["devices"] not in DEVICES:
+        raise TipcgenError(f"{source}: devices is {data['devices']!r}", "expected all or cpu")
+    return Answers(str(data["tipcgen_version"]), str(data["descriptor"]), str(data["descriptor_sha256"]),
+                   str(data["devices"]), tuple(files))
+
+
+def read(out_dir: Path) -> Answers:
+    path = out_dir / ANSWERS_FILE
+    if not path.is_file():
+        raise TipcgenError(f"{path} is missing: {out_dir} was not rendered by tipcgen init (0.1.0 or later)",
+                           "render it once with tipcgen init <sample | descriptor.yaml> --force; later edits then "
+                           "survive tipcgen update")
+    try:
+        text = inputs.read_text(path, "answers file", limit=4 << 20)
+    except InputError as exc:
+        raise InputError(exc.message, "restore it from version control, or render again with tipcgen init --force") from None
+    return parse(text, str(path))
+
+
+def _inside(rel: str) -> bool:
+    parts = Path(rel).parts
+    return bool(parts) and not Path(rel).is_absolute() and ".." not in parts

@@ -1,0 +1,226 @@
+"""The validator's checks of the descriptor's groups: env, sections, data, checks, paddle2onnx, align, run."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tipcgen.core.errors import DescriptorError
+from tipcgen.descriptor.schema import (
+    ALIGN_CHECKPOINTS,
+    CHECK_FIELDS,
+    DATA_FIELDS,
+    DATA_FILE_FIELDS,
+    DATA_NAME_RE,
+    ENV_NAME_RE,
+    INPUTS_PATH_RE,
+    KEY_RE,
+    MAX_STEP_TIMEOUT,
+    MD5_RE,
+    PADDLE2ONNX_FIELDS,
+    RESERVED_ENV,
+    ROLES,
+    RUN_FIELDS,
+    WHOLE_ENV_RE,
+)
+from tipcgen.descriptor.spec import ChecksSpec, DataFile, DataSpec, Paddle2OnnxSpec, Tolerance
+from tipcgen.descriptor.validate_values import Checks
+from tipcgen.format import layout
+from tipcgen.format.config import Line as _ConfigLine
+
+
+class GroupChecks(Checks):
+    def _layout(self, value: Any) -> str:
+        if not isinstance(value, str) or value not in layout.LAYOUTS:
+            raise self._err("layout", value, " or ".join(layout.LAYOUTS))
+        return value
+
+
+    def _env(self, value: Any) -> tuple[tuple[str, str], ...]:
+        """env: {NAME: value}: variables the export and inference steps run with (e.g. FLAGS_enable_pir_api: "0")."""
+        if value is None:
+            return ()
+        if not isinstance(value, dict):
+            raise self._err("env", value, "a mapping of variable name to value, such as {FLAGS_enable_pir_api: \"0\"}")
+        out = []
+        for name, raw in value.items():
+            path = f"env.{name}"
+            if not ENV_NAME_RE.match(name) or name in RESERVED_ENV:
+                raise self.fail(path, f"{name!r} is not a variable the steps may set",
+                                "use a name of letters, digits and _ (not PATH, PYTHONPATH, LD_* or HOME)")
+            if isinstance(raw, bool):
+                raw = "1" if raw else "0"
+            if isinstance(raw, (int, float)):
+                raw = str(raw)
+            out.append((name, self.text(raw, path, what="value")))
+        return tuple(out)
+
+
+    def _sections(self, value: Any) -> tuple[tuple[str | None, tuple[str, ...]], ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self._err("sections", value, "a list of {name: SECTION, lines: [...]}")
+        out = []
+        for i, item in enumerate(value):
+            path = f"sections[{i}]"
+            item = self.mapping(item, path, {"name", "lines", "header"})
+            # name null: lines after idx 50 that stand before any header (upstream fillers)
+            name = None if item.get("name") is None else self.text(item["name"], f"{path}.name", what="section name")
+            self._section_header(item.get("header"), name, path)
+            lines = item.get("lines") or []
+            if not isinstance(lines, list):
+                raise self._err(f"{path}.lines", lines, "a list of config lines")
+            out.append((name, tuple(self.text(line, f"{path}.lines[{j}]", what="config line") for j, line in enumerate(lines))))
+        return tuple(out)
+
+    def _section_header(self, value: Any, name: str | None, path: str) -> None:
+        """``header:`` keeps a section's header line as written (``====name===`` with its own padding)."""
+        if value is None:
+            return
+        text = self.text(value, f"{path}.header", what="header line")
+        if name is None or _ConfigLine(text).header_name != name:
+            raise self.fail(f"{path}.header", f"{text!r} is not a header line of section {name!r}",
+                            f"write it as ==={name}=== with any number of '=' on each side, or leave it out")
+
+    def section_headers(self, value: Any) -> tuple[str | None, ...]:
+        """The ``header:`` of every section (``None``: the canonical 27/27 padding)."""
+        if not isinstance(value, list):
+            return ()
+        return tuple(item.get("header") if isinstance(item, dict) else None for item in value)
+
+    def _data(self, value: Any) -> DataSpec | None:
+        if value is None:
+            return None
+        value = self.mapping(value, "data", DATA_FIELDS)
+        data_dir = self.text(value.get("dir", "./train_data"), "data.dir", what="folder")
+        if data_dir.startswith("/") or ".." in Path(data_dir).parts:
+            raise self.fail("data.dir", f"{data_dir!r} is outside the repository", "use a relative path such as ./train_data/<model>")
+        env = self.text(value.get("whole_env", "TIPC_DATA_DIR"), "data.whole_env", what="variable name")
+        if not WHOLE_ENV_RE.match(env):
+            raise self.fail("data.whole_env", f"{env!r} is not an environment variable name", "use upper case, digits and _")
+        files_raw = value.get("files") or {}
+        files_raw = self.mapping(files_raw, "data.files", set(files_raw) if isinstance(files_raw, dict) else set())
+        files = []
+        for name, spec in files_raw.items():
+            path = f"data.files.{name}"
+            if not DATA_NAME_RE.match(name):
+                raise self.fail(path, f"{name!r} is not a plain file name", "no folders, spaces or shell characters")
+            spec = self.mapping(spec, path, DATA_FILE_FIELDS)
+            role = spec.get("role", "train")
+            if role not in ROLES:
+                raise self._err(f"{path}.role", role, "train or infer")
+            lite = self._rel(spec.get("lite"), f"{path}.lite")
+            whole = self._rel(spec.get("whole"), f"{path}.whole")
+            md5 = spec.get("md5")
+            if md5 is not None and not (isinstance(md5, str) and MD5_RE.fullmatch(md5)):
+                raise self._err(f"{path}.md5", md5, "32 lower-case hex digits")
+            rows = spec.get("rows")
+            if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+                raise self._err(f"{path}.rows", rows, "a row count (whole number ≥ 0)")
+            if lite is None and whole is None:
+                raise self.fail(path, "names neither a lite nor a whole source", "give lite: and/or whole:")
+            files.append(DataFile(name, role, lite, whole, md5, rows))
+        setup_raw = value.get("setup") or []
+        if not isinstance(setup_raw, list):
+            raise self._err("data.setup", setup_raw, "a list of python script calls, each a list [script.py, args...]")
+        setup = []
+        for i, call in enumerate(setup_raw):
+            if not isinstance(call, list) or not call:
+                raise self._err(f"data.setup[{i}]", call, "a list [script.py, args...]")
+            words = tuple(self.text(w, f"data.setup[{i}][{j}]", what="argument") for j, w in enumerate(call))
+            if not words[0].endswith(".py"):
+                raise self.fail(f"data.setup[{i}]", f"{words[0]!r} is not a python script", "setup runs python scripts only")
+            setup.append(words)
+        trained = self._rel(value.get("trained_model"), "data.trained_model")
+        from_lite = value.get("whole_from_lite", False)
+        if not isinstance(from_lite, bool):
+            raise self._err("data.whole_from_lite", from_lite, "true or false")
+        return DataSpec(data_dir, env, tuple(files), tuple(setup), trained, from_lite)
+
+    def _checks(self, value: Any) -> ChecksSpec | None:
+        if value is None:
+            return None
+        value = self.mapping(value, "checks", CHECK_FIELDS)
+        reference = value.get("reference")
+        if reference is not None:
+            reference = self.text(reference, "checks.reference", what="file name")
+            if not DATA_NAME_RE.match(reference):
+                raise self.fail("checks.reference", f"{reference!r} is not a plain file name", "the export step writes it into its output folder")
+        return ChecksSpec(
+            reference=reference,
+            reference_tolerance=self._tolerance(value.get("reference_tolerance"), "checks.reference_tolerance", Tolerance(1e-5, 1e-4)),
+            golden=self._rel(value.get("golden"), "checks.golden"),
+            golden_tolerance=self._tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
+            onnx_tolerance=self._tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
+            fixed_inputs=self._fixed_inputs(value),
+            outputs=self._output_names(value.get("outputs")),
+        )
+
+    def _output_names(self, value: Any) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not value:
+            raise self._err("checks.outputs", value, "a list of the exported model's output names, by position, "
+                            "such as [logits, probs]")
+        names = tuple(self.text(name, f"checks.outputs[{i}]", what="output name") for i, name in enumerate(value))
+        bad = next((n for n in names if not DATA_NAME_RE.match(n)), None)
+        if bad is not None or len(set(names)) != len(names):
+            raise self.fail("checks.outputs", f"{bad!r} is not a usable output name" if bad else "names an output twice",
+                            "distinct names of letters, digits, '_', '-' and '.', such as [logits, probs]")
+        return names
+
+    def _fixed_inputs(self, value: dict) -> str | None:
+        if "fixed_inputs" not in value or value["fixed_inputs"] is None:
+            return None
+        if value["fixed_inputs"] is False:
+            return "null"
+        path = self._rel(value["fixed_inputs"], "checks.fixed_inputs")
+        if not INPUTS_PATH_RE.match(path):
+            raise self.fail("checks.fixed_inputs", f"{path!r} is not a .npz file path",
+                            "name a .npz of input arrays (keys: the model's input names), or false to turn the check off")
+        return path
+
+    def _paddle2onnx(self, value: Any, data: DataSpec | None) -> Paddle2OnnxSpec | None:
+        if value is None:
+            return None
+        value = self.mapping(value, "paddle2onnx", PADDLE2ONNX_FIELDS)
+        model_dir = self._rel(value.get("model_dir"), "paddle2onnx.model_dir") or (data.trained_model if data else None)
+        if model_dir is None:
+            raise DescriptorError(self.source, "paddle2onnx.model_dir", "is missing", self.lines.get("paddle2onnx"),
+                                  hint="name the exported model folder, or set data.trained_model")
+        save_file = self._rel(value.get("save_file"), "paddle2onnx.save_file")
+        if save_file is None or not save_file.endswith(".onnx"):
+            raise self._err("paddle2onnx.save_file", value.get("save_file"), "a relative path ending in .onnx")
+        opset = value.get("opset_version", 11)
+        if isinstance(opset, bool) or not isinstance(opset, int) or not 7 <= opset <= 21:
+            raise self._err("paddle2onnx.opset_version", opset, "an ONNX opset between 7 and 21")
+        if "inference" not in value:
+            raise DescriptorError(self.source, "paddle2onnx.inference", "is missing", self.lines.get("paddle2onnx"),
+                                  hint="name the script that runs the .onnx model with onnxruntime")
+        # onnx_flag: null: the script cannot run an ONNX model; the chain's own check (check_inference.py) does.
+        flag = "null" if "onnx_flag" in value and value["onnx_flag"] is None else \
+            self.text(value.get("onnx_flag", "--use_onnx"), "paddle2onnx.onnx_flag", what="flag name")
+        if flag != "null" and not KEY_RE.match(flag):
+            raise self.fail("paddle2onnx.onnx_flag", f"{flag!r} is not a usable flag name", "such as --use_onnx")
+        return Paddle2OnnxSpec(model_dir, save_file, opset, self.text(value["inference"], "paddle2onnx.inference", what="command"), flag)
+
+    def _align(self, value: Any) -> dict[str, float]:
+        if value is None:
+            return {}
+        value = self.mapping(value, "align", {"thresholds"})
+        thresholds = self.mapping(value.get("thresholds") or {}, "align.thresholds", set(ALIGN_CHECKPOINTS))
+        out = {}
+        for name, number in thresholds.items():
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < 1e6:
+                raise self._err(f"align.thresholds.{name}", number, "a threshold: a number ≥ 0, such as 1.0e-6")
+            out[name] = float(number)
+        return out
+
+    def _run(self, value: Any) -> int:
+        if value is None:
+            return 600
+        value = self.mapping(value, "run", RUN_FIELDS)
+        timeout = value.get("step_timeout", 600)
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 < timeout <= MAX_STEP_TIMEOUT:
+            raise self._err("run.step_timeout", timeout, f"whole seconds between 1 and {MAX_STEP_TIMEOUT}")
+        return timeout

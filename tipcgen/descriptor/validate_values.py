@@ -1,0 +1,108 @@
+"""The validator's checks of one value: a mapping's field names, a text, a relative path, a tolerance.
+
+Every failure is a DescriptorError that names the file, the line and the field (``Checks.fail``).
+"""
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from tipcgen.core.errors import DescriptorError
+from tipcgen.descriptor.schema import BAD_PUNCTUATION
+from tipcgen.descriptor.spec import Tolerance
+from tipcgen.descriptor.yaml_lines import describe
+
+
+def config_text(value: Any) -> str:
+    """A loaded scalar as the descriptor writes it into the config (null, True/False, the text)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return str(value)
+
+
+class Checks:
+    def __init__(self, source: str, lines: dict[str, int]) -> None:
+        self.source = source
+        self.lines = lines
+
+    def fail(self, path: str, message: str, hint: str = "") -> DescriptorError:
+        line = self.lines.get(path)
+        while line is None and path:
+            path_up = path.rsplit(".", 1)[0] if "." in path else ""
+            line = self.lines.get(path_up)
+            if path_up == path:
+                break
+            path = path_up
+        return DescriptorError(self.source, path, message, line, hint)
+
+    def _err(self, path: str, found: Any, expected: str, hint: str = "") -> DescriptorError:
+        line = self.lines.get(path)
+        return DescriptorError(self.source, path, f"expected {expected}, found {describe(found)}", line, hint)
+
+    # -- generic checks
+    def mapping(self, value: Any, path: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict) and not path:  # not a descriptor at all: say so without quoting it
+            raise DescriptorError(self.source, "", f"is not a descriptor: a YAML mapping of fields was expected, "
+                                  f"found {'a list' if isinstance(value, list) else 'a single value'}",
+                                  self.lines.get(""), "pass a tipc.yaml (docs/DESCRIPTOR.md), e.g. tipcgen init bert-sst2")
+        if not isinstance(value, dict):
+            raise self._err(path or "(top level)", value, "a mapping")
+        for key in value:
+            if key not in allowed:
+                sub = f"{path}.{key}" if path else key
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                hint = f"did you mean '{close[0]}'?" if close else "allowed: " + ", ".join(sorted(allowed))
+                raise DescriptorError(self.source, sub, "unknown field", self.lines.get(sub), hint)
+        return value
+
+    def text(self, value: Any, path: str, *, what: str = "text") -> str:
+        if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+            raise self._err(path, value, what)
+        text = str(value)
+        if not text.strip():
+            raise self._err(path, value, f"non-empty {what}")
+        if text != text.strip():
+            raise self.fail(path, f"{text!r} has leading or trailing spaces",
+                            "remove them: upstream runners keep trailing spaces as part of the value")
+        for ch in text:
+            if ch in BAD_PUNCTUATION:
+                raise self.fail(path, f"{text!r} contains the full-width character {ch!r}",
+                                "use the ASCII character instead: TIPC parsers split on ASCII , : | ; only")
+            if not ch.isprintable():
+                raise self.fail(path, f"{text!r} contains a control character {ch!r}",
+                                "values are single-line printable text")
+        return text
+
+    def scalar_text(self, value: Any, path: str) -> str:
+        if value is None or isinstance(value, bool):
+            return config_text(value)
+        if isinstance(value, (dict, list)):
+            raise self._err(path, value, "a single value")
+        if value == "":
+            return ""  # upstream configs leave some values empty (`Global.checkpoints:`)
+        return self.text(value, path, what="value")
+
+    def _rel(self, value: Any, path: str) -> str | None:
+        if value is None:
+            return None
+        text = self.text(value, path, what="relative path")
+        if text.startswith("/") or ".." in Path(text).parts:
+            raise self.fail(path, f"{text!r} must be a relative path inside the repository (or data folder)", "")
+        return text
+
+    def _tolerance(self, value: Any, path: str, default: Tolerance) -> Tolerance:
+        if value is None:
+            return default
+        value = self.mapping(value, path, {"atol", "rtol"})
+        out = {}
+        for name in ("atol", "rtol"):
+            number = value.get(name, getattr(default, name))
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < 1e6 \
+                    or number != number:
+                raise self._err(f"{path}.{name}", number, "a tolerance: a number ≥ 0, such as 1.0e-5")
+            out[name] = float(number)
+        return Tolerance(**out)
+

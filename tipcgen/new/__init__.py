@@ -1,0 +1,1 @@
+"""`tipcgen new`: probe a repository's scripts and write a descriptor for it."""

@@ -1,0 +1,61 @@
+"""``tipcgen new``'s mapping table: which script flag names fill which descriptor field, and the
+fields the user may set with ``--flag``/``--value``."""
+from __future__ import annotations
+
+from tipcgen.core.errors import TipcgenError
+from tipcgen.format import chain
+
+# Descriptor field → the flag names that fill it, best first (compared without dashes, '-' as '_').
+_FLAG_NAMES: dict[str, tuple[str, ...]] = {
+    "train.device": ("device", "use_gpu", "place"),
+    "train.autocast": ("auto_cast", "autocast", "amp_level", "use_amp", "amp", "precision"),
+    "train.epochs": ("epochs", "epoch_num", "num_epochs", "epoch", "max_epochs", "num_train_epochs",
+                     "max_steps", "max_iters", "total_iters", "iters"),
+    "train.output_dir": ("output_dir", "save_dir", "output", "save_path", "checkpoint_dir", "output_path",
+                         "save_model_dir", "model_save_dir"),
+    "train.batch_size": ("batch_size", "train_batch_size", "per_device_train_batch_size", "bs"),
+    "train.pretrained": ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
+                         "init_checkpoint", "params_path", "checkpoint", "resume", "weights"),
+    "train.extra": ("data_file", "data", "data_dir", "data_path", "train_data", "train_file",
+                    "train_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
+                    "dataset_path", "train_dir", "img_dir", "img_path", "image_path", "images_dir"),
+    "eval.extra": ("data_file", "data", "data_dir", "data_path", "eval_data", "dev_file", "eval_file",
+                   "dev_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
+                   "dataset_path", "val_dir", "eval_dir", "img_dir", "img_path", "image_path"),
+    "export.output_dir": ("output_path", "save_inference_dir", "save_dir", "output_dir", "export_dir",
+                          "output", "inference_dir", "save_path"),
+    "export.weights": ("params_path", "init_from_ckpt", "pretrained", "pretrained_model", "model_path",
+                       "checkpoint", "weights", "ckpt", "resume"),
+    "inference.use_gpu": ("use_gpu", "device"),
+    "inference.enable_mkldnn": ("enable_mkldnn", "use_mkldnn", "enable_onednn", "use_onednn"),
+    "inference.cpu_threads": ("cpu_threads", "cpu_num_threads", "num_threads", "threads",
+                              "cpu_math_library_num_threads"),
+    "inference.batch_size": ("batch_size", "infer_batch_size"),
+    "inference.use_tensorrt": ("use_tensorrt", "use_trt", "enable_tensorrt"),
+    "inference.precision": ("precision", "run_mode", "infer_precision"),
+    "inference.model_dir": ("model_dir", "inference_model_dir", "model_path", "infer_model_dir",
+                            "model", "model_file"),
+    "inference.data": ("data_file", "data", "image_dir", "input_file", "infer_data", "infer_file",
+                       "data_dir", "input", "text_file", "data_path", "img_path", "image_path", "img_dir",
+                       "images_dir", "image_file", "img_file", "infer_dir", "test_dir", "input_dir"),
+    "inference.benchmark": ("benchmark",),
+}
+_ROLE_OF_STEP = {"train": "train", "eval": "eval", "export": "export", "infer": "infer", "whole_infer": "infer"}
+# Descriptor field → (the step whose script takes the flag, per the description; its flag names).
+CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
+    fld: (_ROLE_OF_STEP[chain.step_of_field(fld)], names) for fld, names in _FLAG_NAMES.items()}
+VALUE_FIELDS = (*CANDIDATES, "train.infer_data")
+STEP_COUNTERS = ("max_steps", "max_iters", "total_iters", "iters")
+
+
+def check_fields(pairs: dict[str, str], option: str) -> dict[str, str]:
+    """--flag / --value FIELD=...: every FIELD must be one that tipcgen new fills."""
+    import difflib
+
+    allowed = tuple(CANDIDATES) if option == "--flag" else VALUE_FIELDS
+    for name in pairs:
+        if name not in allowed:
+            close = difflib.get_close_matches(name, allowed, n=1)
+            raise TipcgenError(f"{option} {name}=...: {name} is not a field tipcgen new fills",
+                               (f"did you mean {close[0]}? " if close else "") + "fields: " + ", ".join(allowed))
+    return pairs

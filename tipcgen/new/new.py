@@ -1,0 +1,393 @@
+"""``tipcgen new``: a descriptor for an existing Paddle repository, from its scripts' ``--help``.
+
+Each script (train, eval, export, infer) is run as ``python SCRIPT --help`` in a subprocess with a
+timeout; its argparse-style flags are matched to TIPC slots by name (``--epochs``/``--epoch_num``/
+``--max_steps`` → ``train.epochs``, ...). Options override what probing finds. What a chain cannot do
+without (a required flag no slot fills, a flag the runner passes that a script lacks) is an error
+naming the option to pass. The descriptor is checked by loading and rendering it before it is written.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from tipcgen import descriptor
+from tipcgen.configs import legacy_format
+from tipcgen.core.errors import TipcgenError
+from tipcgen.descriptor import writer
+from tipcgen.format import layout
+from tipcgen.new import data as new_data
+from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
+from tipcgen.new.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, norm, probe
+from tipcgen.render import render
+
+ROLES = ("train", "eval", "export", "infer")
+DATA_ROLES = {"train": "train", "eval": "train", "infer": "infer"}  # descriptor data.files roles
+_DATA_OPTION = {"train": "--train-data", "eval": "--eval-data", "infer": "--infer-data"}
+
+
+@dataclass
+class Proposal:
+    """The descriptor text, and what was mapped from where (for the user to read)."""
+
+    text: str
+    model_name: str
+    mapping: list[tuple[str, str, str]]  # (field, flag or value, origin)
+    notes: list[str]
+
+
+# ---------------------------------------------------------------- mapping
+
+@dataclass
+class Options:
+    """What the user gave (as CLI options); anything missing may be asked for, or is an error."""
+
+    model_name: str | None = None
+    scripts: dict[str, str] = field(default_factory=dict)   # role → "path [fixed args]"
+    data: dict[str, str] = field(default_factory=dict)      # role → lite data file
+    setup: list[str] = field(default_factory=list)          # "script.py args" ({data_dir} is replaced)
+    checkpoint: str | None = None
+    python: str = "python"
+    devices: str = "all"
+    flags: dict[str, str] = field(default_factory=dict)     # field → flag ('null' drops it)
+    values: dict[str, str] = field(default_factory=dict)    # field → YAML value
+    probe_timeout: float = PROBE_TIMEOUT
+
+
+def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | None = None) -> Proposal:
+    """Probe the scripts and map their flags → a descriptor that loads and renders.
+
+    ``ask(option, question, default)`` is called for missing values when stdin is a terminal; without
+    it a missing value is an error that names the option to pass."""
+    options = replace(options, scripts=dict(options.scripts))
+    _setup_calls(options.setup)  # before any probing: a typo here should not cost a minute of --help runs
+    _ask_missing(options, root, ask)
+    scripts = {role: _script(role, given, root) for role in ROLES
+               if (given := options.scripts.get(role)) is not None and given.lower() != "null"}
+    model_name = options.model_name or ""
+    for script in scripts.values():
+        script.flags = probe(script, root, options.python, options.probe_timeout)
+    notes: list[str] = []
+    chosen = _choose_flags(scripts, options, notes)
+    data_dir = f"./train_data/{model_name}"
+    data_files = _data_files(options.data, data_dir, root)
+    values = _values(scripts, chosen, options, data_files, model_name)
+    _check(scripts, chosen, values, notes)
+    env = dict(legacy_format.ENV) if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) else {}
+    if env:
+        notes.append(f"{scripts['infer'].path} loads inference.pdmodel only: the descriptor's env: runs export and "
+                     f"inference with {legacy_format.FLAG}=0, the format Paddle 3 writes only then")
+    text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env)
+    desc = descriptor.load_text(text, source="<tipcgen new>", base_dir=root)
+    render.render_files(desc)
+    mapping = []
+    for fld, (role, _) in CANDIDATES.items():
+        origin = "option" if fld in options.flags else "probed" if role in scripts else "no script"
+        flag = chosen.get(fld)
+        mapping.append((fld, f"{flag} ({scripts[role].path})" if flag else "-", origin if flag else "empty"))
+    return Proposal(text, model_name, mapping, notes)
+
+
+def _ask_missing(options: Options, root: Path, ask: Callable[[str, str, str], str] | None) -> None:
+    """Fill what the user must say (scripts, model name, checkpoint) by asking, or fail naming every option."""
+    if options.checkpoint == ".":
+        options.checkpoint = ""
+    wanted = [(SCRIPT_OPTION[role], f"the {role} script (path relative to the repository root)", role)
+              for role in ("train", "export", "infer") if options.scripts.get(role) is None]
+    if not options.model_name:
+        wanted.append(("--model-name", "the model's name (it names test_tipc/configs/<model>)", "model_name"))
+    # eval and export load <output_dir>/<checkpoint>; export is required unless given as null
+    loads = options.scripts.get("eval") not in (None, "null") or options.scripts.get("export") != "null"
+    if loads and options.checkpoint is None:
+        wanted.append(("--checkpoint", "what train saves in its output dir for eval and export to load "
+                       "(a file or folder name; '.' for the output dir itself)", "checkpoint"))
+    if not wanted:
+        return
+    if ask is None:
+        listing = "\n".join(f"  {option}: {question}" for option, question, _ in wanted)
+        raise TipcgenError(f"tipcgen new needs {len(wanted)} more option(s):\n{listing}", _EXAMPLE)
+    for option, question, key in wanted:
+        default = _suggest_name(options.scripts["train"], root) if key == "model_name" and options.scripts.get("train") else ""
+        answer = ask(option, question, default).strip()
+        if not answer:
+            raise TipcgenError(f"{option}: no answer given", f"pass {option} ...; {_EXAMPLE}")
+        if key == "model_name":
+            options.model_name = answer
+        elif key == "checkpoint":
+            options.checkpoint = "" if answer == "." else answer
+        else:
+            options.scripts[key] = answer
+
+
+_EXAMPLE = ("e.g. tipcgen new --model-name my_model --train tools/train.py --export tools/export_model.py "
+            "--infer tools/infer.py --checkpoint best_model (on a terminal, tipcgen new asks instead)")
+
+
+def _setup_calls(calls: list[str]) -> list[list[str]]:
+    """Each --setup "SCRIPT.py ARGS" split as a shell would; an unbalanced quote is the user's to fix."""
+    out = []
+    for call in calls:
+        try:
+            words = shlex.split(call)
+        except ValueError as exc:
+            raise TipcgenError(f"--setup {call!r}: {exc} (an unbalanced quote)",
+                               "close the quote, or quote the whole call once: --setup \"prep.py --out {data_dir}\"") from None
+        if not words:
+            raise TipcgenError("--setup is empty", "give a script and its arguments, e.g. --setup \"prep.py {data_dir}\"")
+        out.append(words)
+    return out
+
+
+def _script(role: str, given: str, root: Path) -> Script:
+    try:
+        words = shlex.split(given)
+    except ValueError as exc:
+        raise TipcgenError(f"{SCRIPT_OPTION[role]} {given!r}: {exc}", "quote the script and its arguments as one word") from None
+    if not words:
+        raise TipcgenError(f"{SCRIPT_OPTION[role]} is empty", f"give a script path, or null for no {role} step")
+    path = Path(words[0])
+    full = path if path.is_absolute() else root / path
+    if not full.is_file():
+        raise TipcgenError(f"{SCRIPT_OPTION[role]} {words[0]}: no such file under {root}",
+                           "give the script's path relative to the repository root (--root)")
+    try:
+        rel = full.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        raise TipcgenError(f"{SCRIPT_OPTION[role]} {words[0]} is outside the repository {root}",
+                           "TIPC runs scripts by paths relative to the repository root") from None
+    return Script(role, rel, tuple(words[1:]))
+
+
+def _suggest_name(train: str, root: Path) -> str:
+    name = Path(shlex.split(train)[0]).parent.name or root.resolve().name
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("._-") or "my_model"
+
+
+def _choose_flags(scripts: dict[str, Script], options: Options, notes: list) -> dict[str, str | None]:
+    """Field → the flag that fills it (None: the slot stays null)."""
+    chosen: dict[str, str | None] = {}
+    for fld, (role, names) in CANDIDATES.items():
+        script = scripts.get(role)
+        if fld in options.flags:
+            flag_name = options.flags[fld]
+            chosen[fld] = None if flag_name.lower() == "null" else flag_name
+            continue
+        if script is None:
+            chosen[fld] = None
+            continue
+        if fld == "train.pretrained" and "eval" in scripts:
+            # The runner passes this key to eval with the checkpoint: prefer a flag eval has too.
+            flag = scripts["eval"].find(names) or script.find(names)
+        else:
+            flag = script.find(names)
+        if flag is not None and not flag.takes_value:
+            notes.append(f"{script.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
+                         f"{fld} stays empty (make it take True/False, or pass --flag {fld}=FLAG)")
+            flag = None
+        chosen[fld] = flag.name if flag else None
+    return chosen
+
+
+def _data_files(data: dict[str, str], data_dir: str, root: Path) -> dict[str, tuple[str, str]]:
+    """Role → (file name in the data dir, lite source) for the lite data the user ships."""
+    out = {}
+    for role, source in data.items():
+        if not (root / source).exists():
+            raise TipcgenError(f"{_DATA_OPTION[role]} {source}: no such file or folder under {root}",
+                               "give the lite data's path (a file, a folder or a .tar/.zip archive) relative to the repository root")
+        out[role] = (new_data.entry_name(role, root / source), Path(source).as_posix())
+    return out
+
+
+def _data_value(scripts: dict[str, Script], fld: str, chosen: dict[str, str | None],
+                data_files: dict[str, tuple[str, str]], role: str, data_dir: str) -> str | None:
+    """The path a data flag gets: the lite data in the data folder, or that folder for a flag that takes one."""
+    if role not in data_files:
+        return None
+    path = f"{data_dir}/{data_files[role][0]}"
+    flag = _flag_of(scripts, fld, chosen)
+    is_file = Path(data_files[role][0]).suffix != ""
+    if flag is not None and is_file and new_data.takes_folder(norm(flag.name), flag.help):
+        return data_dir  # a folder flag: the folder that holds the file
+    return path
+
+
+def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: Options,
+            data_files: dict[str, tuple[str, str]], model_name: str) -> dict[str, Any]:
+    """Field → the proposed value (YAML-ready Python data)."""
+    cpu_only = options.devices == "cpu"
+    values: dict[str, Any] = {}
+
+    def device_values(fld: str, gpu: Any, cpu: Any) -> Any:
+        flag = _flag_of(scripts, fld, chosen)
+        if flag is not None and flag.choices:
+            lowered = [c.lower() for c in flag.choices]
+            gpu = next((c for c in flag.choices if c.lower() in ("gpu", "cuda", "true")), gpu)
+            cpu = next((c for c in flag.choices if c.lower() in ("cpu", "false")), cpu)
+            if "cpu" not in lowered and "false" not in lowered:
+                cpu = flag.choices[0]
+        return [cpu] if cpu_only else [gpu, cpu]
+
+    device_flag = chosen.get("train.device") or ""
+    is_switch = "gpu" in norm(device_flag)
+    values["train.device"] = device_values("train.device", True if is_switch else "gpu", False if is_switch else "cpu")
+    autocast = _flag_of(scripts, "train.autocast", chosen)
+    level = new_data.amp_level(autocast.help, autocast.choices) if autocast is not None else None
+    if autocast is not None and norm(autocast.name) in ("use_amp", "amp"):
+        values["train.autocast"] = False  # a True/False flag: train in float32
+    elif level is not None:
+        values["train.autocast"] = level  # an AMP level flag (--amp_level O1/O2): its lowest level
+    else:
+        values["train.autocast"] = "fp32" if autocast is None or not autocast.choices else \
+            next((c for c in autocast.choices if c.lower() == "fp32"), autocast.choices[0])
+    steps = norm(chosen.get("train.epochs") or "") in STEP_COUNTERS
+    lite = {"lite_train_lite_infer": 10 if steps else 1, "lite_train_whole_infer": 10 if steps else 1}
+    values["train.epochs"] = lite  # whole_train_whole_infer: no value, so the script's own default
+    values["train.batch_size"] = {"lite_train_lite_infer": 4, "lite_train_whole_infer": 4}
+    values["train.output_dir"] = "./output/"
+    values["train.pretrained"] = None
+    data_dir = f"./train_data/{model_name}"
+    values["train.extra"] = _data_value(scripts, "train.extra", chosen, data_files, "train", data_dir)
+    values["eval.extra"] = _data_value(scripts, "eval.extra", chosen, data_files, "eval", data_dir)
+    values["export.output_dir"] = "./output/"
+    values["export.weights"] = None
+    use_gpu = norm(chosen.get("inference.use_gpu") or "") == "use_gpu"
+    values["inference.use_gpu"] = device_values("inference.use_gpu", True if use_gpu else "gpu", False if use_gpu else "cpu")
+    values["inference.enable_mkldnn"] = [False, True]
+    values["inference.cpu_threads"] = [1, 2]
+    values["inference.batch_size"] = 1
+    values["inference.use_tensorrt"] = False
+    precision = _flag_of(scripts, "inference.precision", chosen)
+    values["inference.precision"] = "fp32" if precision is None or not precision.choices or "fp32" in precision.choices \
+        else precision.choices[0]
+    values["inference.model_dir"] = None
+    infer_data = _data_value(scripts, "inference.data", chosen, data_files, "infer", data_dir)
+    values["inference.data"] = infer_data
+    values["inference.benchmark"] = True
+    values["train.infer_data"] = infer_data
+    import yaml
+
+    for fld, text in options.values.items():
+        try:
+            values[fld] = yaml.safe_load(text)
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: an int of 4300+ digits
+            raise TipcgenError(f"--value {fld}={text[:80]}: not a YAML value ({(str(exc).splitlines() or ['?'])[0][:120]})",
+                               "e.g. --value inference.cpu_threads='[1, 6]'") from None
+    if "inference.data" in options.values and "train.infer_data" not in options.values:
+        values["train.infer_data"] = values["inference.data"]  # what inference reads after training
+    return values
+
+
+def _flag_of(scripts: dict[str, Script], fld: str, chosen: dict[str, str | None]) -> Flag | None:
+    role = CANDIDATES[fld][0]
+    name = chosen.get(fld)
+    script = scripts.get(role)
+    if name is None or script is None:
+        return None
+    return next((f for f in script.flags if name in f.names), None)
+
+
+RUNNER_FILLED = layout.RUNNER_FILLED
+
+
+def _passed_with_value(role: str, fld: str, values: dict[str, Any]) -> bool:
+    """Whether the runner passes this field's flag with a value (a null value drops the flag)."""
+    if fld in RUNNER_FILLED or (role == "eval" and fld == "train.pretrained"):
+        return True
+    # after training, inference reads train.infer_data (with inference.data's key)
+    value = values.get("train.infer_data" if fld == "inference.data" else fld)
+    return value not in (None, "", [], {})
+
+
+def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any], notes: list[str]) -> None:
+    """Errors for what would make the chain fail; notes for what the user should know."""
+    problems = []
+    passed: dict[str, dict[str, str]] = {role: {} for role in ROLES}  # role → {flag: the field that passes it}
+    for fld, (role, _) in CANDIDATES.items():
+        if chosen.get(fld):
+            passed[role][norm(chosen[fld])] = fld
+    for fld in ("train.pretrained", "train.device"):  # the runner passes these to eval too
+        if chosen.get(fld):
+            passed["eval"][norm(chosen[fld])] = fld
+    for role, script in scripts.items():
+        for flag in script.flags:
+            if not flag.required or script.given(flag):
+                continue
+            fld = next((passed[role][norm(n)] for n in flag.names if norm(n) in passed[role]), None)
+            if fld is None:
+                problems.append(f"{script.path}: the required flag {flag.name} fills no TIPC slot; give it as a fixed "
+                                f"argument ({SCRIPT_OPTION[role]} \"{script.path} {flag.name} VALUE\") or map it "
+                                f"(--flag FIELD={flag.name})")
+            elif not _passed_with_value(role, fld, values):
+                data_role = {"train.extra": "train", "eval.extra": "eval", "inference.data": "infer"}.get(fld)
+                fix = f"ship lite data with {_DATA_OPTION[data_role]} FILE" if data_role else f"pass --value {fld}=VALUE"
+                problems.append(f"{script.path}: the required flag {flag.name} ({fld}) gets no value; {fix}")
+    if "eval" in scripts:
+        for fld, why in (("train.pretrained", "the checkpoint"), ("train.device", "the device")):
+            key = chosen.get(fld)
+            if key and not scripts["eval"].accepts(key):
+                problems.append(f"{scripts['eval'].path} has no {key}, but the runner passes {why} to eval with the "
+                                f"key of {fld}; add it to the eval script, or pass --eval null to skip eval")
+        if not chosen.get("train.pretrained"):
+            problems.append(f"{scripts['eval'].path}: no flag to load the trained checkpoint was found (tried "
+                            f"{', '.join('--' + n for n in CANDIDATES['train.pretrained'][1][:4])}, ...); "
+                            "pass --flag train.pretrained=FLAG")
+    for fld, role in (("export.weights", "export"), ("inference.model_dir", "infer")):
+        if role in scripts and not chosen.get(fld):
+            problems.append(f"{scripts[role].path}: no flag for {fld} was found; pass --flag {fld}=FLAG")
+    for fld in ("train.extra", "eval.extra", "inference.data"):
+        role = CANDIDATES[fld][0]
+        if chosen.get(fld) and values.get(fld) is None and role in scripts:
+            notes.append(f"{scripts[role].path}: {chosen[fld]} is not passed, so the script reads its default data; "
+                         f"ship lite data with {_DATA_OPTION[role]} FILE")
+    for fld in ("train.extra", "eval.extra", "inference.data"):
+        flag = _flag_of(scripts, fld, chosen)
+        value = values.get("train.infer_data" if fld == "inference.data" else fld)
+        if flag is not None and isinstance(value, str) and value not in ("", "null"):
+            mismatch = new_data.kind_mismatch(norm(flag.name), flag.help, value)
+            if mismatch:
+                notes.append(f"{scripts[CANDIDATES[fld][0]].path}: {flag.name} {mismatch}; check {fld} "
+                             f"(--value {fld}=PATH) or the flag (--flag {fld}=FLAG)")
+    if problems:
+        raise TipcgenError("the chain would fail:\n" + "\n".join(f"  - {p}" for p in problems),
+                           "fix the scripts or pass the options named above; tipcgen new --help lists them")
+
+
+# ---------------------------------------------------------------- the descriptor text
+
+def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any],
+              options: Options, data_files: dict[str, tuple[str, str]], data_dir: str, env: dict[str, str]) -> str:
+    def entry(fld: str) -> str:
+        return writer.keyed(chosen.get(fld), values.get(fld))
+
+    setup = [[word.replace("{data_dir}", data_dir) for word in call] for call in _setup_calls(options.setup)]
+    context = {
+        "model_name": writer.flow(model_name), "python": writer.flow(options.python),
+        "gpu_list": writer.flow(["-1"] if options.devices == "cpu" else ["0", "-1"]),
+        "scripts": {role: writer.flow(s.command) for role, s in scripts.items()},
+        "sources": {role: s.path for role, s in scripts.items()},
+        "entry": entry, "flow": writer.flow, "checkpoint": writer.flow(options.checkpoint if options.checkpoint is not None else None),
+        "infer_data": writer.flow(values.get("train.infer_data")),
+        "data_dir": writer.flow(data_dir),
+        "data_files": [(name, writer.flow({"role": DATA_ROLES[role], "lite": source, "whole": name}))
+                       for role, (name, source) in sorted(data_files.items(), key=lambda kv: ROLES.index(kv[0]))],
+        "setup": [writer.flow(call) for call in setup],
+        "env": writer.flow(env) if env else None,
+        "whole_infer": None,
+        "paddle2onnx": None,
+    }
+    if (data_files or setup) and "export" in scripts and options.checkpoint is not None:
+        trained = f"{data_dir}/trained"
+        context["trained_model"] = writer.flow(trained)
+        if "infer" in scripts and chosen.get("inference.model_dir"):
+            flag = scripts["infer"].find(("use_onnx", "onnx"))
+            context["paddle2onnx"] = {"save_file": writer.flow(f"{data_dir}/onnx/model.onnx"), "inference": context["scripts"]["infer"],
+                                      # --use_onnx is the default: written only when the script has another one, or none
+                                      "onnx_flag": None if flag is not None and flag.name == "--use_onnx"
+                                      else writer.flow(flag.name) if flag is not None and flag.takes_value else "null"}
+        context["whole_infer"] = {"models": writer.flow(f"{trained}/{options.checkpoint}" if options.checkpoint else trained),
+                                  "export": context["scripts"]["export"]}
+    return render.environment().get_template("descriptor/tipc.yaml.j2").render(**context)

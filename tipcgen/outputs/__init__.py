@@ -1,0 +1,1 @@
+"""What a run is turned into: the report, goldens, the acceptance checklist, the support table."""

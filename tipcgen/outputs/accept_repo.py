@@ -1,0 +1,224 @@
+"""The acceptance items checked on the repository alone: lite_data archive, entry points, READMEs.
+
+Reading only: archives are listed, never extracted; scripts are found, never run (tipcgen.accept
+puts these items together with those that need a run).
+"""
+from __future__ import annotations
+
+import re
+import stat
+import tarfile
+import zipfile
+from pathlib import Path
+
+from tipcgen.format.config import TipcConfig
+from tipcgen.outputs.checklist import Item
+from tipcgen.results.results import Summary
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
+SEARCH_DEPTH = 3
+_SKIP_DIRS = {"output", "train_data", "log", "node_modules", "__pycache__", "site-packages", "build", "dist"}
+_EXCERPT = 160
+
+
+# ---------------------------------------------------------------- finding things
+
+def _walk(root: Path, depth: int = SEARCH_DEPTH):
+    """Files under root, at most depth folders down, skipping hidden and output folders."""
+    stack = [(root, 0)]
+    while stack:
+        folder, level = stack.pop()
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if level < depth and entry.name not in _SKIP_DIRS and entry != root / "test_tipc" / "output":
+                    stack.append((entry, level + 1))
+            elif entry.is_file():
+                yield entry
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _config(root: Path, summary: Summary | None) -> tuple[Path | None, TipcConfig | None]:
+    if summary is not None and (root / summary.config).is_file():
+        path = root / summary.config
+    else:
+        found = sorted((root / "test_tipc" / "configs").glob("*/train_infer_python.txt"))
+        path = found[0] if found else None
+    return (path, TipcConfig.read(path)) if path else (None, None)
+
+
+def _script(config: TipcConfig | None, key: str) -> str | None:
+    """The .py file a config line names (`norm_train:tools/train.py -c x.yml` → tools/train.py)."""
+    value = config.get(key) if config else None
+    return next((word for word in (value or "").split() if word.endswith(".py")), None)
+
+
+def _script_dirs(root: Path, config: TipcConfig | None) -> list[Path]:
+    """Where entry points live: beside the scripts the config names, the root, tools/, deploy/…/."""
+    dirs = []
+    for key in ("norm_train", "eval", "norm_export", "inference"):
+        script = _script(config, key)
+        if script:
+            dirs.append((root / script).parent)
+    dirs += [root, root / "tools", root / "deploy" / "inference_python"]
+    return [d for d in dict.fromkeys(p.resolve() for p in dirs) if d.is_dir()]
+
+
+def _find(dirs: list[Path], name: str) -> Path | None:
+    return next((d / name for d in dirs if (d / name).is_file()), None)
+
+
+# ---------------------------------------------------------------- 2.2.1 lite_data
+
+def archive_members(path: Path) -> list[tuple[str, str]]:
+    """(name, kind) of every member, kind file | dir | link | other; reads headers only."""
+    if path.name.endswith(".zip"):
+        with zipfile.ZipFile(path) as archive:
+            out = []
+            for info in archive.infolist():
+                mode = info.external_attr >> 16
+                kind = "link" if stat.S_ISLNK(mode) else "dir" if info.is_dir() else "file"
+                out.append((info.filename, kind))
+            return out
+    with tarfile.open(path, "r:*") as archive:  # upstream's `tar -zcf lite_data.tar` is gzip behind .tar
+        return [(m.name, "file" if m.isfile() else "dir" if m.isdir() else "link" if m.issym() or m.islnk() else "other")
+                for m in archive.getmembers()]
+
+
+def archive_problems(members: list[tuple[str, str]]) -> list[str]:
+    """Why an archive would not unpack to lite_data/ safely: unsafe members, members outside, no files."""
+    unsafe, outside = [], []
+    for name, kind in members:
+        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts or kind in ("link", "other"):
+            unsafe.append(name)
+        elif not parts or parts[0] != "lite_data":
+            outside.append(name)
+    problems = []
+    if unsafe:
+        problems.append(f"unsafe member(s) (absolute, '..', link or device): {', '.join(unsafe[:5])}")
+    if outside:
+        problems.append(f"member(s) outside lite_data/: {', '.join(outside[:5])}")
+    if not any(kind == "file" for name, kind in members if name not in unsafe + outside):
+        problems.append("no file under lite_data/")
+    return problems
+
+
+def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Item:
+    """The first good archive, looking beside the entry points (dirs) first, then nearest the root."""
+    title = "lite_data archive that unpacks to lite_data/"
+    archives = sorted((p for p in _walk(root) if "lite_data" in p.name and p.name.endswith(ARCHIVE_SUFFIXES)),
+                      key=lambda p: (p.parent.resolve() not in dirs, len(p.relative_to(root).parts), p.as_posix()))
+    if not archives:
+        return Item("2.2.1", title, False, "./",
+                    f"no lite_data archive ({', '.join(ARCHIVE_SUFFIXES)}) within {SEARCH_DEPTH} folders of the root",
+                    "tar -czf lite_data.tar lite_data (the folder with a few train and eval samples) and commit it")
+    failures = []
+    for path in archives:
+        try:
+            members = archive_members(path)
+        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
+            failures.append(f"{_rel(path, root)}: not a readable archive ({exc})")
+            continue
+        problems = archive_problems(members)
+        if not problems:
+            files = sum(kind == "file" for _, kind in members)
+            return Item("2.2.1", title, True, _rel(path, root), f"{files} file(s) under lite_data/")
+        failures.append(f"{_rel(path, root)}: {'; '.join(problems)}")
+    return Item("2.2.1", title, False, _rel(archives[0], root), " | ".join(failures),
+                "rebuild it from the folder itself: tar -czf lite_data.tar lite_data")
+
+
+# ---------------------------------------------------------------- 2.2.2, 3.2: entry points
+
+def check_entry_points(root: Path, dirs: list[Path], config: TipcConfig | None, item: str, names: tuple[str, ...],
+                       keys: dict[str, str], title: str) -> Item:
+    found, missing = [], []
+    for name in names:
+        path = _find(dirs, name)
+        if path is None:
+            named = _script(config, keys.get(name, ""))
+            missing.append(f"{name}" + (f" (the config names {named})" if named and Path(named).name != name else ""))
+        else:
+            found.append(_rel(path, root))
+    searched = ", ".join(_rel(d, root) or "." for d in dirs)
+    if missing:
+        return Item(item, title, False, searched, f"missing: {', '.join(missing)}" + (f"; found {', '.join(found)}" if found else ""),
+                    "add the scripts under these names (the tutorial asks for them by name)")
+    return Item(item, title, True, ", ".join(found), "all found")
+
+
+# ---------------------------------------------------------------- documents
+
+def readmes(root: Path, dirs: list[Path]) -> list[Path]:
+    """The READMEs a reviewer reads: beside the entry points, then the root's."""
+    found = [p for d in dirs for p in sorted(d.glob("README*.md")) if p.is_file()]
+    return list(dict.fromkeys(found))
+
+
+def _blocks(lines: list[str]) -> list[tuple[int, bool, str]]:
+    """(line number, inside a fenced block, text) for every line; fence lines are outside."""
+    out, fenced = [], False
+    for number, line in enumerate(lines, 1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            out.append((number, False, line))
+            continue
+        out.append((number, fenced, line))
+    return out
+
+
+def _command_line(text: str, script: str) -> bool:
+    """A command that runs script (`python tools/predict.py --img x.jpg`), not a mention in prose."""
+    return bool(re.search(rf"(?:^|[\s/`]){re.escape(script)}(?:\s|`|$)", text)) and "python" in text
+
+
+def check_predict_docs(root: Path, docs: list[Path], predict: Path | None) -> Item:
+    title = "prediction on the training engine: predict.py, a demo input and its result documented"
+    if predict is None:
+        return Item("2.2.4", title, False, "-", "no predict.py (see 2.2.2)", "add predict.py: dygraph prediction on a demo input")
+    for doc in docs:
+        lines = doc.read_text(encoding="utf-8", errors="replace").splitlines()
+        marked = _blocks(lines)
+        for index, (number, fenced, text) in enumerate(marked):
+            if not (fenced and _command_line(text, "predict.py")) or not re.search(r"predict\.py\S*\s+\S", text):
+                continue
+            after = marked[index + 1:]
+            end = next((i for i, (_, f, t) in enumerate(after) if not f and t.startswith("#")), len(after))
+            fences = [n for n, f, t in after[:end] if not f and t.lstrip().startswith(("```", "~~~"))]
+            images = [n for n, f, t in after[:end] if not f and ("![" in t or "<img" in t)]
+            result = fences[1] if len(fences) > 1 else images[0] if images else None  # fences[0] closes the command
+            if result is not None:
+                return Item("2.2.4", title, True, f"{_rel(doc, root)}:{number}",
+                            f"command `{text.strip()[:_EXCERPT]}`; its result at line {result}")
+    where = ", ".join(_rel(d, root) for d in docs) or "no README.md beside the entry points or at the root"
+    return Item("2.2.4", title, False, where,
+                "no README shows a `python ... predict.py <demo input>` command in a code block followed, before the "
+                "next heading, by its result (a second code block or an image)",
+                "document the demo command and paste what it printed under it")
+
+
+def check_commands_documented(root: Path, docs: list[Path]) -> Item:
+    title = "export_model.py and infer.py commands documented"
+    found, missing = [], []
+    for script in ("export_model.py", "infer.py"):
+        hit = next((f"{_rel(doc, root)}:{number}" for doc in docs
+                    for number, line in enumerate(doc.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+                    if _command_line(line, script)), None)
+        (found if hit else missing).append(f"{script} at {hit}" if hit else script)
+    if missing:
+        where = ", ".join(_rel(d, root) for d in docs) or "no README.md"
+        return Item("3.2.2", title, False, where, f"no `python ... {' / '.join(missing)}` command in the README(s)",
+                    "document how to export the model and run Paddle Inference on it")
+    return Item("3.2.2", title, True, "; ".join(found), "both documented")

@@ -1,0 +1,396 @@
+"""``tipcgen report``: one document for a submission or a pull request, from a run folder.
+
+Reads what a ``tipcgen run`` left (summary.json, the step logs, the train script's train.log) into
+a ``Report``; draws the per-step times and the training loss as PNGs (matplotlib, Agg, imported only
+here); and renders ``templates/report/report.md.j2`` and ``report.html.j2`` (self-contained: the
+pictures are embedded, no JavaScript). Pure reading and rendering; ``writes.write_tree`` writes.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tipcgen import __version__
+from tipcgen.core import writes
+from tipcgen.core.errors import TipcgenError
+from tipcgen.core.needs import numpy_for
+from tipcgen.format.paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
+from tipcgen.outputs import accept, markup, report_bench
+from tipcgen.outputs.checklist import Acceptance
+from tipcgen.outputs.report_logs import (
+    TrainCurve,
+    autolog_info,
+    parse_train_log,  # noqa: F401 (report.parse_train_log, as before the split)
+    read_curve,
+)
+from tipcgen.render import templating
+from tipcgen.results.results import Step, Summary, check_text, load_summary
+from tipcgen.results.summary_check import check_alignment_data
+
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+LOSS_PNG = "report-loss.png"
+TIMING_PNG = "report-timing.png"
+ALIGN_JSON = "align_report.json"
+FORMATS = ("md", "html")
+
+_SHOWN_ENV = ("python", "platform", "paddle")  # summary.json environment keys with a row of their own
+
+
+@dataclass
+class Row:
+    """One line of the step table."""
+
+    number: int
+    status: str  # PASS | FAIL | SKIP
+    kind: str
+    name: str
+    seconds: str
+    detail: str
+    command: str
+    log: str
+
+
+@dataclass
+class CheckRow:
+    """One output of one result check: the worst difference against the tolerance."""
+
+    check: str
+    status: str
+    output: str
+    max_abs: str
+    max_rel: str
+    tolerance: str
+    note: str
+
+
+@dataclass
+class Report:
+    summary: Summary
+    run_dir: Path
+    root: Path
+    environment: list[tuple[str, str]]
+    rows: list[Row]
+    curves: list[TrainCurve]
+    checks: list[CheckRow]
+    alignment: dict | None
+    reproduce: list[str]
+    images: dict[str, str] = field(default_factory=dict)  # loss / timing -> file name
+    notes: list[str] = field(default_factory=list)
+    acceptance: Acceptance | None = None  # the basic chain's acceptance checklist (tipcgen accept)
+    speeds: list = field(default_factory=list)  # benchmark_train: report_bench.SpeedRow per case
+
+    @property
+    def trained(self) -> bool:
+        return any(step.kind == "train" and step.status != "skipped" for step in self.summary.steps)
+
+    @property
+    def verdict(self) -> str:
+        return self.summary.verdict
+
+    @property
+    def provenance(self) -> list[tuple[str, str]]:
+        from tipcgen.run.provenance import rows
+
+        return rows(self.summary.provenance)
+
+    @property
+    def target_lines(self) -> list[str]:
+        from tipcgen.descriptor.target import result_lines
+
+        return result_lines(self.summary.target) if self.summary.target else []
+
+
+# ---------------------------------------------------------------- finding and reading a run
+
+def find_run(root: Path) -> Path:
+    """The newest run folder (the one whose summary.json was written last) under root/test_tipc/output."""
+    output = root / OUTPUT
+    found = [p for p in output.glob("*/*/" + SUMMARY_JSON)] + [p for p in output.glob("*/*/*/" + SUMMARY_JSON)]
+    if not found:
+        raise TipcgenError(f"no {SUMMARY_JSON} under {output}",
+                           "run a chain first (tipcgen run --mode lite_train_lite_infer), or pass its run folder")
+    return max(found, key=lambda p: p.stat().st_mtime).parent
+
+
+def root_of(run_dir: Path) -> Path:
+    """The repository root of a run folder (the folder that holds its test_tipc/)."""
+    for parent in run_dir.resolve().parents:
+        if parent.name == "test_tipc":
+            return parent.parent
+    return Path.cwd()
+
+
+def build(run_dir: Path, root: Path | None = None, align: Path | None = None) -> Report:
+    """Everything the report shows, read from a run folder."""
+    path = run_dir / SUMMARY_JSON
+    if not path.is_file():
+        raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}", "pass a run folder such as "
+                           "test_tipc/output/<model>/<mode>, which tipcgen run writes")
+    summary = load_summary(path)  # SummaryFileError (exit 2) names the file and the field
+    root = root or root_of(run_dir)
+    curves = [curve for step in summary.steps if step.kind == "train" and step.status != "skipped"
+              for curve in [read_curve(step, run_dir, root)] if curve is not None]
+    report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
+                    rows=step_rows(summary), curves=curves, checks=check_rows(summary.steps),
+                    alignment=read_alignment(align, run_dir, root, summary.model), reproduce=reproduce(summary))
+    if summary.chain == "basic":
+        report.acceptance = accept.check(root, run_dir)
+    if summary.chain == "benchmark_train":
+        report.speeds = report_bench.speed_rows(summary, run_dir)
+    for curve in curves:
+        if curve.restarts:
+            report.notes.append(f"{curve.step}: the step counter of {curve.source} starts over {curve.restarts} time(s) "
+                                "(every epoch): the loss is plotted over global steps, counted on across restarts")
+        if curve.non_finite:
+            report.notes.append(f"{curve.step}: the loss is not finite at {curve.x_label} "
+                                f"{', '.join(f'{x:g}' for x in curve.non_finite[:5])}")
+    return report
+
+
+def environment_rows(summary: Summary, root: Path) -> list[tuple[str, str]]:
+    """Python, platform, Paddle and the device, from summary.json and the AutoLog block of an inference log."""
+    autolog = autolog_info(summary, root)
+    env = summary.environment
+    versions = (summary.provenance or {}).get("versions") or {}
+    # the interpreter the chain ran with (provenance), else an AutoLog block, else tipcgen's own interpreter
+    paddle = str(versions.get("paddle") or "") or autolog.get("paddle_version") or env.get("paddle") or ""
+    if paddle and autolog.get("paddle_commit"):
+        paddle += f" (commit {autolog['paddle_commit'][:10]})"
+    rows = [("model", summary.model), ("mode", summary.mode), ("chain", summary.chain), ("config", summary.config),
+            ("Python", env.get("python", "not recorded")), ("platform", env.get("platform", "not recorded")),
+            ("Paddle", paddle or "not recorded (not installed for the chain's interpreter, and no AutoLog block)"),
+            ("device", device_text(summary, autolog))]
+    for key in ("CUDA_version", "CUDNN_version"):
+        if autolog.get(key) and autolog[key] != "None":
+            rows.append((key.replace("_version", ""), autolog[key]))
+    if autolog.get("OS_version"):
+        rows.append(("OS", autolog["OS_version"]))
+    rows.extend((key, value) for key, value in env.items() if key not in _SHOWN_ENV)
+    rows.append(("tipcgen", __version__))
+    return rows
+
+
+def device_text(summary: Summary, autolog: dict[str, str]) -> str:
+    """`CPU (gpu_list -1); GPU cases skipped: no CUDA device` from the steps that ran and were skipped."""
+    ran = []
+    for step in summary.steps:
+        if step.kind == "train" and step.status != "skipped" and step.gpu:
+            entry = step.gpu
+            if entry == "-1":
+                ran.append("CPU (gpu_list -1)")
+            elif step.device == "cpu":  # a multi-GPU entry run as CPU processes on a machine without CUDA
+                ran.append(f"CPU, {len(entry.split(','))} processes (gpu_list {entry}, no CUDA device)")
+            else:
+                ran.append(f"GPU {entry} (gpu_list {entry})")
+    if not ran and autolog.get("runtime_device"):
+        ran.append(autolog["runtime_device"])
+    text = ", ".join(dict.fromkeys(ran)) or "not recorded"
+    if any("CUDA device" in step.reason for step in summary.steps if step.status == "skipped"):
+        text += "; GPU cases skipped: no CUDA device on this machine"
+    return text
+
+
+def step_rows(summary: Summary) -> list[Row]:
+    rows = []
+    for number, step in enumerate(summary.steps, 1):
+        parts = [", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), step.reason, check_text(step.check), step.note]
+        rows.append(Row(number, step.mark, step.kind, step.name,
+                        f"{step.seconds:.1f}" if step.status != "skipped" else "-",
+                        "; ".join(p for p in parts if p), step.command, step.log.removeprefix("./")))
+    return rows
+
+
+def check_rows(steps: list[Step]) -> list[CheckRow]:
+    rows = []
+    for step in steps:
+        if step.kind != "check":
+            continue
+        status = step.mark
+        check = step.check
+        if not check.get("max_abs"):
+            rows.append(CheckRow(step.name, status, "-", "-", "-", "-", step.reason or "no differences recorded"))
+            continue
+        tolerance = f"atol {check.get('atol', 0):g}, rtol {check.get('rtol', 0):g}"
+        compared = f"{check.get('logs', '?')} log(s) compared"
+        if isinstance(check.get("reference"), str):  # the chain's own check: configurations vs the reference one
+            compared = f"{check.get('logs', '?')} configuration(s) compared with {check['reference']}"
+        note = compared + (f"; {check['failures']} failure(s)" if check.get("failures") else "")
+        for output, value in sorted(check["max_abs"].items()):
+            rel = check.get("max_rel", {}).get(output)
+            rows.append(CheckRow(step.name, status, output, f"{value:.3g}", "-" if rel is None else f"{rel:.3g}",
+                                 tolerance, note))
+    return rows
+
+
+def read_alignment(align: Path | None, run_dir: Path, root: Path, model: str) -> dict | None:
+    """The alignment table: --align (a JSON file from `tipcgen align report --json`, or a reproduction
+    folder to check now), else align_report.json next to summary.json, else none."""
+    if align is None:
+        if not (run_dir / ALIGN_JSON).is_file():
+            return None
+        align = run_dir / ALIGN_JSON
+    if not align.is_dir() and not align.is_file():  # missing, or a FIFO or device that would block or never end
+        raise TipcgenError(f"--align {align}: no such file or folder (or not a regular file)",
+                           "pass the JSON that tipcgen align report --json wrote, or the reproduction folder")
+    if align.is_dir():
+        numpy_for(f"--align {align} (a reproduction folder to re-check)")
+        from tipcgen.repro import align_report
+
+        return align_report.build_report(align, align_report.resolve_thresholds(), root, model).to_dict()
+    try:
+        data = json.loads(align.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not valid JSON"
+        raise TipcgenError(f"--align {align}: cannot read it ({reason})",
+                           "pass the JSON that tipcgen align report --json wrote, or the reproduction folder") from None
+    try:
+        check_alignment_data(data, f"--align {align}")
+    except TipcgenError as exc:
+        raise TipcgenError(exc.message, "write one with: tipcgen align report DIR --json align_report.json") from None
+    return data
+
+
+def reproduce(summary: Summary) -> list[str]:
+    """The commands a reviewer runs, from the repository root."""
+    runner = RUNNERS.get(summary.chain, RUNNERS["basic"])
+    tipcgen_run = f"tipcgen run --mode {summary.mode}" + (f" --chain {summary.chain}" if summary.chain != "basic" else "")
+    return [f"bash {PREPARE} {summary.config} {summary.mode}",
+            f"bash {runner} {summary.config} {summary.mode}",
+            f"# or both, with this summary: {tipcgen_run}"]
+
+
+# ---------------------------------------------------------------- pictures
+
+def draw(report: Report) -> dict[str, bytes]:
+    """The PNGs (file name → bytes): per-step time, and the loss curve when a train log has one.
+    Empty, with a note, when matplotlib is not installed."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        report.notes.append("matplotlib is not installed, so this report has no pictures (pip install matplotlib)")
+        return {}
+    import io
+
+    def png(fig: Figure) -> bytes:
+        FigureCanvasAgg(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+        return buffer.getvalue()
+
+    pictures = {}
+    timing = _timing_figure(Figure, report)
+    if timing is not None:
+        pictures[TIMING_PNG] = png(timing)
+        report.images["timing"] = TIMING_PNG
+    if report.curves:
+        pictures[LOSS_PNG] = png(_loss_figure(Figure, report))
+        report.images["loss"] = LOSS_PNG
+    ips = report_bench.ips_figure(Figure, report.speeds, report.summary)
+    if ips is not None:
+        pictures[report_bench.IPS_PNG] = png(ips)
+        report.images["ips"] = report_bench.IPS_PNG
+    return pictures
+
+
+_COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
+
+
+def _short(name: str, width: int = 84) -> str:
+    return name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2 - 1):]
+
+
+def _label(row: Row) -> str:
+    return f"{row.number}. {_short(row.name)}" if row.kind in row.name else f"{row.number}. {row.kind}: {_short(row.name)}"
+
+
+def _timing_figure(figure, report: Report):
+    rows = [row for row in report.rows if row.status != "SKIP"]
+    if not rows:
+        return None
+    fig = figure(figsize=(12, 1.1 + 0.28 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    seconds = [float(row.seconds) for row in rows]
+    positions = list(range(len(rows)))[::-1]
+    ax.barh(positions, seconds, color=[_COLOURS.get(row.status, "#1565c0") for row in rows], height=0.65)
+    ax.set_yticks(positions, [_label(row) for row in rows], fontsize=8)
+    for y, value, row in zip(positions, seconds, rows):
+        ax.text(value, y, f" {value:.1f} s" + ("  FAILED" if row.status == "FAIL" else ""), va="center", fontsize=8)
+    ax.set_xlabel("seconds")
+    ax.set_xlim(0, max(seconds + [0.1]) * 1.18)
+    s = report.summary
+    ax.set_title(f"Time per step: {s.model} / {s.mode}\n{sum(seconds):.1f} s in steps, {s.wall_seconds:.1f} s wall; "
+                 f"skipped steps not shown", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _loss_figure(figure, report: Report):
+    fig = figure(figsize=(12, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    for curve in report.curves:
+        xs = [x for x, _ in curve.points]
+        ys = [y if math.isfinite(y) else float("nan") for _, y in curve.points]
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5, label=_short(curve.step, 60))
+    ax.set_xlabel(report.curves[0].x_label)
+    ax.set_ylabel("loss")
+    ax.set_title(f"Training loss: {report.summary.model} / {report.summary.mode}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+# ---------------------------------------------------------------- documents
+
+def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
+    """report.md (pictures as files next to it) and report.html (pictures embedded), by file name."""
+    env = templating.environment()
+    env.filters.update(md=markup.md_text, code=markup.md_code, fence=markup.fence, wbr=markup.wbr)
+    env.filters["int_or"] = lambda value: int(value) if isinstance(value, float) and value.is_integer() else value
+    embedded = {name: base64.b64encode(data).decode("ascii") for name, data in pictures.items()}
+    context = {"r": report, "s": report.summary, "embedded": embedded, "alignment": report.alignment}
+    out = {}
+    if "md" in formats:
+        out[REPORT_MD] = env.get_template("report/report.md.j2").render(**context)
+    if "html" in formats:
+        out[REPORT_HTML] = env.get_template("report/report.html.j2").render(**context)
+    return out
+
+
+def write(run_dir: Path, out_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
+          align: Path | None = None, root: Path | None = None, force: bool = False) -> tuple[Report, list[Path]]:
+    """Build, draw and render the report; write it (and its PNGs) to out_dir, default the run folder.
+
+    In the run folder a report is part of the run's output and is replaced; in any other folder an
+    existing file that differs is replaced only with force, and then kept under .tipcgen/backup/."""
+    in_run_dir = out_dir is None or out_dir.resolve() == run_dir.resolve()
+    out_dir = out_dir or run_dir
+    report = build(run_dir, root, align)
+    pictures = draw(report)
+    files: dict[str, str | bytes] = dict(render_documents(report, pictures, formats))
+    if "md" in formats:
+        files.update(pictures)  # the HTML embeds them; the Markdown links to them
+    if in_run_dir:
+        writes.write_tree(files, out_dir, force=True, backup=False)
+    else:
+        _refuse_overwrite(files, out_dir, force)
+        writes.write_tree(files, out_dir, force=True, backup=True)
+    return report, [out_dir / name for name in sorted(files)]
+
+
+def _refuse_overwrite(files: dict[str, str | bytes], out_dir: Path, force: bool) -> None:
+    changed = []
+    for name, content in sorted(files.items()):
+        target = out_dir / name
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        if target.is_file() and target.read_bytes() != data:
+            changed.append(name)
+    if changed and not force:
+        raise TipcgenError(f"{out_dir} already has {', '.join(changed)}, different from this report; "
+                           "nothing was written", "pass --force to replace them (the old ones are kept under "
+                           f"{out_dir / '.tipcgen' / 'backup'}/), or choose another --output")
+

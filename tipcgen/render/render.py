@@ -1,0 +1,235 @@
+"""Descriptor → the files of ``test_tipc/`` (from the Jinja templates), written safely.
+
+Rendering is pure (text in, text out); ``write_tree`` is the only function that touches the
+user's files: it writes all files or none, and never overwrites a changed file without force.
+"""
+from __future__ import annotations
+
+import functools
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import jinja2
+
+from tipcgen import __version__
+from tipcgen.configs import existing, legacy_format
+from tipcgen.core.writes import Written, write_tree
+from tipcgen.descriptor import Descriptor, benchmark, samples_dir
+from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
+from tipcgen.format import chain, layout, paths
+from tipcgen.render import gitignore
+from tipcgen.render.templating import environment
+
+
+def config_relpath(model_name: str) -> str:
+    return f"test_tipc/configs/{model_name}/train_infer_python.txt"
+
+
+PADDLE2ONNX_CONFIG = "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
+
+
+def paddle2onnx_relpath(model_name: str) -> str:
+    return f"test_tipc/configs/{model_name}/{PADDLE2ONNX_CONFIG}"
+
+
+def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
+    """The config text of a descriptor (train_infer_python.txt)."""
+    return layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()}, desc.sections,
+                       desc.section_headers, checks=desc.checks, benchmark=desc.benchmark, env=env)
+
+
+@functools.lru_cache(maxsize=1)
+def _config_environment() -> jinja2.Environment:
+    return environment()
+
+
+def layout_text(layout_name: str, lines: Mapping[str, str], sections: Sequence[tuple[str | None, Sequence[str]]] = (),
+                section_headers: Sequence[str | None] = (), *, checks=None, benchmark=None,
+                env: jinja2.Environment | None = None) -> str:
+    """The one writer of a layout's lines: ``lines`` maps a kv slot's name to its line (``key:value``,
+    or a key alone); a kv slot not given gets ``KEY:null`` (``null:null`` without a default key).
+    ``sections`` are the trailing ``(name, lines)``; a ``None`` name writes no header."""
+    table = layout.slots_of(layout_name)
+    kv = {slot.name: slot for slot in table if slot.kind == "kv"}
+    unknown = sorted(set(lines) - set(kv) - {slot.name for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"})
+    if unknown:
+        raise ValueError(f"not kv slots of the {layout_name} layout: {', '.join(unknown)}")
+    given = {name: lines.get(name, f"{slot.key or 'null'}:null") for name, slot in kv.items()}
+    if any(not line or "\n" in line for line in given.values()):
+        raise ValueError("config lines must be non-empty and must not contain a newline")
+    headers = [section_headers[i] if i < len(section_headers) else None for i in range(len(sections))]
+    return (env or _config_environment()).get_template("config/train_infer_python.txt.j2").render(
+        layout=table, lines=given, sections=sections, checks=checks, benchmark=benchmark, section_headers=headers)
+
+
+def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
+    p = desc.paddle2onnx
+    if p is None:
+        return {}
+    use_gpu, model_dir, data = (_slot(desc, f"inference.{name}") for name in ("use_gpu", "model_dir", "data"))
+    keys = {"use_gpu_key": use_gpu.key, "model_dir_key": model_dir.key, "data_key": data.key}
+    config = env.get_template("config/paddle2onnx.txt.j2").render(
+        model_name=desc.model_name, python=_slot(desc, "python").value, p=p, checks=desc.checks,
+        use_gpu={"key": keys["use_gpu_key"], "value": use_gpu.value},
+        model_dir_key=keys["model_dir_key"], onnx_dir=posixpath.dirname(p.save_file),
+        data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value,
+        # Paddle 3 writes the Paddle 2 format (.pdmodel) only under the env: that turns PIR off.
+        model_filename="inference.pdmodel" if dict(desc.env).get(legacy_format.FLAG) == "0" else "inference.json")
+    runner = env.get_template("runner/test_paddle2onnx.sh.j2").render(
+        step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, step_env=desc.env, paths=paths.runner_context(), **keys)
+    return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
+
+
+def golden_dir(desc: Descriptor) -> Path | None:
+    return desc.base_dir / desc.checks.golden if desc.checks and desc.checks.golden else None
+
+
+def _golden_files(desc: Descriptor) -> dict[str, bytes]:
+    """Committed golden results (next to the descriptor) → test_tipc/results/."""
+    folder = golden_dir(desc)
+    if folder is None or not folder.is_dir():
+        return {}
+    return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
+
+
+def _runner_context(layout_name: str = "standard") -> dict:
+    table = layout.slots_of(layout_name)
+    return {
+        "modes": layout.MODES,
+        "legacy_modes": layout.LEGACY_MODES,
+        "layout_name": layout_name,
+        "n_lines": len(table),
+        "anchors": list(layout.RUNNER_ANCHORS[layout_name]),
+        "slots": [slot for slot in table if slot.kind == "kv" and slot.name not in layout.RUNNER_UNPASSED[layout_name]],
+        "paths": paths.runner_context(),
+    }
+
+
+def _slot_keys(desc: Descriptor) -> list[tuple[layout.Slot, str]]:
+    """The key of every key:value slot as rendered (a null slot has no key to check)."""
+    return [(slot, desc.slots[slot.name].key) for slot in layout.slots_of(desc.layout)
+            if slot.kind == "kv" and desc.slots[slot.name].key != "null"
+            and slot.name not in layout.RUNNER_UNPASSED[desc.layout]]
+
+
+def _slot(desc: Descriptor, fld: str):
+    """A descriptor's slot value by descriptor field (code names slots by field: see chain.py)."""
+    return desc.slots[chain.name_of(fld)]
+
+
+def _docs_context(desc: Descriptor) -> dict:
+    def shown(fld: str) -> str:
+        return (_slot(desc, f"inference.{fld}").value or "").replace("|", "/")
+
+    gpus = desc.list_value("gpu_list")
+    return {
+        "model_name": desc.model_name,
+        "description": desc.description,
+        "descriptor_name": Path(desc.source).name,
+        "modes": layout.MODES,
+        "gpu_list": _slot(desc, "gpu_list").value,
+        "multi_device": any("," in g and ";" not in g for g in gpus),
+        "multi_node": any(";" in g for g in gpus),
+        "whole_env": desc.data.whole_env if desc.data else "",
+        "infer": {"batch_size": shown("batch_size"), "trt": shown("use_tensorrt"),
+                  "mkldnn": shown("enable_mkldnn"), "threads": shown("cpu_threads")},
+    }
+
+
+def render_files(desc: Descriptor) -> dict[str, str | bytes]:
+    """Every generated file of test_tipc/, by path relative to the repository root."""
+    env = environment()
+    runner = _runner_context(desc.layout)
+    docs = _docs_context(desc)
+    whole_files = [f.whole for f in desc.data.files if f.whole] if desc.data else []
+    files = {
+        config_relpath(desc.model_name): render_config(desc, env),
+        "test_tipc/common_func.sh": env.get_template("runner/common_func.sh.j2").render(**runner),
+        "test_tipc/test_train_inference_python.sh": env.get_template("runner/test_train_inference_python.sh.j2").render(
+            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), step_env=desc.env, **runner),
+        "test_tipc/prepare.sh": env.get_template("runner/prepare.sh.j2").render(
+            model_name=desc.model_name, data=desc.data, whole_files=sorted(set(whole_files))),
+        "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
+        "test_tipc/docs/test_train_inference_python.md": env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
+    }
+    files["test_tipc/check_inference.py"] = env.get_template("runner/check_inference.py.j2").render()
+    if desc.checks is not None:
+        files["test_tipc/compare_results.py"] = env.get_template("runner/compare_results.py.j2").render()
+    files.update(_paddle2onnx_files(desc, env))
+    if desc.benchmark is not None or any(name == benchmark.SECTION for name, _ in desc.sections):  # an imported one too
+        files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(
+            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), paths=paths.runner_context())
+        files["test_tipc/benchmark_analysis.py"] = env.get_template("runner/benchmark_analysis.py.j2").render()
+    return files
+
+
+def sample_files(desc: Descriptor) -> dict[str, bytes]:
+    """A built-in sample's own project files, so that its scripts exist where its config says."""
+    root = samples_dir()
+    try:
+        sample = desc.base_dir.resolve().relative_to(root.resolve())
+    except ValueError:
+        return {}
+    out = {}
+    for path in sorted((root / sample).rglob("*")):
+        rel = path.relative_to(root / sample)
+        if path.is_file() and "__pycache__" not in rel.parts and not any(p.startswith(".") for p in rel.parts):
+            out[f"sample_models/{sample.as_posix()}/{rel.as_posix()}"] = path.read_bytes()
+    return out
+
+
+def rendered(desc: Descriptor, devices: str = "all") -> dict[str, str | bytes]:
+    """Everything init writes besides its bookkeeping: test_tipc/, golden results, a sample's own files."""
+    if devices == "cpu":
+        desc = desc.for_cpu_only()
+    files: dict[str, str | bytes] = dict(render_files(desc))
+    files.update(_golden_files(desc))
+    files.update(sample_files(desc))
+    return files
+
+
+def bookkeeping(answers: Answers, base: dict[str, str | bytes]) -> dict[str, str | bytes]:
+    """The answers file and the merge base (.tipcgen/base/<path>) for the given rendered files."""
+    out: dict[str, str | bytes] = {ANSWERS_FILE: environment().get_template("answers/tipcgen-answers.yml.j2").render(a=answers)}
+    out.update({base_path(rel): content for rel, content in base.items()})
+    return out
+
+
+def answers_for(desc: Descriptor, out_dir: Path, devices: str, files: dict[str, str | bytes]) -> Answers:
+    return Answers(__version__, descriptor_reference(desc, out_dir), sha256_of(Path(desc.source)), devices,
+                   tuple(sorted(files)))
+
+
+def _gitignore(desc: Descriptor, out_dir: Path) -> dict[str, str]:
+    """The repository's .gitignore with the chain's working folders appended, when any is missing."""
+    path = out_dir / gitignore.FILE
+    current = None
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return {}  # not a plain file: not ours to rewrite
+    if path.is_file():
+        try:
+            current = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return {}  # left as it is rather than rewritten with replaced characters
+    text = gitignore.merged(current, gitignore.entries(desc))
+    return {} if text is None else {gitignore.FILE: text}
+
+
+def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all",
+         on_note: Callable[[str], None] = lambda line: None, submission: bool = False) -> list[Written]:
+    """Render test_tipc/ (and a built-in sample's project files) into out_dir, and record what it
+    rendered from (.tipcgen-answers.yml, .tipcgen/base/) so that tipcgen update can merge later."""
+    files = rendered(desc, devices)
+    record: dict[str, str | bytes] = {}
+    if submission:  # the repository keeps its runner, common_func.sh and prepare.sh (tipcgen.submission)
+        from tipcgen.configs import submission as submission_mode
+
+        files = submission_mode.submission_files(files, out_dir, config_relpath(desc.model_name))
+        record = {submission_mode.RECORD: files.pop(submission_mode.RECORD)}  # bookkeeping, not a rendered file
+    for line in existing.check(files, out_dir, force):
+        on_note(line)
+    book = {**bookkeeping(answers_for(desc, out_dir, devices, files), files), **record}
+    ignore = _gitignore(desc, out_dir)
+    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore))
+    return [w for w in written if not w.path.startswith(BASE_DIR + "/")]

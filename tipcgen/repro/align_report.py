@@ -1,0 +1,325 @@
+"""The six acceptance checkpoints of a paper reproduction, found in a folder, re-checked, and reported.
+
+For reviewers and CI: `tipcgen align report DIR` finds each checkpoint's file pair and diff log under DIR
+(the guide names logs both ``*_diff.log`` and ``*_diff_log.txt``), re-compares the pair with the guide's
+thresholds, and adds the TIPC row from the last `tipcgen run` summary. numpy only.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tipcgen.core.errors import TipcgenError
+from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
+from tipcgen.repro import align
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One acceptance node of the guide: its file-name prefixes and its default threshold."""
+
+    name: str
+    title: str
+    prefixes: tuple[str, ...]
+    threshold: float
+    allow_identical: bool = False  # accuracy values can be bit-identical without anything being wrong
+
+
+CHECKPOINTS: tuple[Checkpoint, ...] = (
+    Checkpoint("forward", "forward (model structure)", ("forward",), 1e-6),
+    Checkpoint("metric", "evaluation metric", ("metric",), 1e-6, allow_identical=True),
+    Checkpoint("loss", "loss function", ("loss",), 1e-6),
+    Checkpoint("backward", "backward (optimizer steps)", ("bp_align", "backward", "bp"), 1e-6),
+    Checkpoint("train", "train alignment (accuracy)", ("train_align", "train", "acc"), 0.0015, allow_identical=True),
+)
+TIPC = "tipc"
+ROW_NAMES = tuple(c.name for c in CHECKPOINTS) + (TIPC,)
+PADDLE_SIDES = ("paddle", "pd")
+REFERENCE_SIDES = ("torch", "pytorch", "pt", "benchmark", "ref", "reference", "hf", "tf")
+LOG_SUFFIXES = ("_diff.log", "_diff_log.txt")
+DATA_SUFFIXES = (".npy", ".npz")
+TIPC_MODE = "lite_train_lite_infer"
+_SKIP_DIRS = {"site-packages", "node_modules", "__pycache__"}
+
+
+@dataclass
+class Row:
+    """One line of the report: pass, fail or missing, the worst difference, and where it came from."""
+
+    checkpoint: str
+    status: str  # pass | fail | missing
+    worst: float | None = None
+    threshold: float | None = None
+    method: str = "mean"
+    reference: str | None = None
+    paddle: str | None = None
+    log: str | None = None
+    detail: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """The six rows; ``passed`` only when every row passes."""
+
+    folder: str
+    rows: list[Row]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.status == "pass" for r in self.rows)
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.rows if r.status == status)
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = []
+        for row in self.rows:
+            data = asdict(row)
+            data["worst"] = _json_float(row.worst)
+            rows.append(data)
+        return {"folder": self.folder, "passed": self.passed, "pass": self.count("pass"),
+                "fail": self.count("fail"), "missing": self.count("missing"), "rows": rows}
+
+
+def _json_float(value: float | None) -> Any:
+    return value if value is None or math.isfinite(value) else str(value)
+
+
+# ---------------------------------------------------------------- thresholds
+
+def parse_threshold_options(options: Sequence[str]) -> dict[str, float]:
+    """`forward=1e-5` strings from the command line -> {checkpoint: threshold}."""
+    out: dict[str, float] = {}
+    for option in options:
+        name, sep, value = option.partition("=")
+        if not sep:
+            raise TipcgenError(f"--threshold {option!r}: expected CHECKPOINT=VALUE", "e.g. --threshold forward=1e-5")
+        out[name.strip()] = _threshold_value(name.strip(), value, f"--threshold {option}")
+    return out
+
+
+def read_descriptor(path: Path) -> tuple[dict[str, float], str | None]:
+    """A tipcgen descriptor's optional ``align: {thresholds: {forward: 1e-6, ...}}`` and its model_name."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise TipcgenError(f"{path}: cannot read the descriptor ({exc})") from exc
+    data = data if isinstance(data, dict) else {}
+    model = str(data["model_name"]) if data.get("model_name") else None
+    section = data.get("align") or {}
+    thresholds = section.get("thresholds") if isinstance(section, dict) else None
+    if section and not isinstance(section, dict) or thresholds is not None and not isinstance(thresholds, dict):
+        raise TipcgenError(f"{path}: align.thresholds must be a mapping", "e.g. align: {thresholds: {forward: 1e-5}}")
+    return {str(k): _threshold_value(str(k), v, f"{path}: align.thresholds.{k}")
+            for k, v in (thresholds or {}).items()}, model
+
+
+def _threshold_value(name: str, value: Any, where: str) -> float:
+    if name not in ROW_NAMES[:-1]:
+        raise TipcgenError(f"{where}: unknown checkpoint {name!r}",
+                           "checkpoints with a threshold: " + ", ".join(ROW_NAMES[:-1]))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TipcgenError(f"{where}: threshold must be a number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise TipcgenError(f"{where}: threshold must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def resolve_thresholds(*overrides: Mapping[str, float]) -> dict[str, float]:
+    """The guide's defaults, then each override in turn (descriptor, then command line)."""
+    out = {c.name: c.threshold for c in CHECKPOINTS}
+    for override in overrides:
+        out.update(override)
+    return out
+
+
+# ---------------------------------------------------------------- finding files
+
+def _walk(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()
+                  and not any(part.startswith(".") or part in _SKIP_DIRS for part in p.relative_to(folder).parts[:-1]))
+
+
+def _side(stem: str, prefix: str) -> str | None:
+    """'forward_paddle' -> 'paddle' for prefix 'forward'; None when the stem is not prefix_SIDE."""
+    if not stem.startswith(prefix + "_"):
+        return None
+    side = stem[len(prefix) + 1:]
+    return side if side in PADDLE_SIDES + REFERENCE_SIDES else None
+
+
+@dataclass
+class Found:
+    """The files of one checkpoint found in one folder."""
+
+    folder: Path
+    paddle: Path | None = None
+    reference: Path | None = None
+    log: Path | None = None
+
+
+def find_checkpoint(files: Sequence[Path], checkpoint: Checkpoint) -> list[Found]:
+    """Every folder holding files of this checkpoint, the most complete first (a pair and a log)."""
+    by_folder: dict[Path, Found] = {}
+    for prefix in checkpoint.prefixes:
+        for path in files:
+            found = by_folder.get(path.parent) or Found(path.parent)
+            if path.name in tuple(prefix + s for s in LOG_SUFFIXES):
+                found.log = found.log or path
+            elif path.suffix in DATA_SUFFIXES:
+                side = _side(path.stem, prefix)
+                if side in PADDLE_SIDES:
+                    found.paddle = found.paddle or path
+                elif side in REFERENCE_SIDES:
+                    found.reference = found.reference or path
+                else:
+                    continue
+            else:
+                continue
+            by_folder[path.parent] = found
+    return sorted(by_folder.values(), key=lambda f: (-(bool(f.paddle and f.reference) * 2 + bool(f.log)),
+                                                     len(f.folder.parts), str(f.folder)))
+
+
+# ---------------------------------------------------------------- rows
+
+def checkpoint_row(files: Sequence[Path], checkpoint: Checkpoint, threshold: float, base: Path,
+                   max_bytes: int = align.DEFAULT_MAX_BYTES) -> Row:
+    """Re-check one checkpoint: the file pair decides; a log alone is read; nothing is 'missing'."""
+    row = Row(checkpoint.name, "missing", threshold=threshold)
+    found = find_checkpoint(files, checkpoint)
+    if not found:
+        row.detail = f"no {checkpoint.prefixes[0]}_paddle.npy / {checkpoint.prefixes[0]}_<reference>.npy / " \
+                     f"{checkpoint.prefixes[0]}_diff.log"
+        return row
+    best = found[0]
+
+    def rel(path: Path | None) -> str | None:
+        return str(path.relative_to(base)) if path else None
+
+    row.paddle, row.reference, row.log = rel(best.paddle), rel(best.reference), rel(best.log)
+    if len(found) > 1:
+        row.notes.append("also found in: " + ", ".join(rel(f.folder) or "." for f in found[1:]))
+    if best.paddle and best.reference:
+        _recheck(row, best, checkpoint, threshold, max_bytes)
+    elif best.log:
+        _from_log(row, best.log)
+    else:
+        side = "Paddle" if best.reference else "reference"
+        row.detail = f"the {side} file is missing next to {rel(best.paddle or best.reference)}"
+    return row
+
+
+def _recheck(row: Row, found: Found, checkpoint: Checkpoint, threshold: float, max_bytes: int) -> None:
+    assert found.paddle and found.reference
+    try:
+        result = align.compare_files(found.reference, found.paddle, "mean", threshold,
+                                     allow_identical=checkpoint.allow_identical, max_bytes=max_bytes)
+    except align.AlignFileError as exc:
+        row.status, row.detail = "fail", exc.message
+        return
+    row.status = "pass" if result.passed else "fail"
+    row.worst = result.worst
+    keys = len(result.keys)
+    row.detail = f"{keys} key(s), max abs diff {_fmt(result.max_abs)}"
+    row.notes.extend(result.failures[:5])
+    row.notes.extend(result.warnings)
+    if found.log is None:
+        row.notes.append(f"no {checkpoint.prefixes[0]}_diff.log: the guide asks for the diff log too")
+        return
+    logged = align.read_log(found.log)
+    if logged.passed is None:
+        row.notes.append(f"{found.log.name} has no 'diff check passed/failed' line")
+    elif logged.passed != result.passed:
+        said = "passed" if logged.passed else "failed"
+        row.notes.append(f"{found.log.name} says {said}, the re-check {'passes' if result.passed else 'fails'} "
+                         f"(threshold {threshold:g}, mean)")
+
+
+def _from_log(row: Row, log: Path) -> None:
+    logged = align.read_log(log)
+    row.worst = logged.worst
+    row.status = "pass" if logged.passed else "fail"
+    row.detail = "from the log only: the .npy pair is missing, nothing re-checked"
+    if logged.passed is None:
+        row.notes.append(f"{log.name} has no 'diff check passed/failed' line")
+
+
+def tipc_row(root: Path, model: str | None = None) -> Row:
+    """The TIPC row: the summary.json that the last `tipcgen run` of lite_train_lite_infer wrote."""
+    row = Row(TIPC, "missing", method="")
+    output = root / OUTPUT
+    candidates = ([output / model / TIPC_MODE / SUMMARY_JSON] if model
+                  else sorted(output.glob(f"*/{TIPC_MODE}/{SUMMARY_JSON}"), key=lambda p: p.stat().st_mtime,
+                              reverse=True))
+    candidates = [p for p in candidates if p.is_file()]
+    if not candidates:
+        row.detail = f"no {output / (model or '<model>') / TIPC_MODE / SUMMARY_JSON}: run " \
+                     f"`tipcgen run --mode {TIPC_MODE}`"
+        return row
+    path = candidates[0]
+    if len(candidates) > 1:
+        row.notes.append("several models ran; newest used (choose with --model): "
+                         + ", ".join(p.parts[-3] for p in candidates))
+    row.log = str(path)
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        ok, counts = bool(summary["ok"]), {k: int(summary[k]) for k in ("passed", "failed", "skipped")}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        row.status, row.detail = "fail", f"unreadable summary ({exc})"
+        return row
+    row.status = "pass" if ok else "fail"
+    row.detail = (f"{summary.get('model', path.parts[-3])} {summary.get('mode', TIPC_MODE)}: "
+                  f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    return row
+
+
+def build_report(folder: Path, thresholds: Mapping[str, float], root: Path, model: str | None = None,
+                 max_bytes: int = align.DEFAULT_MAX_BYTES) -> Report:
+    """All six rows for a reproduction folder; thresholds as resolve_thresholds returns them; a file
+    that is refused (over max_bytes, or naming anything but numpy arrays) fails its row."""
+    if not folder.is_dir():
+        raise TipcgenError(f"{folder}: no such folder", "pass the folder that holds the *_paddle.npy files and logs")
+    files = _walk(folder)
+    rows = [checkpoint_row(files, c, thresholds[c.name], folder, max_bytes) for c in CHECKPOINTS]
+    rows.append(tipc_row(root, model))
+    return Report(str(folder), rows)
+
+
+# ---------------------------------------------------------------- writers
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if value else "0"
+
+
+def report_text(report: Report) -> str:
+    """The table for people: one row per checkpoint, then the notes."""
+    head = ("checkpoint", "status", "worst diff", "threshold", "files / detail")
+    lines = []
+    for row in report.rows:
+        where = row.log or row.paddle or ""
+        detail = f"{where}  ({row.detail})" if where and row.detail else where or row.detail
+        lines.append((row.checkpoint, row.status.upper(), _fmt(row.worst),
+                      "-" if row.threshold is None else f"{row.threshold:g}", detail))
+    widths = [max(len(r[i]) for r in [head, *lines]) for i in range(4)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in [head, *lines]]
+    for row in report.rows:
+        out.extend(f"  {row.checkpoint}: {note}" for note in row.notes)
+    out.append(f"{len(report.rows)} checkpoints: {report.count('pass')} pass, {report.count('fail')} fail, "
+               f"{report.count('missing')} missing")
+    return "\n".join(out)
+
+
+def report_json(report: Report) -> str:
+    return json.dumps(report.to_dict(), indent=2)

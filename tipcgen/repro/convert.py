@@ -1,0 +1,297 @@
+"""PyTorch state dict -> Paddle state dict, by a small rule set; every key accounted for.
+
+For people starting a reproduction from a PyTorch checkpoint (``tipcgen align convert``). A rule set
+renames keys (regular expressions, applied in order), drops keys on purpose, transposes Linear weights
+(torch stores ``[out, in]``, Paddle ``[in, out]``) and casts floating dtypes. Checked against the
+target model's own state dict, every unmatched, missing or shape-mismatched key is listed, and any of
+them fails the conversion unless allowed by name. Reading is pickle-safe (tipcgen.checkpoint_io).
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tipcgen.core.errors import ConvertError
+
+# Built-in rule sets. Names are matched against the PyTorch key; `rename` is applied in order.
+_LAYER = r"encoder\.layer\.(\d+)\."
+BUILTIN_RULES: dict[str, dict[str, Any]] = {
+    "bert": {
+        "rename": [
+            [r"\.gamma$", ".weight"], [r"\.beta$", ".bias"],  # TF-ported checkpoints name LayerNorm so
+            [r"embeddings\.LayerNorm\.", "embeddings.layer_norm."],
+            [_LAYER + r"attention\.self\.query\.", r"encoder.layers.\1.self_attn.q_proj."],
+            [_LAYER + r"attention\.self\.key\.", r"encoder.layers.\1.self_attn.k_proj."],
+            [_LAYER + r"attention\.self\.value\.", r"encoder.layers.\1.self_attn.v_proj."],
+            [_LAYER + r"attention\.output\.dense\.", r"encoder.layers.\1.self_attn.out_proj."],
+            [_LAYER + r"attention\.output\.LayerNorm\.", r"encoder.layers.\1.norm1."],
+            [_LAYER + r"intermediate\.dense\.", r"encoder.layers.\1.linear1."],
+            [_LAYER + r"output\.dense\.", r"encoder.layers.\1.linear2."],
+            [_LAYER + r"output\.LayerNorm\.", r"encoder.layers.\1.norm2."],
+            [r"predictions\.transform\.dense\.", "predictions.transform."],
+            [r"predictions\.transform\.LayerNorm\.", "predictions.layer_norm."],
+            [_LAYER, r"encoder.layers.\1."],  # what is left: the block itself, so tracing matches it too
+        ],
+        "drop": [r"\.position_ids$"],  # a buffer older transformers saved; Paddle builds it
+        "transpose": {"match": [r"\.weight$"], "except": [r"embeddings\.", r"LayerNorm", r"predictions\.decoder\."],
+                      "ndim": 2},
+        "dtype": "float32",
+    },
+    "bn-cnn": {
+        "rename": [[r"\.running_mean$", "._mean"], [r"\.running_var$", "._variance"]],
+        "drop": [r"\.num_batches_tracked$"],
+        "transpose": {"match": [r"\.weight$"], "except": [r"embed"], "ndim": 2},  # Linear only: conv is 4-D
+        "dtype": "float32",
+    },
+}
+_RULE_KEYS = {"rename", "drop", "transpose", "dtype", "allow", "base"}
+_DTYPES = ("float16", "float32", "float64")
+
+
+@dataclass
+class Rules:
+    rename: list[tuple[re.Pattern, str]] = field(default_factory=list)
+    drop: list[re.Pattern] = field(default_factory=list)
+    transpose: list[re.Pattern] = field(default_factory=list)
+    keep: list[re.Pattern] = field(default_factory=list)  # transpose's `except`
+    ndim: int = 2
+    dtype: str | None = None
+    allow: list[str] = field(default_factory=list)
+    name: str = ""
+
+    def target_name(self, name: str) -> str:
+        for pattern, replacement in self.rename:
+            name = pattern.sub(replacement, name)
+        return name
+
+    def dropped(self, name: str) -> bool:
+        return any(p.search(name) for p in self.drop)
+
+    def transposes(self, name: str, value: np.ndarray) -> bool:
+        return (value.ndim == self.ndim and any(p.search(name) for p in self.transpose)
+                and not any(p.search(name) for p in self.keep))
+
+    def layer_name(self, layer: str) -> str:
+        """A torch layer's (module's) name in Paddle: the renames applied to its parameter prefix."""
+        return self.target_name(layer + ".").rstrip(".") if layer else layer
+
+
+def _compile(source: str, where: str, patterns: Any) -> list[re.Pattern]:
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise ConvertError(f"{source}: {where}: expected a list of regular expressions", "e.g. drop: ['\\.num_batches_tracked$']")
+    try:
+        return [re.compile(p) for p in patterns]
+    except re.error as exc:
+        raise ConvertError(f"{source}: {where}: bad regular expression ({exc})", "check the pattern") from None
+
+
+def rules_from_mapping(data: Any, source: str) -> Rules:
+    """Validate a rule mapping (a built-in set or a YAML rule file); errors name the field."""
+    if not isinstance(data, dict):
+        raise ConvertError(f"{source}: a rule file is a mapping", "see docs/ALIGNMENT.md (Weight conversion)")
+    unknown = sorted(set(data) - _RULE_KEYS)
+    if unknown:
+        raise ConvertError(f"{source}: unknown field(s) {', '.join(unknown)}", f"use: {', '.join(sorted(_RULE_KEYS))}")
+    base = data.get("base")
+    if base is not None and base not in BUILTIN_RULES:
+        raise ConvertError(f"{source}: base: unknown rule set {base!r}", f"use one of: {', '.join(BUILTIN_RULES)}")
+    merged = {**(BUILTIN_RULES[base] if base else {}), **{k: v for k, v in data.items() if k != "base"}}
+    if base and "rename" in data:  # a file that builds on a set adds its renames after the set's
+        merged["rename"] = list(BUILTIN_RULES[base]["rename"]) + list(data["rename"] or [])
+    rename = []
+    for i, pair in enumerate(merged.get("rename") or []):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise ConvertError(f"{source}: rename[{i}]: expected [PATTERN, REPLACEMENT]", "e.g. ['\\.gamma$', '.weight']")
+        rename.append((_compile(source, f"rename[{i}]", [pair[0]])[0], pair[1]))
+    transpose = merged.get("transpose") or {}
+    if not isinstance(transpose, dict) or set(transpose) - {"match", "except", "ndim"}:
+        raise ConvertError(f"{source}: transpose: expected a mapping with match, except, ndim",
+                           "e.g. transpose: {match: ['\\.weight$'], except: ['embeddings'], ndim: 2}")
+    dtype = merged.get("dtype")
+    if dtype is not None and dtype not in _DTYPES:
+        raise ConvertError(f"{source}: dtype: {dtype!r} is not a floating dtype", f"use one of {', '.join(_DTYPES)} or null")
+    allow = merged.get("allow") or []
+    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
+        raise ConvertError(f"{source}: allow: expected a list of key names (globs)", "e.g. allow: ['cls.*']")
+    return Rules(rename=rename, drop=_compile(source, "drop", merged.get("drop") or []),
+                 transpose=_compile(source, "transpose.match", transpose.get("match") or []),
+                 keep=_compile(source, "transpose.except", transpose.get("except") or []),
+                 ndim=int(transpose.get("ndim", 2)), dtype=dtype, allow=list(allow), name=source)
+
+
+def load_rules(spec: str) -> Rules:
+    """A built-in rule set by name (bert, bn-cnn), or a YAML rule file."""
+    if spec in BUILTIN_RULES:
+        return rules_from_mapping(BUILTIN_RULES[spec], spec)
+    path = Path(spec)
+    if not path.is_file():
+        raise ConvertError(f"--rules {spec}: neither a built-in rule set nor a file",
+                           f"use one of {', '.join(BUILTIN_RULES)}, or a YAML rule file")
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConvertError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})", "fix the rule file") from None
+    return rules_from_mapping(data, str(path))
+
+
+@dataclass
+class Mapped:
+    source: str
+    target: str
+    shape: tuple[int, ...]
+    dtype: str
+    transposed: bool
+
+
+@dataclass
+class Conversion:
+    """The converted state dict and everything that did not line up."""
+
+    state: dict[str, np.ndarray]
+    mapped: list[Mapped]
+    dropped: list[str]
+    checked: bool = False
+    unmatched: list[str] = field(default_factory=list)  # "source -> target" names the target model lacks
+    missing: list[str] = field(default_factory=list)  # target keys nothing filled
+    shape_mismatch: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    allowed: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        return ([f"unmatched: {u}" for u in self.unmatched] + [f"missing: {m}" for m in self.missing]
+                + [f"shape: {s}" for s in self.shape_mismatch] + [f"duplicate: {d}" for d in self.duplicates])
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+    def name_map(self) -> dict[str, str]:
+        return {m.source: m.target for m in self.mapped}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "checked": self.checked, "tensors": len(self.mapped),
+                "transposed": [m.target for m in self.mapped if m.transposed], "dropped": self.dropped,
+                "unmatched": self.unmatched, "missing": self.missing, "shape_mismatch": self.shape_mismatch,
+                "duplicates": self.duplicates, "allowed": self.allowed, "name_map": self.name_map()}
+
+
+def convert_state(source: dict[str, np.ndarray], rules: Rules, target: dict[str, tuple[int, ...]] | None = None,
+                  allow: list[str] | None = None) -> Conversion:
+    """Rename, drop, transpose and cast ``source``; with ``target`` (name -> shape) check every key."""
+    patterns = list(rules.allow) + list(allow or [])
+    state: dict[str, np.ndarray] = {}
+    mapped, dropped, duplicates = [], [], []
+    for name, value in source.items():
+        if rules.dropped(name):
+            dropped.append(name)
+            continue
+        new = rules.target_name(name)
+        transposed = rules.transposes(name, value)
+        out = np.ascontiguousarray(value.T) if transposed else value
+        if rules.dtype and out.dtype.kind == "f":
+            out = out.astype(rules.dtype)
+        if new in state:
+            duplicates.append(f"{name} -> {new} (already filled by {next(m.source for m in mapped if m.target == new)})")
+            continue
+        state[new] = out
+        mapped.append(Mapped(name, new, tuple(out.shape), str(out.dtype), transposed))
+    result = Conversion(state=state, mapped=mapped, dropped=dropped, duplicates=duplicates)
+    if target is not None:
+        _check(result, target)
+    _apply_allow(result, patterns)
+    return result
+
+
+def _check(result: Conversion, target: dict[str, tuple[int, ...]]) -> None:
+    result.checked = True
+    for m in result.mapped:
+        if m.target not in target:
+            result.unmatched.append(m.source if m.source == m.target else f"{m.source} -> {m.target}")
+        elif tuple(target[m.target]) != m.shape:
+            expected = tuple(target[m.target])
+            hint = " (transposed?)" if len(m.shape) == 2 and m.shape[::-1] == expected else ""
+            result.shape_mismatch.append(f"{m.target}: converted {list(m.shape)}, the target expects "
+                                         f"{list(expected)}{hint} (from {m.source})")
+    filled = {m.target for m in result.mapped}
+    result.missing = [name for name in target if name not in filled]
+
+
+def _allowed(entry: str, patterns: list[str]) -> bool:
+    names = [part.strip() for part in re.split(r" -> |: | \(", entry)[:2]]
+    return any(fnmatch.fnmatchcase(n, p) for n in names for p in patterns)
+
+
+def _apply_allow(result: Conversion, patterns: list[str]) -> None:
+    for kind in ("unmatched", "missing", "shape_mismatch"):
+        kept = []
+        for entry in getattr(result, kind):
+            if _allowed(entry, patterns):
+                result.allowed.append(f"{kind}: {entry}")
+            else:
+                kept.append(entry)
+        setattr(result, kind, kept)
+
+
+def import_factory(spec: str) -> Any:
+    """Call ``module:factory`` (the module found from the current folder) and return what it builds."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConvertError(f"{spec!r}: expected MODULE:FACTORY", "e.g. mymodels:build_paddle_model")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConvertError(f"{spec}: cannot import it ({exc})", "run from the folder that holds the module") from None
+    try:
+        return factory()
+    except Exception as exc:  # the user's own code: say where it failed instead of a traceback
+        raise ConvertError(f"{spec}: the factory raised {type(exc).__name__}: {exc}",
+                           "call it in Python to see the traceback; it should return the model") from None
+
+
+def target_shapes(spec: str) -> dict[str, tuple[int, ...]]:
+    """The target model's state dict as name -> shape: a .pdparams file (read safely) or a module:factory."""
+    from tipcgen.repro.checkpoint_io import read_paddle_state
+
+    if Path(spec).is_file() or ":" not in spec:
+        return {k: tuple(v.shape) for k, v in read_paddle_state(spec).items()}
+    model = import_factory(spec)
+    if not hasattr(model, "state_dict"):
+        raise ConvertError(f"{spec}: built a {type(model).__name__}, not a model with state_dict()",
+                           "the factory should return a paddle.nn.Layer")
+    return {k: tuple(int(d) for d in v.shape) for k, v in model.state_dict().items()}
+
+
+def convert_file(source: str | Path, rules: Rules, check: str | None = None,
+                 allow: list[str] | None = None) -> Conversion:
+    """Read a PyTorch weights file safely and convert it (checked against ``check`` when given)."""
+    from tipcgen.repro.checkpoint_io import read_torch_state
+
+    state = read_torch_state(source)
+    if not state:
+        raise ConvertError(f"{source}: holds no tensors", "pass the state dict of the PyTorch model")
+    return convert_state(state, rules, target_shapes(check) if check else None, allow)
+
+
+def report_lines(result: Conversion) -> list[str]:
+    """What a person reads: the counts, then every problem, then what was allowed or dropped."""
+    transposed = sum(1 for m in result.mapped if m.transposed)
+    lines = [f"{len(result.mapped)} tensors converted ({transposed} transposed), {len(result.dropped)} dropped"]
+    if not result.checked:
+        lines.append("not checked against a target model (--check FILE.pdparams or MODULE:FACTORY)")
+    lines += [f"  FAIL {p}" for p in result.problems]
+    lines += [f"  allowed {a}" for a in result.allowed]
+    lines += [f"  dropped {d}" for d in result.dropped]
+    lines.append("conversion " + ("passed" if result.passed else f"FAILED: {len(result.problems)} problem(s)"))
+    return lines

@@ -1,0 +1,342 @@
+"""Reading reprod_log files (``.npy`` pickled dicts, pickle-free ``.npz``) without trusting them.
+
+For `tipcgen align` and `tipcgen report --align`: a checkpoint file comes from anyone's script, so
+reading it must never run code and never allocate more than a stated limit. The pickle reader knows
+only the exact globals a dict of numpy arrays needs, and each of them is a checking stand-in, not
+the numpy function itself; every counted length and memo index is checked against the file before
+the unpickler sees it; every array's declared size is checked before numpy allocates it.
+"""
+from __future__ import annotations
+
+import io
+import math
+import pickle
+import pickletools
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tipcgen.core.errors import AlignFileError
+
+DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: the file, each array, all arrays together, an .npz's members
+MAX_VALUES = 100_000  # keys and arrays in one file
+MAX_DEPTH = 32  # nesting of dicts
+MAX_NDIM = 32
+MAX_OPCODES = 2_000_000  # about 20 per array: room for far more arrays than MAX_VALUES
+MAX_KEY = 1024  # characters in one key
+_NPZ_SEP = "/"
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_KINDS = "biufcUS"  # bool, integers, floats, complex, text: what reprod_log files hold
+_DTYPE_CLASSES = frozenset(
+    f"{name}DType" for name in (
+        "Bool", "Int8", "Byte", "UInt8", "UByte", "Int16", "Short", "UInt16", "UShort", "Int32", "Int", "UInt32",
+        "UInt", "Int64", "Long", "UInt64", "ULong", "LongLong", "ULongLong", "Float16", "Float32", "Float64",
+        "LongDouble", "Complex64", "Complex128", "CLongDouble", "Bytes", "Str"))
+_HINT = "expected np.save(path, {key: ndarray}) as ReprodLogger.save writes it, or an .npz of plain arrays"
+
+Info = dict[str, Any]
+
+
+class _Refused(ValueError):
+    """The file asks for something a dict of arrays never needs."""
+
+
+def limit_text(max_bytes: int) -> str:
+    return f"{max_bytes / (1 << 20):g} MiB"
+
+
+def load_info(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Info:
+    """The dict in a reprod_log ``.npy`` (pickled dict) or an ``.npz`` file ('a/b' names become nesting).
+
+    Refuses (AlignFileError) any file over ``max_bytes``, any array or ``.npz`` member declared over it,
+    and any pickle that names anything but the numpy pieces of an array dict."""
+    path = Path(path)
+    if not path.is_file():  # a FIFO or a device would block or never end
+        what = "not a regular file" if path.exists() else "no such file"
+        raise AlignFileError(f"{path}: {what}", "pass the .npy/.npz files that ReprodLogger.save or "
+                             "tipcgen.align.save_info wrote")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise AlignFileError(f"{path}: {size} bytes, over the limit of {limit_text(max_bytes)}",
+                             "raise it with --max-bytes if this file is really that large")
+    try:
+        if path.suffix == ".npz":
+            return _unflatten(_load_npz(path, max_bytes))
+        return _load_npy_dict(path.read_bytes(), max_bytes)
+    except (_Refused, zipfile.BadZipFile) as exc:
+        raise AlignFileError(f"{path}: refused: {exc}", _HINT) from None
+    except Exception as exc:  # noqa: BLE001  # a hostile file can make the unpickler raise anything
+        raise AlignFileError(f"{path}: not a reprod_log file ({type(exc).__name__}: {_short(exc)})", _HINT) from None
+
+
+def _short(exc: BaseException) -> str:
+    """An exception's message, escaped and cut: it may quote bytes of the file (numpy quotes a bad header)."""
+    text = repr(str(exc))[1:-1]
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+# ---------------------------------------------------------------- .npz: plain arrays, sizes first
+
+def _load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        if len(members) > MAX_VALUES:
+            raise _Refused(f"{len(members)} members, more than {MAX_VALUES}")
+        total = sum(m.file_size for m in members)
+        if total > max_bytes:
+            raise _Refused(f"its members expand to {total} bytes, over the limit of {limit_text(max_bytes)} "
+                           "(raise it with --max-bytes if that is expected)")
+        for member in members:
+            if not member.filename.endswith(".npy"):
+                raise _Refused(f"member {_plain(member.filename)} is not an .npy array")
+            with archive.open(member) as handle:
+                data = handle.read(member.file_size + 1)  # zipfile stops at the declared size
+            name = member.filename[: -len(".npy")]
+            _check_key(name)
+            out[name] = _plain_array(data, member.filename, max_bytes)
+    return out
+
+
+def _plain_array(data: bytes, name: str, max_bytes: int) -> np.ndarray:
+    """An .npy without pickle: its header's declared size must be exactly the bytes that follow."""
+    handle = io.BytesIO(data)
+    shape, fortran, dtype = _read_header(handle)
+    if dtype.hasobject or dtype.kind not in _KINDS:
+        raise _Refused(f"member {_plain(name)} holds {dtype} values, not plain numbers")
+    nbytes = _declared_bytes(shape, dtype, max_bytes)
+    body = data[handle.tell():]
+    if len(body) != nbytes:
+        raise _Refused(f"member {_plain(name)} declares {nbytes} bytes of data but holds {len(body)}")
+    return np.frombuffer(body, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
+
+
+def _read_header(handle: io.BytesIO) -> tuple[Any, bool, np.dtype]:
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(handle)
+    return np.lib.format.read_array_header_2_0(handle)
+
+
+def _declared_bytes(shape: Any, dtype: np.dtype, max_bytes: int) -> int:
+    if not isinstance(shape, tuple) or len(shape) > MAX_NDIM or not all(type(n) is int and n >= 0 for n in shape):
+        raise _Refused(f"an array shape {_brief(shape)} is not a tuple of at most {MAX_NDIM} sizes")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > max_bytes:
+        raise _Refused(f"an array of shape {_brief(shape)} and dtype {dtype} needs {nbytes} bytes, over the "
+                       f"limit of {limit_text(max_bytes)} (raise it with --max-bytes if that is expected)")
+    return nbytes
+
+
+def _plain(text: str) -> str:
+    """A name from the file, printable and short (never its raw bytes on the terminal)."""
+    text = repr(str(text))[1:-1]
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
+# ---------------------------------------------------------------- .npy: a pickled dict, read with checks
+
+def _load_npy_dict(raw: bytes, max_bytes: int) -> Info:
+    handle = io.BytesIO(raw)
+    shape, _, dtype = _read_header(handle)
+    if not (dtype.hasobject and shape == ()):
+        raise ValueError(f"it holds a plain {dtype} array of shape {shape}, not a dict")
+    start = handle.tell()
+    _check_opcodes(handle, len(raw))
+    handle.seek(start)
+    reader = _Reader(max_bytes)
+    data = reader.resolve(_Unpickler(handle, reader).load(), 0)
+    if not isinstance(data, dict):
+        raise ValueError(f"it holds a {type(data).__name__}, not a dict")
+    return data
+
+
+def _check_opcodes(handle: io.BytesIO, size: int) -> None:
+    """Every counted length inside the file and every memo index small, before the C unpickler, which
+    allocates a declared length (or a memo table that large) before it reads."""
+    ops = 0
+    for op, arg, pos in pickletools.genops(handle):  # raises ValueError where a length runs past the end
+        ops += 1
+        if op.name == "FRAME" and arg > size - pos:
+            raise _Refused(f"a pickle frame of {arg} bytes in a file of {size}")
+        if op.name.endswith(("PUT", "GET")) and isinstance(arg, int) and arg > ops:
+            raise _Refused(f"memo index {arg} at opcode {ops}")
+        if ops > MAX_OPCODES:
+            raise _Refused(f"more than {MAX_OPCODES} pickle opcodes")
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, handle: io.BytesIO, reader: _Reader) -> None:
+        super().__init__(handle)
+        self._globals = reader.globals()
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = self._globals.get((module, name))
+        if found is None:
+            raise _Refused(f"refusing to load {_plain(module)}.{_plain(name)}: only numpy arrays in a dict are allowed")
+        return found
+
+
+class _Stand:
+    """The stand-in for one allowed global: it can be called and nothing else (no state, no attributes)."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+
+    def __call__(self, *args: Any) -> Any:
+        return self.call(*args)
+
+    def __setstate__(self, state: Any) -> None:
+        raise _Refused("a pickle that sets state on a numpy function")
+
+
+def _ndarray_called(*args: Any) -> None:
+    raise _Refused("numpy.ndarray called directly: np.save never does that")
+
+
+_NDARRAY = _Stand(_ndarray_called)  # numpy.ndarray: only _reconstruct takes it; calling it allocates nothing
+
+
+class _PendingDtype:
+    """A dtype named in the file; its state (byte order) is checked before it becomes a numpy dtype."""
+
+    def __init__(self, spec: Any, align: Any = False, copy: Any = False) -> None:
+        if not isinstance(spec, str) or len(spec) > 16:
+            raise _Refused(f"dtype {_brief(spec)} is not a plain numpy type code")
+        self.dtype = np.dtype(spec)
+
+    def __setstate__(self, state: Any) -> None:
+        if not isinstance(state, tuple) or len(state) < 5 or state[1] not in ("<", ">", "|", "=") \
+                or any(part is not None for part in state[2:5]):
+            raise _Refused("a structured or sub-array dtype: only plain numeric dtypes are allowed")
+        if state[1] in "<>":
+            self.dtype = self.dtype.newbyteorder(state[1])
+
+
+class _PendingArray:
+    """What _reconstruct returns: the array is made in __setstate__, once its declared size is checked."""
+
+    def __init__(self, reader: _Reader) -> None:
+        self.reader = reader
+        self.value: Any = _PendingArray  # not yet built
+
+    def __setstate__(self, state: Any) -> None:
+        if not isinstance(state, tuple) or len(state) != 5 or not isinstance(state[2], _PendingDtype):
+            raise _Refused("an array state that np.save never writes")
+        _, shape, pending, fortran, raw = state
+        dtype = pending.dtype
+        if dtype.hasobject:  # np.save of a dict: a 0-d object array holding it
+            if shape != () or not isinstance(raw, list) or len(raw) != 1:
+                raise _Refused(f"an object array of shape {_brief(shape)}: only arrays of numbers are allowed")
+            self.value = raw[0]
+            return
+        self.value = self.reader.array(raw, dtype, shape, "F" if fortran else "C")
+
+
+class _Reader:
+    """The checking stand-ins for the globals a pickled array dict names, and its running totals."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.total = 0
+        self.values = 0
+
+    def globals(self) -> dict[tuple[str, str], Any]:
+        found: dict[tuple[str, str], Any] = {("numpy", "ndarray"): _NDARRAY, ("numpy", "dtype"): _Stand(_PendingDtype),
+                                             ("collections", "OrderedDict"): _Stand(dict)}
+        for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
+            found[(module, "_reconstruct")] = _Stand(self.reconstruct)
+            found[(module, "scalar")] = _Stand(self.scalar)
+        for module in ("numpy.core.numeric", "numpy._core.numeric"):
+            found[(module, "_frombuffer")] = _Stand(self.frombuffer)
+        for name in _DTYPE_CLASSES:
+            found[("numpy.dtypes", name)] = _Stand(lambda *_args, _name=name: _PendingDtype(_dtype_code(_name)))
+        return found
+
+    def reconstruct(self, subtype: Any, shape: Any, code: Any) -> _PendingArray:
+        if subtype is not _NDARRAY or not isinstance(shape, tuple) or any(n != 0 for n in shape[:1]) \
+                or len(shape) != 1:
+            raise _Refused("an array that is not a plain numpy.ndarray of the form np.save writes")
+        return _PendingArray(self)
+
+    def frombuffer(self, buf: Any, pending: Any, shape: Any, order: Any) -> np.ndarray:
+        if not isinstance(pending, _PendingDtype) or order not in ("C", "F"):
+            raise _Refused("an array buffer that np.save never writes")
+        return self.array(buf, pending.dtype, shape, order)
+
+    def scalar(self, pending: Any, raw: Any = None) -> Any:
+        if not isinstance(pending, _PendingDtype) or not isinstance(raw, bytes):
+            raise _Refused("a numpy scalar that is not a plain number")
+        return self.array(raw, pending.dtype, (), "C")[()]
+
+    def array(self, raw: Any, dtype: np.dtype, shape: Any, order: str) -> np.ndarray:
+        if dtype.kind not in _KINDS:
+            raise _Refused(f"an array of {dtype}: only numbers and text are allowed")
+        nbytes = _declared_bytes(shape, dtype, self.max_bytes)
+        self.total += nbytes
+        if self.total > self.max_bytes:
+            raise _Refused(f"its arrays add up to more than {limit_text(self.max_bytes)} "
+                           "(raise the limit with --max-bytes if that is expected)")
+        if isinstance(raw, pickle.PickleBuffer):
+            raw = raw.raw()
+        if not isinstance(raw, (bytes, bytearray, memoryview)) or len(raw) != nbytes:
+            raise _Refused(f"an array of shape {_brief(shape)} whose data is not its {nbytes} bytes")
+        return np.frombuffer(raw, dtype=dtype).reshape(shape, order=order).copy()
+
+    def resolve(self, value: Any, depth: int) -> Any:
+        """The loaded object with every stand-in replaced, checked to be a dict tree of arrays."""
+        self.values += 1
+        if self.values > MAX_VALUES or depth > MAX_DEPTH:
+            raise _Refused(f"more than {MAX_VALUES} values or {MAX_DEPTH} levels of nesting")
+        if isinstance(value, _PendingArray):
+            if value.value is _PendingArray:
+                raise _Refused("an array without its data")
+            return self.resolve(value.value, depth)
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                if type(key) not in (str, int):
+                    raise _Refused(f"a key of type {type(key).__name__}: keys are names")
+                _check_key(str(key))
+                out[key] = self.resolve(item, depth + 1)
+            return out
+        if isinstance(value, np.ndarray) or type(value) in (bool, int, float) \
+                or isinstance(value, np.generic) and value.dtype.kind in _KINDS:
+            return value
+        raise _Refused(f"a value of type {type(value).__name__}: only arrays and numbers are allowed")
+
+
+def _check_key(key: str) -> None:
+    """A key is printed in the diff log and on the terminal: a short name without control characters."""
+    if len(key) > MAX_KEY or _CONTROL.search(key):
+        raise _Refused(f"a key over {MAX_KEY} characters or with a control character: keys are names")
+
+
+def _dtype_code(class_name: str) -> str:
+    """`Float32DType` -> the dtype code of that class (for a pickled DType class)."""
+    return np.dtype(getattr(np.dtypes, class_name).type).str
+
+
+def _unflatten(flat: dict[str, np.ndarray]) -> Info:
+    out: Info = {}
+    for name, value in flat.items():
+        *parents, leaf = name.split(_NPZ_SEP)
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise _Refused(f"member {_plain(name)} nests under an array")
+        if isinstance(node.get(leaf), dict):
+            raise _Refused(f"member {_plain(name)} is both an array and a folder of arrays")
+        node[leaf] = value
+    return out

@@ -1,0 +1,278 @@
+"""What a chain left behind → a Summary; and the Summary's writers (JSON, JUnit XML, terminal).
+
+The runner writes one JSON record per step (steps.jsonl) next to results_python.log; the
+summary is built from those records and cross-checked against the status lines, so it never
+depends on regular expressions over free text.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tipcgen.descriptor import benchmark
+from tipcgen.format.paths import JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
+from tipcgen.results import autolog
+from tipcgen.results.summary_check import read_summary_data
+
+__all__ = ["JUNIT_XML", "RECORDS", "RESULTS_LOG", "SUMMARY_JSON"]  # re-exported: older imports read them here
+TAIL_LINES = 20
+_TAIL_BYTES = 64 * 1024
+
+
+@dataclass
+class Step:
+    kind: str
+    name: str
+    status: str  # passed | failed | skipped
+    exit_code: int | None = None
+    seconds: float = 0.0
+    log: str = ""
+    reason: str = ""
+    note: str = ""
+    command: str = ""
+    # What the step ran, from its record (None where it does not apply; values as the config spells them).
+    gpu: str | None = None  # the gpu_list entry of its training (-1: CPU)
+    trainer: str | None = None
+    autocast: str | None = None
+    training: str | None = None  # gpus_<entry>[_<tag>]: the trained model, as golden result files name it
+    device: str | None = None  # cpu | gpu: where it ran
+    use_gpu: str | None = None  # the config's device value passed to it
+    use_trt: str | None = None
+    mkldnn: str | None = None
+    threads: str | None = None
+    precision: str | None = None
+    batch_size: str | None = None
+    model_dir: str | None = None
+    reference: str | None = None  # a result check's: dygraph | golden | fixed (the chain's own) | paddle
+    device_num: str | None = None  # a benchmark_train case's N<machines>C<cards>
+    tail: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    check: dict = field(default_factory=dict)  # a result check's differences (compare_results.py)
+    speed: dict = field(default_factory=dict)  # an inference case's AutoLog figures (autolog.py)
+
+    @property
+    def mark(self) -> str:
+        """PASS, FAIL or SKIP: how every table shows the status."""
+        return MARKS.get(self.status, self.status.upper())
+
+
+MARKS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
+
+
+# What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode.
+# A kind whose command the config sets to null (eval:null, inference:null) is not required.
+REQUIRED_KINDS = {
+    "basic": {"lite_train_lite_infer": ("train", "eval", "export", "infer"),
+              "lite_train_whole_infer": ("train", "eval", "export", "infer"),
+              "whole_train_whole_infer": ("train", "eval", "export", "infer"),
+              "whole_infer": ("infer",)},
+    "paddle2onnx": {},  # every mode: ("convert", "infer")
+    "benchmark_train": {"benchmark_train": ("train", "speed")},
+}
+_P2O_KINDS = ("convert", "infer")
+
+
+def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
+    """The step kinds a PASSED verdict needs; null_kinds: kinds the config turns off (command null)."""
+    kinds = REQUIRED_KINDS.get(chain, {}).get(mode, _P2O_KINDS if chain == "paddle2onnx" else ())
+    return [kind for kind in kinds if kind not in null_kinds]
+
+
+@dataclass
+class Summary:
+    model: str
+    mode: str
+    config: str
+    chain: str = "basic"
+    steps: list[Step] = field(default_factory=list)
+    wall_seconds: float = 0.0
+    runner_exit_code: int | None = None
+    interrupted: bool = False
+    interrupted_by: str = ""  # SIGINT, SIGTERM or SIGHUP, when tipcgen run received it
+    required_kinds: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)  # tipcgen.provenance.collect
+    target: dict = field(default_factory=dict)  # tipcgen.target.TargetResult.to_dict(), whole_train_whole_infer only
+    notes: list[str] = field(default_factory=list)  # what the run cannot tell (submission mode: tipcgen.submission)
+
+    def count(self, status: str) -> int:
+        return sum(1 for step in self.steps if step.status == status)
+
+    def missing_kinds(self) -> list[str]:
+        """Required kinds without a passed step (the runner exited 0, but it did not do the work)."""
+        passed = {step.kind for step in self.steps if step.status == "passed"}
+        return [kind for kind in self.required_kinds if kind not in passed]
+
+    @property
+    def ok(self) -> bool:
+        return (not self.problems and not self.interrupted and self.count("failed") == 0
+                and self.count("passed") > 0 and self.runner_exit_code == 0 and not self.missing_kinds()
+                and self.target.get("reproduced", True))
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 128 + _SIGNAL_NUMBERS.get(self.interrupted_by, 2)
+        return 0 if self.ok else 1
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.update(ok=self.ok, exit_code=self.exit_code, passed=self.count("passed"),
+                    failed=self.count("failed"), skipped=self.count("skipped"),
+                    steps_seconds=round(sum(s.seconds for s in self.steps), 3))
+        return data
+
+
+_SIGNAL_NUMBERS = {"SIGHUP": 1, "SIGINT": 2, "SIGTERM": 15}
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
+    """The last lines of a log, reading at most 64 KiB however large the log is."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-lines:]
+
+
+_METRIC = re.compile(r"^\s*(accuracy|acc|f1|loss)\s*[:=]\s*([-+0-9.eE]+)")
+
+
+def eval_metrics(lines: list[str]) -> dict[str, float]:
+    """The last `accuracy: X` style values an eval step printed."""
+    metrics = {}
+    for line in lines:
+        match = _METRIC.match(line)
+        if match:
+            try:
+                metrics[match.group(1)] = float(match.group(2))
+            except ValueError:
+                continue
+    return metrics
+
+
+CHECK_MARKER = ":::TIPC_CHECK "
+
+
+def check_result(lines: list[str]) -> dict:
+    """The structured result line compare_results.py prints (`:::TIPC_CHECK {json}`)."""
+    for line in reversed(lines):
+        if line.startswith(CHECK_MARKER):
+            try:
+                return json.loads(line[len(CHECK_MARKER):])
+            except ValueError:
+                return {}
+    return {}
+
+
+def check_text(check: dict) -> str:
+    """`logits 3.1e-07 (atol 1e-05, rtol 0.0001)`: the worst difference per output."""
+    if not check.get("max_abs"):
+        return ""
+    diffs = ", ".join(f"{name} {value:.2g}" for name, value in sorted(check["max_abs"].items()))
+    text = f"max abs diff {diffs} (atol {check.get('atol'):g}, rtol {check.get('rtol'):g})"
+    means = [t["mean_ms"] for t in (check.get("latency_ms") or {}).values() if isinstance(t, dict)
+             and isinstance(t.get("mean_ms"), (int, float))]
+    if means:  # the chain's own check (check_inference.py) times every configuration
+        text += f"; latency {min(means):.3g}-{max(means):.3g} ms over {len(means)} configuration(s)"
+    return text
+
+
+def _field(value) -> str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    return str(value)
+
+
+def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
+    """The step records of a run folder, and any record that could not be read."""
+    steps, problems = [], []
+    path = run_dir / RECORDS
+    if not path.is_file():
+        return steps, problems
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            step = Step(**{k: raw[k] for k in ("kind", "name", "status")},
+                        exit_code=raw.get("exit_code"), seconds=float(raw.get("seconds") or 0),
+                        log=raw.get("log") or "", reason=raw.get("reason") or "",
+                        note=raw.get("note") or "", command=raw.get("command") or "",
+                        **{k: _field(raw.get(k)) for k in STEP_FIELDS})
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(f"{path}:{number}: unreadable step record ({exc})")
+            continue
+        if step.status == "failed" and step.log:
+            step.tail = log_tail(root / step.log)
+        if step.status == "passed" and step.kind == "eval" and step.log:
+            step.metrics = eval_metrics(log_tail(root / step.log, 200))
+        if step.kind == "infer" and step.status == "passed" and step.log:
+            step.speed = autolog.parse(log_tail(root / step.log, 400))
+        if step.kind == "check" and step.log:
+            step.check = check_result(log_tail(root / step.log, 200))
+        if step.kind == "speed" and step.log:  # benchmark_train: the case's speed JSON
+            step.speed = benchmark.speed_of_log(log_tail(root / step.log, 50))
+        steps.append(step)
+    return steps, problems
+
+
+def check_status_lines(run_dir: Path, steps: list[Step], results_log: str = RESULTS_LOG) -> list[str]:
+    """The legacy results log must say exactly what the records say."""
+    path = run_dir / results_log
+    if not path.is_file():
+        return [f"{path} is missing"] if steps else []
+    lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    ok = sum(1 for line in lines if "Run successfully with command" in line)
+    bad = sum(1 for line in lines if "Run failed with command" in line)
+    problems = []
+    passed = sum(1 for s in steps if s.status == "passed")
+    failed = sum(1 for s in steps if s.status == "failed" and s.command)
+    if (ok, bad) != (passed, failed):
+        problems.append(f"{path}: {ok} success and {bad} failure lines, but the step records say "
+                        f"{passed} passed and {failed} failed")
+    other = [line for line in lines if "Run successfully" not in line and "Run failed" not in line]
+    if other:
+        problems.append(f"{path}: {len(other)} line(s) are neither success nor failure lines, e.g. {other[0]!r}")
+    return problems
+
+
+def environment_info() -> dict[str, str]:
+    return {"python": platform.python_version(), "platform": platform.platform(), "machine": platform.machine()}
+
+
+def load_summary(path: Path) -> Summary:
+    """A summary.json (as write_json wrote it) → the Summary again; derived fields are recomputed.
+    Anything write_json never writes is a SummaryFileError naming the file and the field (exit 2)."""
+    data = read_summary_data(path)
+    step_fields = {f for f in Step.__dataclass_fields__}
+    summary_fields = {f for f in Summary.__dataclass_fields__} - {"steps"}
+    summary = Summary(**{k: v for k, v in data.items() if k in summary_fields})
+    summary.steps = [Step(**{k: v for k, v in raw.items() if k in step_fields}) for raw in data.get("steps", [])]
+    return summary
+
+
+def write_json(summary: Summary, path: Path) -> None:
+    path.write_text(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def verdict(summary: Summary) -> str:
+    """PASSED only when the steps ran and passed; a run where no result check passed says so."""
+    if not summary.ok:
+        return "INTERRUPTED" if summary.interrupted else "FAILED"
+    if not any(step.kind == "check" and step.status == "passed" and step.check.get("logs") != 0 for step in summary.steps):
+        return "PASSED (results not checked)"  # no check ran, or none compared anything (one configuration only)
+    return "PASSED"

@@ -1,0 +1,48 @@
+"""A Summary as text: the terminal table and JUnit XML (templates/report/), one level above results.
+
+results parses what a chain left behind into a Summary and stays pure (it imports no Jinja, no
+render); run, submission and cli write and print a Summary through here.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tipcgen.descriptor import benchmark
+from tipcgen.render import templating
+from tipcgen.results.results import Summary, check_text
+from tipcgen.results.summary_check import xml_text
+
+
+def write_junit(summary: Summary, path: Path) -> None:
+    env = templating.environment()
+    env.filters["xml"] = xml_text  # well-formed whatever a log holds (ANSI colours, NUL, \x0b)
+    text = env.get_template("report/junit.xml.j2").render(s=summary, ok=summary.ok)
+    path.write_text(text, encoding="utf-8")
+
+
+def terminal_text(summary: Summary, color: bool = False) -> str:
+    """The table a person reads at the end of a run."""
+    paint = {"passed": "\033[32m", "failed": "\033[31m", "skipped": "\033[33m"} if color else {}
+    rows = []
+    for step in summary.steps:
+        mark = step.mark
+        if paint:
+            mark = f"{paint.get(step.status, '')}{mark}\033[0m"
+        detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
+        if step.metrics:
+            detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
+        if step.kind == "speed" and step.speed:
+            detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
+        rows.append((mark, step.kind, step.name, f"{step.seconds:.1f}" if step.status != "skipped" else "-",
+                     detail))
+    return templating.environment().get_template("report/summary.txt.j2").render(
+        s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
+        kind_width=max([len(r[1]) for r in rows] + [4]),
+        verdict=summary.verdict,
+        target_lines=_target_lines(summary))
+
+
+def _target_lines(summary: Summary) -> list[str]:
+    from tipcgen.descriptor.target import result_lines
+
+    return result_lines(summary.target) if summary.target else []

@@ -1,0 +1,367 @@
+"""``tipcgen doctor``: can this machine run the chain? Checked before any step runs, each with a fix.
+
+The interpreter is the one the runner would use (``TIPC_PYTHON``, else the config's ``python:``
+line, else ``python`` from PATH) and is probed in one subprocess that prints JSON: paddle is never
+imported here. The CLI prints ``format_checks`` and exits 1 if any check failed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tipcgen.configs import legacy_format, lint
+from tipcgen.core.errors import TipcgenError
+from tipcgen.format import chain
+from tipcgen.format.config import TipcConfig
+from tipcgen.format.paths import PREPARE, RUNNERS
+
+STATUSES = ("ok", "warn", "fail")
+MIN_PYTHON = (3, 9)
+MIN_BASH = (5, 0)  # the runner times steps with $EPOCHREALTIME (bash 5.0)
+# The pins of the [paddle] extra in pyproject.toml (tests/test_doctor.py keeps them in step).
+PADDLE_PIN = "paddlepaddle==3.3.1"
+PADDLENLP_PIN = "paddlenlp==2.8.1"
+ONNX_PINS = "paddle2onnx==2.1.0 onnxruntime==1.32.0"
+PADDLE_EXTRA = 'pip install -e ".[paddle]"'
+PROBE_TIMEOUT = 120
+MD5_LIMIT = 2 << 30  # bytes; larger whole-data files are checked for presence only
+_MARK = "TIPCGEN_PROBE "
+# Runs under the interpreter being checked: any Python 3, standard library and paddle only.
+_PROBE = r"""
+import importlib.util, json, platform, sys
+from importlib import metadata
+out = {"version": platform.python_version(), "executable": sys.executable, "modules": {}}
+for name, dist in (("paddlenlp", "paddlenlp"), ("paddle2onnx", "paddle2onnx"), ("onnxruntime", "onnxruntime")):
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except Exception:
+        found = False
+    try:
+        out["modules"][name] = metadata.version(dist) if found else None
+    except Exception:
+        out["modules"][name] = "unknown version"
+try:
+    import paddle
+except BaseException as exc:
+    out["paddle_error"] = (type(exc).__name__ + ": " + str(exc)).splitlines()[0]
+else:
+    out["paddle"] = paddle.__version__
+    try:
+        out["pir"] = bool(paddle.framework.use_pir_api())
+    except Exception:
+        out["pir"] = None
+    try:
+        out["cuda"] = bool(paddle.device.is_compiled_with_cuda())
+        out["gpus"] = paddle.device.cuda.device_count() if out["cuda"] else 0
+    except Exception as exc:
+        out["cuda_error"] = (type(exc).__name__ + ": " + str(exc)).splitlines()[0]
+print(__MARK__ + json.dumps(out))
+""".replace("__MARK__", repr(_MARK))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One finding: what was checked, ok | warn | fail, what was found, and how to fix it."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def diagnose(root: Path, config: str | None = None, data_dir: str | None = None) -> list[Check]:
+    """Every check: the interpreter and paddle, the tools the scripts call, the config and its scripts, data."""
+    if not root.is_dir():
+        raise TipcgenError(f"--root {root}: no such folder" if not root.exists() else f"--root {root}: is not a folder",
+                           "pass the repository root (the folder that holds test_tipc/)")
+    root = root.resolve()
+    config_path, config_checks = _config(root, config)
+    python, origin = _interpreter(root / config_path if config_path else None)
+    python_checks = _python_side(python, origin)
+    pir = any(c.name == "export format" and c.detail.startswith("PIR") for c in python_checks)
+    legacy = _legacy_format(root, config_path, pir) if config_path else []
+    return python_checks + _tools() + config_checks + legacy + _data(root, config_path, data_dir)
+
+
+def exit_code(checks: list[Check]) -> int:
+    return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def format_checks(checks: list[Check]) -> str:
+    """A table for people: status, name, detail, and the fix under any row that is not ok."""
+    width = max((len(check.name) for check in checks), default=0)
+    rows = []
+    for check in checks:
+        rows.append(f"{'FAIL' if check.status == 'fail' else check.status:<4}  {check.name:<{width}}  {check.detail}")
+        if check.fix and check.status != "ok":
+            rows.append(f"{'':<4}  {'':<{width}}  fix: {check.fix}")
+    failed = sum(check.status == "fail" for check in checks)
+    warned = sum(check.status == "warn" for check in checks)
+    rows.append(f"doctor: {failed} failed, {warned} warning(s), {len(checks) - failed - warned} ok")
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- tools the scripts call
+
+def _tools() -> list[Check]:
+    checks = []
+    bash = shutil.which("bash")
+    if bash is None:
+        checks.append(Check("bash", "fail", "bash is not on PATH; every TIPC script is a bash script",
+                            f"install bash {MIN_BASH[0]}.{MIN_BASH[1]} or newer"))
+    else:
+        found = _run([bash, "-c", 'printf %s "$BASH_VERSION"'])
+        version = _version_tuple(found or "")
+        if version < MIN_BASH:
+            checks.append(Check("bash", "fail", f"bash {found or 'of unknown version'} at {bash}; the runner needs "
+                                f"{MIN_BASH[0]}.{MIN_BASH[1]}+", "install a newer bash (macOS: brew install bash)"))
+        else:
+            checks.append(Check("bash", "ok", f"{found} ({bash})"))
+    for tool, why, status in (("timeout", "limits every step", "fail"), ("md5sum", "checks whole data sets", "warn"),
+                              ("awk", "counts the rows of a whole-data file whose md5 differs", "warn")):
+        path = shutil.which(tool)
+        checks.append(Check(tool, "ok", path) if path else
+                      Check(tool, status, f"{tool} is not on PATH; the runner uses it ({why})",
+                            "install GNU coreutils" if tool != "awk" else "install awk (gawk or mawk)"))
+    return checks
+
+
+# ---------------------------------------------------------------- the interpreter and paddle
+
+def _interpreter(config_file: Path | None) -> tuple[str, str]:
+    """The interpreter the generated scripts use, and where that choice came from."""
+    if os.environ.get("TIPC_PYTHON"):
+        return os.environ["TIPC_PYTHON"], "TIPC_PYTHON"
+    if config_file is not None:
+        named = TipcConfig.read(config_file).python
+        if named and named.strip() and named.strip() != "null":
+            return named.strip(), f"python: line of {config_file.name}"
+    return "python", "default"
+
+
+def _python_side(python: str, origin: str) -> list[Check]:
+    path = shutil.which(python)
+    if path is None:
+        return [Check("python", "fail", f"'{python}' ({origin}) is not on PATH",
+                      "install Python 3.9+ and activate it (python3 -m venv .venv && . .venv/bin/activate), "
+                      "or set TIPC_PYTHON=/path/to/python")]
+    found = _probe(path)
+    if isinstance(found, Check):
+        return [found]
+    checks = [_python_version(found, path, origin)]
+    checks += _paddle(found)
+    modules = found.get("modules", {})
+    checks.append(_module(modules, "paddlenlp", "the bert-sst2 sample imports it", f"pip install {PADDLENLP_PIN}"))
+    for name in ("paddle2onnx", "onnxruntime"):
+        checks.append(_module(modules, name, "the paddle2onnx chain needs it", f"pip install {ONNX_PINS}"))
+    return checks
+
+
+def _probe(path: str) -> dict | Check:
+    """What the interpreter at path reports of itself and paddle (one subprocess), or the failed check."""
+    try:
+        proc = subprocess.run([path, "-c", _PROBE], check=False, capture_output=True, text=True, timeout=PROBE_TIMEOUT,
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check("python", "fail", f"{path} could not run a probe: {exc}", "check that it is a working Python")
+    line = next((line for line in reversed(proc.stdout.splitlines()) if line.startswith(_MARK)), None)
+    if line is None:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check("python", "fail", f"{path} could not run a probe (exit code {proc.returncode}): {last}",
+                     "check that it is a working Python 3")
+    return json.loads(line[len(_MARK):])
+
+
+def _python_version(found: dict, path: str, origin: str) -> Check:
+    version = found.get("version", "")
+    detail = f"{version} ({path}, {origin})"
+    if _version_tuple(version) < MIN_PYTHON:
+        return Check("python", "fail", detail, f"install Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]}+")
+    return Check("python", "ok", detail)
+
+
+def _paddle(found: dict) -> list[Check]:
+    if "paddle" not in found:
+        return [Check("paddle", "fail", f"cannot import paddle: {found.get('paddle_error', 'unknown error')}",
+                      f"pip install {PADDLE_PIN}  (or {PADDLE_EXTRA} for the whole tested stack)")]
+    version = found["paddle"]
+    checks = []
+    if _version_tuple(version) < (3, 0):
+        checks.append(Check("paddle", "warn", f"paddle {version}; tipcgen's chains are tested with 3.3.1",
+                            f"pip install {PADDLE_PIN}"))
+    else:
+        checks.append(Check("paddle", "ok", f"paddle {version}"))
+    if found.get("pir"):
+        checks.append(Check("export format", "ok", "PIR: export writes inference.json + inference.pdiparams"))
+    else:
+        checks.append(Check("export format", "ok", "legacy program: export writes inference.pdmodel + inference.pdiparams"))
+    checks.append(_gpu(found))
+    return checks
+
+
+def _gpu(found: dict) -> Check:
+    skipped = "GPU entries of gpu_list and use_gpu=True inference will be skipped"
+    if "cuda_error" in found:
+        return Check("gpu", "warn", f"paddle could not count CUDA devices ({found['cuda_error']}); {skipped}",
+                     "check the CUDA driver with nvidia-smi")
+    if not found.get("cuda"):
+        return Check("gpu", "warn", f"paddle is a CPU build; {skipped}",
+                     "for GPU runs install the paddlepaddle-gpu build that matches your CUDA version")
+    gpus = found.get("gpus", 0)
+    if not gpus:
+        return Check("gpu", "warn", f"CUDA build of paddle, but no CUDA device is visible; {skipped}",
+                     "check nvidia-smi and CUDA_VISIBLE_DEVICES")
+    if not os.environ.get("TIPC_GPU_COUNT") and shutil.which("nvidia-smi") is None:
+        return Check("gpu", "warn", f"paddle sees {gpus} CUDA device(s), but nvidia-smi is not on PATH, so the "
+                     f"runner counts none: {skipped}", f"put nvidia-smi on PATH, or export TIPC_GPU_COUNT={gpus}")
+    return Check("gpu", "ok", f"{gpus} CUDA device(s)")
+
+
+def _module(modules: dict, name: str, why: str, fix: str) -> Check:
+    version = modules.get(name)
+    if version is None:
+        return Check(name, "warn", f"not installed; {why}", fix)
+    return Check(name, "ok", f"{name} {version}")
+
+
+# ---------------------------------------------------------------- the config and its scripts
+
+def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
+    from tipcgen.configs.locate import find_config
+
+    try:
+        path = find_config(config, root)
+    except TipcgenError as exc:
+        status = "fail" if config else "warn"
+        return None, [Check("config", status, exc.message, exc.hint)]
+    checks = [Check("config", "ok", str(path))]
+    for script in (PREPARE, RUNNERS["basic"]):  # other chains' runners exist only where the descriptor asks
+        if not (root / script).is_file():
+            checks.append(Check("runner", "fail", f"{script} is missing", "render it with tipcgen init"))
+    try:
+        findings = lint.refusals(root / path, repo_root=root)  # the errors tipcgen run refuses a config for
+    except TipcgenError as exc:
+        return None, [Check("config", "fail", exc.message, exc.hint), *checks[1:]]
+    findings = [replace(f, path=str(path)) for f in findings]
+    missing = [f for f in findings if f.rule == "missing-script"]
+    for finding in missing:
+        checks.append(Check("scripts", "fail", f"{path}:{finding.line}: {finding.message}",
+                            "fix the script path in the descriptor and re-render (tipcgen init ... --force), "
+                            "or run from the repository root (--root)"))
+    if not missing:
+        checks.append(Check("scripts", "ok", f"every script {path.name} names exists under {root}"))
+    errors = [f for f in findings if f.rule != "missing-script"]
+    if errors:
+        checks.append(Check("lint", "fail", f"{len(errors)} lint error(s), first: {lint.format_finding(errors[0])}",
+                            f"tipcgen run refuses this config: see every finding with tipcgen lint {path}, fix them"))
+    else:
+        checks.append(Check("lint", "ok", f"no lint error in {path}"))
+    return path, checks
+
+
+def _legacy_format(root: Path, config_path: Path, pir: bool) -> list[Check]:
+    """An inference script that loads inference.pdmodel needs FLAGS_enable_pir_api=0 under Paddle 3."""
+    line = TipcConfig.read(root / config_path).slot(chain.name_of("inference.script"))
+    command = line.value if line is not None else None
+    if not legacy_format.needs_env(root, command):
+        return []
+    script = legacy_format.script_of(command)
+    runner = root / RUNNERS["basic"]
+    runner_text = runner.read_text(errors="replace") if runner.is_file() else ""
+    if legacy_format.runner_sets_flag(runner_text):
+        return [Check("inference format", "ok", f"{script} loads inference.pdmodel; the runner exports "
+                      f"{legacy_format.FLAG}=0 for export and inference (descriptor env:)")]
+    return [Check("inference format", "fail" if pir else "warn",
+                  f"{script} loads inference.pdmodel, which Paddle 3 (PIR) export does not write"
+                  + ("" if pir else " (this paddle writes it: the chain passes here, not under Paddle 3)"),
+                  f'add env: {{{legacy_format.FLAG}: "0"}} to the descriptor and re-render (tipcgen init DESCRIPTOR --force)')]
+
+
+# ---------------------------------------------------------------- data
+
+def _data(root: Path, config_path: Path | None, data_dir: str | None) -> list[Check]:
+    model = TipcConfig.read(root / config_path).model_name if config_path else None
+    spec = _data_spec(root, model.strip() if model else None)
+    if spec is None:
+        return [Check("data", "warn", "not checked: no descriptor (tipc.yaml or sample_models/*/tipc.yaml) "
+                      "for this config under the root", "")]
+    if spec.data is None:
+        return [Check("data", "ok", f"{spec.model_name}: the descriptor names no data")]
+    checks = []
+    missing = [f.lite for f in spec.data.files if f.lite and not (root / f.lite).exists()]  # a file, folder or archive
+    if missing:
+        checks.append(Check("lite data", "fail", f"missing under {root}: {', '.join(missing)}",
+                            "the lite data ships with the project: restore it (git checkout), or re-render the sample"))
+    else:
+        checks.append(Check("lite data", "ok", f"{len(spec.data.files)} file(s) for lite modes"))
+    checks.append(_whole_data(spec, data_dir))
+    return checks
+
+
+def _data_spec(root: Path, model: str | None):
+    """The descriptor of this config's model: tipc.yaml at the root or a sample's, if one matches."""
+    from tipcgen import descriptor
+
+    found = []
+    for path in [root / "tipc.yaml", *sorted(root.glob("sample_models/*/tipc.yaml"))]:
+        if path.is_file():
+            try:
+                found.append(descriptor.load(path))
+            except TipcgenError:
+                continue
+    matching = [desc for desc in found if model is None or desc.model_name == model]
+    return matching[0] if len(matching) == 1 else None
+
+
+def _whole_data(spec, data_dir: str | None) -> Check:
+    env = spec.data.whole_env
+    folder = data_dir or os.environ.get(env)
+    wanted = sorted({(f.whole, f.md5) for f in spec.data.files if f.whole})
+    if not wanted:
+        return Check("whole data", "ok", "the descriptor names no whole data")
+    names = ", ".join(name for name, _ in wanted)
+    if not folder:
+        return Check("whole data", "warn", f"{env} is not set: whole-data modes will stop before any step "
+                     f"(they read {names})", f"pass --data-dir DIR or export {env}=DIR, the folder with {names}")
+    base = Path(folder)
+    if not base.is_dir():
+        return Check("whole data", "fail", f"{folder} is not a folder", f"point {env} / --data-dir at the folder with {names}")
+    problems = []
+    for name, md5 in wanted:
+        path = base / name
+        if not path.exists():
+            problems.append(f"{name} is missing")
+        elif md5 and path.is_file() and path.stat().st_size <= MD5_LIMIT and (digest := _md5(path)) != md5:
+            problems.append(f"{name} has md5 {digest}, expected {md5}")
+    if problems:
+        return Check("whole data", "fail", f"{folder}: " + "; ".join(problems),
+                     f"put the original {names} in {folder}")
+    return Check("whole data", "ok", f"{folder} holds {names}" + (" (md5 checked)" if any(m for _, m in wanted) else ""))
+
+
+# ---------------------------------------------------------------- helpers
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _run(cmd: list[str]) -> str | None:
+    try:
+        return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:2])

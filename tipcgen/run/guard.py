@@ -1,0 +1,206 @@
+"""What keeps runs apart and stops them whole: one lock per output folder, a run id on every
+process of a run, the parent's death passed down, and signals turned into an interrupted summary.
+
+Every process of a run carries ``TIPC_RUN_ID=<id>`` in its environment (children inherit it), so
+"every child of the run" is found in /proc by that id whatever process group or session a step
+put itself in (``timeout`` makes its own group). The scripts run in their own session, so a
+terminal's Ctrl-C reaches tipcgen alone, which stops the run on purpose and writes the summary.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from tipcgen.core.errors import RunError
+
+RUN_ID_VAR = "TIPC_RUN_ID"
+GRACE_SECONDS = 5.0
+_PR_SET_PDEATHSIG = 1
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(Exception):
+    """tipcgen run received SIGINT, SIGTERM or SIGHUP."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def lock_path(run_dir: Path) -> Path:
+    """``<run folder>.lock``, next to the folder: the runner empties the folder, never the lock."""
+    return run_dir.with_name(run_dir.name + ".lock")
+
+
+def _alive(pid: int) -> bool:
+    """A live tipcgen process has this pid (a pid reused by another program does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return b"tipcgen" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: trust the pid
+
+
+def _read_lock(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@contextmanager
+def run_lock(run_dir: Path, run_id: str, note: Callable[[str], None]) -> Iterator[Path]:
+    """Hold the output folder's lock for the run; refuse when a live run holds it, recover a stale one."""
+    path = lock_path(run_dir)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"cannot create {path.parent}: {exc.strerror}", "run where test_tipc/output is writable") from None
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id,
+              "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            if path.is_dir():
+                raise RunError(f"{path} is a folder, where tipcgen run keeps its lock file",
+                               "remove that folder and run again") from None
+            old = _read_lock(path)
+            pid, host = old.get("pid"), old.get("host")
+            if isinstance(pid, int) and host == holder["host"] and _alive(pid):
+                raise RunError(f"another tipcgen run (pid {pid}, started {old.get('started', '?')}) is writing "
+                               f"{run_dir}; its lock is {path}",
+                               f"wait for it to finish, or stop it (kill {pid}); each mode has its own folder")
+            if host not in (None, holder["host"]):
+                raise RunError(f"{path} is held by a run on host {host} (pid {pid})",
+                               f"if that run is over, delete {path} and run again")
+            stopped = stop_run_processes(str(old.get("run_id") or ""))
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise RunError(f"cannot remove the stale lock {path}: {exc.strerror}",
+                               "remove it by hand, then run again") from None
+            note(f"note: recovered the stale lock {path} of pid {pid} (started {old.get('started', '?')}), "
+                 f"which is no longer running" + (f"; stopped {stopped} leftover process(es) of it" if stopped else ""))
+            continue
+        except OSError as exc:
+            raise RunError(f"cannot write the lock {path}: {exc.strerror}", "run where test_tipc/output is writable") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(holder, handle)
+        break
+    else:
+        raise RunError(f"could not take the lock {path}", "another run keeps taking it: run again later")
+    try:
+        yield path
+    finally:
+        if _read_lock(path).get("run_id") == run_id:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass  # a later run finds it stale (its pid is gone)
+
+
+def run_processes(run_id: str) -> list[int]:
+    """The live processes (this user's) whose environment carries this run id, tipcgen itself excepted."""
+    if not run_id or not Path("/proc").is_dir():
+        return []  # no /proc (macOS): the scripts' own traps and the parent-death signal remain
+    needle = f"{RUN_ID_VAR}={run_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def stop_run_processes(run_id: str, grace: float = GRACE_SECONDS) -> int:
+    """TERM every process of the run, then KILL what is left after grace seconds; how many there were."""
+    pids = run_processes(run_id)
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and run_processes(run_id):
+        time.sleep(0.1)
+    for pid in run_processes(run_id):
+        _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and run_processes(run_id):
+        time.sleep(0.05)
+    return len(pids)
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def die_with_parent(parent: int) -> Callable[[], None]:
+    """A preexec_fn: the child gets SIGTERM when tipcgen dies, even by SIGKILL (Linux
+    PR_SET_PDEATHSIG: the kernel delivers it, no polling); the scripts' TERM trap then stops their step."""
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
+    except (OSError, AttributeError):
+        prctl = None  # not Linux: the lock's stale-run cleanup is the fallback
+
+    def preexec() -> None:
+        if prctl is None:
+            return
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # tipcgen died before prctl took effect
+            os._exit(143)
+
+    return preexec
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP while installed: the first raises Interrupted while ``armed`` (the
+    scripts run), or is kept in ``received`` otherwise; later ones are only kept, so the stopping
+    and the summary are never cut short. A signal ignored when tipcgen started (nohup) stays ignored."""
+
+    def __init__(self) -> None:
+        self.armed = True
+        self.received: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        first = self.received is None
+        if first:
+            self.received = signum
+        if first and self.armed:
+            raise Interrupted(signum)
+
+    def __enter__(self) -> StopSignals:
+        for signum in STOP_SIGNALS:
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, old in self._previous.items():
+            signal.signal(signum, old)
+
+
+def signal_run_processes(run_id: str, signum: int) -> None:
+    for pid in run_processes(run_id):
+        _signal(pid, signum)

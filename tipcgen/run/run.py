@@ -1,0 +1,305 @@
+"""Run a chain exactly as a reviewer does: ``bash test_tipc/prepare.sh`` then the runner.
+
+Both scripts run as subprocesses from the repository root; their output is streamed line by
+line to a callback (progress), and the summary is read from what the runner leaves on disk.
+There is no private execution path.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable
+
+from tipcgen.configs import submission
+from tipcgen.configs.locate import find_config
+from tipcgen.core.errors import RunError, ScriptError
+from tipcgen.descriptor import target
+from tipcgen.format import layout, paths
+from tipcgen.format.chain import slots_of_step
+from tipcgen.format.config import TipcConfig
+from tipcgen.format.paths import JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
+from tipcgen.results.results import (
+    Step,
+    Summary,
+    check_status_lines,
+    environment_info,
+    read_records,
+    required_kinds,
+    write_json,
+)
+from tipcgen.results.summary_text import write_junit
+from tipcgen.run import guard as run_guard
+from tipcgen.run import provenance, submission_run
+
+# benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
+BENCHMARK_MODE = "benchmark_train"
+BENCHMARK_DATA_MODES = ("lite_train_lite_infer", "whole_train_whole_infer")
+
+
+def check_mode(mode: str) -> str:
+    if mode in layout.MODES:
+        return mode
+    if mode in layout.LEGACY_MODES:
+        raise RunError(f"mode '{mode}' is a legacy name from the first TIPC version",
+                       f"use {layout.LEGACY_MODES[mode]} (modes: {', '.join(layout.MODES)})")
+    raise RunError(f"unknown mode '{mode}'", "use one of: " + ", ".join(layout.MODES))
+
+
+def _start_layout_check(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str) -> subprocess.Popen:
+    """The runner's own layout checks (the keys it was rendered with, which lint cannot know), no step:
+    one bash start (~30 ms), run beside the probes so a bad config still fails before prepare.sh."""
+    return subprocess.Popen(["bash", RUNNERS[chain], str(config_path), mode], cwd=root, env=dict(env, TIPC_CHECK_ONLY="1"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            errors="replace")
+
+
+def _layout_check_result(check: subprocess.Popen) -> None:
+    try:
+        _, err = check.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        check.kill()
+        check.communicate()
+        return  # the runner itself checks again when it starts
+    if check.returncode == 2:
+        raise ScriptError.from_lines(err.splitlines())
+
+
+def interpreter_of(text: str, env: dict[str, str]) -> tuple[str, str | None]:
+    """The chain's interpreter as the config (line python:) or TIPC_PYTHON names it, and its full path."""
+    python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                                              if line.startswith("python:")), "python")
+    return python, shutil.which(python, path=env.get("PATH"))
+
+
+def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mode: str,
+              data_dir: str | None) -> tuple[str, Any, dict]:
+    """What would make every step fail, said once before any step runs (tipcgen doctor says more),
+    and the run's provenance. The runner's layout check, the interpreter probe (paddle found, versions)
+    and git start together, beside the descriptor's loading and the data hashing here: the wall time is
+    the longest of them, not the sum.
+
+    Returns the chain's interpreter (its full path), the descriptor (or None) and the provenance record."""
+    text = (root / config_path).read_text(encoding="utf-8", errors="replace")
+    python, found = interpreter_of(text, env)
+    check = _start_layout_check(config_path, root, chain, env, mode)
+    probes = provenance.Probes(root, found, env)
+    try:
+        desc, desc_info = provenance.load_descriptor(root)
+        record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
+        _layout_check_result(check)
+        if found is None:
+            raise RunError(f"the config's interpreter '{python}' (line python:) is not on PATH",
+                           "write python:python in the config, or set TIPC_PYTHON to the interpreter to use")
+        # TIPC_NO_PADDLE=1: the chain's scripts need no paddle (a stand-in model, tests).
+        if env.get("TIPC_NO_PADDLE") != "1" and record["versions"].get("paddle_found") is False:
+            raise RunError(f"paddle is not installed for {found}",
+                           "pip install paddlepaddle==3.3.1 (or pip install -e \".[paddle]\" for the tested stack); "
+                           "tipcgen doctor checks the rest")
+    finally:
+        probes.close()
+        if check.poll() is None:
+            check.kill()
+        check.communicate()
+    return found, desc, record
+
+
+def model_name_of(config_path: Path) -> str:
+    for line in config_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("model_name:"):
+            return line.split(":", 1)[1].strip()
+    raise RunError(f"{config_path} has no model_name: line", "check it with tipcgen lint")
+
+
+def run_dir_of(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
+    """Each chain and mode has its own output folder: two runs never share one."""
+    return paths.run_dir(root, model, mode, chain)
+
+
+class _Chain:
+    """One run of prepare.sh and the runner: each in its own session, streamed, stoppable as a whole."""
+
+    def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None]) -> None:
+        self.root, self.env, self.on_line = root, env, on_line
+        self.proc: subprocess.Popen | None = None
+
+    def stream(self, cmd: list[str], keep: deque) -> int:
+        """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N)."""
+        self.proc = subprocess.Popen(cmd, cwd=self.root, env=self.env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                                     errors="replace", bufsize=1, start_new_session=True,
+                                     preexec_fn=run_guard.die_with_parent(os.getpid()))
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip("\n")
+            keep.append(line)
+            self.on_line(line)
+        return self.proc.wait()
+
+    def stop(self, keep: deque) -> int | None:
+        """After an interrupt: let the script finish its records for a short grace, then stop every
+        process of the run; the script's exit code, if it had started."""
+        if self.proc is None:
+            return None
+        try:
+            out, _ = self.proc.communicate(timeout=run_guard.GRACE_SECONDS)
+            keep.extend((out or "").splitlines())
+        except subprocess.TimeoutExpired:
+            pass
+        run_guard.stop_run_processes(self.env[run_guard.RUN_ID_VAR], grace=1.0)
+        return self.proc.wait()
+
+
+def _null_kinds(text: str) -> set[str]:
+    """The step kinds a basic config turns off: a null eval or inference command, or no export at all."""
+    lines = TipcConfig.parse(text).logical_lines()
+
+    def is_null(name: str) -> bool:
+        index = layout.SLOT_BY_NAME[name].index
+        value = (lines[index].value or "").strip() if index < len(lines) else ""
+        return value in ("", "null")
+
+    # A step kind is off when every command the description gives its step is null.
+    return {kind for kind in ("eval", "export", "infer")
+            if all(is_null(slot.name) for slot in slots_of_step(kind) if slot.shape == "command")}
+
+
+def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,
+              step_timeout: int | None = None, chain: str = "basic", model_dir: str | None = None,
+              on_line: Callable[[str], None] = lambda line: None,
+              check_config: Callable[[Path, Path], None] = lambda root, config_path: None) -> Summary:
+    """check_config(root, config path relative to it) refuses a config before anything starts (the
+    CLI passes preflight.refuse_lint_errors: config-level checks live above this module)."""
+    check_mode(mode)
+    if chain not in RUNNERS:
+        raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
+    prepare_mode = mode
+    if chain == "benchmark_train":
+        if mode not in BENCHMARK_DATA_MODES:
+            raise RunError(f"--mode {mode} readies no training data for benchmark_train",
+                           "use --mode " + " or --mode ".join(BENCHMARK_DATA_MODES) + " (the data the cases train on)")
+        mode = BENCHMARK_MODE
+    root = root.resolve()
+    config_path = find_config(config, root, chain)
+    model = model_name_of(root / config_path)
+    if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
+        check_config(root, config_path)
+        return submission_run.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line)
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
+    for script in (PREPARE, RUNNERS[chain]):
+        if not (root / script).is_file():
+            if script == RUNNERS["benchmark_train"]:
+                raise RunError(f"{script} is missing under {root}: the descriptor has no benchmark section",
+                               "add benchmark: {batch_size: [8], epoch: 4} to the descriptor (docs/DESCRIPTOR.md), "
+                               "then tipcgen update (or init --force)")
+            raise RunError(f"{script} is missing under {root}", "render it with tipcgen init, and run from the repository root")
+    if shutil.which("bash") is None:
+        raise RunError("bash is not installed", "the TIPC scripts are bash scripts: install bash")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.setdefault("GLOG_minloglevel", "2")
+    if data_dir is not None:
+        env["TIPC_DATA_DIR"] = str(Path(data_dir).resolve())
+    if model_dir is not None:
+        if not Path(model_dir).is_dir():
+            raise RunError(f"--model-dir {model_dir} is not a folder", "name a train output folder (it holds the checkpoint)")
+        env["TIPC_MODEL_DIR"] = str(Path(model_dir).resolve())
+    if step_timeout is not None:
+        env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
+
+    check_config(root, config_path)
+    _, desc, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"))
+    run_dir = run_dir_of(root, model, mode, chain)
+    text = (root / config_path).read_text(encoding="utf-8", errors="replace")
+    summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
+                      required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
+                      provenance=record)
+    env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
+    with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
+        return _run(summary, root, config_path, run_dir, env, on_line, signals, desc, prepare_mode)
+
+
+def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: dict[str, str],
+         on_line: Callable[[str], None], signals: run_guard.StopSignals, desc, prepare_mode: str) -> Summary:
+    chain, mode = summary.chain, summary.mode
+    started = t0 = time.perf_counter()
+    prepare_out: deque = deque(maxlen=200_000)
+    runner_out: deque = deque(maxlen=50)
+    prepare_cmd = ["bash", PREPARE, str(config_path), prepare_mode]
+    prepare = Step(kind="prepare", name="prepare", status="failed", log="", command=" ".join(prepare_cmd))
+    work = _Chain(root, env, on_line)
+    try:
+        prepare.exit_code = work.stream(prepare_cmd, prepare_out)
+        prepare.seconds = round(time.perf_counter() - t0, 3)
+        if prepare.exit_code == 0:
+            prepare.status = "passed"
+            summary.runner_exit_code = work.stream(["bash", RUNNERS[chain], str(config_path), mode], runner_out)
+        signals.armed = False
+    except run_guard.Interrupted as exc:
+        signals.armed = False
+        summary.interrupted, summary.interrupted_by = True, signal.Signals(exc.signum).name
+        run_guard.signal_run_processes(env[run_guard.RUN_ID_VAR], signal.SIGTERM)
+        if prepare.status == "failed":
+            prepare.seconds = round(time.perf_counter() - t0, 3)
+        # The summary first (a CI cancel may KILL us soon), then stop every process, then the final one.
+        _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
+        runner_started = work.proc is not None and RUNNERS[chain] in work.proc.args
+        code = work.stop(runner_out if runner_started else prepare_out)
+        if runner_started:
+            summary.runner_exit_code = code
+        elif prepare.status == "failed":
+            prepare.exit_code = code
+    _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
+    if signals.received is not None and not summary.interrupted:  # it came as the scripts ended
+        summary.interrupted, summary.interrupted_by = True, signal.Signals(signals.received).name
+        _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
+    stopped = prepare_out if prepare.exit_code == 2 else runner_out if summary.runner_exit_code == 2 and not summary.steps[1:] else None
+    if stopped is not None and not summary.interrupted:
+        raise ScriptError.from_lines(list(stopped))
+    return summary
+
+
+def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deque, root: Path, run_dir: Path,
+            started: float, desc) -> None:
+    """Build the summary from what the scripts left on disk, and write summary.json and junit.xml."""
+    if prepare.status != "passed":
+        shutil.rmtree(run_dir, ignore_errors=True)  # no runner ran: an older run's files must not be read
+        prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
+        prepare.tail = list(prepare_out)[-20:]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / PREPARE_LOG).write_text("\n".join(prepare_out) + "\n", encoding="utf-8")
+    prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
+    steps, problems = read_records(run_dir, root) if prepare.status == "passed" else ([], [])
+    summary.steps = [prepare, *steps]
+    summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[summary.chain])
+    code = summary.runner_exit_code
+    if prepare.status == "passed" and not summary.interrupted and not steps:
+        summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))
+    if code is not None and code not in (0, 1, 130) and steps:
+        summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(list(runner_out)[-3:]))
+    missing = summary.missing_kinds()
+    if code == 0 and missing and not summary.interrupted:
+        summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
+                                f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
+    summary.target = target.check_run(desc, summary.mode, summary.chain,
+                                      [(s.name, s.metrics) for s in steps if s.kind == "eval" and s.status == "passed"])
+    summary.wall_seconds = round(time.perf_counter() - started, 3)
+    write_json(summary, run_dir / SUMMARY_JSON)
+    write_junit(summary, run_dir / JUNIT_XML)
+
+
+def exit_text(code: int | None) -> str:
+    """A script's exit as what it was: `exit code 241`, or `killed by signal SIGKILL` (Popen's -N)."""
+    if code is None:
+        return "no exit code (it did not start)"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"

@@ -1,0 +1,151 @@
+"""A suite's results as data (SuiteResult), its writers (terminal table, suite.json, junit.xml) and the
+live progress lines. Formats live in templates/report/suite.*.j2."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from tipcgen.suite.suite import Chain, ChainResult, Refused, Slot
+
+SUITE_JSON = "suite.json"
+SUITE_JUNIT = "junit.xml"
+_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "timeout": "TIMEOUT", "lost": "LOST",
+         "interrupted": "INTERRUPTED"}
+
+
+@dataclass
+class SuiteResult:
+    results: list[ChainResult] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+    wall_seconds: float = 0.0
+    engine: str = "local"
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for r in self.results if r.verdict == verdict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused and all(r.verdict == "passed" for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 130 if self.count("interrupted") else 0 if self.ok else 1
+
+    def models(self) -> dict[str, list[ChainResult]]:
+        out: dict[str, list[ChainResult]] = {}
+        for result in self.results:
+            out.setdefault(result.chain.model, []).append(result)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "exit_code": self.exit_code, "engine": self.engine,
+                "wall_seconds": self.wall_seconds, "notes": self.notes,
+                "counts": {v: self.count(v) for v in _MARK} | {"refused": len(self.refused)},
+                "chains": [r.to_dict() for r in self.results],
+                "refused": [{"config": r.config, "reasons": r.reasons} for r in self.refused]}
+
+
+def _env():
+    from tipcgen.render.templating import environment
+
+    return environment()
+
+
+def write_json(suite: SuiteResult, path) -> None:
+    path.write_text(json.dumps(suite.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def write_junit(suite: SuiteResult, path) -> None:
+    text = _env().get_template("report/suite_junit.xml.j2").render(suite=suite, models=suite.models())
+    path.write_text(text, encoding="utf-8")
+
+
+def terminal_text(suite: SuiteResult) -> str:
+    rows = []
+    for r in suite.results:
+        s = r.summary
+        steps = f"{s.count('passed')}/{s.count('failed')}/{s.count('skipped')}" if s else "-"
+        rows.append((_MARK.get(r.verdict, r.verdict.upper()), r.chain.model, r.chain.chain, r.chain.mode, steps,
+                     f"{r.seconds:.1f}", r.message))
+    widths = [max([len(row[i]) for row in rows] + [len(h)]) for i, h in enumerate(
+        ("verdict", "model", "chain", "mode", "p/f/s"))]
+    return _env().get_template("report/suite.txt.j2").render(suite=suite, rows=rows, widths=widths,
+                                                             verdict="PASSED" if suite.ok else "FAILED")
+
+
+class Progress:
+    """A live line per running chain and a done/failed/remaining count.
+
+    On a terminal the running chains are redrawn in place; elsewhere (a CI log) each event is one plain line.
+    """
+
+    def __init__(self, total: int, stream: TextIO | None = None, tty: bool | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.total, self.done_n, self.failed_n = total, 0, 0
+        self.running: dict[str, tuple[float, str]] = {}
+        self.drawn = 0
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        if self.tty:  # the elapsed seconds move even while no step ends
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self.closed.wait(1.0):
+            with self.lock:
+                if self.running and not self.closed.is_set():
+                    self._emit(None)
+
+    def close(self) -> None:
+        """Stop redrawing and leave the final count on screen."""
+        with self.lock:
+            self.closed.set()
+            self._emit(None)
+
+    def count(self) -> str:
+        return f"{self.done_n}/{self.total} done, {self.failed_n} failed, {self.total - self.done_n} remaining"
+
+    def _emit(self, text: str | None) -> None:
+        if self.tty:
+            self.stream.write("\033[F\033[K" * self.drawn)
+            if text:
+                self.stream.write(text + "\n")
+            now = time.monotonic()
+            width = shutil.get_terminal_size().columns - 1  # a wrapped line would break the cursor moves
+            block = [f"  running  {key}  {now - t0:5.0f} s  {last}"[:width] for key, (t0, last) in self.running.items()]
+            block.append(f"[suite] {self.count()}"[:width])
+            self.stream.write("\n".join(block) + "\n")
+            self.drawn = len(block)
+        elif text:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def start(self, chain: Chain, slot: Slot, where: str = "") -> None:
+        with self.lock:
+            self.running[chain.key] = (time.monotonic(), "starting")
+            cores = ",".join(map(str, slot.cores)) or "any"
+            gpus = ",".join(slot.gpus) or "none"
+            self._emit(f"[suite] start {chain.key} ({chain.config}; cores {cores}; gpus {gpus}{where})")
+
+    def line(self, chain: Chain, line: str) -> None:
+        if not line.startswith("[tipc] "):
+            return
+        with self.lock:
+            t0 = self.running.get(chain.key, (time.monotonic(), ""))[0]
+            self.running[chain.key] = (t0, line)
+            self._emit(None if self.tty else f"[suite] {chain.key}: {line}")
+
+    def done(self, result: ChainResult) -> None:
+        with self.lock:
+            self.running.pop(result.chain.key, None)
+            self.done_n += 1
+            self.failed_n += result.verdict != "passed"
+            detail = f": {result.message}" if result.message else ""
+            self._emit(f"[suite] {_MARK.get(result.verdict, result.verdict)} {result.chain.key} in "
+                       f"{result.seconds:.1f} s{detail} ({self.count()})")

@@ -1,0 +1,393 @@
+"""Run many TIPC chains in one go: plan (configs × modes × chains), a lint gate, one working copy per chain.
+
+Each chain is a ``tipcgen run`` subprocess in its own copy of its repository (without outputs), so its
+verdict is that of a separate ``tipcgen run`` by construction, and no two chains share train_data/,
+output/, log/ or test_tipc/output/. The chain's run folder comes back under the suite's output folder.
+Local parallelism is a thread pool over subprocesses; Ray (tipcgen.suite_ray) runs the same
+``execute_chain`` inside a Ray task.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from tipcgen.configs import lint
+from tipcgen.core.errors import TipcgenError
+from tipcgen.format.paths import OUTPUT, SUMMARY_JSON, run_rel
+from tipcgen.results.results import Summary, load_summary
+
+CHAIN_OF_NAME = {"train_infer_python.txt": "basic",
+                 "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt": "paddle2onnx"}
+# What the TIPC scripts write in the repository root: never copied into a chain's working copy.
+OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", ".tipcgen", ".pytest_cache",
+           ".hypothesis")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "CPU_NUM", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+_GRACE_SECONDS = 10
+_RUNNING: set[subprocess.Popen] = set()  # the chains this process runs now, for Ctrl-C
+_LOCK = threading.Lock()
+
+
+@dataclass
+class Chain:
+    """One planned chain: a config of a repository, run in one mode."""
+
+    root: str
+    config: str  # relative to root
+    chain: str
+    mode: str
+    model: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.model}/{self.chain}/{self.mode}"
+
+
+@dataclass
+class Refused:
+    config: str
+    reasons: list[str]
+
+
+@dataclass
+class Slot:
+    """The share of the machine one chain gets: CPU cores (affinity + thread variables) and GPUs."""
+
+    cores: list[int] = field(default_factory=list)
+    gpus: list[str] = field(default_factory=list)
+    threads: int = 0  # without cores (a Ray task: Ray places it), the thread variables only
+
+    def env(self, base: dict[str, str]) -> dict[str, str]:
+        env = dict(base)
+        if self.cores or self.threads:
+            for name in THREAD_VARIABLES:
+                env[name] = str(len(self.cores) or self.threads)
+        if self.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)
+        return env
+
+
+@dataclass
+class ChainResult:
+    chain: Chain
+    verdict: str  # passed | failed | error | timeout | lost | interrupted
+    exit_code: int | None = None
+    seconds: float = 0.0
+    run_dir: str = ""
+    log: str = ""
+    message: str = ""
+    node: str = ""
+    slot: Slot = field(default_factory=Slot)
+    summary: Summary | None = None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["chain"] = {**asdict(self.chain), "key": self.chain.key}
+        data["summary"] = self.summary.to_dict() if self.summary else None
+        return data
+
+
+def find_configs(paths: Iterable[str], root: Path) -> list[Path]:
+    """Config files from files, folders (searched for *.txt; a repository root: its test_tipc/configs) and globs."""
+    found: list[Path] = []
+    for item in paths:
+        matches = sorted(Path(p) for p in glob.glob(item, recursive=True)) if glob.has_magic(item) else [Path(item)]
+        if not matches or not all(m.exists() for m in matches):
+            raise TipcgenError(f"{item}: no such file or folder", "pass config files, folders that hold them, or a glob")
+        for match in matches:
+            if match.is_dir():
+                configs = match / "test_tipc" / "configs"
+                found.extend(sorted((configs if configs.is_dir() else match).rglob("*.txt")))
+            else:
+                found.append(match)
+    if not paths:
+        configs = root / "test_tipc" / "configs"
+        if not configs.is_dir():
+            raise TipcgenError(f"no test_tipc/configs under {root.resolve()}",
+                               "render one with tipcgen init, or name config files, folders or globs")
+        found = sorted(configs.rglob("*.txt"))
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def repo_root_of(config: Path, default: Path) -> Path:
+    """The repository a config belongs to: the folder holding the test_tipc/ it lies in, else --root."""
+    for parent in config.parents:
+        if parent.name == "test_tipc":
+            return parent.parent
+    return default.resolve()
+
+
+def _model_name(text: str, config: Path) -> str:
+    match = re.search(r"^model_name:(.*)$", text, re.M)
+    return match.group(1).strip() if match and match.group(1).strip() else config.parent.name
+
+
+def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) -> tuple[list[Chain], list[Refused]]:
+    """The chains to run and the configs refused (lint errors with file:line, or no runner for them)."""
+    planned: list[Chain] = []
+    refused: list[Refused] = []
+    seen: dict[str, str] = {}
+    for config in find_configs(list(paths), root):
+        repo = repo_root_of(config, root)
+        shown = os.path.relpath(config)
+        text = config.read_bytes().decode("utf-8", errors="surrogateescape")
+        has_repo = (repo / "test_tipc").is_dir()
+        findings = lint.lint_text(text, shown, repo_root=repo if has_repo else None)
+        reasons = [f"{f.path}:{f.line}: {f.rule} {f.message}" for f in findings if f.severity == "error"]
+        # ../shared/tipc-corpus flattens paths with "__": its basic configs end in __train_infer_python.txt.
+        chain = CHAIN_OF_NAME.get(config.name.split("__")[-1])
+        if chain is None:
+            reasons.append(f"{shown}: tipcgen runs no chain for this file name (it runs "
+                           + ", ".join(CHAIN_OF_NAME) + ")")
+        elif not has_repo:
+            reasons.append(f"{shown}: not inside a repository's test_tipc/ folder, and {root}/test_tipc is missing")
+        elif not config.is_relative_to(repo):
+            reasons.append(f"{shown}: lies outside the repository {repo} that runs it (each chain runs in a copy "
+                           "of it): put the config under its test_tipc/configs/<model>/")
+        if chain is not None and chain not in chains:
+            continue
+        model = _model_name(text, config)
+        for mode in modes:
+            key = f"{model}/{chain}/{mode}"
+            if not reasons and key in seen:
+                reasons.append(f"{shown}: model_name {model} is also the model of {seen[key]}: run folders would clash")
+            seen.setdefault(key, shown)
+        if reasons:
+            refused.append(Refused(shown, reasons))
+            continue
+        planned.extend(Chain(str(repo), str(config.relative_to(repo)), chain, mode, model) for mode in modes)
+    return planned, refused
+
+
+def detect_gpus() -> list[str]:
+    """GPU ids from nvidia-smi; none when it is missing or finds none."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []
+
+
+def slots(jobs: int, cores_per_chain: int | None, gpus: list[str], gpus_per_chain: int,
+          share_gpus: bool) -> list[Slot]:
+    """One slot per parallel job: disjoint cores while they last, disjoint GPU sets unless share_gpus."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    per = cores_per_chain or max(1, len(cores) // jobs)
+    if gpus and gpus_per_chain and not share_gpus and jobs * gpus_per_chain > len(gpus):
+        raise TipcgenError(f"--jobs {jobs} with --gpus-per-chain {gpus_per_chain} needs {jobs * gpus_per_chain} GPUs; "
+                           f"this machine has {len(gpus)} ({', '.join(gpus)})",
+                           "lower --jobs or --gpus-per-chain, or let chains share GPUs with --share-gpus")
+    out = []
+    for job in range(jobs):
+        mine = [cores[(job * per + i) % len(cores)] for i in range(per)]
+        if gpus and gpus_per_chain:
+            start = 0 if share_gpus else job * gpus_per_chain
+            mine_gpus = [gpus[(start + i) % len(gpus)] for i in range(gpus_per_chain)]
+        else:
+            mine_gpus = []
+        out.append(Slot(sorted(set(mine)), mine_gpus))
+    return out
+
+
+def _ignore_outputs(root: Path, extra: Path | None) -> Callable[[str, list[str]], set[str]]:
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        here = Path(folder)
+        rel = here.relative_to(root).as_posix()
+        skip = {n for n in names if n == "__pycache__" or (f"{rel}/{n}" if rel != "." else n) in OUTPUTS}
+        if extra is not None:
+            skip |= {n for n in names if (here / n).resolve() == extra}
+        return skip
+    return ignore
+
+
+def working_copy(root: Path, dest: Path, exclude: Path | None = None) -> Path:
+    """A copy of the repository without what chains write (links stay links, so big data is not copied)."""
+    shutil.copytree(root, dest, symlinks=True, ignore=_ignore_outputs(root.resolve(), exclude))
+    return dest
+
+
+def _run_dir(chain: Chain) -> str:
+    return run_rel(chain.model, chain.mode, chain.chain)
+
+
+def _preexec(cores: list[int]) -> Callable[[], None]:
+    """In the chain's process: pin it to its cores, and let it die with its parent (a lost Ray worker)."""
+    def setup() -> None:
+        if cores and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, cores)
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    return setup
+
+
+def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: float | None,
+                  on_line: Callable[[str], None] = lambda line: None, extra_args: Iterable[str] = ()) -> ChainResult:
+    """`tipcgen run` of one chain in workdir (a working copy); its run folder and log go to dest."""
+    cmd = [sys.executable, "-m", "tipcgen", "run", "--root", ".", "--config", chain.config, "--mode", chain.mode,
+           "--chain", chain.chain, "--quiet", *extra_args]
+    env = slot.env(dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1"))
+    dest.mkdir(parents=True, exist_ok=True)
+    log_path = dest / "suite.log"
+    started = time.monotonic()
+    verdict = ""
+    tail: list[str] = []
+    proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True,
+                            preexec_fn=_preexec(slot.cores))
+    with _LOCK:
+        _RUNNING.add(proc)
+    timer = None
+    if timeout:
+        def stop() -> None:
+            nonlocal verdict
+            verdict = "timeout"
+            _kill_group(proc)
+        timer = threading.Timer(timeout, stop)
+        timer.start()
+    try:
+        with log_path.open("w", encoding="utf-8") as log:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                log.write(line)
+                line = line.rstrip("\n")
+                tail = (tail + [line])[-12:]
+                on_line(line)
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        _kill_group(proc, signal.SIGINT)
+        rc, verdict = proc.wait(), "interrupted"
+    finally:
+        if timer is not None:
+            timer.cancel()
+        with _LOCK:
+            _RUNNING.discard(proc)
+    if rc == 130 and not verdict:
+        verdict = "interrupted"
+    result = ChainResult(chain, verdict, rc, round(time.monotonic() - started, 3), log=str(log_path), slot=slot)
+    run_dir = workdir / _run_dir(chain)
+    if run_dir.is_dir():
+        shutil.copytree(run_dir, dest, dirs_exist_ok=True)
+        result.run_dir = str(dest)
+    if (dest / SUMMARY_JSON).is_file() and result.run_dir:
+        result.summary = load_summary(dest / SUMMARY_JSON)
+    if not result.verdict:
+        if rc == 2 or result.summary is None:
+            result.verdict = "error"
+        else:
+            result.verdict = "passed" if rc == 0 and result.summary.ok else "failed"
+    if result.verdict != "passed":
+        result.message = {"timeout": f"killed after the chain time limit of {timeout:g} s"}.get(
+            result.verdict, " | ".join(line for line in tail[-3:] if line.strip()))
+    return result
+
+
+def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    """Stop the chain's whole process group (tipcgen run, bash, the step), then kill what is left."""
+    try:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def check_modes(modes: list[str]) -> list[str]:
+    from tipcgen.run.run import check_mode
+
+    return [check_mode(mode) for mode in modes]
+
+
+def check_chains(chains: list[str]) -> list[str]:
+    known = sorted(set(CHAIN_OF_NAME.values()))
+    for chain in chains:
+        if chain not in known:
+            raise TipcgenError(f"unknown chain '{chain}'", "use one of: " + ", ".join(known))
+    return chains
+
+
+
+def needs_trained_model(chain: Chain) -> bool:
+    """paddle2onnx converts, and whole_infer infers, a model the basic chain trained: they run after it."""
+    return chain.chain == "paddle2onnx" or chain.mode == "whole_infer"
+
+
+def seed_trained_runs(chain: Chain, runs: Path, work: Path) -> None:
+    """Put this suite's basic run folders of the chain's model where prepare.sh looks for a trained model,
+    as in a repository where the basic chain ran first."""
+    basic = runs / chain.model / "basic"
+    if basic.is_dir() and "TIPC_MODEL_DIR" not in os.environ:
+        for run in basic.iterdir():
+            shutil.copytree(run, work / OUTPUT / chain.model / run.name, symlinks=True,
+                            dirs_exist_ok=True)
+
+
+def waves(chains: list[Chain]) -> list[list[Chain]]:
+    """The chains that train first, then those that need a trained model (see needs_trained_model)."""
+    return [[c for c in chains if not needs_trained_model(c)], [c for c in chains if needs_trained_model(c)]]
+
+
+def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: float | None, progress,
+              keep_work: bool = False) -> list[ChainResult]:
+    """Run chains side by side, one per slot, wave after wave; results in plan order."""
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    free: queue.Queue = queue.Queue()
+    for slot in slot_list:
+        free.put(slot)
+    stopping = threading.Event()
+
+    def one(chain: Chain) -> ChainResult:
+        slot = free.get()
+        try:
+            if stopping.is_set():
+                return ChainResult(chain, "interrupted", message="not started: the suite was interrupted")
+            work = out / "work" / chain.key.replace("/", "__")
+            shutil.rmtree(work, ignore_errors=True)
+            working_copy(Path(chain.root), work, exclude=out.resolve())
+            if needs_trained_model(chain):
+                seed_trained_runs(chain, out / "runs", work)
+            progress.start(chain, slot)
+            result = execute_chain(chain, work, out / "runs" / chain.key, slot, timeout,
+                                   on_line=lambda line: progress.line(chain, line))
+            if not keep_work:
+                shutil.rmtree(work, ignore_errors=True)
+            progress.done(result)
+            return result
+        finally:
+            free.put(slot)
+
+    results: dict[str, ChainResult] = {}
+    with ThreadPoolExecutor(max_workers=len(slot_list)) as pool:
+        for wave in waves(chains):
+            futures = {chain.key: pool.submit(one, chain) for chain in wave}
+            try:
+                results.update((key, future.result()) for key, future in futures.items())
+            except KeyboardInterrupt:
+                # Ctrl-C reaches this thread only (each chain has its own session): pass it on to every chain,
+                # whose tipcgen run stops its step and still writes its summary.
+                stopping.set()
+                with _LOCK:
+                    running = list(_RUNNING)
+                for proc in running:
+                    try:
+                        os.killpg(proc.pid, signal.SIGINT)
+                    except ProcessLookupError:
+                        pass
+                results.update((key, future.result()) for key, future in futures.items())
+    return [results[chain.key] for chain in chains]
