@@ -164,6 +164,14 @@ def _start_order(item) -> int:
     return 2 if name else 3 if item.get_closest_marker("chain") else 4
 
 
+def default_signals() -> None:
+    """preexec_fn for a process a test will signal: it starts with the dispositions of a terminal's foreground
+    job (default), whatever this test run inherited (`nohup` ignores SIGHUP, a background job SIGINT and
+    SIGQUIT; tipcgen rightly keeps an inherited SIG_IGN). The test then tests tipcgen, not how pytest began."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def chain_env(**extra: str) -> dict:
     """The environment of a chain: this process's (the interpreter running the tests, the one with paddle,
     is first on its PATH: see _BIN above), without colour, plus EXTRA."""

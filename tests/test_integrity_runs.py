@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, chain_env, tipcgen
+from conftest import STUB, chain_env, default_signals, tipcgen
 
 MODE = "lite_train_lite_infer"
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
@@ -100,7 +100,7 @@ def _start(repo: Path, **env: str) -> subprocess.Popen:
     """tipcgen run in its own process group (as a shell's job is), training for a fixed time."""
     return subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "--mode", MODE], cwd=repo,
                             env=chain_env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_signals)
 
 
 def _wait_for_training(proc: subprocess.Popen) -> list[str]:
@@ -203,7 +203,8 @@ def test_kill_9_of_tipcgen_run_leaves_no_process_and_a_rerun_recovers_the_lock(s
 def test_a_stale_lock_stops_the_dead_runs_leftovers_before_the_new_run(stub_repo: Path):
     """A writer of an older run (here: a process carrying its run id) never sees the new run."""
     old_id = "0" * 32
-    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, "TIPC_RUN_ID": old_id}, cwd=stub_repo)
+    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, "TIPC_RUN_ID": old_id}, cwd=stub_repo,
+                              preexec_fn=default_signals)
     dead = subprocess.Popen(["true"])
     dead.wait()
     lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
