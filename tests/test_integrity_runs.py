@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, chain_env, default_signals, tipcgen
+from conftest import STUB, chain_env, default_signals, edit, tipcgen
 
 MODE = "lite_train_lite_infer"
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
@@ -219,16 +219,9 @@ def test_a_stale_lock_stops_the_dead_runs_leftovers_before_the_new_run(stub_repo
 
 # -- verdicts ------------------------------------------------------------------------------------
 
-def _edit(repo: Path, old: str, new: str) -> None:
-    config = repo / CONFIG
-    text = config.read_text()
-    assert old in text
-    config.write_text(text.replace(old, new))
-
-
 @pytest.mark.parametrize("trainer", ["trainer:", "trainer:null"])
 def test_a_config_that_trains_nothing_is_refused_before_any_step(stub_repo: Path, trainer: str):
-    _edit(stub_repo, "trainer:norm_train\n", trainer + "\n")
+    edit(stub_repo / CONFIG, "trainer:norm_train\n", trainer + "\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
     assert proc.returncode == 2 and "PASSED" not in proc.stdout, proc.stdout + proc.stderr
     assert "trainer" in proc.stderr and "Traceback" not in proc.stderr
@@ -237,7 +230,7 @@ def test_a_config_that_trains_nothing_is_refused_before_any_step(stub_repo: Path
 
 def test_a_chain_whose_training_all_skipped_is_not_passed(stub_repo: Path):
     """Lint accepts a GPU-only gpu_list; on a machine without a GPU nothing trains, so nothing passes."""
-    _edit(stub_repo, "gpu_list:0|-1\n", "gpu_list:0\n")
+    edit(stub_repo / CONFIG, "gpu_list:0|-1\n", "gpu_list:0\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
     summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
     assert proc.returncode == 1 and "PASSED" not in proc.stdout, proc.stdout
@@ -248,7 +241,7 @@ def test_a_chain_whose_training_all_skipped_is_not_passed(stub_repo: Path):
 
 def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
     """Both inference devices are GPU ones on this CPU machine: every case is skipped."""
-    _edit(stub_repo, "--use_gpu:True|False\n", "--use_gpu:True\n")
+    edit(stub_repo / CONFIG, "--use_gpu:True|False\n", "--use_gpu:True\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
     summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
     assert proc.returncode == 1 and not summary["ok"], proc.stdout
@@ -256,7 +249,7 @@ def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
 
 
 def test_a_config_without_inference_needs_none(stub_repo: Path):
-    _edit(stub_repo, "inference:stub/stub_infer.py\n", "inference:null\n")
+    edit(stub_repo / CONFIG, "inference:stub/stub_infer.py\n", "inference:null\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
     summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
     assert proc.returncode == 0 and summary["ok"] and summary["required_kinds"] == ["train", "eval", "export"]
