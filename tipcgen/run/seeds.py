@@ -9,6 +9,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
+
 DETERMINISM_VARS = ("PYTHONHASHSEED", "FLAGS_cudnn_deterministic", "FLAGS_embedding_deterministic")
 _TRAIN_KEYS = ("norm_train", "pact_train", "fpgm_train", "distill_train", "train_model")
 _SEED_FLAG = re.compile(r"""add_argument\(\s*(?:['"]-\w['"]\s*,\s*)?['"](--?seed|--random[_-]seed)['"]([^)]*)\)""")
@@ -50,12 +53,9 @@ def script_seeds(root: Path, command: str) -> dict[str, str]:
             value = inline or (words[i + 1] if i + 1 < len(words) else "")
             if value:
                 return {f"{flag} (given in the config's {script} command)": value}
-    path = root / script
     try:
-        if not path.is_file() or path.stat().st_size > _MAX_SOURCE:
-            return {}
-        source = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        source = inputs.read_bytes(root / script, "script", _MAX_SOURCE).decode("utf-8", errors="replace")
+    except TipcgenError:
         return {}
     out = {}
     for flag, rest in _SEED_FLAG.findall(source):

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from tipcgen.configs.submission import RECORD, RUNNER, edited
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.format import layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, RESULTS_LOG, SUMMARY_JSON
@@ -94,8 +96,8 @@ def _results_logs(root: Path, model: str, mode: str) -> list[Path]:
     ``${model_name}`` and ``${MODE}`` filled in), then the template's ./log/ and OCR's ./test_tipc/output/."""
     found: list[Path] = []
     try:
-        text = (root / RUNNER).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = inputs.read_bytes(root / RUNNER, "runner", 1 << 20).decode("utf-8", errors="replace")
+    except TipcgenError:
         text = ""
     known = {"model_name": model, "MODE": mode}
     for line in text.splitlines():
