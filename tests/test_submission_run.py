@@ -96,3 +96,20 @@ def test_status_lines_only_printed_by_the_runner_are_read(own_repo: Path) -> Non
     assert [(s["kind"], s["status"]) for s in summary["steps"]] == EXPECTED
     assert "no results_python.log grew during the run: the status lines are those the runner printed" in summary["notes"]
     assert any("changed since tipcgen init --submission" in p for p in summary["problems"])  # the edit is still named
+
+
+def test_status_lines_in_paddleocr_form_name_their_log(tmp_path: Path) -> None:
+    """PaddleOCR's status_check writes `... - MODEL - COMMAND - LOG_PATH`: the log is the step's, not its command."""
+    log = tmp_path / "test_tipc/output/m/lite/python_infer_cpu.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("ok\n")
+    values = {"train.norm": "tools/train.py -c x.yml", "inference.script": "tools/infer/predict_det.py"}
+    lines = ["\x1b[33m Run successfully with command - m - python3 tools/train.py -c x.yml -o Global.epoch_num=1 - "
+             "./test_tipc/output/m/lite/train.log!  \x1b[0m",
+             " Run failed with command - m - python3 tools/infer/predict_det.py --use_gpu=False - "
+             "./test_tipc/output/m/lite/python_infer_cpu.log! "]
+    train, infer = submission_run.read_status_lines(lines, values, tmp_path)
+    assert (train.kind, train.status, train.command) == ("train", "passed", "python3 tools/train.py -c x.yml -o Global.epoch_num=1")
+    assert train.name == "train" and train.log == "" and train.note  # its log is not there: the status line is all
+    assert (infer.kind, infer.status, infer.name) == ("infer", "failed", "python_infer_cpu")
+    assert infer.log == "test_tipc/output/m/lite/python_infer_cpu.log"

@@ -69,14 +69,20 @@ def read_status_lines(lines: list[str], values: dict[str, str], root: Path) -> l
             continue
         _, _, command = match.group(2).partition(" - ") if " - " in match.group(2) else ("", "", match.group(2))
         command = command.rstrip().removesuffix("!").rstrip()
+        # PaddleOCR's status_check appends " - <the step's log path>" after the command
+        head, sep, tail = command.rpartition(" - ")
+        trailing = tail.strip() if sep and " " not in tail.strip() and ("/" in tail or tail.strip().endswith(".log")) else None
+        if trailing is not None:
+            command = head.rstrip()
         kind = _classify(command, values)
-        log = _REDIRECT.search(command)
+        redirect = _REDIRECT.search(command)
+        log = redirect.group(1) if redirect else trailing
         seen[kind] = seen.get(kind, 0) + 1
-        name = Path(log.group(1)).stem if log else kind if seen[kind] == 1 else f"{kind}_{seen[kind]}"
+        name = Path(log).stem if log else kind if seen[kind] == 1 else f"{kind}_{seen[kind]}"
         step = Step(kind=kind, name=name, status="passed" if match.group(1) == "successfully" else "failed",
                     command=command)
-        if log and (root / log.group(1)).is_file():
-            step.log = os.path.normpath(log.group(1))
+        if log and (root / log).is_file():
+            step.log = os.path.normpath(log)
         else:
             step.note = "no log of its own under this runner: the status line is all it tells"
         steps.append(step)
