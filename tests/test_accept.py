@@ -350,3 +350,29 @@ def test_sample_copies_without_avg_ips_or_autolog_fail(sample_lite_run: Path, tm
     assert set(failed) == {"2.2.3 training log", "3.2.3 inference speed"}
     assert "no avg_ips" in failed["2.2.3 training log"]["detail"] and infer.stem in failed["3.2.3 inference speed"]["detail"]
     assert accept.find_run(repo) == run_dir
+
+
+def test_an_archive_that_unpacks_elsewhere_names_the_folder_it_unpacks_to(tmp_path: Path):
+    """Issue 28 item 7: the archive exists and is safe; the real reason is the folder it unpacks to."""
+    _tar(tmp_path / "lite_data.tar", [("data", None, None), ("data/a.tsv", b"1\tx\n", None)])
+    item = accept_repo.check_lite_data(tmp_path)
+    assert not item.passed and item.detail.startswith("lite_data.tar: it unpacks to data/ instead of lite_data/; ")
+    assert item.hint.startswith("rename the folder it holds to lite_data and pack it again")
+    _tar(tmp_path / "lite_data.tar", [("lite_data/a.tsv", b"x", None), ("README", b"x", None)])
+    assert "it also unpacks README beside lite_data/" in accept_repo.check_lite_data(tmp_path).detail
+
+
+def test_inference_speed_names_a_config_that_turns_benchmark_off(toy_repo: Path, tmp_path: Path):
+    """Issue 28 item 7: no AutoLog block because the config passes --benchmark:False, said so with its line."""
+    repo = _copy(toy_repo, tmp_path)
+    config = next((repo / "test_tipc/configs").glob("*/train_infer_python.txt"))
+    text = config.read_text()
+    assert "\n--benchmark:True\n" in text
+    config.write_text(text.replace("\n--benchmark:True\n", "\n--benchmark:False\n"))
+    tipcgen("run", "--mode", MODE, "-q", cwd=repo)
+    rc, data = _accept(repo)
+    item = _failed(data)["3.2.3 inference speed"]
+    number = config.read_text().splitlines().index("--benchmark:False") + 1
+    assert item["where"].endswith(f"train_infer_python.txt:{number}")
+    assert item["detail"].startswith(f"the config passes --benchmark:False (line {number}), so the inference script is never asked")
+    assert item["hint"].startswith("set --benchmark:True in the config")

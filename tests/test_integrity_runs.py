@@ -314,3 +314,15 @@ def test_the_markers_tipcgen_update_writes_are_refused(tmp_path: Path):
     assert direct.returncode == 2 and f"{CONFIG}:43: merge conflict marker" in direct.stderr, direct.stderr
     proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and "conflict marker" in proc.stderr and "[tipc] RUN" not in proc.stdout
+
+
+def test_a_renamed_key_is_named_as_renamed_not_as_a_missing_line(layout_repo: Path):
+    """Issue 28 item 7: '--epochs' renamed in place; the lines around it are where they were."""
+    original = (layout_repo / CONFIG).read_text(encoding="utf-8")
+    name = "test_tipc/configs/stub_model/renamed-key.txt"
+    (layout_repo / name).write_text(original.replace("\n--epochs:", "\n--epoch_num:"), encoding="utf-8")
+    direct = subprocess.run(["bash", RUNNER, name, MODE], cwd=layout_repo, capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 2, direct.stdout + direct.stderr
+    assert (f"{name}:7: expected key '--epochs' on non-blank line 7, found '--epoch_num:lite_train_lite_infer=1|"
+            "whole_train_whole_infer=2': the key was renamed (the lines around it are in place, no line is missing)") in direct.stderr
+    assert "restore '--epochs'" in direct.stderr and "missing or extra" not in direct.stderr

@@ -228,9 +228,19 @@ def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "a
 
         files = submission_mode.submission_files(files, out_dir, config_relpath(desc.model_name))
         record = {submission_mode.RECORD: files.pop(submission_mode.RECORD)}  # bookkeeping, not a rendered file
-    for line in existing.check(files, out_dir, force):
+        # what an earlier init --submission rendered and nobody edited since is tipcgen's to replace
+        ours = {rel for rel in files if _unedited_render(out_dir, rel)}
+    else:
+        ours = set()
+    for line in existing.check({rel: text for rel, text in files.items() if rel not in ours}, out_dir, force):
         on_note(line)
     book = {**bookkeeping(answers_for(desc, out_dir, devices, files), files), **record}
     ignore = _gitignore(desc, out_dir)
-    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore))
+    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore) | ours)
     return [w for w in written if not w.path.startswith(BASE_DIR + "/")]
+
+
+def _unedited_render(out_dir: Path, rel: str) -> bool:
+    """The file is what tipcgen rendered last time (its merge base under .tipcgen/base/), unedited since."""
+    target, base = out_dir / rel, out_dir / base_path(rel)
+    return target.is_file() and not target.is_symlink() and base.is_file() and target.read_bytes() == base.read_bytes()
