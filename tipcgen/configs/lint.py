@@ -24,14 +24,23 @@ the 32-line tutorial one, by their own slot tables); byte-level rules run on eve
 | ``bom`` | warning | a UTF-8 byte-order mark, glued to the first key |
 | ``empty-file`` | warning | no lines at all |
 | ``conflict-marker`` | error | a ``<<<<<<<``/``=======``/``>>>>>>>`` line (``tipcgen update --conflict markers``) |
+| ``infer-value-shape`` | warning | an idx 41-45 value of another shape that no shift explains: passed to the script as it is |
+| ``unknown-layout`` | warning | a ``train_params`` file in no layout family (docs/LAYOUTS.md): its slots are not checked |
+| ``family`` | info | (``tipcgen lint`` only) the layout family the file is read in, and how it was picked |
 
 Why these severities (what the upstream runners do):
 
 * ``slot-shift``: the runner reads every later slot from its neighbour and skips export and
   inference without a failure line (SPEC §8.1). Found by anchor keys 1-3 lines early or late,
-  a trailing section starting inside idx 40-50, a file ending inside a section, or an idx 41-45
-  value of the wrong shape (the keyless inference block: on/off, counts, precision). After a
-  shift the slot-value rules are not run: every value they would read is a neighbour's.
+  a trailing section starting inside idx 40-50, a file ending inside a section, or two or more
+  idx 41-45 values of the wrong shape that all fit one line early or late (the keyless inference
+  block: on/off, counts, precision). After a shift the slot-value rules are not run: every value
+  they would read is a neighbour's. The anchors are the layout family's (``families.py``): picked
+  from the repository's runner (the ``lines[N]`` it reads) where there is one, else from the headers.
+* ``infer-value-shape``: a suite's runner passes the value to its script as it is (PaddleDetection's
+  ``--run_mode:paddle|trt_fp32|trt_fp16|trt_int8`` at idx 45), so one odd value is no error.
+* ``unknown-layout``: a layout tipcgen has no table for; the message names what differs from the
+  nearest family. A warning: its own runner may run it as intended.
 * ``anchor-key``: the runners read values by position, never keys, so a renamed key in place
   (OCR ``det_r18_ct``'s idx 16-17) runs fine.
 * ``colon-in-value``: hundreds of working Clas files carry ``pretrained_model_url:https://…``;
@@ -50,8 +59,8 @@ Why these severities (what the upstream runners do):
 * ``crlf``: ``-1\r`` is 3 characters, so the runner takes the multi-GPU branch (SPEC §10.2).
 * ``fullwidth-punct``: the runners split only on ASCII ``:`` and ``|`` (PaddleGAN PR #637).
 
-Corpus calibration (tests/test_lint.py): no error on any of the conforming 51-line files;
-``slot-shift`` on ``ch_PP-OCRv4_server_rec_ampO2_ultra``. The figures per rule are in the report.
+Corpus calibration (tests/test_lint.py, tests/test_families.py): over both corpus folders no error
+but ``slot-shift`` on ``ch_PP-OCRv4_server_rec_ampO2_ultra``. The figures per rule are in the report.
 """
 from __future__ import annotations
 
@@ -62,9 +71,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tipcgen.core import inputs
-from tipcgen.format import chain, layout
-from tipcgen.format.config import Line, TipcConfig, is_null, parse_per_mode, split_list
-from tipcgen.format.layout_check import TRAIN_ANCHORS, TUTORIAL_ANCHORS, Anchor, describe, find_shift, holds
+from tipcgen.format import chain, families, layout
+from tipcgen.format.config import Line, TipcConfig, family_of, is_null, parse_per_mode, split_list
+from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
+
+from tipcgen.configs import family_pick
+from tipcgen.configs.family_pick import Runner
 
 # Full-width colon, vertical line, comma, equals sign, semicolon and the ideographic space.
 _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
@@ -98,7 +110,7 @@ _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NA
 class _Linter:
     """Collects the findings for one file; ``line_of`` maps logical indices to editor lines."""
 
-    def __init__(self, text: str, path: str, repo_root: Path | None) -> None:
+    def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None) -> None:
         self.text = text
         self.path = path
         self.repo_root = repo_root
@@ -106,9 +118,14 @@ class _Linter:
         self.logical = self.config.logical_lines()
         self.numbers = [number for number, line in enumerate(self.config.lines) if line.text]
         self.kind = self.config.kind
-        self.table = layout.LAYOUTS[layout.LAYOUT_OF_KIND.get(self.kind, "standard")]
+        self.pick = family_of(self.config, *(runner or (None, "")))
+        self.table = layout.LAYOUTS[self.pick.family.name if self.pick else layout.LAYOUT_OF_KIND.get(self.kind, "standard")]
         self.slot_index = {slot.name: slot.index for slot in self.table if slot.kind == "kv"}
         self.findings: list[Finding] = []
+
+    @property
+    def filled_indices(self) -> set[int]:
+        return {slot.index for slot in self.table if slot.kind == "kv" and slot.filled}
 
     def add(self, line: int, rule: str, severity: str, message: str) -> None:
         self.findings.append(Finding(self.path, line, rule, severity, message))
@@ -118,17 +135,26 @@ class _Linter:
 
     def run(self) -> list[Finding]:
         self.byte_rules()
-        if self.kind == "train_infer_python":
-            self.anchor_rules(TRAIN_ANCHORS, layout.TRAIN_INFER_PYTHON_LINES)
-            if not any(finding.rule == "slot-shift" for finding in self.findings):
-                self.inference_block()
-            if not any(finding.rule == "slot-shift" for finding in self.findings):
-                self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
-        elif self.kind == "tutorial_32":  # the same rules; it has no keyless inference block
-            self.anchor_rules(TUTORIAL_ANCHORS, layout.TUTORIAL_32_LINES)
-            if not any(finding.rule == "slot-shift" for finding in self.findings):
-                self.slot_rules()
+        if self.kind in layout.LAYOUT_OF_KIND:
+            if self.pick is None and not self.nearest_shift():
+                self.add(1, "unknown-layout", "warning",
+                         f"{families.no_family_message(self.logical, self.kind)}; tipcgen cannot check its slots")
+            else:  # a family's table, or (a shift) the nearest family's, whose anchors then find the shift
+                self.anchor_rules(anchors_of(self.table), len(self.table))
+                if not any(finding.rule == "slot-shift" for finding in self.findings):
+                    self.inference_block()  # the tutorial layout has no keyless inference block
+                if not any(finding.rule == "slot-shift" for finding in self.findings):
+                    self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
+
+    def nearest_shift(self) -> bool:
+        """In no family: read it against the nearest family when a 1-3 line shift explains the difference."""
+        family, missed = families.nearest(self.logical, self.kind)
+        if not families.is_shift(missed):
+            return False
+        self.table = family.table
+        self.slot_index = {slot.name: slot.index for slot in self.table if slot.kind == "kv"}
+        return True
 
     # -- every file -------------------------------------------------------------------------
     def byte_rules(self) -> None:
@@ -235,19 +261,27 @@ class _Linter:
                  "a line is missing, or the file was cut short")
 
     def inference_block(self) -> None:
-        """A missing or extra line among idx 40-50, where no key anchors the layout."""
-        for name, (shape, pattern) in layout.INFER_VALUE_SHAPES.items():
-            found = self.slot_lines(name)
-            if found is None:
-                continue
-            index, line = found
-            bad = [item for item in split_list(line.value) if item.strip() != "null" and not pattern.match(item.strip())]
-            if bad or not line.value.strip():
-                self.add(self.line_of(index), "slot-shift", "error",
-                         f"idx {index} ({name}) should hold {shape} but holds {line.text.strip()!r}: a line is "
-                         "missing or extra in the inference block (idx 40-50), so every later flag is read "
-                         "from its neighbour")
-                return
+        """A missing or extra line among idx 40-50, where no key anchors the layout: two or more values
+        of another shape that a shift explains. One value of another shape is passed to the script
+        as it is (a suite's own values, such as --run_mode:paddle): a warning."""
+        def value_at(index: int) -> str | None:
+            return self.logical[index].value if index < len(self.logical) else None
+
+        bad, offset = infer_shapes(value_at, self.table)
+        if offset is not None:
+            index = bad[0].index
+            self.add(self.line_of(index), "slot-shift", "error",
+                     f"idx {index} ({bad[0].name}) should hold {bad[0].value[0]} but holds "
+                     f"{self.logical[index].text.strip()!r}, and every value from there on fits its slot one line "
+                     f"{'later' if offset < 0 else 'earlier'}: a line is {'missing' if offset < 0 else 'extra'} in the "
+                     "inference block (idx 40-50), so every later flag is read from its neighbour")
+            return
+        for slot in bad:
+            if slot.index < len(self.logical):
+                self.add(self.line_of(slot.index), "infer-value-shape", "warning",
+                         f"idx {slot.index} ({slot.name}) holds {self.logical[slot.index].text.strip()!r}, not "
+                         f"{slot.value[0]}: the runner passes it to the inference script as it is; check that the "
+                         "script takes it")
 
     # -- 51-line slot values ------------------------------------------------------------------
     def slot_rules(self) -> None:
@@ -272,6 +306,8 @@ class _Linter:
         if index not in flags or line.value is None:
             return
         key, value = line.key, line.value.removesuffix("\r")  # a CRLF is reported once, by `crlf`
+        if index in self.filled_indices:  # the runner fills the value: only the key is passed
+            value = value.strip()
         if key != key.strip() or value != value.lstrip():
             self.add(self.line_of(index), "trailing-space", "error",
                      f"whitespace around ':' in {line.text.strip()!r}: the runner passes it into the flag")
@@ -358,19 +394,37 @@ def _show_line(line: Line) -> str:
     return f"'{line.key}:'" if line.value is not None else repr(line.text)
 
 
-def lint_text(text: str, path: str, repo_root: str | Path | None = None) -> list[Finding]:
-    """Every finding for one config text, in line order."""
-    return _Linter(text, path, Path(repo_root) if repo_root is not None else None).run()
+def lint_text(text: str, path: str, repo_root: str | Path | None = None, runner: Runner | None = None) -> list[Finding]:
+    """Every finding for one config text, in line order; ``runner`` (its reads and its name) picks
+    the layout family as the suite's own runner reads it."""
+    return _Linter(text, path, Path(repo_root) if repo_root is not None else None, runner).run()
+
+
+def _files(paths: Iterable[str | Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in map(Path, paths):
+        files.extend(sorted(path.rglob("*.txt")) if path.is_dir() else [path])
+    return files
 
 
 def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None) -> list[Finding]:
     """Lint files, and every ``*.txt`` below a directory."""
+    return [f for f in lint_report(paths, repo_root) if f.severity != "info"]
+
+
+def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None) -> list[Finding]:
+    """``lint_paths`` plus, for each basic-chain config, an ``info`` finding (rule ``family``) that
+    names the layout family it was read in and how it was picked (what ``tipcgen lint`` shows)."""
+    root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
-    for path in paths:
-        path = Path(path)
-        files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
-        for file in files:
-            findings.extend(lint_text(inputs.read_text(file, "config"), str(file), repo_root))
+    cache: dict = {}
+    for file in _files(paths):
+        runner = family_pick.read_runner(file, root, cache)
+        linter = _Linter(inputs.read_text(file, "config"), str(file), root, runner)
+        found = linter.run()
+        if linter.pick is not None:
+            findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))
+        findings.extend(found)
     return findings
 
 

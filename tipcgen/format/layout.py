@@ -201,12 +201,25 @@ TUTORIAL_32: tuple[Slot, ...] = (  # the 51-line rows it shares, by descriptor f
 )
 TUTORIAL_32_LINES = len(TUTORIAL_32)
 TUTORIAL_32_ANCHORS = {0: "train_params", 1: "model_name", 2: "python", 3: "gpu_list", 12: "trainer", 15: "eval_params", 18: "infer_params", 26: "inference"}
-# The descriptor's `layout:` values, the slot table each renders, and the config kind it reads as.
-LAYOUTS = {"standard": TRAIN_INFER_PYTHON, "tutorial": TUTORIAL_32}
+# PaddleSeg's 51-line layout: its export lines stand under an `export_params` header (idx 26), and
+# the `infer_params` header takes idx 35, the 51-line layout's `inference_dir` line (PaddleSeg's
+# runner reads that header as inference_dir's value: empty). Every other line sits where the
+# 51-line layout has it, and PaddleSeg's runner reads the same indices.
+PADDLESEG_51: tuple[Slot, ...] = tuple(
+    _h(26, "export_params") if slot.index == 26 else _h(35, "infer_params") if slot.index == 35 else slot
+    for slot in TRAIN_INFER_PYTHON
+)
+
+# The descriptor's `layout:` values (the layout families, docs/LAYOUTS.md) and the slot table each
+# renders. PaddleVideo and PaddleGAN write the 51-line layout; their runners pass some lines to other
+# steps (tipcgen/format/families.py), so a descriptor records the family, not only the table.
+LAYOUTS = {"standard": TRAIN_INFER_PYTHON, "tutorial": TUTORIAL_32, "paddleseg": PADDLESEG_51,
+           "paddlevideo": TRAIN_INFER_PYTHON, "paddlegan": TRAIN_INFER_PYTHON}
 LAYOUT_OF_KIND = {"train_infer_python": "standard", "tutorial_32": "tutorial"}
 # What the generated runner checks first, per layout (the 32-line file is checked at every anchor).
 RUNNER_ANCHORS = {
-    "standard": tuple(slot for slot in TRAIN_INFER_PYTHON if slot.index in RUNNER_ANCHOR_INDICES),
+    **{name: tuple(slot for slot in table if slot.index in RUNNER_ANCHOR_INDICES)
+       for name, table in LAYOUTS.items() if table is not TUTORIAL_32},
     "tutorial": tuple(slot for slot in TUTORIAL_32 if slot.index in TUTORIAL_32_ANCHORS),
 }
 
@@ -214,11 +227,12 @@ RUNNER_ANCHORS = {
 # Lines a layout's own upstream runner reads but never passes to a script: the generated runner
 # leaves them out too (the tutorial's `use-gpu:True|True` has no dashes: passed, it would be a
 # stray positional argument).
-RUNNER_UNPASSED = {"standard": frozenset(), "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name})}
+RUNNER_UNPASSED = {**{name: frozenset() for name in LAYOUTS},
+                   "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name})}
 
 
 def slots_of(layout_name: str) -> tuple[Slot, ...]:
-    """The slot table of a layout (``standard`` or ``tutorial``)."""
+    """The slot table of a layout family (``standard``, ``tutorial``, ``paddleseg``, ...)."""
     return LAYOUTS[layout_name]
 
 
