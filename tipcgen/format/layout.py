@@ -204,9 +204,11 @@ TUTORIAL_32_ANCHORS = {0: "train_params", 1: "model_name", 2: "python", 3: "gpu_
 # PaddleSeg's 51-line layout: its export lines stand under an `export_params` header (idx 26), and
 # the `infer_params` header takes idx 35, the 51-line layout's `inference_dir` line (PaddleSeg's
 # runner reads that header as inference_dir's value: empty). Every other line sits where the
-# 51-line layout has it, and PaddleSeg's runner reads the same indices.
+# 51-line layout has it, and PaddleSeg's runner reads the same indices; it fills idx 50's value
+# (a results path per inference case).
 PADDLESEG_51: tuple[Slot, ...] = tuple(
-    _h(26, "export_params") if slot.index == 26 else _h(35, "infer_params") if slot.index == 35 else slot
+    _h(26, "export_params") if slot.index == 26 else _h(35, "infer_params") if slot.index == 35
+    else replace(slot, filled=True) if slot.index == 50 else slot
     for slot in TRAIN_INFER_PYTHON
 )
 

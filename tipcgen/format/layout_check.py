@@ -119,8 +119,8 @@ def infer_shapes(value_at: Callable[[int], str | None], table: Sequence[layout.S
 
     A suite's runner passes these values to its script as they are (PaddleDetection's
     ``--run_mode:paddle|trt_fp32`` at idx 45), so another shape is no error by itself. Only two or
-    more mismatches that all fit when every slot from the first of them on is read one line early
-    (a line missing) or late (a line extra) are a shift. ``value_at(i)`` is idx i's value (``None``:
+    more mismatches that all fit when the first of them is the missing line (every later slot read
+    one line early) or an extra line (it and every later slot read one line late) are a shift. ``value_at(i)`` is idx i's value (``None``:
     no such line, or no ``:``).
     """
     shaped = [slot for slot in table if slot.value is not None]
@@ -128,7 +128,8 @@ def infer_shapes(value_at: Callable[[int], str | None], table: Sequence[layout.S
     if len(bad) < 2:
         return bad, None
     start = bad[0].index
-    for offset in (-1, 1):
-        if all(_shape_ok(value_at(slot.index + offset), slot.value[1]) for slot in shaped if slot.index >= start):
+    # missing at `start`: every later slot sits one line early; extra at `start`: from it on, one late
+    for offset, moved in ((-1, [s for s in shaped if s.index > start]), (1, [s for s in shaped if s.index >= start])):
+        if moved and all(_shape_ok(value_at(slot.index + offset), slot.value[1]) for slot in moved):
             return bad, offset
     return bad, None
