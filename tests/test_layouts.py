@@ -54,10 +54,12 @@ def runner_text(reads: dict[int, tuple[str, ...]], span: int = 51) -> str:
     return "\n".join(out) + "\n"
 
 
-# What the 51-line runners read (PaddleOCR's, PaddleSeg's): idx 11 by value, idx 28 and 46 by key only.
+# What the 51-line runners read (PaddleOCR's, PaddleSeg's): idx 11 by value, idx 27, 28 and 46 by key only.
 STANDARD_READS = {**{i: ("key", "value") for i in range(1, 51) if i not in (13, 21, 22, 25, 26)},
-                  11: ("value",), 28: ("key",), 46: ("key",)}
+                  11: ("value",), 27: ("key",), 28: ("key",), 46: ("key",)}
 VIDEO_READS = {**STANDARD_READS, 11: ("key", "value"), 46: ("key", "value")}
+DETECTION_READS = {**STANDARD_READS, 27: ("key", "value"), 28: ("key", "value")}
+GAN_READS = {**STANDARD_READS, 28: ("value",)}
 
 
 def repository(tmp_path: Path, config: str, runner: str | None) -> Path:
@@ -120,6 +122,25 @@ def test_the_runner_picks_the_family_and_lint_and_import_say_so(tmp_path: Path) 
     assert "\nlayout:" not in import_file(config)
     assert "# layout family standard (" in import_file(config)
     assert "layout family standard (from the headers)" in import_config(config.read_text(), "c.txt")
+
+
+def test_a_detection_runner_takes_its_run_modes_and_a_gan_runner_needs_gans_layout(tmp_path: Path) -> None:
+    """PaddleDetection's runner reads idx 27 and 28 by value (as PaddleGAN's reads idx 28): a config with
+    Detection's `--run_mode` values at idx 45 is paddledetection, lints clean and comes back byte for
+    byte; the GAN marks alone do not make a file without GAN's `##` at idx 4 paddlegan."""
+    lines = standard_lines()
+    lines[45] = "--run_mode:paddle|trt_fp32|trt_fp16|trt_int8"
+    config = repository(tmp_path / "det", text_of(lines), runner_text(DETECTION_READS))
+    assert not lint.has_errors(lint.lint_paths([config]))
+    document = import_file(config)
+    assert "\nlayout: paddledetection " in document
+    assert render.render_config(descriptor.load_text(document, source="t.yaml")) == config.read_text()
+    gan = repository(tmp_path / "gan", text_of(standard_lines()), runner_text(GAN_READS))
+    assert "# layout family standard (" in import_file(gan)
+    lines = standard_lines()
+    lines[4] = "##"
+    gan.write_text(text_of(lines))
+    assert "\nlayout: paddlegan " in import_file(gan)
 
 
 def test_runner_reads_stop_at_the_klquant_block() -> None:

@@ -108,7 +108,7 @@ FIELDS: tuple[Field, ...] = (
     *_TOP_SLOTS.values(),
     Field("layout", "the layout family the config is written in ([LAYOUTS.md](LAYOUTS.md)): `standard` (the 51-line "
           "layout, default), `tutorial` (the models-repo 32-line layout; `layout:` above), `paddleseg`, "
-          "`paddlevideo` or `paddlegan`", {"enum": list(layout.LAYOUTS)}),
+          "`paddlevideo`, `paddledetection` or `paddlegan`", {"enum": list(layout.LAYOUTS)}),
     Field("text", "the config's lines as written where they differ from tipcgen's spelling (`tipcgen import` keeps "
           "them, so `init` gives the file back byte for byte; a line a field changes is written afresh)"),
     Field("text.lines", "logical line index (0-based, as the runner counts) to the line as written",

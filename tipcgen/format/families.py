@@ -51,7 +51,7 @@ class Family:
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("standard", ("PaddleOCR", "PaddleClas", "PaddleNLP", "PaddleDetection", "insightface"),
+    Family("standard", ("PaddleOCR", "PaddleClas", "PaddleNLP", "insightface"),
            "the 51-line layout (SPEC 1.1): train_params, eval_params and infer_params headers at idx 0, 22, 26"),
     Family("paddleseg", ("PaddleSeg",),
            "51 lines; an export_params header at idx 26 and the infer_params header at idx 35",
@@ -68,6 +68,14 @@ FAMILIES: tuple[Family, ...] = (
                    "idx 19 is the amp trainer (amp_key: its command, exported with norm_export)",
                    "idx 46's and idx 50's values are file names under the exported model dir",
                    "idx 6 and 8 are read whole (func_parser_value); whole_train modes drop them")),
+    Family("paddledetection", ("PaddleDetection",),
+           "the 51-line layout; its runner passes idx 27's and 28's values to export and loops over idx 37's infer modes",
+           "PaddleDetection's runner reads the 51 lines",
+           marks=((27, "value"), (28, "value")),
+           passes=("idx 27's and 28's values (export dir, weights) are passed to whole_infer's export",
+                   "idx 35 is the kl_quant export command; idx 37 lists infer modes (norm, pact, fpgm, distill, kl_quant)",
+                   "idx 45 is the GPU run mode (paddle, trt_fp32, trt_fp16, trt_int8), passed with its key",
+                   "train and export get `filename=<model_name>`; idx 12's flag goes last")),
     Family("paddlegan", ("PaddleGAN",),
            "the 51-line layout with `##` at idx 4 (no train device line); its runner only runs norm_train",
            "PaddleGAN's runner reads the 51 lines",

@@ -216,7 +216,7 @@ PADDLESEG_51: tuple[Slot, ...] = tuple(
 # renders. PaddleVideo and PaddleGAN write the 51-line layout; their runners pass some lines to other
 # steps (tipcgen/format/families.py), so a descriptor records the family, not only the table.
 LAYOUTS = {"standard": TRAIN_INFER_PYTHON, "tutorial": TUTORIAL_32, "paddleseg": PADDLESEG_51,
-           "paddlevideo": TRAIN_INFER_PYTHON, "paddlegan": TRAIN_INFER_PYTHON}
+           "paddlevideo": TRAIN_INFER_PYTHON, "paddledetection": TRAIN_INFER_PYTHON, "paddlegan": TRAIN_INFER_PYTHON}
 LAYOUT_OF_KIND = {"train_infer_python": "standard", "tutorial_32": "tutorial"}
 # What the generated runner checks first, per layout (the 32-line file is checked at every anchor).
 RUNNER_ANCHORS = {
