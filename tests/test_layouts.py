@@ -146,6 +146,8 @@ def test_a_detection_runner_takes_its_run_modes_and_a_gan_runner_needs_gans_layo
 def test_runner_reads_stop_at_the_klquant_block() -> None:
     reads = families.runner_reads(runner_text({1: ("value",), 6: ("params",)}, span=51))
     assert reads.reads == {(1, "value"), (6, "params")} and reads.span == 51
+    tutorial = 'epoch_num=$(func_parser_params "${lines[5]}" "${MODE}")\nb=$(func_parser_value "${lines[31]}")\n'
+    assert families.runner_reads(tutorial).reads == {(5, "params"), (31, "value")}  # the models template's form
     assert families.runner_reads("#!/bin/bash\ntipc_check_layout\n") is None  # tipcgen's own runner reads no lines[N]
 
 
@@ -223,3 +225,14 @@ def test_a_line_missing_in_the_inference_block_is_still_a_shift(index: int) -> N
     errors = [f for f in lint.lint_text(text_of(lines), "c.txt") if f.severity == "error"]
     assert [f.rule for f in errors] == ["slot-shift"], errors
     assert "missing in the inference block" in errors[0].message
+
+
+@needs_corpus
+def test_a_32_line_runner_picks_the_tutorial_family(tmp_path: Path) -> None:
+    name = "models/tutorials__mobilenetv3_prod__Step6__test_tipc__configs__mobilenet_v3_small__train_infer_python.txt"
+    text = (corpus_sweep.CORPORA[0] / name).read_text()
+    runner = runner_text({i: ("key", "value") for i in range(1, 32) if i not in (11, 14, 15, 17, 18, 22, 25)}, span=32)
+    config = repository(tmp_path, text, runner)
+    picked = [f.message for f in lint.lint_report([config]) if f.rule == "family"]
+    assert picked == [f"layout family tutorial ({tmp_path / 'test_tipc/test_train_inference_python.sh'} reads lines[0..31])"]
+    assert render.render_config(descriptor.load_text(import_file(config), source="t.yaml")) == text

@@ -104,8 +104,8 @@ class Pick:
         return f"layout family {self.family.name} ({self.how})"
 
 
-# `var=$(func_parser_value "${lines[12]}")`: the reads of an upstream runner.
-_READ = re.compile(r"\$\(\s*func_parser_(key|value|params|value_lite)\s+\"?\$\{lines\[(\d+)\]\}\"?\s*\)")
+# `var=$(func_parser_value "${lines[12]}")`, `$(func_parser_params "${lines[5]}" "${MODE}")`: a runner's reads.
+_READ = re.compile(r"\$\(\s*func_parser_(key|value|params|value_lite)\s+\"?\$\{lines\[(\d+)\]\}\"?[^)\n]*\)")
 _SPAN = re.compile(r"NR==1,\s*NR==(\d+)")
 
 
