@@ -215,16 +215,24 @@ def test_a_suites_own_inference_values_are_passed_through_not_refused() -> None:
     assert render.render_config(descriptor.load_text(import_config(text, "c.txt"), source="t.yaml")) == text
 
 
-@pytest.mark.parametrize("index", [41, 42, 43])
+@pytest.mark.parametrize("index", [41, 42, 43, 44])
 def test_a_line_missing_in_the_inference_block_is_still_a_shift(index: int) -> None:
-    """(A missing idx 44 leaves one odd value when the model-dir line is null: a warning, like a
-    suite's own precision values.)"""
     lines = standard_lines()
     del lines[index]
     lines.insert(50, "null:null")  # keep 51 lines: only the values tell
     errors = [f for f in lint.lint_text(text_of(lines), "c.txt") if f.severity == "error"]
     assert [f.rule for f in errors] == ["slot-shift"], errors
     assert "missing in the inference block" in errors[0].message
+
+
+@pytest.mark.parametrize("at, line", [(44, "--foo:bar"), (43, "--cpu_threads:1|6")])
+def test_an_extra_line_in_the_inference_block_is_still_a_shift(at: int, line: str) -> None:
+    """One odd value is a shift when every value from it on fits one line later (the runner's own
+    check, tests/test_integrity_runs.py, sees the same)."""
+    lines = standard_lines()
+    lines.insert(at, line)
+    errors = [f for f in lint.lint_text(text_of(lines), "c.txt") if f.severity == "error"]
+    assert [f.rule for f in errors] == ["slot-shift"] and "extra in the inference block" in errors[0].message
 
 
 @needs_corpus

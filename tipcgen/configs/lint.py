@@ -32,9 +32,9 @@ Why these severities (what the upstream runners do):
 
 * ``slot-shift``: the runner reads every later slot from its neighbour and skips export and
   inference without a failure line (SPEC §8.1). Found by anchor keys 1-3 lines early or late,
-  a trailing section starting inside idx 40-50, a file ending inside a section, or two or more
-  idx 41-45 values of the wrong shape that all fit one line early or late (the keyless inference
-  block: on/off, counts, precision). After a shift the slot-value rules are not run: every value
+  a trailing section starting inside idx 40-50, a file ending inside a section, or idx 41-45
+  values of the wrong shape that all fit one line early or late from the first odd one on (the
+  keyless inference block: on/off, counts, precision). After a shift the slot-value rules are not run: every value
   they would read is a neighbour's. The anchors are the layout family's (``families.py``): picked
   from the repository's runner (the ``lines[N]`` it reads) where there is one, else from the headers.
 * ``infer-value-shape``: a suite's runner passes the value to its script as it is (PaddleDetection's

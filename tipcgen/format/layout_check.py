@@ -118,18 +118,23 @@ def infer_shapes(value_at: Callable[[int], str | None], table: Sequence[layout.S
     another shape, and the offset of a shift that explains them (``None``: no shift does).
 
     A suite's runner passes these values to its script as they are (PaddleDetection's
-    ``--run_mode:paddle|trt_fp32`` at idx 45), so another shape is no error by itself. Only two or
-    more mismatches that all fit when the first of them is the missing line (every later slot read
-    one line early) or an extra line (it and every later slot read one line late) are a shift. ``value_at(i)`` is idx i's value (``None``:
+    ``--run_mode:paddle|trt_fp32`` at idx 45), so another shape is no error by itself. Only when the
+    first odd line is the missing one (every later slot read one line early fits, with values that
+    are more than `null`) or an extra one (it and every later slot read one line late fit) is it a shift. ``value_at(i)`` is idx i's value (``None``:
     no such line, or no ``:``).
     """
     shaped = [slot for slot in table if slot.value is not None]
     bad = [slot for slot in shaped if not _shape_ok(value_at(slot.index), slot.value[1])]
-    if len(bad) < 2:
+    if not bad:
         return bad, None
     start = bad[0].index
     # missing at `start`: every later slot sits one line early; extra at `start`: from it on, one late
     for offset, moved in ((-1, [s for s in shaped if s.index > start]), (1, [s for s in shaped if s.index >= start])):
-        if moved and all(_shape_ok(value_at(slot.index + offset), slot.value[1]) for slot in moved):
+        if moved and all(_fits(value_at(slot.index + offset), slot) for slot in moved):
             return bad, offset
     return bad, None
+
+
+def _fits(value: str | None, slot: layout.Slot) -> bool:
+    """Evidence for a shift: the value has the slot's shape, and is more than a `null` filler."""
+    return _shape_ok(value, slot.value[1]) and any(item.strip() not in ("", "null") for item in value.split("|"))
