@@ -248,9 +248,9 @@ class _Linter(SlotRules):
                  "a line is missing, or the file was cut short")
 
     def inference_block(self) -> None:
-        """A missing or extra line among idx 40-50, where no key anchors the layout: two or more values
-        of another shape that a shift explains. One value of another shape is passed to the script
-        as it is (a suite's own values, such as --run_mode:paddle): a warning."""
+        """A missing or extra line among idx 40-50, where no key anchors the layout: values of another
+        shape that a shift explains (layout_check.infer_shapes). Any other odd value is passed to the
+        script as it is (a suite's own values, such as --run_mode:paddle): a warning."""
         def value_at(index: int) -> str | None:
             return self.logical[index].value if index < len(self.logical) else None
 
