@@ -165,8 +165,8 @@ def test_other_kinds_are_refused(text: str, kind: str) -> None:
     with pytest.raises(ConfigImportError) as caught:
         import_config(text, "serving.txt")
     assert str(caught.value).startswith(
-        f"serving.txt: is a {kind} config: only train_infer_python configs (the 51-line layout or the "
-        "32-line tutorial layout) can be imported")
+        f"serving.txt: is a {kind} config: only train_infer_python configs (in a layout family of "
+        "docs/LAYOUTS.md) can be imported")
 
 
 def test_an_empty_or_short_file_is_refused() -> None:

@@ -74,8 +74,8 @@ def _check_kind(config: cfg.TipcConfig, source: str) -> None:
         raise ConfigImportError(source, None, "is empty: there is nothing to import")
     if kind not in layout.LAYOUT_OF_KIND:
         raise ConfigImportError(
-            source, None, f"is a {kind} config: only train_infer_python configs (the 51-line layout or the "
-            "32-line tutorial layout) can be imported",
+            source, None, f"is a {kind} config: only train_infer_python configs (in a layout family of "
+            "docs/LAYOUTS.md) can be imported",
             "import the model's basic-chain config (train_infer_python.txt): tipcgen renders only that chain")
 
 

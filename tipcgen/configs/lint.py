@@ -2,8 +2,9 @@
 
 An error means an upstream runner would run the wrong thing or skip steps without saying so;
 a warning means the file works upstream but is fragile or non-portable. ``lint`` exits 1 on
-any error. Slot rules run on ``train_infer_python`` files of either layout (the 51-line one and
-the 32-line tutorial one, by their own slot tables); byte-level rules run on every file.
+any error. Slot rules run on basic-chain files in every layout family (docs/LAYOUTS.md: the
+51-line one, PaddleSeg's, the 32-line tutorial one, ..., each by its own slot table, picked from
+the repository's runner or the headers); byte-level rules run on every file.
 
 | rule | severity | what it catches |
 |---|---|---|
