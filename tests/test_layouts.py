@@ -244,3 +244,14 @@ def test_a_32_line_runner_picks_the_tutorial_family(tmp_path: Path) -> None:
     picked = [f.message for f in lint.lint_report([config]) if f.rule == "family"]
     assert picked == [f"layout family tutorial ({tmp_path / 'test_tipc/test_train_inference_python.sh'} reads lines[0..31])"]
     assert render.render_config(descriptor.load_text(import_file(config), source="t.yaml")) == text
+
+
+@needs_corpus
+def test_import_then_init_writes_the_paddleseg_config_back_byte_for_byte(tmp_path: Path) -> None:
+    """As a user does it: `tipcgen import` then `tipcgen init`, and the config init writes is the file."""
+    source = corpus_sweep.CORPORA[1] / SEG
+    out = tipcgen("import", str(source), "-o", str(tmp_path / "tipc.yaml"), check=True).stdout
+    assert "layout family paddleseg (from the headers: export_params at idx 26, infer_params at idx 35)" in out
+    tipcgen("init", str(tmp_path / "tipc.yaml"), "--output", str(tmp_path / "repo"), check=True)
+    written = tmp_path / "repo" / "test_tipc" / "configs" / "bisenetv1" / "train_infer_python.txt"
+    assert written.read_bytes() == source.read_bytes()
