@@ -255,3 +255,12 @@ def test_import_then_init_writes_the_paddleseg_config_back_byte_for_byte(tmp_pat
     tipcgen("init", str(tmp_path / "tipc.yaml"), "--output", str(tmp_path / "repo"), check=True)
     written = tmp_path / "repo" / "test_tipc" / "configs" / "bisenetv1" / "train_infer_python.txt"
     assert written.read_bytes() == source.read_bytes()
+
+
+def test_a_kept_length_cuts_the_layout_only() -> None:
+    """text.line_count stops the layout's lines; what the descriptor adds after the layout stays."""
+    from tipcgen.format.text_style import TextStyle, apply
+
+    assert apply("h\na:1\n##\nb:2\nextra:3\n", TextStyle(line_count=3), layout_lines=4) == "h\na:1\n##\nextra:3\n"
+    assert apply("h\na:1\n", TextStyle(lines=((1, "a:1 "),), final_newline=False)) == "h\na:1 "
+    assert apply("h\na:2\n", TextStyle(lines=((1, "a:1 "),))) == "h\na:2\n"  # a changed line is written afresh

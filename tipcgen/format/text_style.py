@@ -59,13 +59,15 @@ def style_of(config: TipcConfig, layout_lines: int = 0) -> TextStyle:
                      count if count < layout_lines else None)
 
 
-def apply(text: str, style: TextStyle | None) -> str:
-    """The rendered config ``text`` with the kept spellings, blank lines and final newline."""
+def apply(text: str, style: TextStyle | None, layout_lines: int = 0) -> str:
+    """The rendered config ``text`` with the kept spellings, blank lines and final newline; a kept
+    ``line_count`` drops the layout's lines from there up to ``layout_lines`` (what the descriptor
+    adds after the layout, such as checks, stays)."""
     if not style:
         return text
     lines = (text[:-1] if text.endswith("\n") else text).split("\n")
     if style.line_count is not None:
-        lines = lines[: style.line_count]
+        lines = lines[: style.line_count] + lines[max(layout_lines, style.line_count):]
     for index, written in style.lines:
         if index < len(lines) and canonical(lines[index]) == canonical(written):
             lines[index] = written

@@ -37,7 +37,8 @@ def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> st
     """The config text of a descriptor (train_infer_python.txt)."""
     return text_style.apply(layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()},
                                         desc.sections, desc.section_headers, checks=desc.checks,
-                                        benchmark=desc.benchmark, env=env), desc.text)
+                                        benchmark=desc.benchmark, env=env), desc.text,
+                            len(layout.slots_of(desc.layout)))
 
 
 @functools.lru_cache(maxsize=1)
