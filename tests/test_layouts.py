@@ -264,3 +264,18 @@ def test_a_kept_length_cuts_the_layout_only() -> None:
     assert apply("h\na:1\n##\nb:2\nextra:3\n", TextStyle(line_count=3), layout_lines=4) == "h\na:1\n##\nextra:3\n"
     assert apply("h\na:1\n", TextStyle(lines=((1, "a:1 "),), final_newline=False)) == "h\na:1 "
     assert apply("h\na:2\n", TextStyle(lines=((1, "a:1 "),))) == "h\na:2\n"  # a changed line is written afresh
+
+
+def test_each_family_says_which_step_gets_which_line() -> None:
+    """Same lines, other runner semantics: the family's table says what its runner passes where."""
+    from tipcgen.format import chain
+
+    def names(step: str, family: str) -> set[str]:
+        return {slot.name for slot in chain.slots_of_step(step, family)}
+
+    assert "train_infer_data" in names("train", "paddlevideo") and "train_infer_data" not in names("train", "standard")
+    assert "train_use_gpu" in names("train", "standard") and "train_use_gpu" not in names("train", "paddlegan")
+    assert "pact_train" not in names("train", "paddlegan")
+    filled = {name: {s.index for s in layout.LAYOUTS[name] if s.filled} for name in ("standard", "paddledetection")}
+    assert {27, 28} <= filled["standard"] and not {27, 28} & filled["paddledetection"]
+    assert all(len(layout.LAYOUTS[f.name]) == f.lines for f in families.FAMILIES)

@@ -59,7 +59,7 @@ def import_descriptor(text: str, source: str, runner: family_pick.Runner | None 
     if style.line_count is not None:  # a train-only or train+eval file: the later lines read as null
         config = text_style.padded(config, table)
     notes: list[str] = []
-    pairs = _normalised_pairs(config, notes, table)
+    pairs = _normalised_pairs(config, notes, pick.family.name)
     sections = _normalised_sections(config, source, notes, table)
     _note_headers_and_blanks(config, notes, table)
     document, origin = _document(source, pairs, sections, notes, config, pick, style)
@@ -142,13 +142,13 @@ def _editor_line(config: cfg.TipcConfig, index: int) -> int:
 
 # ---------------------------------------------------------------- normalisation
 
-def _normalised_pairs(config: cfg.TipcConfig, notes: list[str], table: tuple[layout.Slot, ...]
+def _normalised_pairs(config: cfg.TipcConfig, notes: list[str], layout_name: str
                       ) -> dict[str, tuple[str, str | None]]:
     """The kv slots as ``{name: (key, value)}``, stripped; ``None`` for a line without ``:`` (``##``)."""
     pairs: dict[str, tuple[str, str | None]] = {}
     stripped: list[int] = []
-    index = {slot.name: slot.index for slot in table}
-    for name, (key, value) in cfg.slot_pairs(config, _name_of(table)).items():
+    index = {slot.name: slot.index for slot in layout.LAYOUTS[layout_name]}
+    for name, (key, value) in cfg.slot_pairs(config, layout_name).items():
         line = _editor_line(config, index[name])
         if (key, value) != (key.strip(), value.strip() if value is not None else None):
             stripped.append(line)
@@ -156,10 +156,6 @@ def _normalised_pairs(config: cfg.TipcConfig, notes: list[str], table: tuple[lay
     if stripped:
         notes.append(f"whitespace around a key or value removed: {_lines(stripped)}")
     return pairs
-
-
-def _name_of(table: tuple[layout.Slot, ...]) -> str:
-    return next(name for name, slots in layout.LAYOUTS.items() if slots is table)
 
 
 def _normalised_sections(config: cfg.TipcConfig, source: str, notes: list[str], table: tuple[layout.Slot, ...]

@@ -89,8 +89,6 @@ FAMILIES: tuple[Family, ...] = (
            header_marks=((15, "eval_params"), (18, "infer_params"))),
 )
 BY_NAME = {family.name: family for family in FAMILIES}
-# The families whose table is the 51-line one: picked by runner marks or header marks, else `standard`.
-_STANDARD_TABLE = tuple(f for f in FAMILIES if f.table is layout.TRAIN_INFER_PYTHON)
 
 
 @dataclass(frozen=True)

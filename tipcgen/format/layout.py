@@ -212,11 +212,37 @@ PADDLESEG_51: tuple[Slot, ...] = tuple(
     for slot in TRAIN_INFER_PYTHON
 )
 
-# The descriptor's `layout:` values (the layout families, docs/LAYOUTS.md) and the slot table each
-# renders. PaddleVideo and PaddleGAN write the 51-line layout; their runners pass some lines to other
-# steps (tipcgen/format/families.py), so a descriptor records the family, not only the table.
+
+
+def _as_read(changes: dict[int, dict]) -> tuple[Slot, ...]:
+    """The 51-line table with the runner semantics of another suite (same lines, other steps)."""
+    return tuple(replace(slot, **changes[slot.index]) if slot.index in changes else slot for slot in TRAIN_INFER_PYTHON)
+
+
+# PaddleVideo, PaddleDetection and PaddleGAN write the 51 lines; their runners pass some of them to
+# other steps (docs/LAYOUTS.md). Same keys and indices, so the same config text: only `steps`,
+# `filled` and `doc` differ.
+PADDLEVIDEO_51 = _as_read({
+    11: dict(steps=("train",), shape="flag", doc="a second train flag (PaddleVideo's runner passes it to train)"),
+    19: dict(doc="the amp trainer: its key is the trainer name, its command exports with norm_export"),
+    46: dict(filled=False, doc="model file name, under the exported model dir"),
+    50: dict(filled=False, doc="params file name, under the exported model dir"),
+})
+PADDLEDETECTION_51 = _as_read({
+    27: dict(filled=False, doc="export output dir: whole_infer's export gets this value"),
+    28: dict(filled=False, doc="export weights: whole_infer's export gets this value"),
+    37: dict(doc="whole_infer: the infer modes to export (norm, pact, fpgm, distill, kl_quant)"),
+    45: dict(doc="GPU run mode loop (paddle, trt_fp32, trt_fp16, trt_int8)"),
+})
+PADDLEGAN_51 = _as_read({
+    4: dict(steps=(), doc="`##`: PaddleGAN's runner passes no train device"),
+    **{i: dict(steps=(), doc="PaddleGAN's runner runs the norm trainer only") for i in (16, 17, 18)},
+    28: dict(filled=False, doc="export weights file name, under the train output dir"),
+})
+
+# The descriptor's `layout:` values (the layout families, docs/LAYOUTS.md) and the slot table each renders.
 LAYOUTS = {"standard": TRAIN_INFER_PYTHON, "tutorial": TUTORIAL_32, "paddleseg": PADDLESEG_51,
-           "paddlevideo": TRAIN_INFER_PYTHON, "paddledetection": TRAIN_INFER_PYTHON, "paddlegan": TRAIN_INFER_PYTHON}
+           "paddlevideo": PADDLEVIDEO_51, "paddledetection": PADDLEDETECTION_51, "paddlegan": PADDLEGAN_51}
 LAYOUT_OF_KIND = {"train_infer_python": "standard", "tutorial_32": "tutorial"}
 # What the generated runner checks first, per layout (the 32-line file is checked at every anchor).
 RUNNER_ANCHORS = {
