@@ -33,6 +33,7 @@ def convert(
 
     Example: tipcgen align convert torch_model.bin --rules bert --check paddle_init.pdparams -o model_state.pdparams
     """
+    from tipcgen.core.writes import write_file
     from tipcgen.repro.checkpoint_io import write_paddle_state
     from tipcgen.repro.convert import ConvertError, convert_file, load_rules, report_lines
 
@@ -44,7 +45,7 @@ def convert(
     if result.passed:
         write_paddle_state(result.state, output)
         if map_out is not None:
-            map_out.write_text(json.dumps(result.name_map(), indent=2) + "\n", encoding="utf-8")
+            write_file(map_out, json.dumps(result.name_map(), indent=2) + "\n")
     if format == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:

@@ -9,6 +9,7 @@ paddle, torch or reprod_log (which imports paddle).
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.writes import write_file
 from tipcgen.repro.reprod_files import DEFAULT_MAX_BYTES, AlignFileError, load_info
 
 METHODS = ("mean", "max", "min")
@@ -34,12 +36,13 @@ KeyPath = tuple[str, ...]
 def save_info(path: str | Path, data: Info) -> Path:
     """Write ``data`` as ReprodLogger.save does (``.npy``, a pickled dict) or, for ``.npz``, without pickle."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     arrays = _as_arrays(data)
+    buffer = io.BytesIO()  # numpy writes into memory; tipcgen.core.writes puts the bytes on disk
     if path.suffix == ".npz":
-        np.savez(path, **dict(_flatten(arrays)))
+        np.savez(buffer, **dict(_flatten(arrays)))
     else:
-        np.save(path, arrays)  # type: ignore[arg-type]  # np.save pickles the dict: reprod_log's format
+        np.save(buffer, arrays)  # type: ignore[arg-type]  # np.save pickles the dict: reprod_log's format
+    write_file(path, buffer.getvalue())
     return path
 
 
@@ -321,10 +324,9 @@ def _log_level(info: Info, prefix: KeyPath, by_path: dict[KeyPath, KeyDiff], res
 
 
 def write_log(result: Comparison, path: str | Path, when: float | None = None) -> Path:
-    """Write the diff log (mode 'w', as reprod_log opens it): one file, no logging handlers involved."""
+    """Write the diff log (replaced whole, as reprod_log's mode 'w'; a link there is replaced, not followed)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(log_lines(result, when)) + "\n", encoding="utf-8")
+    write_file(path, "\n".join(log_lines(result, when)) + "\n")
     return path
 
 

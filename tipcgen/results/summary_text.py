@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
 from tipcgen.render import templating
 from tipcgen.results.results import Summary, check_text
@@ -17,7 +18,7 @@ def write_junit(summary: Summary, path: Path) -> None:
     env = templating.environment()
     env.filters["xml"] = xml_text  # well-formed whatever a log holds (ANSI colours, NUL, \x0b)
     text = env.get_template("report/junit.xml.j2").render(s=summary, ok=summary.ok)
-    path.write_text(text, encoding="utf-8")
+    write_file(path, text, within=path.parent)
 
 
 def terminal_text(summary: Summary, color: bool = False) -> str:
