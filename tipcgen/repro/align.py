@@ -21,6 +21,7 @@ import numpy as np
 
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
+from tipcgen.repro.numeric import abs_diff
 from tipcgen.repro.reprod_files import DEFAULT_MAX_BYTES, AlignFileError, load_info
 
 METHODS = ("mean", "max", "min")
@@ -260,11 +261,8 @@ def _non_finite(arr: np.ndarray) -> str:
 
 
 def _abs_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.abs(a - b) as reprod_log computes it (same printed values), safe for bool and unsigned ints."""
-    if a.dtype.kind in "bu" or b.dtype.kind in "bu":
-        a, b = a.astype(np.int64), b.astype(np.int64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.abs(a - b)
+    """|a - b| as reprod_log prints it, but never wrapped (int8/int64/uint64) or overflowed: repro.numeric."""
+    return abs_diff(a, b)
 
 
 def compare_files(reference: str | Path, paddle: str | Path, method: str | Sequence[str] = "mean",
