@@ -226,7 +226,10 @@ def _read_safetensors(data: bytes, path: Path, budget: Budget) -> StateDict:
     (length,) = struct.unpack("<Q", data[:8])
     if length > min(MAX_HEADER, len(data) - 8):
         raise Refused(f"a header of {length} bytes (at most {MAX_HEADER}, and inside the file)")
-    header = json.loads(data[8:8 + length].decode("utf-8"))
+    try:
+        header = json.loads(data[8:8 + length].decode("utf-8"))
+    except RecursionError:
+        raise Refused("its header nests too deeply to be a table of tensors") from None
     body = memoryview(data)[8 + length:]
     if not isinstance(header, dict) or len(header) > MAX_VALUES:
         raise Refused("the header is not a JSON object of tensors")

@@ -55,8 +55,9 @@ def plain(text: Any) -> str:
 
 def brief(value: Any) -> str:
     """A value from the file in a message: its repr, cut (a deep or huge value is never repr'd whole)."""
+    plain_items = isinstance(value, (tuple, list)) and len(value) <= 8 and all(type(v) is int for v in value)
     try:
-        text = repr(value) if isinstance(value, (int, float, str, bytes, type(None))) else type(value).__name__
+        text = repr(value) if plain_items or isinstance(value, (int, float, str, bytes, type(None))) else type(value).__name__
     except (ValueError, RecursionError):  # an int of more digits than Python prints
         text = type(value).__name__
     return plain(text[:200])
