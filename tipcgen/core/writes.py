@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from tipcgen.core.errors import RenderConflictError, TipcgenError
+from tipcgen.core.errors import RenderConflictError, TipcgenError, os_error
 
 
 _TEMP_PREFIX = ".tipcgen-tmp-"
@@ -125,8 +125,9 @@ def _remove(path: Path) -> None:
 
 
 def _write_error(target: Path, exc: OSError) -> TipcgenError:
-    return TipcgenError(f"cannot write {target}: {exc.strerror or exc}; nothing was written",
-                        "choose a path you can write to")
+    if exc.filename is None:
+        exc.filename = str(target)
+    return os_error(exc, "cannot write")
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,8 @@ class _Tensor:
         if not isinstance(storage, _Storage) or type(offset) is not int or offset < 0:
             raise Refused("a tensor without a storage of its own, or with a negative offset")
         self.storage, self.offset = storage, offset
+        if isinstance(stride, (tuple, list)) and any(type(s) is int and s < 0 for s in stride):
+            raise Refused(f"a tensor with a negative stride {brief(stride)}")
         self.size, self.stride = shape_of(size), shape_of(stride)  # sizes and strides >= 0
         if len(self.size) != len(self.stride):
             raise Refused(f"a tensor of size {brief(self.size)} with strides {brief(self.stride)}")
