@@ -48,7 +48,7 @@ MAX_HEADER = 16 << 20  # a safetensors header: about 150 bytes per tensor (the l
 class _Storage:
     """Raw bytes of one torch storage and their dtype name."""
 
-    def __init__(self, dtype: str, data: bytes) -> None:
+    def __init__(self, dtype: str, data: bytes | memoryview) -> None:
         self.dtype = dtype
         self.data = data
 
@@ -261,7 +261,7 @@ def _read_safetensors(data: bytes, path: Path, budget: Budget) -> StateDict:
     for start, end, name, dtype, shape in entries:
         budget.count()
         budget.take(math.prod(shape) * (4 if dtype == "bfloat16" else _itemsize(dtype)))
-        out[name] = _Storage(dtype, bytes(body[start:end])).array().reshape(shape).copy()
+        out[name] = _Storage(dtype, body[start:end]).array().reshape(shape).copy()  # the one copy
     return out
 
 
