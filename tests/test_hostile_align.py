@@ -155,6 +155,11 @@ def battery(tmp_path_factory):
     (d / "forward_diff.log").symlink_to(victim)
     case("compare --log through a link", "align", "compare", "forward_torch.npy", "forward_paddle.npy",
          "--log", "forward_diff.log")
+    elsewhere = d / "elsewhere"
+    elsewhere.mkdir()
+    (d / "linked").symlink_to(elsewhere)  # a committed `output -> ~/.ssh`
+    case("compare --log into a linked folder", "align", "compare", "forward_torch.npy", "forward_paddle.npy",
+         "--log", "linked/forward_diff.log")
     for dtype in ("int8", "int16", "int64", "uint64"):
         info = np.iinfo(dtype)
         save_info(d / f"{dtype}_ref.npy", {"v": np.array([info.min, info.max], dtype)})
@@ -259,6 +264,9 @@ def battery(tmp_path_factory):
     with zipfile.ZipFile(d / "pickled.npz", "w") as archive:
         archive.writestr("x.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"
                          .ljust(128, b" ")[:127] + b"\n" + _system(marker))
+    np.savez(d / "inputs.npz", np.zeros((1, 3), "float32"))
+    case("trace --rules nested quantifier", "align", "trace", "--paddle", "no_such_module:f", "--inputs",
+         str(d / "inputs.npz"), "--rules", str(next(p for p in d.glob("rules_*.yaml") if "(a+)+" in p.read_text())))
     for name in ("bomb", "pickled"):
         case(f"trace --inputs {name}.npz", "align", "trace", "--paddle", "no_such_module:f", "--inputs",
              str(d / f"{name}.npz"), "--max-bytes", str(LIMIT))
@@ -283,7 +291,7 @@ def test_every_case_is_clean_fast_and_runs_nothing(battery):
     for result in results.values():
         _clean(result)
     assert not (d / "pwned").exists()
-    assert (d / "bashrc").read_text() == "original\n"
+    assert (d / "bashrc").read_text() == "original\n" and list((d / "elsewhere").iterdir()) == []
     assert maxrss < MEMORY_BUDGET_MB, f"peak memory {maxrss:.0f} MB over the interpreter's"
     assert not (d / "out.pdparams").exists() and not (d / "dropped.pdparams").exists()
     assert sorted(p.name for p in d.iterdir() if p.name.startswith(".tipcgen")) == []  # no temporary left
@@ -308,7 +316,7 @@ def test_integers_far_apart_fail_and_never_pass(battery):
     assert forward["status"] == "fail" and forward["worst"] == 200
 
 
-@pytest.mark.parametrize("prefix", ["convert: ", "rules: ", "trace --inputs", "report --descriptor"])
+@pytest.mark.parametrize("prefix", ["convert: ", "rules: ", "trace --", "report --descriptor", "compare --log into"])
 def test_every_hostile_file_is_refused_with_one_message(battery, prefix):
     results, _, _ = battery
     chosen = [r for name, r in results.items() if name.startswith(prefix)
@@ -317,6 +325,7 @@ def test_every_hostile_file_is_refused_with_one_message(battery, prefix):
     for result in chosen:
         assert result["code"] == 2, (result["name"], result["out"], result["err"])
         assert result["err"].startswith("error: ") and result["err"].count("error: ") == 1, result["err"]
+        assert "no_such_module" not in result["err"], result["err"]  # refused for the file, before any model
 
 
 def test_a_hostile_file_cannot_change_what_a_later_file_loads(battery):
