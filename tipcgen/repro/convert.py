@@ -211,34 +211,30 @@ class Conversion:
 def convert_state(source: dict[str, np.ndarray], rules: Rules, target: dict[str, tuple[int, ...]] | None = None,
                   allow: list[str] | None = None) -> Conversion:
     """Rename, drop, transpose and cast ``source``; with ``target`` (name -> shape) check every key.
-    All matching runs under tipcgen.repro.patterns.match_budget."""
+    The matching (names only) runs under tipcgen.repro.patterns.match_budget; the arrays are moved after."""
     with match_budget(rules.name or "the rules"):
-        return _convert_state(source, rules, target, allow)
-
-
-def _convert_state(source: dict[str, np.ndarray], rules: Rules, target: dict[str, tuple[int, ...]] | None,
-                   allow: list[str] | None) -> Conversion:
-    patterns = list(rules.allow) + list(allow or [])
+        plan = [(name, value, None if rules.dropped(name) else rules.target_name(name), rules.transposes(name, value))
+                for name, value in source.items()]
     state: dict[str, np.ndarray] = {}
+    filled_by: dict[str, str] = {}
     mapped, dropped, duplicates = [], [], []
-    for name, value in source.items():
-        if rules.dropped(name):
+    for name, value, new, transposed in plan:
+        if new is None:
             dropped.append(name)
             continue
-        new = rules.target_name(name)
-        transposed = rules.transposes(name, value)
+        if new in state:
+            duplicates.append(f"{name} -> {new} (already filled by {filled_by[new]})")
+            continue
         out = np.ascontiguousarray(value.T) if transposed else value
         if rules.dtype and out.dtype.kind == "f":
             out = out.astype(rules.dtype)
-        if new in state:
-            duplicates.append(f"{name} -> {new} (already filled by {next(m.source for m in mapped if m.target == new)})")
-            continue
-        state[new] = out
+        state[new], filled_by[new] = out, name
         mapped.append(Mapped(name, new, tuple(out.shape), str(out.dtype), transposed))
     result = Conversion(state=state, mapped=mapped, dropped=dropped, duplicates=duplicates)
     if target is not None:
         _check(result, target)
-    _apply_allow(result, patterns)
+    with match_budget(rules.name or "the rules"):
+        _apply_allow(result, list(rules.allow) + list(allow or []))
     return result
 
 
