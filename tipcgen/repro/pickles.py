@@ -28,6 +28,8 @@ import re
 import zipfile
 from typing import Any
 
+from tipcgen.core.text import terminal
+
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: the file, each array, all arrays together, a zip's members together
 MAX_VALUES = 100_000  # keys, arrays, storages and zip members in one file
 MAX_DEPTH = 32  # nesting of dicts
@@ -48,8 +50,7 @@ def limit_text(max_bytes: int) -> str:
 
 def plain(text: Any) -> str:
     """A name from the file, printable and short (never its raw bytes on the terminal)."""
-    text = repr(str(text))[1:-1]
-    text = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)  # repr keeps bidi overrides as they are
+    text = terminal(str(text)[:200])
     return text if len(text) <= 60 else text[:60] + "..."
 
 
@@ -69,8 +70,7 @@ def short(exc: BaseException) -> str:
         text = str(exc)
     except Exception:  # noqa: BLE001  # a message that cannot even be made
         text = ""
-    text = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", repr(text[:200])[1:-1])
-    return text if len(str(exc)) <= 200 else text + "..."
+    return terminal(text[:200]) + ("..." if len(text) > 200 else "")
 
 
 def check_key(key: str) -> None:
