@@ -51,11 +51,11 @@ def compile_pattern(text: Any, source: str, where: str) -> re.Pattern:
         compiled = re.compile(text)
         parsed = _sre_parse.parse(text)
     except (re.error, RecursionError, OverflowError, ValueError) as exc:
-        raise ConvertError(f"{source}: {where}: bad regular expression {terminal(text)!r} ({terminal(exc)})",
+        raise ConvertError(f"{source}: {where}: bad regular expression '{terminal(text)}' ({terminal(exc)})",
                            "check the pattern (Python re syntax)") from None
     problem = _risk(parsed, inside_repeat=False)
     if problem:
-        raise ConvertError(f"{source}: {where}: the pattern {terminal(text)!r} {problem}, which can make matching "
+        raise ConvertError(f"{source}: {where}: the pattern '{terminal(text)}' {problem}, which can make matching "
                            "take exponential time; tipcgen refuses it", _HINT)
     return compiled
 
@@ -102,7 +102,7 @@ def check_replacement(pattern: re.Pattern, text: Any, source: str, where: str) -
     try:
         _sre_parse.parse_template(text, pattern)
     except (re.error, IndexError, TypeError) as exc:
-        raise ConvertError(f"{source}: {where}: bad replacement {terminal(text)!r} ({terminal(exc)})",
+        raise ConvertError(f"{source}: {where}: bad replacement '{terminal(text)}' ({terminal(exc)})",
                            "a group reference \\N must name a group of the pattern") from None
     return text
 
