@@ -15,7 +15,6 @@ import json
 import math
 import pickle
 import struct
-import zipfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
@@ -27,7 +26,7 @@ from tipcgen.core.inputs import read_bytes
 from tipcgen.core.writes import staged_path
 from tipcgen.repro.pickles import (
     DEFAULT_MAX_BYTES, MAX_VALUES, Budget, Refused, Stand, brief, check_key, check_opcodes, declared_bytes,
-    limit_text, plain, read_member, shape_of, short, zip_members,
+    limit_text, open_zip, plain, read_member, shape_of, short, zip_members,
 )
 from tipcgen.repro.reprod_files import load_pickled_dict
 
@@ -162,7 +161,7 @@ def _no_storage(dtype: str, key: str, numel: int) -> _Storage:
 
 
 def _read_torch_zip(data: bytes, path: Path, budget: Budget, known: dict[tuple[str, str], Any]) -> Any:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+    with open_zip(data) as archive:
         members = {m.filename: m for m in zip_members(archive, budget.max_bytes)}
         pkl = next((n for n in members if n.endswith("/data.pkl") or n == "data.pkl"), None)
         if pkl is None:

@@ -12,7 +12,8 @@ it, and never hold more than a stated memory budget. The pieces:
   (a ``BUILD`` on it is refused), so no file can change what a later file loads into;
 - ``Budget``: every array and storage is counted before it is allocated;
 - ``zip_members``: a zip's member count, declared sizes and compression ratios are checked before
-  any member is read, and a member is read only up to its declared size.
+  any member is read (the count before zipfile parses them), and a member is read only up to its
+  declared size.
 
 **Memory budget.** With the limit ``max_bytes`` (default 1 GiB, ``--max-bytes``), reading one file
 holds at most the file itself, the raw storages or members it declares (together at most
@@ -37,6 +38,8 @@ MAX_NDIM = 32
 MAX_OPCODES = 2_000_000  # about 20 per array: room for far more arrays than MAX_VALUES
 MAX_KEY = 1024  # characters in one key
 MAX_RATIO = 1100  # deflate cannot compress better than about 1032:1; a member declaring more lies
+MAX_MEMBERS = 20_000  # zip members: a checkpoint has one per storage (BERT-large: about 400)
+_CENTRAL_ENTRY = b"PK\x01\x02"
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -156,11 +159,22 @@ def declared_bytes(shape: Any, itemsize: int, max_bytes: int) -> int:
     return nbytes
 
 
+def open_zip(data: bytes) -> zipfile.ZipFile:
+    """A zip read from memory, once it is clear that its central directory cannot hold more than
+    MAX_MEMBERS entries: zipfile builds an object (about 500 bytes) for every entry before anyone can
+    count them, so a 1 GiB file of 46-byte entries would take gigabytes. Every entry starts with a
+    signature, so the number of signatures in the file bounds the number of entries."""
+    entries = data.count(_CENTRAL_ENTRY)
+    if entries > MAX_MEMBERS:
+        raise Refused(f"up to {entries} zip members, more than {MAX_MEMBERS}")
+    return zipfile.ZipFile(io.BytesIO(data))
+
+
 def zip_members(archive: zipfile.ZipFile, max_bytes: int) -> list[zipfile.ZipInfo]:
     """The members, once their count, names, declared sizes (together) and compression ratios are checked."""
     members = archive.infolist()
-    if len(members) > MAX_VALUES:
-        raise Refused(f"{len(members)} members, more than {MAX_VALUES}")
+    if len(members) > MAX_MEMBERS:
+        raise Refused(f"{len(members)} members, more than {MAX_MEMBERS}")
     total = sum(m.file_size for m in members)
     if total > max_bytes:
         raise Refused(f"its members expand to {total} bytes, over the limit of {limit_text(max_bytes)} "

@@ -20,7 +20,7 @@ from tipcgen.core.errors import AlignFileError
 from tipcgen.core.inputs import read_bytes
 from tipcgen.repro.pickles import (  # noqa: F401  # the limits are part of this module's interface
     DEFAULT_MAX_BYTES, MAX_DEPTH, MAX_KEY, MAX_NDIM, MAX_OPCODES, MAX_VALUES, Budget, Refused, Stand, brief,
-    check_key, check_opcodes, declared_bytes, limit_text, plain, read_member, short, zip_members,
+    check_key, check_opcodes, declared_bytes, limit_text, open_zip, plain, read_member, short, zip_members,
 )
 
 _NPZ_SEP = "/"
@@ -85,7 +85,7 @@ def _load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     raw = read_bytes(path, ".npz file", max_bytes)
     budget = Budget(max_bytes)
-    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+    with open_zip(raw) as archive:
         for member in zip_members(archive, max_bytes):
             if not member.filename.endswith(".npy"):
                 raise _Refused(f"member {_plain(member.filename)} is not an .npy array")
