@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import struct
 import subprocess
@@ -171,6 +172,14 @@ def battery(tmp_path_factory):
     save_info(repro / "forward_paddle.npy", {"v": np.array([100, -100], "int8")})
     (d / "report.json").symlink_to(victim)
     case("report --json through a link, int8 far apart", "align", "report", str(repro), "--json", "report.json",
+         "--root", str(d))
+    logs = d / "repro_logs"  # diff logs that are a FIFO (reading would block) and /dev/zero (would never end)
+    logs.mkdir()
+    save_info(logs / "forward_torch.npy", {"v": np.array([1.0], "float32")})
+    save_info(logs / "forward_paddle.npy", {"v": np.array([1.0 + 1e-7], "float32")})
+    os.mkfifo(logs / "forward_diff.log")
+    (logs / "loss_diff.log").symlink_to("/dev/zero")
+    case("report with a FIFO and /dev/zero as diff logs", "align", "report", str(logs), "--format", "json",
          "--root", str(d))
     bomb = d / "alias_bomb.yaml"
     bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -462,3 +471,22 @@ def test_convert_replaces_links_at_its_outputs_and_leaves_no_temporary(tmp_path)
     assert victim.read_text() == "original\n" and not out.is_symlink() and not name_map.is_symlink()
     assert json.loads(name_map.read_text()) == {"fc.weight": "fc.weight"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bashrc", "map.json", "model.pdparams", "w.pt"]
+
+
+def test_diff_logs_that_are_not_files_are_never_read(battery):
+    results, _, _ = battery
+    result = results["report with a FIFO and /dev/zero as diff logs"]
+    assert result["code"] == 1, result["err"]
+    rows = {row["checkpoint"]: row for row in json.loads(result["out"])["rows"]}
+    # neither is taken for a log: forward is re-checked from its pair (and says it has no log), loss has nothing
+    assert rows["forward"]["status"] == "pass" and "no forward_diff.log" in " ".join(rows["forward"]["notes"])
+    assert rows["loss"]["status"] == "missing"
+
+
+def test_a_diff_log_is_read_as_a_bounded_regular_file(tmp_path):
+    from tipcgen.repro.align import AlignFileError, read_log
+
+    os.mkfifo(tmp_path / "fifo_diff.log")
+    for path in (tmp_path / "fifo_diff.log", Path("/dev/zero")):
+        with pytest.raises(AlignFileError, match="not a regular file"):
+            read_log(path)

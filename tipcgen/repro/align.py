@@ -339,11 +339,23 @@ class LoggedVerdict:
 _LOG_VALUE = "diff: check passed: "
 
 
+MAX_LOG_BYTES = 16 << 20  # a diff log has a few lines per key
+
+
 def read_log(path: str | Path) -> LoggedVerdict:
-    """The verdict line and the largest `value:` of a diff log; None where the log has none."""
+    """The verdict line and the largest `value:` of a diff log; None where the log has none. The log is
+    read through tipcgen.core.inputs (a regular file of at most 16 MiB: never a FIFO or /dev/zero);
+    anything else is an AlignFileError."""
+    from tipcgen.core.errors import InputError
+    from tipcgen.core.inputs import read_bytes
+
+    try:
+        raw = read_bytes(path, "diff log", MAX_LOG_BYTES)
+    except InputError as exc:
+        raise AlignFileError(exc.message, "a diff log is the text file ReprodDiffHelper.report writes") from None
     passed: bool | None = None
     values: list[float] = []
-    for text in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for text in raw.decode("utf-8", errors="replace").splitlines():
         message = text.split(": ", 1)[1] if "] root " in text and ": " in text else text
         if message.strip() == "diff check passed":
             passed = True

@@ -235,7 +235,12 @@ def _recheck(row: Row, found: Found, checkpoint: Checkpoint, threshold: float, m
     if found.log is None:
         row.notes.append(f"no {checkpoint.prefixes[0]}_diff.log: the guide asks for the diff log too")
         return
-    logged = align.read_log(found.log)
+    try:
+        logged = align.read_log(found.log)
+    except align.AlignFileError as exc:
+        row.status = "fail"
+        row.notes.append(exc.message)
+        return
     if logged.passed is None:
         row.notes.append(f"{found.log.name} has no 'diff check passed/failed' line")
     elif logged.passed != result.passed:
@@ -245,7 +250,11 @@ def _recheck(row: Row, found: Found, checkpoint: Checkpoint, threshold: float, m
 
 
 def _from_log(row: Row, log: Path) -> None:
-    logged = align.read_log(log)
+    try:
+        logged = align.read_log(log)
+    except align.AlignFileError as exc:
+        row.status, row.detail = "fail", exc.message
+        return
     row.worst = logged.worst
     row.status = "pass" if logged.passed else "fail"
     row.detail = "from the log only: the .npy pair is missing, nothing re-checked"
