@@ -490,3 +490,16 @@ def test_a_diff_log_is_read_as_a_bounded_regular_file(tmp_path):
     for path in (tmp_path / "fifo_diff.log", Path("/dev/zero")):
         with pytest.raises(AlignFileError, match="not a regular file"):
             read_log(path)
+
+
+def test_a_refused_build_leaves_the_next_load_intact(tmp_path):
+    """BUILD on torch.FloatStorage once told tipcgen's shared stand-in it held int8: later files read as garbage."""
+    attack = _glob("torch", "FloatStorage") + b"}" + _text("dtype") + _text("int8") + b"sb0"
+    slot = _glob("torch._utils", "_rebuild_tensor_v2") + b"(N}" + _text("array") + _text("x") + b"stb0"
+    for i, prefix in enumerate((attack, slot)):
+        path = torch_zip(tmp_path / f"attack{i}.pt", torch_pickle({"w": _tensor("0", 6, (2, 3), (3, 1))}, prefix=prefix),
+                         {"0": bytes(24)})
+        with pytest.raises(TipcgenError, match="sets state"):
+            read_torch_state(path)
+    state = read_torch_state(honest_pt(tmp_path / "honest.pt"))
+    np.testing.assert_array_equal(state["fc.weight"], np.arange(6, dtype="float32").reshape(2, 3))
