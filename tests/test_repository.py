@@ -173,3 +173,20 @@ def test_a_model_the_repository_does_not_know_is_refused_by_prepare(zoo, tmp_pat
                           cwd=repo, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "is for model 'stranger'; this prepare.sh prepares stub_model, stub_tutorial, stub_variant" in proc.stderr
+
+
+def test_update_re_renders_every_model_and_an_edit_reaches_only_its_own_config(tmp_path):
+    repo = new_repo(tmp_path / "repo")
+    mine = tmp_path / "variant.yaml"
+    shutil.copy(MODELS["stub_variant"], mine)
+    tipcgen("init", str(MODELS["stub_model"]), str(mine), "--root", str(repo), check=True)
+    before = tree(repo)
+    mine.write_text(mine.read_text().replace("lite_train_lite_infer: 1, whole_train_whole_infer: 3",
+                                             "lite_train_lite_infer: 2, whole_train_whole_infer: 3"))
+    proc = tipcgen("update", "--root", str(repo))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "changed since the last render" in proc.stdout
+    after = tree(repo)
+    changed = sorted(rel for rel in after if after[rel] != before.get(rel))
+    assert changed == [".tipcgen-answers.yml", ".tipcgen/base/" + config("stub_variant"), config("stub_variant")]
+    assert "--epochs:lite_train_lite_infer=2|" in (repo / config("stub_variant")).read_text()
