@@ -190,3 +190,8 @@ def test_update_re_renders_every_model_and_an_edit_reaches_only_its_own_config(t
     changed = sorted(rel for rel in after if after[rel] != before.get(rel))
     assert changed == [".tipcgen-answers.yml", ".tipcgen/base/" + config("stub_variant"), config("stub_variant")]
     assert "--epochs:lite_train_lite_infer=2|" in (repo / config("stub_variant")).read_text()
+
+
+def test_doctor_finds_each_models_own_descriptor(zoo):
+    proc = tipcgen("doctor", "--config", config("stub_tutorial"), cwd=zoo["repo"])
+    assert "stub_tutorial: the descriptor names no data" in proc.stdout, proc.stdout

@@ -305,9 +305,14 @@ def _data(root: Path, config_path: Path | None, data_dir: str | None) -> list[Ch
 
 
 def _data_spec(root: Path, model: str | None):
-    """The descriptor of this config's model: tipc.yaml at the root or a sample's, if one matches."""
+    """The descriptor of this config's model: the one init rendered it from (.tipcgen-answers.yml), else
+    tipc.yaml at the root or a sample's, if one matches."""
     from tipcgen import descriptor
+    from tipcgen.run import provenance
 
+    rendered, _ = provenance.load_descriptor(root, model)
+    if rendered is not None and (model is None or rendered.model_name == model):
+        return rendered
     found = []
     for path in [root / "tipc.yaml", *sorted(root.glob("sample_models/*/tipc.yaml"))]:
         if path.is_file():
