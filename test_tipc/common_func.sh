@@ -266,16 +266,35 @@ tipc_check_kv_line() {
 # the null filler), so an extra or missing line even among the keyless inference lines fails here
 # instead of passing a value under the neighbouring flag.
 tipc_check_keys() {
-    local file=$1 entry idx key found
-    for entry in "${TIPC_MODEL_KEYS[@]}"; do
-        idx=${entry%%:*}
-        key=${entry#*:}
+    local file=$1 i idx key found
+    for i in "${!TIPC_MODEL_KEYS[@]}"; do
+        idx=${TIPC_MODEL_KEYS[i]%%:*}
+        key=${TIPC_MODEL_KEYS[i]#*:}
         tipc_line_name found "${TIPC_LINES[$idx]:-}"
         if [ "$found" != "$key" ] && [ "$found" != null ]; then
+            if tipc_key_renamed "$i" "$found"; then
+                tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '$key' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}': the key was renamed (the lines around it are in place, no line is missing)" \
+                    "restore '$key', or, if you renamed the flag on purpose, change the descriptor's key and re-render (tipcgen update)"
+            fi
             tipc_die "$file:${TIPC_LINENOS[$idx]:-?}: expected key '$key' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]:-}'" \
                 "a line above it is missing or extra (tipcgen lint shows where); if you renamed the flag on purpose, change the descriptor and re-render (tipcgen update)"
         fi
     done
+}
+
+# tipc_key_renamed I FOUND: the keyed slot I holds a key no other slot has, and the next keyed slot holds its own
+# (or null): a renamed key, not a missing or extra line.
+tipc_key_renamed() {
+    local j next
+    for j in "${!TIPC_MODEL_KEYS[@]}"; do
+        if [ "$j" != "$1" ] && [ "${TIPC_MODEL_KEYS[j]#*:}" = "$2" ]; then return 1; fi
+    done
+    j=$(($1 + 1))
+    if [ "$j" -lt "${#TIPC_MODEL_KEYS[@]}" ]; then
+        tipc_line_name next "${TIPC_LINES[${TIPC_MODEL_KEYS[j]%%:*}]:-}"
+        [ "$next" = "${TIPC_MODEL_KEYS[j]#*:}" ] || [ "$next" = null ] || return 1
+    fi
+    return 0
 }
 
 # A slot the layout has no line for (the 32-line layout has no mkldnn, precision, ...) reads as null.
