@@ -95,7 +95,7 @@ def _action(word: str, color: bool) -> str:
 
 @app.command()
 def init(
-    targets: List[str] = typer.Argument(..., help="Built-in sample names (bert-sst2) or paths to descriptor .yaml files: "
+    targets: List[str] = typer.Argument(..., metavar="SAMPLE_OR_DESCRIPTOR", help="Built-in sample names (bert-sst2) or paths to descriptor .yaml files: "
                                         "each model is added beside those rendered there before."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root to write test_tipc/ into."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
