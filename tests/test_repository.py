@@ -195,3 +195,19 @@ def test_update_re_renders_every_model_and_an_edit_reaches_only_its_own_config(t
 def test_doctor_finds_each_models_own_descriptor(zoo):
     proc = tipcgen("doctor", "--config", config("stub_tutorial"), cwd=zoo["repo"])
     assert "stub_tutorial: the descriptor names no data" in proc.stdout, proc.stdout
+
+
+def test_a_damaged_answers_file_is_named_and_force_renders_the_models_named(tmp_path):
+    repo = new_repo(tmp_path / "repo")
+    tipcgen("init", str(MODELS["stub_model"]), "--root", str(repo), check=True)
+    answers = repo / ".tipcgen-answers.yml"
+    answers.write_text("tipcgen_version: [unclosed\n")
+    before = tree(repo)
+    proc = tipcgen("init", str(MODELS["stub_variant"]), "--root", str(repo))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert ".tipcgen-answers.yml" in proc.stderr and "nothing was written" in proc.stderr and "--force" in proc.stderr
+    assert tree(repo) == before
+    forced = tipcgen("init", str(MODELS["stub_variant"]), "--root", str(repo), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "renders only the models named" in forced.stderr
+    assert "stub_variant/tipc.yaml" in answers.read_text() and "others:" not in answers.read_text()

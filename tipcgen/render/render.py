@@ -255,8 +255,16 @@ def recorded_models(out_dir: Path, force: bool = False,
         return []
     from tipcgen import descriptor
 
+    try:
+        answers = read_answers(out_dir)
+    except TipcgenError as exc:
+        if not force:
+            raise TipcgenError(f"{exc.message}; nothing was written",
+                               "restore it from version control, or render only the models named here with --force") from None
+        on_note(f"renders only the models named: {out_dir / ANSWERS_FILE} cannot be read ({exc.message})")
+        return []
     out = []
-    for reference, _, devices in read_answers(out_dir).models:
+    for reference, _, devices in answers.models:
         try:
             out.append((descriptor.load(target_of(reference, out_dir)), devices))
         except TipcgenError as exc:
@@ -286,10 +294,12 @@ def merged_models(recorded: Sequence[tuple[Descriptor, str]], new: Sequence[Desc
 def own_files(out_dir: Path) -> set[str]:
     """The files tipcgen rendered into out_dir last time that nobody changed since (each equals its
     merge base): a new render replaces them without --force."""
-    if not (out_dir / ANSWERS_FILE).is_file():
-        return set()
+    try:
+        files = read_answers(out_dir).files if (out_dir / ANSWERS_FILE).is_file() else ()
+    except TipcgenError:
+        return set()  # (init --force past a damaged answers file) nothing counts as tipcgen's
     own = set()
-    for rel in read_answers(out_dir).files:
+    for rel in files:
         current, base = out_dir / rel, out_dir / base_path(rel)
         if current.is_file() and not current.is_symlink() and base.is_file() and current.read_bytes() == base.read_bytes():
             own.add(rel)
