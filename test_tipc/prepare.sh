@@ -144,8 +144,8 @@ newest_run() {  # SOURCE: the folder among "$@" whose $NEED was written last
     done
 }
 
-# bert_sst2: its data files into ./train_data/bert_sst2.
-prepare_model_1() {
+# bert_sst2: its data files into DATA_DIR.
+prepare_bert_sst2() {
     DATA_DIR=./train_data/bert_sst2
     WHOLE_ENV=TIPC_DATA_DIR
     WHOLE_FILES='dev.tsv, train.tsv'
@@ -187,7 +187,7 @@ prepare_model_1() {
 }
 
 case $TIPC_MODEL in
-    bert_sst2) prepare_model_1 ;;
+    bert_sst2) prepare_bert_sst2 ;;
     *) tipc_die "$CONFIG is for model '$TIPC_MODEL'; this prepare.sh prepares bert_sst2" \
         "render test_tipc for that model with tipcgen init (tipcgen init DESCRIPTOR adds it beside the others)" ;;
 esac

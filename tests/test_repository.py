@@ -69,7 +69,7 @@ def test_models_are_added_one_after_another_without_force(zoo):
     assert "stub_variant/tipc.yaml" in answers and "stub_tutorial/tipc.yaml" in answers
     # One prepare.sh, dispatched on model_name; one common_func.sh with each model's own settings.
     prepare = (repo / "test_tipc/prepare.sh").read_text()
-    assert all(f"    {m}) prepare_model_" in prepare for m in MODELS)
+    assert all(f"    {m}) prepare_{m} ;;" in prepare for m in MODELS)
     common = (repo / "test_tipc/common_func.sh").read_text()
     assert "TIPC_STEP_ENV=(env STUB_TUTORIAL=1)" in common and "TIPC_MODEL_TIMEOUT=300" in common
 
