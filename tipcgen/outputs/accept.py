@@ -18,6 +18,7 @@ from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
 from tipcgen.results.results import Summary, load_summary, log_tail
+from tipcgen.results.summary_check import inside
 
 TREE = ("test_tipc/configs/{model}/train_infer_python.txt", "test_tipc/docs/test_train_inference_python.md",
         "test_tipc/README.md", "test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh",
@@ -42,10 +43,7 @@ def read_run(run_dir: Path) -> Summary:
     if not path.is_file():
         raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}",
                            "pass a run folder such as test_tipc/output/<model>/<mode>, which tipcgen run writes")
-    try:
-        return load_summary(path)
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise TipcgenError(f"{path} cannot be read: {exc}", "run the chain again to rewrite it") from None
+    return load_summary(path)  # summary_check validates every field: SummaryFileError (exit 2) names the one
 
 
 def check(root: Path, run_dir: Path | None = None) -> Acceptance:
@@ -93,9 +91,8 @@ def _train_logs(root: Path, run_dir: Path, summary: Summary) -> list[Path]:
     for step in summary.steps:
         if step.kind != "train" or step.status != "passed":
             continue
-        own = run_dir / step.name / TRAIN_LOG
-        path = own if own.is_file() else root / step.log if step.log else None
-        if path is not None and path.is_file():
+        path = inside(run_dir, f"{step.name}/{TRAIN_LOG}") or inside(root, step.log)  # never outside them
+        if path is not None:
             logs.append(path)
     return logs
 
@@ -136,7 +133,8 @@ def check_autolog(root: Path, summary: Summary | None) -> Item:
     if not cases:
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
                     "run a mode with inference (lite_train_lite_infer)")
-    without = [s for s in cases if not autolog.parse(log_tail(root / s.log, 400))]
+    logs = {s.name: inside(root, s.log) for s in cases}  # a log outside the repository counts as none
+    without = [s for s in cases if logs[s.name] is None or not autolog.parse(log_tail(logs[s.name], 400))]
     if without:
         return Item("3.2.3", title, False, _rel(root / without[0].log, root),
                     f"{len(without)} of {len(cases)} case(s) print no AutoLog block (no `Perf info` with "

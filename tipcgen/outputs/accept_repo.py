@@ -14,6 +14,7 @@ from pathlib import Path
 from tipcgen.format.config import TipcConfig
 from tipcgen.outputs.checklist import Item
 from tipcgen.results.results import Summary
+from tipcgen.results.summary_check import inside
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 SEARCH_DEPTH = 3
@@ -50,9 +51,8 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _config(root: Path, summary: Summary | None) -> tuple[Path | None, TipcConfig | None]:
-    if summary is not None and (root / summary.config).is_file():
-        path = root / summary.config
-    else:
+    path = inside(root, summary.config) if summary is not None else None  # never a config outside the root
+    if path is None:
         found = sorted((root / "test_tipc" / "configs").glob("*/train_infer_python.txt"))
         path = found[0] if found else None
     return (path, TipcConfig.read(path)) if path else (None, None)
