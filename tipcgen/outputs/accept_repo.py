@@ -5,13 +5,16 @@ puts these items together with those that need a run).
 """
 from __future__ import annotations
 
+import lzma
 import re
-import stat
 import tarfile
 import zipfile
 from pathlib import Path
 
+from tipcgen.core.text import terminal
+
 from tipcgen.format.config import TipcConfig
+from tipcgen.outputs.accept_archive import ArchiveLimit, archive_members, archive_problems
 from tipcgen.outputs.checklist import Item
 from tipcgen.results.results import Summary
 from tipcgen.results.summary_check import inside
@@ -81,40 +84,6 @@ def _find(dirs: list[Path], name: str) -> Path | None:
 
 # ---------------------------------------------------------------- 2.2.1 lite_data
 
-def archive_members(path: Path) -> list[tuple[str, str]]:
-    """(name, kind) of every member, kind file | dir | link | other; reads headers only."""
-    if path.name.endswith(".zip"):
-        with zipfile.ZipFile(path) as archive:
-            out = []
-            for info in archive.infolist():
-                mode = info.external_attr >> 16
-                kind = "link" if stat.S_ISLNK(mode) else "dir" if info.is_dir() else "file"
-                out.append((info.filename, kind))
-            return out
-    with tarfile.open(path, "r:*") as archive:  # upstream's `tar -zcf lite_data.tar` is gzip behind .tar
-        return [(m.name, "file" if m.isfile() else "dir" if m.isdir() else "link" if m.issym() or m.islnk() else "other")
-                for m in archive.getmembers()]
-
-
-def archive_problems(members: list[tuple[str, str]]) -> list[str]:
-    """Why an archive would not unpack to lite_data/ safely: unsafe members, members outside, no files."""
-    unsafe, outside = [], []
-    for name, kind in members:
-        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
-        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts or kind in ("link", "other"):
-            unsafe.append(name)
-        elif not parts or parts[0] != "lite_data":
-            outside.append(name)
-    problems = []
-    if unsafe:
-        problems.append(f"unsafe member(s) (absolute, '..', link or device): {', '.join(unsafe[:5])}")
-    if outside:
-        problems.append(f"member(s) outside lite_data/: {', '.join(outside[:5])}")
-    if not any(kind == "file" for name, kind in members if name not in unsafe + outside):
-        problems.append("no file under lite_data/")
-    return problems
-
-
 def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Item:
     """The first good archive, looking beside the entry points (dirs) first, then nearest the root."""
     title = "lite_data archive that unpacks to lite_data/"
@@ -128,14 +97,17 @@ def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Ite
     for path in archives:
         try:
             members = archive_members(path)
-        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
-            failures.append(f"{_rel(path, root)}: not a readable archive ({exc})")
+        except ArchiveLimit as exc:
+            failures.append(f"{terminal(_rel(path, root))}: not checked: {exc}")
+            continue
+        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, lzma.LZMAError) as exc:
+            failures.append(f"{terminal(_rel(path, root))}: not a readable archive ({terminal(exc)})")
             continue
         problems = archive_problems(members)
         if not problems:
             files = sum(kind == "file" for _, kind in members)
             return Item("2.2.1", title, True, _rel(path, root), f"{files} file(s) under lite_data/")
-        failures.append(f"{_rel(path, root)}: {'; '.join(problems)}")
+        failures.append(f"{terminal(_rel(path, root))}: {'; '.join(problems)}")
     return Item("2.2.1", title, False, _rel(archives[0], root), " | ".join(failures),
                 "rebuild it from the folder itself: tar -czf lite_data.tar lite_data")
 
