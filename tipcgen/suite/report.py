@@ -25,6 +25,7 @@ class SuiteResult:
     wall_seconds: float = 0.0
     engine: str = "local"
     notes: list[str] = field(default_factory=list)
+    interrupted_by: str = ""  # SIGINT, SIGTERM or SIGHUP, when the suite received it
 
     def count(self, verdict: str) -> int:
         return sum(1 for r in self.results if r.verdict == verdict)
@@ -35,7 +36,9 @@ class SuiteResult:
 
     @property
     def exit_code(self) -> int:
-        return 130 if self.count("interrupted") else 0 if self.ok else 1
+        if self.interrupted_by or self.count("interrupted"):
+            return 128 + {"SIGHUP": 1, "SIGTERM": 15}.get(self.interrupted_by, 2)
+        return 0 if self.ok else 1
 
     def models(self) -> dict[str, list[ChainResult]]:
         out: dict[str, list[ChainResult]] = {}
@@ -44,7 +47,7 @@ class SuiteResult:
         return out
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "exit_code": self.exit_code, "engine": self.engine,
+        return {"ok": self.ok, "exit_code": self.exit_code, "engine": self.engine, "interrupted_by": self.interrupted_by,
                 "wall_seconds": self.wall_seconds, "notes": self.notes,
                 "counts": {v: self.count(v) for v in _MARK} | {"refused": len(self.refused)},
                 "chains": [r.to_dict() for r in self.results],

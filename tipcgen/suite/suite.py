@@ -25,6 +25,7 @@ from tipcgen.configs import lint
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON, run_rel
 from tipcgen.results.results import Summary, load_summary
+from tipcgen.run.guard import Interrupted
 
 CHAIN_OF_NAME = {"train_infer_python.txt": "basic",
                  "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt": "paddle2onnx"}
@@ -321,6 +322,11 @@ def check_chains(chains: list[str]) -> list[str]:
 
 
 
+def not_started(chains: list[Chain]) -> list[ChainResult]:
+    """The results of a suite stopped before its chains ran."""
+    return [ChainResult(chain, "interrupted", message="not started: the suite was interrupted") for chain in chains]
+
+
 def needs_trained_model(chain: Chain) -> bool:
     """paddle2onnx converts, and whole_infer infers, a model the basic chain trained: they run after it."""
     return chain.chain == "paddle2onnx" or chain.mode == "whole_infer"
@@ -354,22 +360,24 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
 
     def one(chain: Chain) -> ChainResult:
         slot = free.get()
+        work = out / "work" / chain.key.replace("/", "__")
         try:
             if stopping.is_set():
-                return ChainResult(chain, "interrupted", message="not started: the suite was interrupted")
-            work = out / "work" / chain.key.replace("/", "__")
+                return not_started([chain])[0]
             shutil.rmtree(work, ignore_errors=True)
             working_copy(Path(chain.root), work, exclude=out.resolve())
             if needs_trained_model(chain):
                 seed_trained_runs(chain, out / "runs", work)
+            if stopping.is_set():  # the signal came while the copy was made
+                return not_started([chain])[0]
             progress.start(chain, slot)
             result = execute_chain(chain, work, out / "runs" / chain.key, slot, timeout,
                                    on_line=lambda line: progress.line(chain, line))
-            if not keep_work:
-                shutil.rmtree(work, ignore_errors=True)
             progress.done(result)
             return result
         finally:
+            if not keep_work:
+                shutil.rmtree(work, ignore_errors=True)
             free.put(slot)
 
     results: dict[str, ChainResult] = {}
@@ -378,9 +386,10 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
             futures = {chain.key: pool.submit(one, chain) for chain in wave}
             try:
                 results.update((key, future.result()) for key, future in futures.items())
-            except KeyboardInterrupt:
-                # Ctrl-C reaches this thread only (each chain has its own session): pass it on to every chain,
-                # whose tipcgen run stops its step and still writes its summary.
+            except (KeyboardInterrupt, Interrupted):
+                # SIGINT, SIGTERM or SIGHUP reach this thread only (each chain has its own session): SIGINT
+                # goes on to every chain, whose tipcgen run stops its step and still writes its summary.
+                # Later signals are only kept (guard.StopSignals), so this wait is not cut short.
                 stopping.set()
                 with _LOCK:
                     running = list(_RUNNING)
@@ -390,4 +399,9 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
                     except ProcessLookupError:
                         pass
                 results.update((key, future.result()) for key, future in futures.items())
+    if not keep_work:
+        try:
+            (out / "work").rmdir()  # empty by now: each chain removed its copy
+        except OSError:
+            pass
     return [results[chain.key] for chain in chains]
