@@ -51,9 +51,9 @@ whole_source() {
 # unpack_archive ARCHIVE DEST: a tar or zip into the folder DEST (an archive of one top folder: its
 # content), refusing members that would land outside it (absolute names, '..', links, devices),
 # sparse members, a member under a name that is also a file, and a file that is both a zip and a tar:
-# a data file is never a way to write elsewhere.
+# a data file is never a way to write elsewhere. `-I`: a module in the current folder never runs.
 unpack_archive() {
-    "$PYTHON" - "$1" "$2" <<'UNPACK' || tipc_die "lite data $1 could not be unpacked safely" "see the message above; rebuild the archive from plain files and folders"
+    "$PYTHON" -I - "$1" "$2" <<'UNPACK' || tipc_die "lite data $1 could not be unpacked safely" "see the message above; rebuild the archive from plain files and folders"
 import os, shutil, sys, tarfile, zipfile
 archive, dest = sys.argv[1], sys.argv[2]
 into = dest + ".unpacking"
