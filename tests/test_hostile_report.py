@@ -180,3 +180,26 @@ def test_an_autolog_field_cannot_inject_markdown(stub_run):
     finally:
         (run_dir / "summary.json").write_text(json.dumps(data))
     assert not re.search(r"(?<!\\)\]\(http|(?<!\\)<img", md) and "\n# Forged" not in md
+
+
+def test_escapes_in_a_path_or_a_log_never_reach_the_terminal(stub_run, tmp_path):
+    repo, run_dir, data = stub_run
+    folder = tmp_path / "run\x1b]0;owned\x07\rPASSED"
+    folder.mkdir()
+    proc = tipcgen("report", str(folder))
+    assert proc.returncode == 2 and proc.stderr.count("error:") == 1, proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr and "\r" not in proc.stderr, proc.stderr
+    mutated = copy.deepcopy(data)
+    step = next(s for s in mutated["steps"] if s["kind"] == "train" and s["status"] == "passed")
+    step.update(status="failed", reason="\x1b[2J\x1b]8;;http://evil\x07click", tail=["\x1b]0;title\x07", "ok"])
+    (run_dir / "summary.json").write_text(json.dumps(mutated))
+    try:
+        from tipcgen.results import results, summary_text
+
+        text = summary_text.terminal_text(results.load_summary(run_dir / "summary.json"))
+        accepted = tipcgen("accept", "--root", str(repo), "--run", str(run_dir))
+    finally:
+        (run_dir / "summary.json").write_text(json.dumps(data))
+    for shown in (text, accepted.stdout, accepted.stderr):
+        assert "\x1b" not in shown and "\x07" not in shown
+    assert "\\x1b]8;;http://evil\\x07click" in text

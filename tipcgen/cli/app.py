@@ -20,6 +20,7 @@ from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
+from tipcgen.core.text import terminal
 
 app = typer.Typer(
     add_completion=True,
@@ -341,8 +342,8 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
             stream.reconfigure(errors="backslashreplace")
     try:
         app(args=argv, prog_name=prog_name)
-    except TipcgenError as exc:
-        typer.echo(f"error: {exc}", err=True)
+    except TipcgenError as exc:  # one error, its control characters and escapes shown, never acted on
+        typer.echo(f"error: {terminal(exc, one_line=False)}", err=True)
         sys.exit(exc.exit_code)
     except (OSError, RuntimeError) as exc:
         # pathlib before 3.13 reports a symbolic link loop in Path.resolve() as RuntimeError("Symlink loop from ...")

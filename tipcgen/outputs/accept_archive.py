@@ -21,16 +21,13 @@ import time
 import zipfile
 from pathlib import Path
 
+from tipcgen.core.errors import ArchiveLimit
 from tipcgen.core.text import terminal
 
 MAX_UNPACKED = 512 << 20  # bytes of tar data read through the decompressor: lite data is a few samples
 MAX_SECONDS = 5.0  # reading one archive's headers
 MAX_MEMBERS = 1_000_000
 _SHOWN = 5
-
-
-class ArchiveLimit(Exception):
-    """The archive could not be listed within the budget (its message says which)."""
 
 
 class _Guarded(io.RawIOBase):

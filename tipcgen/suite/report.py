@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from tipcgen.core.text import terminal
 from tipcgen.suite.suite import Chain, ChainResult, Refused, Slot
 
 SUITE_JSON = "suite.json"
@@ -74,8 +75,8 @@ def terminal_text(suite: SuiteResult) -> str:
     for r in suite.results:
         s = r.summary
         steps = f"{s.count('passed')}/{s.count('failed')}/{s.count('skipped')}" if s else "-"
-        rows.append((_MARK.get(r.verdict, r.verdict.upper()), r.chain.model, r.chain.chain, r.chain.mode, steps,
-                     f"{r.seconds:.1f}", r.message))
+        rows.append((_MARK.get(r.verdict, r.verdict.upper()), terminal(r.chain.model), terminal(r.chain.chain),
+                     terminal(r.chain.mode), steps, f"{r.seconds:.1f}", terminal(r.message)))
     widths = [max([len(row[i]) for row in rows] + [len(h)]) for i, h in enumerate(
         ("verdict", "model", "chain", "mode", "p/f/s"))]
     return _env().get_template("report/suite.txt.j2").render(suite=suite, rows=rows, widths=widths,
