@@ -50,21 +50,20 @@ def stub_run(tmp_path_factory) -> tuple[Path, Path, dict]:
 
 
 def _paths(value, prefix=()):
-    """Every field of a summary, as a path of keys and indexes; one representative step per kind."""
+    """Every field of a summary, as a path of keys and indexes: all of the first step's, and of the other
+    steps only what differs by kind (speed, check) and the paths (name, log); four items of other lists."""
     yield prefix
     if isinstance(value, dict):
         for key, item in value.items():
+            if len(prefix) == 2 and prefix[0] == "steps" and prefix[1] > 0 and key not in STEP_VARIES:
+                continue
             yield from _paths(item, prefix + (key,))
     elif isinstance(value, list):
-        seen = set()
-        for index, item in enumerate(value):
-            kind = item.get("kind") if isinstance(item, dict) and prefix == ("steps",) else index
-            if kind in seen or len(seen) >= 4 and prefix != ("steps",):
-                continue
-            seen.add(kind)
+        for index, item in enumerate(value if prefix == ("steps",) else value[:4]):
             yield from _paths(item, prefix + (index,))
 
 
+STEP_VARIES = ("speed", "check", "name", "log", "status", "kind")
 ESCAPES = ("../../../{outside}/x", "/etc", "a/../../..", "..\\..\\x", "C:/x", "x\x00y")
 OTHER_TYPES = (None, True, 7, 2.5, "text", [], {}, [1, "a"], {"k": [None]})
 
@@ -84,7 +83,7 @@ def mutations(data: dict):
         if isinstance(original, str):
             values += list(ESCAPES)
         if isinstance(original, (list, dict)):
-            values.append(original * 3000 if isinstance(original, list) and original else original)
+            values.append(original * (500 // len(original)) if isinstance(original, list) and original else original)
         for value in values:
             yield f"{'.'.join(map(str, path))} = {str(value)[:30]!r}", path, value
         if isinstance(node, dict):
@@ -203,3 +202,22 @@ def test_escapes_in_a_path_or_a_log_never_reach_the_terminal(stub_run, tmp_path)
     for shown in (text, accepted.stdout, accepted.stderr):
         assert "\x1b" not in shown and "\x07" not in shown
     assert "\\x1b]8;;http://evil\\x07click" in text
+
+
+def test_through_the_cli_each_mutation_is_one_error_line_and_its_hint(stub_run):
+    repo, run_dir, data = stub_run
+    outside = f"{repo.name}_outside"
+    try:
+        for number, (label, path, value) in enumerate(mutations(data)):
+            if number % 80:
+                continue
+            (run_dir / "summary.json").write_text(json.dumps(_mutated(data, path, value, outside)))
+            for args in (["report", str(run_dir), "--format", "md"], ["accept", "--root", str(repo), "--run", str(run_dir)]):
+                proc = tipcgen(*args)
+                assert "Traceback" not in proc.stderr, (label, proc.stderr)
+                if proc.returncode == 2:
+                    lines = proc.stderr.splitlines()
+                    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1].startswith("  hint: "), \
+                        (label, proc.stderr)
+    finally:
+        (run_dir / "summary.json").write_text(json.dumps(data))

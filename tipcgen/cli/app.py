@@ -229,7 +229,7 @@ def report(
     for path in paths:
         typer.echo(f"      wrote  {path}")
     for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+        typer.echo(f"note: {terminal(note)}", err=True)
     s = result.summary
     typer.echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count('passed')} passed, {s.count('failed')} failed, "
                f"{s.count('skipped')} skipped)")
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
         error = os_error(exc) if isinstance(exc, OSError) else TipcgenError(
             f"cannot use {str(exc).removeprefix('Symlink loop from ')}: a symbolic link loop",
             "fix or remove the link")
-        typer.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {terminal(error, one_line=False)}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

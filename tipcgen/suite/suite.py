@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 
 from tipcgen.configs import lint
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.text import terminal
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON, run_rel
 from tipcgen.results.results import Summary, load_summary
 from tipcgen.run.guard import Interrupted
@@ -284,13 +285,16 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
         shutil.copytree(run_dir, dest, dirs_exist_ok=True)
         result.run_dir = str(dest)
     if (dest / SUMMARY_JSON).is_file() and result.run_dir:
-        result.summary = load_summary(dest / SUMMARY_JSON)
+        try:
+            result.summary = load_summary(dest / SUMMARY_JSON)  # the one validated reader (summary_check)
+        except TipcgenError as exc:
+            result.verdict, result.message = "error", terminal(exc.message)[:300]
     if not result.verdict:
         if rc == 2 or result.summary is None:
             result.verdict = "error"
         else:
             result.verdict = "passed" if rc == 0 and result.summary.ok else "failed"
-    if result.verdict != "passed":
+    if result.verdict != "passed" and not result.message:
         result.message = {"timeout": f"killed after the chain time limit of {timeout:g} s"}.get(
             result.verdict, " | ".join(line for line in tail[-3:] if line.strip()))
     return result
