@@ -43,8 +43,8 @@ def suite(
     from tipcgen.suite import suite as planner
 
     owned.check_limits(timeout, jobs)
-    planner.check_modes(mode)
-    planner.check_chains(chain)
+    owned.check_modes(mode)
+    owned.check_chains(chain)
     chains, refused = planner.plan(paths or [], root, mode, chain)
     if not chains and not refused:
         raise TipcgenError("no config of the chosen chains was found" + (f" in {', '.join(paths)}" if paths else ""),

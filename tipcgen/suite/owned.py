@@ -1,4 +1,5 @@
-"""The suite's output folder: tipcgen suite owns only what it created there.
+"""The suite's options checked (modes, chains, limits) and its output folder: tipcgen suite owns only
+what it created there.
 
 A folder is the suite's when it is new or empty, or holds only what a suite writes (suite.json,
 junit.xml, runs/, work/ and the marker file) with the marker or a suite.json among them; anything else
@@ -15,6 +16,7 @@ from pathlib import Path
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.suite.report import SUITE_JSON, SUITE_JUNIT
+from tipcgen.suite.suite import CHAIN_OF_NAME
 
 MARKER = ".tipcgen-suite"
 OWNED = frozenset({SUITE_JSON, SUITE_JUNIT, "runs", "work", MARKER})
@@ -29,6 +31,20 @@ def check_limits(timeout: float, jobs: int) -> None:
                            "give each chain a time limit such as --timeout 3600")
     if jobs < 1:
         raise TipcgenError(f"--jobs {jobs}: expected 1 or more", "run chains side by side with e.g. --jobs 2")
+
+
+def check_modes(modes: list[str]) -> list[str]:
+    from tipcgen.run.run import check_mode
+
+    return [check_mode(mode) for mode in modes]
+
+
+def check_chains(chains: list[str]) -> list[str]:
+    known = sorted(set(CHAIN_OF_NAME.values()))
+    for chain in chains:
+        if chain not in known:
+            raise TipcgenError(f"unknown chain '{terminal(chain)}'", "use one of: " + ", ".join(known))
+    return chains
 
 
 def check_output(out: Path, roots: list[Path]) -> None:

@@ -311,21 +311,6 @@ def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         pass
 
 
-def check_modes(modes: list[str]) -> list[str]:
-    from tipcgen.run.run import check_mode
-
-    return [check_mode(mode) for mode in modes]
-
-
-def check_chains(chains: list[str]) -> list[str]:
-    known = sorted(set(CHAIN_OF_NAME.values()))
-    for chain in chains:
-        if chain not in known:
-            raise TipcgenError(f"unknown chain '{chain}'", "use one of: " + ", ".join(known))
-    return chains
-
-
-
 def not_started(chains: list[Chain]) -> list[ChainResult]:
     """The results of a suite stopped before its chains ran."""
     return [ChainResult(chain, "interrupted", message="not started: the suite was interrupted") for chain in chains]
