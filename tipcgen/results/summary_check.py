@@ -137,6 +137,11 @@ def _check_step(step: Any, source: str, where: str) -> None:
     if not confined(step.get("log") or ""):
         raise SummaryFileError(source, f"{where}.log", "must be a path inside the repository (tipcgen run "
                                "writes ./test_tipc/output/...): a summary never makes tipcgen read other files")
+    for key in ("training", "precision"):  # golden names its result files by them: one plain name each
+        value = step.get(key)
+        if value is not None and (re.search(r"[/\\\0]", value) or value in (".", "..")):
+            raise SummaryFileError(source, f"{where}.{key}", "must be a plain name (no '/', no '..'): golden "
+                                   "names files by it")
     if not confined(step["name"]):  # report and accept read <run folder>/<name>/train.log
         raise SummaryFileError(source, f"{where}.name", "must name a folder inside the run folder (no '..', "
                                "no absolute path): a summary never makes tipcgen read other files")
