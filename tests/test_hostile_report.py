@@ -221,3 +221,23 @@ def test_through_the_cli_each_mutation_is_one_error_line_and_its_hint(stub_run):
                         (label, proc.stderr)
     finally:
         (run_dir / "summary.json").write_text(json.dumps(data))
+
+
+def test_hostile_speed_files_of_a_benchmark_run_are_left_out(stub_run):
+    repo, run_dir, data = stub_run
+    index = run_dir / "index"
+    index.mkdir(exist_ok=True)
+    bad = {"inf_speed": '{"ips": 1e400}', "huge_speed": '{"ips": ' + "9" * 400 + "}", "text_speed": '{"ips": "7"}',
+           "list_speed": "[1]", "nested_speed": "[" * 100_000, "good_speed": '{"ips": 12.5, "device_num": "N1C1"}'}
+    for name, text in bad.items():
+        (index / name).write_text(text)
+    (run_dir / "summary.json").write_text(json.dumps({**data, "chain": "benchmark_train"}))
+    try:
+        built = report.build(run_dir, repo)
+        pictures = report.draw(built)
+        docs = report.render_documents(built, pictures)
+    finally:
+        (run_dir / "summary.json").write_text(json.dumps(data))
+        shutil.rmtree(index)
+    assert [row.case for row in built.speeds if row.ips is not None] == ["good"], built.speeds
+    assert "report.md" in docs

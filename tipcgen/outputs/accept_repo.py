@@ -21,6 +21,7 @@ from tipcgen.results.summary_check import inside
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 SEARCH_DEPTH = 3
+MAX_ARCHIVES = 4  # archives checked, nearest first: a repository ships one
 _SKIP_DIRS = {"output", "train_data", "log", "node_modules", "__pycache__", "site-packages", "build", "dist"}
 _EXCERPT = 160
 
@@ -94,7 +95,9 @@ def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Ite
                     f"no lite_data archive ({', '.join(ARCHIVE_SUFFIXES)}) within {SEARCH_DEPTH} folders of the root",
                     "tar -czf lite_data.tar lite_data (the folder with a few train and eval samples) and commit it")
     failures = []
-    for path in archives:
+    if len(archives) > MAX_ARCHIVES:  # each is listed within its own budget: their number is bounded too
+        failures.append(f"{len(archives) - MAX_ARCHIVES} more lite_data archive(s) not checked")
+    for path in archives[:MAX_ARCHIVES]:
         try:
             members = archive_members(path)
         except ArchiveLimit as exc:
