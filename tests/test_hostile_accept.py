@@ -161,3 +161,14 @@ def test_generated_member_lists_never_raise_and_the_check_stays_linear():
     started = time.monotonic()
     problems = accept_archive.archive_problems(many)
     assert time.monotonic() - started < 1.0 and "and 995 more" in problems[0]
+
+
+def test_a_zip_is_counted_from_its_end_record_before_its_entries_are_read(tmp_path: Path, monkeypatch):
+    with zipfile.ZipFile(tmp_path / "lite_data.zip", "w") as archive:
+        for i in range(3):
+            archive.writestr(f"lite_data/{i}.txt", "x")
+    assert _check(tmp_path)[0].passed
+    monkeypatch.setattr(accept_archive, "MAX_MEMBERS", 2)  # a million entries, in small
+    monkeypatch.setattr(zipfile.ZipFile, "infolist", lambda self: pytest.fail("the entries were read"))
+    item, _ = _check(tmp_path)
+    assert not item.passed and "it has 3 members (at most 2)" in item.detail, item.detail

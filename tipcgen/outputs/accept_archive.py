@@ -101,6 +101,10 @@ def archive_members(path: Path) -> list[tuple[str, str]]:
         if _is_tar(path, deadline):
             raise ArchiveLimit("it is both a zip and a tar (a file that unpacks differently by tool): "
                                "rebuild it as one of them")
+        with open(path, "rb") as handle:  # the central directory's count, before zipfile reads every entry
+            end = zipfile._EndRecData(handle)  # noqa: SLF001 - the standard library's own end-record reader
+        if end and end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS:
+            raise ArchiveLimit(f"it has {end[zipfile._ECD_ENTRIES_TOTAL]} members (at most {MAX_MEMBERS})")
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
             if len(infos) > MAX_MEMBERS:

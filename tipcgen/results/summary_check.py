@@ -93,6 +93,8 @@ def check_summary_data(data: Any, source: str) -> None:
         raise SummaryFileError(source, "steps", "is missing")
     if not isinstance(data["steps"], list):
         raise SummaryFileError(source, "steps", f"expected a list of steps, found {_kind(data['steps'])}")
+    if len(data["steps"]) > shapes.MAX_ITEMS:
+        raise SummaryFileError(source, "steps", f"has {len(data['steps'])} steps (at most {shapes.MAX_ITEMS})")
     for number, step in enumerate(data["steps"]):
         _check_step(step, source, f"steps[{number}]")
     if "wall_seconds" in data:
@@ -205,6 +207,8 @@ def _text(value: Any, source: str, where: str) -> None:
 def _texts(value: Any, source: str, where: str) -> None:
     if not isinstance(value, list):
         raise SummaryFileError(source, where, f"expected a list of texts, found {_kind(value)}")
+    if len(value) > shapes.MAX_ITEMS:
+        raise SummaryFileError(source, where, f"has {len(value)} entries (at most {shapes.MAX_ITEMS})")
     for number, item in enumerate(value):
         _text(item, source, f"{where}[{number}]")
 
