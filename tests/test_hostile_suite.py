@@ -2,7 +2,7 @@
 (an output folder holding other files, the repository itself, or a folder above it is refused before
 anything is written or removed); --timeout and --jobs are finite and positive; SIGTERM and SIGHUP end it
 as SIGINT does: the chains stopped, their summaries kept, suite.json written, no work copy left. The
-signal tests set the dispositions they need in the child, so they pass under nohup too.
+signal tests start the suite with conftest.default_signals, so they pass under nohup too.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, chain_env, tipcgen
+from conftest import STUB, chain_env, default_signals, tipcgen
 
 MODE = "lite_train_lite_infer"
 
@@ -74,18 +74,12 @@ def test_limits_must_be_finite_and_positive(repo: Path, tmp_path: Path, args, wo
     assert not (tmp_path / "out").exists()
 
 
-def _default_dispositions() -> None:
-    """In the child: the stop signals handled by default, whatever the test runner inherited (nohup)."""
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_still_write_the_suite_summary(repo: Path, tmp_path: Path, signum: int):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "suite", str(repo), "-o", str(out)], cwd=tmp_path,
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=chain_env(STUB_HANG="train"), preexec_fn=_default_dispositions)
+                            env=chain_env(STUB_HANG="train"), preexec_fn=default_signals)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("[suite] start "):

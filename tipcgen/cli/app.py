@@ -307,9 +307,13 @@ def golden(
     from tipcgen.run.run import check_mode
 
     check_mode(mode)
-    written = goldens.regenerate(descriptor.load(target), root, mode)
+    desc = descriptor.load(target)
+    written = goldens.regenerate(desc, root, mode)
     for item in written:
         typer.echo(f"{item.action:>11}  {item.path}")
+    warning = goldens.unseeded_warning(root, desc.model_name, mode)
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
     typer.echo("Commit them: later runs of this mode check their inference results against them.")
 
 

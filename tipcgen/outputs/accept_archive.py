@@ -131,7 +131,7 @@ def archive_problems(members: list[tuple[str, str]]) -> list[str]:
     """Why an archive would not unpack to lite_data/ safely: unsafe members (absolute, '..', link, device,
     sparse), a member under a name that is also a file (file then folder), members outside lite_data/,
     no files. One pass over the members (sets, never a list search)."""
-    unsafe, outside, clash, files = [], [], [], 0
+    unsafe, outside, clash, files, tops = [], [], [], 0, set()
     file_paths: set[str] = set()
     dir_paths: set[str] = set()
     for name, kind in members:
@@ -142,6 +142,8 @@ def archive_problems(members: list[tuple[str, str]]) -> list[str]:
             continue
         if not parts or parts[0] != "lite_data":
             outside.append(name)
+            if parts:  # what `tar -xf` puts at the top: a folder (or a loose file)
+                tops.add(parts[0] + ("/" if len(parts) > 1 or kind == "dir" else ""))
             continue
         joined = "/".join(parts)
         prefixes = ["/".join(parts[:i]) for i in range(1, len(parts))]
@@ -158,7 +160,12 @@ def archive_problems(members: list[tuple[str, str]]) -> list[str]:
         problems.append(f"member(s) under a name that is also a file (a file, then a folder of that name): "
                         f"{_shown(clash)}")
     if outside:
-        problems.append(f"member(s) outside lite_data/: {_shown(outside)}")
+        shown = sorted(tops)
+        listed = f"{', '.join(terminal(top) for top in shown[:3])}{', ...' if len(shown) > 3 else ''}"
+        unpacks = "" if not shown else f"it also unpacks {listed} beside lite_data/; " \
+            if len(members) > len(unsafe) + len(outside) \
+            else f"it unpacks to {listed} instead of lite_data/; "
+        problems.append(f"{unpacks}member(s) outside lite_data/: {_shown(outside)}")
     if not files:
         problems.append("no file under lite_data/")
     return problems

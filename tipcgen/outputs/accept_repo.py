@@ -111,8 +111,11 @@ def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Ite
             files = sum(kind == "file" for _, kind in members)
             return Item("2.2.1", title, True, _rel(path, root), f"{files} file(s) under lite_data/")
         failures.append(f"{terminal(_rel(path, root))}: {'; '.join(problems)}")
-    return Item("2.2.1", title, False, _rel(archives[0], root), " | ".join(failures),
-                "rebuild it from the folder itself: tar -czf lite_data.tar lite_data")
+    fix = "rebuild it from the folder itself: tar -czf lite_data.tar lite_data"
+    if all("it unpacks to " in failure for failure in failures):  # it exists and is safe, but its folder is another
+        fix = ("rename the folder it holds to lite_data and pack it again (mv FOLDER lite_data && tar -czf lite_data.tar "
+               "lite_data), then point prepare.sh and the config at lite_data/")
+    return Item("2.2.1", title, False, _rel(archives[0], root), " | ".join(failures), fix)
 
 
 # ---------------------------------------------------------------- 2.2.2, 3.2: entry points
