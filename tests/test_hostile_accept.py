@@ -173,3 +173,16 @@ def test_a_zip_is_counted_from_its_end_record_before_its_entries_are_read(tmp_pa
     monkeypatch.setattr(zipfile.ZipFile, "infolist", lambda self: pytest.fail("the entries were read"))
     item, _ = _check(tmp_path)
     assert not item.passed and "it has 3 members (at most 2)" in item.detail, item.detail
+
+
+def test_a_fifo_or_huge_readme_does_not_block_or_exhaust_accept(tmp_path: Path):
+    import os
+
+    os.mkfifo(tmp_path / "README.md")
+    (tmp_path / "tools").mkdir()
+    with open(tmp_path / "tools" / "README.md", "wb") as handle:
+        handle.truncate(64 << 20)  # a sparse 64 MiB file: over the reader's limit, never read whole
+    started = time.monotonic()
+    proc = tipcgen("accept", "--root", str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and time.monotonic() - started < 20, proc.stderr
+    assert "no README shows" in proc.stdout or "3.2.2" in proc.stdout

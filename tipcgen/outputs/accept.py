@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tipcgen.core import writes
+from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
@@ -171,7 +171,8 @@ def check_support_table(root: Path) -> Item:
     path = root / support_table.DOC
     if not path.is_file():
         return Item("4.2.2-docs", title, False, support_table.DOC, "missing", "render it with tipcgen init")
-    found = support_table.table_body(path.read_text(encoding="utf-8", errors="replace"))
+    text = accept_repo.doc_text(path)
+    found = support_table.table_body(text)
     if found is None:
         return Item("4.2.2-docs", title, False, support_table.DOC, "no section `## 1. 测试结论汇总`",
                     "fill it from a run: tipcgen accept --write-docs")
@@ -179,7 +180,6 @@ def check_support_table(root: Path) -> Item:
     if not body:
         return Item("4.2.2-docs", title, False, f"{support_table.DOC}:{line}", "the support table is empty",
                     "fill it from a run: tipcgen accept --write-docs")
-    text = path.read_text(encoding="utf-8", errors="replace")
     source = "a run" if support_table.MARKER in text else "the descriptor (tipcgen accept --write-docs fills it from a run)"
     return Item("4.2.2-docs", title, True, f"{support_table.DOC}:{body[0][0]}", f"{len(body)} row(s), from {source}")
 
@@ -209,7 +209,7 @@ def write_docs(root: Path, run_dir: Path | None = None) -> Path:
     if not path.is_file():
         raise TipcgenError(f"{path} is missing", "render it first: tipcgen init <descriptor>")
     table = support_table.render(support_table.build(summary, _rel(run_dir, root)))
-    text = support_table.replace(path.read_text(encoding="utf-8"), table)
+    text = support_table.replace(inputs.read_text(path, "document"), table)
     if text is None:
         raise TipcgenError(f"{path} has no support table under `## 1. 测试结论汇总` to replace",
                            "re-render it with tipcgen init --force, then run this again")

@@ -11,6 +11,8 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 
 from tipcgen.format.config import TipcConfig
@@ -59,7 +61,18 @@ def _config(root: Path, summary: Summary | None) -> tuple[Path | None, TipcConfi
     if path is None:
         found = sorted((root / "test_tipc" / "configs").glob("*/train_infer_python.txt"))
         path = found[0] if found else None
-    return (path, TipcConfig.read(path)) if path else (None, None)
+    if path is None:
+        return None, None
+    return path, TipcConfig.parse(inputs.read_bytes(path, "config").decode("utf-8", errors="surrogateescape"))
+
+
+def doc_text(path: Path) -> str:
+    """A README or doc read through core.inputs (a regular file, at most 16 MiB), leniently decoded;
+    "" for one that cannot be read (the item then says what is missing)."""
+    try:
+        return inputs.read_bytes(path, "document").decode("utf-8", errors="replace")
+    except TipcgenError:
+        return ""
 
 
 def _script(config: TipcConfig | None, key: str) -> str | None:
@@ -167,7 +180,7 @@ def check_predict_docs(root: Path, docs: list[Path], predict: Path | None) -> It
     if predict is None:
         return Item("2.2.4", title, False, "-", "no predict.py (see 2.2.2)", "add predict.py: dygraph prediction on a demo input")
     for doc in docs:
-        lines = doc.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = doc_text(doc).splitlines()
         marked = _blocks(lines)
         for index, (number, fenced, text) in enumerate(marked):
             if not (fenced and _command_line(text, "predict.py")) or not re.search(r"predict\.py\S*\s+\S", text):
@@ -192,7 +205,7 @@ def check_commands_documented(root: Path, docs: list[Path]) -> Item:
     found, missing = [], []
     for script in ("export_model.py", "infer.py"):
         hit = next((f"{_rel(doc, root)}:{number}" for doc in docs
-                    for number, line in enumerate(doc.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+                    for number, line in enumerate(doc_text(doc).splitlines(), 1)
                     if _command_line(line, script)), None)
         (found if hit else missing).append(f"{script} at {hit}" if hit else script)
     if missing:
