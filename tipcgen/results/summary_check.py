@@ -14,6 +14,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from tipcgen.core import inputs
 from tipcgen.core.errors import SummaryFileError
 from tipcgen.format.paths import STEP_FIELDS
 from tipcgen.results import summary_fields as shapes
@@ -54,12 +55,9 @@ def read_summary_data(path: Any) -> dict:
     import json
 
     source = str(path)
+    raw = inputs.read_bytes(path, "summary.json", MAX_SUMMARY_BYTES)  # a regular file (a FIFO never blocks), bounded
     try:
-        if path.stat().st_size > MAX_SUMMARY_BYTES:
-            raise SummaryFileError(source, "", f"is larger than {MAX_SUMMARY_BYTES >> 20} MiB")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SummaryFileError(source, "", f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SummaryFileError(source, "", f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
