@@ -17,7 +17,7 @@ from tipcgen.configs import existing, legacy_format
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
 from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
-from tipcgen.format import chain, layout, paths
+from tipcgen.format import chain, layout, paths, text_style
 from tipcgen.render import gitignore
 from tipcgen.render import shipped
 from tipcgen.render.templating import environment
@@ -36,8 +36,10 @@ def paddle2onnx_relpath(model_name: str) -> str:
 
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
     """The config text of a descriptor (train_infer_python.txt)."""
-    return layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()}, desc.sections,
-                       desc.section_headers, checks=desc.checks, benchmark=desc.benchmark, env=env)
+    return text_style.apply(layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()},
+                                        desc.sections, desc.section_headers, checks=desc.checks,
+                                        benchmark=desc.benchmark, env=env), desc.text,
+                            len(layout.slots_of(desc.layout)))
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,6 +18,7 @@ from pathlib import Path
 from tipcgen import __version__, descriptor
 from tipcgen.configs import submission
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.writes import write_file
 from tipcgen.descriptor.answers import ANSWERS_FILE, Answers, base_path, descriptor_target, read, sha256_of
 from tipcgen.render import render
 
@@ -149,7 +150,7 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, rel: str, marker_size: int =
         paths = []
         for name, data in (("yours", ours), ("base", base), ("tipcgen", theirs)):
             path = Path(tmp) / name
-            path.write_bytes(data)
+            write_file(path, data)
             paths.append(str(path))
         proc = subprocess.run(
             [git, "merge-file", "-p", f"--marker-size={marker_size}",

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from tipcgen.configs import submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core.errors import RunError, ScriptError
+from tipcgen.core.writes import write_file
 from tipcgen.descriptor import target
 from tipcgen.format import layout, paths
 from tipcgen.format.chain import slots_of_step
@@ -272,7 +273,7 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
         prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
         prepare.tail = list(prepare_out)[-20:]
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / PREPARE_LOG).write_text("\n".join(prepare_out) + "\n", encoding="utf-8")
+    write_file(run_dir / PREPARE_LOG, "\n".join(prepare_out) + "\n", within=run_dir)
     prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
     steps, problems = read_records(run_dir, root) if prepare.status == "passed" else ([], [])
     summary.steps = [prepare, *steps]

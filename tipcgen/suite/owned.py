@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
+from tipcgen.core.writes import write_file
 from tipcgen.suite.report import SUITE_JSON, SUITE_JUNIT
 from tipcgen.suite.suite import CHAIN_OF_NAME
 
@@ -76,6 +77,5 @@ def claim_output(out: Path) -> None:
             path.unlink()
         elif path.is_dir():
             shutil.rmtree(path)
-    (out / MARKER).write_text("tipcgen suite wrote this folder: it replaces suite.json, junit.xml, runs/ and "
-                              "work/ here on its next run, and refuses a folder without this file.\n",
-                              encoding="utf-8")
+    write_file(out / MARKER, "tipcgen suite wrote this folder: it replaces suite.json, junit.xml, runs/ and "
+               "work/ here on its next run, and refuses a folder without this file.\n", within=out)

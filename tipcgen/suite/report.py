@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from tipcgen.core.text import terminal
+from tipcgen.core.writes import write_file
 from tipcgen.results import junit
 from tipcgen.suite.suite import Chain, ChainResult, Refused, Slot
 
@@ -63,7 +64,7 @@ def _env():
 
 
 def write_json(suite: SuiteResult, path) -> None:
-    path.write_text(json.dumps(suite.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_file(path, json.dumps(suite.to_dict(), indent=2, ensure_ascii=False) + "\n", within=path.parent)
 
 
 def junit_suites(suite: SuiteResult) -> list[junit.Suite]:
@@ -86,7 +87,7 @@ def junit_suites(suite: SuiteResult) -> list[junit.Suite]:
 
 
 def write_junit(suite: SuiteResult, path) -> None:
-    path.write_text(junit.junit_text("tipc-suite", junit_suites(suite), suite.wall_seconds), encoding="utf-8")
+    write_file(path, junit.junit_text("tipc-suite", junit_suites(suite), suite.wall_seconds), within=path.parent)
 
 
 def terminal_text(suite: SuiteResult) -> str:
