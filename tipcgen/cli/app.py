@@ -20,6 +20,7 @@ from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
+from tipcgen.core.text import terminal
 
 app = typer.Typer(
     add_completion=True,
@@ -232,7 +233,7 @@ def report(
     for path in paths:
         typer.echo(f"      wrote  {path}")
     for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+        typer.echo(f"note: {terminal(note)}", err=True)
     s = result.summary
     typer.echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count('passed')} passed, {s.count('failed')} failed, "
                f"{s.count('skipped')} skipped)")
@@ -355,8 +356,8 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
             stream.reconfigure(errors="backslashreplace")
     try:
         app(args=argv, prog_name=prog_name)
-    except TipcgenError as exc:
-        typer.echo(f"error: {exc}", err=True)
+    except TipcgenError as exc:  # one error, its control characters and escapes shown, never acted on
+        typer.echo(f"error: {terminal(exc, one_line=False)}", err=True)
         sys.exit(exc.exit_code)
     except (OSError, RuntimeError) as exc:
         # pathlib before 3.13 reports a symbolic link loop in Path.resolve() as RuntimeError("Symlink loop from ...")
@@ -366,7 +367,7 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
         error = os_error(exc) if isinstance(exc, OSError) else TipcgenError(
             f"cannot use {str(exc).removeprefix('Symlink loop from ')}: a symbolic link loop",
             "fix or remove the link")
-        typer.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {terminal(error, one_line=False)}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

@@ -41,6 +41,33 @@ FIELD_DEFAULTS = {"python": "python", "train.trainer": "norm_train"}
 TRAINER_SLOTS = chain.TRAINER_SLOTS
 # What the runner needs to own itself: a descriptor's env: may not change them.
 RESERVED_ENV = {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "BASH_ENV", "ENV", "IFS", "HOME"}
+# Python variables that only tune a run; every other PYTHON* one can load or run code (PYTHONHOME,
+# PYTHONSTARTUP, PYTHONBREAKPOINT, PYTHONWARNINGS importing a category, PYTHONUSERBASE, ...).
+SAFE_PYTHON_ENV = {"PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8",
+                   "PYTHONFAULTHANDLER", "PYTHONOPTIMIZE"}
+# The classes of variable a descriptor's env: may not set, each with why (a deny-list by class, not by name).
+DENIED_ENV = (
+    (re.compile(r"^(LD|DYLD)_"), "the dynamic loader loads or audits the libraries it names (LD_AUDIT, LD_PRELOAD, ...)"),
+    (re.compile(r"^PYTHON"), "Python reads it at start-up to find or run code (PYTHONHOME, PYTHONSTARTUP, PYTHONPATH, ...)"),
+    (re.compile(r"^(BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|IFS|CDPATH|GLOBIGNORE)$"),
+     "bash reads it at start-up or while it runs the scripts"),
+    (re.compile(r"^(PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|NODE_OPTIONS|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS)$"),
+     "another interpreter runs the code it names"),
+    (re.compile(r"^(GCONV_PATH|GLIBC_TUNABLES|LOCPATH|NLSPATH|HOSTALIASES|MALLOC_.*|OPENSSL_CONF|OPENSSL_ENGINES)$"),
+     "the C library or OpenSSL loads modules or files it names"),
+    (re.compile(r"^(PATH|HOME|TMPDIR|SHELL)$"), "the runner and tipcgen find their programs and files with it"),
+    (re.compile(r"^TIPC_"), "the generated runner and tipcgen run set TIPC_* variables themselves (TIPC_RUN_ID, ...)"),
+)
+
+
+def env_refusal(name: str) -> str | None:
+    """Why the descriptor's env: may not set this variable, or None when it may."""
+    if name in SAFE_PYTHON_ENV:
+        return None
+    for pattern, reason in DENIED_ENV:
+        if pattern.match(name):
+            return reason
+    return "it is reserved" if name in RESERVED_ENV else None
 ROLES = ("train", "infer")
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 SECTION_FIELDS = ("train", "eval", "export", "whole_infer", "inference")  # the groups of slot fields
