@@ -39,7 +39,7 @@ def suite(
     Example: tipcgen suite . ../other-model --jobs 2 --timeout 900
     """
     from tipcgen.run import guard
-    from tipcgen.suite import owned, report
+    from tipcgen.suite import owned, report, slots as machine
     from tipcgen.suite import suite as planner
 
     owned.check_limits(timeout, jobs)
@@ -62,10 +62,10 @@ def suite(
 
         suite_ray.require()
     else:
-        gpus = planner.detect_gpus()
+        gpus = machine.detect_gpus()
         if not gpus:
             result.notes.append("no GPU found (nvidia-smi is missing or lists none): chains run on CPU")
-        slots = planner.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
+        slots = machine.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
     out = (output or (root / "test_tipc" / "output" / "suite" if (root / "test_tipc").is_dir()
                       else root / "tipc-suite")).resolve()
     owned.check_output(out, [Path(chain.root) for chain in chains])

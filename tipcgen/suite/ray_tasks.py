@@ -21,7 +21,8 @@ from pathlib import Path
 from tipcgen.core.errors import TipcgenError
 from tipcgen.results.results import SUMMARY_JSON, load_summary
 from tipcgen.run.guard import Interrupted
-from tipcgen.suite.suite import Chain, ChainResult, Slot, execute_chain, needs_trained_model, waves, working_copy
+from tipcgen.suite.slots import Slot
+from tipcgen.suite.suite import Chain, ChainResult, execute_chain, needs_trained_model, waves, working_copy
 
 _LOOPBACK = ("127.", "localhost", "::1")
 

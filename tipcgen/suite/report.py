@@ -13,7 +13,8 @@ from typing import TextIO
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
 from tipcgen.results import junit
-from tipcgen.suite.suite import Chain, ChainResult, Refused, Slot
+from tipcgen.suite.slots import Slot
+from tipcgen.suite.suite import Chain, ChainResult, Refused
 
 SUITE_JSON = "suite.json"
 SUITE_JUNIT = "junit.xml"

@@ -27,13 +27,13 @@ from tipcgen.core.text import terminal
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON, run_rel
 from tipcgen.results.results import Summary, load_summary
 from tipcgen.run.guard import Interrupted
+from tipcgen.suite.slots import Slot
 
 CHAIN_OF_NAME = {"train_infer_python.txt": "basic",
                  "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt": "paddle2onnx"}
 # What the TIPC scripts write in the repository root: never copied into a chain's working copy.
 OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", ".tipcgen", ".pytest_cache",
            ".hypothesis")
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "CPU_NUM", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _GRACE_SECONDS = 10
 _RUNNING: set[subprocess.Popen] = set()  # the chains this process runs now, for Ctrl-C
 _LOCK = threading.Lock()
@@ -58,24 +58,6 @@ class Chain:
 class Refused:
     config: str
     reasons: list[str]
-
-
-@dataclass
-class Slot:
-    """The share of the machine one chain gets: CPU cores (affinity + thread variables) and GPUs."""
-
-    cores: list[int] = field(default_factory=list)
-    gpus: list[str] = field(default_factory=list)
-    threads: int = 0  # without cores (a Ray task: Ray places it), the thread variables only
-
-    def env(self, base: dict[str, str]) -> dict[str, str]:
-        env = dict(base)
-        if self.cores or self.threads:
-            for name in THREAD_VARIABLES:
-                env[name] = str(len(self.cores) or self.threads)
-        if self.gpus:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)
-        return env
 
 
 @dataclass
@@ -168,39 +150,6 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
             continue
         planned.extend(Chain(str(repo), str(config.relative_to(repo)), chain, mode, model) for mode in modes)
     return planned, refused
-
-
-def detect_gpus() -> list[str]:
-    """GPU ids from nvidia-smi; none when it is missing or finds none."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []
-
-
-def slots(jobs: int, cores_per_chain: int | None, gpus: list[str], gpus_per_chain: int,
-          share_gpus: bool) -> list[Slot]:
-    """One slot per parallel job: disjoint cores while they last, disjoint GPU sets unless share_gpus."""
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    per = cores_per_chain or max(1, len(cores) // jobs)
-    if gpus and gpus_per_chain and not share_gpus and jobs * gpus_per_chain > len(gpus):
-        raise TipcgenError(f"--jobs {jobs} with --gpus-per-chain {gpus_per_chain} needs {jobs * gpus_per_chain} GPUs; "
-                           f"this machine has {len(gpus)} ({', '.join(gpus)})",
-                           "lower --jobs or --gpus-per-chain, or let chains share GPUs with --share-gpus")
-    out = []
-    for job in range(jobs):
-        mine = [cores[(job * per + i) % len(cores)] for i in range(per)]
-        if gpus and gpus_per_chain:
-            start = 0 if share_gpus else job * gpus_per_chain
-            mine_gpus = [gpus[(start + i) % len(gpus)] for i in range(gpus_per_chain)]
-        else:
-            mine_gpus = []
-        out.append(Slot(sorted(set(mine)), mine_gpus))
-    return out
 
 
 def _ignore_outputs(root: Path, extra: Path | None) -> Callable[[str, list[str]], set[str]]:
