@@ -61,6 +61,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tipcgen.configs import lint_compression
 from tipcgen.core import inputs
 from tipcgen.format import chain, layout
 from tipcgen.format.config import Line, TipcConfig, is_null, parse_per_mode, split_list
@@ -128,6 +129,8 @@ class _Linter:
             self.anchor_rules(TUTORIAL_ANCHORS, layout.TUTORIAL_32_LINES)
             if not any(finding.rule == "slot-shift" for finding in self.findings):
                 self.slot_rules()
+        elif self.kind in lint_compression.KINDS:  # the PTQ configs: their own layouts and rules
+            lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
 
     # -- every file -------------------------------------------------------------------------

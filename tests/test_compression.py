@@ -1,0 +1,103 @@
+"""The compression configs (docs/QUANTIZATION.md): the corpus's 75 PTQ and PACT files lint without
+false errors and come back byte for byte; a missing line, a null script or a bad device is an error.
+
+Read in place from ../shared/tipc-corpus and ../shared/tipc-corpus-2 (41 files named
+``train_ptq_infer_python.txt`` / ``train_pact_infer_python.txt`` and 34 PaddleClas
+``<Model>_train_ptq|pact_infer_python.txt``).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tipcgen.configs.lint import lint_text
+from tipcgen.format import compression
+from tipcgen.format.config import TipcConfig
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+SUFFIXES = ("train_ptq_infer_python.txt", "train_pact_infer_python.txt")
+FILES = sorted(p for corpus in ("tipc-corpus", "tipc-corpus-2") if (SHARED / corpus).is_dir()
+               for p in (SHARED / corpus).rglob("*.txt") if p.name.endswith(SUFFIXES))
+PTQ_FILES = [p for p in FILES if TipcConfig.read(p).kind in compression.KINDS]
+needs_corpus = pytest.mark.skipif(len(FILES) != 75, reason=f"the two corpora not found under {SHARED}")
+OCR_KL = "tipc-corpus/PaddleOCR/test_tipc__configs__ch_PP-OCRv3_det__train_ptq_infer_python.txt"
+SEG_PTQ = "tipc-corpus-2/PaddleSeg/test_tipc__configs__fcn_hrnetw18__train_ptq_infer_python.txt"
+
+
+def text(relpath: str) -> str:
+    return (SHARED / relpath).read_bytes().decode()
+
+
+def errors(config_text: str) -> list[tuple[int, str, str]]:
+    return [(f.line, f.rule, f.message) for f in lint_text(config_text, "c.txt") if f.severity == "error"]
+
+
+def without_line(config_text: str, index: int) -> str:
+    lines = config_text.split("\n")
+    return "\n".join(lines[:index] + lines[index + 1:])
+
+
+@needs_corpus
+def test_the_corpus_counts_by_layout() -> None:
+    """41 files named as the issue counts them, 34 PaddleClas ones; 21 PTQ configs in three layouts."""
+    named = [p for p in FILES if p.name.split("__")[-1] in SUFFIXES]
+    assert (len(FILES), len(named)) == (75, 41)
+    layouts = Counter((p.parent.name, compression.layout_of(TipcConfig.read(p))) for p in PTQ_FILES)
+    assert layouts == {("PaddleOCR", "kl_quant"): 10, ("PaddleSeg", "ptq"): 9, ("models", "ptq"): 1,
+                       ("PaddleVideo", "ptq_video"): 1}
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", PTQ_FILES, ids=lambda p: p.name.split("configs__")[-1])
+def test_every_ptq_config_parses_and_renders_back_byte_for_byte(path: Path) -> None:
+    original = path.read_bytes().decode()
+    assert compression.parse(original).render() == original
+
+
+@needs_corpus
+def test_lint_finds_no_error_in_the_compression_configs_but_paddleseg_pact() -> None:
+    """PaddleSeg's PACT configs are PaddleSeg basic-chain configs (its own layout family, #27):
+    read as the 51-line layout they are shifted; every other file has no error."""
+    flagged = {p.name for p in FILES if errors(p.read_bytes().decode())}
+    assert flagged == {p.name for p in FILES if "PaddleSeg" in str(p) and "pact" in p.name}
+
+
+@needs_corpus
+@pytest.mark.parametrize("index, where", [
+    (3, "'infer_quant:' sits at idx 6 instead of 7"),  # an export key deleted: found by the next anchor
+    (11, "idx 12 (infer_batch_size) should hold a number"),  # the keyless block: found by a value's shape
+])
+def test_a_deleted_kl_quant_line_is_a_shift(index: int, where: str) -> None:
+    found = errors(without_line(text(OCR_KL), index))
+    assert [rule for _, rule, _ in found] == ["slot-shift"] and where in found[0][2]
+
+
+@needs_corpus
+def test_lines_after_the_kl_quant_layout_are_not_read() -> None:
+    assert errors(without_line(text(OCR_KL), 20)) == []  # OCR's extra null:null line
+
+
+@needs_corpus
+def test_a_deleted_calibration_line_and_a_cut_file_are_shifts() -> None:
+    found = errors(without_line(text(SEG_PTQ), 4))
+    assert [r for _, r, _ in found] == ["slot-shift"] and "'##' sits at idx 8 instead of 9" in found[0][2]
+    found = errors(without_line(text(SEG_PTQ), 17))
+    assert [r for _, r, _ in found] == ["slot-shift"] and "19 of the 20 lines of the ptq layout" in found[0][2]
+
+
+@needs_corpus
+def test_a_null_script_and_an_unknown_device_are_errors() -> None:
+    broken = text(SEG_PTQ).replace("PTQ:deploy/slim/quant/ptq.py", "PTQ:null").replace("--device:cpu|gpu", "--device:cpu |gpu")
+    assert [(line, rule) for line, rule, _ in errors(broken)] == [(12, "null-value"), (16, "infer-device")]
+
+
+@needs_corpus
+def test_a_parse_refuses_what_it_cannot_keep() -> None:
+    with pytest.raises(ValueError, match="idx 9 should hold '##'"):
+        compression.parse(without_line(text(SEG_PTQ), 4))
+    with pytest.raises(ValueError, match="blank line"):
+        compression.parse(text(SEG_PTQ).replace("##\n", "##\n\n", 1))
+    with pytest.raises(ValueError, match="not a PTQ config"):
+        compression.parse(text("tipc-corpus/PaddleOCR/test_tipc__configs__ch_PP-OCRv3_det__train_pact_infer_python.txt"))
