@@ -7,12 +7,19 @@ Read in place from ../shared/tipc-corpus and ../shared/tipc-corpus-2 (41 files n
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from conftest import tipcgen
+from tipcgen import descriptor
+from tipcgen.configs.import_compression import import_ptq
+from tipcgen.configs.importer import import_descriptor
 from tipcgen.configs.lint import lint_text
+from tipcgen.core.errors import DescriptorError
+from tipcgen.render import render
 from tipcgen.format import compression
 from tipcgen.format.config import TipcConfig
 
@@ -101,3 +108,82 @@ def test_a_parse_refuses_what_it_cannot_keep() -> None:
         compression.parse(text(SEG_PTQ).replace("##\n", "##\n\n", 1))
     with pytest.raises(ValueError, match="not a PTQ config"):
         compression.parse(text("tipc-corpus/PaddleOCR/test_tipc__configs__ch_PP-OCRv3_det__train_pact_infer_python.txt"))
+
+
+# ---------------------------------------------------------------- import → init
+
+STUB_DESCRIPTOR = Path(__file__).resolve().parent / "fixtures" / "stub" / "tipc.yaml"
+
+
+def with_ptq(section: str) -> str:
+    """The stub descriptor with a ptq section added, as a user adds the imported one."""
+    return STUB_DESCRIPTOR.read_text() + "\n" + section
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", PTQ_FILES, ids=lambda p: p.name.split("configs__")[-1])
+def test_every_ptq_config_imports_and_inits_back_byte_for_byte(path: Path) -> None:
+    original = path.read_bytes().decode()
+    desc = descriptor.load_text(with_ptq(import_ptq(original, path.name)), source="tipc.yaml")
+    files = render.render_files(desc)
+    assert files[render.ptq_relpath("stub_model")] == original
+    assert render.render_files(descriptor.load_text(STUB_DESCRIPTOR.read_text(), source="t.yaml")).keys() \
+        == files.keys() - {render.ptq_relpath("stub_model")}  # nothing else changes
+
+
+@needs_corpus
+def test_the_cli_imports_a_ptq_config_and_init_writes_it_back(tmp_path: Path) -> None:
+    section = tmp_path / "ptq.yaml"
+    proc = tipcgen("import", str(SHARED / OCR_KL), "-o", str(section))
+    assert proc.returncode == 0 and "add its ptq section to the model's tipc.yaml" in proc.stdout
+    (tmp_path / "tipc.yaml").write_text(with_ptq(section.read_text()))
+    tipcgen("init", str(tmp_path / "tipc.yaml"), "--root", str(tmp_path / "repo"), check=True)
+    written = tmp_path / "repo" / render.ptq_relpath("stub_model")
+    assert written.read_bytes() == (SHARED / OCR_KL).read_bytes()
+    assert tipcgen("lint", str(written)).returncode == 0
+
+
+@needs_corpus
+def test_a_shifted_ptq_config_is_refused_naming_the_line(tmp_path: Path) -> None:
+    shifted = tmp_path / "train_ptq_infer_python.txt"
+    shifted.write_text(without_line(text(SEG_PTQ), 4))
+    proc = tipcgen("import", str(shifted))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"{shifted}:10: idx 9 should hold '##'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@needs_corpus
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s.replace("  layout: ptq ", "  layout: ptq_x "), "ptq.layout: expected one of ptq, ptq_video, kl_quant"),
+    (lambda s: s.replace("    batch_num: --batch_num:1\n", ""), "ptq.lines: has no batch_num line"),
+    (lambda s: s.replace("    trainer: trainer:PTQ", "    trainer: trainer:PTQ\n    epochs: --epochs:1"),
+     "ptq.lines.epochs: is no line of the ptq layout"),
+    (lambda s: s.replace("    inference: inference:", "    inference: infer:"), "is not a ptq config: idx 14 should hold 'inference:'"),
+    (lambda s: s.replace("    python: python:python3.7", "    python: [python]"), "ptq.lines.python: expected one line of text"),
+])
+def test_a_bad_ptq_section_names_the_field(change, message: str) -> None:
+    section = import_ptq(text(SEG_PTQ), "seg.txt")
+    with pytest.raises(DescriptorError, match=re.escape(message)):
+        descriptor.load_text(with_ptq(change(section)), source="tipc.yaml")
+
+
+def _normalised(config_text: str) -> list[str]:
+    """What the basic chain's import keeps (docs/DESCRIPTOR.md, "Importing an existing config"): the
+    logical lines without whitespace around key and value, headers by name."""
+    return [f"=== {line.header_name} ===" if line.header_name else
+            line.key.strip() + ("" if line.value is None else ":" + line.value.strip())
+            for line in TipcConfig.parse(config_text).logical_lines()]
+
+
+@needs_corpus
+def test_the_pact_and_clas_ptq_configs_import_as_basic_chain_configs() -> None:
+    """The 54 compression configs in the basic chain's layouts (PaddleClas PTQ and PACT, OCR PACT, the
+    tutorial's PACT; PaddleSeg's PACT wait for its layout family) import and render back line for line,
+    with the basic import's normalisations (27/26 headers, whitespace around ':' and values, the final
+    newline), which the descriptor's header comment lists: none of the 45 comes back byte for byte."""
+    basic = [p for p in FILES if p not in PTQ_FILES and "PaddleSeg" not in str(p)]
+    assert len(basic) == 45
+    for path in basic:
+        original = path.read_bytes().decode()
+        _, desc = import_descriptor(original, path.name)
+        assert _normalised(render.render_config(desc)) == _normalised(original), path.name

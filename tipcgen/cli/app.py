@@ -266,7 +266,7 @@ def lint(
 
 @app.command("import")
 def import_(
-    config: Path = typer.Argument(..., help="An existing train_infer_python.txt."),
+    config: Path = typer.Argument(..., help="An existing train_infer_python.txt (or train_ptq_infer_python.txt: its ptq section)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
 ) -> None:
@@ -276,14 +276,21 @@ def import_(
 
     Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
     """
-    from tipcgen.configs import importer, legacy_format
-    from tipcgen.core import writes
+    from tipcgen.configs import import_compression, importer, legacy_format
+    from tipcgen.core import inputs, writes
 
-    text, note = legacy_format.imported_env(importer.import_file(config), Path("."))
+    source = inputs.read_text(config, "config")
+    if import_compression.is_ptq(source):  # a PTQ config: the ptq section of the model's tipc.yaml
+        text, note = import_compression.import_ptq(source, str(config)), None
+    else:
+        text, note = legacy_format.imported_env(importer.import_config(source, str(config)), Path("."))
     if output is None:
         typer.echo(text, nl=False)
         return
     writes.write_tree({output.name: text}, output.parent, force=force)
+    if import_compression.is_ptq(source):
+        typer.echo(f"wrote {output}: add its ptq section to the model's tipc.yaml, then run tipcgen init on that")
+        return
     typer.echo(f"wrote {output}; render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from tipcgen.core.errors import DescriptorError
 from tipcgen.descriptor import benchmark as benchmark_spec
+from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor import target as target_spec
 from tipcgen.descriptor.schema import (
     FIELD_DEFAULTS,
@@ -159,6 +160,7 @@ class Validator(GroupChecks):
             description=self.text(data["description"], "description") if data.get("description") else "",
             layout=layout_name,
             env=self._env(data.get("env")),
+            ptq=ptq_spec.parse(data.get("ptq"), self.source, self.lines),
         )
 
     def _required_values(self, slots: dict[str, SlotValue]) -> None:

@@ -69,13 +69,18 @@ PTQ_VIDEO_24 = _ptq(
     (("infer_use_gpu", "device loop"), ("infer_config", "the inference config file"),
      ("infer_batch_size", "batch-size loop"), ("infer_model_file", "the int8 program"),
      ("infer_params_file", "the int8 parameters"), ("infer_data", "inference data"), ("benchmark", "benchmark flag")))
-# OCR: the 51-line layout's export keys (idx 28, 27) and idx 36-50, after model_name and python.
+# OCR: the 51-line layout's export keys (idx 28, 27) and idx 36-50, after model_name and python: the same
+# rows (keys, anchors, value shapes), found by descriptor field and named here (the names are this file's).
 KL_QUANT_20 = (
     *_head("kl_quant_params"),
-    *(replace(layout.SLOT_BY_NAME[name], index=i, field=None) for i, name in enumerate(
-        ("export_weight", "save_infer", "infer_model", "infer_export", "infer_quant", "inference", "infer_use_gpu",
-         "enable_mkldnn", "cpu_threads", "infer_batch_size", "use_trt", "precision", "infer_model_dir", "infer_data",
-         "save_log", "benchmark", "infer_param"), start=3)),
+    *(replace(layout.SLOT_BY_FIELD[fld], index=i, name=name, field=None) for i, (name, fld) in enumerate((
+        ("export_weight", "export.weights"), ("save_infer", "export.output_dir"), ("infer_model", "whole_infer.models"),
+        ("infer_export", "whole_infer.export"), ("infer_quant", "whole_infer.quant"), ("inference", "inference.script"),
+        ("infer_use_gpu", "inference.use_gpu"), ("enable_mkldnn", "inference.enable_mkldnn"),
+        ("cpu_threads", "inference.cpu_threads"), ("infer_batch_size", "inference.batch_size"),
+        ("use_trt", "inference.use_tensorrt"), ("precision", "inference.precision"),
+        ("infer_model_dir", "inference.model_dir"), ("infer_data", "inference.data"), ("save_log", "inference.save_log"),
+        ("benchmark", "inference.benchmark"), ("infer_param", "inference.extra")), start=3)),
 )
 LAYOUTS = {"ptq": PTQ_20, "ptq_video": PTQ_VIDEO_24, "kl_quant": KL_QUANT_20}
 # The first headers a layout's file may carry (OCR's older KL configs open with `train_params`).

@@ -17,13 +17,17 @@ from tipcgen.configs import existing, legacy_format
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
 from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
-from tipcgen.format import chain, layout, paths
+from tipcgen.format import chain, compression, layout, paths
 from tipcgen.render import gitignore
 from tipcgen.render.templating import environment
 
 
 def config_relpath(model_name: str) -> str:
     return f"test_tipc/configs/{model_name}/train_infer_python.txt"
+
+
+def ptq_relpath(model_name: str) -> str:
+    return f"test_tipc/configs/{model_name}/{compression.PTQ_CONFIG}"
 
 
 PADDLE2ONNX_CONFIG = "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
@@ -157,6 +161,9 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
     if desc.checks is not None:
         files["test_tipc/compare_results.py"] = env.get_template("runner/compare_results.py.j2").render()
     files.update(_paddle2onnx_files(desc, env))
+    if desc.ptq is not None:  # the PTQ chain's config (descriptor ptq:), byte for byte as imported
+        files[ptq_relpath(desc.model_name)] = env.get_template("config/train_ptq_infer_python.txt.j2").render(
+            layout=compression.LAYOUTS[desc.ptq.layout], ptq=desc.ptq)
     if desc.benchmark is not None or any(name == benchmark.SECTION for name, _ in desc.sections):  # an imported one too
         files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(
             step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), paths=paths.runner_context())
