@@ -14,6 +14,10 @@ if [ "$TIPC_FIRST" = paddle2onnx_params ]; then
     CHAIN=paddle2onnx
     TIPC_MODEL=$(config_value model_name)
     PYTHON=${TIPC_PYTHON:-$(config_value python)}
+elif [ "$TIPC_FIRST" = ptq_params ]; then  # the PTQ chain (test_ptq_inference_python.sh checks its layout)
+    CHAIN=ptq
+    TIPC_MODEL=$(config_value model_name)
+    PYTHON=${TIPC_PYTHON:-$(config_value python)}
 else
     CHAIN=basic
     tipc_check_layout "$CONFIG"

@@ -127,8 +127,10 @@ def test_every_ptq_config_imports_and_inits_back_byte_for_byte(path: Path) -> No
     desc = descriptor.load_text(with_ptq(import_ptq(original, path.name)), source="tipc.yaml")
     files = render.render_files(desc)
     assert files[render.ptq_relpath("stub_model")] == original
-    assert render.render_files(descriptor.load_text(STUB_DESCRIPTOR.read_text(), source="t.yaml")).keys() \
-        == files.keys() - {render.ptq_relpath("stub_model")}  # nothing else changes
+    without = render.render_files(descriptor.load_text(STUB_DESCRIPTOR.read_text(), source="tipc.yaml"))
+    assert files.keys() - without.keys() == {render.ptq_relpath("stub_model"), "test_tipc/test_ptq_inference_python.sh",
+                                             "test_tipc/check_quant.py"}  # the config and the chain's two scripts
+    assert all(files[name] == text for name, text in without.items())  # nothing else changes
 
 
 @needs_corpus

@@ -175,7 +175,7 @@ def run(
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
-    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, or benchmark_train (training speed per case; --mode picks its data)."),
+    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), or ptq (post-training quantization: calibrate, int8 inference, int8 vs float)."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 

@@ -85,6 +85,20 @@ def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, s
     return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
 
 
+def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
+    """The PTQ chain's runner (the 20-line ptq layout, read by position) and its int8-vs-float check."""
+    table = compression.LAYOUTS["ptq"]
+    at = {slot.name: slot.index for slot in table}
+    kv = [slot for slot in table if slot.kind == "kv"]
+    calibration = [slot for slot in kv if at["model_name"] < slot.index < at["trainer"] and slot.name != "python"]
+    passed = ("inference", "infer_use_gpu", "infer_batch_size")
+    runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
+        n_lines=len(table), anchors=[s for s in table[1:] if s.kind != "kv" or s.anchors],
+        kv=kv, at=at, calibration=calibration, inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed],
+        step_timeout=desc.step_timeout, paths=paths.runner_context())
+    return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": env.get_template("runner/check_quant.py.j2").render()}
+
+
 def golden_dir(desc: Descriptor) -> Path | None:
     return desc.base_dir / desc.checks.golden if desc.checks and desc.checks.golden else None
 
@@ -161,9 +175,10 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
     if desc.checks is not None:
         files["test_tipc/compare_results.py"] = env.get_template("runner/compare_results.py.j2").render()
     files.update(_paddle2onnx_files(desc, env))
-    if desc.ptq is not None:  # the PTQ chain's config (descriptor ptq:), byte for byte as imported
+    if desc.ptq is not None:  # the PTQ chain (descriptor ptq:): its config byte for byte as imported, its runner
         files[ptq_relpath(desc.model_name)] = env.get_template("config/train_ptq_infer_python.txt.j2").render(
             layout=compression.LAYOUTS[desc.ptq.layout], ptq=desc.ptq)
+        files.update(_ptq_runner(desc, env))
     if desc.benchmark is not None or any(name == benchmark.SECTION for name, _ in desc.sections):  # an imported one too
         files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(
             step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), paths=paths.runner_context())

@@ -72,13 +72,15 @@ REQUIRED_KINDS = {
               "whole_infer": ("infer",)},
     "paddle2onnx": {},  # every mode: ("convert", "infer")
     "benchmark_train": {"benchmark_train": ("train", "speed")},
+    "ptq": {},  # every mode: ("quant", "infer", "check")
 }
 _P2O_KINDS = ("convert", "infer")
+_EVERY_MODE = {"paddle2onnx": _P2O_KINDS, "ptq": ("quant", "infer", "check")}
 
 
 def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
     """The step kinds a PASSED verdict needs; null_kinds: kinds the config turns off (command null)."""
-    kinds = REQUIRED_KINDS.get(chain, {}).get(mode, _P2O_KINDS if chain == "paddle2onnx" else ())
+    kinds = REQUIRED_KINDS.get(chain, {}).get(mode, _EVERY_MODE.get(chain, ()))
     return [kind for kind in kinds if kind not in null_kinds]
 
 

@@ -1,0 +1,67 @@
+"""The PTQ chain on a small CNN (tests/fixtures/ptq_cnn): `tipcgen run --chain ptq` calibrates the float
+model on the lite data, runs the int8 model with Paddle Inference on CPU and checks it against the
+float one on fixed inputs; the GPU cases are skipped with their reason on a CPU machine. One real run
+(about 40 s on two shared cores), shared by the tests below."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, tipcgen
+
+pytestmark = [pytest.mark.paddle, pytest.mark.chain]
+FIXTURE = ROOT / "tests" / "fixtures" / "ptq_cnn"
+RUN = Path("test_tipc/output/ptq_cnn/ptq/whole_infer")
+
+
+@pytest.fixture(scope="module")
+def ptq_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    pytest.importorskip("paddle")
+    repo = tmp_path_factory.mktemp("ptq") / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    return repo, tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=repo)
+
+
+def records(repo: Path) -> dict[str, dict]:
+    lines = (repo / RUN / "steps.jsonl").read_text().splitlines()
+    return {record["name"]: record for record in map(json.loads, lines)}
+
+
+def test_the_ptq_chain_passes_on_cpu(ptq_run) -> None:
+    repo, proc = ptq_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED: 5 passed, 0 failed, 2 skipped" in proc.stdout
+    summary = json.loads((repo / RUN / "summary.json").read_text())
+    assert summary["required_kinds"] == ["quant", "infer", "check"]
+    steps = records(repo)
+    assert steps["ptq_quant"]["status"] == "passed"
+    assert "--batch_num=2" in steps["ptq_quant"]["command"] and "--algo=KL" in steps["ptq_quant"]["command"]
+    assert (repo / "ptq_cnn_int8" / "inference.pdmodel").is_file()
+    for batch in (1, 4):
+        cpu, gpu = steps[f"python_infer_cpu_int8_batchsize_{batch}"], steps[f"python_infer_gpu_int8_batchsize_{batch}"]
+        assert (cpu["status"], cpu["precision"], cpu["batch_size"]) == ("passed", "int8", str(batch))
+        assert gpu["status"] == "skipped" and "needs a CUDA device" in gpu["reason"]
+
+
+def test_the_int8_model_is_checked_against_the_float_one(ptq_run) -> None:
+    repo, _ = ptq_run
+    check = records(repo)["ptq_int8_vs_float"]
+    assert (check["status"], check["reference"]) == ("passed", "fixed")
+    log = (repo / check["log"]).read_text()
+    figures = json.loads(log.split("quant check: ", 1)[1].splitlines()[0])
+    assert 0 < figures["max_diff"] <= figures["allowed"] == pytest.approx(0.2 * figures["float_abs_max"])
+    assert figures["top1_agreement"] == 1.0 and figures["int8_ms"] > 0 and figures["float_ms"] > 0
+
+
+def test_the_check_fails_an_int8_model_beyond_its_tolerance(ptq_run) -> None:
+    """The same models with a tolerance no int8 model meets: the check exits 1, naming the difference."""
+    repo, _ = ptq_run
+    proc = subprocess.run([sys.executable, "test_tipc/check_quant.py", "--float_dir=./ptq_cnn_infer",
+                           "--int8_dir=./ptq_cnn_int8", "--rtol=0.0001"], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 1 and "the int8 model differs from the float one by" in proc.stderr
