@@ -1,7 +1,9 @@
-"""The PTQ chain on a small CNN (tests/fixtures/ptq_cnn): `tipcgen run --chain ptq` calibrates the float
-model on the lite data, runs the int8 model with Paddle Inference on CPU and checks it against the
-float one on fixed inputs; the GPU cases are skipped with their reason on a CPU machine. One real run
-(about 40 s on two shared cores), shared by the tests below."""
+"""The compression chains on a small CNN (tests/fixtures/ptq_cnn, docs/QUANTIZATION.md).
+
+PTQ: `tipcgen run --chain ptq` calibrates the float model on the lite data, runs the int8 model with
+Paddle Inference on CPU and checks it against the float one on fixed inputs. PACT: the basic chain with
+trainer pact_train trains quantization-aware, exports with quant_export and infers int8. GPU cases are
+skipped with their reason on a CPU machine. One real run of each (20-40 s on two shared cores)."""
 from __future__ import annotations
 
 import json
@@ -17,19 +19,25 @@ from conftest import ROOT, tipcgen
 pytestmark = [pytest.mark.paddle, pytest.mark.chain]
 FIXTURE = ROOT / "tests" / "fixtures" / "ptq_cnn"
 RUN = Path("test_tipc/output/ptq_cnn/ptq/whole_infer")
+PACT_RUN = Path("test_tipc/output/ptq_cnn/lite_train_lite_infer")
 
 
 @pytest.fixture(scope="module")
-def ptq_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+def repo(tmp_path_factory) -> Path:
     pytest.importorskip("paddle")
-    repo = tmp_path_factory.mktemp("ptq") / "repo"
+    repo = tmp_path_factory.mktemp("quant") / "repo"
     shutil.copytree(FIXTURE, repo)
     tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    return repo
+
+
+@pytest.fixture(scope="module")
+def ptq_run(repo: Path) -> tuple[Path, subprocess.CompletedProcess]:
     return repo, tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=repo)
 
 
-def records(repo: Path) -> dict[str, dict]:
-    lines = (repo / RUN / "steps.jsonl").read_text().splitlines()
+def records(repo: Path, run: Path = RUN) -> dict[str, dict]:
+    lines = (repo / run / "steps.jsonl").read_text().splitlines()
     return {record["name"]: record for record in map(json.loads, lines)}
 
 
@@ -65,3 +73,17 @@ def test_the_check_fails_an_int8_model_beyond_its_tolerance(ptq_run) -> None:
     proc = subprocess.run([sys.executable, "test_tipc/check_quant.py", "--float_dir=./ptq_cnn_infer",
                            "--int8_dir=./ptq_cnn_int8", "--rtol=0.0001"], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 1 and "the int8 model differs from the float one by" in proc.stderr
+
+
+def test_the_pact_chain_trains_exports_and_infers_int8(repo: Path) -> None:
+    proc = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED: 7 passed, 0 failed, 2 skipped" in proc.stdout
+    steps = list(records(repo, PACT_RUN).values())
+    train, evaluation, export = (next(s for s in steps if s["kind"] == kind) for kind in ("train", "eval", "export"))
+    assert (train["trainer"], train["status"]) == ("pact_train", "passed") and "train.py --pact" in train["command"]
+    assert evaluation["status"] == "passed" and "export_model.py --pact" in export["command"]
+    program = next((repo / PACT_RUN).glob("*/inference.pdmodel"))  # the quant_export output, fake quantizers in it
+    assert b"quantize_linear" in program.read_bytes() or b"fake_quantize" in program.read_bytes()
+    infers = [s for s in steps if s["kind"] == "infer"]
+    assert {(s["device"], s["precision"], s["status"]) for s in infers} == {("cpu", "int8", "passed"), ("gpu", "int8", "skipped")}
