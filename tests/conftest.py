@@ -82,6 +82,8 @@ SHARED_RUNS = {
     "cnn_inputs": "{module}:weights",
     "tutorial_repo": "{module}:tutorial_repo",  # test_tutorial_layout.py
     "separate_stubs": "stubs",               # test_suite.py
+    "quant_repo": "{module}:quant_repo",     # test_quant_chains.py (its PTQ and PACT runs share the project)
+    "ptq_run": "{module}:quant_repo",
 }
 
 

@@ -23,7 +23,7 @@ PACT_RUN = Path("test_tipc/output/ptq_cnn/lite_train_lite_infer")
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory) -> Path:
+def quant_repo(tmp_path_factory) -> Path:
     pytest.importorskip("paddle")
     repo = tmp_path_factory.mktemp("quant") / "repo"
     shutil.copytree(FIXTURE, repo)
@@ -32,8 +32,8 @@ def repo(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ptq_run(repo: Path) -> tuple[Path, subprocess.CompletedProcess]:
-    return repo, tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=repo)
+def ptq_run(quant_repo: Path) -> tuple[Path, subprocess.CompletedProcess]:
+    return quant_repo, tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=quant_repo)
 
 
 def records(repo: Path, run: Path = RUN) -> dict[str, dict]:
@@ -75,7 +75,8 @@ def test_the_check_fails_an_int8_model_beyond_its_tolerance(ptq_run) -> None:
     assert proc.returncode == 1 and "the int8 model differs from the float one by" in proc.stderr
 
 
-def test_the_pact_chain_trains_exports_and_infers_int8(repo: Path) -> None:
+def test_the_pact_chain_trains_exports_and_infers_int8(quant_repo: Path) -> None:
+    repo = quant_repo
     proc = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASSED: 7 passed, 0 failed, 2 skipped" in proc.stdout
