@@ -65,6 +65,11 @@ def test_the_int8_model_is_checked_against_the_float_one(ptq_run) -> None:
     figures = json.loads(log.split("quant check: ", 1)[1].splitlines()[0])
     assert 0 < figures["max_diff"] <= figures["allowed"] == pytest.approx(0.2 * figures["float_abs_max"])
     assert figures["top1_agreement"] == 1.0 and figures["int8_ms"] > 0 and figures["float_ms"] > 0
+    summary = json.loads((repo / RUN / "summary.json").read_text())  # the figures in the summary, and its text
+    check_in_summary = next(step["check"] for step in summary["steps"] if step["name"] == "ptq_int8_vs_float")
+    assert check_in_summary["max_diff"] == figures["max_diff"] and check_in_summary["top1_agreement"] == 1.0
+    assert set(check_in_summary["latency_ms"]) == {"float (oneDNN fp32)", "int8 (oneDNN int8)"}
+    assert f" int8 vs float {figures['max_diff']:.2g} (atol 0, rtol 0.2); latency " in ptq_run[1].stdout
 
 
 def test_the_check_fails_an_int8_model_beyond_its_tolerance(ptq_run) -> None:
