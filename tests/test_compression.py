@@ -162,6 +162,8 @@ def test_a_shifted_ptq_config_is_refused_naming_the_line(tmp_path: Path) -> None
      "ptq.lines.epochs: is no line of the ptq layout"),
     (lambda s: s.replace("    inference: inference:", "    inference: infer:"), "is not a ptq config: idx 14 should hold 'inference:'"),
     (lambda s: s.replace("    python: python:python3.7", "    python: [python]"), "ptq.lines.python: expected one line of text"),
+    (lambda s: s.replace("  lines:", "  eval_data: ../eval.npz\n  lines:"), "ptq.eval_data: expected a relative .npz path"),
+    (lambda s: s.replace("  lines:", "  accuracy_drop: 2\n  lines:"), "ptq.accuracy_drop: expected a number from 0 to 1"),
 ])
 def test_a_bad_ptq_section_names_the_field(change, message: str) -> None:
     section = import_ptq(text(SEG_PTQ), "seg.txt")

@@ -70,6 +70,8 @@ def test_the_int8_model_is_checked_against_the_float_one(ptq_run) -> None:
     assert check_in_summary["max_diff"] == figures["max_diff"] and check_in_summary["top1_agreement"] == 1.0
     assert set(check_in_summary["latency_ms"]) == {"float (oneDNN fp32)", "int8 (oneDNN int8)"}
     assert f" int8 vs float {figures['max_diff']:.2g} (atol 0, rtol 0.2); latency " in ptq_run[1].stdout
+    assert check_in_summary["accuracy"] == {"float": 1.0, "int8": 1.0, "delta": 0.0}  # ptq.eval_data, 24 images
+    assert "; accuracy float 1, int8 1 (+0)" in ptq_run[1].stdout
 
 
 def test_the_check_fails_an_int8_model_beyond_its_tolerance(ptq_run) -> None:
@@ -78,6 +80,19 @@ def test_the_check_fails_an_int8_model_beyond_its_tolerance(ptq_run) -> None:
     proc = subprocess.run([sys.executable, "test_tipc/check_quant.py", "--float_dir=./ptq_cnn_infer",
                            "--int8_dir=./ptq_cnn_int8", "--rtol=0.0001"], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 1 and "the int8 model differs from the float one by" in proc.stderr
+
+
+def test_the_check_fails_an_accuracy_drop(ptq_run) -> None:
+    """An untrained copy of the CNN in the int8 model's place: within a loose output tolerance, but its
+    accuracy on the eval data falls far more than the allowed 0.05."""
+    repo, _ = ptq_run
+    untrained = ("from ptq_cnn import Net, paddle; paddle.seed(7); net = Net(); net.eval(); paddle.jit.save(net, "
+                 "'untrained/inference', input_spec=[paddle.static.InputSpec([None, 3, 32, 32], 'float32', 'x')])")
+    subprocess.run([sys.executable, "-c", untrained], cwd=repo, check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, "test_tipc/check_quant.py", "--float_dir=./ptq_cnn_infer", "--int8_dir=./untrained",
+                           "--rtol=1000", "--eval_data=lite_data/eval.npz"], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 1 and "accuracy, more than 0.05" in proc.stderr
+    assert "accuracy on lite_data/eval.npz: float 1.0000, int8 0." in proc.stdout
 
 
 def test_the_pact_chain_trains_exports_and_infers_int8(quant_repo: Path) -> None:

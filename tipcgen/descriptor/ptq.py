@@ -6,17 +6,30 @@ variable its suite's runner reads it into and kept as written, so nothing is nor
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.schema import PTQ_FIELDS
+from tipcgen.descriptor.schema import INPUTS_PATH_RE, PTQ_FIELDS
 from tipcgen.descriptor.yaml_lines import shown
 from tipcgen.format import compression
 from tipcgen.format.layout import header_line
 
 
-def parse(value: Any, source: str, lines: dict[str, int]) -> compression.CompressionConfig | None:
-    """The ``ptq`` section → a CompressionConfig; errors name the field and its line."""
+DEFAULT_ACCURACY_DROP = 0.05
+
+
+@dataclass(frozen=True)
+class PtqSpec:
+    """The PTQ config (its lines) and what the chain's check reads besides it."""
+
+    config: compression.CompressionConfig
+    eval_data: str | None = None  # a labelled .npz in the repository: accuracy of float and int8
+    accuracy_drop: float = DEFAULT_ACCURACY_DROP
+
+
+def parse(value: Any, source: str, lines: dict[str, int]) -> PtqSpec | None:
+    """The ``ptq`` section → a PtqSpec; errors name the field and its line."""
     if value is None:
         return None
 
@@ -60,7 +73,15 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> compression.Compres
     except ValueError as exc:  # a line that moved a header, ## or keyed line out of its place
         raise fail("ptq.lines", f"the config it renders is not a {name} config: {exc}",
                    "keep model_name:, python:, trainer:, inference: and the ## lines where the layout has them") from None
-    return config
+    eval_data = value.get("eval_data")
+    if eval_data is not None and (not isinstance(eval_data, str) or not INPUTS_PATH_RE.match(eval_data)
+                                  or eval_data.startswith("/") or ".." in eval_data.split("/")):
+        raise fail("ptq.eval_data", f"expected a relative .npz path in the repository, found {shown(eval_data)}",
+                   "e.g. lite_data/eval.npz, holding arrays x (the model's input) and label")
+    drop = value.get("accuracy_drop", DEFAULT_ACCURACY_DROP)
+    if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 <= drop <= 1:
+        raise fail("ptq.accuracy_drop", f"expected a number from 0 to 1, found {shown(drop)}", "e.g. 0.05")
+    return PtqSpec(config, eval_data, float(drop))
 
 
 def _line(text: Any, path: str, fail) -> str:

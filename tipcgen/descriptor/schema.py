@@ -184,6 +184,11 @@ FIELDS: tuple[Field, ...] = (
           "`batch_num: \"--batch_num:1\"`", {"type": "object", "additionalProperties": {"type": "string"}}),
     Field("ptq.trailing", "lines after the layout, which the runner does not read", {"type": "array", "items": {"type": "string"}}),
     Field("ptq.final_newline", "`false`: the file ends without a newline (default `true`)", {"type": "boolean"}),
+    Field("ptq.eval_data", "a labelled `.npz` (arrays `x` and `label`, read without unpickling) in the repository: the "
+          "PTQ chain's check reports the float and int8 models' accuracy on it and fails when int8 loses more than "
+          "`ptq.accuracy_drop`; not a config line", {"type": "string", "pattern": INPUTS_PATH_RE.pattern}),
+    Field("ptq.accuracy_drop", "the accuracy the int8 model may lose on `ptq.eval_data` (default 0.05)",
+          {"type": "number", "minimum": 0, "maximum": 1}),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,

@@ -104,7 +104,7 @@ class Descriptor:
     extra: dict[str, Any] = field(default_factory=dict)
     section_headers: tuple[str | None, ...] = ()  # a section's header as written, where not 27/27
     layout: str = "standard"  # the config layout: standard (51 lines) or tutorial (32 lines)
-    ptq: Any = None  # format.compression.CompressionConfig: train_ptq_infer_python.txt (ptq:)
+    ptq: Any = None  # descriptor.ptq.PtqSpec: train_ptq_infer_python.txt and its check (ptq:)
 
     def slot_of(self, fld: str) -> SlotValue:
         """The key and value of a descriptor field's line (code names slots by field: see chain.py)."""

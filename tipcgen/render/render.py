@@ -95,7 +95,8 @@ def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
     runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
         n_lines=len(table), anchors=[s for s in table[1:] if s.kind != "kv" or s.anchors],
         kv=kv, at=at, calibration=calibration, inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed],
-        step_timeout=desc.step_timeout, paths=paths.runner_context())
+        step_timeout=desc.step_timeout, paths=paths.runner_context(), eval_data=desc.ptq.eval_data,
+        accuracy_drop=desc.ptq.accuracy_drop)
     return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": env.get_template("runner/check_quant.py.j2").render()}
 
 
@@ -177,7 +178,7 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
     files.update(_paddle2onnx_files(desc, env))
     if desc.ptq is not None:  # the PTQ chain (descriptor ptq:): its config byte for byte as imported, its runner
         files[ptq_relpath(desc.model_name)] = env.get_template("config/train_ptq_infer_python.txt.j2").render(
-            layout=compression.LAYOUTS[desc.ptq.layout], ptq=desc.ptq)
+            layout=compression.LAYOUTS[desc.ptq.config.layout], ptq=desc.ptq.config)
         files.update(_ptq_runner(desc, env))
     if desc.benchmark is not None or any(name == benchmark.SECTION for name, _ in desc.sections):  # an imported one too
         files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(

@@ -190,6 +190,9 @@ def check_text(check: dict) -> str:
              and isinstance(t.get("mean_ms"), (int, float))]
     if means:  # the chain's own check (check_inference.py) times every configuration
         text += f"; latency {min(means):.3g}-{max(means):.3g} ms over {len(means)} configuration(s)"
+    accuracy = check.get("accuracy")  # the PTQ chain's check (check_quant.py): float and int8 on labelled data
+    if isinstance(accuracy, dict) and all(isinstance(accuracy.get(k), (int, float)) for k in ("float", "int8", "delta")):
+        text += f"; accuracy float {accuracy['float']:.4g}, int8 {accuracy['int8']:.4g} ({accuracy['delta']:+.4g})"
     return text
 
 
