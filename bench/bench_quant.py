@@ -1,6 +1,6 @@
 """Probe int8 quantization on the pinned Paddle stack (CPU): which export path works, and the figures.
 
-    python bench/bench_quant.py [--out bench/results/quant.json] [--threads 1] [--runs 50]
+    python bench/bench_quant.py [--out bench/results/quant.json] [--threads 1] [--runs 50] [--bert]
 
 One small CNN (3 convs + linear, 3x32x32 input, random weights, seed 0) is exported, quantized
 and run with Paddle Inference on CPU in each way docs/QUANTIZATION.md describes; every case prints
@@ -123,6 +123,23 @@ try:
         result["dygraph_max_diff_to_float"] = float(np.abs(qmodel(paddle.to_tensor(x)).numpy() - np.load(f"{work}/ref.npy")).max())
         paddle.jit.save(qmodel, f"{work}/{case}/inference", input_spec=spec)
         result["files"] = sorted(os.listdir(f"{work}/{case}"))
+    elif case.startswith("bert_"):  # a 2-layer paddlenlp BERT (finding 8): does it export int8-ready?
+        from paddlenlp.transformers import BertConfig, BertForSequenceClassification
+        paddle.seed(0)
+        bert = BertForSequenceClassification(BertConfig(vocab_size=1000, hidden_size=128, num_hidden_layers=2,
+                                                        num_attention_heads=2, intermediate_size=256, num_labels=2))
+        bert.eval()
+        ids = np.random.RandomState(0).randint(1, 1000, (8, 64))
+        bert_spec = [paddle.static.InputSpec([8, 64], "int64", "input_ids"), paddle.static.InputSpec([8, 64], "int64", "token_type_ids")]
+        if case == "bert_dygraph_ptq_pir":
+            from paddle.quantization import PTQ, QuantConfig
+            from paddle.quantization.observers import AbsmaxObserver
+            quant = PTQ(QuantConfig(activation=AbsmaxObserver(), weight=AbsmaxObserver()))
+            bert = quant.quantize(bert, inplace=False)
+            bert(paddle.to_tensor(ids), paddle.to_tensor(np.zeros_like(ids)))
+            bert = quant.convert(bert, inplace=False)
+        paddle.jit.save(paddle.jit.to_static(bert, input_spec=bert_spec), f"{work}/{case}/inference")
+        result["files"] = sorted(os.listdir(f"{work}/{case}"))
     elif case.startswith("infer:"):
         _, model_dir, mode = case.split(":")
         own = f"{work}/ref_{model_dir}.npy"  # QAT changed the weights: compare with its own dygraph output
@@ -155,6 +172,7 @@ def main() -> None:
     parser.add_argument("--out", default="")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--bert", action="store_true", help="also try a small paddlenlp BERT (needs paddlenlp)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -163,13 +181,15 @@ def main() -> None:
                 ("static_ptq_KL_pir", True)]
         plan += [(f"static_ptq_{algo}_legacy", False) for algo in ("KL", "hist", "avg", "mse", "abs_max")]
         plan += [("dygraph_ptq_pir", True), ("dygraph_ptq_legacy", False), ("dygraph_qat_legacy", False)]
+        if args.bert:
+            plan += [("bert_float_legacy", False), ("bert_dygraph_ptq_pir", True)]
         made = []
         for case, pir in plan:
             results.append(run_case(work, case, pir, args.threads, args.runs))
             print(json.dumps(results[-1]), flush=True)
             if results[-1]["ok"]:
                 made.append(case)
-        for model_dir in made:
+        for model_dir in (m for m in made if not m.startswith("bert_")):
             for mode in ("plain", "mkldnn", "mkldnn_int8"):
                 results.append(run_case(work, f"infer:{model_dir}:{mode}", True, args.threads, args.runs))
                 print(json.dumps(results[-1]), flush=True)
