@@ -64,11 +64,10 @@ def test_every_ptq_config_parses_and_renders_back_byte_for_byte(path: Path) -> N
 
 
 @needs_corpus
-def test_lint_finds_no_error_in_the_compression_configs_but_paddleseg_pact() -> None:
-    """PaddleSeg's PACT configs are PaddleSeg basic-chain configs (its own layout family, #27):
-    read as the 51-line layout they are shifted; every other file has no error."""
-    flagged = {p.name for p in FILES if errors(p.read_bytes().decode())}
-    assert flagged == {p.name for p in FILES if "PaddleSeg" in str(p) and "pact" in p.name}
+def test_lint_finds_no_error_in_any_compression_config() -> None:
+    """The PTQ layouts by their own rules, the PACT configs (and PaddleClas's PTQ ones) in their layout
+    family (PaddleSeg's PACT configs in the paddleseg family, docs/LAYOUTS.md)."""
+    assert {p.name for p in FILES if errors(p.read_bytes().decode())} == set()
 
 
 @needs_corpus
@@ -171,23 +170,13 @@ def test_a_bad_ptq_section_names_the_field(change, message: str) -> None:
         descriptor.load_text(with_ptq(change(section)), source="tipc.yaml")
 
 
-def _normalised(config_text: str) -> list[str]:
-    """What the basic chain's import keeps (docs/DESCRIPTOR.md, "Importing an existing config"): the
-    logical lines without whitespace around key and value, headers by name."""
-    return [f"=== {line.header_name} ===" if line.header_name else
-            line.key.strip() + ("" if line.value is None else ":" + line.value.strip())
-            for line in TipcConfig.parse(config_text).logical_lines()]
-
-
 @needs_corpus
-def test_the_pact_and_clas_ptq_configs_import_as_basic_chain_configs() -> None:
-    """The 54 compression configs in the basic chain's layouts (PaddleClas PTQ and PACT, OCR PACT, the
-    tutorial's PACT; PaddleSeg's PACT wait for its layout family) import and render back line for line,
-    with the basic import's normalisations (27/26 headers, whitespace around ':' and values, the final
-    newline), which the descriptor's header comment lists: none of the 45 comes back byte for byte."""
-    basic = [p for p in FILES if p not in PTQ_FILES and "PaddleSeg" not in str(p)]
-    assert len(basic) == 45
+def test_the_pact_and_clas_ptq_configs_import_and_init_back_byte_for_byte() -> None:
+    """The 54 compression configs in the basic chain's layout families (PaddleClas PTQ and PACT, OCR,
+    PaddleSeg and the tutorial's PACT) import as basic-chain descriptors and render back byte for byte."""
+    basic = [p for p in FILES if p not in PTQ_FILES]
+    assert len(basic) == 54
     for path in basic:
         original = path.read_bytes().decode()
         _, desc = import_descriptor(original, path.name)
-        assert _normalised(render.render_config(desc)) == _normalised(original), path.name
+        assert render.render_config(desc) == original, path.name
