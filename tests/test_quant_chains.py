@@ -125,3 +125,15 @@ def test_the_pact_chain_trains_exports_and_infers_int8(quant_repo: Path) -> None
     assert b"quantize_linear" in program.read_bytes() or b"fake_quantize" in program.read_bytes()
     infers = [s for s in steps if s["kind"] == "infer"]
     assert {(s["device"], s["precision"], s["status"]) for s in infers} == {("cpu", "int8", "passed"), ("gpu", "int8", "skipped")}
+
+
+def test_the_ptq_video_layout_runs_too(tmp_path: Path) -> None:
+    """PaddleVideo's 24-line layout: the runner reads its own positions (its ## and null:null fillers add no flag)."""
+    pytest.importorskip("paddle")
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("init", "tipc_video.yaml", cwd=repo, check=True)
+    proc = tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=repo)
+    assert proc.returncode == 0 and "PASSED: 5 passed, 0 failed, 2 skipped" in proc.stdout, proc.stdout + proc.stderr
+    quant = records(repo)["ptq_quant"]["command"]
+    assert "--algo=avg" in quant and "##" not in quant and "--batch_num=2" in quant

@@ -11,7 +11,7 @@ slot names are that runner's variable names):
   whole_infer's model/export/quant lists and the inference block of the 51-line layout's idx 39-50.
 
 PACT configs (``train_pact_infer_python.txt``) are basic-chain configs whose trainer is
-``pact_train``: ``layout.py`` describes them. ``CompressionConfig`` keeps every byte: lines as
+``pact_train``: ``layout.py`` and the layout families describe them. ``CompressionConfig`` keeps every byte: lines as
 written, the first header, lines after the layout, the final newline (docs/QUANTIZATION.md).
 """
 from __future__ import annotations
