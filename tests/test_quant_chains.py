@@ -137,3 +137,23 @@ def test_the_ptq_video_layout_runs_too(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "PASSED: 5 passed, 0 failed, 2 skipped" in proc.stdout, proc.stdout + proc.stderr
     quant = records(repo)["ptq_quant"]["command"]
     assert "--algo=avg" in quant and "##" not in quant and "--batch_num=2" in quant
+
+
+def test_the_kl_quant_layout_runs_its_model_list(tmp_path: Path) -> None:
+    """PaddleOCR's kl_quant layout: per float model of infer_model, the infer_export command with the
+    export_weight and save_infer keys (<model>_klquant), the CPU loops in int8 only, then the check."""
+    pytest.importorskip("paddle")
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    tipcgen("init", "tipc_kl.yaml", cwd=repo, check=True)
+    proc = tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=repo)
+    assert proc.returncode == 0 and "PASSED: 5 passed, 0 failed, 1 skipped" in proc.stdout, proc.stdout + proc.stderr
+    steps = records(repo)
+    quant = steps["ptq_quant_model_0"]["command"]
+    assert "--model_path=./ptq_cnn_infer" in quant and "--output_dir=./ptq_cnn_infer_klquant" in quant
+    cpu = [s for s in steps.values() if s["kind"] == "infer" and s["device"] == "cpu"]
+    assert sorted(s["threads"] for s in cpu) == ["1", "2"] and {s["precision"] for s in cpu} == {"int8"}
+    assert all("--model-dir=./ptq_cnn_infer_klquant" in s["command"] and "--cpu_threads=" in s["command"] for s in cpu)
+    summary = json.loads((run_dir(repo) / "summary.json").read_text())
+    check = next(step["check"] for step in summary["steps"] if step["name"] == "ptq_int8_vs_float_model_0")
+    assert check["accuracy"]["int8"] == 1.0 and check["max_diff"] <= check["allowed"]

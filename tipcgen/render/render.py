@@ -88,23 +88,23 @@ def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, s
     return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
 
 
-RUN_PTQ_LAYOUTS = ("ptq", "ptq_video")  # the PTQ layouts tipcgen runs (kl_quant: linted, imported, rendered)
-
-
 def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
-    """The PTQ chain's runner for the descriptor's layout (ptq or ptq_video, read by position; a kl_quant
-    config gets the ptq runner, which refuses it) and its int8-vs-float check."""
-    name = desc.ptq.config.layout if desc.ptq.config.layout in RUN_PTQ_LAYOUTS else "ptq"
+    """The PTQ chain's runner for the descriptor's layout (read by position: ptq and ptq_video share one
+    template, kl_quant has its own) and its int8-vs-float check."""
+    name = desc.ptq.config.layout
     table = compression.LAYOUTS[name]
     at = {slot.name: slot.index for slot in table}
     kv = [slot for slot in table if slot.kind == "kv"]
-    calibration = [slot for slot in kv if at["model_name"] < slot.index < at["trainer"] and slot.name != "python"]
-    passed = ("inference", "infer_use_gpu", "infer_batch_size")
-    runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
-        layout_name=name, n_lines=len(table), anchors=[s for s in table[1:] if s.kind != "kv" or s.anchors],
-        kv=kv, at=at, calibration=calibration, inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed],
-        step_timeout=desc.step_timeout, paths=paths.runner_context(), eval_data=desc.ptq.eval_data,
-        accuracy_drop=desc.ptq.accuracy_drop)
+    context = {"layout_name": name, "n_lines": len(table), "anchors": [s for s in table[1:] if s.kind != "kv" or s.anchors],
+               "kv": kv, "at": at, "step_timeout": desc.step_timeout, "paths": paths.runner_context(),
+               "eval_data": desc.ptq.eval_data, "accuracy_drop": desc.ptq.accuracy_drop}
+    if name == "kl_quant":
+        runner = env.get_template("runner/test_ptq_kl_quant.sh.j2").render(**context)
+    else:
+        passed = ("inference", "infer_use_gpu", "infer_batch_size")
+        runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
+            calibration=[s for s in kv if at["python"] < s.index < at["trainer"]],
+            inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed], **context)
     return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": env.get_template("runner/check_quant.py.j2").render()}
 
 
