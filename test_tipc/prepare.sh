@@ -15,6 +15,11 @@ if [ "$TIPC_FIRST" = paddle2onnx_params ]; then
     CHAIN=paddle2onnx
     TIPC_MODEL=$(config_value model_name)
     PYTHON=${TIPC_PYTHON:-$(config_value python)}
+elif [ "$TIPC_FIRST" = ptq_params ] || [ "$TIPC_FIRST" = kl_quant_params ] \
+        || { [ "$TIPC_FIRST" = train_params ] && [[ ${TIPC_LINES[7]:-} == infer_quant:* ]]; }; then  # the PTQ chain's layouts
+    CHAIN=ptq
+    TIPC_MODEL=$(config_value model_name)
+    PYTHON=${TIPC_PYTHON:-$(config_value python)}
 else
     CHAIN=basic
     tipc_check_layout "$CONFIG"

@@ -180,7 +180,7 @@ def run(
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
-    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, or benchmark_train (training speed per case; --mode picks its data)."),
+    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), or ptq (post-training quantization: calibrate, int8 inference, int8 vs float)."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 
@@ -272,7 +272,7 @@ def lint(
 
 @app.command("import")
 def import_(
-    config: Path = typer.Argument(..., help="An existing train_infer_python.txt."),
+    config: Path = typer.Argument(..., help="An existing train_infer_python.txt (or train_ptq_infer_python.txt: its ptq section)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family (default: the test_tipc/ the config sits in)."),
@@ -285,15 +285,22 @@ def import_(
 
     Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
     """
-    from tipcgen.configs import importer, legacy_format
-    from tipcgen.core import writes
+    from tipcgen.configs import import_compression, importer, legacy_format
+    from tipcgen.core import inputs, writes
 
-    document = importer.import_file(config, root)
-    text, note = legacy_format.imported_env(document, Path("."))
+    source = inputs.read_text(config, "config")
+    if import_compression.is_ptq(source):  # a PTQ config: the ptq section of the model's tipc.yaml
+        text, note = import_compression.import_ptq(source, str(config)), None
+    else:
+        document = importer.import_file(config, root)
+        text, note = legacy_format.imported_env(document, Path("."))
     if output is None:
         typer.echo(text, nl=False)
         return
     writes.write_tree({output.name: text}, output.parent, force=force)
+    if import_compression.is_ptq(source):
+        typer.echo(f"wrote {output}: add its ptq section to the model's tipc.yaml, then run tipcgen init on that")
+        return
     family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
     typer.echo(f"wrote {output} ({family}); render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tipcgen.format import chain, layout
+from tipcgen.format import chain, compression, layout
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcgen/tipc.schema.json
@@ -215,6 +215,20 @@ FIELDS: tuple[Field, ...] = (
     Field("paddle2onnx.onnx_flag", "the flag that switches that script to ONNX Runtime (default `--use_onnx`); `null`: "
           "the script has none, the chain's own check runs the ONNX model. `tipcgen new` writes the section when there is an "
           "inference script and a `data.trained_model`, and this field only where the default does not apply", {"type": ["string", "null"]}),
+    Field("ptq", "the post-training quantization config, `train_ptq_infer_python.txt` ([QUANTIZATION.md](QUANTIZATION.md); "
+          "`tipcgen import` of a PTQ config writes it)", required=("layout", "lines")),
+    Field("ptq.layout", "`ptq` (20 lines: models tutorial, PaddleSeg), `ptq_video` (24: PaddleVideo) or `kl_quant` "
+          "(20: PaddleOCR)", {"enum": list(compression.LAYOUTS)}),
+    Field("ptq.header", "the first line as written, where it is not the layout's own header", _TEXT),
+    Field("ptq.lines", "each line of the layout by its name (the upstream runner's variable), as written: "
+          "`batch_num: \"--batch_num:1\"`", {"type": "object", "additionalProperties": {"type": "string"}}),
+    Field("ptq.trailing", "lines after the layout, which the runner does not read", {"type": "array", "items": {"type": "string"}}),
+    Field("ptq.final_newline", "`false`: the file ends without a newline (default `true`)", {"type": "boolean"}),
+    Field("ptq.eval_data", "a labelled `.npz` (arrays `x` and `label`, read without unpickling) in the repository: the "
+          "PTQ chain's check reports the float and int8 models' accuracy on it and fails when int8 loses more than "
+          "`ptq.accuracy_drop`; not a config line", {"type": "string", "pattern": INPUTS_PATH_RE.pattern}),
+    Field("ptq.accuracy_drop", "the accuracy the int8 model may lose on `ptq.eval_data` (default 0.05)",
+          {"type": "number", "minimum": 0, "maximum": 1}),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,
@@ -247,6 +261,7 @@ DATA_FILE_FIELDS = children("data.files.<name>")
 RUN_FIELDS = children("run")
 TARGET_FIELDS = children("target")
 BENCHMARK_FIELDS = children("benchmark")
+PTQ_FIELDS = children("ptq")
 
 
 def _node(path: str) -> dict[str, Any]:
