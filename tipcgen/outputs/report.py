@@ -18,6 +18,7 @@ from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
 from tipcgen.format.paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
+from tipcgen.format.words import SKIPPED
 from tipcgen.outputs import accept, markup, report_bench
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
@@ -85,7 +86,7 @@ class Report:
 
     @property
     def trained(self) -> bool:
-        return any(step.kind == "train" and step.status != "skipped" for step in self.summary.steps)
+        return any(step.kind == "train" and step.status != SKIPPED for step in self.summary.steps)
 
     @property
     def verdict(self) -> str:
@@ -132,7 +133,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
                            "test_tipc/output/<model>/<mode>, which tipcgen run writes")
     summary = load_summary(path)  # SummaryFileError (exit 2) names the file and the field
     root = root or root_of(run_dir)
-    curves = [curve for step in summary.steps if step.kind == "train" and step.status != "skipped"
+    curves = [curve for step in summary.steps if step.kind == "train" and step.status != SKIPPED
               for curve in [read_curve(step, run_dir, root)] if curve is not None]
     report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
                     rows=step_rows(summary), curves=curves, checks=check_rows(summary.steps),
@@ -178,7 +179,7 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
     """`CPU (gpu_list -1); GPU cases skipped: no CUDA device` from the steps that ran and were skipped."""
     ran = []
     for step in summary.steps:
-        if step.kind == "train" and step.status != "skipped" and step.gpu:
+        if step.kind == "train" and step.status != SKIPPED and step.gpu:
             entry = step.gpu
             if entry == "-1":
                 ran.append("CPU (gpu_list -1)")
@@ -189,7 +190,7 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
     if not ran and autolog.get("runtime_device"):
         ran.append(autolog["runtime_device"])
     text = ", ".join(dict.fromkeys(ran)) or "not recorded"
-    if any("CUDA device" in step.reason for step in summary.steps if step.status == "skipped"):
+    if any("CUDA device" in step.reason for step in summary.steps if step.status == SKIPPED):
         text += "; GPU cases skipped: no CUDA device on this machine"
     return text
 
@@ -199,7 +200,7 @@ def step_rows(summary: Summary) -> list[Row]:
     for number, step in enumerate(summary.steps, 1):
         parts = [", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), step.reason, check_text(step.check), step.note]
         rows.append(Row(number, step.mark, step.kind, step.name,
-                        f"{step.seconds:.1f}" if step.status != "skipped" else "-",
+                        f"{step.seconds:.1f}" if step.status != SKIPPED else "-",
                         "; ".join(p for p in parts if p), step.command, step.log.removeprefix("./")))
     return rows
 

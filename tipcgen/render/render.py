@@ -17,11 +17,18 @@ from tipcgen.configs import existing, legacy_format
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
-from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of, target_of
+from tipcgen.descriptor.answers import (
+    ANSWERS_FILE,
+    BASE_DIR,
+    Answers,
+    base_path,
+    descriptor_reference,
+    sha256_of,
+    target_of,
+)
 from tipcgen.descriptor.answers import read as read_answers
 from tipcgen.format import chain, compression, layout, paths, text_style
-from tipcgen.render import gitignore
-from tipcgen.render import shipped
+from tipcgen.render import gitignore, shipped
 from tipcgen.render.templating import environment
 
 

@@ -25,6 +25,7 @@ from tipcgen.format import layout, paths
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
+from tipcgen.format.words import FAILED, PASSED
 from tipcgen.results.results import (
     Step,
     Summary,
@@ -237,20 +238,20 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
     prepare_out: deque = deque(maxlen=200_000)
     runner_out: deque = deque(maxlen=50)
     prepare_cmd = ["bash", PREPARE, str(config_path), prepare_mode]
-    prepare = Step(kind="prepare", name="prepare", status="failed", log="", command=" ".join(prepare_cmd))
+    prepare = Step(kind="prepare", name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd))
     work = _Chain(root, env, on_line)
     try:
         prepare.exit_code = work.stream(prepare_cmd, prepare_out)
         prepare.seconds = round(time.perf_counter() - t0, 3)
         if prepare.exit_code == 0:
-            prepare.status = "passed"
+            prepare.status = PASSED
             summary.runner_exit_code = work.stream(["bash", RUNNERS[chain], str(config_path), mode], runner_out)
         signals.armed = False
     except run_guard.Interrupted as exc:
         signals.armed = False
         summary.interrupted, summary.interrupted_by = True, signal.Signals(exc.signum).name
         run_guard.signal_run_processes(env[run_guard.RUN_ID_VAR], signal.SIGTERM)
-        if prepare.status == "failed":
+        if prepare.status == FAILED:
             prepare.seconds = round(time.perf_counter() - t0, 3)
         # The summary first (a CI cancel may KILL us soon), then stop every process, then the final one.
         _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
@@ -258,7 +259,7 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
         code = work.stop(runner_out if runner_started else prepare_out)
         if runner_started:
             summary.runner_exit_code = code
-        elif prepare.status == "failed":
+        elif prepare.status == FAILED:
             prepare.exit_code = code
     _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
     if signals.received is not None and not summary.interrupted:  # it came as the scripts ended
@@ -273,19 +274,19 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
 def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deque, root: Path, run_dir: Path,
             started: float, desc) -> None:
     """Build the summary from what the scripts left on disk, and write summary.json and junit.xml."""
-    if prepare.status != "passed":
+    if prepare.status != PASSED:
         shutil.rmtree(run_dir, ignore_errors=True)  # no runner ran: an older run's files must not be read
         prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
         prepare.tail = list(prepare_out)[-20:]
     run_dir.mkdir(parents=True, exist_ok=True)
     write_file(run_dir / PREPARE_LOG, "\n".join(prepare_out) + "\n", within=run_dir)
     prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
-    steps, problems = read_records(run_dir, root) if prepare.status == "passed" else ([], [])
+    steps, problems = read_records(run_dir, root) if prepare.status == PASSED else ([], [])
     summary.steps = [prepare, *steps]
     summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[summary.chain])
     _note_seeds(summary, root)
     code = summary.runner_exit_code
-    if prepare.status == "passed" and not summary.interrupted and not steps:
+    if prepare.status == PASSED and not summary.interrupted and not steps:
         summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))
     if code is not None and code not in (0, 1, 130) and steps:
         summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(list(runner_out)[-3:]))
@@ -294,7 +295,7 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                 f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
     summary.target = target.check_run(desc, summary.mode, summary.chain,
-                                      [(s.name, s.metrics) for s in steps if s.kind == "eval" and s.status == "passed"])
+                                      [(s.name, s.metrics) for s in steps if s.kind == "eval" and s.status == PASSED])
     summary.wall_seconds = round(time.perf_counter() - started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
@@ -307,7 +308,7 @@ def _note_seeds(summary: Summary, root: Path) -> None:
         summary.provenance["seeds"].update(seeds.log_seeds(root, [s.log for s in summary.steps if s.kind == "train" and s.log]))
     if seeds.seeded(summary.provenance) is False:
         for step in summary.steps:
-            if step.kind == "check" and step.reference == "golden" and step.status == "failed" and seeds.UNSEEDED not in (step.note or ""):
+            if step.kind == "check" and step.reference == "golden" and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
                 step.note = f"{step.note}; {seeds.UNSEEDED}" if step.note else seeds.UNSEEDED
 
 
