@@ -69,3 +69,24 @@ def test_the_templates_write_the_words_python_reads():
     env = templating.environment()
     rendered = env.from_string("{{ status.passed }} {{ status.failed }} {{ status.skipped }} {{ verdicts.passed }}").render()
     assert rendered.split() == [words.PASSED, words.FAILED, words.SKIPPED, words.CHAIN_PASSED]
+
+
+def test_the_paddle_pin_is_the_packages():
+    """doctor's and run's install hint name the paddle pyproject's paddle extra installs."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'"{words.PADDLE_PIN}"' in text
+
+
+def test_defaults_and_section_names_are_spelt_once():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(EXEMPT):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and (node.value == words.DEFAULT_STEP_TIMEOUT and type(node.value) is int
+                                                   or isinstance(node.value, str) and words.PADDLE_PIN in node.value):
+                found.append(f"{rel}:{node.lineno}")
+    templates = [p.name for p in (ROOT / "templates").rglob("*.j2")
+                 if re.search(r"\b(result_check_params|paddle2onnx_params)\b|:-600\}", p.read_text(encoding="utf-8"))]
+    assert found == [] and templates == [], (found, templates)

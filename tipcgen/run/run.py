@@ -25,7 +25,7 @@ from tipcgen.format import layout, paths
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
-from tipcgen.format.words import FAILED, PASSED
+from tipcgen.format.words import FAILED, PADDLE_PIN, PASSED
 from tipcgen.results.results import (
     Step,
     Summary,
@@ -101,7 +101,7 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
         # TIPC_NO_PADDLE=1: the chain's scripts need no paddle (a stand-in model, tests).
         if env.get("TIPC_NO_PADDLE") != "1" and record["versions"].get("paddle_found") is False:
             raise RunError(f"paddle is not installed for {found}",
-                           "pip install paddlepaddle==3.3.1 (or pip install -e \".[paddle]\" for the tested stack); "
+                           f"pip install {PADDLE_PIN} (or pip install -e \".[paddle]\" for the tested stack); "
                            "tipcgen doctor checks the rest")
     finally:
         probes.close()
