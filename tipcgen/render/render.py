@@ -112,7 +112,8 @@ def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
         runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
             calibration=[s for s in kv if at["python"] < s.index < at["trainer"]],
             inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed], **context)
-    return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": env.get_template("runner/check_quant.py.j2").render()}
+    check = env.get_template("runner/shipped.py.j2").render(name="check_quant.py", source=shipped.source("check_quant.py"))
+    return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": check}
 
 
 def golden_dir(desc: Descriptor) -> Path | None:
