@@ -19,7 +19,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
 from tipcgen.format.paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
 from tipcgen.format.words import SKIPPED
-from tipcgen.outputs import accept, markup, report_bench
+from tipcgen.outputs import accept, markup, report_bench, report_quant
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
     TrainCurve,
@@ -83,6 +83,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     acceptance: Acceptance | None = None  # the basic chain's acceptance checklist (tipcgen accept)
     speeds: list = field(default_factory=list)  # benchmark_train: report_bench.SpeedRow per case
+    quant: list = field(default_factory=list)  # ptq: report_quant.QuantRow per int8-vs-float check
 
     @property
     def trained(self) -> bool:
@@ -142,6 +143,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
         report.acceptance = accept.check(root, run_dir)
     if summary.chain == "benchmark_train":
         report.speeds = report_bench.speed_rows(summary, run_dir)
+    report.quant = report_quant.quant_rows(summary.steps)
     for curve in curves:
         if curve.restarts:
             report.notes.append(f"{curve.step}: the step counter of {curve.source} starts over {curve.restarts} time(s) "
