@@ -687,6 +687,15 @@ tipc_finish() {
     exit 0
 }
 
+# tipc_compare_check SCRIPT NAME GT_FILE LOGS TOLERANCE: the result check NAME (with the caller's tipc_case):
+# SCRIPT (compare_results.py) compares the results in LOGS (a glob) with GT_FILE within the config's
+# TOLERANCE_atol and TOLERANCE_rtol (result_check_params), and writes the differences to a diff log beside.
+tipc_compare_check() {
+    tipc_step check "$2" "$LOG_PATH/check_$2.log" "" -- "$PYTHON" "$1" "--gt_file=$3" "--log_file=$4" \
+        "--atol=$(section_value result_check_params "${5}_atol")" "--rtol=$(section_value result_check_params "${5}_rtol")" \
+        "--diff_log=$LOG_PATH/check_${2}_diff.log"
+}
+
 # tipc_fixed_check NAME MODEL_DIR [ARG...]: (with the caller's tipc_case) the chain's own result check (check_inference.py): the
 # exported model fed fixed inputs in every inference configuration (ARGs: the config's lists, an
 # --onnx_file), outputs compared with the first CPU fp32 configuration's and written to

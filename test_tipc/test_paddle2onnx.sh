@@ -125,17 +125,12 @@ for use_gpu in "${use_gpus[@]}"; do
     if tipc_is_null "$compare"; then continue; fi
     if [ -f "$LOG_PATH/paddle2onnx_infer_$place.log" ] && [ -f "$LOG_PATH/paddle_infer_$place.log" ]; then
         tipc_case reference=paddle
-        tipc_step check "onnx_vs_paddle_inference_$place" "$LOG_PATH/check_onnx_vs_paddle_inference_$place.log" "" -- \
-            "$PYTHON" "$compare" "--gt_file=$LOG_PATH/paddle_infer_$place.log" "--log_file=$LOG_PATH/paddle2onnx_infer_$place.log" \
-            "--atol=$(section_value result_check_params onnx_atol)" "--rtol=$(section_value result_check_params onnx_rtol)" \
-            "--diff_log=$LOG_PATH/check_onnx_vs_paddle_inference_${place}_diff.log"
+        tipc_compare_check "$compare" "onnx_vs_paddle_inference_$place" "$LOG_PATH/paddle_infer_$place.log" \
+            "$LOG_PATH/paddle2onnx_infer_$place.log" onnx
     fi
     if ! tipc_is_null "$reference" && [ -f "$paddle_dir/$reference" ] && [ -f "$LOG_PATH/paddle2onnx_infer_$place.log" ]; then
         tipc_case reference=dygraph
-        tipc_step check "onnx_vs_dygraph_$place" "$LOG_PATH/check_onnx_vs_dygraph_$place.log" "" -- \
-            "$PYTHON" "$compare" "--gt_file=$paddle_dir/$reference" "--log_file=$LOG_PATH/paddle2onnx_infer_$place.log" \
-            "--atol=$(section_value result_check_params reference_atol)" "--rtol=$(section_value result_check_params reference_rtol)" \
-            "--diff_log=$LOG_PATH/check_onnx_vs_dygraph_${place}_diff.log"
+        tipc_compare_check "$compare" "onnx_vs_dygraph_$place" "$paddle_dir/$reference" "$LOG_PATH/paddle2onnx_infer_$place.log" reference
     fi
 done
 tipc_finish

@@ -141,10 +141,7 @@ run_checks() {
         name=infer_vs_dygraph_gpus_${gpu}${tag}
         tipc_case reference=dygraph model_dir="$model_dir"
         if [ -f "$model_dir/$reference" ]; then
-            tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
-                "--gt_file=$model_dir/$reference" "--log_file=$pattern" \
-                "--atol=$(section_value result_check_params reference_atol)" \
-                "--rtol=$(section_value result_check_params reference_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
+            tipc_compare_check "$compare" "$name" "$model_dir/$reference" "$pattern" reference
         else
             tipc_skip check "$name" "the export step wrote no $reference into $model_dir"
         fi
@@ -160,10 +157,7 @@ run_checks() {
             :
         elif compgen -G "$results" > /dev/null; then
             tipc_case reference=golden
-            tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
-                "--gt_file=$results" "--log_file=$pattern" \
-                "--atol=$(section_value result_check_params golden_atol)" \
-                "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
+            tipc_compare_check "$compare" "$name" "$results" "$pattern" golden
         elif ! compgen -G "$fixed_results" > /dev/null; then
             tipc_case reference=golden
             tipc_skip check "$name" "no golden results for $MODE, gpus $gpu$tag in $golden (tipcgen golden --mode $MODE writes them)"
@@ -172,11 +166,7 @@ run_checks() {
         if compgen -G "$fixed_results" > /dev/null \
             && [ -d "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}" ]; then
             tipc_case reference=golden
-            tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- "$PYTHON" "$compare" \
-                "--gt_file=$fixed_results" \
-                "--log_file=$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}/*_results.txt" \
-                "--atol=$(section_value result_check_params golden_atol)" \
-                "--rtol=$(section_value result_check_params golden_rtol)" "--diff_log=$LOG_PATH/check_${name}_diff.log"
+            tipc_compare_check "$compare" "$name" "$fixed_results" "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}/*_results.txt" golden
         fi
     fi
 }
