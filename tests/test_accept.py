@@ -293,7 +293,8 @@ def test_write_docs_fills_the_table_from_the_run(toy_repo: Path, tmp_path: Path)
 
 def _report_md(repo: Path) -> str:
     """report.md's text, rendered in this process (the CLI path and the pictures are test_report's)."""
-    built = report.build(repo / "test_tipc/output/toy_accept" / MODE)
+    run_dir = repo / "test_tipc/output/toy_accept" / MODE
+    built = report.build(run_dir, acceptance=accept.for_report(run_dir, report.root_of(run_dir)))
     return report.render_documents(built, {}, ("md",))[report.REPORT_MD]
 
 

@@ -226,11 +226,13 @@ def report(
 
     Example: tipcgen report test_tipc/output/bert_sst2/lite_train_lite_infer --format html
     """
+    from tipcgen.outputs import accept
     from tipcgen.outputs import report as reporter
 
     folder = run_dir if run_dir is not None else reporter.find_run(root)
     formats = reporter.FORMATS if format is ReportFormat.all else (format.value,)
-    result, paths = reporter.write(folder, output, formats, align, root if run_dir is None else None, force)
+    acceptance = accept.for_report(folder, root if run_dir is None else reporter.root_of(folder))
+    result, paths = reporter.write(folder, output, formats, align, root if run_dir is None else None, force, acceptance)
     for path in paths:
         typer.echo(f"      wrote  {path}")
     for note in result.notes:

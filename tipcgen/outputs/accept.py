@@ -48,13 +48,20 @@ def read_run(run_dir: Path) -> Summary:
     return load_summary(path)  # summary_check validates every field: SummaryFileError (exit 2) names the one
 
 
-def check(root: Path, run_dir: Path | None = None) -> Acceptance:
-    """Every item, on root and on run_dir (default: the newest run under root)."""
+def for_report(run_dir: Path, root: Path) -> Acceptance | None:
+    """The checklist a report of run_dir shows: the basic chain's (the other chains have no 核验点)."""
+    summary = read_run(run_dir)
+    return check(root, run_dir, summary) if summary.chain == "basic" else None
+
+
+def check(root: Path, run_dir: Path | None = None, summary: Summary | None = None) -> Acceptance:
+    """Every item, on root and on run_dir (default: the newest run under root; its summary when given)."""
     if not root.is_dir():
         raise TipcgenError(f"--root {root} is not a folder", "pass the repository root (the folder that holds test_tipc/)")
     root = root.resolve()
     run_dir = (run_dir.resolve() if run_dir is not None else find_run(root))
-    summary = read_run(run_dir) if run_dir is not None else None
+    if summary is None and run_dir is not None:
+        summary = read_run(run_dir)
     config_path, config = accept_repo._config(root, summary)
     dirs = accept_repo._script_dirs(root, config)
     docs = accept_repo.readmes(root, dirs)

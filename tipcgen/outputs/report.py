@@ -19,7 +19,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
 from tipcgen.format.paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
 from tipcgen.format.words import SKIPPED
-from tipcgen.outputs import accept, markup, report_bench, report_quant
+from tipcgen.outputs import markup, report_bench, report_quant
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
     TrainCurve,
@@ -126,8 +126,10 @@ def root_of(run_dir: Path) -> Path:
     return Path.cwd()
 
 
-def build(run_dir: Path, root: Path | None = None, align: Path | None = None) -> Report:
-    """Everything the report shows, read from a run folder."""
+def build(run_dir: Path, root: Path | None = None, align: Path | None = None,
+          acceptance: Acceptance | None = None) -> Report:
+    """Everything the report shows, read from a run folder, and the acceptance checklist it is given
+    (accept.for_report: the report shows it, it does not run it)."""
     path = run_dir / SUMMARY_JSON
     if not path.is_file():
         raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}", "pass a run folder such as "
@@ -139,8 +141,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
     report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
                     rows=step_rows(summary), curves=curves, checks=check_rows(summary.steps),
                     alignment=read_alignment(align, run_dir, root, summary.model), reproduce=reproduce(summary))
-    if summary.chain == "basic":
-        report.acceptance = accept.check(root, run_dir)
+    report.acceptance = acceptance
     if summary.chain == "benchmark_train":
         report.speeds = report_bench.speed_rows(summary, run_dir)
     report.quant = report_quant.quant_rows(summary.steps)
@@ -365,14 +366,15 @@ def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[
 
 
 def write(run_dir: Path, out_dir: Path | None = None, formats: tuple[str, ...] = FORMATS,
-          align: Path | None = None, root: Path | None = None, force: bool = False) -> tuple[Report, list[Path]]:
+          align: Path | None = None, root: Path | None = None, force: bool = False,
+          acceptance: Acceptance | None = None) -> tuple[Report, list[Path]]:
     """Build, draw and render the report; write it (and its PNGs) to out_dir, default the run folder.
 
     In the run folder a report is part of the run's output and is replaced; in any other folder an
     existing file that differs is replaced only with force, and then kept under .tipcgen/backup/."""
     in_run_dir = out_dir is None or out_dir.resolve() == run_dir.resolve()
     out_dir = out_dir or run_dir
-    report = build(run_dir, root, align)
+    report = build(run_dir, root, align, acceptance)
     pictures = draw(report)
     files: dict[str, str | bytes] = dict(render_documents(report, pictures, formats))
     if "md" in formats:
