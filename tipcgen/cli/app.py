@@ -176,6 +176,7 @@ def run(
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
     chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, or benchmark_train (training speed per case; --mode picks its data)."),
+    python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 
@@ -185,6 +186,7 @@ def run(
     """
     from tipcgen.configs import preflight
     from tipcgen.format import paths
+    from tipcgen.repro import export_check
     from tipcgen.results import summary_text
     from tipcgen.run import run as runner
 
@@ -195,7 +197,8 @@ def run(
             typer.echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
-                               model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse_lint_errors)
+                               model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse,
+                               python=python, check_run=export_check.check_run)
     typer.echo(summary_text.terminal_text(summary, color=_color()))
     run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
     typer.echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
@@ -237,7 +240,7 @@ def report(
 @app.command()
 def lint(
     configs: List[Path] = typer.Argument(..., help="Config files or folders (searched for *.txt)."),
-    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: check that the scripts the config names exist there."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: check that the scripts the config names exist there, and that each accepts the keys the runner passes it (its --help, cached under .tipcgen/cache/)."),
     repo_root: Optional[Path] = typer.Option(None, "--repo-root", hidden=True, help="The old name of --root."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
 ) -> None:
@@ -253,7 +256,8 @@ def lint(
     for path in configs:
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
-    findings = linter.lint_paths([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None)
+    findings = linter.lint_paths([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
+                                 check_flags=repo_root is not None)
     if format is Format.json:
         typer.echo(linter.findings_to_json(findings))
     else:
@@ -269,10 +273,12 @@ def import_(
     config: Path = typer.Argument(..., help="An existing train_infer_python.txt."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository whose scripts the config names (default: the folder above test_tipc/): each script's --help is probed for the keys the runner passes it."),
 ) -> None:
     """Turn an existing train_infer_python config into a tipcgen descriptor.
 
-    `tipcgen init` of the result renders the same config again.
+    `tipcgen init` of the result renders the same config again. Each key the runner would pass that
+    its script does not accept is printed as an error (exit code 1; the descriptor is still written).
 
     Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
     """
@@ -280,11 +286,16 @@ def import_(
     from tipcgen.core import writes
 
     text, note = legacy_format.imported_env(importer.import_file(config), Path("."))
+    problems = importer.flag_problems(config, root)
     if output is None:
         typer.echo(text, nl=False)
-        return
-    writes.write_tree({output.name: text}, output.parent, force=force)
-    typer.echo(f"wrote {output}; render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
+    else:
+        writes.write_tree({output.name: text}, output.parent, force=force)
+        typer.echo(f"wrote {output}; render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
+    for problem in problems:
+        typer.echo(problem, err=True)
+    if any(problem.startswith("error") for problem in problems):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -15,6 +15,8 @@ the 32-line tutorial one, by their own slot tables); byte-level rules run on eve
 | ``unknown-mode`` | error | idx 6/8 name a mode no runner selects (warning: a legacy name) |
 | ``python-version`` | warning | ``python:`` pins a minor version (``python3.7``) |
 | ``missing-script`` | error | a command slot's ``.py`` script is missing under ``repo_root`` (given only) |
+| ``unknown-flag`` | error | ``lint --root``: a key the runner passes that its script's ``--help`` lacks (``flag_check``) |
+| ``flags-unchecked`` | warning | ``lint --root``: a script whose flags cannot be read (no argparse, a failing ``--help``) |
 | ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
 | ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |
 | ``trailing-space`` | error | whitespace around ``:`` or after a list value (warning elsewhere) |
@@ -56,6 +58,7 @@ Corpus calibration (tests/test_lint.py): no error on any of the conforming 51-li
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -363,14 +366,24 @@ def lint_text(text: str, path: str, repo_root: str | Path | None = None) -> list
     return _Linter(text, path, Path(repo_root) if repo_root is not None else None).run()
 
 
-def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None) -> list[Finding]:
-    """Lint files, and every ``*.txt`` below a directory."""
+def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None,
+               check_flags: bool = False) -> list[Finding]:
+    """Lint files, and every ``*.txt`` below a directory; check_flags (``lint --root``): also probe each
+    script's --help for the keys the runner passes it (configs/flag_check.py)."""
+    from tipcgen.configs import flag_check
+
     findings: list[Finding] = []
     for path in paths:
         path = Path(path)
         files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
         for file in files:
-            findings.extend(lint_text(inputs.read_text(file, "config"), str(file), repo_root))
+            text = inputs.read_text(file, "config")
+            found = lint_text(text, str(file), repo_root)
+            if check_flags and repo_root is not None and not has_errors(found) and TipcConfig.parse(text).kind in layout.LAYOUT_OF_KIND:
+                found += [Finding(str(file), p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
+                                  "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
+                          for p in flag_check.check_config(Path(repo_root), text, dict(os.environ))]
+            findings.extend(sorted(found, key=lambda f: (f.line, f.rule)))
     return findings
 
 

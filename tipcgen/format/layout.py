@@ -214,7 +214,8 @@ RUNNER_ANCHORS = {
 # Lines a layout's own upstream runner reads but never passes to a script: the generated runner
 # leaves them out too (the tutorial's `use-gpu:True|True` has no dashes: passed, it would be a
 # stray positional argument).
-RUNNER_UNPASSED = {"standard": frozenset(), "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name})}
+RUNNER_UNPASSED = {"standard": frozenset(),
+                   "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name, SLOT_BY_FIELD["train.extra"].name})}
 
 
 def slots_of(layout_name: str) -> tuple[Slot, ...]:
