@@ -39,7 +39,10 @@ exe = paddle.static.Executor(paddle.CPUPlace())
 scope = paddle.static.Scope()
 with paddle.static.scope_guard(scope):
     prog, _, _ = paddle.static.load_inference_model(sys.argv[1], exe)
-    arrays = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in prog.global_block().all_parameters()}
+    names = [p.name for p in prog.global_block().all_parameters()]
+    if not names:  # a .pdmodel program (the old IR) holds its weights as persistable variables
+        names = [v.name for v in prog.list_vars() if getattr(v, "persistable", False) and v.name not in ("feed", "fetch")]
+    arrays = {n: np.array(scope.find_var(n).get_tensor()) for n in names if scope.find_var(n) is not None}
 np.savez(sys.argv[2], **arrays)
 """
 
@@ -72,9 +75,12 @@ def _exported_prefix(export_dir: Path) -> Path | None:
 
 def read_export(prefix: Path, python: str, env: dict[str, str]) -> dict[str, np.ndarray]:
     """The exported model's parameters, read in the chain's interpreter (paddle), passed back as an .npz."""
+    env = dict(env, GLOG_minloglevel="3")
+    if not Path(f"{prefix}.json").is_file() and Path(f"{prefix}.pdmodel").is_file():
+        env["FLAGS_enable_pir_api"] = "0"  # a .pdmodel program (the old IR): Paddle 3 reads it with PIR off
     with tempfile.TemporaryDirectory(prefix="tipcgen-export-") as tmp:
         out = Path(tmp) / "params.npz"
-        proc = subprocess.run([python, "-c", _READ_EXPORT, str(prefix), str(out)], env=dict(env, GLOG_minloglevel="3"),
+        proc = subprocess.run([python, "-c", _READ_EXPORT, str(prefix), str(out)], env=env,
                               capture_output=True, text=True, errors="replace", timeout=TIMEOUT, stdin=subprocess.DEVNULL)
         if proc.returncode != 0 or not out.is_file():
             tail = " | ".join(proc.stderr.strip().splitlines()[-2:])
