@@ -10,12 +10,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from conftest import tipcgen
-from tipcgen.configs import flag_check, script_help
+from conftest import ROOT, tipcgen
+from tipcgen.configs import flag_check, preflight, script_help
 from tipcgen.core.errors import RunError
-from tipcgen.configs import preflight
+from tipcgen.repro import export_check
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 
@@ -189,3 +190,48 @@ def test_a_tracked_file_a_step_changes_fails_the_run_naming_it(stub_repo: Path):
     # One changed before the run and not touched by it is not the run's doing.
     again = tipcgen("run", "--quiet", cwd=stub_repo)
     assert again.returncode == 0, again.stdout
+
+
+def test_a_script_whose_help_fails_is_said_so_never_guessed(tmp_path: Path):
+    _scripts(tmp_path)
+    (tmp_path / "export.py").write_text("import argparse\nraise SystemExit('needs a GPU to start')\n")
+    notes = [p.message for p in flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]})
+             if p.severity == "note"]
+    assert any(n.startswith("export.py's flags are not checked: `") and "needs a GPU to start" in n for n in notes), notes
+
+
+def test_inference_without_a_model_folder_key_is_refused_too():
+    text = TUTORIAL.replace("--model-dir:./output/m_infer/", "null:null")
+    (line, message, fix), = preflight.untrained_steps(text)
+    assert line == 30 and message.startswith("infer gets no exported model of this run: it would infer with whatever "
+                                             "infer.py loads by default")
+    assert "checks.own_weights" in fix and preflight.untrained_steps(text, ("infer",)) == []
+
+
+def test_own_weights_takes_only_step_names(tmp_path: Path):
+    from tipcgen import descriptor
+    from tipcgen.core.errors import DescriptorError
+
+    text = (ROOT / "tests/fixtures/stub/tipc.yaml").read_text()
+    (tmp_path / "tipc.yaml").write_text(text + "checks:\n  own_weights: [train]\n")
+    with pytest.raises(DescriptorError, match="checks.own_weights"):
+        descriptor.load(tmp_path / "tipc.yaml")
+    (tmp_path / "tipc.yaml").write_text(text + "checks:\n  own_weights: [eval, export]\n")
+    assert descriptor.load(tmp_path / "tipc.yaml").checks.own_weights == ("eval", "export")
+
+
+def test_the_parameter_check_finds_trained_values_by_shape_and_names_the_first_that_differs():
+    rng = np.random.default_rng(0)
+    trained = {"fc.weight": rng.normal(size=(4, 3)).astype("float32"), "fc.bias": np.zeros(3, "float32") + 0.5,
+               "bn._mean": rng.normal(size=7).astype("float32"), "step": np.array([3], "int64")}
+    export = {"linear_0.w_0": trained["fc.weight"].copy(), "linear_0.b_0": trained["fc.bias"].copy(),
+              "extra_0": np.ones(2, "float32")}  # bn folded away, one parameter export adds
+    passed, found = export_check.compare(trained, export)
+    assert passed and found == ("2 of 3 trained parameters found in the export with their trained values; 1 have "
+                                "no exported parameter of their shape (folded or left out by export)")
+    export["linear_0.w_0"] = export["linear_0.w_0"] + 0.25  # the export holds other weights of that shape
+    passed, found = export_check.compare(trained, export)
+    assert not passed and found.startswith("trained parameter fc.weight [4, 3] is not in the export: its 1 "
+                                           "parameter(s) of that shape hold other values (nearest, linear_0.w_0, "
+                                           "differs by up to 0.25)")
+    assert export_check.compare(trained, {"x": np.ones(9, "float32")})[1].startswith("none of the 3 trained parameters")

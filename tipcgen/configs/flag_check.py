@@ -169,7 +169,8 @@ def _uses_argparse(text: str) -> bool:
     return any(word in text for word in _ARGPARSE_WORDS)
 
 
-def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT) -> list[Flag] | str:
+def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT,
+                 role: str = "train") -> list[Flag] | str:
     """The flags of a script's --help, or why they were not read (no argparse, a failing --help).
     Cached by the script's sha256 and the interpreter under .tipcgen/cache/flags/."""
     path = root / script
@@ -190,7 +191,7 @@ def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TI
         result = f"{script} does not use argparse (no ArgumentParser in it), so its flags are not checked"
     else:
         try:
-            result = probe(Script("check", script), root, python, timeout)
+            result = probe(Script(role, script), root, python, timeout)
         except TipcgenError as exc:
             result = f"{script}'s flags are not checked: {exc.message}"
     record = ({"script": script, "unchecked": result} if isinstance(result, str) else
@@ -226,9 +227,11 @@ def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) ->
     """Errors for every key a script refuses, notes for every script not checked, in config line order.
     ``python`` is the interpreter's full path (the caller says when there is none)."""
     passed = [p for p in passed_flags(text) if (root / p.script).is_file()]
-    scripts = sorted({p.script for p in passed})
+    roles: dict[str, str] = {}
+    for item in passed:
+        roles.setdefault(item.script, item.step)  # the step that runs it first (its --help's hint names it)
     with ThreadPoolExecutor(max_workers=4) as pool:
-        flags = dict(zip(scripts, pool.map(lambda s: script_flags(root, s, python, timeout), scripts)))
+        flags = dict(zip(roles, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s]), roles)))
     problems: list[Problem] = []
     noted: set[str] = set()
     for item in passed:
