@@ -235,3 +235,22 @@ def test_the_parameter_check_finds_trained_values_by_shape_and_names_the_first_t
                                            "parameter(s) of that shape hold other values (nearest, linear_0.w_0, "
                                            "differs by up to 0.25)")
     assert export_check.compare(trained, {"x": np.ones(9, "float32")})[1].startswith("none of the 3 trained parameters")
+
+
+def test_inference_that_read_another_model_than_the_runs_export_fails_the_check(tmp_path: Path):
+    from tipcgen.results.results import Step
+
+    (tmp_path / "out/t").mkdir(parents=True)
+    (tmp_path / "out/t/inference.pdiparams").write_bytes(b"")
+    (tmp_path / "shipped").mkdir()
+    steps = [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
+             Step("export", "t_export", "passed", training="gpus_-1", model_dir="out/t"),
+             Step("infer", "python_infer_cpu", "passed", training="gpus_-1", model_dir="shipped")]
+    (check,), notes = export_check.check_run(tmp_path, steps, TUTORIAL, None, {})
+    assert check.name == "export_params_gpus_-1" and check.status == "failed" and notes == []
+    assert check.reason == ("no trained checkpoint 'latest.pdparams' under out/t (train_model_name): the exported "
+                            "parameters cannot be compared with it; inference python_infer_cpu read shipped, not this "
+                            "run's export out/t")
+    steps[2].model_dir = "out/t"
+    (check,), _ = export_check.check_run(tmp_path, steps, TUTORIAL, None, {})
+    assert check.status == "skipped" and check.reason.startswith("no trained checkpoint 'latest.pdparams'")

@@ -149,6 +149,9 @@ def passed_flags(text: str) -> list[Passed]:
                 continue
             key, value, line = found
             filled = fld in _FILLED or fld in _FILLED_BY_STEP.get(step, ())
+            if fld == "inference.data":  # after training, the runner passes train_infer_data's value with this key
+                infer_data = lines.get("train.infer_data")
+                filled = bool(infer_data) and _has_value(infer_data[1])
             if is_null(key) or not (filled or _has_value(value)) or (script, key) in seen:
                 continue
             seen.add((script, key))

@@ -11,7 +11,8 @@ values. A trained parameter with no exported one of its shape was folded or left
 BatchNorm folded into a conv, a loss head): allowed and counted. One with exported ones of its shape
 that all hold other values fails the check, named; so does an export holding none of them.
 
-The result is a ``check`` step (``export_params_<training>``) in the summary. Where it cannot run
+Every inference case of that training must have read the export's folder (the run's own export), or
+the check fails naming the case. The result is a ``check`` step (``export_params_<training>``) in the summary. Where it cannot run
 (no ``.pdiparams`` in the export: a stand-in chain without paddle) the summary gets a note saying so.
 """
 from __future__ import annotations
@@ -122,6 +123,13 @@ def compare(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray]) -> 
                          if folded else "")
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
+
+
 def check_run(root: Path, steps: list[Step], config_text: str, python: str | None,
               env: dict[str, str]) -> tuple[list[Step], list[str]]:
     """The check steps for every passed export of a trained model, and notes where none could run."""
@@ -157,6 +165,12 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             except (CheckpointError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
                 step.status = "failed"
                 step.reason = getattr(exc, "message", None) or str(exc)
+        elsewhere = [s for s in steps if s.kind == "infer" and s.training == export.training and s.model_dir
+                     and not _inside(root / s.model_dir, root / export.model_dir)]
+        if elsewhere:  # the runner passes the export's folder: a config or runner that does not proves nothing
+            step.status, step.note = "failed", ""
+            step.reason = "; ".join(filter(None, [step.reason, f"inference {elsewhere[0].name} read {elsewhere[0].model_dir}, "
+                                                  f"not this run's export {export.model_dir}"]))
         step.seconds = round(time.perf_counter() - started, 3)
         out.append(step)
     return out, notes
