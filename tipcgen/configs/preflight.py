@@ -10,7 +10,9 @@ probe starts). In order:
 3. eval, export and inference must receive the run's own model (a trained checkpoint, the run's export):
    a null key there runs the script on whatever it loads by default, and the chain would still pass
    (issue #28); the descriptor's ``checks.own_weights`` says so on purpose;
-4. every key the runner passes must be a flag of the script it is passed to (``flag_check``).
+4. every key the generated runner passes must be a flag of the script it is passed to (``flag_check``;
+   in submission mode the repository's own runner passes what it passes: a note says the keys were not
+   checked).
 
 ``refuse`` returns notes (scripts whose flags could not be checked) for the run to record.
 """
@@ -120,6 +122,11 @@ def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None) -> 
         where, message, fix = untrained[0]
         more = "; ".join(f"{config_path}:{w}: {m}" for w, m, _ in untrained[1:])
         raise RunError(f"{config_path}:{where}: {message}" + (f"; {more}" if more else ""), fix)
+    from tipcgen.configs import submission
+
+    if submission.is_submission(root):  # the repository's own runner passes what it passes: not guessed
+        return [f"{config_path}: the repository's own runner (init --submission) decides which keys reach which "
+                "script, so the keys were not checked against the scripts' --help"]
     problems = flag_check.check(root, text, found)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
