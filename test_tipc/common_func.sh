@@ -173,10 +173,29 @@ tipc_check_keys() {
         idx=${TIPC_KEY_INDEX[i]}
         tipc_line_name found "${TIPC_LINES[$idx]}"
         if [ "$found" != "${TIPC_KEY_NAME[i]}" ] && [ "$found" != null ]; then
+            if tipc_key_renamed "$i" "$found"; then
+                tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '${TIPC_KEY_NAME[i]}' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}': the key was renamed (the lines around it are in place, no line is missing)" \
+                    "restore '${TIPC_KEY_NAME[i]}', or, if you renamed the flag on purpose, change the descriptor's key and re-render (tipcgen update)"
+            fi
             tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '${TIPC_KEY_NAME[i]}' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}'" \
                 "a line above it is missing or extra (tipcgen lint shows where); if you renamed the flag on purpose, change the descriptor and re-render (tipcgen update)"
         fi
     done
+}
+
+# tipc_key_renamed I FOUND: the keyed slot I holds a key no other slot has, and the next keyed slot holds its own
+# (or null): a renamed key, not a missing or extra line.
+tipc_key_renamed() {
+    local j next
+    for j in "${!TIPC_KEY_NAME[@]}"; do
+        if [ "$j" != "$1" ] && [ "${TIPC_KEY_NAME[j]}" = "$2" ]; then return 1; fi
+    done
+    j=$(($1 + 1))
+    if [ "$j" -lt "${#TIPC_KEY_INDEX[@]}" ]; then
+        tipc_line_name next "${TIPC_LINES[${TIPC_KEY_INDEX[j]}]}"
+        [ "$next" = "${TIPC_KEY_NAME[j]}" ] || [ "$next" = null ] || return 1
+    fi
+    return 0
 }
 
 # A slot the layout has no line for (the 32-line layout has no mkldnn, precision, ...) reads as null.

@@ -164,6 +164,50 @@ def _start_order(item) -> int:
     return 2 if name else 3 if item.get_closest_marker("chain") else 4
 
 
+def _python_without_paddle() -> str | None:
+    """A system Python 3 that cannot import paddle (the venv's can), for what tipcgen does where paddle is missing."""
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3", path="/usr/bin:/bin")):
+        if candidate and Path(candidate).is_file():
+            code = "import importlib.util as u, sys; sys.exit(u.find_spec('paddle') is not None)"
+            if subprocess.run([candidate, "-c", code], capture_output=True).returncode == 0:
+                return candidate
+    return None
+
+
+NO_PADDLE_PYTHON = _python_without_paddle()
+needs_plain_python = pytest.mark.skipif(NO_PADDLE_PYTHON is None, reason="no Python without paddle on this machine")
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace text a test knows is in a file (and fail loudly if it is not: the test would test nothing)."""
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new))
+
+
+def fail_nth_replace(monkeypatch, module, nth: int) -> list:
+    """Make ``module.os.replace`` raise 'disk full' on its nth call (a write that fails half-way); the calls' targets
+    are returned as they happen."""
+    real, calls = module.os.replace, []
+
+    def flaky(src, dst):
+        calls.append(dst)
+        if len(calls) == nth:
+            raise OSError("disk full")
+        real(src, dst)
+
+    monkeypatch.setattr(module.os, "replace", flaky)
+    return calls
+
+
+def default_signals() -> None:
+    """preexec_fn for a process a test will signal: it starts with the dispositions of a terminal's foreground
+    job (default), whatever this test run inherited (`nohup` ignores SIGHUP, a background job SIGINT and
+    SIGQUIT; tipcgen rightly keeps an inherited SIG_IGN). The test then tests tipcgen, not how pytest began."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def chain_env(**extra: str) -> dict:
     """The environment of a chain: this process's (the interpreter running the tests, the one with paddle,
     is first on its PATH: see _BIN above), without colour, plus EXTRA."""

@@ -27,7 +27,7 @@ from tipcgen.outputs import report
 from tipcgen.outputs import support_table
 from tipcgen.results.results import Step, Summary
 
-from conftest import ROOT, tipcgen
+from conftest import ROOT, edit, tipcgen
 
 TOY = ROOT / "tests" / "fixtures" / "accept_project"
 MODE = "lite_train_lite_infer"
@@ -215,26 +215,20 @@ def test_toy_project_passes_and_its_summary_has_the_speed(toy_repo: Path):
     assert len(infer) == 1 and infer[0]["speed"]["inference_ms"] == 2.25 and infer[0]["speed"]["cpu_rss_mb"] == 12.5
 
 
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path}"
-    path.write_text(text.replace(old, new))
-
-
 MUTATIONS = {
     "no lite_data archive": (lambda r: (r / "lite_data.tar.gz").unlink(), False, {"2.2.1 lite_data archive that unpacks to lite_data/"}),
     "no predict.py": (lambda r: (r / "predict.py").unlink(), False,
                       {"2.2.2 entry points train.py, eval.py, predict.py", "2.2.4 prediction on the training engine"}),
-    "no documented result": (lambda r: _edit(r / "README.md", 'Result:\n\n```\n{"text": "a good film", "label": 1}\n```\n', ""),
+    "no documented result": (lambda r: edit(r / "README.md", 'Result:\n\n```\n{"text": "a good film", "label": 1}\n```\n', ""),
                              False, {"2.2.4 prediction on the training engine"}),
-    "no avg_ips": (lambda r: _edit(r / "train.py", ', avg_ips: 100.0 samples/sec"', '"'), True,
+    "no avg_ips": (lambda r: edit(r / "train.py", ', avg_ips: 100.0 samples/sec"', '"'), True,
                    {"2.2.3 training log"}),
-    "no AutoLog block": (lambda r: _edit(r / "infer.py", 'if args.get("benchmark") == "True":', "if False:"), True,
+    "no AutoLog block": (lambda r: edit(r / "infer.py", 'if args.get("benchmark") == "True":', "if False:"), True,
                          {"3.2.3 inference speed"}),
-    "empty docs table": (lambda r: _edit(r / support_table.DOC, "| toy_accept | toy_accept | 正常训练 |", "| toy_accept | toy_accept | - |")
-                         or _edit(r / support_table.DOC, "| 正常模型 | GPU | 1 | False | - | - |\n| 正常模型 | CPU | 1 | - | False | 1 |\n", ""),
+    "empty docs table": (lambda r: edit(r / support_table.DOC, "| toy_accept | toy_accept | 正常训练 |", "| toy_accept | toy_accept | - |")
+                         or edit(r / support_table.DOC, "| 正常模型 | GPU | 1 | False | - | - |\n| 正常模型 | CPU | 1 | - | False | 1 |\n", ""),
                          False, {"4.2.2-docs docs/test_train_inference_python.md"}),
-    "a failing step": (lambda r: _edit(r / "eval.py", 'print("accuracy', 'raise SystemExit(3)\nprint("accuracy'), True,
+    "a failing step": (lambda r: edit(r / "eval.py", 'print("accuracy', 'raise SystemExit(3)\nprint("accuracy'), True,
                        {"4.2.2-run the chain passes (prepare.sh + test_train_inference_python.sh)"}),
     "no runner": (lambda r: (r / "test_tipc/common_func.sh").unlink(), False, {"4.2.1 test_tipc tree"}),
 }
@@ -259,7 +253,7 @@ def test_the_failing_train_log_line_is_named(toy_repo: Path, tmp_path: Path):
     log.write_text(log.read_text() + "[Eval] epoch: 1, loss: 0.3000, acc: 0.5\nepoch: 1, val_loss: 0.3\n")
     item = accept.check_train_log(repo, run_dir, accept.read_run(run_dir))
     assert item.passed and item.detail.startswith("3 logged iteration(s)"), "eval lines are no training iterations"
-    _edit(log, "global_step: 2, loss: 0.5000, avg_reader_cost: 0.0010 sec,", "global_step: 2, loss: 0.5000,")
+    edit(log, "global_step: 2, loss: 0.5000, avg_reader_cost: 0.0010 sec,", "global_step: 2, loss: 0.5000,")
     _, data = _accept(repo)
     item = _failed(data)["2.2.3 training log"]
     assert item["where"].endswith("train.log:3") and "no avg_reader_cost" in item["detail"] and "global_step: 2" in item["detail"]
@@ -356,3 +350,29 @@ def test_sample_copies_without_avg_ips_or_autolog_fail(sample_lite_run: Path, tm
     assert set(failed) == {"2.2.3 training log", "3.2.3 inference speed"}
     assert "no avg_ips" in failed["2.2.3 training log"]["detail"] and infer.stem in failed["3.2.3 inference speed"]["detail"]
     assert accept.find_run(repo) == run_dir
+
+
+def test_an_archive_that_unpacks_elsewhere_names_the_folder_it_unpacks_to(tmp_path: Path):
+    """Issue 28 item 7: the archive exists and is safe; the real reason is the folder it unpacks to."""
+    _tar(tmp_path / "lite_data.tar", [("data", None, None), ("data/a.tsv", b"1\tx\n", None)])
+    item = accept_repo.check_lite_data(tmp_path)
+    assert not item.passed and item.detail.startswith("lite_data.tar: it unpacks to data/ instead of lite_data/; ")
+    assert item.hint.startswith("rename the folder it holds to lite_data and pack it again")
+    _tar(tmp_path / "lite_data.tar", [("lite_data/a.tsv", b"x", None), ("README", b"x", None)])
+    assert "it also unpacks README beside lite_data/" in accept_repo.check_lite_data(tmp_path).detail
+
+
+def test_inference_speed_names_a_config_that_turns_benchmark_off(toy_repo: Path, tmp_path: Path):
+    """Issue 28 item 7: no AutoLog block because the config passes --benchmark:False, said so with its line."""
+    repo = _copy(toy_repo, tmp_path)
+    config = next((repo / "test_tipc/configs").glob("*/train_infer_python.txt"))
+    text = config.read_text()
+    assert "\n--benchmark:True\n" in text
+    config.write_text(text.replace("\n--benchmark:True\n", "\n--benchmark:False\n"))
+    tipcgen("run", "--mode", MODE, "-q", cwd=repo)
+    rc, data = _accept(repo)
+    item = _failed(data)["3.2.3 inference speed"]
+    number = config.read_text().splitlines().index("--benchmark:False") + 1
+    assert item["where"].endswith(f"train_infer_python.txt:{number}")
+    assert item["detail"].startswith(f"the config passes --benchmark:False (line {number}), so the inference script is never asked")
+    assert item["hint"].startswith("set --benchmark:True in the config")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_records, tipcgen
+from conftest import NO_PADDLE_PYTHON, needs_plain_python, read_records, tipcgen
 
 MODE = "lite_train_lite_infer"
 RUN_DIR = Path("test_tipc/output/stub_model") / MODE
@@ -109,28 +109,21 @@ def test_a_script_that_disappears_fails_its_step_and_says_which(stub_repo: Path)
     assert_rest_of_chain_ran(records)
 
 
-def _python_without_paddle() -> str | None:
-    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
-        if Path(candidate).is_file() and subprocess.run([candidate, "-c", "import paddle"], capture_output=True).returncode:
-            return candidate
-    return None
-
-
-@pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
+@needs_plain_python
 def test_without_paddle_the_run_stops_before_any_step_and_says_what_to_install(tmp_path: Path):
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
-    proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, env={"TIPC_PYTHON": _python_without_paddle(), "TIPC_NO_PADDLE": ""},
+    proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, env={"TIPC_PYTHON": NO_PADDLE_PYTHON, "TIPC_NO_PADDLE": ""},
                    timeout=300)  # conftest.py turns the probe off for the stub chains: on here
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "paddle is not installed for" in proc.stderr and "pip install paddlepaddle==3.3.1" in proc.stderr
     assert "[tipc] RUN" not in proc.stdout and "Traceback" not in proc.stderr
 
 
-@pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
+@needs_plain_python
 def test_a_chain_that_needs_no_paddle_runs_with_tipc_no_paddle(stub_repo: Path):
     """TIPC_NO_PADDLE=1 (docs/CHAINS.md) skips only the paddle probe: the stub's steps run and pass
     on a Python without paddle; without the switch the same run stops before any step."""
-    env = {"TIPC_PYTHON": _python_without_paddle()}
+    env = {"TIPC_PYTHON": NO_PADDLE_PYTHON}
     refused = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={**env, "TIPC_NO_PADDLE": ""}, timeout=300)
     assert refused.returncode == 2 and "paddle is not installed for" in refused.stderr, refused.stderr
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={**env, "TIPC_NO_PADDLE": "1"}, timeout=300)
@@ -139,12 +132,12 @@ def test_a_chain_that_needs_no_paddle_runs_with_tipc_no_paddle(stub_repo: Path):
     assert passed >= {"train", "eval", "export", "infer"}, passed
 
 
-@pytest.mark.skipif(_python_without_paddle() is None, reason="no Python without paddle on this machine")
+@needs_plain_python
 def test_without_paddle_the_runner_fails_the_first_paddle_step_and_skips_its_dependents(tmp_path: Path):
     """The generated runner run directly (no preflight): train fails with the import error in its log."""
     tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
     config = "test_tipc/configs/bert_sst2/train_infer_python.txt"
-    env = dict(__import__("os").environ, TIPC_PYTHON=_python_without_paddle())
+    env = dict(__import__("os").environ, TIPC_PYTHON=NO_PADDLE_PYTHON)
     prepare, proc = [subprocess.run(["bash", script, config, MODE], cwd=tmp_path, env=env, capture_output=True,
                                     text=True)
                      for script in ("test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh")]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,24 +12,11 @@ import pytest
 from tipcgen.run import doctor
 from tipcgen.run.doctor import Check
 
-from conftest import ROOT, SST2, tipcgen
+from conftest import NO_PADDLE_PYTHON, ROOT, SST2, needs_plain_python, tipcgen
 
 SAMPLE_CONFIG = "test_tipc/configs/bert_sst2/train_infer_python.txt"
 
 
-def _python_without_paddle() -> str | None:
-    """A system Python 3 that cannot import paddle (the venv's can)."""
-    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3", path="/usr/bin:/bin")):
-        if candidate and Path(candidate).is_file():
-            code = "import importlib.util as u, sys; sys.exit(u.find_spec('paddle') is not None)"
-            probe = subprocess.run([candidate, "-c", code], capture_output=True)
-            if probe.returncode == 0:
-                return candidate
-    return None
-
-
-NO_PADDLE_PYTHON = _python_without_paddle()
-needs_plain_python = pytest.mark.skipif(NO_PADDLE_PYTHON is None, reason="no Python without paddle on this machine")
 needs_paddle = pytest.mark.skipif(importlib.util.find_spec("paddle") is None, reason="paddle is not installed here")
 
 

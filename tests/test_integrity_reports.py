@@ -174,6 +174,29 @@ def test_junit_is_well_formed_for_every_failing_log(tmp_path: Path):
     assert [t.get("name") for t in tree.getroot().iter("testcase")][0] == "step0#x00"
 
 
+def test_a_suite_junit_with_control_characters_in_every_failing_log_parses(tmp_path: Path):
+    """run and suite share one JUnit writer: the suite's file is as well-formed as the run's (its own template
+    escaped with Jinja's `e`, which lets ANSI and NUL through, before)."""
+    from tipcgen.suite.report import SuiteResult, write_junit
+    from tipcgen.suite.suite import Chain, ChainResult, Refused
+
+    _junit_of_failing_logs(tmp_path)  # its run folder and step records
+    steps, problems = results.read_records(tmp_path / "test_tipc" / "output" / "m" / MODE, tmp_path)
+    summary = Summary("m\x1b[0m", MODE, "c.txt", steps=steps, problems=["\x00 problem \ud800"])
+    chain = Chain(str(tmp_path), "c.txt", "basic", MODE, "m\x1b[31m\x00")
+    suite = SuiteResult(results=[ChainResult(chain, "failed", 1, 1.0, "runs/\x1b]0;t\x07", summary=summary),
+                                 ChainResult(chain, "timeout", None, 2.0, log="x\x0b.log", message="\x1b[1mslow\x00")],
+                        refused=[Refused("bad\x00.txt", ["line 3: \x1b[31mshifted\x0c"])])
+    path = tmp_path / "suite-junit.xml"
+    write_junit(suite, path)
+    root = ET.parse(path).getroot()  # raises on any character XML cannot hold
+    assert "\x1b" not in path.read_text(encoding="utf-8")
+    assert len(root.findall(".//failure")) == len(FAILING_LOGS) and len(root.findall(".//error")) == 3
+    assert int(root.get("tests")) == sum(int(s.get("tests")) for s in root)  # the totals are the suites' sums
+    text = "\n".join((f.text or "") for f in root.iter("failure"))
+    assert all(words in text for words in ("ERROR warning paddlenlp [2026", "before#x00after"))
+
+
 def test_junit_of_a_real_run_whose_step_prints_control_characters(stub_repo: Path):
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"STUB_NOISE": "train"})
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, chain_env, tipcgen
+from conftest import STUB, chain_env, default_signals, edit, tipcgen
 
 MODE = "lite_train_lite_infer"
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
@@ -100,7 +100,7 @@ def _start(repo: Path, **env: str) -> subprocess.Popen:
     """tipcgen run in its own process group (as a shell's job is), training for a fixed time."""
     return subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "--mode", MODE], cwd=repo,
                             env=chain_env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_signals)
 
 
 def _wait_for_training(proc: subprocess.Popen) -> list[str]:
@@ -203,7 +203,8 @@ def test_kill_9_of_tipcgen_run_leaves_no_process_and_a_rerun_recovers_the_lock(s
 def test_a_stale_lock_stops_the_dead_runs_leftovers_before_the_new_run(stub_repo: Path):
     """A writer of an older run (here: a process carrying its run id) never sees the new run."""
     old_id = "0" * 32
-    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, "TIPC_RUN_ID": old_id}, cwd=stub_repo)
+    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, "TIPC_RUN_ID": old_id}, cwd=stub_repo,
+                              preexec_fn=default_signals)
     dead = subprocess.Popen(["true"])
     dead.wait()
     lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
@@ -218,16 +219,9 @@ def test_a_stale_lock_stops_the_dead_runs_leftovers_before_the_new_run(stub_repo
 
 # -- verdicts ------------------------------------------------------------------------------------
 
-def _edit(repo: Path, old: str, new: str) -> None:
-    config = repo / CONFIG
-    text = config.read_text()
-    assert old in text
-    config.write_text(text.replace(old, new))
-
-
 @pytest.mark.parametrize("trainer", ["trainer:", "trainer:null"])
 def test_a_config_that_trains_nothing_is_refused_before_any_step(stub_repo: Path, trainer: str):
-    _edit(stub_repo, "trainer:norm_train\n", trainer + "\n")
+    edit(stub_repo / CONFIG, "trainer:norm_train\n", trainer + "\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
     assert proc.returncode == 2 and "PASSED" not in proc.stdout, proc.stdout + proc.stderr
     assert "trainer" in proc.stderr and "Traceback" not in proc.stderr
@@ -236,7 +230,7 @@ def test_a_config_that_trains_nothing_is_refused_before_any_step(stub_repo: Path
 
 def test_a_chain_whose_training_all_skipped_is_not_passed(stub_repo: Path):
     """Lint accepts a GPU-only gpu_list; on a machine without a GPU nothing trains, so nothing passes."""
-    _edit(stub_repo, "gpu_list:0|-1\n", "gpu_list:0\n")
+    edit(stub_repo / CONFIG, "gpu_list:0|-1\n", "gpu_list:0\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
     summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
     assert proc.returncode == 1 and "PASSED" not in proc.stdout, proc.stdout
@@ -247,7 +241,7 @@ def test_a_chain_whose_training_all_skipped_is_not_passed(stub_repo: Path):
 
 def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
     """Both inference devices are GPU ones on this CPU machine: every case is skipped."""
-    _edit(stub_repo, "--use_gpu:True|False\n", "--use_gpu:True\n")
+    edit(stub_repo / CONFIG, "--use_gpu:True|False\n", "--use_gpu:True\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
     summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
     assert proc.returncode == 1 and not summary["ok"], proc.stdout
@@ -255,7 +249,7 @@ def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
 
 
 def test_a_config_without_inference_needs_none(stub_repo: Path):
-    _edit(stub_repo, "inference:stub/stub_infer.py\n", "inference:null\n")
+    edit(stub_repo / CONFIG, "inference:stub/stub_infer.py\n", "inference:null\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
     summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
     assert proc.returncode == 0 and summary["ok"] and summary["required_kinds"] == ["train", "eval", "export"]
@@ -320,3 +314,15 @@ def test_the_markers_tipcgen_update_writes_are_refused(tmp_path: Path):
     assert direct.returncode == 2 and f"{CONFIG}:43: merge conflict marker" in direct.stderr, direct.stderr
     proc = tipcgen("run", "--mode", MODE, cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and "conflict marker" in proc.stderr and "[tipc] RUN" not in proc.stdout
+
+
+def test_a_renamed_key_is_named_as_renamed_not_as_a_missing_line(layout_repo: Path):
+    """Issue 28 item 7: '--epochs' renamed in place; the lines around it are where they were."""
+    original = (layout_repo / CONFIG).read_text(encoding="utf-8")
+    name = "test_tipc/configs/stub_model/renamed-key.txt"
+    (layout_repo / name).write_text(original.replace("\n--epochs:", "\n--epoch_num:"), encoding="utf-8")
+    direct = subprocess.run(["bash", RUNNER, name, MODE], cwd=layout_repo, capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 2, direct.stdout + direct.stderr
+    assert (f"{name}:7: expected key '--epochs' on non-blank line 7, found '--epoch_num:lite_train_lite_infer=1|"
+            "whole_train_whole_infer=2': the key was renamed (the lines around it are in place, no line is missing)") in direct.stderr
+    assert "restore '--epochs'" in direct.stderr and "missing or extra" not in direct.stderr

@@ -326,3 +326,125 @@ def test_new_writes_the_paddle2onnx_chain_with_onnx_flag_only_where_needed(tmp_p
     text = new.propose(ocr_options(data={"train": "data/lite.txt"}), tmp_path).text
     assert "onnx_flag" not in text  # the default, --use_onnx: nothing written
     assert descriptor.load_text(text).paddle2onnx.onnx_flag == "--use_onnx"
+
+
+# ---------------------------------------------------------------- spellings, the output folder, values (issue 28)
+
+def test_camel_case_dashes_and_log_dir_spellings_map(tmp_path: Path):
+    scripts = dict(OCR_LIKE)
+    scripts["tools/train.py"] = """
+        p.add_argument("-c", "--config", required=True)
+        p.add_argument("--numEpochs", type=int, default=500)
+        p.add_argument("--batchSize", type=int, default=16)
+        p.add_argument("--log_dir", default="logs", help="where the checkpoints go")
+        p.add_argument("--pretrained", default=None)
+        p.add_argument("--amp", default="none", help="AMP level: O1 or none (default: O1)")
+    """
+    write_scripts(tmp_path, scripts)
+    lines = slot_lines(new.propose(ocr_options(), tmp_path).text)
+    assert lines["epoch"] == "--numEpochs:lite_train_lite_infer=1|lite_train_whole_infer=1"
+    assert lines["train_batch_size"] == "--batchSize:lite_train_lite_infer=4|lite_train_whole_infer=4"
+    assert lines["save_model"] == "--log_dir:./output/"
+    assert lines["autocast"] == "--amp:none"  # what its help offers, not False
+    for spelling in ("--logdir", "--output", "--save-path", "--outDir"):
+        write_scripts(tmp_path, {**scripts, "tools/train.py": scripts["tools/train.py"].replace("--log_dir", spelling)})
+        assert slot_lines(new.propose(ocr_options(), tmp_path).text)["save_model"] == f"{spelling}:./output/"
+
+
+@pytest.mark.parametrize(("help_text", "choices", "expected"), [
+    ("O1 or none", "", "none"), ("O1 or O2", "", "O1"), ("fp32 or fp16", "", "fp32"), ("", "", False),
+    ("", "['O1', 'O2']", "O1"), ("", "['none', 'O1']", "none"), ("use AMP (default: None)", "", False)])
+def test_the_amp_value_fits_the_flag(tmp_path: Path, help_text: str, choices: str, expected):
+    scripts = dict(OCR_LIKE)
+    scripts["tools/train.py"] = OCR_LIKE["tools/train.py"].replace(
+        'p.add_argument("--use_amp", action="store_true", help="a switch: TIPC cannot pass it")',
+        f'p.add_argument("--amp", help={help_text!r}' + (f", choices={choices}" if choices else "") + ")")
+    write_scripts(tmp_path, scripts)
+    desc = descriptor.load_text(new.propose(ocr_options(), tmp_path).text)
+    assert desc.slots["autocast"].line == f"--amp:{expected}"
+
+
+def test_a_train_script_without_an_output_folder_flag_is_an_error(tmp_path: Path):
+    scripts = dict(OCR_LIKE)
+    scripts["tools/train.py"] = OCR_LIKE["tools/train.py"].replace('p.add_argument("--save_dir", default="./output")', "")
+    write_scripts(tmp_path, scripts)
+    with pytest.raises(TipcgenError, match=r"tools/train.py: no flag for the train output folder \(train.output_dir\) was "
+                                           r"found \(tried --output_dir, --save_dir, .*pass --flag train.output_dir=FLAG"):
+        new.propose(ocr_options(), tmp_path)
+    with pytest.raises(TipcgenError, match=r"--save_dir \(train.output_dir\) gets no folder"):
+        write_scripts(tmp_path, OCR_LIKE)
+        new.propose(ocr_options(values={"train.output_dir": "null"}), tmp_path)
+
+
+# A paper-reproduction repository in the shape of issue 28: flags that differ from TIPC's keys (--logdir,
+# --batchSize, --numEpochs, eval's --weights), and eval/export that load a committed checkpoint by default.
+DENOISE = {
+    "train.py": '''
+        import argparse, os
+        p = argparse.ArgumentParser()
+        p.add_argument("--logdir", default="logs", help="folder of the checkpoints")
+        p.add_argument("--batchSize", type=int, default=128)
+        p.add_argument("--numEpochs", type=int, default=50)
+        p.add_argument("--pretrained", default=None)
+        args = p.parse_args()
+        os.makedirs(args.logdir, exist_ok=True)
+        with open(os.path.join(args.logdir, "net.pdparams"), "w") as f:
+            f.write(f"trained {args.numEpochs} epoch(s)\\n")
+        print("epoch: 1, loss: 0.5")
+    ''',
+    "eval.py": '''
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--weights", default="logs/net.pdparams")
+        args = p.parse_args()
+        print(open(args.weights).read().strip(), "psnr: 23.4")
+    ''',
+    "export_model.py": '''
+        import argparse, os
+        p = argparse.ArgumentParser()
+        p.add_argument("--weights", default="logs/net.pdparams")
+        p.add_argument("--save-dir", default="deploy")
+        args = p.parse_args()
+        os.makedirs(args.save_dir, exist_ok=True)
+        with open(args.weights) as src, open(os.path.join(args.save_dir, "inference.json"), "w") as dst:
+            dst.write("{}")
+    ''',
+    "infer.py": '''
+        import argparse, os
+        p = argparse.ArgumentParser()
+        p.add_argument("--model-dir", required=True)
+        p.add_argument("--use_gpu", default="False")
+        p.add_argument("--batch_size", type=int, default=1)
+        args = p.parse_args()
+        assert os.path.exists(os.path.join(args.model_dir, "inference.json")), "no exported model"
+        print("image_0\\t{\\"psnr\\": 23.4}")
+    ''',
+}
+
+
+def test_new_on_a_repository_with_its_own_spellings_writes_an_output_folder_and_a_run_keeps_tracked_files(tmp_path: Path):
+    for rel, body in DENOISE.items():
+        (tmp_path / rel).write_text(textwrap.dedent(body))
+    (tmp_path / "logs").mkdir()
+    committed = "the paper's weights\n"
+    (tmp_path / "logs" / "net.pdparams").write_text(committed)
+    tipcgen("new", "--model-name", "denoise", "--checkpoint", "net.pdparams", "--train", "train.py", "--eval", "eval.py",
+            "--export", "export_model.py", "--infer", "infer.py", "--devices", "cpu", "--value", "inference.enable_mkldnn=false",
+            "--value", "inference.cpu_threads=1", cwd=tmp_path, check=True)
+    lines = slot_lines((tmp_path / "tipc.yaml").read_text())
+    assert lines["save_model"] == "--logdir:./output/" and lines["save_infer"] == "--save-dir:./output/"
+    assert lines["train_batch_size"].startswith("--batchSize:") and lines["epoch"].startswith("--numEpochs:")
+    assert lines["pretrain"] == "--weights:null" and lines["export_weight"] == "--weights:null"
+    tipcgen("init", "tipc.yaml", cwd=tmp_path, check=True)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "repository"], cwd=tmp_path, check=True)
+    run = tipcgen("run", "--mode", "lite_train_lite_infer", "-q", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True).stdout
+    assert status == "" and (tmp_path / "logs" / "net.pdparams").read_text() == committed
+    records = read_records(tmp_path, "denoise", "lite_train_lite_infer")
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert evals and "--weights=./test_tipc/output/denoise/" in evals[0]["command"]  # the trained checkpoint

@@ -16,7 +16,7 @@ from tipcgen.render import render
 from tipcgen.core import writes
 from tipcgen.core.errors import RenderConflictError, TipcgenError
 
-from conftest import ROOT, tipcgen
+from conftest import ROOT, fail_nth_replace, tipcgen
 
 
 def test_committed_test_tipc_is_what_init_renders(tmp_path: Path):
@@ -91,16 +91,7 @@ def test_init_writes_all_files_or_none(tmp_path: Path):
 def test_a_failed_commit_rolls_back(tmp_path: Path, monkeypatch):
     files = {"a.txt": "a", "b.txt": "b", "c.txt": "c"}
     (tmp_path / "a.txt").write_text("old a")
-    calls = []
-    real_replace = writes.os.replace
-
-    def flaky(src, dst):
-        calls.append(dst)
-        if len(calls) == 3:
-            raise OSError("disk full")
-        real_replace(src, dst)
-
-    monkeypatch.setattr(writes.os, "replace", flaky)
+    fail_nth_replace(monkeypatch, writes, 3)
     with pytest.raises(TipcgenError, match="disk full"):
         render.write_tree(files, tmp_path, force=True)
     assert (tmp_path / "a.txt").read_text() == "old a"

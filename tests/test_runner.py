@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SST2, STUB, chain_env, read_records, tipcgen
+from conftest import SST2, STUB, chain_env, default_signals, read_records, tipcgen
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 RUN_DIR = Path("test_tipc/output/stub_model/lite_train_lite_infer")
@@ -224,7 +224,8 @@ def test_hostile_values_are_data_never_code(tmp_path: Path):
 def test_interrupt_leaves_a_summary(stub_repo: Path):
     env = chain_env(STUB_HANG="infer")
     proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "--mode", "lite_train_lite_infer"], cwd=stub_repo,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=default_signals)
     seen = []
     for line in proc.stdout:
         seen.append(line)

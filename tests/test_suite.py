@@ -253,11 +253,12 @@ def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stub
 
 
 def test_ctrl_c_stops_every_chain_and_still_writes_the_summary(stubs, tmp_path):
-    from conftest import chain_env
+    from conftest import chain_env, default_signals
 
     proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "suite", str(stubs / "stub"), str(stubs / "variant"),
                              "--jobs", "2", "-o", str(tmp_path / "out")], cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=chain_env(STUB_HANG="train"))
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=chain_env(STUB_HANG="train"),
+                            preexec_fn=default_signals)
     assert proc.stdout is not None
     started = 0
     for line in proc.stdout:

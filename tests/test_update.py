@@ -16,7 +16,7 @@ from tipcgen.render import update
 from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 
-from conftest import STUB, tipcgen
+from conftest import STUB, fail_nth_replace, tipcgen
 
 README = "test_tipc/README.md"
 DOC = "test_tipc/docs/test_train_inference_python.md"
@@ -232,16 +232,7 @@ def test_write_tree_owned_files_and_removals(tmp_path: Path):
 def test_a_failed_write_puts_removed_and_owned_files_back(tmp_path: Path, monkeypatch):
     (tmp_path / "book.txt").write_text("old")
     (tmp_path / "gone.txt").write_text("bye")
-    real_replace = writes.os.replace
-    calls = []
-
-    def flaky(src, dst):
-        calls.append(dst)
-        if len(calls) == 2:
-            raise OSError("disk full")
-        real_replace(src, dst)
-
-    monkeypatch.setattr(writes.os, "replace", flaky)
+    fail_nth_replace(monkeypatch, writes, 2)
     with pytest.raises(TipcgenError, match="disk full"):
         render.write_tree({"book.txt": "new", "c.txt": "c"}, tmp_path, owned={"book.txt"}, remove=["gone.txt"],
                           backup=False)

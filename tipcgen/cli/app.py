@@ -256,15 +256,16 @@ def lint(
     for path in configs:
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
-    findings = linter.lint_paths([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
-                                 check_flags=repo_root is not None)
+    findings = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
+                                  check_flags=repo_root is not None)
     if format is Format.json:
         typer.echo(linter.findings_to_json(findings))
     else:
         for finding in findings:
             typer.echo(linter.format_finding(finding))
         errors = sum(1 for f in findings if f.severity == "error")
-        typer.echo(f"{errors} error(s), {len(findings) - errors} warning(s)", err=True)
+        warnings = sum(1 for f in findings if f.severity == "warning")
+        typer.echo(f"{errors} error(s), {warnings} warning(s)", err=True)
     raise typer.Exit(1 if linter.has_errors(findings) else 0)
 
 
@@ -273,25 +274,29 @@ def import_(
     config: Path = typer.Argument(..., help="An existing train_infer_python.txt."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
-    root: Optional[Path] = typer.Option(None, "--root", help="The repository whose scripts the config names (default: the folder above test_tipc/): each script's --help is probed for the keys the runner passes it."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family, and each script the config names is probed (--help) for the keys the runner passes it (default: the test_tipc/ the config sits in)."),
 ) -> None:
     """Turn an existing train_infer_python config into a tipcgen descriptor.
 
-    `tipcgen init` of the result renders the same config again. Each key the runner would pass that
-    its script does not accept is printed as an error (exit code 1; the descriptor is still written).
+    `tipcgen init` of the result renders the same config again, byte for byte. The layout family
+    (docs/LAYOUTS.md) is the one the repository's own runner reads, else the headers'; the
+    descriptor's comment says which. Each key the runner would pass that its script does not accept
+    is printed as an error (exit code 1; the descriptor is still written).
 
     Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
     """
     from tipcgen.configs import importer, legacy_format
     from tipcgen.core import writes
 
-    text, note = legacy_format.imported_env(importer.import_file(config), Path("."))
+    document = importer.import_file(config, root)
+    text, note = legacy_format.imported_env(document, Path("."))
     problems = importer.flag_problems(config, root)
     if output is None:
         typer.echo(text, nl=False)
     else:
         writes.write_tree({output.name: text}, output.parent, force=force)
-        typer.echo(f"wrote {output}; render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
+        family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
+        typer.echo(f"wrote {output} ({family}); render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
     for problem in problems:
         typer.echo(problem, err=True)
     if any(problem.startswith("error") for problem in problems):
@@ -317,9 +322,13 @@ def golden(
     from tipcgen.run.run import check_mode
 
     check_mode(mode)
-    written = goldens.regenerate(descriptor.load(target), root, mode)
+    desc = descriptor.load(target)
+    written = goldens.regenerate(desc, root, mode)
     for item in written:
         typer.echo(f"{item.action:>11}  {item.path}")
+    warning = goldens.unseeded_warning(root, desc.model_name, mode)
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
     typer.echo("Commit them: later runs of this mode check their inference results against them.")
 
 

@@ -17,8 +17,9 @@ from tipcgen.core import inputs
 from tipcgen.core.errors import ConfigImportError, DescriptorError
 from tipcgen.descriptor import writer
 from tipcgen.descriptor.schema import SCHEMA_VERSION
+from tipcgen.configs import family_pick
 from tipcgen.format import config as cfg
-from tipcgen.format import layout, layout_check
+from tipcgen.format import families, layout, layout_check, text_style
 
 
 @dataclass
@@ -31,9 +32,11 @@ class _Trailing:
     header: str | None = None  # the header as written, where its padding is not the canonical 27/27
 
 
-def import_file(path: str | Path) -> str:
-    """The descriptor YAML for a config file (read without newline translation)."""
-    return import_config(inputs.read_text(path, "config"), str(path))
+def import_file(path: str | Path, repo_root: str | Path | None = None) -> str:
+    """The descriptor YAML for a config file (read without newline translation); the layout family
+    is the one the repository's own runner reads (``--root``, or the test_tipc/ the file sits in)."""
+    runner = family_pick.read_runner(Path(path), Path(repo_root) if repo_root is not None else None)
+    return import_descriptor(inputs.read_text(path, "config"), str(path), runner)[0]
 
 
 def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]:
@@ -60,17 +63,24 @@ def import_config(text: str, source: str) -> str:
     return import_descriptor(text, source)[0]
 
 
-def import_descriptor(text: str, source: str) -> tuple[str, descriptor.Descriptor]:
-    """The descriptor YAML and the ``Descriptor`` it loads as (to render it without loading twice)."""
+def import_descriptor(text: str, source: str, runner: family_pick.Runner | None = None
+                      ) -> tuple[str, descriptor.Descriptor]:
+    """The descriptor YAML and the ``Descriptor`` it loads as (to render it without loading twice);
+    ``runner`` (a runner's reads and name) picks the layout family, else the file's headers do."""
     config = cfg.TipcConfig.parse(text)
     _check_kind(config, source)
-    _check_layout(config, source)
+    pick = _pick(config, source, runner)
+    table = pick.family.table
+    _check_layout(config, source, table)
     _check_printable(config, source)
+    style = text_style.style_of(config, len(table))
+    if style.line_count is not None:  # a train-only or train+eval file: the later lines read as null
+        config = text_style.padded(config, table)
     notes: list[str] = []
-    pairs = _normalised_pairs(config, notes)
-    sections = _normalised_sections(config, source, notes)
-    _note_headers_and_blanks(config, notes)
-    document, origin = _document(source, pairs, sections, notes, config)
+    pairs = _normalised_pairs(config, notes, pick.family.name)
+    sections = _normalised_sections(config, source, notes, table)
+    _note_headers_and_blanks(config, notes, table)
+    document, origin = _document(source, pairs, sections, notes, config, pick, style)
     return document, _load(document, source, origin)
 
 
@@ -82,20 +92,29 @@ def _check_kind(config: cfg.TipcConfig, source: str) -> None:
         raise ConfigImportError(source, None, "is empty: there is nothing to import")
     if kind not in layout.LAYOUT_OF_KIND:
         raise ConfigImportError(
-            source, None, f"is a {kind} config: only train_infer_python configs (the 51-line layout or the "
-            "32-line tutorial layout) can be imported",
+            source, None, f"is a {kind} config: only train_infer_python configs (in a layout family of "
+            "docs/LAYOUTS.md) can be imported",
             "import the model's basic-chain config (train_infer_python.txt): tipcgen renders only that chain")
 
 
-def _table(config: cfg.TipcConfig) -> tuple[layout.Slot, ...]:
-    return layout.LAYOUTS[layout.LAYOUT_OF_KIND[config.kind]]
+def _pick(config: cfg.TipcConfig, source: str, runner: family_pick.Runner | None) -> families.Pick:
+    """The layout family; in none, the nearest family when a shift explains the difference (then
+    ``_check_layout`` names the shift), else a refusal that names what differs."""
+    pick = cfg.family_of(config, *(runner or (None, "")))
+    if pick is not None:
+        return pick
+    family, missed = families.nearest(config.logical_lines(), config.kind)
+    if families.is_shift(missed):
+        return families.Pick(family, "the nearest family")
+    raise ConfigImportError(source, None, families.no_family_message(config.logical_lines(), config.kind),
+                            "tipcgen renders the layout families of docs/LAYOUTS.md; run `tipcgen lint` on it, "
+                            "or keep the repository's own runner with this config")
 
 
-def _check_layout(config: cfg.TipcConfig, source: str) -> None:
+def _check_layout(config: cfg.TipcConfig, source: str, table: tuple[layout.Slot, ...]) -> None:
     """Every header and ``##`` of the layout sits at its index (else the slots are shifted), and
     no line of the layout is missing at the end."""
     logical = config.logical_lines()
-    table = _table(config)
     misplaced = layout_check.first_misplaced(logical, table)
     if misplaced is not None:
         anchor, offset = misplaced
@@ -110,11 +129,12 @@ def _check_layout(config: cfg.TipcConfig, source: str) -> None:
             f"idx {anchor.index} should be {_describe(anchor)} but is {logical[anchor.index].text.strip()!r}"
             f"{where}: every later slot would be read from its neighbour",
             f"run `tipcgen lint {source}` to find the missing or extra line, fix it and import again")
-    if len(logical) < len(table):
+    if len(logical) < len(table) and len(logical) not in text_style.section_ends(table):
         raise ConfigImportError(
             source, None,
-            f"has {len(logical)} of the {len(table)} lines of the layout "
-            "(a train-only or train+eval config, or one cut short): import needs all of them",
+            f"has {len(logical)} of the {len(table)} lines of the layout and stops inside a section: a line "
+            f"is missing, or the file was cut short (a train-only or train+eval config stops after "
+            f"{' or '.join(map(str, text_style.section_ends(table)))} lines)",
             f"run `tipcgen lint {source}` to see where it ends")
 
 
@@ -140,12 +160,13 @@ def _editor_line(config: cfg.TipcConfig, index: int) -> int:
 
 # ---------------------------------------------------------------- normalisation
 
-def _normalised_pairs(config: cfg.TipcConfig, notes: list[str]) -> dict[str, tuple[str, str | None]]:
+def _normalised_pairs(config: cfg.TipcConfig, notes: list[str], layout_name: str
+                      ) -> dict[str, tuple[str, str | None]]:
     """The kv slots as ``{name: (key, value)}``, stripped; ``None`` for a line without ``:`` (``##``)."""
     pairs: dict[str, tuple[str, str | None]] = {}
     stripped: list[int] = []
-    index = {slot.name: slot.index for slot in _table(config)}
-    for name, (key, value) in cfg.slot_pairs(config).items():
+    index = {slot.name: slot.index for slot in layout.LAYOUTS[layout_name]}
+    for name, (key, value) in cfg.slot_pairs(config, layout_name).items():
         line = _editor_line(config, index[name])
         if (key, value) != (key.strip(), value.strip() if value is not None else None):
             stripped.append(line)
@@ -155,13 +176,14 @@ def _normalised_pairs(config: cfg.TipcConfig, notes: list[str]) -> dict[str, tup
     return pairs
 
 
-def _normalised_sections(config: cfg.TipcConfig, source: str, notes: list[str]) -> list[_Trailing]:
+def _normalised_sections(config: cfg.TipcConfig, source: str, notes: list[str], table: tuple[layout.Slot, ...]
+                         ) -> list[_Trailing]:
     """The trailing sections with stripped lines; lines after idx 50 that stand before any header
     (upstream ``null:null`` fillers) form a first section without a name."""
     logical = config.logical_lines()
     sections: list[_Trailing] = []
     stripped: list[int] = []
-    for index in range(len(_table(config)), len(logical)):
+    for index in range(len(table), len(logical)):
         line, number = logical[index], _editor_line(config, index)
         if line.header_name is not None:
             header = line.text.strip()
@@ -178,9 +200,9 @@ def _normalised_sections(config: cfg.TipcConfig, source: str, notes: list[str]) 
     return sections
 
 
-def _note_headers_and_blanks(config: cfg.TipcConfig, notes: list[str]) -> None:
+def _note_headers_and_blanks(config: cfg.TipcConfig, notes: list[str], table: tuple[layout.Slot, ...]) -> None:
     # Trailing section headers come back as written (sections[].header); the layout's own are rewritten.
-    last = config.physical_index(len(_table(config)) - 1) or 0
+    last = config.physical_index(len(table) - 1) or 0
     headers = [n for n, line in enumerate(config.lines, start=1)
                if n <= last and line.header_name is not None and line.text != layout.header_line(line.header_name)]
     if headers:
@@ -201,7 +223,8 @@ def _lines(numbers: list[int]) -> str:
 # ---------------------------------------------------------------- YAML
 
 def _document(source: str, pairs: dict[str, tuple[str, str]], sections: list[_Trailing],
-              notes: list[str], config: cfg.TipcConfig) -> tuple[str, dict[str, int]]:
+              notes: list[str], config: cfg.TipcConfig, pick: families.Pick, style: text_style.TextStyle
+              ) -> tuple[str, dict[str, int]]:
     """The descriptor text, and the config line of every descriptor path (for error messages)."""
     out = [
         f"# tipcgen descriptor imported from {source} by `tipcgen import`.",
@@ -211,17 +234,41 @@ def _document(source: str, pairs: dict[str, tuple[str, str]], sections: list[_Tr
         "# prepare.sh provides the data the config names.",
     ]
     if notes:
-        out.append("# Normalised on import (the runners read these the same way):")
+        out.append("# Normalised in the fields below (the runners read these the same way; text: at the end")
+        out.append("# keeps the lines as written, so init gives the file back byte for byte):")
         out += [f"#   {note}" for note in notes]
     out.append(f"schema_version: {SCHEMA_VERSION}")
-    layout_name = layout.LAYOUT_OF_KIND[config.kind]
-    if layout_name != "standard":
-        out += writer.commented(f"layout: {layout_name}", "the 32-line layout of the models tutorial template")
-    lines, written = writer.slot_lines(_table(config), pairs)
+    out.append(f"# {pick.describe()}")
+    if pick.family.name != "standard":
+        out += writer.commented(f"layout: {pick.family.name}", pick.family.short)
+    lines, written = writer.slot_lines(pick.family.table, pairs)
     out += lines
     origin = {slot.field: _editor_line(config, slot.index) for slot in written}
     out += _sections_yaml(sections, origin)
+    out += _text_yaml(style)
     return "\n".join(out) + "\n", origin
+
+
+def _text_yaml(style: text_style.TextStyle) -> list[str]:
+    """The ``text:`` group: the lines as written where they differ from tipcgen's spelling."""
+    if not style:
+        return []
+    out = ["", *writer.commented("text:", "the lines as written (docs/DESCRIPTOR.md, text)")]
+    if not style.final_newline:
+        out.append("  final_newline: false")
+    if style.blank_lines:
+        out.append(f"  blank_lines: [{', '.join(map(str, style.blank_lines))}]")
+    if style.line_count is not None:
+        out.append(f"  line_count: {style.line_count}")
+    if style.lines:
+        out.append("  lines:")
+        out += [f"    {index}: {_quoted(written)}" for index, written in style.lines]
+    return out
+
+
+def _quoted(text: str) -> str:
+    """A YAML scalar that loads back as exactly this string (surrounding spaces included)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _sections_yaml(sections: list[_Trailing], origin: dict[str, int]) -> list[str]:

@@ -2,8 +2,9 @@
 
 An error means an upstream runner would run the wrong thing or skip steps without saying so;
 a warning means the file works upstream but is fragile or non-portable. ``lint`` exits 1 on
-any error. Slot rules run on ``train_infer_python`` files of either layout (the 51-line one and
-the 32-line tutorial one, by their own slot tables); byte-level rules run on every file.
+any error. Slot rules run on basic-chain files in every layout family (docs/LAYOUTS.md: the
+51-line one, PaddleSeg's, the 32-line tutorial one, ..., each by its own slot table, picked from
+the repository's runner or the headers); byte-level rules run on every file.
 
 | rule | severity | what it catches |
 |---|---|---|
@@ -26,14 +27,23 @@ the 32-line tutorial one, by their own slot tables); byte-level rules run on eve
 | ``bom`` | warning | a UTF-8 byte-order mark, glued to the first key |
 | ``empty-file`` | warning | no lines at all |
 | ``conflict-marker`` | error | a ``<<<<<<<``/``=======``/``>>>>>>>`` line (``tipcgen update --conflict markers``) |
+| ``infer-value-shape`` | warning | an idx 41-45 value of another shape that no shift explains: passed to the script as it is |
+| ``unknown-layout`` | warning | a ``train_params`` file in no layout family (docs/LAYOUTS.md): its slots are not checked |
+| ``family`` | info | (``tipcgen lint`` only) the layout family the file is read in, and how it was picked |
 
 Why these severities (what the upstream runners do):
 
 * ``slot-shift``: the runner reads every later slot from its neighbour and skips export and
   inference without a failure line (SPEC §8.1). Found by anchor keys 1-3 lines early or late,
-  a trailing section starting inside idx 40-50, a file ending inside a section, or an idx 41-45
-  value of the wrong shape (the keyless inference block: on/off, counts, precision). After a
-  shift the slot-value rules are not run: every value they would read is a neighbour's.
+  a trailing section starting inside idx 40-50, a file ending inside a section, or idx 41-45
+  values of the wrong shape that all fit one line early or late from the first odd one on (the
+  keyless inference block: on/off, counts, precision). After a shift the slot-value rules are not run: every value
+  they would read is a neighbour's. The anchors are the layout family's (``families.py``): picked
+  from the repository's runner (the ``lines[N]`` it reads) where there is one, else from the headers.
+* ``infer-value-shape``: a suite's runner passes the value to its script as it is (PaddleDetection's
+  ``--run_mode:paddle|trt_fp32|trt_fp16|trt_int8`` at idx 45), so one odd value is no error.
+* ``unknown-layout``: a layout tipcgen has no table for; the message names what differs from the
+  nearest family. A warning: its own runner may run it as intended.
 * ``anchor-key``: the runners read values by position, never keys, so a renamed key in place
   (OCR ``det_r18_ct``'s idx 16-17) runs fine.
 * ``colon-in-value``: hundreds of working Clas files carry ``pretrained_model_url:https://…``;
@@ -52,8 +62,8 @@ Why these severities (what the upstream runners do):
 * ``crlf``: ``-1\r`` is 3 characters, so the runner takes the multi-GPU branch (SPEC §10.2).
 * ``fullwidth-punct``: the runners split only on ASCII ``:`` and ``|`` (PaddleGAN PR #637).
 
-Corpus calibration (tests/test_lint.py): no error on any of the conforming 51-line files;
-``slot-shift`` on ``ch_PP-OCRv4_server_rec_ampO2_ultra``. The figures per rule are in the report.
+Corpus calibration (tests/test_lint.py, tests/test_layouts.py): over both corpus folders no error
+but ``slot-shift`` on ``ch_PP-OCRv4_server_rec_ampO2_ultra``. The figures per rule are in the report.
 """
 from __future__ import annotations
 
@@ -65,23 +75,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tipcgen.core import inputs
-from tipcgen.format import chain, layout
-from tipcgen.format.config import Line, TipcConfig, is_null, parse_per_mode, split_list
-from tipcgen.format.layout_check import TRAIN_ANCHORS, TUTORIAL_ANCHORS, Anchor, describe, find_shift, holds
+from tipcgen.configs import family_pick
+from tipcgen.configs.family_pick import Runner
+from tipcgen.configs.lint_slots import SlotRules
+from tipcgen.format import families, layout
+from tipcgen.format.config import Line, TipcConfig, family_of
+from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
 
 # Full-width colon, vertical line, comma, equals sign, semicolon and the ideographic space.
 _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
 _PINNED_PYTHON = re.compile(r"^python\d+\.\d+$")
-_INFER_DEVICES = ("True", "False", "gpu", "cpu")
-_FLAG_NAMES = frozenset(s.name for s in layout.TRAIN_INFER_PYTHON if s.kind == "kv" and s.name not in layout.COMMAND_SLOTS)
-_LIST_NAMES = frozenset((*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
-_KNOWN_MODES = frozenset((*layout.MODES, *layout.KNOWN_EXTRA_MODES))
 _CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
-# Slots the runner cannot do without: null there runs `null`, or trains nothing without a failure line.
-_NEEDS_VALUE = tuple(map(chain.name_of, ("model_name", "python", "gpu_list", "train.trainer")))
-_TRAINER, _GPUS, _DEVICES, _INFER_DEVICE = map(chain.name_of, ("train.trainer", "gpu_list", "train.device",
-                                                               "inference.use_gpu"))
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -98,10 +102,10 @@ class Finding:
 _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NAME["sep_eval"].index + 1)
 
 
-class _Linter:
+class _Linter(SlotRules):
     """Collects the findings for one file; ``line_of`` maps logical indices to editor lines."""
 
-    def __init__(self, text: str, path: str, repo_root: Path | None) -> None:
+    def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None) -> None:
         self.text = text
         self.path = path
         self.repo_root = repo_root
@@ -109,7 +113,8 @@ class _Linter:
         self.logical = self.config.logical_lines()
         self.numbers = [number for number, line in enumerate(self.config.lines) if line.text]
         self.kind = self.config.kind
-        self.table = layout.LAYOUTS[layout.LAYOUT_OF_KIND.get(self.kind, "standard")]
+        self.pick = family_of(self.config, *(runner or (None, "")))
+        self.table = layout.LAYOUTS[self.pick.family.name if self.pick else layout.LAYOUT_OF_KIND.get(self.kind, "standard")]
         self.slot_index = {slot.name: slot.index for slot in self.table if slot.kind == "kv"}
         self.findings: list[Finding] = []
 
@@ -121,17 +126,26 @@ class _Linter:
 
     def run(self) -> list[Finding]:
         self.byte_rules()
-        if self.kind == "train_infer_python":
-            self.anchor_rules(TRAIN_ANCHORS, layout.TRAIN_INFER_PYTHON_LINES)
-            if not any(finding.rule == "slot-shift" for finding in self.findings):
-                self.inference_block()
-            if not any(finding.rule == "slot-shift" for finding in self.findings):
-                self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
-        elif self.kind == "tutorial_32":  # the same rules; it has no keyless inference block
-            self.anchor_rules(TUTORIAL_ANCHORS, layout.TUTORIAL_32_LINES)
-            if not any(finding.rule == "slot-shift" for finding in self.findings):
-                self.slot_rules()
+        if self.kind in layout.LAYOUT_OF_KIND:
+            if self.pick is None and not self.nearest_shift():
+                self.add(1, "unknown-layout", "warning",
+                         f"{families.no_family_message(self.logical, self.kind)}; tipcgen cannot check its slots")
+            else:  # a family's table, or (a shift) the nearest family's, whose anchors then find the shift
+                self.anchor_rules(anchors_of(self.table), len(self.table))
+                if not any(finding.rule == "slot-shift" for finding in self.findings):
+                    self.inference_block()  # the tutorial layout has no keyless inference block
+                if not any(finding.rule == "slot-shift" for finding in self.findings):
+                    self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
+
+    def nearest_shift(self) -> bool:
+        """In no family: read it against the nearest family when a 1-3 line shift explains the difference."""
+        family, missed = families.nearest(self.logical, self.kind)
+        if not families.is_shift(missed):
+            return False
+        self.table = family.table
+        self.slot_index = {slot.name: slot.index for slot in self.table if slot.kind == "kv"}
+        return True
 
     # -- every file -------------------------------------------------------------------------
     def byte_rules(self) -> None:
@@ -238,121 +252,35 @@ class _Linter:
                  "a line is missing, or the file was cut short")
 
     def inference_block(self) -> None:
-        """A missing or extra line among idx 40-50, where no key anchors the layout."""
-        for name, (shape, pattern) in layout.INFER_VALUE_SHAPES.items():
-            found = self.slot_lines(name)
-            if found is None:
-                continue
-            index, line = found
-            bad = [item for item in split_list(line.value) if item.strip() != "null" and not pattern.match(item.strip())]
-            if bad or not line.value.strip():
-                self.add(self.line_of(index), "slot-shift", "error",
-                         f"idx {index} ({name}) should hold {shape} but holds {line.text.strip()!r}: a line is "
-                         "missing or extra in the inference block (idx 40-50), so every later flag is read "
-                         "from its neighbour")
-                return
+        """A missing or extra line among idx 40-50, where no key anchors the layout: values of another
+        shape that a shift explains (layout_check.infer_shapes). Any other odd value is passed to the
+        script as it is (a suite's own values, such as --run_mode:paddle): a warning."""
+        def value_at(index: int) -> str | None:
+            return self.logical[index].value if index < len(self.logical) else None
 
-    # -- 51-line slot values ------------------------------------------------------------------
-    def slot_rules(self) -> None:
-        flags = {self.slot_index[name] for name in _FLAG_NAMES if name in self.slot_index}
-        lists = {self.slot_index[name] for name in _LIST_NAMES if name in self.slot_index}
-        for index, line in enumerate(self.logical[: len(self.table)]):
-            self.slot_whitespace(index, line, flags, lists)
-        self.device_list_length()
-        self.per_mode_names()
-        self.infer_device()
-        self.null_values()
-        if self.repo_root is not None:
-            self.missing_scripts()
-
-    def slot_lines(self, name: str) -> tuple[int, Line] | None:
-        index = self.slot_index.get(name)
-        if index is None or index >= len(self.logical) or self.logical[index].value is None:
-            return None
-        return index, self.logical[index]
-
-    def slot_whitespace(self, index: int, line: Line, flags: set[int], lists: set[int]) -> None:
-        if index not in flags or line.value is None:
+        bad, offset = infer_shapes(value_at, self.table)
+        if offset is not None:
+            index = bad[0].index
+            self.add(self.line_of(index), "slot-shift", "error",
+                     f"idx {index} ({bad[0].name}) should hold {bad[0].value[0]} but holds "
+                     f"{self.logical[index].text.strip()!r}, and every value from there on fits its slot one line "
+                     f"{'later' if offset < 0 else 'earlier'}: a line is {'missing' if offset < 0 else 'extra'} in the "
+                     "inference block (idx 40-50), so every later flag is read from its neighbour")
             return
-        key, value = line.key, line.value.removesuffix("\r")  # a CRLF is reported once, by `crlf`
-        if key != key.strip() or value != value.lstrip():
-            self.add(self.line_of(index), "trailing-space", "error",
-                     f"whitespace around ':' in {line.text.strip()!r}: the runner passes it into the flag")
-        elif value != value.rstrip():
-            in_list = index in lists
-            effect = "last list item: comparisons fail and log paths split" if in_list else "flag value"
-            self.add(self.line_of(index), "trailing-space", "error" if in_list else "warning",
-                     f"trailing whitespace after {value.rstrip()!r} becomes part of the {effect}")
+        for slot in bad:
+            if slot.index < len(self.logical):
+                self.add(self.line_of(slot.index), "infer-value-shape", "warning",
+                         f"idx {slot.index} ({slot.name}) holds {self.logical[slot.index].text.strip()!r}, not "
+                         f"{slot.value[0]}: the runner passes it to the inference script as it is; check that the "
+                         "script takes it")
 
-    def device_list_length(self) -> None:
-        gpus, devices = self.slot_lines(_GPUS), self.slot_lines(_DEVICES)
-        if gpus is None or devices is None:
-            return
-        gpu_items, device_items = split_list(gpus[1].value), split_list(devices[1].value)
-        if len(device_items) > 1 and len(device_items) != len(gpu_items):
-            effect = ("the extra values are ignored" if len(device_items) > len(gpu_items)
-                      else "later gpu_list entries run without the device flag")
-            self.add(self.line_of(devices[0]), "device-list-length", "warning",
-                     f"{len(device_items)} train device values for {len(gpu_items)} gpu_list entries; they pair "
-                     f"by position, so {effect}; give one value, or one per entry")
+def _flag_findings(root: Path, text: str, path: str) -> list[Finding]:
+    """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning)."""
+    from tipcgen.configs import flag_check
 
-    def per_mode_names(self) -> None:
-        for name in layout.PER_MODE_SLOTS:
-            found = self.slot_lines(name)
-            if found is None:
-                continue
-            for mode in parse_per_mode(found[1].value):
-                if mode in _KNOWN_MODES:
-                    continue
-                if mode in layout.LEGACY_MODES:
-                    self.add(self.line_of(found[0]), "unknown-mode", "warning",
-                             f"legacy mode name {mode!r}: current runners call it {layout.LEGACY_MODES[mode]!r}")
-                else:
-                    self.add(self.line_of(found[0]), "unknown-mode", "error",
-                             f"unknown mode {mode!r} (known: {', '.join(layout.MODES)}): its value is never used, "
-                             "and the intended mode runs without the flag")
-
-    def infer_device(self) -> None:
-        found = self.slot_lines(_INFER_DEVICE)
-        if found is None or found[1].value.strip() == "null":
-            return
-        bad = [item for item in split_list(found[1].value) if item.strip() not in _INFER_DEVICES]
-        if bad:
-            self.add(self.line_of(found[0]), "infer-device", "error",
-                     f"inference device {bad[0]!r} is none of True/False/gpu/cpu: the runner prints 'Does not "
-                     "support hardware' and skips those inference cases without a failure line")
-
-    def null_values(self) -> None:
-        for name in _NEEDS_VALUE:
-            found = self.slot_lines(name)
-            if found is not None and _no_value(found[1].value):
-                self.add(self.line_of(found[0]), "null-value", "error",
-                         f"{found[1].key}: has no value (null): the runner "
-                         + ("trains nothing, and reports no failure" if name == _TRAINER else "cannot run without it"))
-        trainer = self.slot_lines(_TRAINER)
-        for item in split_list(trainer[1].value) if trainer is not None and not _no_value(trainer[1].value) else ():
-            commands = [self.slot_index[name] for name in chain.TRAINER_SLOTS if name in self.slot_index]
-            index = next((i for i in commands if i < len(self.logical) and self.logical[i].key == item.strip()), None)
-            if index is not None and _no_value(self.logical[index].value):
-                self.add(self.line_of(index), "null-value", "error",
-                         f"trainer {item.strip()!r} is chosen, but its command line {item.strip()}: is null: "
-                         "that trainer trains nothing, and reports no failure")
-
-    def missing_scripts(self) -> None:
-        assert self.repo_root is not None
-        for name in layout.COMMAND_SLOTS:
-            found = self.slot_lines(name)
-            if found is None:
-                continue
-            script = next((word for word in found[1].value.split() if word.endswith(".py")), None)
-            if script is not None and not (self.repo_root / script).is_file():
-                self.add(self.line_of(found[0]), "missing-script", "error",
-                         f"{name} runs {script!r}, which does not exist under {self.repo_root}")
-
-
-def _no_value(value: str | None) -> bool:
-    """``null``, empty, or Python's ``None`` (a descriptor or script that printed it): nothing to run."""
-    return is_null(value) or value.strip() == "None"
+    return [Finding(path, p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
+                    "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
+            for p in flag_check.check_config(root, text, dict(os.environ))]
 
 
 def _show_line(line: Line) -> str:
@@ -361,29 +289,42 @@ def _show_line(line: Line) -> str:
     return f"'{line.key}:'" if line.value is not None else repr(line.text)
 
 
-def lint_text(text: str, path: str, repo_root: str | Path | None = None) -> list[Finding]:
-    """Every finding for one config text, in line order."""
-    return _Linter(text, path, Path(repo_root) if repo_root is not None else None).run()
+def lint_text(text: str, path: str, repo_root: str | Path | None = None, runner: Runner | None = None) -> list[Finding]:
+    """Every finding for one config text, in line order; ``runner`` (its reads and its name) picks
+    the layout family as the suite's own runner reads it."""
+    return _Linter(text, path, Path(repo_root) if repo_root is not None else None, runner).run()
 
 
-def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None,
-               check_flags: bool = False) -> list[Finding]:
-    """Lint files, and every ``*.txt`` below a directory; check_flags (``lint --root``): also probe each
-    script's --help for the keys the runner passes it (configs/flag_check.py)."""
-    from tipcgen.configs import flag_check
+def _files(paths: Iterable[str | Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in map(Path, paths):
+        files.extend(sorted(path.rglob("*.txt")) if path.is_dir() else [path])
+    return files
 
+
+def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None) -> list[Finding]:
+    """Lint files, and every ``*.txt`` below a directory."""
+    return [f for f in lint_report(paths, repo_root) if f.severity != "info"]
+
+
+def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None,
+                check_flags: bool = False) -> list[Finding]:
+    """``lint_paths`` plus, for each basic-chain config, an ``info`` finding (rule ``family``) that
+    names the layout family it was read in and how it was picked (what ``tipcgen lint`` shows);
+    check_flags (``lint --root``): each script's --help against the keys the runner passes it."""
+    root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
-    for path in paths:
-        path = Path(path)
-        files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
-        for file in files:
-            text = inputs.read_text(file, "config")
-            found = lint_text(text, str(file), repo_root)
-            if check_flags and repo_root is not None and not has_errors(found) and TipcConfig.parse(text).kind in layout.LAYOUT_OF_KIND:
-                found += [Finding(str(file), p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
-                                  "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
-                          for p in flag_check.check_config(Path(repo_root), text, dict(os.environ))]
-            findings.extend(sorted(found, key=lambda f: (f.line, f.rule)))
+    cache: dict = {}
+    for file in _files(paths):
+        runner = family_pick.read_runner(file, root, cache)
+        text = inputs.read_text(file, "config")
+        linter = _Linter(text, str(file), root, runner)
+        found = linter.run()
+        if linter.pick is not None:
+            findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))
+        if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
+            found = sorted(found + _flag_findings(root, text, str(file)), key=lambda f: (f.line, f.rule))
+        findings.extend(found)
     return findings
 
 

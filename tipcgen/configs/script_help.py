@@ -48,8 +48,10 @@ class Script:
         return " ".join([self.path, *self.args])
 
     def find(self, names: tuple[str, ...]) -> Flag | None:
-        by_name = {norm(n): flag for flag in self.flags for n in flag.names}
-        return next((by_name[n] for n in names if n in by_name), None)
+        """The first of names (best first) the script has, spelt any way: --batch_size, --batch-size,
+        --batchSize, --batchsize are one name."""
+        by_name = {loose(n): flag for flag in self.flags for n in flag.names}
+        return next((by_name[loose(n)] for n in names if loose(n) in by_name), None)
 
     def accepts(self, key: str) -> bool:
         return any(norm(key) == norm(n) for flag in self.flags for n in flag.names)
@@ -59,8 +61,17 @@ class Script:
         return any(arg.split("=", 1)[0] in flag.names for arg in self.args)
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def norm(name: str) -> str:
-    return name.lstrip("-").replace("-", "_").lower()
+    """A flag name without its dashes, in snake case: --batch-size, --batchSize → batch_size."""
+    return _CAMEL.sub("_", name.lstrip("-")).replace("-", "_").lower()
+
+
+def loose(name: str) -> str:
+    """A flag name as ``find`` compares it: also without underscores (--logdir is --log_dir)."""
+    return norm(name).replace("_", "")
 
 
 # ---------------------------------------------------------------- probing

@@ -22,7 +22,9 @@ SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcge
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]+$")
 GPU_ENTRY_RE = re.compile(r"^(-1|\d+(,\d+)*|[A-Za-z0-9_.,-]+;\d+(,\d+)*)$")
-KEY_RE = re.compile(r"^[^\s:|=]+( [^\s:|=]+)?$")
+# A flag name: words split by one space; the runner appends `=VALUE` to the last word, so only the
+# words before it may hold `=` (PaddleVideo's `-o model_name=X -o DATASET.train.file_path`).
+KEY_RE = re.compile(r"^(?:[^\s:|]+ )*[^\s:|=]+$")
 DATA_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 INPUTS_PATH_RE = re.compile(r"^[A-Za-z0-9_./-]+\.npz$")  # one config value: no space, '|', ':' or '='
 MD5_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -104,8 +106,19 @@ FIELDS: tuple[Field, ...] = (
     Field("schema_version", f"`{SCHEMA_VERSION}` (the default); any other number is refused", {"const": SCHEMA_VERSION}),
     Field("description", "one line shown in test_tipc/README.md", {"type": ["string", "number", "null"]}),
     *_TOP_SLOTS.values(),
-    Field("layout", "`standard` (the 51-line layout, default) or `tutorial` (the models-repo 32-line layout; "
-          "`layout:` above)", {"enum": list(layout.LAYOUTS)}),
+    Field("layout", "the layout family the config is written in ([LAYOUTS.md](LAYOUTS.md)): `standard` (the 51-line "
+          "layout, default), `tutorial` (the models-repo 32-line layout; `layout:` above), `paddleseg`, "
+          "`paddlevideo`, `paddledetection` or `paddlegan`", {"enum": list(layout.LAYOUTS)}),
+    Field("text", "the config's lines as written where they differ from tipcgen's spelling (`tipcgen import` keeps "
+          "them, so `init` gives the file back byte for byte; a line a field changes is written afresh)"),
+    Field("text.lines", "logical line index (0-based, as the runner counts) to the line as written",
+          {"type": ["object", "null"], "propertyNames": {"pattern": r"^[0-9]+$"},
+           "additionalProperties": {"type": "string", "minLength": 1}}),
+    Field("text.blank_lines", "1-based numbers of the blank lines of the file",
+          {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}}),
+    Field("text.final_newline", "`false`: the file does not end with a newline (default `true`)", {"type": "boolean"}),
+    Field("text.line_count", "the file stops after this many lines, right after a section's `##` (a train-only or "
+          "train+eval config: the runner reads the later lines as empty)", {"type": ["integer", "null"], "minimum": 1}),
     Field("sections", "trailing config sections after line 50: a list of `{name, lines}` (and `header`, a header "
           "written other than 27/27)",
           {"type": ["array", "null"], "items": {
@@ -203,6 +216,7 @@ def children(path: str) -> set[str]:
 
 
 TOP_FIELDS = children("")
+TEXT_FIELDS = children("text")
 CHECK_FIELDS = children("checks")
 PADDLE2ONNX_FIELDS = children("paddle2onnx")
 DATA_FIELDS = children("data")

@@ -104,7 +104,8 @@ class Descriptor:
     env: tuple[tuple[str, str], ...] = ()  # exported for the export and inference steps (env:)
     extra: dict[str, Any] = field(default_factory=dict)
     section_headers: tuple[str | None, ...] = ()  # a section's header as written, where not 27/27
-    layout: str = "standard"  # the config layout: standard (51 lines) or tutorial (32 lines)
+    layout: str = "standard"  # the layout family (format/families.py): standard, tutorial, paddleseg, ...
+    text: Any = None  # format.text_style.TextStyle: the config's lines as written (text:), or None
 
     def slot_of(self, fld: str) -> SlotValue:
         """The key and value of a descriptor field's line (code names slots by field: see chain.py)."""

@@ -27,21 +27,24 @@ from tipcgen.descriptor.schema import (
 )
 from tipcgen.descriptor.spec import Descriptor, SlotValue
 from tipcgen.descriptor.validate_fields import GroupChecks
-from tipcgen.format import chain, layout
+from tipcgen.format import chain, layout, layout_check
 
 
 class Validator(GroupChecks):
     def slot_value(self, value: Any, path: str, slot: layout.Slot) -> str:
         """scalar | list (|-joined, for list slots) | mapping of mode → value (for per-mode slots)."""
-        text = self._slot_text(value, path, slot)
-        shape = layout.INFER_VALUE_SHAPES.get(slot.name)
-        if shape is not None:
-            bad = [item for item in text.split("|") if item != "null" and not shape[1].match(item)]
-            if bad:
-                shown = repr(bad[0]) if len(bad[0]) < 60 else f"a value of {len(bad[0])} characters"
-                raise self.fail(path, f"{shown} is not {shape[0]}",
-                                f"this inference line takes {shape[0]} (a list of them joined by | for a matrix)")
-        return text
+        return self._slot_text(value, path, slot)
+
+    def _infer_shapes(self, slots: dict[str, SlotValue], table: tuple[layout.Slot, ...]) -> None:
+        """Inference values of another shape (``--run_mode:paddle``) are passed to the script as they
+        are; only values that lint would read as a shifted inference block are refused."""
+        values = {slot.index: slots[slot.name].value for slot in table if slot.kind == "kv"}
+        bad, offset = layout_check.infer_shapes(values.get, table)
+        if offset is not None:
+            slot = bad[0]
+            raise self.fail(slot.field, f"{slots[slot.name].value!r} and the next inference values fit their "
+                            f"neighbours' shapes: lint would read a shifted inference block",
+                            f"this inference line takes {slot.value[0]} (a list of them joined by | for a matrix)")
 
     def _slot_text(self, value: Any, path: str, slot: layout.Slot) -> str:
         if isinstance(value, list) and slot.name not in layout.LIST_SLOTS:
@@ -84,7 +87,8 @@ class Validator(GroupChecks):
             key = "null" if key_raw is None else self.text(key_raw, f"{path}.key", what="flag name")
             if not KEY_RE.match(key):
                 raise self.fail(f"{path}.key", f"{key!r} is not a usable flag name",
-                                "a flag name has no ':', '|', '=' and at most one inner space (as in '-o Global.epochs')")
+                                "a flag name has no ':' or '|', one space between words (as in '-o Global.epochs'), "
+                                "and no '=' in its last word (the runner appends =VALUE to it)")
             if "value" not in value:
                 return SlotValue(key, None)  # the line is the key alone
             text = self.slot_value(value.get("value"), f"{path}.value", slot)
@@ -133,6 +137,7 @@ class Validator(GroupChecks):
                 raise self.fail(f"{slot.field}.key", f"{slots[slot.name].key!r} replaces the fixed key {slot.key!r}",
                                 f"the runner checks this line's key: write {slot.field}: VALUE")
         self._required_values(slots)
+        self._infer_shapes(slots, layout.slots_of(layout_name))
         model_name = self._model_name(slots[chain.name_of("model_name")].value)
         self._python(slots[chain.name_of("python")].value)
         self._gpu_list(slots)
@@ -159,6 +164,7 @@ class Validator(GroupChecks):
             description=self.text(data["description"], "description") if data.get("description") else "",
             layout=layout_name,
             env=self._env(data.get("env")),
+            text=self._text(data.get("text")),
         )
 
     def _required_values(self, slots: dict[str, SlotValue]) -> None:

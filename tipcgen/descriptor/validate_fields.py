@@ -1,4 +1,4 @@
-"""The validator's checks of the descriptor's groups: env, sections, data, checks, paddle2onnx, align, run."""
+"""The validator's checks of the descriptor's groups: env, sections, data, checks, paddle2onnx, align, run, text."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,11 +20,12 @@ from tipcgen.descriptor.schema import (
     RESERVED_ENV,
     ROLES,
     RUN_FIELDS,
+    TEXT_FIELDS,
     WHOLE_ENV_RE,
 )
 from tipcgen.descriptor.spec import ChecksSpec, DataFile, DataSpec, Paddle2OnnxSpec, Tolerance
 from tipcgen.descriptor.validate_values import Checks
-from tipcgen.format import layout
+from tipcgen.format import layout, text_style
 from tipcgen.format.config import Line as _ConfigLine
 
 
@@ -225,6 +226,30 @@ class GroupChecks(Checks):
                 raise self._err(f"align.thresholds.{name}", number, "a threshold: a number ≥ 0, such as 1.0e-6")
             out[name] = float(number)
         return out
+
+    def _text(self, value: Any) -> text_style.TextStyle | None:
+        """text: the config's lines as written (import keeps them; docs/DESCRIPTOR.md, text)."""
+        if value is None:
+            return None
+        value = self.mapping(value, "text", TEXT_FIELDS)
+        lines = []
+        for index, written in (value.get("lines") or {}).items():
+            path = f"text.lines.{index}"
+            if isinstance(index, bool) or not str(index).isdigit():
+                raise self._err(path, index, "a line index: a whole number >= 0")
+            if not isinstance(written, str) or not written or "\n" in written or "\r" in written:
+                raise self._err(path, written, "one line of text")
+            lines.append((int(index), written))
+        blanks = value.get("blank_lines") or []
+        if not isinstance(blanks, list) or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in blanks):
+            raise self._err("text.blank_lines", blanks, "a list of line numbers (1 or more)")
+        final = value.get("final_newline", True)
+        if not isinstance(final, bool):
+            raise self._err("text.final_newline", final, "true or false")
+        count = value.get("line_count")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            raise self._err("text.line_count", count, "a number of lines (1 or more)")
+        return text_style.from_fields(lines, blanks, final, count)
 
     def _run(self, value: Any) -> int:
         if value is None:

@@ -59,11 +59,11 @@ def name_of(fld: str) -> str:
 TRAINER_SLOTS = tuple(sorted((name_of(t.key) for t in TRAINERS), key=lambda n: layout.SLOT_BY_NAME[n].index))
 
 
-def slots_of_step(step: str) -> tuple[layout.Slot, ...]:
-    """The slots a step receives, in layout order."""
+def slots_of_step(step: str, layout_name: str = "standard") -> tuple[layout.Slot, ...]:
+    """The slots a step receives, in layout order, as the layout family's runner passes them."""
     if step not in STEPS:
         raise KeyError(f"{step}: not a step of the chain ({', '.join(STEPS)})")
-    return tuple(slot for slot in layout.TRAIN_INFER_PYTHON if step in slot.steps)
+    return tuple(slot for slot in layout.LAYOUTS[layout_name] if step in slot.steps)
 
 
 def step_of_field(fld: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from tipcgen.format import layout, layout_check
+from tipcgen.format import families, layout, layout_check
 
 _HEADER = re.compile(r"^=+([^=]+)=+$")
 _MODE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -253,10 +253,20 @@ def is_null(value: str | None) -> bool:
     return value is None or value.strip() in ("", "null")
 
 
-def slot_pairs(config: TipcConfig) -> dict[str, tuple[str, str | None]]:
-    """The kv slots of a conforming 51-line file as ``{slot_name: (key, value)}`` (what
-    ``render.layout_text`` writes back; a line without ``:`` gives ``(text, None)``)."""
-    logical, table = _conforming_logical(config)
+def family_of(config: TipcConfig, runner: families.RunnerReads | None = None,
+              runner_name: str = "") -> families.Pick | None:
+    """The layout family of a basic-chain config (``None``: not a basic-chain config, or in no
+    family); from the runner's ``lines[N]`` reads where given, else from the file's headers."""
+    if config.kind not in layout.LAYOUT_OF_KIND:
+        return None
+    return families.pick(config.logical_lines(), runner, runner_name)
+
+
+def slot_pairs(config: TipcConfig, layout_name: str | None = None) -> dict[str, tuple[str, str | None]]:
+    """The kv slots of a conforming file as ``{slot_name: (key, value)}`` (what
+    ``render.layout_text`` writes back; a line without ``:`` gives ``(text, None)``). The layout is
+    the family's (``layout_name``, else the one its headers say)."""
+    logical, table = _conforming_logical(config, layout_name)
     return {
         slot.name: (logical[slot.index].key, logical[slot.index].value)
         for slot in table
@@ -264,11 +274,14 @@ def slot_pairs(config: TipcConfig) -> dict[str, tuple[str, str | None]]:
     }
 
 
-def _conforming_logical(config: TipcConfig) -> tuple[list[Line], tuple[layout.Slot, ...]]:
-    """The logical lines of a conforming file of either layout (51-line or 32-line tutorial), and its slot table."""
+def _conforming_logical(config: TipcConfig, layout_name: str | None = None
+                        ) -> tuple[list[Line], tuple[layout.Slot, ...]]:
+    """The logical lines of a conforming file of a layout family, and its slot table."""
     logical = config.logical_lines()
-    name = layout.LAYOUT_OF_KIND.get(config.kind)
-    table = layout.LAYOUTS[name] if name else ()
+    if layout_name is None:
+        picked = family_of(config)
+        layout_name = picked.family.name if picked else layout.LAYOUT_OF_KIND.get(config.kind)
+    table = layout.LAYOUTS[layout_name] if layout_name else ()
     if not table or len(logical) < len(table):
         raise ValueError(f"not a conforming train_infer_python config (kind {config.kind}, {len(logical)} lines)")
     misplaced = layout_check.first_misplaced(logical, table)

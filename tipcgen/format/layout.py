@@ -201,12 +201,53 @@ TUTORIAL_32: tuple[Slot, ...] = (  # the 51-line rows it shares, by descriptor f
 )
 TUTORIAL_32_LINES = len(TUTORIAL_32)
 TUTORIAL_32_ANCHORS = {0: "train_params", 1: "model_name", 2: "python", 3: "gpu_list", 12: "trainer", 15: "eval_params", 18: "infer_params", 26: "inference"}
-# The descriptor's `layout:` values, the slot table each renders, and the config kind it reads as.
-LAYOUTS = {"standard": TRAIN_INFER_PYTHON, "tutorial": TUTORIAL_32}
+# PaddleSeg's 51-line layout: its export lines stand under an `export_params` header (idx 26), and
+# the `infer_params` header takes idx 35, the 51-line layout's `inference_dir` line (PaddleSeg's
+# runner reads that header as inference_dir's value: empty). Every other line sits where the
+# 51-line layout has it, and PaddleSeg's runner reads the same indices; it fills idx 50's value
+# (a results path per inference case).
+PADDLESEG_51: tuple[Slot, ...] = tuple(
+    _h(26, "export_params") if slot.index == 26 else _h(35, "infer_params") if slot.index == 35
+    else replace(slot, filled=True) if slot.index == 50 else slot
+    for slot in TRAIN_INFER_PYTHON
+)
+
+
+
+def _as_read(changes: dict[int, dict]) -> tuple[Slot, ...]:
+    """The 51-line table with the runner semantics of another suite (same lines, other steps)."""
+    return tuple(replace(slot, **changes[slot.index]) if slot.index in changes else slot for slot in TRAIN_INFER_PYTHON)
+
+
+# PaddleVideo, PaddleDetection and PaddleGAN write the 51 lines; their runners pass some of them to
+# other steps (docs/LAYOUTS.md). Same keys and indices, so the same config text: only `steps`,
+# `filled` and `doc` differ.
+PADDLEVIDEO_51 = _as_read({
+    11: dict(steps=("train",), shape="flag", doc="a second train flag (PaddleVideo's runner passes it to train)"),
+    19: dict(doc="the amp trainer: its key is the trainer name, its command exports with norm_export"),
+    46: dict(filled=False, doc="model file name, under the exported model dir"),
+    50: dict(filled=False, doc="params file name, under the exported model dir"),
+})
+PADDLEDETECTION_51 = _as_read({
+    27: dict(filled=False, doc="export output dir: whole_infer's export gets this value"),
+    28: dict(filled=False, doc="export weights: whole_infer's export gets this value"),
+    37: dict(doc="whole_infer: the infer modes to export (norm, pact, fpgm, distill, kl_quant)"),
+    45: dict(doc="GPU run mode loop (paddle, trt_fp32, trt_fp16, trt_int8)"),
+})
+PADDLEGAN_51 = _as_read({
+    4: dict(steps=(), doc="`##`: PaddleGAN's runner passes no train device"),
+    **{i: dict(steps=(), doc="PaddleGAN's runner runs the norm trainer only") for i in (16, 17, 18)},
+    28: dict(filled=False, doc="export weights file name, under the train output dir"),
+})
+
+# The descriptor's `layout:` values (the layout families, docs/LAYOUTS.md) and the slot table each renders.
+LAYOUTS = {"standard": TRAIN_INFER_PYTHON, "tutorial": TUTORIAL_32, "paddleseg": PADDLESEG_51,
+           "paddlevideo": PADDLEVIDEO_51, "paddledetection": PADDLEDETECTION_51, "paddlegan": PADDLEGAN_51}
 LAYOUT_OF_KIND = {"train_infer_python": "standard", "tutorial_32": "tutorial"}
 # What the generated runner checks first, per layout (the 32-line file is checked at every anchor).
 RUNNER_ANCHORS = {
-    "standard": tuple(slot for slot in TRAIN_INFER_PYTHON if slot.index in RUNNER_ANCHOR_INDICES),
+    **{name: tuple(slot for slot in table if slot.index in RUNNER_ANCHOR_INDICES)
+       for name, table in LAYOUTS.items() if table is not TUTORIAL_32},
     "tutorial": tuple(slot for slot in TUTORIAL_32 if slot.index in TUTORIAL_32_ANCHORS),
 }
 
@@ -214,12 +255,12 @@ RUNNER_ANCHORS = {
 # Lines a layout's own upstream runner reads but never passes to a script: the generated runner
 # leaves them out too (the tutorial's `use-gpu:True|True` has no dashes: passed, it would be a
 # stray positional argument).
-RUNNER_UNPASSED = {"standard": frozenset(),
+RUNNER_UNPASSED = {**{name: frozenset() for name in LAYOUTS},
                    "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name, SLOT_BY_FIELD["train.extra"].name})}
 
 
 def slots_of(layout_name: str) -> tuple[Slot, ...]:
-    """The slot table of a layout (``standard`` or ``tutorial``)."""
+    """The slot table of a layout family (``standard``, ``tutorial``, ``paddleseg``, ...)."""
     return LAYOUTS[layout_name]
 
 

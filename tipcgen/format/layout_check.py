@@ -6,7 +6,8 @@ same anchors in bash (``tipc_check_layout``, rendered from ``layout.RUNNER_ANCHO
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,3 +95,46 @@ def describe(anchor: Anchor) -> str:
     if anchor.kind == "sep":
         return "'##'"
     return " or ".join(f"'{name}:'" for name in anchor.names)
+
+
+def anchors_of(table: Sequence[layout.Slot]) -> tuple[Anchor, ...]:
+    """Every anchor of a layout family's table (headers, ``##``, keyed lines), as lint checks them."""
+    if table is layout.TUTORIAL_32:
+        return TUTORIAL_ANCHORS
+    return tuple(_anchor(slot) for slot in table if slot.anchors)
+
+
+def _shape_ok(value: str | None, pattern: re.Pattern[str]) -> bool:
+    if value is None or not value.strip():
+        return False
+    items = value.split("|")
+    items = items[:-1] if items[-1] == "" else items
+    return all(item.strip() == "null" or pattern.match(item.strip()) for item in items)
+
+
+def infer_shapes(value_at: Callable[[int], str | None], table: Sequence[layout.Slot]
+                 ) -> tuple[list[layout.Slot], int | None]:
+    """The keyless inference block (idx 41-45: on/off, counts, precision): the slots whose value has
+    another shape, and the offset of a shift that explains them (``None``: no shift does).
+
+    A suite's runner passes these values to its script as they are (PaddleDetection's
+    ``--run_mode:paddle|trt_fp32`` at idx 45), so another shape is no error by itself. Only when the
+    first odd line is the missing one (every later slot read one line early fits, with values that
+    are more than `null`) or an extra one (it and every later slot read one line late fit) is it a shift. ``value_at(i)`` is idx i's value (``None``:
+    no such line, or no ``:``).
+    """
+    shaped = [slot for slot in table if slot.value is not None]
+    bad = [slot for slot in shaped if not _shape_ok(value_at(slot.index), slot.value[1])]
+    if not bad:
+        return bad, None
+    start = bad[0].index
+    # missing at `start`: every later slot sits one line early; extra at `start`: from it on, one late
+    for offset, moved in ((-1, [s for s in shaped if s.index > start]), (1, [s for s in shaped if s.index >= start])):
+        if moved and all(_fits(value_at(slot.index + offset), slot) for slot in moved):
+            return bad, offset
+    return bad, None
+
+
+def _fits(value: str | None, slot: layout.Slot) -> bool:
+    """Evidence for a shift: the value has the slot's shape, and is more than a `null` filler."""
+    return _shape_ok(value, slot.value[1]) and any(item.strip() not in ("", "null") for item in value.split("|"))

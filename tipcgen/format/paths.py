@@ -34,6 +34,9 @@ RESULTS_LOG = RESULT_LOGS["basic"]
 RECORDS = "steps.jsonl"  # one JSON record per step, written by the runner (tipc_record)
 SUMMARY_JSON = "summary.json"
 JUNIT_XML = "junit.xml"
+# The structured line a result check prints last (tipcgen/render/shipped/tipc_compare.py spells it too: the
+# shipped scripts import nothing from tipcgen; tests/test_shipped.py holds the two equal).
+CHECK_MARKER = ":::TIPC_CHECK "
 
 # Committed golden results (test_tipc/results/, and the descriptor's golden folder): one per trained model
 # (training: a step record's `training` field, `_fixed` added for the chain's own check) and precision.

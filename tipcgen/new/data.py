@@ -2,7 +2,7 @@
 
 Lite data may be a file, a folder or an archive (prepare.sh unpacks .tar/.tgz/.zip into a folder);
 a flag that takes a folder gets a folder, whatever the user shipped; a value fits the flag's help
-(``--amp_level`` whose help says O1/O2 gets O1, never fp32).
+(``--amp_level`` whose help says O1/O2 gets O1, never fp32; ``--amp`` taking ``O1 or none`` gets none).
 """
 from __future__ import annotations
 
@@ -46,6 +46,35 @@ def amp_level(help_text: str, choices: tuple[str, ...]) -> str | None:
     """An AMP level flag's float32-most value that its help or choices allow (O1 when it offers O1/O2)."""
     levels = sorted({f"O{n}" for n in _AMP_LEVELS.findall(" ".join([help_text, *choices]))})
     return levels[0] if levels else None
+
+
+_NONE = re.compile(r"\bnone\b", re.IGNORECASE)
+_FP32 = re.compile(r"\b(fp32|float32)\b", re.IGNORECASE)
+_DEFAULT = re.compile(r"\(?default:?\s*[^\s)]*\)?", re.IGNORECASE)  # argparse's "(default: None)" names no value
+_FLOAT32_CHOICES = ("fp32", "float32", "none", "o0", "false", "no", "off")
+
+
+def autocast_value(norm_name: str, help_text: str, choices: tuple[str, ...]) -> str | bool:
+    """The train.autocast value that fits the flag: training in float32 where the flag allows it.
+
+    Its choices first (fp32, none, O0, False: the float32 one, else the lowest AMP level); then its help
+    (``O1 or none`` → none, ``O1/O2`` → O1, ``fp32 or fp16`` → fp32); a --use_amp/--amp switch without any
+    of these takes False; anything else fp32."""
+    if choices:
+        lowered = [c.lower() for c in choices]
+        for wanted in _FLOAT32_CHOICES:
+            if wanted in lowered:
+                return choices[lowered.index(wanted)]
+        return amp_level("", choices) or choices[0]
+    text = _DEFAULT.sub(" ", help_text)
+    if _FP32.search(text):
+        return "fp32"
+    if _NONE.search(text):
+        return "none"
+    level = amp_level(text, ())
+    if level is not None:
+        return level
+    return False if norm_name in ("use_amp", "amp", "enable_amp", "use_fp16", "fp16") else "fp32"
 
 
 def kind_mismatch(norm_name: str, help_text: str, value: str) -> str | None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain
 
-# Descriptor field → the flag names that fill it, best first (compared without dashes, '-' as '_').
+# Descriptor field → the flag names that fill it, best first (compared as script_help.loose does: without
+# dashes and underscores, in lower case, so --batch-size, --batchSize and --batchsize are batch_size).
 _FLAG_NAMES: dict[str, tuple[str, ...]] = {
     "train.device": ("device", "use_gpu", "place"),
     "train.autocast": ("auto_cast", "autocast", "amp_level", "use_amp", "amp", "precision"),
-    "train.epochs": ("epochs", "epoch_num", "num_epochs", "epoch", "max_epochs", "num_train_epochs",
-                     "max_steps", "max_iters", "total_iters", "iters"),
+    "train.epochs": ("epochs", "epoch_num", "num_epochs", "epoch", "max_epochs", "num_train_epochs", "n_epochs",
+                     "num_epoch", "max_epoch", "max_steps", "max_iters", "total_iters", "iters"),
     "train.output_dir": ("output_dir", "save_dir", "output", "save_path", "checkpoint_dir", "output_path",
-                         "save_model_dir", "model_save_dir"),
+                         "save_model_dir", "model_save_dir", "out_dir", "log_dir", "save_folder", "ckpt_dir",
+                         "checkpoints_dir", "save_model_path", "work_dir", "exp_dir"),
     "train.batch_size": ("batch_size", "train_batch_size", "per_device_train_batch_size", "bs"),
     "train.pretrained": ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
                          "init_checkpoint", "params_path", "checkpoint", "resume", "weights"),
@@ -45,7 +47,7 @@ _ROLE_OF_STEP = {"train": "train", "eval": "eval", "export": "export", "infer": 
 CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
     fld: (_ROLE_OF_STEP[chain.step_of_field(fld)], names) for fld, names in _FLAG_NAMES.items()}
 VALUE_FIELDS = (*CANDIDATES, "train.infer_data")
-STEP_COUNTERS = ("max_steps", "max_iters", "total_iters", "iters")
+STEP_COUNTERS = ("max_steps", "max_iters", "total_iters", "iters", "num_steps", "num_iters")
 
 
 def check_fields(pairs: dict[str, str], option: str) -> dict[str, str]:

@@ -21,7 +21,7 @@ from tipcgen.descriptor import writer
 from tipcgen.format import layout
 from tipcgen.new import data as new_data
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
-from tipcgen.new.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, norm, probe
+from tipcgen.new.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm, probe
 from tipcgen.render import render
 
 ROLES = ("train", "eval", "export", "infer")
@@ -235,15 +235,9 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     is_switch = "gpu" in norm(device_flag)
     values["train.device"] = device_values("train.device", True if is_switch else "gpu", False if is_switch else "cpu")
     autocast = _flag_of(scripts, "train.autocast", chosen)
-    level = new_data.amp_level(autocast.help, autocast.choices) if autocast is not None else None
-    if autocast is not None and norm(autocast.name) in ("use_amp", "amp"):
-        values["train.autocast"] = False  # a True/False flag: train in float32
-    elif level is not None:
-        values["train.autocast"] = level  # an AMP level flag (--amp_level O1/O2): its lowest level
-    else:
-        values["train.autocast"] = "fp32" if autocast is None or not autocast.choices else \
-            next((c for c in autocast.choices if c.lower() == "fp32"), autocast.choices[0])
-    steps = norm(chosen.get("train.epochs") or "") in STEP_COUNTERS
+    values["train.autocast"] = "fp32" if autocast is None else \
+        new_data.autocast_value(norm(autocast.name), autocast.help, autocast.choices)
+    steps = loose(chosen.get("train.epochs") or "") in {loose(n) for n in STEP_COUNTERS}
     lite = {"lite_train_lite_infer": 10 if steps else 1, "lite_train_whole_infer": 10 if steps else 1}
     values["train.epochs"] = lite  # whole_train_whole_infer: no value, so the script's own default
     values["train.batch_size"] = {"lite_train_lite_infer": 4, "lite_train_whole_infer": 4}
@@ -254,7 +248,7 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     values["eval.extra"] = _data_value(scripts, "eval.extra", chosen, data_files, "eval", data_dir)
     values["export.output_dir"] = "./output/"
     values["export.weights"] = None
-    use_gpu = norm(chosen.get("inference.use_gpu") or "") == "use_gpu"
+    use_gpu = loose(chosen.get("inference.use_gpu") or "") == "usegpu"
     values["inference.use_gpu"] = device_values("inference.use_gpu", True if use_gpu else "gpu", False if use_gpu else "cpu")
     values["inference.enable_mkldnn"] = [False, True]
     values["inference.cpu_threads"] = [1, 2]
@@ -338,6 +332,16 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
     for fld, role in (("export.weights", "export"), ("inference.model_dir", "infer")):
         if role in scripts and not chosen.get(fld):
             problems.append(f"{scripts[role].path}: no flag for {fld} was found; pass --flag {fld}=FLAG")
+    for fld, role in (("train.output_dir", "train"), ("export.output_dir", "export")):
+        if role not in scripts:
+            continue
+        if not chosen.get(fld):  # never rendered empty: the step would write wherever the script's default is
+            tried = ", ".join("--" + n for n in CANDIDATES[fld][1][:8])
+            problems.append(f"{scripts[role].path}: no flag for the {role} output folder ({fld}) was found (tried "
+                            f"{tried}, ...); without one the {role} step writes to the script's default folder, "
+                            f"perhaps over files the repository tracks; pass --flag {fld}=FLAG, or add such a flag to the script")
+        elif values.get(fld) in (None, "", "null"):
+            problems.append(f"{scripts[role].path}: {chosen[fld]} ({fld}) gets no folder; pass --value {fld}=./output/")
     for fld in ("train.extra", "eval.extra", "inference.data"):
         role = CANDIDATES[fld][0]
         if chosen.get(fld) and values.get(fld) is None and role in scripts:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
 from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
@@ -68,7 +69,7 @@ def check(root: Path, run_dir: Path | None = None) -> Acceptance:
                                             {"export_model.py": "norm_export", "infer.py": "inference"},
                                             "export_model.py and the Paddle Inference infer.py"),
              accept_repo.check_commands_documented(root, docs),
-             check_autolog(root, summary),
+             check_autolog(root, summary, config_path, config),
              check_tree(root, config_path),
              check_support_table(root),
              check_run(root, run_dir, summary)]
@@ -128,7 +129,8 @@ def check_train_log(root: Path, run_dir: Path | None, summary: Summary | None) -
     return Item("2.2.3", title, True, ", ".join(_rel(p, root) for p in logs), f"{iterations} logged iteration(s), all with the fields")
 
 
-def check_autolog(root: Path, summary: Summary | None) -> Item:
+def check_autolog(root: Path, summary: Summary | None, config_path: Path | None = None,
+                  config: TipcConfig | None = None) -> Item:
     title = "inference speed: an AutoLog block in every inference case's log"
     if summary is None:
         return Item("3.2.3", title, False, OUTPUT + "/", "no run found", _NO_RUN)
@@ -137,6 +139,13 @@ def check_autolog(root: Path, summary: Summary | None) -> Item:
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
                     "run a mode with inference (lite_train_lite_infer)")
     without = [s for s in cases if not autolog.parse(log_tail(root / s.log, 400))]
+    off = _benchmark_off(config)
+    if without and off is not None:
+        number, line = off
+        return Item("3.2.3", title, False, f"{_rel(config_path, root)}:{number}" if config_path else summary.config,
+                    f"the config passes {line} (line {number}), so the inference script is never asked for its "
+                    f"AutoLog block: {len(without)} of {len(cases)} case(s) print none",
+                    f"set {line.partition(':')[0]}:True in the config (the acceptance measures inference speed with it on)")
     if without:
         return Item("3.2.3", title, False, _rel(root / without[0].log, root),
                     f"{len(without)} of {len(cases)} case(s) print no AutoLog block (no `Perf info` with "
@@ -208,3 +217,15 @@ def write_docs(root: Path, run_dir: Path | None = None) -> Path:
                            "re-render it with tipcgen init --force, then run this again")
     writes.write_tree({support_table.DOC: text}, root, force=True)
     return path
+
+
+def _benchmark_off(config: TipcConfig | None) -> tuple[int, str] | None:
+    """(line number, line) of a config line that turns inference's benchmark off (``--benchmark:False``)."""
+    if config is None:
+        return None
+    for number, line in enumerate(config.lines, 1):
+        key, value = line.key.strip(), (line.value or "").strip()
+        if line.kind == "kv" and key.startswith("-") and key.lstrip("-").lower() == "benchmark" \
+                and value.lower() in ("false", "0", "no", "off"):
+            return number, line.text.strip()
+    return None

@@ -98,18 +98,25 @@ def archive_members(path: Path) -> list[tuple[str, str]]:
 
 def archive_problems(members: list[tuple[str, str]]) -> list[str]:
     """Why an archive would not unpack to lite_data/ safely: unsafe members, members outside, no files."""
-    unsafe, outside = [], []
+    unsafe, outside, tops = [], [], set()
     for name, kind in members:
         parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
         if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts or kind in ("link", "other"):
             unsafe.append(name)
         elif not parts or parts[0] != "lite_data":
             outside.append(name)
+            if parts:  # what `tar -xf` puts at the top: a folder (or a loose file)
+                tops.add(parts[0] + ("/" if len(parts) > 1 or kind == "dir" else ""))
     problems = []
     if unsafe:
         problems.append(f"unsafe member(s) (absolute, '..', link or device): {', '.join(unsafe[:5])}")
     if outside:
-        problems.append(f"member(s) outside lite_data/: {', '.join(outside[:5])}")
+        shown = sorted(tops)
+        listed = f"{', '.join(shown[:3])}{', ...' if len(shown) > 3 else ''}"
+        inside = len(members) > len(unsafe) + len(outside)
+        unpacks = "" if not shown else f"it also unpacks {listed} beside lite_data/; " if inside \
+            else f"it unpacks to {listed} instead of lite_data/; "
+        problems.append(f"{unpacks}member(s) outside lite_data/: {', '.join(outside[:5])}")
     if not any(kind == "file" for name, kind in members if name not in unsafe + outside):
         problems.append("no file under lite_data/")
     return problems
@@ -136,8 +143,11 @@ def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Ite
             files = sum(kind == "file" for _, kind in members)
             return Item("2.2.1", title, True, _rel(path, root), f"{files} file(s) under lite_data/")
         failures.append(f"{_rel(path, root)}: {'; '.join(problems)}")
-    return Item("2.2.1", title, False, _rel(archives[0], root), " | ".join(failures),
-                "rebuild it from the folder itself: tar -czf lite_data.tar lite_data")
+    fix = "rebuild it from the folder itself: tar -czf lite_data.tar lite_data"
+    if all("it unpacks to " in failure for failure in failures):  # it exists and is safe, but its folder is another
+        fix = ("rename the folder it holds to lite_data and pack it again (mv FOLDER lite_data && tar -czf lite_data.tar "
+               "lite_data), then point prepare.sh and the config at lite_data/")
+    return Item("2.2.1", title, False, _rel(archives[0], root), " | ".join(failures), fix)
 
 
 # ---------------------------------------------------------------- 2.2.2, 3.2: entry points

@@ -16,6 +16,7 @@ from tipcgen.format.paths import RESULTS_DIR, SUMMARY_JSON, golden_name
 from tipcgen.format.paths import run_dir as run_dir_of
 from tipcgen.render.render import golden_dir
 from tipcgen.results.results import Summary, load_summary
+from tipcgen.run import seeds
 
 PRECISIONS = ("fp32", "fp16", "int8")
 FIXED_CASES = "cases.json"  # check_inference.py's list of the results files it wrote
@@ -117,3 +118,17 @@ def builtin_sample(desc: Descriptor) -> str | None:
         return desc.base_dir.resolve().relative_to(samples_dir().resolve()).as_posix()
     except ValueError:
         return None
+
+
+def unseeded_warning(root: Path, model: str, mode: str) -> str | None:
+    """A warning when the run the golden results come from set no seed (its provenance names none): the next
+    run may differ from them without the model changing."""
+    try:
+        run = load_summary(run_dir_of(root, model, mode) / SUMMARY_JSON)
+    except (TipcgenError, OSError):
+        return None
+    if seeds.seeded(run.provenance) is not False:
+        return None
+    return (f"the run of {mode} these golden results come from set no seed (none in the config, the train script "
+            "or its log): the next run may differ from them without the model changing; seed the training "
+            "(paddle.seed, a --seed flag) and take them again")

@@ -17,8 +17,9 @@ from tipcgen.configs import existing, legacy_format
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
 from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
-from tipcgen.format import chain, layout, paths
+from tipcgen.format import chain, layout, paths, text_style
 from tipcgen.render import gitignore
+from tipcgen.render import shipped
 from tipcgen.render.templating import environment
 
 
@@ -35,8 +36,10 @@ def paddle2onnx_relpath(model_name: str) -> str:
 
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
     """The config text of a descriptor (train_infer_python.txt)."""
-    return layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()}, desc.sections,
-                       desc.section_headers, checks=desc.checks, benchmark=desc.benchmark, env=env)
+    return text_style.apply(layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()},
+                                        desc.sections, desc.section_headers, checks=desc.checks,
+                                        benchmark=desc.benchmark, env=env), desc.text,
+                            len(layout.slots_of(desc.layout)))
 
 
 @functools.lru_cache(maxsize=1)
@@ -153,14 +156,14 @@ def render_files(desc: Descriptor) -> dict[str, str | bytes]:
         "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
         "test_tipc/docs/test_train_inference_python.md": env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
     }
-    files["test_tipc/check_inference.py"] = env.get_template("runner/check_inference.py.j2").render()
-    if desc.checks is not None:
-        files["test_tipc/compare_results.py"] = env.get_template("runner/compare_results.py.j2").render()
+    shipped_scripts = ["check_inference.py", "tipc_compare.py"] + (["compare_results.py"] if desc.checks is not None else [])
     files.update(_paddle2onnx_files(desc, env))
     if desc.benchmark is not None or any(name == benchmark.SECTION for name, _ in desc.sections):  # an imported one too
         files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(
             step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), paths=paths.runner_context())
-        files["test_tipc/benchmark_analysis.py"] = env.get_template("runner/benchmark_analysis.py.j2").render()
+        shipped_scripts.append("benchmark_analysis.py")
+    for name in shipped_scripts:  # real modules of tipcgen/render/shipped/, copied with a header line
+        files[f"test_tipc/{name}"] = env.get_template("runner/shipped.py.j2").render(name=name, source=shipped.source(name))
     return files
 
 
@@ -227,9 +230,19 @@ def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "a
 
         files = submission_mode.submission_files(files, out_dir, config_relpath(desc.model_name))
         record = {submission_mode.RECORD: files.pop(submission_mode.RECORD)}  # bookkeeping, not a rendered file
-    for line in existing.check(files, out_dir, force):
+        # what an earlier init --submission rendered and nobody edited since is tipcgen's to replace
+        ours = {rel for rel in files if _unedited_render(out_dir, rel)}
+    else:
+        ours = set()
+    for line in existing.check({rel: text for rel, text in files.items() if rel not in ours}, out_dir, force):
         on_note(line)
     book = {**bookkeeping(answers_for(desc, out_dir, devices, files), files), **record}
     ignore = _gitignore(desc, out_dir)
-    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore))
+    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore) | ours)
     return [w for w in written if not w.path.startswith(BASE_DIR + "/")]
+
+
+def _unedited_render(out_dir: Path, rel: str) -> bool:
+    """The file is what tipcgen rendered last time (its merge base under .tipcgen/base/), unedited since."""
+    target, base = out_dir / rel, out_dir / base_path(rel)
+    return target.is_file() and not target.is_symlink() and base.is_file() and target.read_bytes() == base.read_bytes()

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tipcgen.descriptor import benchmark
-from tipcgen.format.paths import JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
+from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
 from tipcgen.results import autolog
 from tipcgen.results.summary_check import read_summary_data
 
@@ -162,9 +162,6 @@ def eval_metrics(lines: list[str]) -> dict[str, float]:
             except ValueError:
                 continue
     return metrics
-
-
-CHECK_MARKER = ":::TIPC_CHECK "
 
 
 def check_result(lines: list[str]) -> dict:

@@ -9,15 +9,12 @@ from pathlib import Path
 
 from tipcgen.descriptor import benchmark
 from tipcgen.render import templating
+from tipcgen.results import junit
 from tipcgen.results.results import Summary, check_text
-from tipcgen.results.summary_check import xml_text
 
 
 def write_junit(summary: Summary, path: Path) -> None:
-    env = templating.environment()
-    env.filters["xml"] = xml_text  # well-formed whatever a log holds (ANSI colours, NUL, \x0b)
-    text = env.get_template("report/junit.xml.j2").render(s=summary, ok=summary.ok)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(junit.junit_text("tipc", [junit.summary_suite(summary)], summary.wall_seconds), encoding="utf-8")
 
 
 def terminal_text(summary: Summary, color: bool = False) -> str:

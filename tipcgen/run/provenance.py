@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tipcgen.run.seeds import seeds
+
 HASH_LIMIT = 64 * 1024 * 1024  # files up to this size are hashed (sha256); larger ones get size + mtime
 HASH_BUDGET = 256 * 1024 * 1024  # at most this many bytes hashed per run, in all
 MAX_DATA_FILES = 64
@@ -250,19 +252,6 @@ def data_files(root: Path, desc: Any, data_dir: str | None) -> list[Path]:
     return list(dict.fromkeys(found))[:MAX_DATA_FILES]
 
 
-def seeds(config_text: str, env: dict[str, str]) -> dict[str, str]:
-    """Seeds the config passes (any key with `seed` in it) and the seeding environment variables."""
-    found = {}
-    for line in config_text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and "seed" in key.lower() and value.strip() not in ("", "null"):
-            found[key.strip()] = value.strip()
-    for name in ("PYTHONHASHSEED", "FLAGS_cudnn_deterministic", "FLAGS_embedding_deterministic"):
-        if env.get(name):
-            found[name] = env[name]
-    return found
-
-
 def load_descriptor(root: Path) -> tuple[Any, dict[str, Any]]:
     """The descriptor `tipcgen init` rendered this tree from (via the answers file), and its hashes."""
     from tipcgen import descriptor as descriptors
@@ -305,7 +294,7 @@ def collect(root: Path, config_path: Path, probes: Probes, env: dict[str, str], 
         "data": data,
         "data_hashing": {"sha256_up_to_bytes": HASH_LIMIT, "budget_bytes": HASH_BUDGET,
                          "larger_files": "size+mtime"},
-        "seeds": seeds(config_text, env),
+        "seeds": seeds(config_text, env, root),
     }
 
 
@@ -330,5 +319,7 @@ def rows(record: dict[str, Any]) -> list[tuple[str, str]]:
                  else f"{entry.get('method')} {entry.get('size', '')}")
         out.append((f"data {Path(entry['path']).name}", value))
     seeds_found = record.get("seeds") or {}
-    out.append(("seeds", ", ".join(f"{k}={v}" for k, v in seeds_found.items()) or "none set by the config"))
+    out.append(("seeds", ", ".join(f"{k}={v}" for k, v in seeds_found.items())
+                or "none found (the config passes none, the train script sets none, its log prints none): "
+                   "a second run may differ"))
     return out

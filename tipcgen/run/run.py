@@ -35,7 +35,7 @@ from tipcgen.results.results import (
 )
 from tipcgen.results.summary_text import write_junit
 from tipcgen.run import guard as run_guard
-from tipcgen.run import provenance, submission_run, tracked
+from tipcgen.run import provenance, seeds, submission_run, tracked
 
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_MODE = "benchmark_train"
@@ -305,6 +305,7 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
         steps = [*steps, *extra]
         summary.notes.extend(note for note in notes if note not in summary.notes)
     summary.steps = [prepare, *steps]
+    _note_seeds(summary, root)
     code = summary.runner_exit_code
     if prepare.status == "passed" and not summary.interrupted and not steps:
         summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))
@@ -319,6 +320,17 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
     summary.wall_seconds = round(time.perf_counter() - started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
+
+
+def _note_seeds(summary: Summary, root: Path) -> None:
+    """The seeds the training logs print join the provenance; a golden check that fails after an unseeded
+    training says the difference may be the randomness, not the model."""
+    if "seeds" in summary.provenance:
+        summary.provenance["seeds"].update(seeds.log_seeds(root, [s.log for s in summary.steps if s.kind == "train" and s.log]))
+    if seeds.seeded(summary.provenance) is False:
+        for step in summary.steps:
+            if step.kind == "check" and step.reference == "golden" and step.status == "failed" and seeds.UNSEEDED not in (step.note or ""):
+                step.note = f"{step.note}; {seeds.UNSEEDED}" if step.note else seeds.UNSEEDED
 
 
 def exit_text(code: int | None) -> str:

@@ -1,8 +1,13 @@
-"""Submission mode at run time: drive the repository's own runner and read its results_python.log.
+"""Submission mode at run time: drive the repository's own runner and read the status lines it writes.
 
 The render-time half (which files a submission keeps, the record of their sha256) is submission.py.
-What such a runner cannot tell is said in the summary's notes: its exit status is its last command's,
-and a step's status is only its status line (train, eval and export keep no log of their own).
+Run as a reviewer would: prepare.sh, then the runner even when prepare failed (that step is reported
+failed), both with the descriptor's ``env:``. The status lines are read from the results_python.log
+the runner names (its ``LOG_PATH``/``status_log`` assignments, read as text), the usual places
+(``./log/<model>/<mode>/``, ``./test_tipc/output/<model>[/<mode>]/``), else any results_python.log in the
+tree that grew during the run, else the lines the runner printed. What such a runner cannot tell is
+said in the summary's notes: its exit status is its last command's, and a step's status is only its
+status line (train, eval and export keep no log of their own).
 """
 from __future__ import annotations
 
@@ -14,9 +19,11 @@ from pathlib import Path
 from typing import Callable
 
 from tipcgen.configs.submission import RECORD, RUNNER, edited
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.format import layout
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import JUNIT_XML, RESULTS_LOG, SUMMARY_JSON
+from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, RESULTS_LOG, SUMMARY_JSON
 from tipcgen.results.results import Step, Summary, environment_info, required_kinds, write_json
 from tipcgen.results.summary_text import write_junit
 
@@ -62,27 +69,100 @@ def read_status_lines(lines: list[str], values: dict[str, str], root: Path) -> l
             continue
         _, _, command = match.group(2).partition(" - ") if " - " in match.group(2) else ("", "", match.group(2))
         command = command.rstrip().removesuffix("!").rstrip()
+        # PaddleOCR's status_check appends " - <the step's log path>" after the command
+        head, sep, tail = command.rpartition(" - ")
+        trailing = tail.strip() if sep and " " not in tail.strip() and ("/" in tail or tail.strip().endswith(".log")) else None
+        if trailing is not None:
+            command = head.rstrip()
         kind = _classify(command, values)
-        log = _REDIRECT.search(command)
+        redirect = _REDIRECT.search(command)
+        log = redirect.group(1) if redirect else trailing
         seen[kind] = seen.get(kind, 0) + 1
-        name = Path(log.group(1)).stem if log else kind if seen[kind] == 1 else f"{kind}_{seen[kind]}"
+        name = Path(log).stem if log else kind if seen[kind] == 1 else f"{kind}_{seen[kind]}"
         step = Step(kind=kind, name=name, status="passed" if match.group(1) == "successfully" else "failed",
                     command=command)
-        if log and (root / log.group(1)).is_file():
-            step.log = os.path.normpath(log.group(1))
+        if log and (root / log).is_file():
+            step.log = os.path.normpath(log)
         else:
             step.note = "no log of its own under this runner: the status line is all it tells"
         steps.append(step)
     return steps
 
 
+# `LOG_PATH="./test_tipc/output/${model_name}"`, `status_log="${LOG_PATH}/results_python.log"`: where a runner logs
+_ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=[\"']?([^\"'\s;#]*)[\"']?\s*(?:#.*)?$")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_SKIP_DIRS = {".git", ".tipcgen", "node_modules", "__pycache__"}
+_PREPARE_LINES = 20_000  # the last lines of prepare.sh's output kept in prepare.log
+_WALK_LIMIT = 200_000  # entries looked at when searching the tree for results_python.log
+
+
 def _results_logs(root: Path, model: str, mode: str) -> list[Path]:
-    """Where runners write results_python.log: the template's ./log/, OCR's ./test_tipc/output/."""
-    return [root / "log" / model / mode / RESULTS_LOG, root / "test_tipc" / "output" / model / mode / RESULTS_LOG]
+    """Where runners write results_python.log: the paths the runner itself names (its assignments read as text,
+    ``${model_name}`` and ``${MODE}`` filled in), then the template's ./log/ and OCR's ./test_tipc/output/."""
+    found: list[Path] = []
+    try:
+        text = inputs.read_bytes(root / RUNNER, "runner", 1 << 20).decode("utf-8", errors="replace")
+    except TipcgenError:
+        text = ""
+    known = {"model_name": model, "MODE": mode}
+    for line in text.splitlines():
+        match = _ASSIGN.match(line)
+        if not match:
+            continue
+        name, value = match.groups()
+        value = _VAR.sub(lambda m: known.get(m.group(1) or m.group(2), "$?"), value)
+        if "$" in value or "`" in value:
+            continue  # a value the runner computes (from the config, in a loop): not guessed here
+        if name not in ("model_name", "MODE"):
+            known[name] = value
+        if value.endswith(RESULTS_LOG):
+            found.append(root / os.path.normpath(value))
+    found += [root / "log" / model / mode / RESULTS_LOG, root / "test_tipc" / "output" / model / mode / RESULTS_LOG,
+              root / "test_tipc" / "output" / model / RESULTS_LOG]
+    return list(dict.fromkeys(found))
+
+
+def _sizes_of_all_results_logs(root: Path) -> dict[Path, int]:
+    """Every results_python.log in the tree (hidden folders and .git skipped) and its size."""
+    out: dict[Path, int] = {}
+    seen = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+        seen += len(dirs) + len(names)
+        if RESULTS_LOG in names:
+            path = Path(folder) / RESULTS_LOG
+            out[path] = path.stat().st_size
+        if seen > _WALK_LIMIT:
+            break
+    return out
+
+
+def _grown(before: dict[Path, int], paths: list[Path]) -> list[tuple[Path, list[str]]]:
+    """(path, its new lines) of every path that grew since `before` (a file that did not exist counts from 0)."""
+    out = []
+    for path in paths:
+        offset = before.get(path, 0)
+        if path.is_file() and path.stat().st_size > offset:
+            with path.open("rb") as handle:
+                handle.seek(offset)
+                out.append((path, handle.read().decode("utf-8", errors="replace").splitlines()))
+    return out
+
+
+def descriptor_env(root: Path) -> tuple[dict[str, str], str | None]:
+    """The env: of the descriptor init rendered from (via the answers file), and a note when it cannot be read."""
+    from tipcgen.run.provenance import load_descriptor
+
+    desc, info = load_descriptor(root)
+    if desc is None:
+        return {}, info.get("note")
+    return dict(desc.env), None
 
 
 def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callable[[str], None]) -> Summary:
-    """Drive the repository's prepare.sh (if any) and runner; the summary from the new status lines."""
+    """Drive the repository's prepare.sh (if any) and runner, as a reviewer would (the runner runs even when
+    prepare fails); the summary from the status lines they write during the run."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     values = _slot_values(text)
     model = values.get("model_name", "")
@@ -96,46 +176,58 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
                                 "the template's runner and common_func.sh unchanged (无需改动)")
     if not (root / RECORD).is_file():
         summary.notes.append(f"{RUNNER} is not tipcgen's, and no init --submission recorded it: edits cannot be told")
+    extra_env, env_note = descriptor_env(root)
+    if env_note:
+        summary.notes.append(f"the descriptor's env: was not applied ({env_note})")
+    elif extra_env:
+        summary.notes.append("prepare.sh and the runner ran with the descriptor's env: "
+                             + ", ".join(f"{k}={v}" for k, v in extra_env.items()))
     logs = _results_logs(root, model, mode)
-    offsets = {path: path.stat().st_size if path.is_file() else 0 for path in logs}
+    before = _sizes_of_all_results_logs(root)
     started = time.perf_counter()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra_env)
+    printed: list[str] = []
 
-    def stream(cmd: list[str]) -> int:
+    def stream(cmd: list[str], keep: list[str] | None = None) -> int:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace")
         assert proc.stdout is not None
         for line in proc.stdout:
             on_line(line.rstrip("\n"))
+            if keep is not None:
+                keep.append(line)
+            elif _STATUS.search(_ANSI.sub("", line)):
+                printed.append(line.rstrip("\n"))
         return proc.wait()
 
     steps: list[Step] = []
-    prepare_ok = True
     if (root / "test_tipc/prepare.sh").is_file():
-        t0 = time.perf_counter()
-        code = stream(["bash", "test_tipc/prepare.sh", str(config_path), mode])
-        prepare_ok = code == 0
-        steps.append(Step(kind="prepare", name="prepare", status="passed" if prepare_ok else "failed", exit_code=code,
-                          seconds=round(time.perf_counter() - t0, 3), command=f"bash test_tipc/prepare.sh {config_path} {mode}"))
-    if prepare_ok:
-        summary.runner_exit_code = stream(["bash", RUNNER, str(config_path), mode])
-        for path in logs:
-            if path.is_file() and path.stat().st_size > offsets[path]:
-                with path.open("rb") as handle:
-                    handle.seek(offsets[path])
-                    new = handle.read().decode("utf-8", errors="replace").splitlines()
-                steps += read_status_lines(new, values, root)
-                summary.notes.append(f"status lines read from {path.relative_to(root)}")
-        if len(steps) == (1 if steps and steps[0].kind == "prepare" else 0):
-            summary.problems.append("the runner wrote no status line to any of: "
-                                    + ", ".join(str(p.relative_to(root)) for p in logs))
-        missing = [kind for kind in summary.required_kinds if kind not in {s.kind for s in steps if s.status == "passed"}]
-        if missing:
-            summary.problems.append(f"no {', no '.join(missing)} step passed, but {mode} needs {', '.join(summary.required_kinds)}")
+        t0, output = time.perf_counter(), []
+        code = stream(["bash", "test_tipc/prepare.sh", str(config_path), mode], output)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / PREPARE_LOG).write_text("".join(output[-_PREPARE_LINES:]), encoding="utf-8")
+        steps.append(Step(kind="prepare", name="prepare", status="passed" if code == 0 else "failed", exit_code=code,
+                          seconds=round(time.perf_counter() - t0, 3), command=f"bash test_tipc/prepare.sh {config_path} {mode}",
+                          log=(run_dir / PREPARE_LOG).relative_to(root).as_posix()))
+        if code != 0:
+            steps[-1].note = f"prepare.sh exited {code}; the runner ran anyway, as a reviewer would run it"
+    summary.runner_exit_code = stream(["bash", RUNNER, str(config_path), mode])
+    grown = _grown(before, logs) or _grown(before, sorted(_sizes_of_all_results_logs(root)))
+    for path, lines in grown:
+        steps += read_status_lines(lines, values, root)
+        summary.notes.append(f"status lines read from {path.relative_to(root)}")
+    if not grown and printed:
+        steps += read_status_lines(printed, values, root)
+        summary.notes.append("no results_python.log grew during the run: the status lines are those the runner printed")
+    if not any(s.kind != "prepare" for s in steps):
+        summary.problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
+                                + ", ".join(str(p.relative_to(root)) for p in logs) + " and the whole tree)")
+    missing = [kind for kind in summary.required_kinds if kind not in {s.kind for s in steps if s.status == "passed"}]
+    if missing:
+        summary.problems.append(f"no {', no '.join(missing)} step passed, but {mode} needs {', '.join(summary.required_kinds)}")
     summary.steps = steps
     summary.wall_seconds = round(time.perf_counter() - started, 3)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
     return summary
-

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from tipcgen.results import junit
 from tipcgen.suite.suite import Chain, ChainResult, Refused, Slot
 
 SUITE_JSON = "suite.json"
@@ -61,9 +62,27 @@ def write_json(suite: SuiteResult, path) -> None:
     path.write_text(json.dumps(suite.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def junit_suites(suite: SuiteResult) -> list[junit.Suite]:
+    """A test suite per model (a case per step of each of its chains; a chain that did not finish is an error
+    case) and one for the refused configs."""
+    suites = []
+    for model, results in suite.models().items():
+        cases = []
+        for r in results:
+            prefix = f"{model}.{r.chain.chain}.{r.chain.mode}"
+            if r.summary:
+                cases += junit.summary_suite(r.summary, prefix, log_dir=str(r.run_dir)).cases
+            if r.verdict not in ("passed", "failed"):
+                cases.append(junit.Case(prefix, r.verdict, r.seconds, "error", f"{r.verdict}: {r.message}", f"log: {r.log}"))
+        suites.append(junit.Suite(f"tipc.{model}", cases, sum(r.seconds for r in results)))
+    if suite.refused:
+        suites.append(junit.Suite("tipc.refused", [junit.Case("refused", r.config, 0.0, "error", r.reasons[0], "\n".join(r.reasons))
+                                                   for r in suite.refused], 0.0))
+    return suites
+
+
 def write_junit(suite: SuiteResult, path) -> None:
-    text = _env().get_template("report/suite_junit.xml.j2").render(suite=suite, models=suite.models())
-    path.write_text(text, encoding="utf-8")
+    path.write_text(junit.junit_text("tipc-suite", junit_suites(suite), suite.wall_seconds), encoding="utf-8")
 
 
 def terminal_text(suite: SuiteResult) -> str:
