@@ -128,6 +128,7 @@ class _Chain:
     def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None]) -> None:
         self.root, self.env, self.on_line = root, env, on_line
         self.proc: subprocess.Popen | None = None
+        self.starts: list[tuple[float, str, str]] = []  # (time, kind, name) of each `[tipc] RUN` line
 
     def stream(self, cmd: list[str], keep: deque) -> int:
         """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N)."""
@@ -138,6 +139,8 @@ class _Chain:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             line = line.rstrip("\n")
+            if line.startswith("[tipc] RUN ") and len(line.split()) >= 4:
+                self.starts.append((time.time(), *line.split()[2:4]))
             keep.append(line)
             self.on_line(line)
         return self.proc.wait()
@@ -273,7 +276,7 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
 
     def checks(steps: list[Step]) -> tuple[list[Step], list[str]]:
         extra, notes = check_run(steps) if prepare.status == "passed" else ([], [])
-        step = tracked.check_step(parts)
+        step = tracked.check_step(parts, root, steps, work.starts)
         return [*extra, *([step] if step is not None else [])], notes
 
     _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc, checks)

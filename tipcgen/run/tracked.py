@@ -3,13 +3,15 @@
 Where the repository is a git work tree, ``git status`` is read before prepare.sh, after it and after
 the runner: a tracked file that a script changed, deleted or replaced (one already modified before the
 run counts when its content changed again) is listed, by the part of the run that changed it, in a
-failed ``tracked_files`` check step; with none changed the step passes. Untracked and ignored files
+failed ``tracked_files`` check step, and the runner's step that changed it (the last to start before
+the file's modification time) fails too, naming it; with none changed the check passes. Untracked and ignored files
 (the run's output, data, tipcgen's caches) are not looked at. Without git there is nothing to compare
 with, and no step.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,17 +56,47 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
 
 
-def check_step(parts: list[tuple[str, dict[str, str] | None]]) -> Step | None:
+def _shown(paths: list[str]) -> str:
+    return ", ".join(paths[:SHOWN]) + (f" (and {len(paths) - SHOWN} more)" if len(paths) > SHOWN else "")
+
+
+def attribute(root: Path, paths: list[str], steps: list[Step], starts: list[tuple[float, str, str]]) -> dict[int, list[str]]:
+    """The runner's step (index into steps) that changed each file: the last one to start (its
+    ``[tipc] RUN kind name`` line, timed as tipc read it) before the file's modification time; steps
+    run one after another. A deleted file, or one changed before any step, is attributed to none."""
+    out: dict[int, list[str]] = {}
+    for path in paths:
+        try:
+            changed_at = os.stat(root / path).st_mtime
+        except OSError:
+            continue
+        started = [(kind, name) for at, kind, name in starts if at <= changed_at]
+        if not started:
+            continue
+        index = next((i for i, s in enumerate(steps) if (s.kind, s.name) == started[-1]), None)
+        if index is not None:
+            out.setdefault(index, []).append(path)
+    return out
+
+
+def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None = None,
+               steps: list[Step] | None = None, starts: list[tuple[float, str, str]] = ()) -> Step | None:
     """The tracked_files check from snapshots taken before and after each part of the run
-    (``[("before", s0), ("prepare", s1), ("the runner", s2)]``); None without git."""
+    (``[("before", s0), ("prepare", s1), ("the runner", s2)]``); None without git. A runner's step
+    that changed a tracked file (``attribute``) fails too, naming the files."""
     if any(state is None for _, state in parts) or len(parts) < 2:
         return None
     found: list[str] = []
     for (_, before), (part, after) in zip(parts, parts[1:]):
         paths = changed(before, after)  # type: ignore[arg-type]
         if paths:
-            shown = ", ".join(paths[:SHOWN]) + (f" (and {len(paths) - SHOWN} more)" if len(paths) > SHOWN else "")
-            found.append(f"{part} changed {len(paths)} tracked file(s): {shown}")
+            found.append(f"{part} changed {len(paths)} tracked file(s): {_shown(paths)}")
+            if part == parts[-1][0] and root is not None and steps:
+                for index, files in attribute(root, paths, steps, list(starts)).items():
+                    step = steps[index]
+                    found[-1] += f" ({step.kind} {step.name}: {', '.join(files)})"
+                    step.status = "failed"
+                    step.reason = "; ".join(filter(None, [step.reason, f"it changed tracked file(s) {_shown(files)}"]))
     step = Step(kind="check", name="tracked_files", status="failed" if found else "passed", reference="git",
                 command="git status --untracked-files=no, before and after each part of the run")
     if found:
