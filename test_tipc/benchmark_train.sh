@@ -16,10 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 TIPC_MODES=(benchmark_train)
 tipc_open "CONFIG benchmark_train [CASE]" "$@"
 CASE=${3:-}
-TIPC_KEY_INDEX=(1 2 3 4 5 6 7 8 9 10 11 12 14 15 16 17 18 23 24 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 49)
-TIPC_KEY_NAME=(model_name python gpu_list --device --auto_cast --epochs --output_dir --batch_size --init_from_ckpt train_model_name train_infer_img_dir --data_file trainer norm_train pact_train fpgm_train distill_train eval --data_file --output_path --params_path norm_export quant_export fpgm_export distill_export export1 export2 inference_dir infer_model infer_export infer_quant inference --use_gpu --enable_mkldnn --cpu_threads --batch_size --use_tensorrt --precision --model_dir --data_file --benchmark)
 tipc_check_layout "$CONFIG"
-tipc_check_keys "$CONFIG"
 for key in batch_size fp_items epoch flags; do
     if [ -z "$(section_value train_benchmark_params "$key")" ]; then
         tipc_die "$CONFIG has no '$key:' line in its train_benchmark_params section" \
@@ -27,7 +24,7 @@ for key in batch_size fp_items epoch flags; do
     fi
 done
 
-tipc_begin "$(slot_value model_name)" "$(slot_value python)" 600
+tipc_begin "$(slot_value model_name)" "$(slot_value python)"
 
 BATCH_SIZES=$(section_value train_benchmark_params batch_size)
 FP_ITEMS=$(section_value train_benchmark_params fp_items)

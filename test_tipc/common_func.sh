@@ -13,10 +13,86 @@ fi
 shopt -s extglob
 
 TIPC_MODES=("lite_train_lite_infer" "lite_train_whole_infer" "whole_infer" "whole_train_whole_infer")
-TIPC_LAYOUT_LINES=51
-# Non-blank line index -> accepted keys: a shifted config fails here instead of running wrong commands.
-TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
-declare -A TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
+# The config layouts a runner reads (tipcgen/format/layout.py), one for every model of the repository:
+# per layout, its non-blank line count, the keys every config of it has at fixed lines (a shifted
+# config fails there instead of running wrong commands), the line of each key:value slot, and the value
+# shape of the keyless lines (what every config of the layout writes there). A model's own flag names
+# are read from its own config, as upstream runners do.
+TIPC_LAYOUTS=(standard paddleseg paddlevideo paddledetection paddlegan tutorial)
+declare -A TIPC_SLOT=()
+
+# tipc_use_layout NAME: the tables of one layout.
+tipc_use_layout() {
+    TIPC_LAYOUT=$1
+    case $1 in
+        standard)
+            TIPC_LAYOUT_LINES=51
+            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
+            TIPC_SHAPE_INDEX=(41 42 43 44 45)
+            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
+            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
+            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
+            ;;
+        paddleseg)
+            TIPC_LAYOUT_LINES=51
+            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:export_params" "39:inference")
+            TIPC_SHAPE_INDEX=(41 42 43 44 45)
+            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
+            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
+            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
+            ;;
+        paddlevideo)
+            TIPC_LAYOUT_LINES=51
+            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
+            TIPC_SHAPE_INDEX=(41 42 43 44 45)
+            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
+            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
+            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
+            ;;
+        paddledetection)
+            TIPC_LAYOUT_LINES=51
+            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
+            TIPC_SHAPE_INDEX=(41 42 43 44 45)
+            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
+            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
+            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
+            ;;
+        paddlegan)
+            TIPC_LAYOUT_LINES=51
+            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
+            TIPC_SHAPE_INDEX=(41 42 43 44 45)
+            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
+            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
+            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
+            ;;
+        tutorial)
+            TIPC_LAYOUT_LINES=32
+            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "12:trainer" "15:eval_params" "18:infer_params" "26:inference")
+            TIPC_SHAPE_INDEX=(28)
+            TIPC_SHAPE_WHAT=('a number')
+            TIPC_SHAPE_RE=('^[0-9]+$')
+            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [epoch]=5 [save_model]=6 [train_batch_size]=7 [pretrain]=8 [train_model_name]=9 [train_param]=10 [trainer]=12 [norm_train]=13 [eval]=16 [save_infer]=19 [export_weight]=20 [norm_export]=21 [infer_model]=23 [infer_export]=24 [inference]=26 [infer_use_gpu]=27 [infer_batch_size]=28 [infer_model_dir]=29 [infer_data]=30 [benchmark]=31)
+            ;;
+    esac
+}
+tipc_use_layout standard
+
+# Each model's own settings, from its descriptor (an arm per model): the step time limit, the env of
+# its export and inference steps (an `env` prefix, or nothing), and the key of each line as rendered
+# ("index:key"; null slots are not listed). The runner reads the flag names from the config itself:
+# the keys only check that a hand edit did not shift a line where no layout anchor or value shape
+# can tell (a config of a model rendered by no descriptor here gets the layout checks alone).
+tipc_model_settings() {
+    TIPC_MODEL_TIMEOUT=600
+    TIPC_STEP_ENV=()
+    TIPC_STEP_NOTE=""
+    TIPC_MODEL_KEYS=()
+    case $1 in
+        bert_sst2)
+            TIPC_MODEL_KEYS=(1:model_name 2:python 3:gpu_list 4:--device 5:--auto_cast 6:--epochs 7:--output_dir 8:--batch_size 9:--init_from_ckpt 10:train_model_name 11:train_infer_img_dir 12:--data_file 14:trainer 15:norm_train 16:pact_train 17:fpgm_train 18:distill_train 23:eval 24:--data_file 27:--output_path 28:--params_path 29:norm_export 30:quant_export 31:fpgm_export 32:distill_export 33:export1 34:export2 35:inference_dir 36:infer_model 37:infer_export 38:infer_quant 39:inference 40:--use_gpu 41:--enable_mkldnn 42:--cpu_threads 43:--batch_size 44:--use_tensorrt 45:--precision 46:--model_dir 47:--data_file 49:--benchmark)
+            ;;
+    esac
+}
 
 tipc_die() {
     printf 'tipc error: %s\n' "$1" >&2
@@ -51,9 +127,10 @@ tipc_open() {
     tipc_load_config "$CONFIG"
 }
 
-# tipc_begin MODEL PYTHON STEP_TIMEOUT: the shared start of every chain once its config is checked:
-# the model name (it names the run folder), the interpreter (TIPC_PYTHON overrides the config's) and
-# the step time limit (the descriptor's, unless the caller sets TIPC_STEP_TIMEOUT: tipcgen run --step-timeout).
+# tipc_begin MODEL PYTHON: the shared start of every chain once its config is checked: the model
+# name (it names the run folder, and picks the model's settings), the interpreter (TIPC_PYTHON
+# overrides the config's) and the step time limit (the model's, unless the caller sets
+# TIPC_STEP_TIMEOUT: tipcgen run --step-timeout).
 tipc_begin() {
     TIPC_MODEL=$1
     if [[ ! $TIPC_MODEL =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || [[ $TIPC_MODEL == *..* ]]; then
@@ -61,7 +138,8 @@ tipc_begin() {
     fi
     PYTHON=${TIPC_PYTHON:-$2}
     tipc_check_python "$PYTHON"
-    : "${TIPC_STEP_TIMEOUT:=$3}"
+    tipc_model_settings "$TIPC_MODEL"
+    : "${TIPC_STEP_TIMEOUT:=$TIPC_MODEL_TIMEOUT}"
     export TIPC_STEP_TIMEOUT
 }
 
@@ -102,10 +180,37 @@ tipc_line_name() {
     fi
 }
 
+# tipc_anchors_held: how many anchors of the current layout the loaded config has, in order, before
+# the first it misses (all of them: the config is of this layout).
+tipc_anchors_held() {
+    local entry idx found held=0
+    for entry in "${TIPC_ANCHORS[@]}"; do
+        idx=${entry%%:*}
+        found=
+        if [ "$idx" -lt "${#TIPC_LINES[@]}" ]; then tipc_line_name found "${TIPC_LINES[$idx]}"; fi
+        if [[ "/${entry#*:}/" != *"/$found/"* ]]; then break; fi
+        held=$((held + 1))
+    done
+    printf '%s' "$held"
+}
+
+# tipc_pick_layout: the layout the config follows longest (the first on a tie): a config of another
+# layout, or a shifted one, is then checked against the layout it was meant to follow.
+tipc_pick_layout() {
+    local name held best="" most=-1
+    for name in "${TIPC_LAYOUTS[@]}"; do
+        tipc_use_layout "$name"
+        held=$(tipc_anchors_held)
+        if [ "$held" -gt "$most" ]; then best=$name most=$held; fi
+    done
+    tipc_use_layout "$best"
+}
+
 # tipc_check_layout FILE: every line the runner reads is where the layout says, before any step.
 tipc_check_layout() {
     local file=$1 entry idx keys found
     tipc_check_markers "$file"
+    tipc_pick_layout
     for entry in "${TIPC_ANCHORS[@]}"; do
         idx=${entry%%:*}
         keys=${entry#*:}
@@ -122,6 +227,30 @@ tipc_check_layout() {
     fi
     for idx in "${TIPC_SLOT[@]}"; do
         tipc_check_kv_line "$file" "$idx"
+    done
+    tipc_model_settings "$(slot_value model_name)"
+    tipc_check_keys "$file"
+    tipc_check_shapes "$file"
+}
+
+# tipc_check_shapes FILE: each keyless line whose values have one shape in every config of the layout
+# (True/False, a number, a precision) holds values of that shape: an extra or missing line among them
+# fails here instead of passing one flag's values under another's name.
+tipc_check_shapes() {
+    local file=$1 i idx line value item
+    local -a items
+    for i in "${!TIPC_SHAPE_INDEX[@]}"; do
+        idx=${TIPC_SHAPE_INDEX[i]}
+        line=${TIPC_LINES[$idx]}
+        value=${line#*:}
+        if [[ $line != *:* ]] || tipc_is_null "${line%%:*}" || tipc_is_null "$value"; then continue; fi
+        IFS='|' read -r -a items <<< "$value"
+        for item in "${items[@]}"; do
+            if [[ ! $item =~ ${TIPC_SHAPE_RE[i]} ]]; then
+                tipc_die "$file:${TIPC_LINENOS[$idx]}: '$line' on non-blank line $((idx + 1)), where every $TIPC_LAYOUT config has values of the form ${TIPC_SHAPE_WHAT[i]}" \
+                    "a line above it is missing or extra, so the runner would pass these values under another flag (tipcgen lint shows where)"
+            fi
+        done
     done
 }
 
@@ -165,19 +294,21 @@ tipc_check_kv_line() {
     fi
 }
 
-# tipc_check_keys FILE: each slot holds the key this runner was rendered with (or the null filler), so an
-# extra or missing line even among the keyless inference lines fails here instead of dropping steps.
+# tipc_check_keys FILE: each line the model's descriptor rendered with a key still has that key (or
+# the null filler), so an extra or missing line even among the keyless inference lines fails here
+# instead of passing a value under the neighbouring flag.
 tipc_check_keys() {
-    local file=$1 i idx found
-    for i in "${!TIPC_KEY_INDEX[@]}"; do
-        idx=${TIPC_KEY_INDEX[i]}
-        tipc_line_name found "${TIPC_LINES[$idx]}"
-        if [ "$found" != "${TIPC_KEY_NAME[i]}" ] && [ "$found" != null ]; then
+    local file=$1 i idx key found
+    for i in "${!TIPC_MODEL_KEYS[@]}"; do
+        idx=${TIPC_MODEL_KEYS[i]%%:*}
+        key=${TIPC_MODEL_KEYS[i]#*:}
+        tipc_line_name found "${TIPC_LINES[$idx]:-}"
+        if [ "$found" != "$key" ] && [ "$found" != null ]; then
             if tipc_key_renamed "$i" "$found"; then
-                tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '${TIPC_KEY_NAME[i]}' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}': the key was renamed (the lines around it are in place, no line is missing)" \
-                    "restore '${TIPC_KEY_NAME[i]}', or, if you renamed the flag on purpose, change the descriptor's key and re-render (tipcgen update)"
+                tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '$key' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}': the key was renamed (the lines around it are in place, no line is missing)" \
+                    "restore '$key', or, if you renamed the flag on purpose, change the descriptor's key and re-render (tipcgen update)"
             fi
-            tipc_die "$file:${TIPC_LINENOS[$idx]}: expected key '${TIPC_KEY_NAME[i]}' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]}'" \
+            tipc_die "$file:${TIPC_LINENOS[$idx]:-?}: expected key '$key' on non-blank line $((idx + 1)), found '${TIPC_LINES[$idx]:-}'" \
                 "a line above it is missing or extra (tipcgen lint shows where); if you renamed the flag on purpose, change the descriptor and re-render (tipcgen update)"
         fi
     done
@@ -187,13 +318,13 @@ tipc_check_keys() {
 # (or null): a renamed key, not a missing or extra line.
 tipc_key_renamed() {
     local j next
-    for j in "${!TIPC_KEY_NAME[@]}"; do
-        if [ "$j" != "$1" ] && [ "${TIPC_KEY_NAME[j]}" = "$2" ]; then return 1; fi
+    for j in "${!TIPC_MODEL_KEYS[@]}"; do
+        if [ "$j" != "$1" ] && [ "${TIPC_MODEL_KEYS[j]#*:}" = "$2" ]; then return 1; fi
     done
     j=$(($1 + 1))
-    if [ "$j" -lt "${#TIPC_KEY_INDEX[@]}" ]; then
-        tipc_line_name next "${TIPC_LINES[${TIPC_KEY_INDEX[j]}]}"
-        [ "$next" = "${TIPC_KEY_NAME[j]}" ] || [ "$next" = null ] || return 1
+    if [ "$j" -lt "${#TIPC_MODEL_KEYS[@]}" ]; then
+        tipc_line_name next "${TIPC_LINES[${TIPC_MODEL_KEYS[j]%%:*}]:-}"
+        [ "$next" = "${TIPC_MODEL_KEYS[j]#*:}" ] || [ "$next" = null ] || return 1
     fi
     return 0
 }
@@ -577,4 +708,71 @@ tipc_fixed_check() {
     # The descriptor's env: (TIPC_STEP_ENV, the basic runner's) applies: this step loads the exported model too.
     tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- ${TIPC_STEP_ENV[@]+"${TIPC_STEP_ENV[@]}"} "$PYTHON" "$script" "--model_dir=$model_dir" \
         "--results_dir=$LOG_PATH/$name" "$@"
+}
+
+# Upstream's helpers, with upstream's meaning (what each prints): the Lite, serving, C++ and
+# paddle2onnx scripts of PaddleOCR, PaddleClas, PaddleSeg and the models template source
+# common_func.sh and call them. Unlike upstream's they leave the caller's IFS as it was.
+# func_parser_key LINE: the text before the first ':'.
+func_parser_key() {
+    local IFS=: parts
+    read -r -a parts <<< "${1-}"
+    printf '%s\n' "${parts[0]-}"
+}
+
+# func_parser_value LINE: the text between the first and the second ':'.
+func_parser_value() {
+    local IFS=: parts
+    read -r -a parts <<< "${1-}"
+    printf '%s\n' "${parts[1]-}"
+}
+
+# func_parser_value_lite LINE SEPARATOR: the second field of LINE split on SEPARATOR.
+func_parser_value_lite() {
+    local IFS=${2-:} parts
+    read -r -a parts <<< "${1-}"
+    printf '%s\n' "${parts[1]-}"
+}
+
+# func_set_params KEY VALUE: KEY=VALUE, or one space when the key is null or the value null or empty.
+func_set_params() {
+    local key=${1-} value=${2-}
+    if [ "$key" = null ] || [ "$value" = null ] || [ "$value" = " " ] || [ -z "$value" ]; then
+        printf ' \n'
+    else
+        printf '%s=%s\n' "$key" "$value"
+    fi
+}
+
+# func_set_amp_params KEY VALUE (PaddleClas): its fp16 (AMP O2) options for VALUE fp16, else one space.
+func_set_amp_params() {
+    if [ "${2-}" = fp16 ]; then
+        printf '%s\n' "-o AMP.scale_loss=128 -o AMP.use_dynamic_loss_scaling=False -o AMP.level=O2"
+    else
+        printf ' \n'
+    fi
+}
+
+# func_parser_params LINE [MODE]: from LINE's mode=value|mode=value, the value for MODE (default: $MODE).
+func_parser_params() {
+    local IFS=: parts items item pair want=${2-${MODE-}}
+    read -r -a parts <<< "${1-}"
+    IFS='|' read -r -a items <<< "${parts[1]-}"
+    for item in "${items[@]}"; do
+        IFS='=' read -r -a pair <<< "$item"
+        if [ "${pair[0]-}" = "$want" ]; then
+            printf '%s\n' "${pair[1]-}"
+            return 0
+        fi
+    done
+    printf '\n'
+}
+
+# status_check EXIT_CODE COMMAND RESULTS_LOG [MODEL [LOG]]: upstream's status line, appended to RESULTS_LOG.
+status_check() {
+    local line="${2-}"
+    if [ $# -ge 4 ]; then line="$4 - $line"; fi
+    if [ $# -ge 5 ]; then line="$line - $5"; fi
+    if [ "${1-1}" = 0 ]; then line="Run successfully with command - $line"; else line="Run failed with command - $line"; fi
+    printf '%s\n' "$line" | tee -a "${3-/dev/null}"
 }

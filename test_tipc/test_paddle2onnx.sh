@@ -17,23 +17,32 @@ if [ "$TIPC_FIRST" != paddle2onnx_params ]; then
         "pass test_tipc/configs/<model>/model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
 fi
 TIPC_LAYOUT_LINES=1  # trailing sections start after the header: read by name
-onnx_key=--use_onnx
-use_gpu_key=--use_gpu
-model_dir_key=--model_dir
-data_key=--data_file
-# Every line it reads, checked before any step: no conflict marker, no stray whitespace, each key there.
 tipc_check_markers "$CONFIG"
+# The model's own flag names, from the four lines after `inference:` (the order tipcgen writes them):
+# the ONNX switch, the device, the model folder, the data.
+keys=(onnx_key use_gpu_key model_dir_key data_key)
+onnx_key=null use_gpu_key=null model_dir_key=null data_key=null
+for idx in "${!TIPC_LINES[@]}"; do
+    if [ "${TIPC_LINES[idx]%%:*}" != inference ]; then continue; fi
+    for key in "${keys[@]}"; do
+        idx=$((idx + 1))
+        if [ "$idx" -ge "${#TIPC_LINES[@]}" ] || [[ ${TIPC_LINES[idx]} == =*= || ${TIPC_LINES[idx]} != *:* ]]; then
+            tipc_die "$CONFIG: the inference block ends before its ${key%_key} line" \
+                "after inference: come four key:value lines: the ONNX flag, the device flag, the model folder flag, the data flag"
+        fi
+        printf -v "$key" '%s' "${TIPC_LINES[idx]%%:*}"
+    done
+    break
+done
+# Every line it reads, checked before any step: no conflict marker, no stray whitespace, each key there.
 for idx in "${!TIPC_LINES[@]}"; do
     if [[ ${TIPC_LINES[idx]} != =*= ]]; then tipc_check_kv_line "$CONFIG" "$idx"; fi
 done
 for key in model_name python 2onnx --model_dir --save_file inference "$onnx_key" "$use_gpu_key" "$model_dir_key" "$data_key"; do
     if [ "$key" != null ]; then tipc_has_key "$CONFIG" "$key"; fi
 done
-tipc_begin "$(config_value model_name)" "$(config_value python)" 600
-
-# The descriptor's env: for the conversion, inference and check steps (an `env` prefix, or nothing).
-TIPC_STEP_ENV=()
-TIPC_STEP_NOTE=''
+# The model's env: (common_func.sh) applies to the conversion, inference and check steps.
+tipc_begin "$(config_value model_name)" "$(config_value python)"
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/paddle2onnx/$MODE" results_paddle2onnx.log "paddle2onnx $MODE"
 
 # The conversion: every key:value line between `2onnx` and `inference`, as KEY=VALUE.

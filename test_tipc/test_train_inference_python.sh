@@ -11,16 +11,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 
 tipc_open "CONFIG MODE [GPU_ID]" "$@"
 GPU_ID=${3:-}
-# The keys this runner was rendered with, by non-blank line index (null slots are not checked).
-TIPC_KEY_INDEX=(1 2 3 4 5 6 7 8 9 10 11 12 14 15 16 17 18 23 24 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 49)
-TIPC_KEY_NAME=(model_name python gpu_list --device --auto_cast --epochs --output_dir --batch_size --init_from_ckpt train_model_name train_infer_img_dir --data_file trainer norm_train pact_train fpgm_train distill_train eval --data_file --output_path --params_path norm_export quant_export fpgm_export distill_export export1 export2 inference_dir infer_model infer_export infer_quant inference --use_gpu --enable_mkldnn --cpu_threads --batch_size --use_tensorrt --precision --model_dir --data_file --benchmark)
+# One runner for every model of the repository: the layout check reads what every config of its
+# layout shares; each model's flag names come from its own config, its settings from common_func.sh.
 tipc_check_layout "$CONFIG"
-tipc_check_keys "$CONFIG"
-
-tipc_begin "$(slot_value model_name)" "$(slot_value python)" 600
-# The descriptor's env: for the export and inference steps (an `env` prefix, or nothing).
-TIPC_STEP_ENV=()
-TIPC_STEP_NOTE=''
+tipc_begin "$(slot_value model_name)" "$(slot_value python)"
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
 
 # The CPU value of a train or inference device flag (gpu -> cpu, True -> False).
@@ -349,6 +343,8 @@ run_whole_infer() {
         export_cmd=${exports[i]:-${exports[0]:-null}}
         is_quant=${quants[i]:-${quants[0]:-False}}
         model_dir=$model
+        # The tutorial template infers on its export folder (its idx 19).
+        if [ "$TIPC_LAYOUT" = tutorial ]; then model_dir=$(slot_value save_infer); fi
         if ! tipc_is_null "$export_cmd" && [ "${export_cmd,,}" != false ]; then
             model_dir=$LOG_PATH/whole_infer_model_$count
             if ! run_export "$export_cmd" "$model" "$model_dir" "whole_infer_export_$count"; then

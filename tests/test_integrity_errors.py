@@ -344,11 +344,11 @@ def test_a_script_refusal_is_read_back_in_one_place():
 
 def test_every_user_error_class_lives_in_errors_py():
     """One hierarchy: the exceptions a user sees are TipcgenError subclasses, all defined in tipcgen/core/errors.py.
-    Only two internal ones live elsewhere, and neither reaches the user: reprod_files._Refused (turned into
-    AlignFileError where it is caught) and run.guard.Interrupted (a stop signal, which run.py turns into an
-    interrupted summary)."""
+    Only three internal ones live elsewhere, and none reaches the user: repro.pickles.Refused (turned into
+    AlignFileError or CheckpointError where it is caught), repro.patterns._OverBudget (turned into a
+    ConvertError) and run.guard.Interrupted (a stop signal, which run.py turns into an interrupted summary)."""
     import re
 
     found = {(path.name, name) for path in (ROOT / "tipcgen").rglob("*.py") if path.name != "errors.py"
              for name in re.findall(r"^class (\w+)\((?:\w*Error|\w*Exception)\)", path.read_text(), re.MULTILINE)}
-    assert found == {("reprod_files.py", "_Refused"), ("guard.py", "Interrupted")}
+    assert found == {("pickles.py", "Refused"), ("patterns.py", "_OverBudget"), ("guard.py", "Interrupted")}

@@ -108,8 +108,9 @@ def report(
     result = ar.build_report(folder, thresholds, root, model, max_bytes)
     text = ar.report_json(result)
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(text + "\n", encoding="utf-8")
+        from tipcgen.core.writes import write_file
+
+        write_file(json_out, text + "\n")
     typer.echo(text if format is Format.json else ar.report_text(result))
     raise typer.Exit(0 if result.passed else 1)
 

@@ -95,28 +95,32 @@ def _action(word: str, color: bool) -> str:
 
 @app.command()
 def init(
-    target: str = typer.Argument(..., help="A built-in sample name (bert-sst2) or a path to a descriptor .yaml."),
+    targets: List[str] = typer.Argument(..., metavar="SAMPLE_OR_DESCRIPTOR", help="Built-in sample names (bert-sst2) or paths to descriptor .yaml files: "
+                                        "each model is added beside those rendered there before."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root to write test_tipc/ into."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
     force: bool = typer.Option(False, "--force", help="Replace files that differ (old ones are kept under .tipcgen/backup/)."),
     devices: Devices = typer.Option(Devices.all, "--devices", help="all: GPU and CPU entries; cpu: only CPU entries."),
     submission: bool = typer.Option(False, "--submission", help="Keep the repository's runner, common_func.sh and prepare.sh; write only the config and docs (tipcgen run then drives that runner)."),
 ) -> None:
-    """Render test_tipc/ (config, runner, prepare.sh, docs) from a descriptor.
+    """Render test_tipc/ (configs, runner, prepare.sh, docs) from descriptors.
 
-    Example: tipcgen init bert-sst2 --root my_repo --devices cpu
+    A repository holds many models: one runner, common_func.sh and prepare.sh serve all of them, so a
+    model rendered here before is kept (and re-rendering one leaves the others' files as they were).
+
+    Example: tipcgen init bert-sst2 question-matching --root my_repo --devices cpu
     """
     from tipcgen import descriptor
     from tipcgen.render import render
 
     output = _repository_root(root, output, "--output")
-    desc = descriptor.load(target)
-    written = render.init(desc, output, force=force, devices=devices.value, on_note=lambda line: typer.echo(line, err=True),
+    descs = [descriptor.load(target) for target in targets]
+    written = render.init(descs, output, force=force, devices=devices.value, on_note=lambda line: typer.echo(line, err=True),
                           submission=submission)
     for item in written:
         typer.echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")
-    typer.echo(f"{desc.model_name}: {created} file(s) written, {len(written) - created} unchanged. Next:\n"
+    typer.echo(f"{', '.join(d.model_name for d in descs)}: {created} file(s) written, {len(written) - created} unchanged. Next:\n"
                f"  tipcgen run --mode lite_train_lite_infer" + (f"  (from {output})" if str(output) != "." else ""))
 
 

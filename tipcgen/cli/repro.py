@@ -6,10 +6,17 @@ raise TipcgenError (exit 2). Added to the `align` sub-app by `register` (one lin
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from tipcgen.core.text import terminal
+
+DEFAULT_MAX_BYTES = 1 << 30  # tipcgen.repro.pickles.DEFAULT_MAX_BYTES (numpy is imported only when a command runs)
+MAX_BYTES_HELP = ("Refuse a weights or inputs file, its members or storages together, or the arrays built from it, "
+                  "larger than this many bytes (default 1 GiB; checked before anything is allocated).")
 
 
 def convert(
@@ -24,6 +31,7 @@ def convert(
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     map_out: Optional[Path] = typer.Option(None, "--map", help="Also write the name map (PyTorch -> Paddle) as JSON."),
     format: str = typer.Option("text", "--format", help="text for people, json for machines."),
+    max_bytes: int = typer.Option(DEFAULT_MAX_BYTES, "--max-bytes", min=1, help=MAX_BYTES_HELP),
 ) -> None:
     """Convert a PyTorch state dict to a Paddle .pdparams by a rule set, and list every key that does not line up.
 
@@ -33,24 +41,25 @@ def convert(
 
     Example: tipcgen align convert torch_model.bin --rules bert --check paddle_init.pdparams -o model_state.pdparams
     """
+    from tipcgen.core.writes import write_file
     from tipcgen.repro.checkpoint_io import write_paddle_state
     from tipcgen.repro.convert import ConvertError, convert_file, load_rules, report_lines
 
     if format not in ("text", "json"):
         raise ConvertError(f"--format {format}: unknown", "use text or json")
-    if output.exists() and not force:
+    if os.path.lexists(output) and not force:
         raise ConvertError(f"{output} exists", "pass --force to replace it, or choose another --output")
-    result = convert_file(source, load_rules(rules), check, allow)
+    result = convert_file(source, load_rules(rules), check, allow, max_bytes)
     if result.passed:
         write_paddle_state(result.state, output)
         if map_out is not None:
-            map_out.write_text(json.dumps(result.name_map(), indent=2) + "\n", encoding="utf-8")
+            write_file(map_out, json.dumps(result.name_map(), indent=2) + "\n")
     if format == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         typer.echo("\n".join(report_lines(result)))
         if result.passed:
-            typer.echo(f"wrote {output}")
+            typer.echo(f"wrote {terminal(output)}")
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -65,6 +74,7 @@ def trace(
                                         "YAML file): maps PyTorch layer names to Paddle ones."),
     threshold: float = typer.Option(1e-5, "--threshold", min=0.0, help="Largest max abs difference that passes."),
     format: str = typer.Option("text", "--format", help="text for people, json for machines."),
+    max_bytes: int = typer.Option(DEFAULT_MAX_BYTES, "--max-bytes", min=1, help=MAX_BYTES_HELP),
 ) -> None:
     """Run both models over the same inputs with forward hooks; one row per layer; name the first that diverges.
 
@@ -75,13 +85,13 @@ def trace(
     """
     from tipcgen.repro import trace as tracer
     from tipcgen.repro.convert import ConvertError, import_factory, load_rules
+    from tipcgen.repro.reprod_files import load_arrays
 
     if format not in ("text", "json"):
         raise ConvertError(f"--format {format}: unknown", "use text or json")
     if not inputs.is_file() or inputs.suffix != ".npz":
         raise ConvertError(f"--inputs {inputs}: not a .npz file", "save the inputs with numpy.savez(path, ids=..., ...)")
-    with np_load(inputs) as archive:
-        arrays = {name: archive[name] for name in archive.files}
+    arrays = load_arrays(inputs, max_bytes)  # the checks of every reprod_log file: sizes first, never a pickle
     feed = list(arrays.values()) if all(n.startswith("arr_") for n in arrays) else arrays
     rule_set = load_rules(rules) if rules else None
     model = import_factory(paddle)
@@ -89,13 +99,6 @@ def trace(
               else tracer.scan(model, feed))
     typer.echo(json.dumps(result.to_dict(), indent=2) if format == "json" else "\n".join(tracer.table_lines(result)))
     raise typer.Exit(0 if result.passed else 1)
-
-
-def np_load(path: Path):
-    """numpy.load of a .npz without pickles (allow_pickle stays off: a data file never runs code)."""
-    import numpy as np
-
-    return np.load(path, allow_pickle=False)
 
 
 def register(app: typer.Typer) -> None:

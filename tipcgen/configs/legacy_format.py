@@ -44,10 +44,17 @@ def needs_env(root: Path, command: str | None) -> bool:
     return script is not None and loads_pdmodel(root / script)
 
 
-def runner_sets_flag(runner_text: str) -> bool:
-    """Whether a generated runner exports FLAGS_enable_pir_api=0 to its steps (the descriptor's env:)."""
-    line = next((ln for ln in runner_text.splitlines() if ln.startswith("TIPC_STEP_ENV=(")), "")
-    return re.search(rf"\b{FLAG}=['\"]?0\b", line) is not None
+def runner_sets_flag(common_func_text: str, model: str) -> bool:
+    """Whether a generated common_func.sh exports FLAGS_enable_pir_api=0 to ``model``'s steps (the
+    descriptor's env:, in that model's arm of tipc_model_settings)."""
+    arm, lines = False, []
+    for raw in common_func_text.splitlines():
+        line = raw.strip()
+        if line.endswith(")") and not line.startswith(("TIPC_", "(", "case", "esac")):
+            arm = line[:-1].strip("'\"") == model  # an arm's label, as the template quotes it
+        elif arm and line.startswith("TIPC_STEP_ENV=("):
+            lines.append(line)
+    return any(re.search(rf"\b{FLAG}=['\"]?0\b", line) for line in lines)
 
 
 def imported_env(text: str, root: Path) -> tuple[str, str | None]:

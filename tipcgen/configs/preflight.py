@@ -59,18 +59,22 @@ def refuse_missing_interpreter(config_path: Path, text: str, env: dict[str, str]
     return found
 
 
-def own_weights(root: Path) -> tuple[str, ...]:
-    """The descriptor's checks.own_weights (the steps that load their own weights on purpose), if any."""
+def own_weights(root: Path, model: str | None = None) -> tuple[str, ...]:
+    """The descriptor's checks.own_weights (the steps that load their own weights on purpose) for the
+    config's model, among the models `tipcgen init` rendered here (the answers file), if any."""
     from tipcgen import descriptor as descriptors
     from tipcgen.descriptor import answers as answer_file
 
     if not (root / answer_file.ANSWERS_FILE).is_file():
         return ()
     try:
-        desc = descriptors.load(answer_file.descriptor_target(answer_file.read(root), root))
+        for reference, _, _ in answer_file.read(root).models:
+            desc = descriptors.load(answer_file.target_of(reference, root))
+            if model is None or desc.model_name == model:
+                return desc.checks.own_weights if desc.checks else ()
     except TipcgenError:
-        return ()
-    return desc.checks.own_weights if desc.checks else ()
+        pass
+    return ()
 
 
 def untrained_steps(text: str, allowed: tuple[str, ...] = ()) -> list[tuple[int, str, str]]:
@@ -117,7 +121,8 @@ def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None) -> 
     refuse_lint_errors(root, config_path)
     text = inputs.read_text(root / config_path, "config")
     found = refuse_missing_interpreter(config_path, text, env)
-    untrained = untrained_steps(text, own_weights(root))
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model_name:")), None)
+    untrained = untrained_steps(text, own_weights(root, model))
     if untrained:
         where, message, fix = untrained[0]
         more = "; ".join(f"{config_path}:{w}: {m}" for w, m, _ in untrained[1:])

@@ -1,7 +1,8 @@
 """The answers file (``.tipcgen-answers.yml``): what ``init`` rendered from, so ``update`` can do it again.
 
 Like copier's ``.copier-answers.yml``: the tipcgen version, the descriptor (a built-in sample's name,
-or a path relative to the output root) and its sha256, the devices option, and the rendered files.
+or a path relative to the output root) and its sha256, the devices option, and the rendered files;
+with several models in one repository, the same three for each other model (``others``).
 What was rendered last time is kept under ``.tipcgen/base/`` as the merge base of ``tipcgen update``.
 Both are committed with the project; neither holds a timestamp, so a repeated init changes nothing.
 """
@@ -28,6 +29,12 @@ class Answers:
     descriptor_sha256: str
     devices: str
     files: tuple[str, ...]
+    others: tuple[tuple[str, str, str], ...] = ()  # the repository's other models: (descriptor, sha256, devices)
+
+    @property
+    def models(self) -> tuple[tuple[str, str, str], ...]:
+        """Every model rendered into the repository: (descriptor, sha256, devices), the first one first."""
+        return ((self.descriptor, self.descriptor_sha256, self.devices), *self.others)
 
 
 def base_path(rel: str) -> str:
@@ -51,9 +58,14 @@ def descriptor_reference(desc: Descriptor, out_dir: Path) -> str:
 
 def descriptor_target(answers: Answers, out_dir: Path) -> str:
     """What ``descriptor.load`` takes: the sample name, or the path as seen from here."""
-    if "/" not in answers.descriptor and not answers.descriptor.endswith((".yaml", ".yml")):
-        return answers.descriptor
-    return str(out_dir / answers.descriptor)
+    return target_of(answers.descriptor, out_dir)
+
+
+def target_of(reference: str, out_dir: Path) -> str:
+    """A recorded descriptor reference as ``descriptor.load`` takes it."""
+    if "/" not in reference and not reference.endswith((".yaml", ".yml")):
+        return reference
+    return str(out_dir / reference)
 
 
 def parse(text: str, source: str) -> Answers:
@@ -75,8 +87,14 @@ def parse(text: str, source: str) -> Answers:
         raise TipcgenError(f"{source}: files must be a list of relative paths inside the output folder")
     if data["devices"] not in DEVICES:
         raise TipcgenError(f"{source}: devices is {data['devices']!r}", "expected all or cpu")
+    others = data.get("others") or []
+    if not isinstance(others, list) or not all(
+            isinstance(o, dict) and isinstance(o.get("descriptor"), str) and o.get("devices") in DEVICES for o in others):
+        raise TipcgenError(f"{source}: others must be a list of {{descriptor, descriptor_sha256, devices}}",
+                           "restore it from version control, or run tipcgen init again")
     return Answers(str(data["tipcgen_version"]), str(data["descriptor"]), str(data["descriptor_sha256"]),
-                   str(data["devices"]), tuple(files))
+                   str(data["devices"]), tuple(files),
+                   tuple((o["descriptor"], str(o.get("descriptor_sha256", "")), o["devices"]) for o in others))
 
 
 def read(out_dir: Path) -> Answers:

@@ -14,9 +14,11 @@ import jinja2
 
 from tipcgen import __version__
 from tipcgen.configs import existing, legacy_format
+from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
-from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of
+from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of, target_of
+from tipcgen.descriptor.answers import read as read_answers
 from tipcgen.format import chain, layout, paths, text_style
 from tipcgen.render import gitignore
 from tipcgen.render import shipped
@@ -66,12 +68,12 @@ def layout_text(layout_name: str, lines: Mapping[str, str], sections: Sequence[t
         layout=table, lines=given, sections=sections, checks=checks, benchmark=benchmark, section_headers=headers)
 
 
-def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
+def _paddle2onnx_config(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
     p = desc.paddle2onnx
     if p is None:
         return {}
     use_gpu, model_dir, data = (_slot(desc, f"inference.{name}") for name in ("use_gpu", "model_dir", "data"))
-    keys = {"use_gpu_key": use_gpu.key, "model_dir_key": model_dir.key, "data_key": data.key}
+    keys = {"use_gpu_key": use_gpu.key, "model_dir_key": model_dir.key, "data_key": data.key}  # the runner reads them back
     config = env.get_template("config/paddle2onnx.txt.j2").render(
         model_name=desc.model_name, python=_slot(desc, "python").value, p=p, checks=desc.checks,
         use_gpu={"key": keys["use_gpu_key"], "value": use_gpu.value},
@@ -79,9 +81,7 @@ def _paddle2onnx_files(desc: Descriptor, env: jinja2.Environment) -> dict[str, s
         data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value,
         # Paddle 3 writes the Paddle 2 format (.pdmodel) only under the env: that turns PIR off.
         model_filename="inference.pdmodel" if dict(desc.env).get(legacy_format.FLAG) == "0" else "inference.json")
-    runner = env.get_template("runner/test_paddle2onnx.sh.j2").render(
-        step_timeout=desc.step_timeout, onnx_flag=p.onnx_flag, step_env=desc.env, paths=paths.runner_context(), **keys)
-    return {paddle2onnx_relpath(desc.model_name): config, "test_tipc/test_paddle2onnx.sh": runner}
+    return {paddle2onnx_relpath(desc.model_name): config}
 
 
 def golden_dir(desc: Descriptor) -> Path | None:
@@ -96,22 +96,40 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
-def _runner_context(layout_name: str = "standard") -> dict:
-    table = layout.slots_of(layout_name)
+def _bash_regex(pattern: str) -> str:
+    """A value-shape pattern of layout.py as a bash ERE (``[[ =~ ]]`` has no ``\\d``)."""
+    return pattern.replace(r"\d", "[0-9]")
+
+
+def _layouts_context() -> list[dict]:
+    """Every layout the runner reads (the first is the default), for common_func.sh's tables."""
+    out = []
+    for name, anchors in layout.RUNNER_ANCHORS.items():
+        table = [slot for slot in layout.slots_of(name) if slot.kind == "kv"]
+        out.append({
+            "name": name, "n_lines": len(layout.slots_of(name)), "anchors": list(anchors),
+            "slots": [slot for slot in table if slot.name not in layout.RUNNER_UNPASSED[name]],
+            "shapes": [{"index": slot.index, "what": slot.value[0], "pattern": _bash_regex(slot.value[1].pattern)}
+                       for slot in table if slot.value is not None],
+        })
+    return out
+
+
+def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
+    """What the shared scripts are rendered from: the layouts, and each model's own settings."""
     return {
         "modes": layout.MODES,
         "legacy_modes": layout.LEGACY_MODES,
-        "layout_name": layout_name,
-        "n_lines": len(table),
-        "anchors": list(layout.RUNNER_ANCHORS[layout_name]),
-        "slots": [slot for slot in table if slot.kind == "kv" and slot.name not in layout.RUNNER_UNPASSED[layout_name]],
+        "layouts": _layouts_context(),
+        "default_timeout": Descriptor.step_timeout,
+        "models": [{"name": d.model_name, "timeout": d.step_timeout, "env": d.env, "slot_keys": _slot_keys(d)} for d in descs],
         "paths": paths.runner_context(),
     }
 
 
-def _slot_keys(desc: Descriptor) -> list[tuple[layout.Slot, str]]:
-    """The key of every key:value slot as rendered (a null slot has no key to check)."""
-    return [(slot, desc.slots[slot.name].key) for slot in layout.slots_of(desc.layout)
+def _slot_keys(desc: Descriptor) -> list[tuple[int, str]]:
+    """The key of every key:value slot of a model as rendered (a null slot has no key to check)."""
+    return [(slot.index, desc.slots[slot.name].key) for slot in layout.slots_of(desc.layout)
             if slot.kind == "kv" and desc.slots[slot.name].key != "null"
             and slot.name not in layout.RUNNER_UNPASSED[desc.layout]]
 
@@ -141,26 +159,50 @@ def _docs_context(desc: Descriptor) -> dict:
 
 
 def render_files(desc: Descriptor) -> dict[str, str | bytes]:
-    """Every generated file of test_tipc/, by path relative to the repository root."""
+    """Every generated file of test_tipc/ for one model, by path relative to the repository root."""
+    return render_repository([desc])
+
+
+def _models(descs: Sequence[Descriptor]) -> list[Descriptor]:
+    """The models of a repository, by name; two descriptors of one model_name are an error."""
+    by_name: dict[str, Descriptor] = {}
+    for desc in descs:
+        if desc.model_name in by_name:
+            raise TipcgenError(f"{by_name[desc.model_name].source} and {desc.source} both describe model_name "
+                               f"{desc.model_name}", "give each model its own model_name (it names test_tipc/configs/<model_name>/)")
+        by_name[desc.model_name] = desc
+    return [by_name[name] for name in sorted(by_name)]
+
+
+def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
+    """Every generated file of test_tipc/ for the models of one repository: each model's configs, and
+    one runner, common_func.sh and prepare.sh for all of them (docs: the first model's)."""
     env = environment()
-    runner = _runner_context(desc.layout)
-    docs = _docs_context(desc)
-    whole_files = [f.whole for f in desc.data.files if f.whole] if desc.data else []
-    files = {
-        config_relpath(desc.model_name): render_config(desc, env),
+    models = _models(descs)
+    runner = _runner_context(models)
+    docs = _docs_context(descs[0])
+    files: dict[str, str | bytes] = {}
+    for desc in models:
+        files[config_relpath(desc.model_name)] = render_config(desc, env)
+        files.update(_paddle2onnx_config(desc, env))
+    prepare = [{"name": d.model_name, "data": d.data,
+                "whole_files": sorted({f.whole for f in d.data.files if f.whole} if d.data else ())} for d in models]
+    files.update({
         "test_tipc/common_func.sh": env.get_template("runner/common_func.sh.j2").render(**runner),
-        "test_tipc/test_train_inference_python.sh": env.get_template("runner/test_train_inference_python.sh.j2").render(
-            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), step_env=desc.env, **runner),
+        "test_tipc/test_train_inference_python.sh": env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
         "test_tipc/prepare.sh": env.get_template("runner/prepare.sh.j2").render(
-            model_name=desc.model_name, data=desc.data, whole_files=sorted(set(whole_files))),
+            models=prepare, any_data=any(d.data for d in models),
+            any_trained=any(d.data and d.data.trained_model for d in models)),
         "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
         "test_tipc/docs/test_train_inference_python.md": env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
-    }
-    shipped_scripts = ["check_inference.py", "tipc_compare.py"] + (["compare_results.py"] if desc.checks is not None else [])
-    files.update(_paddle2onnx_files(desc, env))
-    if desc.benchmark is not None or any(name == benchmark.SECTION for name, _ in desc.sections):  # an imported one too
-        files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(
-            step_timeout=desc.step_timeout, slot_keys=_slot_keys(desc), paths=paths.runner_context())
+    })
+    shipped_scripts = ["check_inference.py", "tipc_compare.py"]
+    if any(d.checks is not None for d in models):
+        shipped_scripts.append("compare_results.py")
+    if any(d.paddle2onnx is not None for d in models):
+        files["test_tipc/test_paddle2onnx.sh"] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
+    if any(d.benchmark is not None or any(name == benchmark.SECTION for name, _ in d.sections) for d in models):
+        files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
         shipped_scripts.append("benchmark_analysis.py")
     for name in shipped_scripts:  # real modules of tipcgen/render/shipped/, copied with a header line
         files[f"test_tipc/{name}"] = env.get_template("runner/shipped.py.j2").render(name=name, source=shipped.source(name))
@@ -183,12 +225,18 @@ def sample_files(desc: Descriptor) -> dict[str, bytes]:
 
 
 def rendered(desc: Descriptor, devices: str = "all") -> dict[str, str | bytes]:
-    """Everything init writes besides its bookkeeping: test_tipc/, golden results, a sample's own files."""
-    if devices == "cpu":
-        desc = desc.for_cpu_only()
-    files: dict[str, str | bytes] = dict(render_files(desc))
-    files.update(_golden_files(desc))
-    files.update(sample_files(desc))
+    """Everything init writes for one model besides its bookkeeping."""
+    return rendered_models([(desc, devices)])
+
+
+def rendered_models(models: Sequence[tuple[Descriptor, str]]) -> dict[str, str | bytes]:
+    """Everything init writes for the models of a repository (each with its devices option) besides
+    its bookkeeping: test_tipc/, golden results, a sample's own files."""
+    descs = [desc.for_cpu_only() if devices == "cpu" else desc for desc, devices in models]
+    files: dict[str, str | bytes] = dict(render_repository(descs))
+    for desc in descs:
+        files.update(_golden_files(desc))
+        files.update(sample_files(desc))
     return files
 
 
@@ -199,18 +247,77 @@ def bookkeeping(answers: Answers, base: dict[str, str | bytes]) -> dict[str, str
     return out
 
 
-def answers_for(desc: Descriptor, out_dir: Path, devices: str, files: dict[str, str | bytes]) -> Answers:
-    return Answers(__version__, descriptor_reference(desc, out_dir), sha256_of(Path(desc.source)), devices,
-                   tuple(sorted(files)))
+def answers_for(models: Sequence[tuple[Descriptor, str]], out_dir: Path, files: dict[str, str | bytes]) -> Answers:
+    entries = [(descriptor_reference(desc, out_dir), sha256_of(Path(desc.source)), devices) for desc, devices in models]
+    (reference, sha256, devices), others = entries[0], tuple(entries[1:])
+    return Answers(__version__, reference, sha256, devices, tuple(sorted(files)), others)
 
 
-def _gitignore(desc: Descriptor, out_dir: Path) -> dict[str, str]:
-    """The repository's .gitignore with the chain's working folders appended, when any is missing."""
+def recorded_models(out_dir: Path, force: bool = False,
+                    on_note: Callable[[str], None] = lambda line: None) -> list[tuple[Descriptor, str]]:
+    """The models init rendered into out_dir before (with their devices option), from the answers file."""
+    if not (out_dir / ANSWERS_FILE).is_file():
+        return []
+    from tipcgen import descriptor
+
+    try:
+        answers = read_answers(out_dir)
+    except TipcgenError as exc:
+        if not force:
+            raise TipcgenError(f"{exc.message}; nothing was written",
+                               "restore it from version control, or render only the models named here with --force") from None
+        on_note(f"renders only the models named: {out_dir / ANSWERS_FILE} cannot be read ({exc.message})")
+        return []
+    out = []
+    for reference, _, devices in answers.models:
+        try:
+            out.append((descriptor.load(target_of(reference, out_dir)), devices))
+        except TipcgenError as exc:
+            if not force:
+                raise TipcgenError(f"{out_dir / ANSWERS_FILE}: the descriptor {reference} of a model rendered here "
+                                   f"cannot be loaded ({exc.message}); nothing was written",
+                                   "restore it (the runner, common_func.sh and prepare.sh serve every model of the "
+                                   "repository), or drop that model with --force") from None
+            on_note(f"drops the model of {reference}: its descriptor cannot be loaded ({exc.message})")
+    return out
+
+
+def merged_models(recorded: Sequence[tuple[Descriptor, str]], new: Sequence[Descriptor],
+                  devices: str) -> list[tuple[Descriptor, str]]:
+    """The repository's models after init: the recorded ones in order, each new one in its place by
+    model_name (a re-render) or after them."""
+    models = list(recorded)
+    for desc in new:
+        at = next((i for i, (old, _) in enumerate(models) if old.model_name == desc.model_name), None)
+        if at is None:
+            models.append((desc, devices))
+        else:
+            models[at] = (desc, devices)
+    return models
+
+
+def own_files(out_dir: Path) -> set[str]:
+    """The files tipcgen rendered into out_dir last time that nobody changed since (each equals its
+    merge base): a new render replaces them without --force."""
+    try:
+        files = read_answers(out_dir).files if (out_dir / ANSWERS_FILE).is_file() else ()
+    except TipcgenError:
+        return set()  # (init --force past a damaged answers file) nothing counts as tipcgen's
+    own = set()
+    for rel in files:
+        current, base = out_dir / rel, out_dir / base_path(rel)
+        if current.is_file() and not current.is_symlink() and base.is_file() and current.read_bytes() == base.read_bytes():
+            own.add(rel)
+    return own
+
+
+def _gitignore(desc: Descriptor, out_dir: Path, current: str | None = None) -> dict[str, str]:
+    """The repository's .gitignore (or ``current``, its text as already extended for another model)
+    with the chain's working folders appended, when any is missing."""
     path = out_dir / gitignore.FILE
-    current = None
     if path.is_symlink() or (path.exists() and not path.is_file()):
         return {}  # not a plain file: not ours to rewrite
-    if path.is_file():
+    if current is None and path.is_file():
         try:
             current = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
@@ -219,30 +326,29 @@ def _gitignore(desc: Descriptor, out_dir: Path) -> dict[str, str]:
     return {} if text is None else {gitignore.FILE: text}
 
 
-def init(desc: Descriptor, out_dir: Path, force: bool = False, devices: str = "all",
+def init(descs: Descriptor | Sequence[Descriptor], out_dir: Path, force: bool = False, devices: str = "all",
          on_note: Callable[[str], None] = lambda line: None, submission: bool = False) -> list[Written]:
-    """Render test_tipc/ (and a built-in sample's project files) into out_dir, and record what it
-    rendered from (.tipcgen-answers.yml, .tipcgen/base/) so that tipcgen update can merge later."""
-    files = rendered(desc, devices)
+    """Render test_tipc/ for the given descriptors beside the models rendered there before (one runner,
+    common_func.sh and prepare.sh for all), and record what it rendered from (.tipcgen-answers.yml,
+    .tipcgen/base/) so that tipcgen update can merge later. A file tipcgen rendered there last time and
+    nobody edited since is replaced without force."""
+    new = [descs] if isinstance(descs, Descriptor) else list(descs)
+    recorded = [] if submission else recorded_models(out_dir, force, on_note)
+    models = merged_models(recorded, new, devices)
+    files = rendered_models(models)
     record: dict[str, str | bytes] = {}
     if submission:  # the repository keeps its runner, common_func.sh and prepare.sh (tipcgen.submission)
         from tipcgen.configs import submission as submission_mode
 
-        files = submission_mode.submission_files(files, out_dir, config_relpath(desc.model_name))
+        files = submission_mode.submission_files(files, out_dir, config_relpath(new[0].model_name))
         record = {submission_mode.RECORD: files.pop(submission_mode.RECORD)}  # bookkeeping, not a rendered file
-        # what an earlier init --submission rendered and nobody edited since is tipcgen's to replace
-        ours = {rel for rel in files if _unedited_render(out_dir, rel)}
-    else:
-        ours = set()
-    for line in existing.check({rel: text for rel, text in files.items() if rel not in ours}, out_dir, force):
+    own = own_files(out_dir)
+    for line in existing.check({rel: content for rel, content in files.items() if rel not in own}, out_dir, force):
         on_note(line)
-    book = {**bookkeeping(answers_for(desc, out_dir, devices, files), files), **record}
-    ignore = _gitignore(desc, out_dir)
-    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore) | ours)
+    book = {**bookkeeping(answers_for(models, out_dir, files), files), **record}
+    ignore: dict[str, str] = {}
+    for desc, _ in models:
+        ignore = _gitignore(desc, out_dir, ignore.get(gitignore.FILE)) or ignore
+    written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore) | own)
     return [w for w in written if not w.path.startswith(BASE_DIR + "/")]
 
-
-def _unedited_render(out_dir: Path, rel: str) -> bool:
-    """The file is what tipcgen rendered last time (its merge base under .tipcgen/base/), unedited since."""
-    target, base = out_dir / rel, out_dir / base_path(rel)
-    return target.is_file() and not target.is_symlink() and base.is_file() and target.read_bytes() == base.read_bytes()

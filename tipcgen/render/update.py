@@ -18,7 +18,8 @@ from pathlib import Path
 from tipcgen import __version__, descriptor
 from tipcgen.configs import submission
 from tipcgen.core.errors import TipcgenError
-from tipcgen.descriptor.answers import ANSWERS_FILE, Answers, base_path, descriptor_target, read, sha256_of
+from tipcgen.core.writes import write_file
+from tipcgen.descriptor.answers import ANSWERS_FILE, Answers, base_path, read, sha256_of, target_of
 from tipcgen.render import render
 
 # What happens to one file: nothing to do, or what update writes (or would write, with --diff).
@@ -59,17 +60,19 @@ class UpdatePlan:
 
     @property
     def descriptor_changed(self) -> bool:
-        return self.old.descriptor_sha256 != self.new.descriptor_sha256
+        return [m[1] for m in self.old.models] != [m[1] for m in self.new.models]
 
 
 def plan(out_dir: Path, marker_size: int = 7) -> UpdatePlan:
     """What update would do in out_dir, file by file. Reads only; raises if a merge needs git and there is none."""
     old = read(out_dir)
-    desc = descriptor.load(descriptor_target(old, out_dir))
-    files = render.rendered(desc, old.devices)
+    models = [(descriptor.load(target_of(reference, out_dir)), devices) for reference, _, devices in old.models]
+    files = render.rendered_models(models)
     if (out_dir / submission.RECORD).is_file():  # init --submission: the repository keeps its runner files
-        files = submission.own_files(files, render.config_relpath(desc.model_name))
-    new = Answers(__version__, old.descriptor, sha256_of(Path(desc.source)), old.devices, tuple(sorted(files)))
+        files = submission.own_files(files, render.config_relpath(models[0][0].model_name))
+    shas = [sha256_of(Path(desc.source)) for desc, _ in models]
+    new = Answers(__version__, old.descriptor, shas[0], old.devices, tuple(sorted(files)),
+                  tuple((reference, sha, devices) for (reference, _, devices), sha in zip(old.others, shas[1:])))
     result = UpdatePlan(out_dir, old, new)
     for rel in sorted(set(old.files) | set(files)):
         theirs = files.get(rel)
@@ -149,7 +152,7 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, rel: str, marker_size: int =
         paths = []
         for name, data in (("yours", ours), ("base", base), ("tipcgen", theirs)):
             path = Path(tmp) / name
-            path.write_bytes(data)
+            write_file(path, data)
             paths.append(str(path))
         proc = subprocess.run(
             [git, "merge-file", "-p", f"--marker-size={marker_size}",
@@ -187,7 +190,7 @@ def apply(update: UpdatePlan, markers: bool = False) -> list[render.Written]:
             tracked.append(item.path)
             book_base[item.path] = item.new_base
     answers = Answers(update.new.tipcgen_version, update.new.descriptor, update.new.descriptor_sha256,
-                      update.new.devices, tuple(sorted(set(tracked))))
+                      update.new.devices, tuple(sorted(set(tracked))), update.new.others)
     book = render.bookkeeping(answers, book_base)
     remove += [base_path(item.path) for item in update.files
                if item.path not in tracked and (out_dir / base_path(item.path)).is_file()]

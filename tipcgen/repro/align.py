@@ -9,6 +9,7 @@ paddle, torch or reprod_log (which imports paddle).
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.writes import write_file
+from tipcgen.repro.numeric import abs_diff
 from tipcgen.repro.reprod_files import DEFAULT_MAX_BYTES, AlignFileError, load_info
 
 METHODS = ("mean", "max", "min")
@@ -34,12 +37,13 @@ KeyPath = tuple[str, ...]
 def save_info(path: str | Path, data: Info) -> Path:
     """Write ``data`` as ReprodLogger.save does (``.npy``, a pickled dict) or, for ``.npz``, without pickle."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     arrays = _as_arrays(data)
+    buffer = io.BytesIO()  # numpy writes into memory; tipcgen.core.writes puts the bytes on disk
     if path.suffix == ".npz":
-        np.savez(path, **dict(_flatten(arrays)))
+        np.savez(buffer, **dict(_flatten(arrays)))
     else:
-        np.save(path, arrays)  # type: ignore[arg-type]  # np.save pickles the dict: reprod_log's format
+        np.save(buffer, arrays)  # type: ignore[arg-type]  # np.save pickles the dict: reprod_log's format
+    write_file(path, buffer.getvalue())
     return path
 
 
@@ -257,11 +261,8 @@ def _non_finite(arr: np.ndarray) -> str:
 
 
 def _abs_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.abs(a - b) as reprod_log computes it (same printed values), safe for bool and unsigned ints."""
-    if a.dtype.kind in "bu" or b.dtype.kind in "bu":
-        a, b = a.astype(np.int64), b.astype(np.int64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.abs(a - b)
+    """|a - b| as reprod_log prints it, but never wrapped (int8/int64/uint64) or overflowed: repro.numeric."""
+    return abs_diff(a, b)
 
 
 def compare_files(reference: str | Path, paddle: str | Path, method: str | Sequence[str] = "mean",
@@ -321,10 +322,9 @@ def _log_level(info: Info, prefix: KeyPath, by_path: dict[KeyPath, KeyDiff], res
 
 
 def write_log(result: Comparison, path: str | Path, when: float | None = None) -> Path:
-    """Write the diff log (mode 'w', as reprod_log opens it): one file, no logging handlers involved."""
+    """Write the diff log (replaced whole, as reprod_log's mode 'w'; a link there is replaced, not followed)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(log_lines(result, when)) + "\n", encoding="utf-8")
+    write_file(path, "\n".join(log_lines(result, when)) + "\n")
     return path
 
 
@@ -339,11 +339,23 @@ class LoggedVerdict:
 _LOG_VALUE = "diff: check passed: "
 
 
+MAX_LOG_BYTES = 16 << 20  # a diff log has a few lines per key
+
+
 def read_log(path: str | Path) -> LoggedVerdict:
-    """The verdict line and the largest `value:` of a diff log; None where the log has none."""
+    """The verdict line and the largest `value:` of a diff log; None where the log has none. The log is
+    read through tipcgen.core.inputs (a regular file of at most 16 MiB: never a FIFO or /dev/zero);
+    anything else is an AlignFileError."""
+    from tipcgen.core.errors import InputError
+    from tipcgen.core.inputs import read_bytes
+
+    try:
+        raw = read_bytes(path, "diff log", MAX_LOG_BYTES)
+    except InputError as exc:
+        raise AlignFileError(exc.message, "a diff log is the text file ReprodDiffHelper.report writes") from None
     passed: bool | None = None
     values: list[float] = []
-    for text in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for text in raw.decode("utf-8", errors="replace").splitlines():
         message = text.split(": ", 1)[1] if "] root " in text and ": " in text else text
         if message.strip() == "diff check passed":
             passed = True

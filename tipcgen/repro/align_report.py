@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.text import terminal
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
 from tipcgen.repro import align
 
@@ -105,12 +106,10 @@ def parse_threshold_options(options: Sequence[str]) -> dict[str, float]:
 
 def read_descriptor(path: Path) -> tuple[dict[str, float], str | None]:
     """A tipcgen descriptor's optional ``align: {thresholds: {forward: 1e-6, ...}}`` and its model_name."""
-    import yaml
+    from tipcgen.core.inputs import read_text
+    from tipcgen.descriptor import yaml_lines
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise TipcgenError(f"{path}: cannot read the descriptor ({exc})") from exc
+    data, _ = yaml_lines.read(read_text(path, "descriptor"), str(path))  # no alias bomb, no binary, plain keys
     data = data if isinstance(data, dict) else {}
     model = str(data["model_name"]) if data.get("model_name") else None
     section = data.get("align") or {}
@@ -236,7 +235,12 @@ def _recheck(row: Row, found: Found, checkpoint: Checkpoint, threshold: float, m
     if found.log is None:
         row.notes.append(f"no {checkpoint.prefixes[0]}_diff.log: the guide asks for the diff log too")
         return
-    logged = align.read_log(found.log)
+    try:
+        logged = align.read_log(found.log)
+    except align.AlignFileError as exc:
+        row.status = "fail"
+        row.notes.append(exc.message)
+        return
     if logged.passed is None:
         row.notes.append(f"{found.log.name} has no 'diff check passed/failed' line")
     elif logged.passed != result.passed:
@@ -246,7 +250,11 @@ def _recheck(row: Row, found: Found, checkpoint: Checkpoint, threshold: float, m
 
 
 def _from_log(row: Row, log: Path) -> None:
-    logged = align.read_log(log)
+    try:
+        logged = align.read_log(log)
+    except align.AlignFileError as exc:
+        row.status, row.detail = "fail", exc.message
+        return
     row.worst = logged.worst
     row.status = "pass" if logged.passed else "fail"
     row.detail = "from the log only: the .npy pair is missing, nothing re-checked"
@@ -311,11 +319,11 @@ def report_text(report: Report) -> str:
         where = row.log or row.paddle or ""
         detail = f"{where}  ({row.detail})" if where and row.detail else where or row.detail
         lines.append((row.checkpoint, row.status.upper(), _fmt(row.worst),
-                      "-" if row.threshold is None else f"{row.threshold:g}", detail))
+                      "-" if row.threshold is None else f"{row.threshold:g}", terminal(detail)))
     widths = [max(len(r[i]) for r in [head, *lines]) for i in range(4)]
     out = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in [head, *lines]]
     for row in report.rows:
-        out.extend(f"  {row.checkpoint}: {note}" for note in row.notes)
+        out.extend(f"  {row.checkpoint}: {terminal(note)}" for note in row.notes)
     out.append(f"{len(report.rows)} checkpoints: {report.count('pass')} pass, {report.count('fail')} fail, "
                f"{report.count('missing')} missing")
     return "\n".join(out)

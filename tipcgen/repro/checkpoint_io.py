@@ -1,18 +1,20 @@
 """Read PyTorch and Paddle state dicts as numpy arrays without running any code a file carries.
 
 For weight conversion (tipcgen.convert). A ``torch.save`` file (zip or the legacy format), a
-``.safetensors`` file and a ``.pdparams`` file are all read with restricted unpicklers: only the
-globals that rebuild a tensor from raw storage bytes are allowed, and they are tipcgen's own
-stand-ins, never torch's. A file that names anything else (``os.system``, ``builtins.eval``) is
-refused before that object is built. Needs neither torch nor paddle.
+``.safetensors`` file and a ``.pdparams`` file are all read the one way of tipcgen.repro.pickles:
+only the globals that rebuild a tensor from raw storage bytes are allowed, as stand-ins made fresh
+for each load (never torch's); a file that names anything else (``os.system``, ``builtins.eval``)
+is refused before that object is built; opcodes, zip members, storages, views and safetensors
+headers are checked against the limits and the memory budget before anything is allocated.
+Needs neither torch nor paddle.
 """
 from __future__ import annotations
 
 import io
 import json
+import math
 import pickle
 import struct
-import zipfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
@@ -20,6 +22,13 @@ from typing import Any, Callable
 import numpy as np
 
 from tipcgen.core.errors import CheckpointError
+from tipcgen.core.inputs import read_bytes
+from tipcgen.core.writes import staged_path
+from tipcgen.repro.pickles import (
+    DEFAULT_MAX_BYTES, MAX_VALUES, Budget, Refused, Stand, brief, check_key, check_opcodes, declared_bytes,
+    limit_text, open_zip, plain, read_member, shape_of, short, zip_members,
+)
+from tipcgen.repro.reprod_files import load_pickled_dict
 
 StateDict = dict[str, np.ndarray]
 
@@ -32,14 +41,19 @@ _STORAGES = {
 _SAFETENSORS = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
                 "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+MAX_HEADER = 16 << 20  # a safetensors header: about 150 bytes per tensor (the library's own cap is 100 MB)
 
 
 class _Storage:
     """Raw bytes of one torch storage and their dtype name."""
 
-    def __init__(self, dtype: str, data: bytes) -> None:
+    def __init__(self, dtype: str, data: bytes | memoryview) -> None:
         self.dtype = dtype
         self.data = data
+
+    @property
+    def itemsize(self) -> int:
+        return _itemsize(self.dtype)
 
     def array(self) -> np.ndarray:
         if self.dtype == "bfloat16":  # numpy has no bfloat16: the upper half of a float32
@@ -47,143 +61,245 @@ class _Storage:
             return bits.view("<f4")
         return np.frombuffer(self.data, dtype=np.dtype(self.dtype).newbyteorder("<"))
 
+    def __setstate__(self, state: Any) -> None:
+        raise Refused("a pickle that sets state on a storage")
+
+
+def _itemsize(dtype: str) -> int:
+    return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+
 
 class _Tensor:
     """A tensor as the pickle describes it; its bytes may come later (the legacy format stores them last)."""
 
-    def __init__(self, storage: _Storage, offset: int, size: tuple, stride: tuple, *_: Any) -> None:
-        self.storage, self.offset, self.size, self.stride = storage, offset, tuple(size), tuple(stride)
+    def __init__(self, storage: Any, offset: Any, size: Any, stride: Any, *_: Any) -> None:
+        if not isinstance(storage, _Storage) or type(offset) is not int or offset < 0:
+            raise Refused("a tensor without a storage of its own, or with a negative offset")
+        self.storage, self.offset = storage, offset
+        if isinstance(stride, (tuple, list)) and any(type(s) is int and s < 0 for s in stride):
+            raise Refused(f"a tensor with a negative stride {brief(stride)}")
+        self.size, self.stride = shape_of(size), shape_of(stride)  # sizes and strides >= 0
+        if len(self.size) != len(self.stride):
+            raise Refused(f"a tensor of size {brief(self.size)} with strides {brief(self.stride)}")
 
-    def array(self) -> np.ndarray:
+    def __setstate__(self, state: Any) -> None:
+        raise Refused("a pickle that sets state on a tensor")
+
+    def array(self, budget: Budget) -> np.ndarray:
+        """The tensor's values, copied: its declared size is counted against the budget first, so a
+        tiny storage viewed with stride 0 as a huge tensor is refused before anything is allocated."""
+        itemsize = self.storage.itemsize
+        budget.take(math.prod(self.size) * (4 if self.storage.dtype == "bfloat16" else itemsize), "a tensor")
         flat = self.storage.array()
-        end = self.offset + 1 + sum((n - 1) * s for n, s in zip(self.size, self.stride) if n > 0)
         if any(n == 0 for n in self.size):
             return np.zeros(self.size, dtype=flat.dtype.newbyteorder("="))
-        if end > flat.size or self.offset < 0 or min(self.stride, default=0) < 0:
-            raise ValueError(f"a tensor of size {self.size} runs past its storage of {flat.size} elements")
+        end = self.offset + 1 + sum((n - 1) * s for n, s in zip(self.size, self.stride))
+        if end > flat.size:
+            raise Refused(f"a tensor of size {brief(self.size)} runs past its storage of {flat.size} elements")
         view = np.lib.stride_tricks.as_strided(flat[self.offset:], shape=self.size,
                                                strides=tuple(s * flat.itemsize for s in self.stride))
-        return np.ascontiguousarray(view).astype(flat.dtype.newbyteorder("=")).reshape(self.size)
-
-
-def _rebuild_parameter(data: _Tensor, *_: Any) -> _Tensor:
-    return data
+        return np.array(view, dtype=flat.dtype.newbyteorder("="), order="C")
 
 
 class _StorageType:
+    __slots__ = ("dtype",)
+
     def __init__(self, dtype: str) -> None:
         self.dtype = dtype
 
+    def __setstate__(self, state: Any) -> None:
+        raise Refused("a pickle that sets state on a storage type")
 
-_TORCH_GLOBALS: dict[tuple[str, str], Any] = {
-    ("collections", "OrderedDict"): OrderedDict,
-    ("torch._utils", "_rebuild_tensor_v2"): _Tensor,
-    ("torch._utils", "_rebuild_tensor"): _Tensor,
-    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-    **{("torch", name): _StorageType(dtype) for name, dtype in _STORAGES.items()},
-}
+
+def _torch_globals() -> dict[tuple[str, str], Any]:
+    """The globals a torch state dict names, as stand-ins made fresh for this one load."""
+    rebuild = Stand(_Tensor)
+    return {
+        ("collections", "OrderedDict"): Stand(OrderedDict),
+        ("torch._utils", "_rebuild_tensor_v2"): rebuild,
+        ("torch._utils", "_rebuild_tensor"): rebuild,
+        ("torch._utils", "_rebuild_parameter"): Stand(lambda data, *_: data),
+        **{("torch", name): _StorageType(dtype) for name, dtype in _STORAGES.items()},
+    }
 
 
 class _TorchUnpickler(pickle.Unpickler):
     """Knows only the tensor-rebuild globals above; storages come from `load_storage`."""
 
-    def __init__(self, handle: Any, load_storage: Callable[[tuple], _Storage], source: Path) -> None:
+    def __init__(self, handle: Any, load_storage: Callable[[str, str, int], _Storage], source: Path,
+                 known: dict[tuple[str, str], Any]) -> None:
         super().__init__(handle)
         self._load_storage = load_storage
         self._source = source
+        self._globals = known
 
     def find_class(self, module: str, name: str) -> Any:
-        found = _TORCH_GLOBALS.get((module, name))
+        found = self._globals.get((module, name))
         if found is None:
-            raise CheckpointError(f"{self._source}: refused to load: the file asks for {module}.{name}, which is "
-                                  "not part of a tensor state dict (a pickle can run code; nothing was run)",
+            raise CheckpointError(f"{self._source}: refused to load: the file asks for {plain(module)}.{plain(name)}, "
+                                  "which is not part of a tensor state dict (a pickle can run code; nothing was run)",
                                   "save a plain state dict (torch.save(model.state_dict(), path)) or a .safetensors file")
         return found
 
     def persistent_load(self, pid: Any) -> _Storage:
-        if not isinstance(pid, tuple) or not pid or pid[0] != "storage" or not isinstance(pid[1], _StorageType):
-            raise CheckpointError(f"{self._source}: unknown persistent id {str(pid)[:60]!r}",
-                                  "save a plain state dict with torch.save")
-        return self._load_storage(pid)
+        if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage" or not isinstance(pid[1], _StorageType) \
+                or not isinstance(pid[2], str) or type(pid[4]) is not int or pid[4] < 0:
+            raise Refused(f"an unknown persistent id {brief(pid[0] if isinstance(pid, tuple) and pid else pid)}")
+        return self._load_storage(pid[1].dtype, pid[2], pid[4])
 
 
-def _plain_unpickler(handle: Any, source: Path) -> pickle.Unpickler:
-    """For the legacy format's header pickles: numbers, strings, dicts only."""
-    return _TorchUnpickler(handle, lambda pid: (_ for _ in ()).throw(CheckpointError(f"{source}: storage in a header")),
-                           source)
+def _load_pickle(handle: io.BytesIO, size: int, storage: Callable[[str, str, int], _Storage], path: Path,
+                 known: dict[tuple[str, str], Any]) -> Any:
+    start = handle.tell()
+    check_opcodes(handle, size)
+    handle.seek(start)
+    return _TorchUnpickler(handle, storage, path, known).load()
 
 
-def _read_torch_zip(path: Path) -> Any:
-    with zipfile.ZipFile(path) as archive:
-        names = archive.namelist()
-        pkl = next((n for n in names if n.endswith("/data.pkl") or n == "data.pkl"), None)
+def _no_storage(dtype: str, key: str, numel: int) -> _Storage:
+    raise Refused("a storage in a header pickle")
+
+
+def _read_torch_zip(data: bytes, path: Path, budget: Budget, known: dict[tuple[str, str], Any]) -> Any:
+    with open_zip(data) as archive:
+        members = {m.filename: m for m in zip_members(archive, budget.max_bytes)}
+        pkl = next((n for n in members if n.endswith("/data.pkl") or n == "data.pkl"), None)
         if pkl is None:
             raise CheckpointError(f"{path}: a zip file without data.pkl is not a torch.save file",
                                   "pass the file torch.save wrote")
         prefix = pkl[: -len("data.pkl")]
+        loaded: dict[str, _Storage] = {}
 
-        def storage(pid: tuple) -> _Storage:
-            return _Storage(pid[1].dtype, archive.read(f"{prefix}data/{pid[2]}"))
+        def storage(dtype: str, key: str, numel: int) -> _Storage:
+            if key not in loaded:
+                member = members.get(f"{prefix}data/{key}")
+                if member is None:
+                    raise Refused(f"storage {plain(key)} is not in the archive")
+                if member.file_size < numel * _itemsize(dtype):
+                    raise Refused(f"storage {plain(key)} holds {member.file_size} bytes, fewer than its "
+                                  f"{numel} elements need")
+                budget.count()
+                loaded[key] = _Storage(dtype, read_member(archive, member))
+            return loaded[key]
 
-        return _TorchUnpickler(io.BytesIO(archive.read(pkl)), storage, path).load()
+        raw = read_member(archive, members[pkl])
+        return _load_pickle(io.BytesIO(raw), len(raw), storage, path, known)
 
 
-def _read_torch_legacy(path: Path) -> Any:
-    with path.open("rb") as handle:
-        if _plain_unpickler(handle, path).load() != _LEGACY_MAGIC:
-            raise CheckpointError(f"{path}: not a torch.save file (no zip, no legacy magic number)",
-                                  "pass a .pt/.pth/.bin written by torch.save, or a .safetensors file")
-        _plain_unpickler(handle, path).load()  # protocol version
-        _plain_unpickler(handle, path).load()  # sys_info
-        pending: dict[str, _Storage] = {}
+def _read_torch_legacy(data: bytes, path: Path, budget: Budget, known: dict[tuple[str, str], Any]) -> Any:
+    handle, size = io.BytesIO(data), len(data)
+    if _load_pickle(handle, size, _no_storage, path, known) != _LEGACY_MAGIC:
+        raise CheckpointError(f"{path}: not a torch.save file (no zip, no legacy magic number)",
+                              "pass a .pt/.pth/.bin written by torch.save, or a .safetensors file")
+    _load_pickle(handle, size, _no_storage, path, known)  # protocol version
+    _load_pickle(handle, size, _no_storage, path, known)  # sys_info
+    pending: dict[str, tuple[_Storage, int]] = {}
 
-        def storage(pid: tuple) -> _Storage:
-            return pending.setdefault(str(pid[2]), _Storage(pid[1].dtype, b""))
+    def storage(dtype: str, key: str, numel: int) -> _Storage:
+        if key not in pending:
+            budget.count()
+            pending[key] = (_Storage(dtype, b""), numel)
+        return pending[key][0]
 
-        result = _TorchUnpickler(handle, storage, path).load()
-        keys = _plain_unpickler(handle, path).load()
-        for key in keys:
-            stored = pending[str(key)]
-            (count,) = struct.unpack("<q", handle.read(8))
-            itemsize = 2 if stored.dtype == "bfloat16" else np.dtype(stored.dtype).itemsize
-            stored.data = handle.read(count * itemsize)
+    result = _load_pickle(handle, size, storage, path, known)
+    keys = _load_pickle(handle, size, _no_storage, path, known)
+    if not isinstance(keys, list) or len(keys) > MAX_VALUES:
+        raise Refused("the legacy format's storage list is not a list of keys")
+    for key in keys:
+        if str(key) not in pending:
+            raise Refused(f"storage {brief(key)} is listed but no tensor uses it")
+        stored, numel = pending[str(key)]
+        (count,) = struct.unpack("<q", handle.read(8))
+        nbytes = count * stored.itemsize
+        if count < 0 or count != numel or nbytes > size - handle.tell():
+            raise Refused(f"storage {brief(key)} declares {count} elements, which the file does not hold")
+        stored.data = handle.read(nbytes)
+    if any(not stored.data and numel for stored, numel in pending.values()):
+        raise Refused("a tensor's storage is missing from the file")
     return result
 
 
-def _read_safetensors(path: Path) -> StateDict:
-    with path.open("rb") as handle:
-        (length,) = struct.unpack("<Q", handle.read(8))
-        header = json.loads(handle.read(length))
-        body = handle.read()
-    out = {}
+def _read_safetensors(data: bytes, path: Path, budget: Budget) -> StateDict:
+    """The header (a JSON object of at most MAX_HEADER bytes, plain values) is checked in full before any
+    tensor is made: known dtypes, shapes, and offsets that lie in the file, match the shape, and never overlap."""
+    if len(data) < 8:
+        raise Refused("shorter than a safetensors header")
+    (length,) = struct.unpack("<Q", data[:8])
+    if length > min(MAX_HEADER, len(data) - 8):
+        raise Refused(f"a header of {length} bytes (at most {MAX_HEADER}, and inside the file)")
+    try:
+        header = json.loads(data[8:8 + length].decode("utf-8"))
+    except RecursionError:
+        raise Refused("its header nests too deeply to be a table of tensors") from None
+    body = memoryview(data)[8 + length:]
+    if not isinstance(header, dict) or len(header) > MAX_VALUES:
+        raise Refused("the header is not a JSON object of tensors")
+    entries = []
     for name, info in header.items():
         if name == "__metadata__":
+            if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
+                raise Refused("__metadata__ is not a mapping of text")
             continue
+        check_key(name)
+        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"} \
+                or info["dtype"] not in _SAFETENSORS or not isinstance(info["data_offsets"], list) \
+                or len(info["data_offsets"]) != 2 or not all(type(o) is int for o in info["data_offsets"]):
+            raise Refused(f"tensor {plain(name)}: not {{dtype, shape, data_offsets}} of a known dtype")
+        dtype = _SAFETENSORS[info["dtype"]]
         start, end = info["data_offsets"]
-        stored = _Storage(_SAFETENSORS[info["dtype"]], body[start:end])
-        out[name] = stored.array().reshape(info["shape"]).copy()
+        nbytes = declared_bytes(info["shape"], _itemsize(dtype), budget.max_bytes)
+        if not 0 <= start <= end <= len(body) or end - start != nbytes:
+            raise Refused(f"tensor {plain(name)}: data_offsets [{start}, {end}] do not hold its {nbytes} bytes "
+                          f"inside the {len(body)} bytes of data")
+        entries.append((start, end, name, dtype, tuple(info["shape"])))
+    entries.sort()
+    for (_, end, before, _, _), (start, _, name, _, _) in zip(entries, entries[1:]):
+        if start < end:
+            raise Refused(f"tensors {plain(before)} and {plain(name)} overlap in the file")
+    out = {}
+    for start, end, name, dtype, shape in entries:
+        budget.count()
+        budget.take(math.prod(shape) * (4 if dtype == "bfloat16" else _itemsize(dtype)))
+        out[name] = _Storage(dtype, body[start:end]).array().reshape(shape).copy()  # the one copy
     return out
 
 
-def read_torch_state(path: str | Path) -> StateDict:
-    """A PyTorch state dict file (.pt/.pth/.bin via torch.save, or .safetensors) as name -> numpy array."""
+def _read_file(path: Path, what: str, max_bytes: int, hint: str) -> bytes:
+    """The file's bytes, through tipcgen.core.inputs; over the limit is refused before it is read."""
+    if path.is_file() and path.stat().st_size > max_bytes:
+        raise CheckpointError(f"{path}: {path.stat().st_size} bytes, over the limit of {limit_text(max_bytes)}",
+                              "raise it with --max-bytes if this file is really that large")
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such file", hint)
+    return read_bytes(path, what, max_bytes)
+
+
+def read_torch_state(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> StateDict:
+    """A PyTorch state dict file (.pt/.pth/.bin via torch.save, or .safetensors) as name -> numpy array.
+
+    Never runs code from the file and never holds more than the budget in tipcgen.repro.pickles
+    (``max_bytes`` for the file, for its storages and for the arrays); any refusal is a CheckpointError."""
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such file", "pass the PyTorch weights file (.pt, .pth, .bin, .safetensors)")
+    data = _read_file(path, "PyTorch weights file", max_bytes,
+                      "pass the PyTorch weights file (.pt, .pth, .bin, .safetensors)")
+    budget = Budget(max_bytes)
     try:
         if path.suffix == ".safetensors":
-            return _read_safetensors(path)
-        raw = _read_torch_zip(path) if zipfile.is_zipfile(path) else _read_torch_legacy(path)
-        return _state_of(raw, path)
+            return _read_safetensors(data, path, budget)
+        known = _torch_globals()
+        raw = (_read_torch_zip if data[:4] == b"PK\x03\x04" else _read_torch_legacy)(data, path, budget, known)
+        return _state_of(raw, path, budget)
     except CheckpointError:
         raise
-    except (pickle.UnpicklingError, EOFError, KeyError, ValueError, TypeError, IndexError, struct.error,
-            zipfile.BadZipFile, AttributeError) as exc:
-        raise CheckpointError(f"{path}: cannot read it as a PyTorch state dict ({type(exc).__name__}: {exc})",
+    except Refused as exc:
+        raise CheckpointError(f"{path}: refused: {exc}", "pass a file written by torch.save(model.state_dict(), path) "
+                              "or a .safetensors file") from None
+    except Exception as exc:  # noqa: BLE001  # a hostile file can make the unpickler, zipfile or json raise anything
+        raise CheckpointError(f"{path}: cannot read it as a PyTorch state dict ({type(exc).__name__}: {short(exc)})",
                               "pass a file written by torch.save(model.state_dict(), path)") from None
 
 
-def _state_of(raw: Any, path: Path) -> StateDict:
+def _state_of(raw: Any, path: Path, budget: Budget) -> StateDict:
     """The name -> array dict of what was saved: a state dict, or a checkpoint holding one."""
     if isinstance(raw, dict):
         for key in ("state_dict", "model_state_dict", "model"):
@@ -193,55 +309,41 @@ def _state_of(raw: Any, path: Path) -> StateDict:
     if not isinstance(raw, dict):
         raise CheckpointError(f"{path}: holds a {type(raw).__name__}, not a state dict",
                               "save model.state_dict(), not the model")
-    return {str(k): v.array() for k, v in raw.items() if isinstance(v, _Tensor)}
+    out = {}
+    for key, value in raw.items():
+        if isinstance(value, _Tensor):
+            if not isinstance(key, str):
+                raise Refused(f"a key of type {type(key).__name__}: keys are names")
+            check_key(key)
+            out[key] = value.array(budget)
+    return out
 
 
-class _PdparamsUnpickler(pickle.Unpickler):
-    """What paddle.save writes for a state dict: dicts, strings and numpy arrays."""
-
-    _ALLOWED = {("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "_reconstruct"),
-                ("numpy", "ndarray"), ("numpy", "dtype"), ("collections", "OrderedDict")}
-
-    def __init__(self, handle: Any, source: Path) -> None:
-        super().__init__(handle)
-        self._source = source
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in self._ALLOWED:
-            return super().find_class(module, name)
-        raise CheckpointError(f"{self._source}: refused to load: the file asks for {module}.{name}, which is not "
-                              "part of a Paddle state dict (nothing was run)",
-                              "save the state dict with paddle.save(model.state_dict(), path)")
-
-
-def read_paddle_state(path: str | Path) -> StateDict:
-    """A .pdparams (paddle.save of a state dict) as name -> numpy array, without importing paddle."""
+def read_paddle_state(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> StateDict:
+    """A .pdparams (paddle.save of a state dict) as name -> numpy array, without importing paddle:
+    read by tipcgen.repro.reprod_files' checking unpickler (the same limits as a reprod_log file)."""
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such file", "pass a .pdparams written by paddle.save")
+    data = _read_file(path, ".pdparams file", max_bytes, "pass a .pdparams written by paddle.save")
     try:
-        with path.open("rb") as handle:
-            raw = _PdparamsUnpickler(handle, path).load()
-    except CheckpointError:
-        raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as exc:
-        raise CheckpointError(f"{path}: cannot read it as a .pdparams state dict ({type(exc).__name__})",
+        raw = load_pickled_dict(io.BytesIO(data), len(data), max_bytes, strings=True)
+    except Refused as exc:
+        text = str(exc).replace("refusing to load", "refused to load: the file asks for")
+        raise CheckpointError(f"{path}: {text} (not part of a Paddle state dict; nothing was run)",
+                              "save the state dict with paddle.save(model.state_dict(), path)") from None
+    except Exception as exc:  # noqa: BLE001  # a hostile file can make the unpickler raise anything
+        raise CheckpointError(f"{path}: cannot read it as a .pdparams state dict ({type(exc).__name__}: {short(exc)})",
                               "pass a file written by paddle.save(model.state_dict(), path)") from None
-    if not isinstance(raw, dict):
-        raise CheckpointError(f"{path}: holds a {type(raw).__name__}, not a state dict", "save model.state_dict()")
     return {str(k): v for k, v in raw.items() if isinstance(v, np.ndarray)}
 
 
 def write_paddle_state(state: StateDict, path: str | Path) -> None:
-    """paddle.save of the arrays as Paddle tensors, written to a temporary file first (never half a file)."""
+    """paddle.save of the arrays as Paddle tensors, into a private temporary folder first, then renamed
+    into place (never half a file, never through a link: tipcgen.core.writes.staged_path)."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # paddle's import warns about ccache, which says nothing about the conversion
         import paddle
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    paddle.save({name: paddle.to_tensor(value) for name, value in state.items()}, str(partial))
-    partial.replace(path)
+    with staged_path(Path(path)) as partial:
+        paddle.save({name: paddle.to_tensor(value) for name, value in state.items()}, str(partial))

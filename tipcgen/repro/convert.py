@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from tipcgen.core.errors import ConvertError
+from tipcgen.core.errors import ConvertError, DescriptorError
+from tipcgen.core.text import terminal
+from tipcgen.repro.patterns import MAX_PATTERN, MAX_PATTERNS, check_replacement, compile_pattern, match_budget
+from tipcgen.repro.pickles import DEFAULT_MAX_BYTES, MAX_KEY
 
 # Built-in rule sets. Names are matched against the PyTorch key; `rename` is applied in order.
 _LAYER = r"encoder\.layer\.(\d+)\."
@@ -53,6 +56,7 @@ BUILTIN_RULES: dict[str, dict[str, Any]] = {
 }
 _RULE_KEYS = {"rename", "drop", "transpose", "dtype", "allow", "base"}
 _DTYPES = ("float16", "float32", "float64")
+MAX_RULE_FILE = 1 << 20  # a rule file is a few dozen lines
 
 
 @dataclass
@@ -67,8 +71,11 @@ class Rules:
     name: str = ""
 
     def target_name(self, name: str) -> str:
-        for pattern, replacement in self.rename:
+        for i, (pattern, replacement) in enumerate(self.rename):
             name = pattern.sub(replacement, name)
+            if len(name) > MAX_KEY:  # `(.*)` -> `\1\1` applied again and again would double each time
+                raise ConvertError(f"{self.name}: rename[{i}] makes a key longer than {MAX_KEY} characters",
+                                   "a rename should shorten or keep a key's length")
         return name
 
     def dropped(self, name: str) -> bool:
@@ -83,47 +90,59 @@ class Rules:
         return self.target_name(layer + ".").rstrip(".") if layer else layer
 
 
+def _list(source: str, where: str, value: Any, example: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_PATTERNS:
+        raise ConvertError(f"{source}: {where}: expected a list (of at most {MAX_PATTERNS} entries), "
+                           f"not {type(value).__name__}", f"e.g. {example}")
+    return value
+
+
 def _compile(source: str, where: str, patterns: Any) -> list[re.Pattern]:
-    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-        raise ConvertError(f"{source}: {where}: expected a list of regular expressions", "e.g. drop: ['\\.num_batches_tracked$']")
-    try:
-        return [re.compile(p) for p in patterns]
-    except re.error as exc:
-        raise ConvertError(f"{source}: {where}: bad regular expression ({exc})", "check the pattern") from None
+    items = _list(source, where, patterns, "drop: ['\\.num_batches_tracked$']")
+    return [compile_pattern(p, source, f"{where}[{i}]") for i, p in enumerate(items)]
 
 
 def rules_from_mapping(data: Any, source: str) -> Rules:
-    """Validate a rule mapping (a built-in set or a YAML rule file); errors name the field."""
+    """Validate a rule mapping (a built-in set or a YAML rule file); errors name the field. Patterns go
+    through tipcgen.repro.patterns (no shape of exponential backtracking)."""
     if not isinstance(data, dict):
         raise ConvertError(f"{source}: a rule file is a mapping", "see docs/ALIGNMENT.md (Weight conversion)")
-    unknown = sorted(set(data) - _RULE_KEYS)
+    unknown = sorted(terminal(k)[:40] for k in data if k not in _RULE_KEYS)
     if unknown:
         raise ConvertError(f"{source}: unknown field(s) {', '.join(unknown)}", f"use: {', '.join(sorted(_RULE_KEYS))}")
     base = data.get("base")
-    if base is not None and base not in BUILTIN_RULES:
-        raise ConvertError(f"{source}: base: unknown rule set {base!r}", f"use one of: {', '.join(BUILTIN_RULES)}")
+    if base is not None and (not isinstance(base, str) or base not in BUILTIN_RULES):
+        raise ConvertError(f"{source}: base: unknown rule set {terminal(base)[:40]!r}",
+                           f"use one of: {', '.join(BUILTIN_RULES)}")
     merged = {**(BUILTIN_RULES[base] if base else {}), **{k: v for k, v in data.items() if k != "base"}}
     if base and "rename" in data:  # a file that builds on a set adds its renames after the set's
-        merged["rename"] = list(BUILTIN_RULES[base]["rename"]) + list(data["rename"] or [])
+        merged["rename"] = list(BUILTIN_RULES[base]["rename"]) + _list(source, "rename", data["rename"], "[['a', 'b']]")
     rename = []
-    for i, pair in enumerate(merged.get("rename") or []):
+    for i, pair in enumerate(_list(source, "rename", merged.get("rename"), "rename: [['\\.gamma$', '.weight']]")):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise ConvertError(f"{source}: rename[{i}]: expected [PATTERN, REPLACEMENT]", "e.g. ['\\.gamma$', '.weight']")
-        rename.append((_compile(source, f"rename[{i}]", [pair[0]])[0], pair[1]))
+        pattern = compile_pattern(pair[0], source, f"rename[{i}]")
+        rename.append((pattern, check_replacement(pattern, pair[1], source, f"rename[{i}]")))
     transpose = merged.get("transpose") or {}
     if not isinstance(transpose, dict) or set(transpose) - {"match", "except", "ndim"}:
         raise ConvertError(f"{source}: transpose: expected a mapping with match, except, ndim",
                            "e.g. transpose: {match: ['\\.weight$'], except: ['embeddings'], ndim: 2}")
+    ndim = transpose.get("ndim", 2)
+    if type(ndim) is not int or not 1 <= ndim <= 32:
+        raise ConvertError(f"{source}: transpose.ndim: expected a whole number from 1 to 32", "e.g. ndim: 2 (Linear weights)")
     dtype = merged.get("dtype")
-    if dtype is not None and dtype not in _DTYPES:
-        raise ConvertError(f"{source}: dtype: {dtype!r} is not a floating dtype", f"use one of {', '.join(_DTYPES)} or null")
-    allow = merged.get("allow") or []
-    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
+    if dtype is not None and (not isinstance(dtype, str) or dtype not in _DTYPES):
+        raise ConvertError(f"{source}: dtype: {terminal(dtype)[:40]!r} is not a floating dtype",
+                           f"use one of {', '.join(_DTYPES)} or null")
+    allow = _list(source, "allow", merged.get("allow"), "allow: ['cls.*']")
+    if not all(isinstance(a, str) and len(a) <= MAX_PATTERN for a in allow):
         raise ConvertError(f"{source}: allow: expected a list of key names (globs)", "e.g. allow: ['cls.*']")
-    return Rules(rename=rename, drop=_compile(source, "drop", merged.get("drop") or []),
-                 transpose=_compile(source, "transpose.match", transpose.get("match") or []),
-                 keep=_compile(source, "transpose.except", transpose.get("except") or []),
-                 ndim=int(transpose.get("ndim", 2)), dtype=dtype, allow=list(allow), name=source)
+    return Rules(rename=rename, drop=_compile(source, "drop", merged.get("drop")),
+                 transpose=_compile(source, "transpose.match", transpose.get("match")),
+                 keep=_compile(source, "transpose.except", transpose.get("except")),
+                 ndim=ndim, dtype=dtype, allow=list(allow), name=source)
 
 
 def load_rules(spec: str) -> Rules:
@@ -132,14 +151,17 @@ def load_rules(spec: str) -> Rules:
         return rules_from_mapping(BUILTIN_RULES[spec], spec)
     path = Path(spec)
     if not path.is_file():
-        raise ConvertError(f"--rules {spec}: neither a built-in rule set nor a file",
+        raise ConvertError(f"--rules {terminal(spec)}: neither a built-in rule set nor a file",
                            f"use one of {', '.join(BUILTIN_RULES)}, or a YAML rule file")
-    import yaml
+    from tipcgen.core.inputs import read_text
+    from tipcgen.descriptor import yaml_lines
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConvertError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})", "fix the rule file") from None
+    text = read_text(path, "rule file", MAX_RULE_FILE)
+    try:  # the descriptor's reader: no alias bomb, no huge number, no binary, plain keys
+        data, _ = yaml_lines.read(text, str(path))
+    except DescriptorError as exc:
+        raise ConvertError(exc.message.replace("descriptor field", "rule field").replace("a descriptor", "a rule file"),
+                           "see docs/ALIGNMENT.md (Weight conversion) for the rule file's fields") from None
     return rules_from_mapping(data, str(path))
 
 
@@ -168,7 +190,8 @@ class Conversion:
 
     @property
     def problems(self) -> list[str]:
-        return ([f"unmatched: {u}" for u in self.unmatched] + [f"missing: {m}" for m in self.missing]
+        empty = [] if self.mapped else [f"empty: no tensor is left to write ({len(self.dropped)} dropped by the rules)"]
+        return (empty + [f"unmatched: {u}" for u in self.unmatched] + [f"missing: {m}" for m in self.missing]
                 + [f"shape: {s}" for s in self.shape_mismatch] + [f"duplicate: {d}" for d in self.duplicates])
 
     @property
@@ -187,28 +210,31 @@ class Conversion:
 
 def convert_state(source: dict[str, np.ndarray], rules: Rules, target: dict[str, tuple[int, ...]] | None = None,
                   allow: list[str] | None = None) -> Conversion:
-    """Rename, drop, transpose and cast ``source``; with ``target`` (name -> shape) check every key."""
-    patterns = list(rules.allow) + list(allow or [])
+    """Rename, drop, transpose and cast ``source``; with ``target`` (name -> shape) check every key.
+    The matching (names only) runs under tipcgen.repro.patterns.match_budget; the arrays are moved after."""
+    with match_budget(rules.name or "the rules"):
+        plan = [(name, value, None if rules.dropped(name) else rules.target_name(name), rules.transposes(name, value))
+                for name, value in source.items()]
     state: dict[str, np.ndarray] = {}
+    filled_by: dict[str, str] = {}
     mapped, dropped, duplicates = [], [], []
-    for name, value in source.items():
-        if rules.dropped(name):
+    for name, value, new, transposed in plan:
+        if new is None:
             dropped.append(name)
             continue
-        new = rules.target_name(name)
-        transposed = rules.transposes(name, value)
+        if new in state:
+            duplicates.append(f"{name} -> {new} (already filled by {filled_by[new]})")
+            continue
         out = np.ascontiguousarray(value.T) if transposed else value
         if rules.dtype and out.dtype.kind == "f":
             out = out.astype(rules.dtype)
-        if new in state:
-            duplicates.append(f"{name} -> {new} (already filled by {next(m.source for m in mapped if m.target == new)})")
-            continue
-        state[new] = out
+        state[new], filled_by[new] = out, name
         mapped.append(Mapped(name, new, tuple(out.shape), str(out.dtype), transposed))
     result = Conversion(state=state, mapped=mapped, dropped=dropped, duplicates=duplicates)
     if target is not None:
         _check(result, target)
-    _apply_allow(result, patterns)
+    with match_budget(rules.name or "the rules"):
+        _apply_allow(result, list(rules.allow) + list(allow or []))
     return result
 
 
@@ -260,12 +286,12 @@ def import_factory(spec: str) -> Any:
                            "call it in Python to see the traceback; it should return the model") from None
 
 
-def target_shapes(spec: str) -> dict[str, tuple[int, ...]]:
+def target_shapes(spec: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, tuple[int, ...]]:
     """The target model's state dict as name -> shape: a .pdparams file (read safely) or a module:factory."""
     from tipcgen.repro.checkpoint_io import read_paddle_state
 
     if Path(spec).is_file() or ":" not in spec:
-        return {k: tuple(v.shape) for k, v in read_paddle_state(spec).items()}
+        return {k: tuple(v.shape) for k, v in read_paddle_state(spec, max_bytes).items()}
     model = import_factory(spec)
     if not hasattr(model, "state_dict"):
         raise ConvertError(f"{spec}: built a {type(model).__name__}, not a model with state_dict()",
@@ -274,14 +300,14 @@ def target_shapes(spec: str) -> dict[str, tuple[int, ...]]:
 
 
 def convert_file(source: str | Path, rules: Rules, check: str | None = None,
-                 allow: list[str] | None = None) -> Conversion:
+                 allow: list[str] | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Conversion:
     """Read a PyTorch weights file safely and convert it (checked against ``check`` when given)."""
     from tipcgen.repro.checkpoint_io import read_torch_state
 
-    state = read_torch_state(source)
+    state = read_torch_state(source, max_bytes)
     if not state:
         raise ConvertError(f"{source}: holds no tensors", "pass the state dict of the PyTorch model")
-    return convert_state(state, rules, target_shapes(check) if check else None, allow)
+    return convert_state(state, rules, target_shapes(check, max_bytes) if check else None, allow)
 
 
 def report_lines(result: Conversion) -> list[str]:
@@ -290,8 +316,8 @@ def report_lines(result: Conversion) -> list[str]:
     lines = [f"{len(result.mapped)} tensors converted ({transposed} transposed), {len(result.dropped)} dropped"]
     if not result.checked:
         lines.append("not checked against a target model (--check FILE.pdparams or MODULE:FACTORY)")
-    lines += [f"  FAIL {p}" for p in result.problems]
-    lines += [f"  allowed {a}" for a in result.allowed]
-    lines += [f"  dropped {d}" for d in result.dropped]
+    lines += [f"  FAIL {terminal(p)}" for p in result.problems]
+    lines += [f"  allowed {terminal(a)}" for a in result.allowed]
+    lines += [f"  dropped {terminal(d)}" for d in result.dropped]
     lines.append("conversion " + ("passed" if result.passed else f"FAILED: {len(result.problems)} problem(s)"))
     return lines

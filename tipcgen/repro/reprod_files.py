@@ -9,10 +9,7 @@ the unpickler sees it; every array's declared size is checked before numpy alloc
 from __future__ import annotations
 
 import io
-import math
 import pickle
-import pickletools
-import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -20,15 +17,13 @@ from typing import Any
 import numpy as np
 
 from tipcgen.core.errors import AlignFileError
+from tipcgen.core.inputs import read_bytes
+from tipcgen.repro.pickles import (  # noqa: F401  # the limits are part of this module's interface
+    DEFAULT_MAX_BYTES, MAX_DEPTH, MAX_KEY, MAX_NDIM, MAX_OPCODES, MAX_VALUES, Budget, Refused, Stand, brief,
+    check_key, check_opcodes, declared_bytes, limit_text, open_zip, plain, read_member, short, zip_members,
+)
 
-DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: the file, each array, all arrays together, an .npz's members
-MAX_VALUES = 100_000  # keys and arrays in one file
-MAX_DEPTH = 32  # nesting of dicts
-MAX_NDIM = 32
-MAX_OPCODES = 2_000_000  # about 20 per array: room for far more arrays than MAX_VALUES
-MAX_KEY = 1024  # characters in one key
 _NPZ_SEP = "/"
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _KINDS = "biufcUS"  # bool, integers, floats, complex, text: what reprod_log files hold
 _DTYPE_CLASSES = frozenset(
     f"{name}DType" for name in (
@@ -40,12 +35,9 @@ _HINT = "expected np.save(path, {key: ndarray}) as ReprodLogger.save writes it, 
 Info = dict[str, Any]
 
 
-class _Refused(ValueError):
-    """The file asks for something a dict of arrays never needs."""
-
-
-def limit_text(max_bytes: int) -> str:
-    return f"{max_bytes / (1 << 20):g} MiB"
+_Refused = Refused
+_Stand = Stand
+_plain, _brief, _short, _check_key = plain, brief, short, check_key
 
 
 def load_info(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Info:
@@ -65,39 +57,43 @@ def load_info(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Info:
     try:
         if path.suffix == ".npz":
             return _unflatten(_load_npz(path, max_bytes))
-        return _load_npy_dict(path.read_bytes(), max_bytes)
+        return _load_npy_dict(read_bytes(path, "reprod_log file", max_bytes), max_bytes)
     except (_Refused, zipfile.BadZipFile) as exc:
         raise AlignFileError(f"{path}: refused: {exc}", _HINT) from None
     except Exception as exc:  # noqa: BLE001  # a hostile file can make the unpickler raise anything
         raise AlignFileError(f"{path}: not a reprod_log file ({type(exc).__name__}: {_short(exc)})", _HINT) from None
 
 
-def _short(exc: BaseException) -> str:
-    """An exception's message, escaped and cut: it may quote bytes of the file (numpy quotes a bad header)."""
-    text = repr(str(exc))[1:-1]
-    return text if len(text) <= 200 else text[:200] + "..."
-
-
 # ---------------------------------------------------------------- .npz: plain arrays, sizes first
+
+def load_arrays(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, np.ndarray]:
+    """The arrays of a pickle-free ``.npz`` by member name (``align trace --inputs``), read with the
+    checks of ``load_info``; any refusal is an AlignFileError naming the file."""
+    path = Path(path)
+    try:
+        return _load_npz(path, max_bytes)
+    except (_Refused, zipfile.BadZipFile) as exc:
+        raise AlignFileError(f"{path}: refused: {exc}", "save the inputs with numpy.savez(path, ids=..., ...)") from None
+    except AlignFileError:
+        raise
+    except Exception as exc:  # noqa: BLE001  # a hostile file can make numpy or zipfile raise anything
+        raise AlignFileError(f"{path}: not an .npz of plain arrays ({type(exc).__name__}: {_short(exc)})",
+                             "save the inputs with numpy.savez(path, ids=..., ...)") from None
+
 
 def _load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
-    with zipfile.ZipFile(path) as archive:
-        members = archive.infolist()
-        if len(members) > MAX_VALUES:
-            raise _Refused(f"{len(members)} members, more than {MAX_VALUES}")
-        total = sum(m.file_size for m in members)
-        if total > max_bytes:
-            raise _Refused(f"its members expand to {total} bytes, over the limit of {limit_text(max_bytes)} "
-                           "(raise it with --max-bytes if that is expected)")
-        for member in members:
+    raw = read_bytes(path, ".npz file", max_bytes)
+    budget = Budget(max_bytes)
+    with open_zip(raw) as archive:
+        for member in zip_members(archive, max_bytes):
             if not member.filename.endswith(".npy"):
                 raise _Refused(f"member {_plain(member.filename)} is not an .npy array")
-            with archive.open(member) as handle:
-                data = handle.read(member.file_size + 1)  # zipfile stops at the declared size
             name = member.filename[: -len(".npy")]
             _check_key(name)
-            out[name] = _plain_array(data, member.filename, max_bytes)
+            array = _plain_array(read_member(archive, member), member.filename, max_bytes)
+            budget.take(array.nbytes)
+            out[name] = array
     return out
 
 
@@ -122,24 +118,7 @@ def _read_header(handle: io.BytesIO) -> tuple[Any, bool, np.dtype]:
 
 
 def _declared_bytes(shape: Any, dtype: np.dtype, max_bytes: int) -> int:
-    if not isinstance(shape, tuple) or len(shape) > MAX_NDIM or not all(type(n) is int and n >= 0 for n in shape):
-        raise _Refused(f"an array shape {_brief(shape)} is not a tuple of at most {MAX_NDIM} sizes")
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > max_bytes:
-        raise _Refused(f"an array of shape {_brief(shape)} and dtype {dtype} needs {nbytes} bytes, over the "
-                       f"limit of {limit_text(max_bytes)} (raise it with --max-bytes if that is expected)")
-    return nbytes
-
-
-def _plain(text: str) -> str:
-    """A name from the file, printable and short (never its raw bytes on the terminal)."""
-    text = repr(str(text))[1:-1]
-    return text if len(text) <= 60 else text[:60] + "..."
-
-
-def _brief(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:80] + "..."
+    return declared_bytes(shape, dtype.itemsize, max_bytes)
 
 
 # ---------------------------------------------------------------- .npy: a pickled dict, read with checks
@@ -149,28 +128,21 @@ def _load_npy_dict(raw: bytes, max_bytes: int) -> Info:
     shape, _, dtype = _read_header(handle)
     if not (dtype.hasobject and shape == ()):
         raise ValueError(f"it holds a plain {dtype} array of shape {shape}, not a dict")
+    return load_pickled_dict(handle, len(raw), max_bytes)
+
+
+def load_pickled_dict(handle: io.BytesIO, size: int, max_bytes: int, strings: bool = False) -> Info:
+    """The dict of numpy arrays pickled at ``handle``'s position (np.save's object array, or a
+    ``.pdparams``): opcodes checked first, fresh stand-ins, every array counted against ``max_bytes``.
+    With ``strings``, text values are kept too (paddle.save's name table). Raises Refused/ValueError."""
     start = handle.tell()
-    _check_opcodes(handle, len(raw))
+    check_opcodes(handle, size)
     handle.seek(start)
-    reader = _Reader(max_bytes)
+    reader = _Reader(max_bytes, strings)
     data = reader.resolve(_Unpickler(handle, reader).load(), 0)
     if not isinstance(data, dict):
         raise ValueError(f"it holds a {type(data).__name__}, not a dict")
     return data
-
-
-def _check_opcodes(handle: io.BytesIO, size: int) -> None:
-    """Every counted length inside the file and every memo index small, before the C unpickler, which
-    allocates a declared length (or a memo table that large) before it reads."""
-    ops = 0
-    for op, arg, pos in pickletools.genops(handle):  # raises ValueError where a length runs past the end
-        ops += 1
-        if op.name == "FRAME" and arg > size - pos:
-            raise _Refused(f"a pickle frame of {arg} bytes in a file of {size}")
-        if op.name.endswith(("PUT", "GET")) and isinstance(arg, int) and arg > ops:
-            raise _Refused(f"memo index {arg} at opcode {ops}")
-        if ops > MAX_OPCODES:
-            raise _Refused(f"more than {MAX_OPCODES} pickle opcodes")
 
 
 class _Unpickler(pickle.Unpickler):
@@ -185,26 +157,8 @@ class _Unpickler(pickle.Unpickler):
         return found
 
 
-class _Stand:
-    """The stand-in for one allowed global: it can be called and nothing else (no state, no attributes)."""
-
-    __slots__ = ("call",)
-
-    def __init__(self, call: Any) -> None:
-        self.call = call
-
-    def __call__(self, *args: Any) -> Any:
-        return self.call(*args)
-
-    def __setstate__(self, state: Any) -> None:
-        raise _Refused("a pickle that sets state on a numpy function")
-
-
 def _ndarray_called(*args: Any) -> None:
     raise _Refused("numpy.ndarray called directly: np.save never does that")
-
-
-_NDARRAY = _Stand(_ndarray_called)  # numpy.ndarray: only _reconstruct takes it; calling it allocates nothing
 
 
 class _PendingDtype:
@@ -246,13 +200,16 @@ class _PendingArray:
 class _Reader:
     """The checking stand-ins for the globals a pickled array dict names, and its running totals."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, strings: bool = False) -> None:
         self.max_bytes = max_bytes
         self.total = 0
         self.values = 0
+        self.strings = strings
+        # numpy.ndarray: only _reconstruct takes it; calling it allocates nothing. Fresh for each file.
+        self.ndarray = _Stand(_ndarray_called)
 
     def globals(self) -> dict[tuple[str, str], Any]:
-        found: dict[tuple[str, str], Any] = {("numpy", "ndarray"): _NDARRAY, ("numpy", "dtype"): _Stand(_PendingDtype),
+        found: dict[tuple[str, str], Any] = {("numpy", "ndarray"): self.ndarray, ("numpy", "dtype"): _Stand(_PendingDtype),
                                              ("collections", "OrderedDict"): _Stand(dict)}
         for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
             found[(module, "_reconstruct")] = _Stand(self.reconstruct)
@@ -264,7 +221,7 @@ class _Reader:
         return found
 
     def reconstruct(self, subtype: Any, shape: Any, code: Any) -> _PendingArray:
-        if subtype is not _NDARRAY or not isinstance(shape, tuple) or any(n != 0 for n in shape[:1]) \
+        if subtype is not self.ndarray or not isinstance(shape, tuple) or any(n != 0 for n in shape[:1]) \
                 or len(shape) != 1:
             raise _Refused("an array that is not a plain numpy.ndarray of the form np.save writes")
         return _PendingArray(self)
@@ -313,13 +270,10 @@ class _Reader:
         if isinstance(value, np.ndarray) or type(value) in (bool, int, float) \
                 or isinstance(value, np.generic) and value.dtype.kind in _KINDS:
             return value
+        if self.strings and type(value) is str:
+            _check_key(value)
+            return value
         raise _Refused(f"a value of type {type(value).__name__}: only arrays and numbers are allowed")
-
-
-def _check_key(key: str) -> None:
-    """A key is printed in the diff log and on the terminal: a short name without control characters."""
-    if len(key) > MAX_KEY or _CONTROL.search(key):
-        raise _Refused(f"a key over {MAX_KEY} characters or with a control character: keys are names")
 
 
 def _dtype_code(class_name: str) -> str:

@@ -15,7 +15,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.text import terminal
 from tipcgen.repro.convert import Rules, load_rules
+from tipcgen.repro.numeric import abs_diff
+from tipcgen.repro.patterns import match_budget
 
 ROOT_NAME = "(model)"
 DEFAULT_THRESHOLD = 1e-5
@@ -169,8 +172,9 @@ def compare(paddle_model: Any, reference_model: Any, inputs: Sequence[np.ndarray
         rules = load_rules(rules)
     paddle_records = record(paddle_model, inputs)
     reference_records = record(reference_model, inputs if reference_inputs is None else reference_inputs)
-    by_name = {(rules.layer_name(name.split("#")[0]) + ("#" + name.split("#")[1] if "#" in name else "")
-                if rules else name): (name, arrays) for name, arrays in reference_records}
+    with match_budget(rules.name if rules else "the rules"):
+        by_name = {(rules.layer_name(name.split("#")[0]) + ("#" + name.split("#")[1] if "#" in name else "")
+                    if rules else name): (name, arrays) for name, arrays in reference_records}
     rows, used = [], set()
     unmatched = []
     for name, arrays in paddle_records:
@@ -194,7 +198,7 @@ def _diff(row: LayerRow, arrays: list[np.ndarray], ref_arrays: list[np.ndarray],
     if not pairs or len(arrays) != len(ref_arrays) or not all(_broadcastable(a, b) for a, b in pairs):
         row.status = "shape"
         return
-    diffs = [np.abs(a.astype("float64") - b.astype("float64")) for a, b in pairs]
+    diffs = [abs_diff(a, b).astype("float64") for a, b in pairs]
     if any(not np.isfinite(d).all() for d in diffs):
         row.status = "nan/inf"
         return
@@ -217,11 +221,11 @@ def _num(value: float | None) -> str:
 
 def table_lines(trace: Trace) -> list[str]:
     """One line per layer, then the verdict naming the first layer past the threshold (or with NaN/Inf)."""
-    width = max([len(r.name) for r in trace.rows] + [5])
+    width = max([len(terminal(r.name)) for r in trace.rows] + [5])
     lines = [f"{'layer':<{width}}  {'shape':<16} {'max abs':>9} {'mean abs':>9} {'nan':>5} {'inf':>5} "
              f"{'min':>9} {'max':>9}  status"]
     for r in trace.rows:
-        lines.append(f"{r.name:<{width}}  {str(r.shape):<16} {_num(r.max_abs):>9} {_num(r.mean_abs):>9} {r.nan:>5} "
+        lines.append(f"{terminal(r.name):<{width}}  {str(r.shape):<16} {_num(r.max_abs):>9} {_num(r.mean_abs):>9} {r.nan:>5} "
                      f"{r.inf:>5} {_num(r.min):>9} {_num(r.max):>9}  {r.status}")
     if trace.unmatched_paddle or trace.unmatched_reference:
         lines.append(f"not compared: {len(trace.unmatched_paddle)} Paddle layer(s) and "
@@ -231,5 +235,5 @@ def table_lines(trace: Trace) -> list[str]:
         lines.append(f"every layer within {trace.threshold:g}" if trace.threshold else "no NaN or Inf in any layer")
     else:
         detail = f"max abs diff {_num(first.max_abs)} > {trace.threshold:g}" if first.status == "diverged" else first.status
-        lines.append(f"first bad layer: {first.name} ({detail})")
+        lines.append(f"first bad layer: {terminal(first.name)} ({detail})")
     return lines

@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
 from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
 from tipcgen.results import autolog
@@ -263,7 +264,7 @@ def load_summary(path: Path) -> Summary:
 
 
 def write_json(summary: Summary, path: Path) -> None:
-    path.write_text(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_file(path, json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", within=path.parent)
 
 
 # Checks of the run itself, not of its results: the export holds the trained parameters (reference

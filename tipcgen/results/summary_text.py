@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
 from tipcgen.render import templating
 from tipcgen.results import junit
@@ -14,7 +15,7 @@ from tipcgen.results.results import Summary, check_text
 
 
 def write_junit(summary: Summary, path: Path) -> None:
-    path.write_text(junit.junit_text("tipc", [junit.summary_suite(summary)], summary.wall_seconds), encoding="utf-8")
+    write_file(path, junit.junit_text("tipc", [junit.summary_suite(summary)], summary.wall_seconds), within=path.parent)
 
 
 def terminal_text(summary: Summary, color: bool = False) -> str:

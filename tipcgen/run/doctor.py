@@ -19,7 +19,7 @@ from tipcgen.configs import legacy_format, lint
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import PREPARE, RUNNERS
+from tipcgen.format.paths import COMMON_FUNC, PREPARE, RUNNERS
 
 STATUSES = ("ok", "warn", "fail")
 MIN_PYTHON = (3, 9)
@@ -272,9 +272,10 @@ def _legacy_format(root: Path, config_path: Path, pir: bool) -> list[Check]:
     if not legacy_format.needs_env(root, command):
         return []
     script = legacy_format.script_of(command)
-    runner = root / RUNNERS["basic"]
-    runner_text = runner.read_text(errors="replace") if runner.is_file() else ""
-    if legacy_format.runner_sets_flag(runner_text):
+    common = root / COMMON_FUNC
+    common_text = common.read_text(errors="replace") if common.is_file() else ""
+    model = TipcConfig.read(root / config_path).slot(chain.name_of("model_name"))
+    if legacy_format.runner_sets_flag(common_text, model.value if model is not None else ""):
         return [Check("inference format", "ok", f"{script} loads inference.pdmodel; the runner exports "
                       f"{legacy_format.FLAG}=0 for export and inference (descriptor env:)")]
     return [Check("inference format", "fail" if pir else "warn",
@@ -305,9 +306,14 @@ def _data(root: Path, config_path: Path | None, data_dir: str | None) -> list[Ch
 
 
 def _data_spec(root: Path, model: str | None):
-    """The descriptor of this config's model: tipc.yaml at the root or a sample's, if one matches."""
+    """The descriptor of this config's model: the one init rendered it from (.tipcgen-answers.yml), else
+    tipc.yaml at the root or a sample's, if one matches."""
     from tipcgen import descriptor
+    from tipcgen.run import provenance
 
+    rendered, _ = provenance.load_descriptor(root, model)
+    if rendered is not None and (model is None or rendered.model_name == model):
+        return rendered
     found = []
     for path in [root / "tipc.yaml", *sorted(root.glob("sample_models/*/tipc.yaml"))]:
         if path.is_file():

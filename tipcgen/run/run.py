@@ -19,6 +19,7 @@ from typing import Any, Callable
 from tipcgen.configs import submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core.errors import RunError, ScriptError
+from tipcgen.core.writes import write_file
 from tipcgen.descriptor import target
 from tipcgen.format import layout, paths
 from tipcgen.format.chain import slots_of_step
@@ -90,7 +91,7 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     check = _start_layout_check(config_path, root, chain, env, mode)
     probes = provenance.Probes(root, found, env)
     try:
-        desc, desc_info = provenance.load_descriptor(root)
+        desc, desc_info = provenance.load_descriptor(root, _model_of(text))
         record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
         _layout_check_result(check)
         if found is None:
@@ -110,11 +111,16 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     return found, desc, record
 
 
+def _model_of(text: str) -> str | None:
+    """The model_name of a config's text (None without one)."""
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model_name:")), None)
+
+
 def model_name_of(config_path: Path) -> str:
-    for line in config_path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.startswith("model_name:"):
-            return line.split(":", 1)[1].strip()
-    raise RunError(f"{config_path} has no model_name: line", "check it with tipcgen lint")
+    model = _model_of(config_path.read_text(encoding="utf-8", errors="replace"))
+    if model is None:
+        raise RunError(f"{config_path} has no model_name: line", "check it with tipcgen lint")
+    return model
 
 
 def run_dir_of(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
@@ -299,7 +305,7 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
         prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
         prepare.tail = list(prepare_out)[-20:]
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / PREPARE_LOG).write_text("\n".join(prepare_out) + "\n", encoding="utf-8")
+    write_file(run_dir / PREPARE_LOG, "\n".join(prepare_out) + "\n", within=run_dir)
     prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
     steps, problems = read_records(run_dir, root) if prepare.status == "passed" else ([], [])
     summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[summary.chain])

@@ -21,6 +21,7 @@ from typing import Callable
 from tipcgen.configs.submission import RECORD, RUNNER, edited
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.writes import write_file
 from tipcgen.format import layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, RESULTS_LOG, SUMMARY_JSON
@@ -205,7 +206,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
         t0, output = time.perf_counter(), []
         code = stream(["bash", "test_tipc/prepare.sh", str(config_path), mode], output)
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / PREPARE_LOG).write_text("".join(output[-_PREPARE_LINES:]), encoding="utf-8")
+        write_file(run_dir / PREPARE_LOG, "".join(output[-_PREPARE_LINES:]), within=run_dir)
         steps.append(Step(kind="prepare", name="prepare", status="passed" if code == 0 else "failed", exit_code=code,
                           seconds=round(time.perf_counter() - t0, 3), command=f"bash test_tipc/prepare.sh {config_path} {mode}",
                           log=(run_dir / PREPARE_LOG).relative_to(root).as_posix()))

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from tipcgen.core.writes import write_file
 from tipcgen.results import junit
 from tipcgen.suite.suite import Chain, ChainResult, Refused, Slot
 
@@ -82,7 +83,7 @@ def junit_suites(suite: SuiteResult) -> list[junit.Suite]:
 
 
 def write_junit(suite: SuiteResult, path) -> None:
-    path.write_text(junit.junit_text("tipc-suite", junit_suites(suite), suite.wall_seconds), encoding="utf-8")
+    write_file(path, junit.junit_text("tipc-suite", junit_suites(suite), suite.wall_seconds), within=path.parent)
 
 
 def terminal_text(suite: SuiteResult) -> str:

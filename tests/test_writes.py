@@ -1,0 +1,175 @@
+"""tipcgen.core.writes is the one writer: never through a link, never half a file, and nothing else writes.
+
+The grep test reads every module's syntax tree (not its text: a message may say "np.save") and fails on
+a call that writes a file anywhere but tipcgen/core/writes.py, except the commented allow-list below.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+
+from tipcgen.core.errors import TipcgenError
+from tipcgen.core.writes import staged_path, write_file, write_tree
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tipcgen"
+WRITER = "core/writes.py"
+
+# (module, call) -> why it may write by itself. Keep it short: each entry is a place a link could be followed.
+ALLOWED = {
+    # The run lock is created in place with O_CREAT | O_EXCL, which fails on an existing link (never follows it).
+    ("run/guard.py", "os.open"): "the lock file, created exclusively",
+    ("run/guard.py", "os.fdopen"): "writes into the descriptor os.open just created exclusively",
+    ("run/guard.py", "json.dump"): "the lock's holder, into that descriptor",
+    # numpy writes a reprod_log file into io.BytesIO; write_file puts the bytes on disk.
+    ("repro/align.py", "np.save"): "into io.BytesIO",
+    ("repro/align.py", "np.savez"): "into io.BytesIO",
+    # paddle.save writes by name only: into the private folder staged_path made, renamed into place after.
+    ("repro/checkpoint_io.py", "paddle.save"): "into writes.staged_path's private folder",
+    # A gzip stream into an in-memory buffer (no file): the work folder shipped to a Ray worker.
+    ("suite/ray_tasks.py", "tarfile.open"): "writes into io.BytesIO, not a file",
+    # Part B of issue #26 moves suite's writes to tipcgen.core.writes; remove these entries then.
+    ("suite/suite.py", "shutil.copytree"): "part B of #26 (suite owns only what it created)",
+    ("suite/suite.py", "log_path.open"): "part B of #26",
+    ("suite/report.py", "path.write_text"): "part B of #26",
+}
+
+# The scripts shipped into a user's test_tipc/ (check_inference.py, compare_results.py, ...) run inside the
+# chain, where tipcgen is not importable; they write only into the chain's own output folder.
+SHIPPED = ("render/shipped/",)
+
+_WRITE_CALLS = {
+    "np.save", "np.savez", "np.savez_compressed", "numpy.save", "numpy.savez", "paddle.save", "torch.save",
+    "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move", "os.replace", "os.rename",
+    "os.link", "os.symlink", "os.mkfifo", "tempfile.mkstemp", "tempfile.NamedTemporaryFile", "json.dump",
+    "pickle.dump", "yaml.dump", "yaml.safe_dump", "paddle.jit.save", "os.truncate",
+}
+_WRITE_METHODS = {"write_text", "write_bytes", "symlink_to", "hardlink_to", "touch", "rename"}
+_WRITE_MODE = set("wax+")
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return "?"
+
+
+def _mode(call: ast.Call, position: int) -> str:
+    for keyword in call.keywords:
+        if keyword.arg == "mode" and isinstance(keyword.value, ast.Constant):
+            return str(keyword.value.value)
+    if len(call.args) > position and isinstance(call.args[position], ast.Constant):
+        return str(call.args[position].value)
+    return ""
+
+
+def _writes(call: ast.Call) -> bool:
+    name = _dotted(call.func)
+    method = name.rsplit(".", 1)[-1]
+    if name in ("json.dump", "pickle.dump", "yaml.dump", "yaml.safe_dump"):  # to a stream; without one, a string
+        return len(call.args) > 1 or any(k.arg == "stream" for k in call.keywords)
+    if name in _WRITE_CALLS or method in _WRITE_METHODS:
+        return True
+    if name in ("open", "os.fdopen", "io.open", "tarfile.open", "zipfile.ZipFile", "gzip.open", "bz2.open", "lzma.open"):
+        return bool(_WRITE_MODE & set(_mode(call, 1)))
+    if name == "os.open":
+        flags = ast.dump(call.args[1]) if len(call.args) > 1 else ""
+        return any(flag in flags for flag in ("O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"))
+    if method == "open":  # Path.open(mode)
+        return bool(_WRITE_MODE & set(_mode(call, 0)))
+    if method == "replace":  # Path.replace(target) takes one argument, str.replace two
+        return len(call.args) == 1 and not call.keywords
+    return False
+
+
+def write_calls() -> list[tuple[str, str, int]]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(SHIPPED):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _writes(node):
+                found.append((rel, _dotted(node.func), node.lineno))
+    return found
+
+
+def test_nothing_but_the_writer_writes_a_file():
+    calls = write_calls()
+    assert any(rel == WRITER for rel, _, _ in calls), "the grep finds nothing at all: it is broken"
+    stray = [f"tipcgen/{rel}:{line}: {name}" for rel, name, line in calls
+             if rel != WRITER and (rel, name) not in ALLOWED]
+    assert not stray, "write through tipcgen.core.writes (write_file, staged_path, write_tree):\n" + "\n".join(stray)
+
+
+def test_the_grep_sees_each_kind_of_write():
+    sample = ("open(p, 'w'); open(p, mode='ab'); p.open('w'); p.write_text(s); p.write_bytes(b); np.save(p, a); "
+              "paddle.save(s, p); shutil.copy2(a, b); os.replace(a, b); p.replace(q); os.open(p, os.O_WRONLY | os.O_CREAT); "
+              "json.dump(x, handle)")
+    calls = [node for node in ast.walk(ast.parse(sample)) if isinstance(node, ast.Call)]
+    assert sum(_writes(c) for c in calls) == 12
+    harmless = "open(p); p.open(); s.replace('a', 'b'); os.open(p, os.O_RDONLY); p.read_text(); yaml.safe_dump(x)"
+    assert not any(_writes(c) for c in ast.walk(ast.parse(harmless)) if isinstance(c, ast.Call))
+
+
+def test_write_file_replaces_a_link_and_leaves_its_target_alone(tmp_path):
+    victim = tmp_path / "bashrc"
+    victim.write_text("original\n")
+    link = tmp_path / "out" / "forward_diff.log"
+    link.parent.mkdir()
+    link.symlink_to(victim)
+    write_file(link, "key; rm -rf ~\n")
+    assert victim.read_text() == "original\n"
+    assert not link.is_symlink() and link.read_text() == "key; rm -rf ~\n"
+    assert [p.name for p in link.parent.iterdir()] == ["forward_diff.log"]  # no temporary left
+
+
+def test_write_file_refuses_a_linked_folder_inside_the_owned_folder(tmp_path):
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "output").symlink_to(elsewhere)
+    with pytest.raises(TipcgenError, match="symbolic link"):
+        write_file(repo / "output" / "report.json", "{}", within=repo)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_write_file_refuses_a_folder_and_a_fifo(tmp_path):
+    (tmp_path / "d").mkdir()
+    with pytest.raises(TipcgenError, match="is a folder"):
+        write_file(tmp_path / "d", "x", within=tmp_path)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(TipcgenError, match="not a regular file"):
+        write_file(tmp_path / "fifo", "x", within=tmp_path)
+
+
+def test_staged_path_renames_on_success_and_removes_on_failure(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    target = tmp_path / "model.pdparams"
+    target.symlink_to(victim)
+    with pytest.raises(RuntimeError):
+        with staged_path(target, within=tmp_path) as temp:
+            temp.write_bytes(b"half")
+            raise RuntimeError("the library failed")
+    assert target.is_symlink() and victim.read_text() == "keep"
+    with staged_path(target, within=tmp_path) as temp:
+        temp.write_bytes(b"whole")
+    assert not target.is_symlink() and target.read_bytes() == b"whole" and victim.read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pdparams", "victim"]
+
+
+def test_write_tree_refuses_a_linked_folder_under_the_output(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "repo"
+    (out / "test_tipc").mkdir(parents=True)
+    (out / "test_tipc" / "results").symlink_to(elsewhere)
+    with pytest.raises(TipcgenError, match="symbolic link"):
+        write_tree({"test_tipc/results/golden.txt": "x"}, out, force=True)
+    assert list(elsewhere.iterdir()) == []
