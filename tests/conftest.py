@@ -85,6 +85,8 @@ SHARED_RUNS = {
     "zoo": "{module}:zoo",                   # test_repository.py (stub chains) and chains/test_repository_lite.py (paddle)
     "models_template": "{module}:trees",     # test_upstream_helpers.py
     "paddleocr_tree": "{module}:trees",
+    "quant_repo": "{module}:quant_repo",     # test_quant_chains.py (its PTQ and PACT runs share the project)
+    "ptq_run": "{module}:quant_repo",
 }
 
 

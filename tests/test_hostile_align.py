@@ -28,7 +28,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.repro.align import compare_info, save_info
 from tipcgen.repro.checkpoint_io import read_torch_state
 from tipcgen.repro.convert import rules_from_mapping
-from tipcgen.repro.numeric import abs_diff
+from tipcgen.render.shipped.tipc_compare import abs_diff
 from tipcgen.repro.reprod_files import load_info
 
 from conftest import ROOT, chain_env

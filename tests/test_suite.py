@@ -279,7 +279,8 @@ def test_progress_on_a_terminal_redraws_one_line_per_running_chain(monkeypatch):
 
     monkeypatch.setenv("COLUMNS", "60")
 
-    from tipcgen.suite.suite import Chain, ChainResult, Slot
+    from tipcgen.suite.slots import Slot
+    from tipcgen.suite.suite import Chain, ChainResult
     from tipcgen.suite.report import Progress
 
     stream = io.StringIO()
@@ -309,7 +310,7 @@ def _render(text: str) -> list[str]:
 def test_slots_give_each_job_its_own_cores_and_gpus():
     """GPU sets are planned from the ids nvidia-smi would list: no GPU here, so the ids are given."""
     from tipcgen.core.errors import TipcgenError
-    from tipcgen.suite.suite import Slot, slots
+    from tipcgen.suite.slots import Slot, slots
 
     cores = sorted(os.sched_getaffinity(0))
     two = slots(2, 1, ["0", "1", "2", "3"], 2, share_gpus=False)

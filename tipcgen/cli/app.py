@@ -20,6 +20,7 @@ from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
+from tipcgen.core.text import terminal
 
 app = typer.Typer(
     add_completion=True,
@@ -179,7 +180,7 @@ def run(
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
-    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, or benchmark_train (training speed per case; --mode picks its data)."),
+    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), or ptq (post-training quantization: calibrate, int8 inference, int8 vs float)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
@@ -235,7 +236,7 @@ def report(
     for path in paths:
         typer.echo(f"      wrote  {path}")
     for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+        typer.echo(f"note: {terminal(note)}", err=True)
     s = result.summary
     typer.echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count('passed')} passed, {s.count('failed')} failed, "
                f"{s.count('skipped')} skipped)")
@@ -275,7 +276,7 @@ def lint(
 
 @app.command("import")
 def import_(
-    config: Path = typer.Argument(..., help="An existing train_infer_python.txt."),
+    config: Path = typer.Argument(..., help="An existing train_infer_python.txt (or train_ptq_infer_python.txt: its ptq section)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family, and each script the config names is probed (--help) for the keys the runner passes it (default: the test_tipc/ the config sits in)."),
@@ -289,14 +290,22 @@ def import_(
 
     Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
     """
-    from tipcgen.configs import importer, legacy_format
-    from tipcgen.core import writes
+    from tipcgen.configs import import_compression, importer, legacy_format
+    from tipcgen.core import inputs, writes
 
-    document = importer.import_file(config, root)
-    text, note = legacy_format.imported_env(document, Path("."))
-    problems = importer.flag_problems(config, root)
+    source = inputs.read_text(config, "config")
+    if import_compression.is_ptq(source):  # a PTQ config: the ptq section of the model's tipc.yaml
+        text, note = import_compression.import_ptq(source, str(config)), None
+        problems: list[str] = []
+    else:
+        document = importer.import_file(config, root)
+        text, note = legacy_format.imported_env(document, Path("."))
+        problems = importer.flag_problems(config, root)
     if output is None:
         typer.echo(text, nl=False)
+    elif import_compression.is_ptq(source):
+        writes.write_tree({output.name: text}, output.parent, force=force)
+        typer.echo(f"wrote {output}: add its ptq section to the model's tipc.yaml, then run tipcgen init on that")
     else:
         writes.write_tree({output.name: text}, output.parent, force=force)
         family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
@@ -365,8 +374,8 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
             stream.reconfigure(errors="backslashreplace")
     try:
         app(args=argv, prog_name=prog_name)
-    except TipcgenError as exc:
-        typer.echo(f"error: {exc}", err=True)
+    except TipcgenError as exc:  # one error, its control characters and escapes shown, never acted on
+        typer.echo(f"error: {terminal(exc, one_line=False)}", err=True)
         sys.exit(exc.exit_code)
     except (OSError, RuntimeError) as exc:
         # pathlib before 3.13 reports a symbolic link loop in Path.resolve() as RuntimeError("Symlink loop from ...")
@@ -376,7 +385,7 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
         error = os_error(exc) if isinstance(exc, OSError) else TipcgenError(
             f"cannot use {str(exc).removeprefix('Symlink loop from ')}: a symbolic link loop",
             "fix or remove the link")
-        typer.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {terminal(error, one_line=False)}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

@@ -5,7 +5,7 @@ user mistakes raise TipcgenError, which tipcgen's main prints (exit 2). Register
 """
 from __future__ import annotations
 
-import shutil
+import signal
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -23,7 +23,7 @@ def suite(
     cores_per_chain: Optional[int] = typer.Option(None, "--cores-per-chain", min=1, help="CPU cores per chain (affinity, OMP_NUM_THREADS, CPU_NUM; default: the cores / --jobs)."),
     gpus_per_chain: int = typer.Option(1, "--gpus-per-chain", min=0, help="GPUs per chain (CUDA_VISIBLE_DEVICES); 0: none."),
     share_gpus: bool = typer.Option(False, "--share-gpus", help="Let chains share GPUs (default: never two chains on one GPU)."),
-    timeout: float = typer.Option(3600, "--timeout", min=1, help="Seconds a chain may run before it is killed and reported as a timeout."),
+    timeout: float = typer.Option(3600, "--timeout", help="Seconds a chain may run before it is killed and reported as a timeout (finite, above 0)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder for suite.json, junit.xml and each chain's run folder (default: --root's test_tipc/output/suite, or ./tipc-suite where --root has no test_tipc/)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository of configs that lie in no test_tipc/ folder, and the default configs."),
     lint_only: bool = typer.Option(False, "--lint-only", help="Only the lint gate and the plan: name each refused config, run nothing."),
@@ -38,11 +38,13 @@ def suite(
 
     Example: tipcgen suite . ../other-model --jobs 2 --timeout 900
     """
-    from tipcgen.suite import report
+    from tipcgen.run import guard
+    from tipcgen.suite import owned, report, slots as machine
     from tipcgen.suite import suite as planner
 
-    planner.check_modes(mode)
-    planner.check_chains(chain)
+    owned.check_limits(timeout, jobs)
+    owned.check_modes(mode)
+    owned.check_chains(chain)
     chains, refused = planner.plan(paths or [], root, mode, chain)
     if not chains and not refused:
         raise TipcgenError("no config of the chosen chains was found" + (f" in {', '.join(paths)}" if paths else ""),
@@ -60,23 +62,31 @@ def suite(
 
         suite_ray.require()
     else:
-        gpus = planner.detect_gpus()
+        gpus = machine.detect_gpus()
         if not gpus:
             result.notes.append("no GPU found (nvidia-smi is missing or lists none): chains run on CPU")
-        slots = planner.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
-    # Nothing is written before here: a mistake above leaves the last suite's results as they were.
+        slots = machine.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
     out = (output or (root / "test_tipc" / "output" / "suite" if (root / "test_tipc").is_dir()
                       else root / "tipc-suite")).resolve()
-    for folder in ("runs", "work"):
-        shutil.rmtree(out / folder, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
+    owned.check_output(out, [Path(chain.root) for chain in chains])
+    # Nothing is written before here: a mistake above leaves the last suite's results as they were.
+    owned.claim_output(out)
     progress = report.Progress(len(chains))
     started = time.monotonic()
-    if ray or address:
-        result.results = suite_ray.run_ray(chains, out, address, cores_per_chain or 1,
-                                           gpus_per_chain, timeout, progress, result.notes)
-    else:
-        result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work)
+    # SIGINT, SIGTERM and SIGHUP (one not ignored at start) stop the chains, which still write their
+    # summaries, and the suite still writes suite.json: run's guard, the same for both commands.
+    with guard.StopSignals() as signals:
+        try:
+            if ray or address:
+                result.results = suite_ray.run_ray(chains, out, address, cores_per_chain or 1,
+                                                   gpus_per_chain, timeout, progress, result.notes)
+            else:
+                result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work)
+        except guard.Interrupted:  # before any chain started (joining Ray, shipping the repositories)
+            result.results = planner.not_started(chains)
+        signals.armed = False
+        if signals.received is not None:
+            result.interrupted_by = signal.Signals(signals.received).name
     progress.close()
     result.wall_seconds = round(time.monotonic() - started, 3)
     report.write_json(result, out / report.SUITE_JSON)

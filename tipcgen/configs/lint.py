@@ -75,7 +75,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tipcgen.core import inputs
-from tipcgen.configs import family_pick
+from tipcgen.configs import family_pick, lint_compression
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.format import families, layout
@@ -136,6 +136,8 @@ class _Linter(SlotRules):
                     self.inference_block()  # the tutorial layout has no keyless inference block
                 if not any(finding.rule == "slot-shift" for finding in self.findings):
                     self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
+        elif self.kind in lint_compression.KINDS:  # the PTQ configs: their own layouts and rules
+            lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
 
     def nearest_shift(self) -> bool:

@@ -48,6 +48,11 @@ class AlignFileError(TipcgenError):
     """A reprod_log checkpoint file that cannot be read as a dict of arrays (tipcgen align)."""
 
 
+class ArchiveLimit(TipcgenError):
+    """A lite_data archive that cannot be listed within accept's budget (time, size, members), or that is
+    both a zip and a tar; accept reports it as a failed item."""
+
+
 class CheckpointError(TipcgenError):
     """A weights file that cannot be read safely (unknown format, or a pickle that would run code)."""
 

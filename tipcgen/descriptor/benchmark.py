@@ -9,6 +9,7 @@ memory. Pure functions over data, and a reader of those JSONs for the report.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,9 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> BenchmarkSpec | Non
     return BenchmarkSpec(tuple(sizes), tuple(fp_items), epoch, profiler, tuple(pairs), tuple(devices))
 
 
+MAX_SPEED_BYTES = 1 << 20
+
+
 def read_speeds(run_dir: Path) -> list[dict]:
     """The speed JSONs a benchmark_train run wrote (index/*_speed), sorted by file name; unreadable
     or foreign files are left out (the report names what it shows)."""
@@ -114,13 +118,22 @@ def read_speeds(run_dir: Path) -> list[dict]:
         return out
     for path in sorted(folder.glob("*_speed")):
         try:
+            if not path.is_file() or path.stat().st_size > MAX_SPEED_BYTES:  # a FIFO would block; a speed JSON is small
+                continue
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
-        if isinstance(data, dict) and isinstance(data.get("ips"), (int, float)) and not isinstance(data.get("ips"), bool):
+        if isinstance(data, dict) and _finite(data.get("ips")):  # a figure the report can format and draw
             data["file"] = path.name
             out.append(data)
     return out
+
+
+def _finite(value) -> bool:
+    try:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def speed_of_log(lines: list[str]) -> dict:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tipcgen.format import chain, layout
+from tipcgen.format import chain, compression, layout
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcgen/tipc.schema.json
@@ -41,6 +41,33 @@ FIELD_DEFAULTS = {"python": "python", "train.trainer": "norm_train"}
 TRAINER_SLOTS = chain.TRAINER_SLOTS
 # What the runner needs to own itself: a descriptor's env: may not change them.
 RESERVED_ENV = {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "BASH_ENV", "ENV", "IFS", "HOME"}
+# Python variables that only tune a run; every other PYTHON* one can load or run code (PYTHONHOME,
+# PYTHONSTARTUP, PYTHONBREAKPOINT, PYTHONWARNINGS importing a category, PYTHONUSERBASE, ...).
+SAFE_PYTHON_ENV = {"PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8",
+                   "PYTHONFAULTHANDLER", "PYTHONOPTIMIZE"}
+# The classes of variable a descriptor's env: may not set, each with why (a deny-list by class, not by name).
+DENIED_ENV = (
+    (re.compile(r"^(LD|DYLD)_"), "the dynamic loader loads or audits the libraries it names (LD_AUDIT, LD_PRELOAD, ...)"),
+    (re.compile(r"^PYTHON"), "Python reads it at start-up to find or run code (PYTHONHOME, PYTHONSTARTUP, PYTHONPATH, ...)"),
+    (re.compile(r"^(BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|IFS|CDPATH|GLOBIGNORE)$"),
+     "bash reads it at start-up or while it runs the scripts"),
+    (re.compile(r"^(PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|NODE_OPTIONS|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS)$"),
+     "another interpreter runs the code it names"),
+    (re.compile(r"^(GCONV_PATH|GLIBC_TUNABLES|LOCPATH|NLSPATH|HOSTALIASES|MALLOC_.*|OPENSSL_CONF|OPENSSL_ENGINES)$"),
+     "the C library or OpenSSL loads modules or files it names"),
+    (re.compile(r"^(PATH|HOME|TMPDIR|SHELL)$"), "the runner and tipcgen find their programs and files with it"),
+    (re.compile(r"^TIPC_"), "the generated runner and tipcgen run set TIPC_* variables themselves (TIPC_RUN_ID, ...)"),
+)
+
+
+def env_refusal(name: str) -> str | None:
+    """Why the descriptor's env: may not set this variable, or None when it may."""
+    if name in SAFE_PYTHON_ENV:
+        return None
+    for pattern, reason in DENIED_ENV:
+        if pattern.match(name):
+            return reason
+    return "it is reserved" if name in RESERVED_ENV else None
 ROLES = ("train", "infer")
 ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 SECTION_FIELDS = ("train", "eval", "export", "whole_infer", "inference")  # the groups of slot fields
@@ -192,6 +219,20 @@ FIELDS: tuple[Field, ...] = (
     Field("paddle2onnx.onnx_flag", "the flag that switches that script to ONNX Runtime (default `--use_onnx`); `null`: "
           "the script has none, the chain's own check runs the ONNX model. `tipcgen new` writes the section when there is an "
           "inference script and a `data.trained_model`, and this field only where the default does not apply", {"type": ["string", "null"]}),
+    Field("ptq", "the post-training quantization config, `train_ptq_infer_python.txt` ([QUANTIZATION.md](QUANTIZATION.md); "
+          "`tipcgen import` of a PTQ config writes it)", required=("layout", "lines")),
+    Field("ptq.layout", "`ptq` (20 lines: models tutorial, PaddleSeg), `ptq_video` (24: PaddleVideo) or `kl_quant` "
+          "(20: PaddleOCR)", {"enum": list(compression.LAYOUTS)}),
+    Field("ptq.header", "the first line as written, where it is not the layout's own header", _TEXT),
+    Field("ptq.lines", "each line of the layout by its name (the upstream runner's variable), as written: "
+          "`batch_num: \"--batch_num:1\"`", {"type": "object", "additionalProperties": {"type": "string"}}),
+    Field("ptq.trailing", "lines after the layout, which the runner does not read", {"type": "array", "items": {"type": "string"}}),
+    Field("ptq.final_newline", "`false`: the file ends without a newline (default `true`)", {"type": "boolean"}),
+    Field("ptq.eval_data", "a labelled `.npz` (arrays `x` and `label`, read without unpickling) in the repository: the "
+          "PTQ chain's check reports the float and int8 models' accuracy on it and fails when int8 loses more than "
+          "`ptq.accuracy_drop`; not a config line", {"type": "string", "pattern": INPUTS_PATH_RE.pattern}),
+    Field("ptq.accuracy_drop", "the accuracy the int8 model may lose on `ptq.eval_data` (default 0.05)",
+          {"type": "number", "minimum": 0, "maximum": 1}),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,
@@ -224,6 +265,7 @@ DATA_FILE_FIELDS = children("data.files.<name>")
 RUN_FIELDS = children("run")
 TARGET_FIELDS = children("target")
 BENCHMARK_FIELDS = children("benchmark")
+PTQ_FIELDS = children("ptq")
 
 
 def _node(path: str) -> dict[str, Any]:

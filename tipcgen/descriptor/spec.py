@@ -106,6 +106,7 @@ class Descriptor:
     section_headers: tuple[str | None, ...] = ()  # a section's header as written, where not 27/27
     layout: str = "standard"  # the layout family (format/families.py): standard, tutorial, paddleseg, ...
     text: Any = None  # format.text_style.TextStyle: the config's lines as written (text:), or None
+    ptq: Any = None  # descriptor.ptq.PtqSpec: train_ptq_infer_python.txt and its check (ptq:)
 
     def slot_of(self, fld: str) -> SlotValue:
         """The key and value of a descriptor field's line (code names slots by field: see chain.py)."""

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
+from tipcgen.core.text import terminal
 from tipcgen.descriptor.schema import (
     ALIGN_CHECKPOINTS,
     CHECK_FIELDS,
@@ -17,11 +18,11 @@ from tipcgen.descriptor.schema import (
     MAX_STEP_TIMEOUT,
     MD5_RE,
     PADDLE2ONNX_FIELDS,
-    RESERVED_ENV,
     ROLES,
     RUN_FIELDS,
     TEXT_FIELDS,
     WHOLE_ENV_RE,
+    env_refusal,
 )
 from tipcgen.descriptor.spec import ChecksSpec, DataFile, DataSpec, Paddle2OnnxSpec, Tolerance
 from tipcgen.descriptor.validate_values import Checks
@@ -45,9 +46,14 @@ class GroupChecks(Checks):
         out = []
         for name, raw in value.items():
             path = f"env.{name}"
-            if not ENV_NAME_RE.match(name) or name in RESERVED_ENV:
-                raise self.fail(path, f"{name!r} is not a variable the steps may set",
-                                "use a name of letters, digits and _ (not PATH, PYTHONPATH, LD_* or HOME)")
+            if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+                raise self.fail(f"env.{terminal(name)}", f"{terminal(name)!r} is not a variable name",
+                                "use a name of letters, digits and _, such as FLAGS_enable_pir_api")
+            refusal = env_refusal(name)
+            if refusal is not None:
+                raise self.fail(path, f"{name} may not be set here: {refusal}",
+                                "remove it from env: (it would let a descriptor run code in every step); "
+                                "FLAGS_*, OMP_*, CUDA_* and the like are fine")
             if isinstance(raw, bool):
                 raw = "1" if raw else "0"
             if isinstance(raw, (int, float)):

@@ -19,15 +19,15 @@ PREPARE = f"{TEST_TIPC}/prepare.sh"
 PREPARE_LOG = "prepare.log"
 COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"
 
-CHAINS = ("basic", "paddle2onnx", "benchmark_train")
+CHAINS = ("basic", "paddle2onnx", "benchmark_train", "ptq")
 RUNNERS = {"basic": f"{TEST_TIPC}/test_train_inference_python.sh", "paddle2onnx": f"{TEST_TIPC}/test_paddle2onnx.sh",
-           "benchmark_train": f"{TEST_TIPC}/benchmark_train.sh"}
+           "benchmark_train": f"{TEST_TIPC}/benchmark_train.sh", "ptq": f"{TEST_TIPC}/test_ptq_inference_python.sh"}
 CONFIG_NAMES = {"basic": "train_infer_python.txt",
                 "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt",
-                "benchmark_train": "train_infer_python.txt"}
+                "benchmark_train": "train_infer_python.txt", "ptq": "train_ptq_infer_python.txt"}
 # Each chain's status log in its run folder (upstream's names; reviewers read them).
 RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
-               "benchmark_train": "results_benchmark_train.log"}
+               "benchmark_train": "results_benchmark_train.log", "ptq": "results_ptq_python.log"}
 RESULTS_LOG = RESULT_LOGS["basic"]
 
 # In every run folder.
@@ -67,7 +67,8 @@ def runner_context() -> dict[str, str]:
             "golden_fixed_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}_fixed", **golden),
             "basic_run": run["basic"], "basic_log": RESULT_LOGS["basic"],
             "paddle2onnx_run": run["paddle2onnx"], "paddle2onnx_log": RESULT_LOGS["paddle2onnx"],
-            "benchmark_run": run["benchmark_train"], "benchmark_log": RESULT_LOGS["benchmark_train"]}
+            "benchmark_run": run["benchmark_train"], "benchmark_log": RESULT_LOGS["benchmark_train"],
+            "ptq_run": run["ptq"], "ptq_log": RESULT_LOGS["ptq"]}
 
 # The configuration fields of a step record (steps.jsonl), beside kind/name/status/exit_code/seconds/
 # log/reason/note/command: tipc_record writes them (TIPC_FIELDS in common_func.sh), results reads them.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tipcgen.core import writes
+from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
@@ -19,6 +19,7 @@ from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
 from tipcgen.results.results import Summary, load_summary, log_tail
+from tipcgen.results.summary_check import inside
 
 TREE = ("test_tipc/configs/{model}/train_infer_python.txt", "test_tipc/docs/test_train_inference_python.md",
         "test_tipc/README.md", "test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh",
@@ -43,10 +44,7 @@ def read_run(run_dir: Path) -> Summary:
     if not path.is_file():
         raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}",
                            "pass a run folder such as test_tipc/output/<model>/<mode>, which tipcgen run writes")
-    try:
-        return load_summary(path)
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise TipcgenError(f"{path} cannot be read: {exc}", "run the chain again to rewrite it") from None
+    return load_summary(path)  # summary_check validates every field: SummaryFileError (exit 2) names the one
 
 
 def check(root: Path, run_dir: Path | None = None) -> Acceptance:
@@ -94,9 +92,8 @@ def _train_logs(root: Path, run_dir: Path, summary: Summary) -> list[Path]:
     for step in summary.steps:
         if step.kind != "train" or step.status != "passed":
             continue
-        own = run_dir / step.name / TRAIN_LOG
-        path = own if own.is_file() else root / step.log if step.log else None
-        if path is not None and path.is_file():
+        path = inside(run_dir, f"{step.name}/{TRAIN_LOG}") or inside(root, step.log)  # never outside them
+        if path is not None:
             logs.append(path)
     return logs
 
@@ -138,7 +135,8 @@ def check_autolog(root: Path, summary: Summary | None, config_path: Path | None 
     if not cases:
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
                     "run a mode with inference (lite_train_lite_infer)")
-    without = [s for s in cases if not autolog.parse(log_tail(root / s.log, 400))]
+    logs = {s.name: inside(root, s.log) for s in cases}  # a log outside the repository counts as none
+    without = [s for s in cases if logs[s.name] is None or not autolog.parse(log_tail(logs[s.name], 400))]
     off = _benchmark_off(config)
     if without and off is not None:
         number, line = off
@@ -173,7 +171,8 @@ def check_support_table(root: Path) -> Item:
     path = root / support_table.DOC
     if not path.is_file():
         return Item("4.2.2-docs", title, False, support_table.DOC, "missing", "render it with tipcgen init")
-    found = support_table.table_body(path.read_text(encoding="utf-8", errors="replace"))
+    text = accept_repo.doc_text(path)
+    found = support_table.table_body(text)
     if found is None:
         return Item("4.2.2-docs", title, False, support_table.DOC, "no section `## 1. 测试结论汇总`",
                     "fill it from a run: tipcgen accept --write-docs")
@@ -181,7 +180,6 @@ def check_support_table(root: Path) -> Item:
     if not body:
         return Item("4.2.2-docs", title, False, f"{support_table.DOC}:{line}", "the support table is empty",
                     "fill it from a run: tipcgen accept --write-docs")
-    text = path.read_text(encoding="utf-8", errors="replace")
     source = "a run" if support_table.MARKER in text else "the descriptor (tipcgen accept --write-docs fills it from a run)"
     return Item("4.2.2-docs", title, True, f"{support_table.DOC}:{body[0][0]}", f"{len(body)} row(s), from {source}")
 
@@ -211,7 +209,7 @@ def write_docs(root: Path, run_dir: Path | None = None) -> Path:
     if not path.is_file():
         raise TipcgenError(f"{path} is missing", "render it first: tipcgen init <descriptor>")
     table = support_table.render(support_table.build(summary, _rel(run_dir, root)))
-    text = support_table.replace(path.read_text(encoding="utf-8"), table)
+    text = support_table.replace(inputs.read_text(path, "document"), table)
     if text is None:
         raise TipcgenError(f"{path} has no support table under `## 1. 测试结论汇总` to replace",
                            "re-render it with tipcgen init --force, then run this again")

@@ -5,18 +5,25 @@ puts these items together with those that need a run).
 """
 from __future__ import annotations
 
+import lzma
 import re
-import stat
 import tarfile
 import zipfile
 from pathlib import Path
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
+from tipcgen.core.text import terminal
+
 from tipcgen.format.config import TipcConfig
+from tipcgen.outputs.accept_archive import ArchiveLimit, archive_members, archive_problems
 from tipcgen.outputs.checklist import Item
 from tipcgen.results.results import Summary
+from tipcgen.results.summary_check import inside
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 SEARCH_DEPTH = 3
+MAX_ARCHIVES = 4  # archives checked, nearest first: a repository ships one
 _SKIP_DIRS = {"output", "train_data", "log", "node_modules", "__pycache__", "site-packages", "build", "dist"}
 _EXCERPT = 160
 
@@ -50,12 +57,22 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _config(root: Path, summary: Summary | None) -> tuple[Path | None, TipcConfig | None]:
-    if summary is not None and (root / summary.config).is_file():
-        path = root / summary.config
-    else:
+    path = inside(root, summary.config) if summary is not None else None  # never a config outside the root
+    if path is None:
         found = sorted((root / "test_tipc" / "configs").glob("*/train_infer_python.txt"))
         path = found[0] if found else None
-    return (path, TipcConfig.read(path)) if path else (None, None)
+    if path is None:
+        return None, None
+    return path, TipcConfig.parse(inputs.read_bytes(path, "config").decode("utf-8", errors="surrogateescape"))
+
+
+def doc_text(path: Path) -> str:
+    """A README or doc read through core.inputs (a regular file, at most 16 MiB), leniently decoded;
+    "" for one that cannot be read (the item then says what is missing)."""
+    try:
+        return inputs.read_bytes(path, "document").decode("utf-8", errors="replace")
+    except TipcgenError:
+        return ""
 
 
 def _script(config: TipcConfig | None, key: str) -> str | None:
@@ -81,47 +98,6 @@ def _find(dirs: list[Path], name: str) -> Path | None:
 
 # ---------------------------------------------------------------- 2.2.1 lite_data
 
-def archive_members(path: Path) -> list[tuple[str, str]]:
-    """(name, kind) of every member, kind file | dir | link | other; reads headers only."""
-    if path.name.endswith(".zip"):
-        with zipfile.ZipFile(path) as archive:
-            out = []
-            for info in archive.infolist():
-                mode = info.external_attr >> 16
-                kind = "link" if stat.S_ISLNK(mode) else "dir" if info.is_dir() else "file"
-                out.append((info.filename, kind))
-            return out
-    with tarfile.open(path, "r:*") as archive:  # upstream's `tar -zcf lite_data.tar` is gzip behind .tar
-        return [(m.name, "file" if m.isfile() else "dir" if m.isdir() else "link" if m.issym() or m.islnk() else "other")
-                for m in archive.getmembers()]
-
-
-def archive_problems(members: list[tuple[str, str]]) -> list[str]:
-    """Why an archive would not unpack to lite_data/ safely: unsafe members, members outside, no files."""
-    unsafe, outside, tops = [], [], set()
-    for name, kind in members:
-        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
-        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts or kind in ("link", "other"):
-            unsafe.append(name)
-        elif not parts or parts[0] != "lite_data":
-            outside.append(name)
-            if parts:  # what `tar -xf` puts at the top: a folder (or a loose file)
-                tops.add(parts[0] + ("/" if len(parts) > 1 or kind == "dir" else ""))
-    problems = []
-    if unsafe:
-        problems.append(f"unsafe member(s) (absolute, '..', link or device): {', '.join(unsafe[:5])}")
-    if outside:
-        shown = sorted(tops)
-        listed = f"{', '.join(shown[:3])}{', ...' if len(shown) > 3 else ''}"
-        inside = len(members) > len(unsafe) + len(outside)
-        unpacks = "" if not shown else f"it also unpacks {listed} beside lite_data/; " if inside \
-            else f"it unpacks to {listed} instead of lite_data/; "
-        problems.append(f"{unpacks}member(s) outside lite_data/: {', '.join(outside[:5])}")
-    if not any(kind == "file" for name, kind in members if name not in unsafe + outside):
-        problems.append("no file under lite_data/")
-    return problems
-
-
 def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Item:
     """The first good archive, looking beside the entry points (dirs) first, then nearest the root."""
     title = "lite_data archive that unpacks to lite_data/"
@@ -132,17 +108,22 @@ def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Ite
                     f"no lite_data archive ({', '.join(ARCHIVE_SUFFIXES)}) within {SEARCH_DEPTH} folders of the root",
                     "tar -czf lite_data.tar lite_data (the folder with a few train and eval samples) and commit it")
     failures = []
-    for path in archives:
+    if len(archives) > MAX_ARCHIVES:  # each is listed within its own budget: their number is bounded too
+        failures.append(f"{len(archives) - MAX_ARCHIVES} more lite_data archive(s) not checked")
+    for path in archives[:MAX_ARCHIVES]:
         try:
             members = archive_members(path)
-        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
-            failures.append(f"{_rel(path, root)}: not a readable archive ({exc})")
+        except ArchiveLimit as exc:
+            failures.append(f"{terminal(_rel(path, root))}: not checked: {exc}")
+            continue
+        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, lzma.LZMAError) as exc:
+            failures.append(f"{terminal(_rel(path, root))}: not a readable archive ({terminal(exc)})")
             continue
         problems = archive_problems(members)
         if not problems:
             files = sum(kind == "file" for _, kind in members)
             return Item("2.2.1", title, True, _rel(path, root), f"{files} file(s) under lite_data/")
-        failures.append(f"{_rel(path, root)}: {'; '.join(problems)}")
+        failures.append(f"{terminal(_rel(path, root))}: {'; '.join(problems)}")
     fix = "rebuild it from the folder itself: tar -czf lite_data.tar lite_data"
     if all("it unpacks to " in failure for failure in failures):  # it exists and is safe, but its folder is another
         fix = ("rename the folder it holds to lite_data and pack it again (mv FOLDER lite_data && tar -czf lite_data.tar "
@@ -199,7 +180,7 @@ def check_predict_docs(root: Path, docs: list[Path], predict: Path | None) -> It
     if predict is None:
         return Item("2.2.4", title, False, "-", "no predict.py (see 2.2.2)", "add predict.py: dygraph prediction on a demo input")
     for doc in docs:
-        lines = doc.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = doc_text(doc).splitlines()
         marked = _blocks(lines)
         for index, (number, fenced, text) in enumerate(marked):
             if not (fenced and _command_line(text, "predict.py")) or not re.search(r"predict\.py\S*\s+\S", text):
@@ -224,7 +205,7 @@ def check_commands_documented(root: Path, docs: list[Path]) -> Item:
     found, missing = [], []
     for script in ("export_model.py", "infer.py"):
         hit = next((f"{_rel(doc, root)}:{number}" for doc in docs
-                    for number, line in enumerate(doc.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+                    for number, line in enumerate(doc_text(doc).splitlines(), 1)
                     if _command_line(line, script)), None)
         (found if hit else missing).append(f"{script} at {hit}" if hit else script)
     if missing:

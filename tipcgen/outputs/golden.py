@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, samples_dir
@@ -16,6 +17,7 @@ from tipcgen.format.paths import RESULTS_DIR, SUMMARY_JSON, golden_name
 from tipcgen.format.paths import run_dir as run_dir_of
 from tipcgen.render.render import golden_dir
 from tipcgen.results.results import Summary, load_summary
+from tipcgen.results.summary_check import inside
 from tipcgen.run import seeds
 
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -50,8 +52,8 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
            and s.training and s.precision in PRECISIONS]
     for step in sorted(cpu, key=lambda s: Path(s.log).name):
         name = golden_name(model, mode, step.training, step.precision)
-        log = run_dir / Path(step.log).name
-        if name in files or not log.is_file():
+        log = inside(run_dir, Path(step.log).name)  # a regular file inside the run folder, links not out
+        if name in files or log is None:
             continue
         lines = result_lines(log)
         if lines:
@@ -74,15 +76,15 @@ def fixed_results(run_dir: Path, run: Summary, model: str, mode: str) -> dict[st
     for step in checks:
         folder = run_dir / step.name  # tipc_fixed_check writes its results there
         try:
-            cases = json.loads((folder / FIXED_CASES).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            cases = json.loads(inputs.read_text(folder / FIXED_CASES, "cases.json", 1 << 20))
+        except (OSError, ValueError, RecursionError, TipcgenError):  # none, or not one check_inference.py wrote
             continue
         for case in cases if isinstance(cases, list) else []:
             if not isinstance(case, dict) or case.get("place") != "cpu" or case.get("precision") not in PRECISIONS:
                 continue
-            path = folder / Path(str(case.get("file", ""))).name
+            path = inside(run_dir, f"{step.name}/{Path(str(case.get('file', ''))).name}")
             name = golden_name(model, mode, f"{step.training}_fixed", case["precision"])
-            lines = result_lines(path) if path.is_file() else []
+            lines = result_lines(path) if path is not None else []
             if lines and name not in files:
                 files[name] = "\n".join(lines) + "\n"
     return files

@@ -18,6 +18,16 @@ def md_text(value: object) -> str:
     return _ORDERED.sub(r"\1\\\2", text)
 
 
+def md_cell(value: object, empty: str = "-") -> str:
+    """A table cell from a field that may be absent (an AutoLog figure a log did not print): `empty`
+    for none, else the value as md_text. Every such field from a log or summary goes through here."""
+    import jinja2
+
+    if isinstance(value, jinja2.Undefined) or value is None or value == "":
+        return empty
+    return md_text(value)
+
+
 def fence(value: object) -> str:
     """A backtick fence longer than any backtick run in the text it encloses (at least three)."""
     longest = max((len(run) for run in _BACKTICKS.findall(str(value))), default=0)

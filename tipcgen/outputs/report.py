@@ -349,7 +349,7 @@ def _loss_figure(figure, report: Report):
 def render_documents(report: Report, pictures: dict[str, bytes], formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
     """report.md (pictures as files next to it) and report.html (pictures embedded), by file name."""
     env = templating.environment()
-    env.filters.update(md=markup.md_text, code=markup.md_code, fence=markup.fence, wbr=markup.wbr)
+    env.filters.update(md=markup.md_text, cell=markup.md_cell, code=markup.md_code, fence=markup.fence, wbr=markup.wbr)
     env.filters["int_or"] = lambda value: int(value) if isinstance(value, float) and value.is_integer() else value
     embedded = {name: base64.b64encode(data).decode("ascii") for name, data in pictures.items()}
     context = {"r": report, "s": report.summary, "embedded": embedded, "alignment": report.alignment}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary_check import inside
 
 TRAIN_LOG = "train.log"  # <output_dir>/train.log, where the TIPC train scripts log
 # `epoch: 1, global_step: 5, loss: 0.69312, ...` (the TIPC train log fields); step counters by other names too.
@@ -40,9 +41,10 @@ class TrainCurve:
 
 
 def read_curve(step: Step, run_dir: Path, root: Path) -> TrainCurve | None:
-    """The loss values of a train step: from <output_dir>/train.log, else from the step's own log."""
-    for path in (run_dir / step.name / TRAIN_LOG, root / step.log if step.log else None):
-        if path is None or not path.is_file():
+    """The loss values of a train step: from <output_dir>/train.log, else from the step's own log (each
+    only where it lies inside the run folder, or the repository: summary_check.inside)."""
+    for path in (inside(run_dir, f"{step.name}/{TRAIN_LOG}"), inside(root, step.log)):
+        if path is None:
             continue
         with path.open(encoding="utf-8", errors="replace") as lines:  # line by line: a whole-data log can be large
             curve = parse_train_log(lines, step.name, _rel(path, root))
@@ -90,9 +92,10 @@ def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainC
 def autolog_info(summary: Summary, root: Path) -> dict[str, str]:
     """The AutoLog environment block of the first passed inference log that has one (paddle_version ...)."""
     for step in summary.steps:
-        if step.kind == "infer" and step.status == "passed" and step.log and (root / step.log).is_file():
+        path = inside(root, step.log) if step.kind == "infer" and step.status == "passed" else None
+        if path is not None:
             found = {}
-            with open(root / step.log, encoding="utf-8", errors="replace") as handle:
+            with open(path, encoding="utf-8", errors="replace") as handle:
                 for line in handle:
                     match = _AUTOLOG.search(line)
                     if match:

@@ -19,7 +19,7 @@ from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
 from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of, target_of
 from tipcgen.descriptor.answers import read as read_answers
-from tipcgen.format import chain, layout, paths, text_style
+from tipcgen.format import chain, compression, layout, paths, text_style
 from tipcgen.render import gitignore
 from tipcgen.render import shipped
 from tipcgen.render.templating import environment
@@ -27,6 +27,10 @@ from tipcgen.render.templating import environment
 
 def config_relpath(model_name: str) -> str:
     return f"test_tipc/configs/{model_name}/train_infer_python.txt"
+
+
+def ptq_relpath(model_name: str) -> str:
+    return f"test_tipc/configs/{model_name}/{compression.PTQ_CONFIG}"
 
 
 PADDLE2ONNX_CONFIG = "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
@@ -82,6 +86,26 @@ def _paddle2onnx_config(desc: Descriptor, env: jinja2.Environment) -> dict[str, 
         # Paddle 3 writes the Paddle 2 format (.pdmodel) only under the env: that turns PIR off.
         model_filename="inference.pdmodel" if dict(desc.env).get(legacy_format.FLAG) == "0" else "inference.json")
     return {paddle2onnx_relpath(desc.model_name): config}
+
+
+def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
+    """The PTQ chain's runner for the descriptor's layout (read by position: ptq and ptq_video share one
+    template, kl_quant has its own) and its int8-vs-float check."""
+    name = desc.ptq.config.layout
+    table = compression.LAYOUTS[name]
+    at = {slot.name: slot.index for slot in table}
+    kv = [slot for slot in table if slot.kind == "kv"]
+    context = {"layout_name": name, "n_lines": len(table), "anchors": [s for s in table[1:] if s.kind != "kv" or s.anchors],
+               "kv": kv, "at": at, "step_timeout": desc.step_timeout, "paths": paths.runner_context(),
+               "eval_data": desc.ptq.eval_data, "accuracy_drop": desc.ptq.accuracy_drop}
+    if name == "kl_quant":
+        runner = env.get_template("runner/test_ptq_kl_quant.sh.j2").render(**context)
+    else:
+        passed = ("inference", "infer_use_gpu", "infer_batch_size")
+        runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
+            calibration=[s for s in kv if at["python"] < s.index < at["trainer"]],
+            inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed], **context)
+    return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": env.get_template("runner/check_quant.py.j2").render()}
 
 
 def golden_dir(desc: Descriptor) -> Path | None:
@@ -201,6 +225,12 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
         shipped_scripts.append("compare_results.py")
     if any(d.paddle2onnx is not None for d in models):
         files["test_tipc/test_paddle2onnx.sh"] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
+    ptq_models = [d for d in models if d.ptq is not None]
+    for d in ptq_models:  # the PTQ chain (descriptor ptq:): each model's config byte for byte as imported
+        files[ptq_relpath(d.model_name)] = env.get_template("config/train_ptq_infer_python.txt.j2").render(
+            layout=compression.LAYOUTS[d.ptq.config.layout], ptq=d.ptq.config)
+    if ptq_models:  # its runner and check: one per repository, for the first such model's layout
+        files.update(_ptq_runner(ptq_models[0], env))
     if any(d.benchmark is not None or any(name == benchmark.SECTION for name, _ in d.sections) for d in models):
         files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
         shipped_scripts.append("benchmark_analysis.py")

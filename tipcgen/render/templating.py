@@ -13,6 +13,7 @@ import jinja2
 
 from tipcgen import __version__
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.text import terminal
 from tipcgen.format import chain, layout
 
 
@@ -40,6 +41,7 @@ def environment() -> jinja2.Environment:
         comment_end_string="--#>",
     )
     env.filters["sh"] = shlex.quote
+    env.filters["terminal"] = terminal  # text from files and logs on a terminal: escapes neutralised
     env.globals["header"] = layout.header_line
     env.globals["version"] = __version__
     env.globals.update(chain.template_context())  # templates name slots by field: {{ f.train.epochs }}

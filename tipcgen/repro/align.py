@@ -21,7 +21,7 @@ import numpy as np
 
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
-from tipcgen.repro.numeric import abs_diff
+from tipcgen.render.shipped.tipc_compare import abs_diff
 from tipcgen.repro.reprod_files import DEFAULT_MAX_BYTES, AlignFileError, load_info
 
 METHODS = ("mean", "max", "min")
@@ -261,7 +261,7 @@ def _non_finite(arr: np.ndarray) -> str:
 
 
 def _abs_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a - b| as reprod_log prints it, but never wrapped (int8/int64/uint64) or overflowed: repro.numeric."""
+    """|a - b| as reprod_log prints it, but never wrapped (int8/int64/uint64) or overflowed: tipc_compare.abs_diff."""
     return abs_diff(a, b)
 
 

@@ -73,13 +73,15 @@ REQUIRED_KINDS = {
               "whole_infer": ("infer",)},
     "paddle2onnx": {},  # every mode: ("convert", "infer")
     "benchmark_train": {"benchmark_train": ("train", "speed")},
+    "ptq": {},  # every mode: ("quant", "infer", "check")
 }
 _P2O_KINDS = ("convert", "infer")
+_EVERY_MODE = {"paddle2onnx": _P2O_KINDS, "ptq": ("quant", "infer", "check")}
 
 
 def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
     """The step kinds a PASSED verdict needs; null_kinds: kinds the config turns off (command null)."""
-    kinds = REQUIRED_KINDS.get(chain, {}).get(mode, _P2O_KINDS if chain == "paddle2onnx" else ())
+    kinds = REQUIRED_KINDS.get(chain, {}).get(mode, _EVERY_MODE.get(chain, ()))
     return [kind for kind in kinds if kind not in null_kinds]
 
 
@@ -186,6 +188,9 @@ def check_text(check: dict) -> str:
              and isinstance(t.get("mean_ms"), (int, float))]
     if means:  # the chain's own check (check_inference.py) times every configuration
         text += f"; latency {min(means):.3g}-{max(means):.3g} ms over {len(means)} configuration(s)"
+    accuracy = check.get("accuracy")  # the PTQ chain's check (check_quant.py): float and int8 on labelled data
+    if isinstance(accuracy, dict) and all(isinstance(accuracy.get(k), (int, float)) for k in ("float", "int8", "delta")):
+        text += f"; accuracy float {accuracy['float']:.4g}, int8 {accuracy['int8']:.4g} ({accuracy['delta']:+.4g})"
     return text
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup, escape
 
+from tipcgen.core import inputs
 from tipcgen.core.errors import SummaryFileError
 from tipcgen.format.paths import STEP_FIELDS
+from tipcgen.results import summary_fields as shapes
 
 MAX_SUMMARY_BYTES = 64 << 20
 STATUSES = ("passed", "failed", "skipped")
@@ -22,14 +25,29 @@ _MAX_SECONDS = 1e9  # about 30 years: anything larger is not a time a run took
 _MAX_EXIT = 1 << 31
 _TEXT_FIELDS = ("model", "mode", "config")
 _STEP_TEXT = ("log", "reason", "note", "command")
-def _kind(value: Any) -> str:
-    """What was found, named without echoing the value itself."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    names = {str: "a text", int: "a whole number", float: "a number", list: "a list", dict: "a mapping"}
-    return names.get(type(value), type(value).__name__)
+_MAX_NAME = 4096  # a step name, kind or status: a path component or two, never longer
+_kind = shapes.kind
+_plain = shapes.plain
+
+
+def confined(rel: str) -> bool:
+    """A path a summary may name (a step's log, or its name as a folder under the run folder): relative,
+    no '..' component, no NUL, no drive letter, so joining it to its folder never leaves that folder."""
+    parts = rel.replace("\\", "/").split("/")
+    return not (rel.startswith(("/", "\\")) or "\0" in rel or ".." in parts or re.match(r"^[A-Za-z]:", rel))
+
+
+def inside(base: Path, rel: str) -> Path | None:
+    """base/rel when it is a regular file that resolves (links followed) inside base; else None.
+    Every reader of a file a summary names (report, accept, golden) opens it only through here."""
+    if not rel or not confined(rel):
+        return None
+    try:
+        path = base / rel
+        real, top = path.resolve(), base.resolve()
+        return path if real.is_relative_to(top) and real.is_file() else None
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def read_summary_data(path: Any) -> dict:
@@ -37,12 +55,9 @@ def read_summary_data(path: Any) -> dict:
     import json
 
     source = str(path)
+    raw = inputs.read_bytes(path, "summary.json", MAX_SUMMARY_BYTES)  # a regular file (a FIFO never blocks), bounded
     try:
-        if path.stat().st_size > MAX_SUMMARY_BYTES:
-            raise SummaryFileError(source, "", f"is larger than {MAX_SUMMARY_BYTES >> 20} MiB")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SummaryFileError(source, "", f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SummaryFileError(source, "", f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
@@ -67,10 +82,17 @@ def check_summary_data(data: Any, source: str) -> None:
         _text(data[key], source, key)
     if "chain" in data:
         _text(data["chain"], source, "chain")
+    for key in (*_TEXT_FIELDS, "chain"):
+        if len(data.get(key, "")) > _MAX_NAME:
+            raise SummaryFileError(source, key, f"is {len(data[key])} characters long (at most {_MAX_NAME})")
+    if not confined(data["config"]):  # accept reads <repository>/<config>
+        raise SummaryFileError(source, "config", "must be a path inside the repository (test_tipc/configs/...)")
     if "steps" not in data:
         raise SummaryFileError(source, "steps", "is missing")
     if not isinstance(data["steps"], list):
         raise SummaryFileError(source, "steps", f"expected a list of steps, found {_kind(data['steps'])}")
+    if len(data["steps"]) > shapes.MAX_ITEMS:
+        raise SummaryFileError(source, "steps", f"has {len(data['steps'])} steps (at most {shapes.MAX_ITEMS})")
     for number, step in enumerate(data["steps"]):
         _check_step(step, source, f"steps[{number}]")
     if "wall_seconds" in data:
@@ -88,6 +110,11 @@ def check_summary_data(data: Any, source: str) -> None:
         raise SummaryFileError(source, "environment", f"expected a mapping, found {_kind(environment)}")
     for key, value in environment.items():
         _text(value, source, f"environment.{_plain(key)}")
+    shapes.check(data, shapes.DERIVED, source, "")  # notes, provenance, ok, exit_code and the counts
+    if data.get("target"):  # {} when the run had no paper target
+        shapes.check(data["target"], shapes.TARGET, source, "target")
+    elif "target" in data and data["target"] != {}:
+        raise SummaryFileError(source, "target", f"expected a mapping, found {_kind(data['target'])}")
 
 
 def _check_step(step: Any, source: str, where: str) -> None:
@@ -97,6 +124,8 @@ def _check_step(step: Any, source: str, where: str) -> None:
         if key not in step:
             raise SummaryFileError(source, f"{where}.{key}", "is missing")
         _text(step[key], source, f"{where}.{key}")
+        if len(step[key]) > _MAX_NAME:
+            raise SummaryFileError(source, f"{where}.{key}", f"is {len(step[key])} characters long (at most {_MAX_NAME})")
     if step["status"] not in STATUSES:
         raise SummaryFileError(source, f"{where}.status", f"expected one of {', '.join(STATUSES)}")
     for key in _STEP_TEXT:
@@ -105,10 +134,23 @@ def _check_step(step: Any, source: str, where: str) -> None:
     for key in STEP_FIELDS:  # a step's configuration: a text, or null where it does not apply
         if step.get(key) is not None:
             _text(step[key], source, f"{where}.{key}")
-    log = step.get("log") or ""
-    if log.startswith("/") or ".." in log.replace("\\", "/").split("/"):
+    if not confined(step.get("log") or ""):
         raise SummaryFileError(source, f"{where}.log", "must be a path inside the repository (tipcgen run "
                                "writes ./test_tipc/output/...): a summary never makes tipcgen read other files")
+    for key in ("training", "precision"):  # golden names its result files by them: one plain name each
+        value = step.get(key)
+        if value is not None and (re.search(r"[/\\\0]", value) or value in (".", "..")):
+            raise SummaryFileError(source, f"{where}.{key}", "must be a plain name (no '/', no '..'): golden "
+                                   "names files by it")
+    if not confined(step["name"]):  # report and accept read <run folder>/<name>/train.log
+        raise SummaryFileError(source, f"{where}.name", "must name a folder inside the run folder (no '..', "
+                               "no absolute path): a summary never makes tipcgen read other files")
+    for key in _STEP_TEXT:
+        if key in step:
+            shapes.check(step[key], shapes.TEXT, source, f"{where}.{key}")  # and not longer than a text can be
+    speed = step.get("speed", {})
+    shapes.check(speed, shapes.SPEED_STEP if step["kind"] == "speed" and speed else shapes.SPEED,
+                  source, f"{where}.speed")
     if step.get("exit_code") is not None:
         _exit_code(step["exit_code"], source, f"{where}.exit_code")
     if "seconds" in step:
@@ -151,11 +193,6 @@ def _check_result(check: Any, source: str, where: str) -> None:
             _number(figures.get(key), source, f"{where}.latency_ms.{_plain(name)}.{key}")
 
 
-def _plain(key: Any) -> str:
-    text = repr(str(key))[1:-1]
-    return text if len(text) <= 40 else text[:40] + "..."
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -168,6 +205,8 @@ def _text(value: Any, source: str, where: str) -> None:
 def _texts(value: Any, source: str, where: str) -> None:
     if not isinstance(value, list):
         raise SummaryFileError(source, where, f"expected a list of texts, found {_kind(value)}")
+    if len(value) > shapes.MAX_ITEMS:
+        raise SummaryFileError(source, where, f"has {len(value)} entries (at most {shapes.MAX_ITEMS})")
     for number, item in enumerate(value):
         _text(item, source, f"{where}[{number}]")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
 from tipcgen.render import templating
@@ -31,8 +32,8 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
         if step.kind == "speed" and step.speed:
             detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
-        rows.append((mark, step.kind, step.name, f"{step.seconds:.1f}" if step.status != "skipped" else "-",
-                     detail))
+        rows.append((mark, terminal(step.kind), terminal(step.name),
+                     f"{step.seconds:.1f}" if step.status != "skipped" else "-", terminal(detail)))
     return templating.environment().get_template("report/summary.txt.j2").render(
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),

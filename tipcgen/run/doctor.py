@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tipcgen.configs import legacy_format, lint
+from tipcgen.core import isolated
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain
 from tipcgen.format.config import TipcConfig
@@ -166,7 +167,7 @@ def _python_side(python: str, origin: str) -> list[Check]:
 def _probe(path: str) -> dict | Check:
     """What the interpreter at path reports of itself and paddle (one subprocess), or the failed check."""
     try:
-        proc = subprocess.run([path, "-c", _PROBE], check=False, capture_output=True, text=True, timeout=PROBE_TIMEOUT,
+        proc = subprocess.run(isolated.command(path, _PROBE), check=False, capture_output=True, text=True, timeout=PROBE_TIMEOUT,
                               stdin=subprocess.DEVNULL, errors="replace")
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Check("python", "fail", f"{path} could not run a probe: {exc}", "check that it is a working Python")

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tipcgen.core import isolated
 from tipcgen.run.seeds import seeds
 
 HASH_LIMIT = 64 * 1024 * 1024  # files up to this size are hashed (sha256); larger ones get size + mtime
@@ -100,7 +101,7 @@ class Probes:
         self.git_missing = shutil.which("git") is None
         self.smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH"))
         if "versions" in want and python:
-            self._start("versions", [python, "-c", _VERSIONS_PROBE], env=env)
+            self._start("versions", isolated.command(python, _VERSIONS_PROBE), env=env)
         if "git" in want and root is not None and not self.git_missing:
             # One process: the commit (# branch.oid) and the changed tracked files (v2 entry lines).
             self._start("git", ["git", "status", "--porcelain=v2", "--branch", "--untracked-files=no"], cwd=root)

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from tipcgen.core.errors import TipcgenError
 from tipcgen.results.results import SUMMARY_JSON, load_summary
-from tipcgen.suite.suite import Chain, ChainResult, Slot, execute_chain, needs_trained_model, waves, working_copy
+from tipcgen.run.guard import Interrupted
+from tipcgen.suite.slots import Slot
+from tipcgen.suite.suite import Chain, ChainResult, execute_chain, needs_trained_model, waves, working_copy
 
 _LOOPBACK = ("127.", "localhost", "::1")
 
@@ -144,28 +146,37 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
         board = ray.remote(num_cpus=0)(_Board).remote()
         task = ray.remote(max_retries=1, retry_exceptions=False)(_chain_task)
         results: dict[str, ChainResult] = {}
-        for wave in waves(chains):
-            pending = {}
-            for chain in wave:
-                basic = out / "runs" / chain.model / "basic"
-                trained = pack(basic) if needs_trained_model(chain) and basic.is_dir() else b""
-                ref = task.options(num_cpus=cpus, num_gpus=gpus, name=f"tipc:{chain.key}").remote(
-                    shipped[chain.root], asdict(chain), cpus, timeout, board, trained)
-                pending[ref] = chain
-            by_key = {chain.key: chain for chain in wave}
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-                for kind, key, text in ray.get(board.take.remote()):
-                    if key in results:
-                        continue  # a report that arrived after the result
-                    if kind == "start":
-                        progress.start(by_key[key], Slot(threads=cpus), where=f"; ray task on {text}")
-                    else:
-                        progress.line(by_key[key], text)
-                for ref in done:
-                    chain = pending.pop(ref)
-                    results[chain.key] = _collect(chain, ref, out, cpus)
-                    progress.done(results[chain.key])
+        pending: dict = {}
+        try:
+            for wave in waves(chains):
+                pending = {}
+                for chain in wave:
+                    basic = out / "runs" / chain.model / "basic"
+                    trained = pack(basic) if needs_trained_model(chain) and basic.is_dir() else b""
+                    ref = task.options(num_cpus=cpus, num_gpus=gpus, name=f"tipc:{chain.key}").remote(
+                        shipped[chain.root], asdict(chain), cpus, timeout, board, trained)
+                    pending[ref] = chain
+                by_key = {chain.key: chain for chain in wave}
+                while pending:
+                    done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                    for kind, key, text in ray.get(board.take.remote()):
+                        if key in results:
+                            continue  # a report that arrived after the result
+                        if kind == "start":
+                            progress.start(by_key[key], Slot(threads=cpus), where=f"; ray task on {text}")
+                        else:
+                            progress.line(by_key[key], text)
+                    for ref in done:
+                        chain = pending.pop(ref)
+                        results[chain.key] = _collect(chain, ref, out, cpus)
+                        progress.done(results[chain.key])
+        except (KeyboardInterrupt, Interrupted):  # SIGINT, SIGTERM or SIGHUP (guard.StopSignals in cli/suite.py)
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            for chain in chains:
+                results.setdefault(chain.key, ChainResult(chain, "interrupted", slot=Slot(threads=cpus),
+                                                          message="stopped: the suite was interrupted"))
+            return [results[c.key] for c in chains]
         counts = ray.get(board.get.remote())
         for key, count in sorted(counts.items()):
             if count > 1:

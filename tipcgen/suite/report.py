@@ -10,9 +10,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
 from tipcgen.results import junit
-from tipcgen.suite.suite import Chain, ChainResult, Refused, Slot
+from tipcgen.suite.slots import Slot
+from tipcgen.suite.suite import Chain, ChainResult, Refused
 
 SUITE_JSON = "suite.json"
 SUITE_JUNIT = "junit.xml"
@@ -27,6 +29,7 @@ class SuiteResult:
     wall_seconds: float = 0.0
     engine: str = "local"
     notes: list[str] = field(default_factory=list)
+    interrupted_by: str = ""  # SIGINT, SIGTERM or SIGHUP, when the suite received it
 
     def count(self, verdict: str) -> int:
         return sum(1 for r in self.results if r.verdict == verdict)
@@ -37,7 +40,9 @@ class SuiteResult:
 
     @property
     def exit_code(self) -> int:
-        return 130 if self.count("interrupted") else 0 if self.ok else 1
+        if self.interrupted_by or self.count("interrupted"):
+            return 128 + {"SIGHUP": 1, "SIGTERM": 15}.get(self.interrupted_by, 2)
+        return 0 if self.ok else 1
 
     def models(self) -> dict[str, list[ChainResult]]:
         out: dict[str, list[ChainResult]] = {}
@@ -46,7 +51,7 @@ class SuiteResult:
         return out
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "exit_code": self.exit_code, "engine": self.engine,
+        return {"ok": self.ok, "exit_code": self.exit_code, "engine": self.engine, "interrupted_by": self.interrupted_by,
                 "wall_seconds": self.wall_seconds, "notes": self.notes,
                 "counts": {v: self.count(v) for v in _MARK} | {"refused": len(self.refused)},
                 "chains": [r.to_dict() for r in self.results],
@@ -60,7 +65,7 @@ def _env():
 
 
 def write_json(suite: SuiteResult, path) -> None:
-    path.write_text(json.dumps(suite.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_file(path, json.dumps(suite.to_dict(), indent=2, ensure_ascii=False) + "\n", within=path.parent)
 
 
 def junit_suites(suite: SuiteResult) -> list[junit.Suite]:
@@ -91,8 +96,8 @@ def terminal_text(suite: SuiteResult) -> str:
     for r in suite.results:
         s = r.summary
         steps = f"{s.count('passed')}/{s.count('failed')}/{s.count('skipped')}" if s else "-"
-        rows.append((_MARK.get(r.verdict, r.verdict.upper()), r.chain.model, r.chain.chain, r.chain.mode, steps,
-                     f"{r.seconds:.1f}", r.message))
+        rows.append((_MARK.get(r.verdict, r.verdict.upper()), terminal(r.chain.model), terminal(r.chain.chain),
+                     terminal(r.chain.mode), steps, f"{r.seconds:.1f}", terminal(r.message)))
     widths = [max([len(row[i]) for row in rows] + [len(h)]) for i, h in enumerate(
         ("verdict", "model", "chain", "mode", "p/f/s"))]
     return _env().get_template("report/suite.txt.j2").render(suite=suite, rows=rows, widths=widths,

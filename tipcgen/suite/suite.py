@@ -23,15 +23,17 @@ from typing import Callable, Iterable
 
 from tipcgen.configs import lint
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.text import terminal
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON, run_rel
 from tipcgen.results.results import Summary, load_summary
+from tipcgen.run.guard import Interrupted
+from tipcgen.suite.slots import Slot
 
 CHAIN_OF_NAME = {"train_infer_python.txt": "basic",
                  "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt": "paddle2onnx"}
 # What the TIPC scripts write in the repository root: never copied into a chain's working copy.
 OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", ".tipcgen", ".pytest_cache",
            ".hypothesis")
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "CPU_NUM", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _GRACE_SECONDS = 10
 _RUNNING: set[subprocess.Popen] = set()  # the chains this process runs now, for Ctrl-C
 _LOCK = threading.Lock()
@@ -56,24 +58,6 @@ class Chain:
 class Refused:
     config: str
     reasons: list[str]
-
-
-@dataclass
-class Slot:
-    """The share of the machine one chain gets: CPU cores (affinity + thread variables) and GPUs."""
-
-    cores: list[int] = field(default_factory=list)
-    gpus: list[str] = field(default_factory=list)
-    threads: int = 0  # without cores (a Ray task: Ray places it), the thread variables only
-
-    def env(self, base: dict[str, str]) -> dict[str, str]:
-        env = dict(base)
-        if self.cores or self.threads:
-            for name in THREAD_VARIABLES:
-                env[name] = str(len(self.cores) or self.threads)
-        if self.gpus:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)
-        return env
 
 
 @dataclass
@@ -168,39 +152,6 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
     return planned, refused
 
 
-def detect_gpus() -> list[str]:
-    """GPU ids from nvidia-smi; none when it is missing or finds none."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []
-
-
-def slots(jobs: int, cores_per_chain: int | None, gpus: list[str], gpus_per_chain: int,
-          share_gpus: bool) -> list[Slot]:
-    """One slot per parallel job: disjoint cores while they last, disjoint GPU sets unless share_gpus."""
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    per = cores_per_chain or max(1, len(cores) // jobs)
-    if gpus and gpus_per_chain and not share_gpus and jobs * gpus_per_chain > len(gpus):
-        raise TipcgenError(f"--jobs {jobs} with --gpus-per-chain {gpus_per_chain} needs {jobs * gpus_per_chain} GPUs; "
-                           f"this machine has {len(gpus)} ({', '.join(gpus)})",
-                           "lower --jobs or --gpus-per-chain, or let chains share GPUs with --share-gpus")
-    out = []
-    for job in range(jobs):
-        mine = [cores[(job * per + i) % len(cores)] for i in range(per)]
-        if gpus and gpus_per_chain:
-            start = 0 if share_gpus else job * gpus_per_chain
-            mine_gpus = [gpus[(start + i) % len(gpus)] for i in range(gpus_per_chain)]
-        else:
-            mine_gpus = []
-        out.append(Slot(sorted(set(mine)), mine_gpus))
-    return out
-
-
 def _ignore_outputs(root: Path, extra: Path | None) -> Callable[[str, list[str]], set[str]]:
     def ignore(folder: str, names: list[str]) -> set[str]:
         here = Path(folder)
@@ -259,7 +210,7 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
         timer = threading.Timer(timeout, stop)
         timer.start()
     try:
-        with log_path.open("w", encoding="utf-8") as log:
+        with _new_log(log_path) as log:
             assert proc.stdout is not None
             for line in proc.stdout:
                 log.write(line)
@@ -280,19 +231,31 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
     result = ChainResult(chain, verdict, rc, round(time.monotonic() - started, 3), log=str(log_path), slot=slot)
     run_dir = workdir / _run_dir(chain)
     if run_dir.is_dir():
-        shutil.copytree(run_dir, dest, dirs_exist_ok=True)
+        shutil.copytree(run_dir, dest, symlinks=True, dirs_exist_ok=True)  # a link stays a link, never followed
         result.run_dir = str(dest)
     if (dest / SUMMARY_JSON).is_file() and result.run_dir:
-        result.summary = load_summary(dest / SUMMARY_JSON)
+        try:
+            result.summary = load_summary(dest / SUMMARY_JSON)  # the one validated reader (summary_check)
+        except TipcgenError as exc:
+            result.verdict, result.message = "error", terminal(exc.message)[:300]
     if not result.verdict:
         if rc == 2 or result.summary is None:
             result.verdict = "error"
         else:
             result.verdict = "passed" if rc == 0 and result.summary.ok else "failed"
-    if result.verdict != "passed":
+    if result.verdict != "passed" and not result.message:
         result.message = {"timeout": f"killed after the chain time limit of {timeout:g} s"}.get(
             result.verdict, " | ".join(line for line in tail[-3:] if line.strip()))
     return result
+
+
+def _new_log(path: Path):
+    """The chain's suite.log, created exclusively in the runs folder the suite owns (a link there, which
+    nothing but the suite could have put, is removed, never written through), for streaming the output."""
+    if path.is_symlink():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
@@ -306,19 +269,9 @@ def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         pass
 
 
-def check_modes(modes: list[str]) -> list[str]:
-    from tipcgen.run.run import check_mode
-
-    return [check_mode(mode) for mode in modes]
-
-
-def check_chains(chains: list[str]) -> list[str]:
-    known = sorted(set(CHAIN_OF_NAME.values()))
-    for chain in chains:
-        if chain not in known:
-            raise TipcgenError(f"unknown chain '{chain}'", "use one of: " + ", ".join(known))
-    return chains
-
+def not_started(chains: list[Chain]) -> list[ChainResult]:
+    """The results of a suite stopped before its chains ran."""
+    return [ChainResult(chain, "interrupted", message="not started: the suite was interrupted") for chain in chains]
 
 
 def needs_trained_model(chain: Chain) -> bool:
@@ -354,22 +307,24 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
 
     def one(chain: Chain) -> ChainResult:
         slot = free.get()
+        work = out / "work" / chain.key.replace("/", "__")
         try:
             if stopping.is_set():
-                return ChainResult(chain, "interrupted", message="not started: the suite was interrupted")
-            work = out / "work" / chain.key.replace("/", "__")
+                return not_started([chain])[0]
             shutil.rmtree(work, ignore_errors=True)
             working_copy(Path(chain.root), work, exclude=out.resolve())
             if needs_trained_model(chain):
                 seed_trained_runs(chain, out / "runs", work)
+            if stopping.is_set():  # the signal came while the copy was made
+                return not_started([chain])[0]
             progress.start(chain, slot)
             result = execute_chain(chain, work, out / "runs" / chain.key, slot, timeout,
                                    on_line=lambda line: progress.line(chain, line))
-            if not keep_work:
-                shutil.rmtree(work, ignore_errors=True)
             progress.done(result)
             return result
         finally:
+            if not keep_work:
+                shutil.rmtree(work, ignore_errors=True)
             free.put(slot)
 
     results: dict[str, ChainResult] = {}
@@ -378,9 +333,10 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
             futures = {chain.key: pool.submit(one, chain) for chain in wave}
             try:
                 results.update((key, future.result()) for key, future in futures.items())
-            except KeyboardInterrupt:
-                # Ctrl-C reaches this thread only (each chain has its own session): pass it on to every chain,
-                # whose tipcgen run stops its step and still writes its summary.
+            except (KeyboardInterrupt, Interrupted):
+                # SIGINT, SIGTERM or SIGHUP reach this thread only (each chain has its own session): SIGINT
+                # goes on to every chain, whose tipcgen run stops its step and still writes its summary.
+                # Later signals are only kept (guard.StopSignals), so this wait is not cut short.
                 stopping.set()
                 with _LOCK:
                     running = list(_RUNNING)
@@ -390,4 +346,9 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
                     except ProcessLookupError:
                         pass
                 results.update((key, future.result()) for key, future in futures.items())
+    if not keep_work:
+        try:
+            (out / "work").rmdir()  # empty by now: each chain removed its copy
+        except OSError:
+            pass
     return [results[chain.key] for chain in chains]

@@ -1,0 +1,182 @@
+"""The compression configs (docs/QUANTIZATION.md): the corpus's 75 PTQ and PACT files lint without
+false errors and come back byte for byte; a missing line, a null script or a bad device is an error.
+
+Read in place from ../shared/tipc-corpus and ../shared/tipc-corpus-2 (41 files named
+``train_ptq_infer_python.txt`` / ``train_pact_infer_python.txt`` and 34 PaddleClas
+``<Model>_train_ptq|pact_infer_python.txt``).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import tipcgen
+from tipcgen import descriptor
+from tipcgen.configs.import_compression import import_ptq
+from tipcgen.configs.importer import import_descriptor
+from tipcgen.configs.lint import lint_text
+from tipcgen.core.errors import DescriptorError
+from tipcgen.render import render
+from tipcgen.format import compression
+from tipcgen.format.config import TipcConfig
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+SUFFIXES = ("train_ptq_infer_python.txt", "train_pact_infer_python.txt")
+FILES = sorted(p for corpus in ("tipc-corpus", "tipc-corpus-2") if (SHARED / corpus).is_dir()
+               for p in (SHARED / corpus).rglob("*.txt") if p.name.endswith(SUFFIXES))
+PTQ_FILES = [p for p in FILES if TipcConfig.read(p).kind in compression.KINDS]
+needs_corpus = pytest.mark.skipif(len(FILES) != 75, reason=f"the two corpora not found under {SHARED}")
+OCR_KL = "tipc-corpus/PaddleOCR/test_tipc__configs__ch_PP-OCRv3_det__train_ptq_infer_python.txt"
+SEG_PTQ = "tipc-corpus-2/PaddleSeg/test_tipc__configs__fcn_hrnetw18__train_ptq_infer_python.txt"
+
+
+def text(relpath: str) -> str:
+    return (SHARED / relpath).read_bytes().decode()
+
+
+def errors(config_text: str) -> list[tuple[int, str, str]]:
+    return [(f.line, f.rule, f.message) for f in lint_text(config_text, "c.txt") if f.severity == "error"]
+
+
+def without_line(config_text: str, index: int) -> str:
+    lines = config_text.split("\n")
+    return "\n".join(lines[:index] + lines[index + 1:])
+
+
+@needs_corpus
+def test_the_corpus_counts_by_layout() -> None:
+    """41 files named as the issue counts them, 34 PaddleClas ones; 21 PTQ configs in three layouts."""
+    named = [p for p in FILES if p.name.split("__")[-1] in SUFFIXES]
+    assert (len(FILES), len(named)) == (75, 41)
+    layouts = Counter((p.parent.name, compression.layout_of(TipcConfig.read(p))) for p in PTQ_FILES)
+    assert layouts == {("PaddleOCR", "kl_quant"): 10, ("PaddleSeg", "ptq"): 9, ("models", "ptq"): 1,
+                       ("PaddleVideo", "ptq_video"): 1}
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", PTQ_FILES, ids=lambda p: p.name.split("configs__")[-1])
+def test_every_ptq_config_parses_and_renders_back_byte_for_byte(path: Path) -> None:
+    original = path.read_bytes().decode()
+    assert compression.parse(original).render() == original
+
+
+@needs_corpus
+def test_lint_finds_no_error_in_any_compression_config() -> None:
+    """The PTQ layouts by their own rules, the PACT configs (and PaddleClas's PTQ ones) in their layout
+    family (PaddleSeg's PACT configs in the paddleseg family, docs/LAYOUTS.md)."""
+    assert {p.name for p in FILES if errors(p.read_bytes().decode())} == set()
+
+
+@needs_corpus
+@pytest.mark.parametrize("index, where", [
+    (3, "'infer_quant:' sits at idx 6 instead of 7"),  # an export key deleted: found by the next anchor
+    (11, "idx 12 (infer_batch_size) should hold a number"),  # the keyless block: found by a value's shape
+])
+def test_a_deleted_kl_quant_line_is_a_shift(index: int, where: str) -> None:
+    found = errors(without_line(text(OCR_KL), index))
+    assert [rule for _, rule, _ in found] == ["slot-shift"] and where in found[0][2]
+
+
+@needs_corpus
+def test_lines_after_the_kl_quant_layout_are_not_read() -> None:
+    assert errors(without_line(text(OCR_KL), 20)) == []  # OCR's extra null:null line
+
+
+@needs_corpus
+def test_a_deleted_calibration_line_and_a_cut_file_are_shifts() -> None:
+    found = errors(without_line(text(SEG_PTQ), 4))
+    assert [r for _, r, _ in found] == ["slot-shift"] and "'##' sits at idx 8 instead of 9" in found[0][2]
+    found = errors(without_line(text(SEG_PTQ), 17))
+    assert [r for _, r, _ in found] == ["slot-shift"] and "19 of the 20 lines of the ptq layout" in found[0][2]
+
+
+@needs_corpus
+def test_a_null_script_and_an_unknown_device_are_errors() -> None:
+    broken = text(SEG_PTQ).replace("PTQ:deploy/slim/quant/ptq.py", "PTQ:null").replace("--device:cpu|gpu", "--device:cpu |gpu")
+    assert [(line, rule) for line, rule, _ in errors(broken)] == [(12, "null-value"), (16, "infer-device")]
+
+
+@needs_corpus
+def test_a_parse_refuses_what_it_cannot_keep() -> None:
+    with pytest.raises(ValueError, match="idx 9 should hold '##'"):
+        compression.parse(without_line(text(SEG_PTQ), 4))
+    with pytest.raises(ValueError, match="blank line"):
+        compression.parse(text(SEG_PTQ).replace("##\n", "##\n\n", 1))
+    with pytest.raises(ValueError, match="not a PTQ config"):
+        compression.parse(text("tipc-corpus/PaddleOCR/test_tipc__configs__ch_PP-OCRv3_det__train_pact_infer_python.txt"))
+
+
+# ---------------------------------------------------------------- import → init
+
+STUB_DESCRIPTOR = Path(__file__).resolve().parent / "fixtures" / "stub" / "tipc.yaml"
+
+
+def with_ptq(section: str) -> str:
+    """The stub descriptor with a ptq section added, as a user adds the imported one."""
+    return STUB_DESCRIPTOR.read_text() + "\n" + section
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", PTQ_FILES, ids=lambda p: p.name.split("configs__")[-1])
+def test_every_ptq_config_imports_and_inits_back_byte_for_byte(path: Path) -> None:
+    original = path.read_bytes().decode()
+    desc = descriptor.load_text(with_ptq(import_ptq(original, path.name)), source="tipc.yaml")
+    files = render.render_files(desc)
+    assert files[render.ptq_relpath("stub_model")] == original
+    without = render.render_files(descriptor.load_text(STUB_DESCRIPTOR.read_text(), source="tipc.yaml"))
+    assert files.keys() - without.keys() == {render.ptq_relpath("stub_model"), "test_tipc/test_ptq_inference_python.sh",
+                                             "test_tipc/check_quant.py"}  # the config and the chain's two scripts
+    assert all(files[name] == text for name, text in without.items())  # nothing else changes
+
+
+@needs_corpus
+def test_the_cli_imports_a_ptq_config_and_init_writes_it_back(tmp_path: Path) -> None:
+    section = tmp_path / "ptq.yaml"
+    proc = tipcgen("import", str(SHARED / OCR_KL), "-o", str(section))
+    assert proc.returncode == 0 and "add its ptq section to the model's tipc.yaml" in proc.stdout
+    (tmp_path / "tipc.yaml").write_text(with_ptq(section.read_text()))
+    tipcgen("init", str(tmp_path / "tipc.yaml"), "--root", str(tmp_path / "repo"), check=True)
+    written = tmp_path / "repo" / render.ptq_relpath("stub_model")
+    assert written.read_bytes() == (SHARED / OCR_KL).read_bytes()
+    assert tipcgen("lint", str(written)).returncode == 0
+
+
+@needs_corpus
+def test_a_shifted_ptq_config_is_refused_naming_the_line(tmp_path: Path) -> None:
+    shifted = tmp_path / "train_ptq_infer_python.txt"
+    shifted.write_text(without_line(text(SEG_PTQ), 4))
+    proc = tipcgen("import", str(shifted))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"{shifted}:10: idx 9 should hold '##'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@needs_corpus
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s.replace("  layout: ptq ", "  layout: ptq_x "), "ptq.layout: expected one of ptq, ptq_video, kl_quant"),
+    (lambda s: s.replace("    batch_num: --batch_num:1\n", ""), "ptq.lines: has no batch_num line"),
+    (lambda s: s.replace("    trainer: trainer:PTQ", "    trainer: trainer:PTQ\n    epochs: --epochs:1"),
+     "ptq.lines.epochs: is no line of the ptq layout"),
+    (lambda s: s.replace("    inference: inference:", "    inference: infer:"), "is not a ptq config: idx 14 should hold 'inference:'"),
+    (lambda s: s.replace("    python: python:python3.7", "    python: [python]"), "ptq.lines.python: expected one line of text"),
+    (lambda s: s.replace("  lines:", "  eval_data: ../eval.npz\n  lines:"), "ptq.eval_data: expected a relative .npz path"),
+    (lambda s: s.replace("  lines:", "  accuracy_drop: 2\n  lines:"), "ptq.accuracy_drop: expected a number from 0 to 1"),
+])
+def test_a_bad_ptq_section_names_the_field(change, message: str) -> None:
+    section = import_ptq(text(SEG_PTQ), "seg.txt")
+    with pytest.raises(DescriptorError, match=re.escape(message)):
+        descriptor.load_text(with_ptq(change(section)), source="tipc.yaml")
+
+
+@needs_corpus
+def test_the_pact_and_clas_ptq_configs_import_and_init_back_byte_for_byte() -> None:
+    """The 54 compression configs in the basic chain's layout families (PaddleClas PTQ and PACT, OCR,
+    PaddleSeg and the tutorial's PACT) import as basic-chain descriptors and render back byte for byte."""
+    basic = [p for p in FILES if p not in PTQ_FILES]
+    assert len(basic) == 54
+    for path in basic:
+        original = path.read_bytes().decode()
+        _, desc = import_descriptor(original, path.name)
+        assert render.render_config(desc) == original, path.name

@@ -1,0 +1,90 @@
+"""The descriptor's ``ptq`` section: the post-training quantization config, line by line.
+
+``tipcgen import`` of a ``train_ptq_infer_python.txt`` writes it; ``tipcgen init`` renders it back
+byte for byte (``format/compression.py`` holds the layouts). Each line is named after the
+variable its suite's runner reads it into and kept as written, so nothing is normalised.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tipcgen.core.errors import DescriptorError
+from tipcgen.descriptor.schema import INPUTS_PATH_RE, PTQ_FIELDS
+from tipcgen.descriptor.yaml_lines import shown
+from tipcgen.format import compression
+from tipcgen.format.layout import header_line
+
+
+DEFAULT_ACCURACY_DROP = 0.05
+
+
+@dataclass(frozen=True)
+class PtqSpec:
+    """The PTQ config (its lines) and what the chain's check reads besides it."""
+
+    config: compression.CompressionConfig
+    eval_data: str | None = None  # a labelled .npz in the repository: accuracy of float and int8
+    accuracy_drop: float = DEFAULT_ACCURACY_DROP
+
+
+def parse(value: Any, source: str, lines: dict[str, int]) -> PtqSpec | None:
+    """The ``ptq`` section → a PtqSpec; errors name the field and its line."""
+    if value is None:
+        return None
+
+    def fail(path: str, message: str, hint: str) -> DescriptorError:
+        return DescriptorError(source, path, message, lines.get(path) or lines.get("ptq"), hint)
+
+    if not isinstance(value, dict):
+        raise fail("ptq", "expected a mapping", "ptq: {layout: ptq, lines: {...}} (tipcgen import writes it)")
+    unknown = sorted(set(value) - PTQ_FIELDS)
+    if unknown:
+        raise fail(f"ptq.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(PTQ_FIELDS)))
+    name = value.get("layout")
+    if name not in compression.LAYOUTS:
+        raise fail("ptq.layout", f"expected one of {', '.join(compression.LAYOUTS)}, found {shown(name)}",
+                   "ptq (tutorial, PaddleSeg), ptq_video (PaddleVideo) or kl_quant (PaddleOCR)")
+    table = compression.LAYOUTS[name]
+    given = value.get("lines")
+    if not isinstance(given, dict):
+        raise fail("ptq.lines", "expected a mapping of line name to the line as written",
+                   "tipcgen import of a PTQ config writes every line")
+    kv = [slot.name for slot in table if slot.kind == "kv"]
+    named = kv + [slot.name for slot in table[1:] if slot.kind != "kv"]  # a header or ## written otherwise
+    for key in given:
+        if key not in named:
+            raise fail(f"ptq.lines.{key}", f"is no line of the {name} layout", "its lines: " + ", ".join(named))
+    missing = [key for key in kv if key not in given]
+    if missing:
+        raise fail("ptq.lines", f"has no {missing[0]} line", f"give every line of the {name} layout: " + ", ".join(kv))
+    texts = {key: _line(text, f"ptq.lines.{key}", fail) for key, text in given.items()}
+    trailing = value.get("trailing") or []
+    if not isinstance(trailing, list):
+        raise fail("ptq.trailing", "expected a list of lines", "trailing: [\"null:null\"]")
+    header = value.get("header", header_line(compression.HEADERS[name][0]))
+    config = compression.CompressionConfig(
+        name, _line(header, "ptq.header", fail), texts,
+        tuple(_line(text, f"ptq.trailing[{i}]", fail) for i, text in enumerate(trailing)),
+        value.get("final_newline", True) is not False)
+    try:
+        if compression.parse(config.render()).layout != name:
+            raise ValueError(f"its lines read as the {compression.parse(config.render()).layout} layout")
+    except ValueError as exc:  # a line that moved a header, ## or keyed line out of its place
+        raise fail("ptq.lines", f"the config it renders is not a {name} config: {exc}",
+                   "keep model_name:, python:, trainer:, inference: and the ## lines where the layout has them") from None
+    eval_data = value.get("eval_data")
+    if eval_data is not None and (not isinstance(eval_data, str) or not INPUTS_PATH_RE.match(eval_data)
+                                  or eval_data.startswith("/") or ".." in eval_data.split("/")):
+        raise fail("ptq.eval_data", f"expected a relative .npz path in the repository, found {shown(eval_data)}",
+                   "e.g. lite_data/eval.npz, holding arrays x (the model's input) and label")
+    drop = value.get("accuracy_drop", DEFAULT_ACCURACY_DROP)
+    if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 <= drop <= 1:
+        raise fail("ptq.accuracy_drop", f"expected a number from 0 to 1, found {shown(drop)}", "e.g. 0.05")
+    return PtqSpec(config, eval_data, float(drop))
+
+
+def _line(text: Any, path: str, fail) -> str:
+    if not isinstance(text, str) or not text or "\n" in text or "\r" in text:
+        raise fail(path, f"expected one line of text, found {shown(text)}", "a config line, e.g. \"--batch_num:1\"")
+    return text

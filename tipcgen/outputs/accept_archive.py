@@ -1,0 +1,171 @@
+"""The lite_data archive's members, listed within a budget, and why it would not unpack safely.
+
+Headers only, never extracted. A tar is read as a stream (one pass, no seeking back into a compressed
+file) through two guards: the compressed bytes are read under a deadline (so a file of many tiny
+concatenated gzip/bzip2/xz streams cannot keep it busy), the unpacked bytes under a size budget (a
+decompression bomb ends at MAX_UNPACKED). Whether a file is a zip or a tar is decided by its content as
+prepare.sh decides it (zip first); a file that is both is refused, so what is checked is what unpacks.
+The member check is linear; member names are shown through core.text.terminal (no escape reaches a
+terminal). For accept_repo's 2.2.1 item.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import re
+import stat
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+from tipcgen.core.errors import ArchiveLimit
+from tipcgen.core.text import terminal
+
+MAX_UNPACKED = 512 << 20  # bytes of tar data read through the decompressor: lite data is a few samples
+MAX_SECONDS = 5.0  # reading one archive's headers
+MAX_MEMBERS = 1_000_000
+_SHOWN = 5
+
+
+class _Guarded(io.RawIOBase):
+    """A readable file that raises ArchiveLimit past a deadline, or past `limit` bytes (None: no limit)."""
+
+    def __init__(self, inner, deadline: float, limit: int | None, what: str) -> None:
+        self.inner, self.deadline, self.limit, self.what, self.count = inner, deadline, limit, what, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if time.monotonic() > self.deadline:
+            raise ArchiveLimit(f"listing its members took over {MAX_SECONDS:g} s (many concatenated compressed "
+                               "streams, or a decompression bomb)")
+        data = self.inner.read(len(buffer))
+        self.count += len(data)
+        if self.limit is not None and self.count > self.limit:
+            raise ArchiveLimit(f"{self.what} more than {self.limit >> 20} MiB (a decompression bomb, or not lite data)")
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _tar_stream(raw, deadline: float):
+    """The uncompressed tar bytes of an open file, whatever the compression tar would accept."""
+    head = raw.read(6)
+    raw.seek(0)
+    guarded = io.BufferedReader(_Guarded(raw, deadline, None, "compressed"), 1 << 16)
+    if head.startswith(b"\x1f\x8b"):
+        inner = gzip.GzipFile(fileobj=guarded, mode="rb")
+    elif head.startswith(b"BZh"):
+        inner = bz2.BZ2File(guarded)
+    elif head.startswith(b"\xfd7zXZ\x00"):
+        inner = lzma.LZMAFile(guarded)
+    else:
+        inner = guarded
+    return io.BufferedReader(_Guarded(inner, deadline, MAX_UNPACKED, "unpacks to"), 1 << 16)
+
+
+def _tar_kind(member: tarfile.TarInfo) -> str:
+    if member.issparse():
+        return "sparse"  # GNU sparse: its holes are not what the file holds
+    return "file" if member.isreg() else "dir" if member.isdir() else "link" if member.issym() or member.islnk() \
+        else "other"
+
+
+def _tar_members(path: Path, deadline: float, first_only: bool = False) -> list[tuple[str, str]]:
+    out = []
+    with open(path, "rb") as raw, tarfile.open(fileobj=_tar_stream(raw, deadline), mode="r|") as archive:
+        for member in archive:
+            out.append((member.name, _tar_kind(member)))
+            archive.members = []  # a stream keeps every TarInfo otherwise: counted here instead
+            if first_only or len(out) > MAX_MEMBERS:
+                break
+    return out
+
+
+def _is_tar(path: Path, deadline: float) -> bool:
+    try:
+        return bool(_tar_members(path, deadline, first_only=True))
+    except (OSError, EOFError, tarfile.TarError, ArchiveLimit, lzma.LZMAError, zipfile.BadZipFile):
+        return False
+
+
+def archive_members(path: Path) -> list[tuple[str, str]]:
+    """(name, kind) of every member, kind file | dir | link | sparse | other. ArchiveLimit for a file
+    that is both a zip and a tar, too many members, or past the time or size budget; OSError,
+    tarfile.TarError, zipfile.BadZipFile, EOFError or lzma.LZMAError for one that is not an archive."""
+    deadline = time.monotonic() + MAX_SECONDS
+    if zipfile.is_zipfile(path):
+        if _is_tar(path, deadline):
+            raise ArchiveLimit("it is both a zip and a tar (a file that unpacks differently by tool): "
+                               "rebuild it as one of them")
+        with open(path, "rb") as handle:  # the central directory's count, before zipfile reads every entry
+            end = zipfile._EndRecData(handle)  # noqa: SLF001 - the standard library's own end-record reader
+        if end and end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS:
+            raise ArchiveLimit(f"it has {end[zipfile._ECD_ENTRIES_TOTAL]} members (at most {MAX_MEMBERS})")
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+            if len(infos) > MAX_MEMBERS:
+                raise ArchiveLimit(f"it has {len(infos)} members (at most {MAX_MEMBERS})")
+            out = []
+            for info in infos:
+                mode = info.external_attr >> 16
+                kind = "link" if stat.S_ISLNK(mode) else "dir" if info.is_dir() else \
+                    "file" if stat.S_IFMT(mode) in (0, stat.S_IFREG) else "other"
+                out.append((info.filename, kind))
+            return out
+    out = _tar_members(path, deadline)
+    if len(out) > MAX_MEMBERS:
+        raise ArchiveLimit(f"it has more than {MAX_MEMBERS} members")
+    return out
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(terminal(name) for name in names[:_SHOWN]) + (f" and {len(names) - _SHOWN} more"
+                                                                   if len(names) > _SHOWN else "")
+
+
+def archive_problems(members: list[tuple[str, str]]) -> list[str]:
+    """Why an archive would not unpack to lite_data/ safely: unsafe members (absolute, '..', link, device,
+    sparse), a member under a name that is also a file (file then folder), members outside lite_data/,
+    no files. One pass over the members (sets, never a list search)."""
+    unsafe, outside, clash, files, tops = [], [], [], 0, set()
+    file_paths: set[str] = set()
+    dir_paths: set[str] = set()
+    for name, kind in members:
+        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts \
+                or kind in ("link", "other", "sparse"):
+            unsafe.append(name)
+            continue
+        if not parts or parts[0] != "lite_data":
+            outside.append(name)
+            if parts:  # what `tar -xf` puts at the top: a folder (or a loose file)
+                tops.add(parts[0] + ("/" if len(parts) > 1 or kind == "dir" else ""))
+            continue
+        joined = "/".join(parts)
+        prefixes = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        if any(p in file_paths for p in prefixes) or (kind == "file" and joined in dir_paths) \
+                or (kind == "dir" and joined in file_paths):
+            clash.append(name)
+        dir_paths.update(prefixes)
+        (file_paths if kind == "file" else dir_paths).add(joined)
+        files += kind == "file"
+    problems = []
+    if unsafe:
+        problems.append(f"unsafe member(s) (absolute, '..', link, device or sparse): {_shown(unsafe)}")
+    if clash:
+        problems.append(f"member(s) under a name that is also a file (a file, then a folder of that name): "
+                        f"{_shown(clash)}")
+    if outside:
+        shown = sorted(tops)
+        listed = f"{', '.join(terminal(top) for top in shown[:3])}{', ...' if len(shown) > 3 else ''}"
+        unpacks = "" if not shown else f"it also unpacks {listed} beside lite_data/; " \
+            if len(members) > len(unsafe) + len(outside) \
+            else f"it unpacks to {listed} instead of lite_data/; "
+        problems.append(f"{unpacks}member(s) outside lite_data/: {_shown(outside)}")
+    if not files:
+        problems.append("no file under lite_data/")
+    return problems
