@@ -121,6 +121,8 @@ def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None) -> 
     refuse_lint_errors(root, config_path)
     text = inputs.read_text(root / config_path, "config")
     found = refuse_missing_interpreter(config_path, text, env)
+    if TipcConfig.parse(text).kind not in layout.LAYOUT_OF_KIND:
+        return []  # a paddle2onnx, benchmark or PTQ config: its runner passes no trained checkpoint or train keys
     model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model_name:")), None)
     untrained = untrained_steps(text, own_weights(root, model))
     if untrained:
