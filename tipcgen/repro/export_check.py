@@ -8,7 +8,8 @@ read by ``paddle.static.load_inference_model`` in the chain's own interpreter, w
 read back without pickle), and compares them by shape and value: Paddle 3's export renames every
 parameter (``fc.weight`` becomes ``linear_0.w_0``), so a trained parameter is found by its shape and its
 values. A trained parameter with no exported one of its shape was folded or left out by export (a
-BatchNorm folded into a conv, a loss head): allowed and counted. One with exported ones of its shape
+BatchNorm folded into a conv, a loss head): allowed and counted; so is a one-element tensor (a
+quantizer's scale or state, which a PACT export rescales). One with exported ones of its shape
 that all hold other values fails the check, named; so does an export holding none of them.
 
 Every inference case of that training must have read the export's folder (the run's own export), or
@@ -96,7 +97,9 @@ def compare(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray]) -> 
     def digest(array: np.ndarray) -> str:
         return hashlib.sha256(np.ascontiguousarray(array.astype(np.float32)).tobytes()).hexdigest() + str(array.shape)
 
-    floats = {n: a for n, a in trained.items() if np.issubdtype(a.dtype, np.floating) and a.size}
+    # A one-element parameter (a quantizer's scale or state, a counter) says nothing about which weights
+    # export used, and export may rescale or fold it: only tensors of two elements or more are compared.
+    floats = {n: a for n, a in trained.items() if np.issubdtype(a.dtype, np.floating) and a.size > 1}
     by_digest = {digest(a) for a in exported.values() if np.issubdtype(a.dtype, np.floating)}
     matched, folded = 0, 0
     for name, array in floats.items():
