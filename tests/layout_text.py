@@ -1,8 +1,11 @@
-"""Configs for tests, written by the one writer of the layout (render.layout_text, the template)."""
+"""Configs for tests, written by the one writer of the layout (render.layout_text, the template), and the
+round trip `tipcgen import` then `tipcgen init` make of one."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tipcgen import descriptor
+from tipcgen.configs.importer import import_config
 from tipcgen.format import layout
 from tipcgen.render import render
 from tipcgen.format.config import TipcConfig
@@ -34,3 +37,19 @@ def trailing_sections(config: TipcConfig) -> list[tuple[str | None, list[str]]]:
         else:
             sections.append((None, [line.text]))
     return sections
+
+
+def round_trip(text: str, source: str = "t.txt") -> str:
+    """import -> load the descriptor text -> render the config, as `tipcgen import` then `tipcgen init` do
+    (independently of import_descriptor, which loads what it wrote itself)."""
+    return render.render_config(descriptor.load_text(import_config(text, source), source="t.yaml"))
+
+
+def sample_slots() -> dict[str, tuple[str, str | None]]:
+    """The bert-sst2 sample's slots: {slot_name: (key, value)}."""
+    return {name: (value.key, value.value) for name, value in descriptor.load("bert-sst2").slots.items()}
+
+
+def sample_config_text(**pairs: tuple[str, str | None]) -> str:
+    """A 51-line config: the bert-sst2 sample's slots with some replaced."""
+    return build({**sample_slots(), **pairs}).render()

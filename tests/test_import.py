@@ -16,7 +16,7 @@ from tipcgen.format import layout
 from tipcgen.render import render
 from tipcgen.core.errors import InputError, TipcgenError
 from tipcgen.configs.importer import ConfigImportError, import_config, import_descriptor, import_file
-from layout_text import build
+from layout_text import round_trip, sample_config_text as config_text, sample_slots
 import corpus_sweep
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"
@@ -24,19 +24,7 @@ SHIFTED = "PaddleOCR/test_tipc__configs__ch_PP-OCRv4_server_rec_ampO2_ultra__tra
 CLAS_RESNET = "PaddleClas/test_tipc__configs__ResNet__ResNet50_vd_train_infer_python.txt"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
 ENV = render.environment()
-
-
-def round_trip(text: str, source: str = "t.txt") -> str:
-    """import → descriptor.load_text → render_config, independently of import_descriptor."""
-    return render.render_config(descriptor.load_text(import_config(text, source), source="t.yaml"), ENV)
-
-
-BERT_SST2 = {name: (value.key, value.value) for name, value in descriptor.load("bert-sst2").slots.items()}
-
-
-def config_text(**pairs: tuple[str, str | None]) -> str:
-    """A 51-line config: the bert-sst2 sample's slots with some replaced."""
-    return build({**BERT_SST2, **pairs}).render()
+BERT_SST2 = sample_slots()
 
 
 # ---------------------------------------------------------------- the corpus

@@ -89,6 +89,19 @@ def test_the_int8_model_is_checked_against_the_float_one(ptq_run) -> None:
     assert "; accuracy float 1, int8 1 (+0)" in ptq_run[1].stdout
 
 
+def test_the_report_shows_int8_and_float_side_by_side(ptq_run) -> None:
+    repo, _ = ptq_run
+    proc = tipcgen("report", str(run_dir(repo)), "--format", "all", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    md = (run_dir(repo) / "report.md").read_text()
+    section = md.split("## int8 against float", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in section.splitlines() if "ptq\\_int8\\_vs\\_float" in line or "ptq_int8_vs_float" in line)
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == "PASS" and cells[3] == "100%" and cells[6].endswith("x"), cells  # top-1 agreement, speed-up
+    assert [c.lstrip("\\") for c in cells[7:]] == ["1.0000", "1.0000", "+0.0000"], cells  # both on ptq.eval_data (md escapes a leading +)
+    assert "int8 against float" in (run_dir(repo) / "report.html").read_text()
+
+
 def test_the_check_fails_an_int8_model_beyond_its_tolerance(ptq_run) -> None:
     """The same models with a tolerance no int8 model meets: the check exits 1, naming the difference."""
     repo, _ = ptq_run

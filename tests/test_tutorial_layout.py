@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import tipcgen
 from grid import perturbed_weight_fails, run_grid
+from layout_text import round_trip
 from tutorial_runner import run_tutorial
 
 from tipcgen import descriptor
@@ -29,11 +30,6 @@ needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found
 STEP6 = "tutorials__mobilenetv3_prod__Step6__test_tipc__configs__mobilenet_v3_small__{}.txt"
 TUTORIAL_FILES = ("train_infer_python", "train_fleet_infer_python", "train_pact_infer_python",
                   "win_train_infer_python", "train_amp_infer_python")
-
-
-def round_trip(text: str, source: str = "t.txt") -> str:
-    """import -> load the descriptor text -> render, as `tipcgen import` then `tipcgen init` do."""
-    return render.render_config(descriptor.load_text(importer.import_config(text, source), source="t.yaml"))
 
 
 @needs_corpus

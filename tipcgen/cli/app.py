@@ -21,6 +21,7 @@ from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
 from tipcgen.core.text import terminal
+from tipcgen.format.words import FAILED, PASSED, SKIPPED
 
 app = typer.Typer(
     add_completion=True,
@@ -238,8 +239,8 @@ def report(
     for note in result.notes:
         typer.echo(f"note: {terminal(note)}", err=True)
     s = result.summary
-    typer.echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count('passed')} passed, {s.count('failed')} failed, "
-               f"{s.count('skipped')} skipped)")
+    typer.echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count(PASSED)} passed, {s.count(FAILED)} failed, "
+               f"{s.count(SKIPPED)} skipped)")
 
 
 @app.command()

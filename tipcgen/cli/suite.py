@@ -39,7 +39,8 @@ def suite(
     Example: tipcgen suite . ../other-model --jobs 2 --timeout 900
     """
     from tipcgen.run import guard
-    from tipcgen.suite import owned, report, slots as machine
+    from tipcgen.suite import owned, report
+    from tipcgen.suite import slots as machine
     from tipcgen.suite import suite as planner
 
     owned.check_limits(timeout, jobs)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tipcgen import descriptor
+from tipcgen.configs import family_pick
 from tipcgen.core import inputs
 from tipcgen.core.errors import ConfigImportError, DescriptorError
 from tipcgen.descriptor import writer
 from tipcgen.descriptor.schema import SCHEMA_VERSION
-from tipcgen.configs import family_pick
 from tipcgen.format import config as cfg
 from tipcgen.format import families, layout, layout_check, text_style
 

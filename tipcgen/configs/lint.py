@@ -74,10 +74,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tipcgen.core import inputs
 from tipcgen.configs import family_pick, lint_compression
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
+from tipcgen.core import inputs
 from tipcgen.format import families, layout
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes

@@ -29,7 +29,6 @@ from typing import Iterator
 
 from tipcgen.core.errors import RenderConflictError, TipcgenError, os_error
 
-
 _TEMP_PREFIX = ".tipcgen-tmp-"
 
 

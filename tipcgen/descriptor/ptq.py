@@ -15,7 +15,6 @@ from tipcgen.descriptor.yaml_lines import shown
 from tipcgen.format import compression
 from tipcgen.format.layout import header_line
 
-
 DEFAULT_ACCURACY_DROP = 0.05
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tipcgen.format import chain, compression, layout
+from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcgen/tipc.schema.json
@@ -190,7 +191,7 @@ FIELDS: tuple[Field, ...] = (
     Field("data.whole_from_lite", "`true`: `whole_train_whole_infer` trains on the lite data on purpose (default "
           "`false`: refused)", {"type": "boolean"}),
     Field("run", "limits (`run:` below)"),
-    Field("run.step_timeout", "seconds before a step is killed (default 600)",
+    Field("run.step_timeout", f"seconds before a step is killed (default {DEFAULT_STEP_TIMEOUT})",
           {"type": "integer", "minimum": 1, "maximum": MAX_STEP_TIMEOUT}),
     Field("checks", "result checks of every inference case ([CHAINS.md](CHAINS.md))"),
     Field("checks.reference", "the file the export step writes the dygraph model's results to (a plain file name)",

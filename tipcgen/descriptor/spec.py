@@ -11,6 +11,7 @@ from typing import Any
 
 from tipcgen.core.errors import DescriptorError
 from tipcgen.format import chain
+from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class Descriptor:
     slots: dict[str, SlotValue]
     sections: tuple[tuple[str | None, tuple[str, ...]], ...] = ()
     data: DataSpec | None = None
-    step_timeout: int = 600
+    step_timeout: int = DEFAULT_STEP_TIMEOUT
     description: str = ""
     checks: ChecksSpec | None = None
     paddle2onnx: Paddle2OnnxSpec | None = None

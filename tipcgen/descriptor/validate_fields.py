@@ -28,6 +28,7 @@ from tipcgen.descriptor.spec import ChecksSpec, DataFile, DataSpec, Paddle2OnnxS
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.format import layout, text_style
 from tipcgen.format.config import Line as _ConfigLine
+from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 
 class GroupChecks(Checks):
@@ -259,9 +260,9 @@ class GroupChecks(Checks):
 
     def _run(self, value: Any) -> int:
         if value is None:
-            return 600
+            return DEFAULT_STEP_TIMEOUT
         value = self.mapping(value, "run", RUN_FIELDS)
-        timeout = value.get("step_timeout", 600)
+        timeout = value.get("step_timeout", DEFAULT_STEP_TIMEOUT)
         if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 < timeout <= MAX_STEP_TIMEOUT:
             raise self._err("run.step_timeout", timeout, f"whole seconds between 1 and {MAX_STEP_TIMEOUT}")
         return timeout

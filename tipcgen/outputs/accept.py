@@ -15,6 +15,7 @@ from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
+from tipcgen.format.words import FAILED, PASSED, SKIPPED
 from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
@@ -90,7 +91,7 @@ def _train_logs(root: Path, run_dir: Path, summary: Summary) -> list[Path]:
     """Each passed train step's log: <output_dir>/train.log, else the step's own log."""
     logs = []
     for step in summary.steps:
-        if step.kind != "train" or step.status != "passed":
+        if step.kind != "train" or step.status != PASSED:
             continue
         path = inside(run_dir, f"{step.name}/{TRAIN_LOG}") or inside(root, step.log)  # never outside them
         if path is not None:
@@ -131,7 +132,7 @@ def check_autolog(root: Path, summary: Summary | None, config_path: Path | None 
     title = "inference speed: an AutoLog block in every inference case's log"
     if summary is None:
         return Item("3.2.3", title, False, OUTPUT + "/", "no run found", _NO_RUN)
-    cases = [s for s in summary.steps if s.kind == "infer" and s.status == "passed" and s.log]
+    cases = [s for s in summary.steps if s.kind == "infer" and s.status == PASSED and s.log]
     if not cases:
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
                     "run a mode with inference (lite_train_lite_infer)")
@@ -189,9 +190,9 @@ def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item
     if summary is None or run_dir is None:
         return Item("4.2.2-run", title, False, OUTPUT + "/", "no run found", _NO_RUN)
     where = _rel(run_dir / SUMMARY_JSON, root)
-    counts = f"{summary.count('passed')} passed, {summary.count('failed')} failed, {summary.count('skipped')} skipped"
+    counts = f"{summary.count(PASSED)} passed, {summary.count(FAILED)} failed, {summary.count(SKIPPED)} skipped"
     if not summary.ok:
-        failed = [s.name for s in summary.steps if s.status == "failed"]
+        failed = [s.name for s in summary.steps if s.status == FAILED]
         detail = counts + (f"; failed: {', '.join(failed[:3])}" if failed else "") + \
             (f"; {summary.problems[0]}" if summary.problems else "") + ("; interrupted" if summary.interrupted else "")
         return Item("4.2.2-run", title, False, where, detail, "fix the failed steps (tipcgen report shows their logs) and run again")

@@ -14,7 +14,6 @@ from pathlib import Path
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
-
 from tipcgen.format.config import TipcConfig
 from tipcgen.outputs.accept_archive import ArchiveLimit, archive_members, archive_problems
 from tipcgen.outputs.checklist import Item

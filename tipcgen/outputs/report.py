@@ -18,7 +18,8 @@ from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
 from tipcgen.format.paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
-from tipcgen.outputs import accept, markup, report_bench
+from tipcgen.format.words import SKIPPED
+from tipcgen.outputs import accept, markup, report_bench, report_quant
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
     TrainCurve,
@@ -82,10 +83,11 @@ class Report:
     notes: list[str] = field(default_factory=list)
     acceptance: Acceptance | None = None  # the basic chain's acceptance checklist (tipcgen accept)
     speeds: list = field(default_factory=list)  # benchmark_train: report_bench.SpeedRow per case
+    quant: list = field(default_factory=list)  # ptq: report_quant.QuantRow per int8-vs-float check
 
     @property
     def trained(self) -> bool:
-        return any(step.kind == "train" and step.status != "skipped" for step in self.summary.steps)
+        return any(step.kind == "train" and step.status != SKIPPED for step in self.summary.steps)
 
     @property
     def verdict(self) -> str:
@@ -132,7 +134,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
                            "test_tipc/output/<model>/<mode>, which tipcgen run writes")
     summary = load_summary(path)  # SummaryFileError (exit 2) names the file and the field
     root = root or root_of(run_dir)
-    curves = [curve for step in summary.steps if step.kind == "train" and step.status != "skipped"
+    curves = [curve for step in summary.steps if step.kind == "train" and step.status != SKIPPED
               for curve in [read_curve(step, run_dir, root)] if curve is not None]
     report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
                     rows=step_rows(summary), curves=curves, checks=check_rows(summary.steps),
@@ -141,6 +143,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None) ->
         report.acceptance = accept.check(root, run_dir)
     if summary.chain == "benchmark_train":
         report.speeds = report_bench.speed_rows(summary, run_dir)
+    report.quant = report_quant.quant_rows(summary.steps)
     for curve in curves:
         if curve.restarts:
             report.notes.append(f"{curve.step}: the step counter of {curve.source} starts over {curve.restarts} time(s) "
@@ -178,7 +181,7 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
     """`CPU (gpu_list -1); GPU cases skipped: no CUDA device` from the steps that ran and were skipped."""
     ran = []
     for step in summary.steps:
-        if step.kind == "train" and step.status != "skipped" and step.gpu:
+        if step.kind == "train" and step.status != SKIPPED and step.gpu:
             entry = step.gpu
             if entry == "-1":
                 ran.append("CPU (gpu_list -1)")
@@ -189,7 +192,7 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
     if not ran and autolog.get("runtime_device"):
         ran.append(autolog["runtime_device"])
     text = ", ".join(dict.fromkeys(ran)) or "not recorded"
-    if any("CUDA device" in step.reason for step in summary.steps if step.status == "skipped"):
+    if any("CUDA device" in step.reason for step in summary.steps if step.status == SKIPPED):
         text += "; GPU cases skipped: no CUDA device on this machine"
     return text
 
@@ -199,7 +202,7 @@ def step_rows(summary: Summary) -> list[Row]:
     for number, step in enumerate(summary.steps, 1):
         parts = [", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), step.reason, check_text(step.check), step.note]
         rows.append(Row(number, step.mark, step.kind, step.name,
-                        f"{step.seconds:.1f}" if step.status != "skipped" else "-",
+                        f"{step.seconds:.1f}" if step.status != SKIPPED else "-",
                         "; ".join(p for p in parts if p), step.command, step.log.removeprefix("./")))
     return rows
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tipcgen.format.words import PASSED, SKIPPED
 from tipcgen.results.results import Summary
 
 DOC = "test_tipc/docs/test_train_inference_python.md"
@@ -50,7 +51,7 @@ def build(summary: Summary, run: str) -> Table:
     """The cells a run proves: only steps that passed count; skipped ones are listed with their reason."""
     single, multi, infer = [], [], {}
     for step in summary.steps:
-        if step.status != "passed":
+        if step.status != PASSED:
             continue
         if step.kind == "train":
             if not step.gpu or not step.trainer:
@@ -73,7 +74,7 @@ def build(summary: Summary, run: str) -> Table:
                 value = getattr(step, field_name)
                 if value is not None:
                     row.values.setdefault(key, set()).add(value)
-    skipped = [f"{step.kind} {step.name}: {step.reason}" for step in summary.steps if step.status == "skipped"]
+    skipped = [f"{step.kind} {step.name}: {step.reason}" for step in summary.steps if step.status == SKIPPED]
     return Table(model=summary.model, run=run, single=single, multi=multi,
                  infer=[infer[d] for d in ("gpu", "cpu") if d in infer], skipped=skipped)
 

@@ -17,11 +17,18 @@ from tipcgen.configs import existing, legacy_format
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
-from tipcgen.descriptor.answers import ANSWERS_FILE, BASE_DIR, Answers, base_path, descriptor_reference, sha256_of, target_of
+from tipcgen.descriptor.answers import (
+    ANSWERS_FILE,
+    BASE_DIR,
+    Answers,
+    base_path,
+    descriptor_reference,
+    sha256_of,
+    target_of,
+)
 from tipcgen.descriptor.answers import read as read_answers
 from tipcgen.format import chain, compression, layout, paths, text_style
-from tipcgen.render import gitignore
-from tipcgen.render import shipped
+from tipcgen.render import gitignore, shipped
 from tipcgen.render.templating import environment
 
 
@@ -105,7 +112,8 @@ def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
         runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
             calibration=[s for s in kv if at["python"] < s.index < at["trainer"]],
             inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed], **context)
-    return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": env.get_template("runner/check_quant.py.j2").render()}
+    check = env.get_template("runner/shipped.py.j2").render(name="check_quant.py", source=shipped.source("check_quant.py"))
+    return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": check}
 
 
 def golden_dir(desc: Descriptor) -> Path | None:

@@ -14,7 +14,7 @@ import jinja2
 from tipcgen import __version__
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
-from tipcgen.format import chain, layout
+from tipcgen.format import chain, layout, words
 
 
 def templates_dir() -> Path:
@@ -44,5 +44,6 @@ def environment() -> jinja2.Environment:
     env.filters["terminal"] = terminal  # text from files and logs on a terminal: escapes neutralised
     env.globals["header"] = layout.header_line
     env.globals["version"] = __version__
+    env.globals.update(words.template_context())  # {{ status.passed }}: the words Python reads
     env.globals.update(chain.template_context())  # templates name slots by field: {{ f.train.epochs }}
     return env

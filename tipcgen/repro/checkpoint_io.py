@@ -25,8 +25,22 @@ from tipcgen.core.errors import CheckpointError
 from tipcgen.core.inputs import read_bytes
 from tipcgen.core.writes import staged_path
 from tipcgen.repro.pickles import (
-    DEFAULT_MAX_BYTES, MAX_VALUES, Budget, Refused, Stand, brief, check_key, check_opcodes, declared_bytes,
-    limit_text, open_zip, plain, read_member, shape_of, short, zip_members,
+    DEFAULT_MAX_BYTES,
+    MAX_VALUES,
+    Budget,
+    Refused,
+    Stand,
+    brief,
+    check_key,
+    check_opcodes,
+    declared_bytes,
+    limit_text,
+    open_zip,
+    plain,
+    read_member,
+    shape_of,
+    short,
+    zip_members,
 )
 from tipcgen.repro.reprod_files import load_pickled_dict
 

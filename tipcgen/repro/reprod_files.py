@@ -19,8 +19,25 @@ import numpy as np
 from tipcgen.core.errors import AlignFileError
 from tipcgen.core.inputs import read_bytes
 from tipcgen.repro.pickles import (  # noqa: F401  # the limits are part of this module's interface
-    DEFAULT_MAX_BYTES, MAX_DEPTH, MAX_KEY, MAX_NDIM, MAX_OPCODES, MAX_VALUES, Budget, Refused, Stand, brief,
-    check_key, check_opcodes, declared_bytes, limit_text, open_zip, plain, read_member, short, zip_members,
+    DEFAULT_MAX_BYTES,
+    MAX_DEPTH,
+    MAX_KEY,
+    MAX_NDIM,
+    MAX_OPCODES,
+    MAX_VALUES,
+    Budget,
+    Refused,
+    Stand,
+    brief,
+    check_key,
+    check_opcodes,
+    declared_bytes,
+    limit_text,
+    open_zip,
+    plain,
+    read_member,
+    short,
+    zip_members,
 )
 
 _NPZ_SEP = "/"

@@ -16,8 +16,8 @@ import numpy as np
 
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
-from tipcgen.repro.convert import Rules, load_rules
 from tipcgen.render.shipped.tipc_compare import abs_diff
+from tipcgen.repro.convert import Rules, load_rules
 from tipcgen.repro.patterns import match_budget
 
 ROOT_NAME = "(model)"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tipcgen.format.words import ERROR, FAILED, PASSED, SKIPPED
 from tipcgen.render import templating
 from tipcgen.results.results import Summary
 from tipcgen.results.summary_check import xml_text
 
-OUTCOMES = ("passed", "failed", "skipped", "error")
+OUTCOMES = (PASSED, FAILED, SKIPPED, ERROR)  # a case's outcome: a step's status, or an error
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Case:
     classname: str
     name: str
     seconds: float = 0.0
-    outcome: str = "passed"  # one of OUTCOMES
+    outcome: str = PASSED  # one of OUTCOMES
     message: str = ""  # the failure's, skip's or error's one line
     text: str = ""  # the failure's or error's detail (command, log, tail)
     output: str = ""  # system-out
@@ -39,17 +40,17 @@ def summary_suite(summary: Summary, prefix: str | None = None, log_dir: str = ""
     prefix = prefix or f"{summary.model}.{summary.mode}"
     cases = []
     for step in summary.steps:
-        outcome = step.status if step.status in ("failed", "skipped") else "passed"
+        outcome = step.status if step.status in (FAILED, SKIPPED) else PASSED
         detail = f"command: {step.command}\nlog: {(log_dir + ' ') if log_dir else ''}{step.log}\n" + "\n".join(step.tail)
-        cases.append(Case(f"{prefix}.{step.kind}", step.name, step.seconds, outcome, step.reason if outcome != "passed" else "",
-                          detail if outcome == "failed" else "", step.note))
+        cases.append(Case(f"{prefix}.{step.kind}", step.name, step.seconds, outcome, step.reason if outcome != PASSED else "",
+                          detail if outcome == FAILED else "", step.note))
     for m in summary.target.get("metrics", []):
         shown = m["measured"] if m.get("measured") is not None else "nothing"
         message = "" if m["reproduced"] else (f"not reproduced: {m['metric']} measured {shown}, paper {m['paper']}, "
                                              f"bound {m['bound']}")
-        cases.append(Case(f"{prefix}.target", f"target {m['metric']}", 0.0, "passed" if m["reproduced"] else "failed", message))
+        cases.append(Case(f"{prefix}.target", f"target {m['metric']}", 0.0, PASSED if m["reproduced"] else FAILED, message))
     for number, problem in enumerate(summary.problems, 1):
-        cases.append(Case(prefix, f"chain-{number}", 0.0, "error", problem))
+        cases.append(Case(prefix, f"chain-{number}", 0.0, ERROR, problem))
     properties = [("config", summary.config), *summary.environment.items()]
     return Suite(f"tipc.{summary.chain}.{summary.model}.{summary.mode}", cases, summary.wall_seconds, properties)
 

@@ -16,6 +16,16 @@ from pathlib import Path
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
 from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
+from tipcgen.format.words import (
+    CHAIN_FAILED,
+    CHAIN_INTERRUPTED,
+    CHAIN_PASSED,
+    CHAIN_UNCHECKED,
+    FAILED,
+    MARKS,
+    PASSED,
+    SKIPPED,
+)
 from tipcgen.results import autolog
 from tipcgen.results.summary_check import read_summary_data
 
@@ -59,9 +69,6 @@ class Step:
     def mark(self) -> str:
         """PASS, FAIL or SKIP: how every table shows the status."""
         return MARKS.get(self.status, self.status.upper())
-
-
-MARKS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
 
 
 # What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode.
@@ -108,13 +115,13 @@ class Summary:
 
     def missing_kinds(self) -> list[str]:
         """Required kinds without a passed step (the runner exited 0, but it did not do the work)."""
-        passed = {step.kind for step in self.steps if step.status == "passed"}
+        passed = {step.kind for step in self.steps if step.status == PASSED}
         return [kind for kind in self.required_kinds if kind not in passed]
 
     @property
     def ok(self) -> bool:
-        return (not self.problems and not self.interrupted and self.count("failed") == 0
-                and self.count("passed") > 0 and self.runner_exit_code == 0 and not self.missing_kinds()
+        return (not self.problems and not self.interrupted and self.count(FAILED) == 0
+                and self.count(PASSED) > 0 and self.runner_exit_code == 0 and not self.missing_kinds()
                 and self.target.get("reproduced", True))
 
     @property
@@ -129,8 +136,8 @@ class Summary:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        data.update(ok=self.ok, exit_code=self.exit_code, passed=self.count("passed"),
-                    failed=self.count("failed"), skipped=self.count("skipped"),
+        data.update(ok=self.ok, exit_code=self.exit_code, passed=self.count(PASSED),
+                    failed=self.count(FAILED), skipped=self.count(SKIPPED),
                     steps_seconds=round(sum(s.seconds for s in self.steps), 3))
         return data
 
@@ -219,11 +226,11 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{path}:{number}: unreadable step record ({exc})")
             continue
-        if step.status == "failed" and step.log:
+        if step.status == FAILED and step.log:
             step.tail = log_tail(root / step.log)
-        if step.status == "passed" and step.kind == "eval" and step.log:
+        if step.status == PASSED and step.kind == "eval" and step.log:
             step.metrics = eval_metrics(log_tail(root / step.log, 200))
-        if step.kind == "infer" and step.status == "passed" and step.log:
+        if step.kind == "infer" and step.status == PASSED and step.log:
             step.speed = autolog.parse(log_tail(root / step.log, 400))
         if step.kind == "check" and step.log:
             step.check = check_result(log_tail(root / step.log, 200))
@@ -242,8 +249,8 @@ def check_status_lines(run_dir: Path, steps: list[Step], results_log: str = RESU
     ok = sum(1 for line in lines if "Run successfully with command" in line)
     bad = sum(1 for line in lines if "Run failed with command" in line)
     problems = []
-    passed = sum(1 for s in steps if s.status == "passed")
-    failed = sum(1 for s in steps if s.status == "failed" and s.command)
+    passed = sum(1 for s in steps if s.status == PASSED)
+    failed = sum(1 for s in steps if s.status == FAILED and s.command)
     if (ok, bad) != (passed, failed):
         problems.append(f"{path}: {ok} success and {bad} failure lines, but the step records say "
                         f"{passed} passed and {failed} failed")
@@ -280,8 +287,8 @@ RUN_CHECK_REFERENCES = ("trained", "git")
 def verdict(summary: Summary) -> str:
     """PASSED only when the steps ran and passed; a run where no result check passed says so."""
     if not summary.ok:
-        return "INTERRUPTED" if summary.interrupted else "FAILED"
-    if not any(step.kind == "check" and step.status == "passed" and step.check.get("logs") != 0
+        return CHAIN_INTERRUPTED if summary.interrupted else CHAIN_FAILED
+    if not any(step.kind == "check" and step.status == PASSED and step.check.get("logs") != 0
                and step.reference not in RUN_CHECK_REFERENCES for step in summary.steps):
-        return "PASSED (results not checked)"  # no check ran, or none compared anything (one configuration only)
-    return "PASSED"
+        return CHAIN_UNCHECKED  # no check ran, or none compared anything (one configuration only)
+    return CHAIN_PASSED

@@ -17,10 +17,11 @@ from markupsafe import Markup, escape
 from tipcgen.core import inputs
 from tipcgen.core.errors import SummaryFileError
 from tipcgen.format.paths import STEP_FIELDS
+from tipcgen.format.words import FAILED, PASSED, SKIPPED
 from tipcgen.results import summary_fields as shapes
 
 MAX_SUMMARY_BYTES = 64 << 20
-STATUSES = ("passed", "failed", "skipped")
+STATUSES = (PASSED, FAILED, SKIPPED)
 _MAX_SECONDS = 1e9  # about 30 years: anything larger is not a time a run took
 _MAX_EXIT = 1 << 31
 _TEXT_FIELDS = ("model", "mode", "config")

@@ -10,6 +10,7 @@ from pathlib import Path
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
+from tipcgen.format.words import FAILED, PASSED, SKIPPED
 from tipcgen.render import templating
 from tipcgen.results import junit
 from tipcgen.results.results import Summary, check_text
@@ -21,7 +22,7 @@ def write_junit(summary: Summary, path: Path) -> None:
 
 def terminal_text(summary: Summary, color: bool = False) -> str:
     """The table a person reads at the end of a run."""
-    paint = {"passed": "\033[32m", "failed": "\033[31m", "skipped": "\033[33m"} if color else {}
+    paint = {PASSED: "\033[32m", FAILED: "\033[31m", SKIPPED: "\033[33m"} if color else {}
     rows = []
     for step in summary.steps:
         mark = step.mark
@@ -33,7 +34,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         if step.kind == "speed" and step.speed:
             detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
         rows.append((mark, terminal(step.kind), terminal(step.name),
-                     f"{step.seconds:.1f}" if step.status != "skipped" else "-", terminal(detail)))
+                     f"{step.seconds:.1f}" if step.status != SKIPPED else "-", terminal(detail)))
     return templating.environment().get_template("report/summary.txt.j2").render(
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),

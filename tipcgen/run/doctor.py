@@ -21,12 +21,12 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import COMMON_FUNC, PREPARE, RUNNERS
+from tipcgen.format.words import PADDLE_PIN
 
 STATUSES = ("ok", "warn", "fail")
 MIN_PYTHON = (3, 9)
 MIN_BASH = (5, 0)  # the runner times steps with $EPOCHREALTIME (bash 5.0)
 # The pins of the [paddle] extra in pyproject.toml (tests/test_doctor.py keeps them in step).
-PADDLE_PIN = "paddlepaddle==3.3.1"
 PADDLENLP_PIN = "paddlenlp==2.8.1"
 ONNX_PINS = "paddle2onnx==2.1.0 onnxruntime==1.32.0"
 PADDLE_EXTRA = 'pip install -e ".[paddle]"'

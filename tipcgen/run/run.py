@@ -25,6 +25,7 @@ from tipcgen.format import layout, paths
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
+from tipcgen.format.words import FAILED, PADDLE_PIN, PASSED
 from tipcgen.results.results import (
     Step,
     Summary,
@@ -101,7 +102,7 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
         # TIPC_NO_PADDLE=1: the chain's scripts need no paddle (a stand-in model, tests).
         if env.get("TIPC_NO_PADDLE") != "1" and record["versions"].get("paddle_found") is False:
             raise RunError(f"paddle is not installed for {found}",
-                           "pip install paddlepaddle==3.3.1 (or pip install -e \".[paddle]\" for the tested stack); "
+                           f"pip install {PADDLE_PIN} (or pip install -e \".[paddle]\" for the tested stack); "
                            "tipcgen doctor checks the rest")
     finally:
         probes.close()
@@ -252,7 +253,7 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
     prepare_out: deque = deque(maxlen=200_000)
     runner_out: deque = deque(maxlen=50)
     prepare_cmd = ["bash", PREPARE, str(config_path), prepare_mode]
-    prepare = Step(kind="prepare", name="prepare", status="failed", log="", command=" ".join(prepare_cmd))
+    prepare = Step(kind="prepare", name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd))
     work = _Chain(root, env, on_line)
     try:
         prepare.exit_code = work.stream(prepare_cmd, prepare_out)
@@ -260,7 +261,7 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
         if parts[0][1] is not None:
             parts.append(("prepare.sh", tracked.snapshot(root)))
         if prepare.exit_code == 0:
-            prepare.status = "passed"
+            prepare.status = PASSED
             summary.runner_exit_code = work.stream(["bash", RUNNERS[chain], str(config_path), mode], runner_out)
             if parts[0][1] is not None:
                 parts.append(("the runner's steps", tracked.snapshot(root)))
@@ -269,7 +270,7 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
         signals.armed = False
         summary.interrupted, summary.interrupted_by = True, signal.Signals(exc.signum).name
         run_guard.signal_run_processes(env[run_guard.RUN_ID_VAR], signal.SIGTERM)
-        if prepare.status == "failed":
+        if prepare.status == FAILED:
             prepare.seconds = round(time.perf_counter() - t0, 3)
         # The summary first (a CI cancel may KILL us soon), then stop every process, then the final one.
         _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
@@ -277,11 +278,11 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
         code = work.stop(runner_out if runner_started else prepare_out)
         if runner_started:
             summary.runner_exit_code = code
-        elif prepare.status == "failed":
+        elif prepare.status == FAILED:
             prepare.exit_code = code
 
     def checks(steps: list[Step]) -> tuple[list[Step], list[str]]:
-        extra, notes = check_run(steps) if prepare.status == "passed" else ([], [])
+        extra, notes = check_run(steps) if prepare.status == PASSED else ([], [])
         step = tracked.check_step(parts, root, steps, work.starts)
         return [*extra, *([step] if step is not None else [])], notes
 
@@ -300,14 +301,14 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
     """Build the summary from what the scripts left on disk, and write summary.json and junit.xml.
     checks (the run's own checks after the scripts: the export's parameters, tracked files) runs
     only once the run has ended without an interrupt."""
-    if prepare.status != "passed":
+    if prepare.status != PASSED:
         shutil.rmtree(run_dir, ignore_errors=True)  # no runner ran: an older run's files must not be read
         prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
         prepare.tail = list(prepare_out)[-20:]
     run_dir.mkdir(parents=True, exist_ok=True)
     write_file(run_dir / PREPARE_LOG, "\n".join(prepare_out) + "\n", within=run_dir)
     prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
-    steps, problems = read_records(run_dir, root) if prepare.status == "passed" else ([], [])
+    steps, problems = read_records(run_dir, root) if prepare.status == PASSED else ([], [])
     summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[summary.chain])
     if checks is not None and not summary.interrupted:
         extra, notes = checks(steps)
@@ -316,7 +317,7 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
     summary.steps = [prepare, *steps]
     _note_seeds(summary, root)
     code = summary.runner_exit_code
-    if prepare.status == "passed" and not summary.interrupted and not steps:
+    if prepare.status == PASSED and not summary.interrupted and not steps:
         summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))
     if code is not None and code not in (0, 1, 130) and steps:
         summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(list(runner_out)[-3:]))
@@ -325,7 +326,7 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                 f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
     summary.target = target.check_run(desc, summary.mode, summary.chain,
-                                      [(s.name, s.metrics) for s in steps if s.kind == "eval" and s.status == "passed"])
+                                      [(s.name, s.metrics) for s in steps if s.kind == "eval" and s.status == PASSED])
     summary.wall_seconds = round(time.perf_counter() - started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
@@ -338,7 +339,7 @@ def _note_seeds(summary: Summary, root: Path) -> None:
         summary.provenance["seeds"].update(seeds.log_seeds(root, [s.log for s in summary.steps if s.kind == "train" and s.log]))
     if seeds.seeded(summary.provenance) is False:
         for step in summary.steps:
-            if step.kind == "check" and step.reference == "golden" and step.status == "failed" and seeds.UNSEEDED not in (step.note or ""):
+            if step.kind == "check" and step.reference == "golden" and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
                 step.note = f"{step.note}; {seeds.UNSEEDED}" if step.note else seeds.UNSEEDED
 
 

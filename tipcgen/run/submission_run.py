@@ -25,6 +25,7 @@ from tipcgen.core.writes import write_file
 from tipcgen.format import layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, RESULTS_LOG, SUMMARY_JSON
+from tipcgen.format.words import FAILED, PASSED
 from tipcgen.results.results import Step, Summary, environment_info, required_kinds, write_json
 from tipcgen.results.summary_text import write_junit
 
@@ -80,7 +81,7 @@ def read_status_lines(lines: list[str], values: dict[str, str], root: Path) -> l
         log = redirect.group(1) if redirect else trailing
         seen[kind] = seen.get(kind, 0) + 1
         name = Path(log).stem if log else kind if seen[kind] == 1 else f"{kind}_{seen[kind]}"
-        step = Step(kind=kind, name=name, status="passed" if match.group(1) == "successfully" else "failed",
+        step = Step(kind=kind, name=name, status=PASSED if match.group(1) == "successfully" else FAILED,
                     command=command)
         if log and (root / log).is_file():
             step.log = os.path.normpath(log)
@@ -207,7 +208,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
         code = stream(["bash", "test_tipc/prepare.sh", str(config_path), mode], output)
         run_dir.mkdir(parents=True, exist_ok=True)
         write_file(run_dir / PREPARE_LOG, "".join(output[-_PREPARE_LINES:]), within=run_dir)
-        steps.append(Step(kind="prepare", name="prepare", status="passed" if code == 0 else "failed", exit_code=code,
+        steps.append(Step(kind="prepare", name="prepare", status=PASSED if code == 0 else FAILED, exit_code=code,
                           seconds=round(time.perf_counter() - t0, 3), command=f"bash test_tipc/prepare.sh {config_path} {mode}",
                           log=(run_dir / PREPARE_LOG).relative_to(root).as_posix()))
         if code != 0:
@@ -223,7 +224,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     if not any(s.kind != "prepare" for s in steps):
         summary.problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
                                 + ", ".join(str(p.relative_to(root)) for p in logs) + " and the whole tree)")
-    missing = [kind for kind in summary.required_kinds if kind not in {s.kind for s in steps if s.status == "passed"}]
+    missing = [kind for kind in summary.required_kinds if kind not in {s.kind for s in steps if s.status == PASSED}]
     if missing:
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {mode} needs {', '.join(summary.required_kinds)}")
     summary.steps = steps

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format.words import INTERRUPTED, LOST
 from tipcgen.results.results import SUMMARY_JSON, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.suite.slots import Slot
@@ -174,7 +175,7 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
             for ref in pending:
                 ray.cancel(ref, force=True)
             for chain in chains:
-                results.setdefault(chain.key, ChainResult(chain, "interrupted", slot=Slot(threads=cpus),
+                results.setdefault(chain.key, ChainResult(chain, INTERRUPTED, slot=Slot(threads=cpus),
                                                           message="stopped: the suite was interrupted"))
             return [results[c.key] for c in chains]
         counts = ray.get(board.get.remote())
@@ -211,7 +212,7 @@ def _collect(chain: Chain, ref, out: Path, cpus: int) -> ChainResult:
         data = ray.get(ref)
     except ray.exceptions.RayError as exc:
         reason = str(exc).strip().splitlines()[0][:300]
-        return ChainResult(chain, "lost", message=f"lost on Ray after a retry: {reason}", slot=Slot(threads=cpus))
+        return ChainResult(chain, LOST, message=f"lost on Ray after a retry: {reason}", slot=Slot(threads=cpus))
     dest = out / "runs" / chain.key
     shutil.rmtree(dest, ignore_errors=True)
     unpack(data.pop("out"), dest)

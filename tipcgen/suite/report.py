@@ -12,14 +12,14 @@ from typing import TextIO
 
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
+from tipcgen.format.words import CHAIN_FAILED, CHAIN_PASSED, ERROR, FAILED, INTERRUPTED, PASSED, SKIPPED, SUITE_MARKS
 from tipcgen.results import junit
 from tipcgen.suite.slots import Slot
 from tipcgen.suite.suite import Chain, ChainResult, Refused
 
 SUITE_JSON = "suite.json"
 SUITE_JUNIT = "junit.xml"
-_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "timeout": "TIMEOUT", "lost": "LOST",
-         "interrupted": "INTERRUPTED"}
+_MARK = SUITE_MARKS
 
 
 @dataclass
@@ -36,11 +36,11 @@ class SuiteResult:
 
     @property
     def ok(self) -> bool:
-        return not self.refused and all(r.verdict == "passed" for r in self.results)
+        return not self.refused and all(r.verdict == PASSED for r in self.results)
 
     @property
     def exit_code(self) -> int:
-        if self.interrupted_by or self.count("interrupted"):
+        if self.interrupted_by or self.count(INTERRUPTED):
             return 128 + {"SIGHUP": 1, "SIGTERM": 15}.get(self.interrupted_by, 2)
         return 0 if self.ok else 1
 
@@ -78,11 +78,11 @@ def junit_suites(suite: SuiteResult) -> list[junit.Suite]:
             prefix = f"{model}.{r.chain.chain}.{r.chain.mode}"
             if r.summary:
                 cases += junit.summary_suite(r.summary, prefix, log_dir=str(r.run_dir)).cases
-            if r.verdict not in ("passed", "failed"):
-                cases.append(junit.Case(prefix, r.verdict, r.seconds, "error", f"{r.verdict}: {r.message}", f"log: {r.log}"))
+            if r.verdict not in (PASSED, FAILED):
+                cases.append(junit.Case(prefix, r.verdict, r.seconds, ERROR, f"{r.verdict}: {r.message}", f"log: {r.log}"))
         suites.append(junit.Suite(f"tipc.{model}", cases, sum(r.seconds for r in results)))
     if suite.refused:
-        suites.append(junit.Suite("tipc.refused", [junit.Case("refused", r.config, 0.0, "error", r.reasons[0], "\n".join(r.reasons))
+        suites.append(junit.Suite("tipc.refused", [junit.Case("refused", r.config, 0.0, ERROR, r.reasons[0], "\n".join(r.reasons))
                                                    for r in suite.refused], 0.0))
     return suites
 
@@ -95,13 +95,13 @@ def terminal_text(suite: SuiteResult) -> str:
     rows = []
     for r in suite.results:
         s = r.summary
-        steps = f"{s.count('passed')}/{s.count('failed')}/{s.count('skipped')}" if s else "-"
+        steps = f"{s.count(PASSED)}/{s.count(FAILED)}/{s.count(SKIPPED)}" if s else "-"
         rows.append((_MARK.get(r.verdict, r.verdict.upper()), terminal(r.chain.model), terminal(r.chain.chain),
                      terminal(r.chain.mode), steps, f"{r.seconds:.1f}", terminal(r.message)))
     widths = [max([len(row[i]) for row in rows] + [len(h)]) for i, h in enumerate(
         ("verdict", "model", "chain", "mode", "p/f/s"))]
     return _env().get_template("report/suite.txt.j2").render(suite=suite, rows=rows, widths=widths,
-                                                             verdict="PASSED" if suite.ok else "FAILED")
+                                                             verdict=CHAIN_PASSED if suite.ok else CHAIN_FAILED)
 
 
 class Progress:
@@ -170,7 +170,7 @@ class Progress:
         with self.lock:
             self.running.pop(result.chain.key, None)
             self.done_n += 1
-            self.failed_n += result.verdict != "passed"
+            self.failed_n += result.verdict != PASSED
             detail = f": {result.message}" if result.message else ""
             self._emit(f"[suite] {_MARK.get(result.verdict, result.verdict)} {result.chain.key} in "
                        f"{result.seconds:.1f} s{detail} ({self.count()})")

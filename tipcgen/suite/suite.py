@@ -25,6 +25,7 @@ from tipcgen.configs import lint
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON, run_rel
+from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, TIMEOUT
 from tipcgen.results.results import Summary, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.suite.slots import Slot
@@ -126,7 +127,7 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
         text = config.read_bytes().decode("utf-8", errors="surrogateescape")
         has_repo = (repo / "test_tipc").is_dir()
         findings = lint.lint_text(text, shown, repo_root=repo if has_repo else None)
-        reasons = [f"{f.path}:{f.line}: {f.rule} {f.message}" for f in findings if f.severity == "error"]
+        reasons = [f"{f.path}:{f.line}: {f.rule} {f.message}" for f in findings if f.severity == ERROR]
         # ../shared/tipc-corpus flattens paths with "__": its basic configs end in __train_infer_python.txt.
         chain = CHAIN_OF_NAME.get(config.name.split("__")[-1])
         if chain is None:
@@ -205,7 +206,7 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
     if timeout:
         def stop() -> None:
             nonlocal verdict
-            verdict = "timeout"
+            verdict = TIMEOUT
             _kill_group(proc)
         timer = threading.Timer(timeout, stop)
         timer.start()
@@ -220,14 +221,14 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
         rc = proc.wait()
     except KeyboardInterrupt:
         _kill_group(proc, signal.SIGINT)
-        rc, verdict = proc.wait(), "interrupted"
+        rc, verdict = proc.wait(), INTERRUPTED
     finally:
         if timer is not None:
             timer.cancel()
         with _LOCK:
             _RUNNING.discard(proc)
     if rc == 130 and not verdict:
-        verdict = "interrupted"
+        verdict = INTERRUPTED
     result = ChainResult(chain, verdict, rc, round(time.monotonic() - started, 3), log=str(log_path), slot=slot)
     run_dir = workdir / _run_dir(chain)
     if run_dir.is_dir():
@@ -237,13 +238,13 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
         try:
             result.summary = load_summary(dest / SUMMARY_JSON)  # the one validated reader (summary_check)
         except TipcgenError as exc:
-            result.verdict, result.message = "error", terminal(exc.message)[:300]
+            result.verdict, result.message = ERROR, terminal(exc.message)[:300]
     if not result.verdict:
         if rc == 2 or result.summary is None:
-            result.verdict = "error"
+            result.verdict = ERROR
         else:
-            result.verdict = "passed" if rc == 0 and result.summary.ok else "failed"
-    if result.verdict != "passed" and not result.message:
+            result.verdict = PASSED if rc == 0 and result.summary.ok else FAILED
+    if result.verdict != PASSED and not result.message:
         result.message = {"timeout": f"killed after the chain time limit of {timeout:g} s"}.get(
             result.verdict, " | ".join(line for line in tail[-3:] if line.strip()))
     return result
@@ -271,7 +272,7 @@ def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 def not_started(chains: list[Chain]) -> list[ChainResult]:
     """The results of a suite stopped before its chains ran."""
-    return [ChainResult(chain, "interrupted", message="not started: the suite was interrupted") for chain in chains]
+    return [ChainResult(chain, INTERRUPTED, message="not started: the suite was interrupted") for chain in chains]
 
 
 def needs_trained_model(chain: Chain) -> bool:

@@ -1,0 +1,37 @@
+"""tipcgen's vocabulary, each word said once: what a step's status, a chain's verdict and a suite chain's
+verdict can be, and how tables show them; the config sections tipcgen reads by name; its defaults. Python imports the names from here; the templates get them as
+``status`` and ``verdicts`` (render/templating.py), so the runner writes the words Python reads.
+tests/test_vocabulary.py finds no status or verdict literal anywhere else in the package or the templates
+(the shipped scripts, which import nothing from tipcgen, excepted: they write only their own check line)."""
+from __future__ import annotations
+
+# A step's status: steps.jsonl's and summary.json's `status` (the runner's tipc_record writes it).
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+STATUSES = (PASSED, FAILED, SKIPPED)
+MARKS = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in every table
+
+# A chain's verdict (summary.json's `verdict`, the summary's last line; tipcgen run's exit code follows it).
+CHAIN_PASSED, CHAIN_FAILED, CHAIN_INTERRUPTED = "PASSED", "FAILED", "INTERRUPTED"
+CHAIN_UNCHECKED = "PASSED (results not checked)"  # passed, but no result check compared anything
+
+# What became of one chain of a suite (suite.json's `verdict`), and how the suite's table shows it.
+ERROR, TIMEOUT, LOST, INTERRUPTED = "error", "timeout", "lost", "interrupted"
+SUITE_VERDICTS = (PASSED, FAILED, ERROR, TIMEOUT, LOST, INTERRUPTED)
+SUITE_MARKS = {PASSED: "PASS", FAILED: "FAIL", ERROR: "ERROR", TIMEOUT: "TIMEOUT", LOST: "LOST",
+               INTERRUPTED: "INTERRUPTED"}
+
+# The trailing sections of a config that tipcgen writes and its runners read by name (section_value).
+RESULT_CHECK_SECTION = "result_check_params"
+PADDLE2ONNX_SECTION = "paddle2onnx_params"
+
+# Defaults said once.
+DEFAULT_STEP_TIMEOUT = 600  # seconds before a step is killed (the descriptor's run.step_timeout)
+PADDLE_PIN = "paddlepaddle==3.3.1"  # the paddle the chains are tested with (pyproject's paddle extra pins it too)
+
+
+def template_context() -> dict[str, object]:
+    """The words as the templates name them: {{ status.passed }}, {{ verdicts.passed }}, {{ section_names.result_check }}."""
+    return {"status": {word: word for word in STATUSES},
+            "verdicts": {"passed": CHAIN_PASSED, "failed": CHAIN_FAILED, "interrupted": CHAIN_INTERRUPTED},
+            "section_names": {"result_check": RESULT_CHECK_SECTION, "paddle2onnx": PADDLE2ONNX_SECTION},
+            "default_step_timeout": DEFAULT_STEP_TIMEOUT}

@@ -1,0 +1,47 @@
+"""The report's int8-against-float table: what the PTQ chain's check (test_tipc/check_quant.py) measured,
+float and int8 side by side (difference, top-1 agreement, latency, accuracy on the labelled data)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tipcgen.results.results import Step
+
+
+@dataclass(frozen=True)
+class QuantRow:
+    check: str
+    status: str
+    max_diff: str  # max |int8 - float|, and its share of the float outputs' largest magnitude
+    top1: str  # the share of samples whose top-1 class is the same
+    float_ms: str
+    int8_ms: str
+    speedup: str
+    float_accuracy: str
+    int8_accuracy: str
+    delta: str
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _shown(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def quant_rows(steps: list[Step]) -> list[QuantRow]:
+    rows = []
+    for step in steps:
+        check = step.check if isinstance(step.check, dict) else {}
+        if step.kind != "check" or "top1_agreement" not in check:
+            continue
+        diff, scale = _number(check.get("max_diff")), _number(check.get("float_abs_max"))
+        float_ms, int8_ms = _number(check.get("float_ms")), _number(check.get("int8_ms"))
+        share = f" ({diff / scale:.1%})" if diff is not None and scale else ""
+        accuracy = check.get("accuracy") if isinstance(check.get("accuracy"), dict) else {}
+        rows.append(QuantRow(step.name, step.mark, _shown(diff, ".4g") + share, _shown(_number(check.get("top1_agreement")), ".0%"),
+                             _shown(float_ms, ".3f"), _shown(int8_ms, ".3f"),
+                             f"{float_ms / int8_ms:.2f}x" if float_ms and int8_ms else "-",
+                             _shown(_number(accuracy.get("float")), ".4f"), _shown(_number(accuracy.get("int8")), ".4f"),
+                             _shown(_number(accuracy.get("delta")), "+.4f")))
+    return rows
