@@ -71,7 +71,7 @@ tipc_use_layout() {
             TIPC_SHAPE_INDEX=(28)
             TIPC_SHAPE_WHAT=('a number')
             TIPC_SHAPE_RE=('^[0-9]+$')
-            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [epoch]=5 [save_model]=6 [train_batch_size]=7 [pretrain]=8 [train_model_name]=9 [train_param]=10 [trainer]=12 [norm_train]=13 [eval]=16 [save_infer]=19 [export_weight]=20 [norm_export]=21 [infer_model]=23 [infer_export]=24 [inference]=26 [infer_use_gpu]=27 [infer_batch_size]=28 [infer_model_dir]=29 [infer_data]=30 [benchmark]=31)
+            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [epoch]=5 [save_model]=6 [train_batch_size]=7 [pretrain]=8 [train_model_name]=9 [trainer]=12 [norm_train]=13 [eval]=16 [save_infer]=19 [export_weight]=20 [norm_export]=21 [infer_model]=23 [infer_export]=24 [inference]=26 [infer_use_gpu]=27 [infer_batch_size]=28 [infer_model_dir]=29 [infer_data]=30 [benchmark]=31)
             ;;
     esac
 }

@@ -83,7 +83,7 @@ def test_a_python_step_flooding_its_log_says_why(stub_repo: Path):
 def test_a_missing_interpreter_stops_before_any_step(stub_repo: Path):
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_PYTHON": "no-such-python"})
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "error: the config's interpreter 'no-such-python' (line python:) is not on PATH" in proc.stderr
+    assert "error: the chain's interpreter 'no-such-python' (--python / TIPC_PYTHON) is not on PATH" in proc.stderr
     assert "hint: " in proc.stderr and "TIPC_PYTHON" in proc.stderr and "Traceback" not in proc.stderr
     assert "[tipc] RUN" not in proc.stdout
 

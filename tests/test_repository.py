@@ -18,7 +18,7 @@ MODELS = {"stub_model": STUB / "tipc.yaml",
           "stub_variant": ROOT / "tests" / "fixtures" / "stub_variant" / "tipc.yaml",
           "stub_tutorial": ROOT / "tests" / "fixtures" / "stub_tutorial" / "tipc.yaml"}
 SHARED = ("test_tipc/test_train_inference_python.sh", "test_tipc/common_func.sh", "test_tipc/prepare.sh")
-SKIP = ("test_tipc/output", ".tipcgen/backup")
+SKIP = ("test_tipc/output", ".tipcgen/backup", ".tipcgen/cache")  # run outputs, backups, run's --help cache
 
 
 def config(model: str) -> str:

@@ -182,6 +182,7 @@ def run(
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
     chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), or ptq (post-training quantization: calibrate, int8 inference, int8 vs float)."),
+    python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 
@@ -191,6 +192,7 @@ def run(
     """
     from tipcgen.configs import preflight
     from tipcgen.format import paths
+    from tipcgen.repro import export_check
     from tipcgen.results import summary_text
     from tipcgen.run import run as runner
 
@@ -201,7 +203,8 @@ def run(
             typer.echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
-                               model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse_lint_errors)
+                               model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse,
+                               python=python, check_run=export_check.check_run)
     typer.echo(summary_text.terminal_text(summary, color=_color()))
     run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
     typer.echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
@@ -245,7 +248,7 @@ def report(
 @app.command()
 def lint(
     configs: List[Path] = typer.Argument(..., help="Config files or folders (searched for *.txt)."),
-    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: check that the scripts the config names exist there."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: check that the scripts the config names exist there, and that each accepts the keys the runner passes it (its --help, cached under .tipcgen/cache/)."),
     repo_root: Optional[Path] = typer.Option(None, "--repo-root", hidden=True, help="The old name of --root."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
 ) -> None:
@@ -261,7 +264,8 @@ def lint(
     for path in configs:
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
-    findings = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None)
+    findings = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
+                                  check_flags=repo_root is not None)
     if format is Format.json:
         typer.echo(linter.findings_to_json(findings))
     else:
@@ -278,13 +282,14 @@ def import_(
     config: Path = typer.Argument(..., help="An existing train_infer_python.txt (or train_ptq_infer_python.txt: its ptq section)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
-    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family (default: the test_tipc/ the config sits in)."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family, and each script the config names is probed (--help) for the keys the runner passes it (default: the test_tipc/ the config sits in)."),
 ) -> None:
     """Turn an existing train_infer_python config into a tipcgen descriptor.
 
     `tipcgen init` of the result renders the same config again, byte for byte. The layout family
     (docs/LAYOUTS.md) is the one the repository's own runner reads, else the headers'; the
-    descriptor's comment says which.
+    descriptor's comment says which. Each key the runner would pass that its script does not accept
+    is printed as an error (exit code 1; the descriptor is still written).
 
     Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
     """
@@ -294,18 +299,24 @@ def import_(
     source = inputs.read_text(config, "config")
     if import_compression.is_ptq(source):  # a PTQ config: the ptq section of the model's tipc.yaml
         text, note = import_compression.import_ptq(source, str(config)), None
+        problems: list[str] = []
     else:
         document = importer.import_file(config, root)
         text, note = legacy_format.imported_env(document, Path("."))
+        problems = importer.flag_problems(config, root)
     if output is None:
         typer.echo(text, nl=False)
-        return
-    writes.write_tree({output.name: text}, output.parent, force=force)
-    if import_compression.is_ptq(source):
+    elif import_compression.is_ptq(source):
+        writes.write_tree({output.name: text}, output.parent, force=force)
         typer.echo(f"wrote {output}: add its ptq section to the model's tipc.yaml, then run tipcgen init on that")
-        return
-    family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
-    typer.echo(f"wrote {output} ({family}); render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
+    else:
+        writes.write_tree({output.name: text}, output.parent, force=force)
+        family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
+        typer.echo(f"wrote {output} ({family}); render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
+    for problem in problems:
+        typer.echo(problem, err=True)
+    if any(problem.startswith("error") for problem in problems):
+        raise typer.Exit(1)
 
 
 @app.command()

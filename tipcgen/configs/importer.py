@@ -39,6 +39,24 @@ def import_file(path: str | Path, repo_root: str | Path | None = None) -> str:
     return import_descriptor(inputs.read_text(path, "config"), str(path), runner)[0]
 
 
+def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]:
+    """``error: ...`` / ``note: ...`` lines for the keys the runner would pass that the scripts do not
+    accept (configs/flag_check.py); root: the repository (default: the folder above test_tipc/)."""
+    import os
+
+    from tipcgen.configs import flag_check
+
+    path = Path(path)
+    if root is None:
+        parts = path.resolve().parts
+        root = Path(*parts[:parts.index("test_tipc")]) if "test_tipc" in parts else Path(".")
+    text = inputs.read_text(path, "config")
+    if cfg.TipcConfig.parse(text).kind not in layout.LAYOUT_OF_KIND:
+        return []
+    return [f"{p.severity}: {path}:{p.line}: {p.message}" + (f" ({p.fix})" if p.fix else "")
+            for p in flag_check.check_config(Path(root), text, dict(os.environ))]
+
+
 def import_config(text: str, source: str) -> str:
     """The descriptor YAML for a ``train_infer_python`` config text; ``source`` names the config
     in messages and in the header comment. The result passes ``descriptor.load_text``."""

@@ -16,6 +16,8 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``unknown-mode`` | error | idx 6/8 name a mode no runner selects (warning: a legacy name) |
 | ``python-version`` | warning | ``python:`` pins a minor version (``python3.7``) |
 | ``missing-script`` | error | a command slot's ``.py`` script is missing under ``repo_root`` (given only) |
+| ``unknown-flag`` | error | ``lint --root``: a key the runner passes that its script's ``--help`` lacks (``flag_check``) |
+| ``flags-unchecked`` | warning | ``lint --root``: a script whose flags cannot be read (no argparse, a failing ``--help``) |
 | ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
 | ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |
 | ``trailing-space`` | error | whitespace around ``:`` or after a list value (warning elsewhere) |
@@ -66,6 +68,7 @@ but ``slot-shift`` on ``ch_PP-OCRv4_server_rec_ampO2_ultra``. The figures per ru
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -273,6 +276,15 @@ class _Linter(SlotRules):
                          f"{slot.value[0]}: the runner passes it to the inference script as it is; check that the "
                          "script takes it")
 
+def _flag_findings(root: Path, text: str, path: str) -> list[Finding]:
+    """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning)."""
+    from tipcgen.configs import flag_check
+
+    return [Finding(path, p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
+                    "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
+            for p in flag_check.check_config(root, text, dict(os.environ))]
+
+
 def _show_line(line: Line) -> str:
     if line.header_name is not None:
         return f"the {line.header_name} header"
@@ -297,18 +309,23 @@ def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None)
     return [f for f in lint_report(paths, repo_root) if f.severity != "info"]
 
 
-def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None) -> list[Finding]:
+def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None,
+                check_flags: bool = False) -> list[Finding]:
     """``lint_paths`` plus, for each basic-chain config, an ``info`` finding (rule ``family``) that
-    names the layout family it was read in and how it was picked (what ``tipcgen lint`` shows)."""
+    names the layout family it was read in and how it was picked (what ``tipcgen lint`` shows);
+    check_flags (``lint --root``): each script's --help against the keys the runner passes it."""
     root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
     cache: dict = {}
     for file in _files(paths):
         runner = family_pick.read_runner(file, root, cache)
-        linter = _Linter(inputs.read_text(file, "config"), str(file), root, runner)
+        text = inputs.read_text(file, "config")
+        linter = _Linter(text, str(file), root, runner)
         found = linter.run()
         if linter.pick is not None:
             findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))
+        if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
+            found = sorted(found + _flag_findings(root, text, str(file)), key=lambda f: (f.line, f.rule))
         findings.extend(found)
     return findings
 

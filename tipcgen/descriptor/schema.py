@@ -207,6 +207,10 @@ FIELDS: tuple[Field, ...] = (
           "golden results use these names, so a failure reads `output 'probs' differs by up to ...`. Without it outputs "
           "keep the program's names; Paddle 3's `fetch_name_N` are shown as `output N (fetch_name_N)`",
           {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "string", "pattern": DATA_NAME_RE.pattern}}),
+    Field("checks.own_weights", "steps that load their own weights on purpose: `[eval]`, `[export]`, `[infer]` or several. "
+          "Without it, `tipcgen run` refuses an eval or export that gets no trained checkpoint (a null key) and an "
+          "inference that gets no model folder, since they would use whatever the script loads by default",
+          {"type": ["array", "null"], "uniqueItems": True, "items": {"enum": ["eval", "export", "infer"]}}),
     Field("checks.onnx_tolerance", "`{atol, rtol}` for ONNX Runtime against Paddle Inference (default 1e-5, 1e-4)", _TOLERANCE),
     Field("paddle2onnx", "the paddle2onnx chain (`tipcgen run --chain paddle2onnx`)", required=("inference",)),
     Field("paddle2onnx.model_dir", "the exported model folder (default `data.trained_model`)", _PATH),

@@ -67,6 +67,7 @@ class ChecksSpec:
     # "null" turns it off, else a .npz of named input arrays in the repository.
     fixed_inputs: str | None = None
     outputs: tuple[str, ...] = ()  # the exported model's outputs, named by position (else fetch_name_N)
+    own_weights: tuple[str, ...] = ()  # eval/export/infer steps that load their own weights on purpose
 
 
 @dataclass(frozen=True)

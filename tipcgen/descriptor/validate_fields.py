@@ -162,7 +162,17 @@ class GroupChecks(Checks):
             onnx_tolerance=self._tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
             fixed_inputs=self._fixed_inputs(value),
             outputs=self._output_names(value.get("outputs")),
+            own_weights=self._own_weights(value.get("own_weights")),
         )
+
+    def _own_weights(self, value: Any) -> tuple[str, ...]:
+        steps = ("eval", "export", "infer")
+        if value is None:
+            return ()
+        if not isinstance(value, list) or any(item not in steps for item in value):
+            raise self._err("checks.own_weights", value, "a list of the steps that load their own weights on "
+                            "purpose, from eval, export and infer (the runner passes them no model of the run)")
+        return tuple(value)
 
     def _output_names(self, value: Any) -> tuple[str, ...]:
         if value is None:

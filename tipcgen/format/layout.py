@@ -256,7 +256,7 @@ RUNNER_ANCHORS = {
 # leaves them out too (the tutorial's `use-gpu:True|True` has no dashes: passed, it would be a
 # stray positional argument).
 RUNNER_UNPASSED = {**{name: frozenset() for name in LAYOUTS},
-                   "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name})}
+                   "tutorial": frozenset({SLOT_BY_FIELD["train.device"].name, SLOT_BY_FIELD["train.extra"].name})}
 
 
 def slots_of(layout_name: str) -> tuple[Slot, ...]:

@@ -19,7 +19,7 @@ def _anchored(path: str) -> str:
 
 def entries(desc: Descriptor) -> list[str]:
     """The folders this descriptor's chain writes, anchored at the repository root."""
-    out = ["/test_tipc/output/", "/.tipcgen/backup/"]
+    out = ["/test_tipc/output/", "/.tipcgen/backup/", "/.tipcgen/cache/"]
     data = desc.data
     if data is not None:
         shipped = [f.lite for f in data.files if f.lite] + [call[0] for call in data.setup]

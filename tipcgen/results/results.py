@@ -279,10 +279,16 @@ def write_json(summary: Summary, path: Path) -> None:
     write_file(path, json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", within=path.parent)
 
 
+# Checks of the run itself, not of its results: the export holds the trained parameters (reference
+# "trained", repro/export_check.py), no tracked file changed ("git", run/tracked.py).
+RUN_CHECK_REFERENCES = ("trained", "git")
+
+
 def verdict(summary: Summary) -> str:
     """PASSED only when the steps ran and passed; a run where no result check passed says so."""
     if not summary.ok:
         return CHAIN_INTERRUPTED if summary.interrupted else CHAIN_FAILED
-    if not any(step.kind == "check" and step.status == PASSED and step.check.get("logs") != 0 for step in summary.steps):
+    if not any(step.kind == "check" and step.status == PASSED and step.check.get("logs") != 0
+               and step.reference not in RUN_CHECK_REFERENCES for step in summary.steps):
         return CHAIN_UNCHECKED  # no check ran, or none compared anything (one configuration only)
     return CHAIN_PASSED

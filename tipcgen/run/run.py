@@ -37,7 +37,7 @@ from tipcgen.results.results import (
 )
 from tipcgen.results.summary_text import write_junit
 from tipcgen.run import guard as run_guard
-from tipcgen.run import provenance, seeds, submission_run
+from tipcgen.run import provenance, seeds, submission_run, tracked
 
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_MODE = "benchmark_train"
@@ -96,8 +96,9 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
         record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
         _layout_check_result(check)
         if found is None:
-            raise RunError(f"the config's interpreter '{python}' (line python:) is not on PATH",
-                           "write python:python in the config, or set TIPC_PYTHON to the interpreter to use")
+            raise RunError(f"the chain's interpreter '{python}' (TIPC_PYTHON, else the config's python: line) is not on PATH",
+                           "pass --python python3 (the interpreter with the model's packages) for this run, "
+                           "or write python:python in the config")
         # TIPC_NO_PADDLE=1: the chain's scripts need no paddle (a stand-in model, tests).
         if env.get("TIPC_NO_PADDLE") != "1" and record["versions"].get("paddle_found") is False:
             raise RunError(f"paddle is not installed for {found}",
@@ -134,6 +135,7 @@ class _Chain:
     def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None]) -> None:
         self.root, self.env, self.on_line = root, env, on_line
         self.proc: subprocess.Popen | None = None
+        self.starts: list[tuple[float, str, str]] = []  # (time, kind, name) of each `[tipc] RUN` line
 
     def stream(self, cmd: list[str], keep: deque) -> int:
         """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N)."""
@@ -144,6 +146,8 @@ class _Chain:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             line = line.rstrip("\n")
+            if line.startswith("[tipc] RUN ") and len(line.split()) >= 4:
+                self.starts.append((time.time(), *line.split()[2:4]))
             keep.append(line)
             self.on_line(line)
         return self.proc.wait()
@@ -179,9 +183,15 @@ def _null_kinds(text: str) -> set[str]:
 def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,
               step_timeout: int | None = None, chain: str = "basic", model_dir: str | None = None,
               on_line: Callable[[str], None] = lambda line: None,
-              check_config: Callable[[Path, Path], None] = lambda root, config_path: None) -> Summary:
-    """check_config(root, config path relative to it) refuses a config before anything starts (the
-    CLI passes preflight.refuse_lint_errors: config-level checks live above this module)."""
+              check_config: Callable[..., list[str] | None] = lambda root, config_path, env: None,
+              python: str | None = None,
+              check_run: Callable[..., tuple[list[Step], list[str]]] = lambda *args: ([], [])) -> Summary:
+    """check_config(root, config path relative to it, the run's environment) refuses a config before
+    anything starts, and returns notes the summary records (the CLI passes preflight.refuse:
+    config-level checks live above this module). python: the interpreter for this run (TIPC_PYTHON),
+    whatever the config's python: line says. check_run(root, steps, config text, interpreter, env) gives
+    the check steps and notes of a finished run (the CLI passes repro.export_check.check_run: it reads
+    checkpoints with repro's safe reader, which sits above this module)."""
     check_mode(mode)
     if chain not in RUNNERS:
         raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
@@ -195,7 +205,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     config_path = find_config(config, root, chain)
     model = model_name_of(root / config_path)
     if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
-        check_config(root, config_path)
+        check_config(root, config_path, dict(os.environ, **({"TIPC_PYTHON": python} if python else {})))
         return submission_run.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line)
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
@@ -210,6 +220,8 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
         raise RunError("bash is not installed", "the TIPC scripts are bash scripts: install bash")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.setdefault("GLOG_minloglevel", "2")
+    if python is not None:
+        env["TIPC_PYTHON"] = python
     if data_dir is not None:
         env["TIPC_DATA_DIR"] = str(Path(data_dir).resolve())
     if model_dir is not None:
@@ -219,21 +231,24 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 
-    check_config(root, config_path)
-    _, desc, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"))
+    notes = check_config(root, config_path, env) or []
+    found, desc, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"))
     run_dir = run_dir_of(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
                       required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
-                      provenance=record)
+                      provenance=record, notes=list(notes))
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
     with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
-        return _run(summary, root, config_path, run_dir, env, on_line, signals, desc, prepare_mode)
+        return _run(summary, root, config_path, run_dir, env, on_line, signals, desc, prepare_mode,
+                    lambda steps: check_run(root, steps, text, found, env))
 
 
 def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: dict[str, str],
-         on_line: Callable[[str], None], signals: run_guard.StopSignals, desc, prepare_mode: str) -> Summary:
+         on_line: Callable[[str], None], signals: run_guard.StopSignals, desc, prepare_mode: str,
+         check_run: Callable[[list[Step]], tuple[list[Step], list[str]]]) -> Summary:
     chain, mode = summary.chain, summary.mode
+    parts = [("before the run", tracked.snapshot(root))]  # git status, to find tracked files a part changed
     started = t0 = time.perf_counter()
     prepare_out: deque = deque(maxlen=200_000)
     runner_out: deque = deque(maxlen=50)
@@ -243,9 +258,13 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
     try:
         prepare.exit_code = work.stream(prepare_cmd, prepare_out)
         prepare.seconds = round(time.perf_counter() - t0, 3)
+        if parts[0][1] is not None:
+            parts.append(("prepare.sh", tracked.snapshot(root)))
         if prepare.exit_code == 0:
             prepare.status = PASSED
             summary.runner_exit_code = work.stream(["bash", RUNNERS[chain], str(config_path), mode], runner_out)
+            if parts[0][1] is not None:
+                parts.append(("the runner's steps", tracked.snapshot(root)))
         signals.armed = False
     except run_guard.Interrupted as exc:
         signals.armed = False
@@ -261,7 +280,13 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
             summary.runner_exit_code = code
         elif prepare.status == FAILED:
             prepare.exit_code = code
-    _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
+
+    def checks(steps: list[Step]) -> tuple[list[Step], list[str]]:
+        extra, notes = check_run(steps) if prepare.status == PASSED else ([], [])
+        step = tracked.check_step(parts, root, steps, work.starts)
+        return [*extra, *([step] if step is not None else [])], notes
+
+    _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc, checks)
     if signals.received is not None and not summary.interrupted:  # it came as the scripts ended
         summary.interrupted, summary.interrupted_by = True, signal.Signals(signals.received).name
         _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
@@ -272,8 +297,10 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
 
 
 def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deque, root: Path, run_dir: Path,
-            started: float, desc) -> None:
-    """Build the summary from what the scripts left on disk, and write summary.json and junit.xml."""
+            started: float, desc, checks: Callable[[list[Step]], tuple[list[Step], list[str]]] | None = None) -> None:
+    """Build the summary from what the scripts left on disk, and write summary.json and junit.xml.
+    checks (the run's own checks after the scripts: the export's parameters, tracked files) runs
+    only once the run has ended without an interrupt."""
     if prepare.status != PASSED:
         shutil.rmtree(run_dir, ignore_errors=True)  # no runner ran: an older run's files must not be read
         prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
@@ -282,8 +309,12 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
     write_file(run_dir / PREPARE_LOG, "\n".join(prepare_out) + "\n", within=run_dir)
     prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
     steps, problems = read_records(run_dir, root) if prepare.status == PASSED else ([], [])
-    summary.steps = [prepare, *steps]
     summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[summary.chain])
+    if checks is not None and not summary.interrupted:
+        extra, notes = checks(steps)
+        steps = [*steps, *extra]
+        summary.notes.extend(note for note in notes if note not in summary.notes)
+    summary.steps = [prepare, *steps]
     _note_seeds(summary, root)
     code = summary.runner_exit_code
     if prepare.status == PASSED and not summary.interrupted and not steps:

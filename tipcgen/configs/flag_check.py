@@ -1,0 +1,257 @@
+"""Every flag the runner will pass, checked against the script it is passed to, before anything runs.
+
+The generated runner passes a config line's key as ``KEY=VALUE`` to a step's script (SPEC §1.1); a key
+the script's argparse does not know ends that step with ``unrecognized arguments`` (issue #28: a
+tutorial-layout repository failed one step at a time, ``--data-path``, then ``--pretrained``). Here
+each script a config names is probed once (``python SCRIPT --help``, ``configs/script_help.py``, as
+``tipcgen new`` does), and every key the runner of that layout family passes to it is looked up in its
+flags, as argparse would (exact, or an unambiguous ``--`` prefix). ``run``'s preflight, ``lint --root``
+and ``import`` report a key the script does not accept as an error naming the config line and the script.
+
+What is passed is the runner's, per layout (``layout.RUNNER_UNPASSED``: the tutorial runner never
+passes its device line or line 11, ``--data-path:``, to train). A key that does not start with ``-``
+(``Global.epoch_num``, a PaddleOCR ``-o`` override) is not an argparse option: it is not checked.
+
+A script whose text never mentions argparse is not run with ``--help`` (it might train instead); it
+and a script whose ``--help`` fails are said to be unchecked, never guessed. Probes are cached by the
+script's sha256 and the interpreter under ``.tipcgen/cache/flags/`` in the repository (written through
+``core/writes.py``), so a second run probes nothing.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from tipcgen.configs.script_help import PROBE_TIMEOUT, Flag, Script, probe
+from tipcgen.core import inputs, writes
+from tipcgen.core.errors import TipcgenError
+from tipcgen.format import chain, layout
+from tipcgen.format.config import TipcConfig, is_null, parse_per_mode, split_list
+
+CACHE_DIR = ".tipcgen/cache/flags"
+# Text a script that parses its flags with argparse (or PaddleOCR's ArgsParser) has in it.
+_ARGPARSE_WORDS = ("argparse", "ArgumentParser", "ArgsParser", "add_argument", "parse_args")
+# The slots the generated runner passes to each step's script (templates/runner/test_train_inference_python.sh.j2).
+STEP_FIELDS = {
+    "train": ("train.device", "train.output_dir", "train.epochs", "train.pretrained", "train.batch_size",
+              "train.autocast", "train.extra"),
+    "eval": ("train.pretrained", "train.device", "eval.extra"),
+    "export": ("export.weights", "export.output_dir"),
+    "infer": ("inference.use_gpu", "inference.enable_mkldnn", "inference.cpu_threads", "inference.use_tensorrt",
+              "inference.precision", "inference.model_dir", "inference.batch_size", "inference.data",
+              "inference.benchmark", "inference.extra"),
+}
+# Passed with a value the runner fills (a checkpoint, an output folder), whatever the config's value.
+_FILLED = {"train.output_dir", "export.weights", "export.output_dir", "inference.model_dir"}
+_FILLED_BY_STEP = {"eval": {"train.pretrained"}}
+_GPU_ONLY = {"inference.use_tensorrt"}  # passed only in a GPU inference case
+
+
+@dataclass(frozen=True)
+class Passed:
+    """One key the runner passes to one script."""
+
+    step: str  # train | eval | export | infer
+    script: str  # relative to the repository root
+    script_line: int  # the editor line of the command that names the script
+    key: str  # as the config writes it
+    line: int  # the editor line of the key
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A finding of the check: an error (a key the script refuses) or a note (a script not checked)."""
+
+    line: int
+    severity: str  # error | note
+    message: str
+    fix: str = ""
+
+
+class _Lines:
+    """A config's slots by name, with the editor line of each."""
+
+    def __init__(self, text: str) -> None:
+        config = TipcConfig.parse(text)
+        self.logical = config.logical_lines()
+        self.numbers = [number for number, line in enumerate(config.lines) if line.text]
+        self.layout = layout.LAYOUT_OF_KIND.get(config.kind, "standard")
+        self.index = {slot.name: slot.index for slot in layout.slots_of(self.layout) if slot.kind == "kv"}
+
+    def get(self, fld: str) -> tuple[str, str, int] | None:
+        """(key, value, editor line) of the slot of a descriptor field; None where the layout has no line."""
+        name = chain.name_of(fld)
+        index = self.index.get(name)
+        if index is None or index >= len(self.logical) or self.logical[index].value is None:
+            return None
+        line = self.logical[index]
+        return line.key, line.value or "", self.numbers[index] + 1
+
+    def passed(self, fld: str) -> bool:
+        return chain.name_of(fld) not in layout.RUNNER_UNPASSED[self.layout]
+
+
+def _has_value(value: str) -> bool:
+    """A value the runner passes: a per-mode value, a list item or a plain value that is not null."""
+    per_mode = parse_per_mode(value)
+    return any(not is_null(item) for item in (per_mode.values() if per_mode else split_list(value)))
+
+
+def _script_of(command: str) -> str | None:
+    return next((word for word in command.split() if word.endswith(".py")), None)
+
+
+def _commands(lines: _Lines) -> list[tuple[str, str, int]]:
+    """(step, command, editor line) of every command the runner runs for this config."""
+    out: list[tuple[str, str, int]] = []
+    trainer = lines.get("train.trainer")
+    items = [item.strip() for item in split_list(trainer[1])] if trainer else []
+    for item in items:
+        for spec in chain.TRAINERS:
+            key_line = lines.get(spec.key)
+            if spec.match == ("*",) or item in spec.match or (not spec.match and key_line and key_line[0] == item):
+                train, export = lines.get(spec.train[0]), lines.get(spec.export)
+                if train and not is_null(train[1]):
+                    out.append(("train", train[1], train[2]))
+                if export and not is_null(export[1]) and export[1].strip().lower() != "false":
+                    out.append(("export", export[1], export[2]))
+                break
+    for step, fld in (("eval", "eval.script"), ("infer", "inference.script")):
+        found = lines.get(fld)
+        if found and not is_null(found[1]):
+            out.append((step, found[1], found[2]))
+    whole = lines.get("whole_infer.export")
+    for command in split_list(whole[1]) if whole else []:
+        if not is_null(command) and command.strip().lower() != "false":
+            out.append(("export", command, whole[2]))
+    return out
+
+
+def passed_flags(text: str) -> list[Passed]:
+    """Every key the generated runner passes to every script of a config, in run order (one per script and key)."""
+    lines = _Lines(text)
+    use_gpu = lines.get("inference.use_gpu")
+    gpu_cases = bool(use_gpu) and any(v.strip().lower() in ("true", "gpu") for v in split_list(use_gpu[1]))
+    out: list[Passed] = []
+    seen: set[tuple[str, str]] = set()
+    for step, command, command_line in _commands(lines):
+        script = _script_of(command)
+        if script is None:
+            continue
+        for fld in STEP_FIELDS[step]:
+            found = lines.get(fld)
+            if found is None or not lines.passed(fld) or (fld in _GPU_ONLY and not gpu_cases):
+                continue
+            key, value, line = found
+            filled = fld in _FILLED or fld in _FILLED_BY_STEP.get(step, ())
+            if fld == "inference.data":  # after training, the runner passes train_infer_data's value with this key
+                infer_data = lines.get("train.infer_data")
+                filled = bool(infer_data) and _has_value(infer_data[1])
+            if is_null(key) or not (filled or _has_value(value)) or (script, key) in seen:
+                continue
+            seen.add((script, key))
+            out.append(Passed(step, script, command_line, key, line))
+    return out
+
+
+# ---------------------------------------------------------------- probing, cached
+
+def interpreter(text: str, env: dict[str, str]) -> tuple[str, str | None]:
+    """The chain's interpreter as TIPC_PYTHON or the config's python: line names it, and its full path."""
+    python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                                              if line.startswith("python:")), "python")
+    return python, shutil.which(python, path=env.get("PATH"))
+
+
+def _uses_argparse(text: str) -> bool:
+    return any(word in text for word in _ARGPARSE_WORDS)
+
+
+def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT,
+                 role: str = "train") -> list[Flag] | str:
+    """The flags of a script's --help, or why they were not read (no argparse, a failing --help).
+    Cached by the script's sha256 and the interpreter under .tipcgen/cache/flags/."""
+    path = root / script
+    data = inputs.read_bytes(path, "script")
+    name = hashlib.sha256(data + b"\0" + python.encode()).hexdigest() + ".json"
+    cached = root / CACHE_DIR / name
+    if cached.is_file():
+        try:
+            record = json.loads(cached.read_text(encoding="utf-8"))
+            if "unchecked" in record:
+                return str(record["unchecked"])
+            return [Flag(tuple(f["names"]), bool(f["takes_value"])) for f in record["flags"]]
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry: probe again
+    text = data.decode("utf-8", errors="replace")
+    result: list[Flag] | str
+    if not _uses_argparse(text):
+        result = f"{script} does not use argparse (no ArgumentParser in it), so its flags are not checked"
+    else:
+        try:
+            result = probe(Script(role, script), root, python, timeout)
+        except TipcgenError as exc:
+            result = f"{script}'s flags are not checked: {exc.message}"
+    record = ({"script": script, "unchecked": result} if isinstance(result, str) else
+              {"script": script, "flags": [{"names": list(f.names), "takes_value": f.takes_value} for f in result]})
+    try:
+        writes.write_tree({name: json.dumps(record, indent=1) + "\n"}, root / CACHE_DIR, backup=False,
+                          owned=frozenset({name}))
+    except (TipcgenError, OSError):
+        pass  # a read-only checkout: the probe still counts, only the cache is lost
+    return result
+
+
+def accepts(flags: list[Flag], key: str) -> bool:
+    """Whether argparse takes ``KEY=value`` for this key's first word (exact, or a unique ``--`` prefix)."""
+    word = key.split()[0] if key.split() else key
+    names = {name for flag in flags for name in flag.names}
+    if word in names:
+        return True
+    longs = [name for name in names if name.startswith("--") and name.startswith(word)]
+    return word.startswith("--") and len(longs) == 1
+
+
+def check_config(root: Path, text: str, env: dict[str, str]) -> list[Problem]:
+    """``check`` with the config's own interpreter (lint --root, import): a note when it is not on PATH."""
+    python, found = interpreter(text, env)
+    if found is None and any((root / p.script).is_file() for p in passed_flags(text)):
+        return [Problem(1, "note", f"the chain's interpreter '{python}' is not on PATH, so no script's flags were "
+                                   "checked (tipcgen run --python names another)")]
+    return check(root, text, found) if found else []
+
+
+def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) -> list[Problem]:
+    """Errors for every key a script refuses, notes for every script not checked, in config line order.
+    ``python`` is the interpreter's full path (the caller says when there is none)."""
+    passed = [p for p in passed_flags(text) if (root / p.script).is_file()]
+    roles: dict[str, str] = {}
+    for item in passed:
+        roles.setdefault(item.script, item.step)  # the step that runs it first (its --help's hint names it)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        flags = dict(zip(roles, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s]), roles)))
+    problems: list[Problem] = []
+    noted: set[str] = set()
+    for item in passed:
+        found = flags[item.script]
+        if isinstance(found, str):
+            if item.script not in noted:
+                noted.add(item.script)
+                problems.append(Problem(item.script_line, "note", found))
+            continue
+        word = item.key.split()[0] if item.key.split() else item.key
+        if not word.startswith("-") or accepts(found, item.key):
+            continue
+        names = sorted({name for flag in found for name in flag.names if name.startswith("-")})
+        close = difflib.get_close_matches(word, names, n=1, cutoff=0.5)
+        fix = (f"write the script's flag ({close[0]}) as the key on line {item.line}" if close else
+               f"write one of the script's flags ({', '.join(names[:8]) or 'it has none'}) as the key on line {item.line}")
+        problems.append(Problem(item.line, "error", (
+            f"{item.step} passes {word}=... (line {item.line}) to {item.script} (line {item.script_line}), "
+            f"which does not accept it: `{item.script} --help` has no {word}"), fix + ", or null to pass nothing"))
+    return sorted(problems, key=lambda p: (p.line, p.severity))

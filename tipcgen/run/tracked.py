@@ -1,0 +1,108 @@
+"""A chain never writes into the repository's tracked files silently (issue #28).
+
+Where the repository is a git work tree, ``git status`` is read before prepare.sh, after it and after
+the runner: a tracked file that a script changed, deleted or replaced (one already modified before the
+run counts when its content changed again) is listed, by the part of the run that changed it, in a
+failed ``tracked_files`` check step, and the runner's step that changed it (the last to start before
+the file's modification time) fails too, naming it; with none changed the check passes. Untracked and ignored files
+(the run's output, data, tipcgen's caches) are not looked at. Without git there is nothing to compare
+with, and no step.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from tipcgen.format.words import FAILED, PASSED
+from tipcgen.results.results import Step
+
+SHOWN = 10
+
+
+def snapshot(root: Path) -> dict[str, str] | None:
+    """The tracked files that differ from HEAD, each with a hash of what is there now; None without git."""
+    if shutil.which("git") is None:
+        return None
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=no",
+                               "--ignore-submodules=all"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None  # not a git work tree
+    entries = proc.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    state: dict[str, str] = {}
+    skip_next = False
+    for entry in entries:
+        if skip_next:  # a rename's source path
+            skip_next = False
+            continue
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        skip_next = "R" in code or "C" in code
+        file = root / path
+        try:
+            state[path] = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else code.strip() or "gone"
+        except OSError:
+            state[path] = "unreadable"
+    return state
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Tracked files whose state differs between two snapshots (a file back as committed counts too)."""
+    return sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
+
+
+def _shown(paths: list[str]) -> str:
+    return ", ".join(paths[:SHOWN]) + (f" (and {len(paths) - SHOWN} more)" if len(paths) > SHOWN else "")
+
+
+def attribute(root: Path, paths: list[str], steps: list[Step], starts: list[tuple[float, str, str]]) -> dict[int, list[str]]:
+    """The runner's step (index into steps) that changed each file: the last one to start (its
+    ``[tipc] RUN kind name`` line, timed as tipc read it) before the file's modification time; steps
+    run one after another. A deleted file, or one changed before any step, is attributed to none."""
+    out: dict[int, list[str]] = {}
+    for path in paths:
+        try:
+            changed_at = os.stat(root / path).st_mtime
+        except OSError:
+            continue
+        started = [(kind, name) for at, kind, name in starts if at <= changed_at]
+        if not started:
+            continue
+        index = next((i for i, s in enumerate(steps) if (s.kind, s.name) == started[-1]), None)
+        if index is not None:
+            out.setdefault(index, []).append(path)
+    return out
+
+
+def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None = None,
+               steps: list[Step] | None = None, starts: list[tuple[float, str, str]] = ()) -> Step | None:
+    """The tracked_files check from snapshots taken before and after each part of the run
+    (``[("before", s0), ("prepare", s1), ("the runner", s2)]``); None without git. A runner's step
+    that changed a tracked file (``attribute``) fails too, naming the files."""
+    if any(state is None for _, state in parts) or len(parts) < 2:
+        return None
+    found: list[str] = []
+    for (_, before), (part, after) in zip(parts, parts[1:]):
+        paths = changed(before, after)  # type: ignore[arg-type]
+        if paths:
+            found.append(f"{part} changed {len(paths)} tracked file(s): {_shown(paths)}")
+            if part == parts[-1][0] and root is not None and steps:
+                for index, files in attribute(root, paths, steps, list(starts)).items():
+                    step = steps[index]
+                    found[-1] += f" ({step.kind} {step.name}: {', '.join(files)})"
+                    step.status = FAILED
+                    step.reason = "; ".join(filter(None, [step.reason, f"it changed tracked file(s) {_shown(files)}"]))
+    step = Step(kind="check", name="tracked_files", status=FAILED if found else PASSED, reference="git",
+                command="git status --untracked-files=no, before and after each part of the run")
+    if found:
+        step.reason = ("; ".join(found) + ": a chain must not write into the repository's tracked files "
+                       "(point the script's output flag at the run's folder; git diff shows the change)")
+    else:
+        step.note = "no tracked file was changed by the run"
+    return step
