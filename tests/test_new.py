@@ -18,7 +18,7 @@ from tipcgen import descriptor
 from tipcgen.new import new
 from tipcgen.render import render
 from tipcgen.descriptor import schema
-from tipcgen.new import script_help
+from tipcgen.configs import script_help
 from tipcgen.core.errors import TipcgenError
 
 from conftest import read_records, tipcgen

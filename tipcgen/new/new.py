@@ -21,7 +21,7 @@ from tipcgen.descriptor import writer
 from tipcgen.format import layout
 from tipcgen.new import data as new_data
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
-from tipcgen.new.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm, probe
+from tipcgen.configs.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm, probe
 from tipcgen.render import render
 
 ROLES = ("train", "eval", "export", "infer")

@@ -19,7 +19,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
 from tipcgen.format.paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
 from tipcgen.format.words import SKIPPED
-from tipcgen.outputs import markup, report_bench, report_quant
+from tipcgen.outputs import markup, report_bench, report_checks
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
     TrainCurve,
@@ -28,7 +28,7 @@ from tipcgen.outputs.report_logs import (
     read_curve,
 )
 from tipcgen.render import templating
-from tipcgen.results.results import Step, Summary, check_text, load_summary
+from tipcgen.results.results import Summary, check_text, load_summary
 from tipcgen.results.summary_check import check_alignment_data
 
 REPORT_MD = "report.md"
@@ -56,19 +56,6 @@ class Row:
 
 
 @dataclass
-class CheckRow:
-    """One output of one result check: the worst difference against the tolerance."""
-
-    check: str
-    status: str
-    output: str
-    max_abs: str
-    max_rel: str
-    tolerance: str
-    note: str
-
-
-@dataclass
 class Report:
     summary: Summary
     run_dir: Path
@@ -76,14 +63,14 @@ class Report:
     environment: list[tuple[str, str]]
     rows: list[Row]
     curves: list[TrainCurve]
-    checks: list[CheckRow]
+    checks: list[report_checks.CheckRow]
     alignment: dict | None
     reproduce: list[str]
     images: dict[str, str] = field(default_factory=dict)  # loss / timing -> file name
     notes: list[str] = field(default_factory=list)
     acceptance: Acceptance | None = None  # the basic chain's acceptance checklist (tipcgen accept)
     speeds: list = field(default_factory=list)  # benchmark_train: report_bench.SpeedRow per case
-    quant: list = field(default_factory=list)  # ptq: report_quant.QuantRow per int8-vs-float check
+    quant: list = field(default_factory=list)  # ptq: report_checks.QuantRow per int8-vs-float check
 
     @property
     def trained(self) -> bool:
@@ -139,12 +126,12 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None,
     curves = [curve for step in summary.steps if step.kind == "train" and step.status != SKIPPED
               for curve in [read_curve(step, run_dir, root)] if curve is not None]
     report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
-                    rows=step_rows(summary), curves=curves, checks=check_rows(summary.steps),
+                    rows=step_rows(summary), curves=curves, checks=report_checks.check_rows(summary.steps),
                     alignment=read_alignment(align, run_dir, root, summary.model), reproduce=reproduce(summary))
     report.acceptance = acceptance
     if summary.chain == "benchmark_train":
         report.speeds = report_bench.speed_rows(summary, run_dir)
-    report.quant = report_quant.quant_rows(summary.steps)
+    report.quant = report_checks.quant_rows(summary.steps)
     for curve in curves:
         if curve.restarts:
             report.notes.append(f"{curve.step}: the step counter of {curve.source} starts over {curve.restarts} time(s) "
@@ -205,28 +192,6 @@ def step_rows(summary: Summary) -> list[Row]:
         rows.append(Row(number, step.mark, step.kind, step.name,
                         f"{step.seconds:.1f}" if step.status != SKIPPED else "-",
                         "; ".join(p for p in parts if p), step.command, step.log.removeprefix("./")))
-    return rows
-
-
-def check_rows(steps: list[Step]) -> list[CheckRow]:
-    rows = []
-    for step in steps:
-        if step.kind != "check":
-            continue
-        status = step.mark
-        check = step.check
-        if not check.get("max_abs"):
-            rows.append(CheckRow(step.name, status, "-", "-", "-", "-", step.reason or "no differences recorded"))
-            continue
-        tolerance = f"atol {check.get('atol', 0):g}, rtol {check.get('rtol', 0):g}"
-        compared = f"{check.get('logs', '?')} log(s) compared"
-        if isinstance(check.get("reference"), str):  # the chain's own check: configurations vs the reference one
-            compared = f"{check.get('logs', '?')} configuration(s) compared with {check['reference']}"
-        note = compared + (f"; {check['failures']} failure(s)" if check.get("failures") else "")
-        for output, value in sorted(check["max_abs"].items()):
-            rel = check.get("max_rel", {}).get(output)
-            rows.append(CheckRow(step.name, status, output, f"{value:.3g}", "-" if rel is None else f"{rel:.3g}",
-                                 tolerance, note))
     return rows
 
 

@@ -1,10 +1,24 @@
-"""The report's int8-against-float table: what the PTQ chain's check (test_tipc/check_quant.py) measured,
-float and int8 side by side (difference, top-1 agreement, latency, accuracy on the labelled data)."""
+"""The report's tables of result checks: each output of each check against its tolerance, and the PTQ
+chain's int8 against float (test_tipc/check_quant.py's figures side by side: difference, top-1 agreement,
+latency, accuracy on the labelled data)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from tipcgen.results.results import Step
+
+
+@dataclass
+class CheckRow:
+    """One output of one result check: the worst difference against the tolerance."""
+
+    check: str
+    status: str
+    output: str
+    max_abs: str
+    max_rel: str
+    tolerance: str
+    note: str
 
 
 @dataclass(frozen=True)
@@ -44,4 +58,26 @@ def quant_rows(steps: list[Step]) -> list[QuantRow]:
                              f"{float_ms / int8_ms:.2f}x" if float_ms and int8_ms else "-",
                              _shown(_number(accuracy.get("float")), ".4f"), _shown(_number(accuracy.get("int8")), ".4f"),
                              _shown(_number(accuracy.get("delta")), "+.4f")))
+    return rows
+
+
+def check_rows(steps: list[Step]) -> list[CheckRow]:
+    rows = []
+    for step in steps:
+        if step.kind != "check":
+            continue
+        status = step.mark
+        check = step.check
+        if not check.get("max_abs"):
+            rows.append(CheckRow(step.name, status, "-", "-", "-", "-", step.reason or "no differences recorded"))
+            continue
+        tolerance = f"atol {check.get('atol', 0):g}, rtol {check.get('rtol', 0):g}"
+        compared = f"{check.get('logs', '?')} log(s) compared"
+        if isinstance(check.get("reference"), str):  # the chain's own check: configurations vs the reference one
+            compared = f"{check.get('logs', '?')} configuration(s) compared with {check['reference']}"
+        note = compared + (f"; {check['failures']} failure(s)" if check.get("failures") else "")
+        for output, value in sorted(check["max_abs"].items()):
+            rel = check.get("max_rel", {}).get(output)
+            rows.append(CheckRow(step.name, status, output, f"{value:.3g}", "-" if rel is None else f"{rel:.3g}",
+                                 tolerance, note))
     return rows
