@@ -14,6 +14,7 @@ import time
 import uuid
 from collections import deque
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tipcgen.configs import submission
@@ -166,6 +167,34 @@ class _Chain:
         return self.proc.wait()
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """One run's fixed facts, handed down as one value: the repository, the config, the chain and mode
+    (prepare.sh's mode may differ: benchmark_train), the run folder, the steps' environment, the
+    descriptor (loaded once, by the preflight) and where progress lines go."""
+
+    root: Path
+    config_path: Path
+    chain: str
+    mode: str
+    prepare_mode: str
+    run_dir: Path
+    env: dict[str, str]
+    desc: Any
+    on_line: Callable[[str], None]
+
+
+@dataclass
+class _Outputs:
+    """What the scripts printed (prepare.sh's whole output for prepare.log, the runner's last lines) and the
+    prepare step being built; `started` times the whole run."""
+
+    prepare: Step
+    started: float
+    prepare_out: deque = field(default_factory=lambda: deque(maxlen=200_000))
+    runner_out: deque = field(default_factory=lambda: deque(maxlen=50))
+
+
 def _null_kinds(text: str) -> set[str]:
     """The step kinds a basic config turns off: a null eval or inference command, or no export at all."""
     lines = TipcConfig.parse(text).logical_lines()
@@ -239,22 +268,20 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
                       required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
                       provenance=record, notes=list(notes))
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
+    context = RunContext(root, config_path, chain, mode, prepare_mode, run_dir, env, desc, on_line)
     with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
-        return _run(summary, root, config_path, run_dir, env, on_line, signals, desc, prepare_mode,
-                    lambda steps: check_run(root, steps, text, found, env))
+        return _run(summary, context, signals, lambda steps: check_run(root, steps, text, found, env))
 
 
-def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: dict[str, str],
-         on_line: Callable[[str], None], signals: run_guard.StopSignals, desc, prepare_mode: str,
+def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
          check_run: Callable[[list[Step]], tuple[list[Step], list[str]]]) -> Summary:
-    chain, mode = summary.chain, summary.mode
+    root, env = ctx.root, ctx.env
     parts = [("before the run", tracked.snapshot(root))]  # git status, to find tracked files a part changed
-    started = t0 = time.perf_counter()
-    prepare_out: deque = deque(maxlen=200_000)
-    runner_out: deque = deque(maxlen=50)
-    prepare_cmd = ["bash", PREPARE, str(config_path), prepare_mode]
-    prepare = Step(kind="prepare", name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd))
-    work = _Chain(root, env, on_line)
+    prepare_cmd = ["bash", PREPARE, str(ctx.config_path), ctx.prepare_mode]
+    out = _Outputs(Step(kind="prepare", name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd)),
+                   time.perf_counter())
+    prepare, prepare_out, runner_out, t0 = out.prepare, out.prepare_out, out.runner_out, out.started
+    work = _Chain(root, env, ctx.on_line)
     try:
         prepare.exit_code = work.stream(prepare_cmd, prepare_out)
         prepare.seconds = round(time.perf_counter() - t0, 3)
@@ -262,7 +289,7 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
             parts.append(("prepare.sh", tracked.snapshot(root)))
         if prepare.exit_code == 0:
             prepare.status = PASSED
-            summary.runner_exit_code = work.stream(["bash", RUNNERS[chain], str(config_path), mode], runner_out)
+            summary.runner_exit_code = work.stream(["bash", RUNNERS[ctx.chain], str(ctx.config_path), ctx.mode], runner_out)
             if parts[0][1] is not None:
                 parts.append(("the runner's steps", tracked.snapshot(root)))
         signals.armed = False
@@ -273,8 +300,8 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
         if prepare.status == FAILED:
             prepare.seconds = round(time.perf_counter() - t0, 3)
         # The summary first (a CI cancel may KILL us soon), then stop every process, then the final one.
-        _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
-        runner_started = work.proc is not None and RUNNERS[chain] in work.proc.args
+        _finish(summary, ctx, out)
+        runner_started = work.proc is not None and RUNNERS[ctx.chain] in work.proc.args
         code = work.stop(runner_out if runner_started else prepare_out)
         if runner_started:
             summary.runner_exit_code = code
@@ -286,21 +313,22 @@ def _run(summary: Summary, root: Path, config_path: Path, run_dir: Path, env: di
         step = tracked.check_step(parts, root, steps, work.starts)
         return [*extra, *([step] if step is not None else [])], notes
 
-    _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc, checks)
+    _finish(summary, ctx, out, checks)
     if signals.received is not None and not summary.interrupted:  # it came as the scripts ended
         summary.interrupted, summary.interrupted_by = True, signal.Signals(signals.received).name
-        _finish(summary, prepare, prepare_out, runner_out, root, run_dir, started, desc)
+        _finish(summary, ctx, out)
     stopped = prepare_out if prepare.exit_code == 2 else runner_out if summary.runner_exit_code == 2 and not summary.steps[1:] else None
     if stopped is not None and not summary.interrupted:
         raise ScriptError.from_lines(list(stopped))
     return summary
 
 
-def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deque, root: Path, run_dir: Path,
-            started: float, desc, checks: Callable[[list[Step]], tuple[list[Step], list[str]]] | None = None) -> None:
+def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
+            checks: Callable[[list[Step]], tuple[list[Step], list[str]]] | None = None) -> None:
     """Build the summary from what the scripts left on disk, and write summary.json and junit.xml.
     checks (the run's own checks after the scripts: the export's parameters, tracked files) runs
     only once the run has ended without an interrupt."""
+    prepare, prepare_out, runner_out, root, run_dir = out.prepare, out.prepare_out, out.runner_out, ctx.root, ctx.run_dir
     if prepare.status != PASSED:
         shutil.rmtree(run_dir, ignore_errors=True)  # no runner ran: an older run's files must not be read
         prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
@@ -325,9 +353,9 @@ def _finish(summary: Summary, prepare: Step, prepare_out: deque, runner_out: deq
     if code == 0 and missing and not summary.interrupted:
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                 f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
-    summary.target = target.check_run(desc, summary.mode, summary.chain,
+    summary.target = target.check_run(ctx.desc, summary.mode, summary.chain,
                                       [(s.name, s.metrics) for s in steps if s.kind == "eval" and s.status == PASSED])
-    summary.wall_seconds = round(time.perf_counter() - started, 3)
+    summary.wall_seconds = round(time.perf_counter() - out.started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
 
