@@ -50,14 +50,17 @@ def _step6() -> str:
 
 
 def test_lint_applies_the_slot_rules_to_the_tutorial_layout(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"  # lint --root probes the scripts and caches their --help under the root's .tipcgen/
+    shutil.copytree(FIXTURE, repo, ignore=shutil.ignore_patterns("__pycache__", ".tipcgen"))
     text = (_step6().replace("lite_train_lite_infer=2", "lite_train_lite_infr=2")
             .replace("--use-gpu:False", "--use-gpu:cuda").replace("norm_train:train.py", "norm_train:missing.py"))
-    findings = lint.lint_text(text, "c.txt", FIXTURE)
+    findings = lint.lint_text(text, "c.txt", repo)
     got = {(f.line, f.rule) for f in findings if f.severity == "error"}
     assert got == {(8, "unknown-mode"), (14, "missing-script"), (28, "infer-device")}
     shifted = text.replace("##\ntrainer:", "trainer:", 1)  # one line missing above the trainer line
     assert [f.rule for f in lint.lint_text(shifted, "c.txt") if f.severity == "error"] == ["slot-shift"]
-    assert not lint.has_errors(lint.lint_text(_step6(), "c.txt", FIXTURE))
+    assert not lint.has_errors(lint.lint_text(_step6(), "c.txt", repo))
+    assert not (FIXTURE / ".tipcgen").exists(), "a test wrote into the source tree"
 
 
 @pytest.mark.parametrize("layout_config", ["tutorial", "standard"])
