@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,9 @@ os.environ.setdefault("TIPC_NO_PADDLE", "1")
 _BIN = str(Path(sys.executable).parent)
 if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
     os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
+# The flag check caches each script's --help (configs/flag_check.py): here in a folder of this process, never
+# under a repository the tests read in place (tests/fixtures/*, the checkout itself).
+os.environ.setdefault("TIPCGEN_CACHE_DIR", tempfile.mkdtemp(prefix="tipcgen-test-cache-"))
 # The fuzz tests run a quarter of their examples by default (seconds, not minutes, in every run of the
 # suite); TIPCGEN_FUZZ=full runs all of them (docs/PERFORMANCE.md, "The test suite").
 FUZZ_SHARE = 1.0 if os.environ.get("TIPCGEN_FUZZ", "") == "full" else 0.25

@@ -103,6 +103,7 @@ def _scripts(repo: Path) -> None:
 
 
 def test_a_key_the_script_does_not_accept_is_an_error_naming_the_line_and_the_script(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("TIPCGEN_CACHE_DIR")  # the default: the repository's own .tipcgen/cache/flags/
     _scripts(tmp_path)
     problems = flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]})
     errors = [(p.line, p.message) for p in problems if p.severity == "error"]
@@ -122,6 +123,16 @@ def test_a_key_the_script_does_not_accept_is_an_error_naming_the_line_and_the_sc
     (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text() + "# changed\n")
     with pytest.raises(AssertionError, match="probed again"):
         flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]})
+
+
+def test_the_cache_goes_where_tipcgen_cache_dir_says(tmp_path: Path, monkeypatch):
+    """A read-only checkout, CI or the tests keep the probes out of the repository."""
+    repo, shared = tmp_path / "repo", tmp_path / "shared"
+    repo.mkdir()
+    _scripts(repo)
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(shared))
+    flag_check.check_config(repo, TUTORIAL, {"PATH": os.environ["PATH"]})
+    assert len(list((shared / "flags").glob("*.json"))) == 3 and not (repo / ".tipcgen").exists()
 
 
 def test_lint_root_and_import_report_the_keys_too(tmp_path: Path):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -172,6 +173,13 @@ def _uses_argparse(text: str) -> bool:
     return any(word in text for word in _ARGPARSE_WORDS)
 
 
+def cache_dir(root: Path) -> Path:
+    """Where probes are cached: $TIPCGEN_CACHE_DIR/flags when set (a read-only checkout, CI, the tests, which
+    never write into the tree they test), else the repository's .tipcgen/cache/flags/."""
+    shared = os.environ.get("TIPCGEN_CACHE_DIR", "")
+    return Path(shared) / "flags" if shared else root / CACHE_DIR
+
+
 def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT,
                  role: str = "train") -> list[Flag] | str:
     """The flags of a script's --help, or why they were not read (no argparse, a failing --help).
@@ -179,7 +187,8 @@ def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TI
     path = root / script
     data = inputs.read_bytes(path, "script")
     name = hashlib.sha256(data + b"\0" + python.encode()).hexdigest() + ".json"
-    cached = root / CACHE_DIR / name
+    cache = cache_dir(root)
+    cached = cache / name
     if cached.is_file():
         try:
             record = json.loads(cached.read_text(encoding="utf-8"))
@@ -200,7 +209,7 @@ def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TI
     record = ({"script": script, "unchecked": result} if isinstance(result, str) else
               {"script": script, "flags": [{"names": list(f.names), "takes_value": f.takes_value} for f in result]})
     try:
-        writes.write_tree({name: json.dumps(record, indent=1) + "\n"}, root / CACHE_DIR, backup=False,
+        writes.write_tree({name: json.dumps(record, indent=1) + "\n"}, cache, backup=False,
                           owned=frozenset({name}))
     except (TipcgenError, OSError):
         pass  # a read-only checkout: the probe still counts, only the cache is lost
