@@ -62,19 +62,13 @@ def refuse_missing_interpreter(config_path: Path, text: str, env: dict[str, str]
 def own_weights(root: Path, model: str | None = None) -> tuple[str, ...]:
     """The descriptor's checks.own_weights (the steps that load their own weights on purpose) for the
     config's model, among the models `tipcgen init` rendered here (the answers file), if any."""
-    from tipcgen import descriptor as descriptors
     from tipcgen.descriptor import answers as answer_file
 
-    if not (root / answer_file.ANSWERS_FILE).is_file():
-        return ()
     try:
-        for reference, _, _ in answer_file.read(root).models:
-            desc = descriptors.load(answer_file.target_of(reference, root))
-            if model is None or desc.model_name == model:
-                return desc.checks.own_weights if desc.checks else ()
+        found = answer_file.rendered_descriptor(root, model)
     except TipcgenError:
-        pass
-    return ()
+        return ()
+    return found[0].checks.own_weights if found is not None and found[0].checks else ()
 
 
 def untrained_steps(text: str, allowed: tuple[str, ...] = ()) -> list[tuple[int, str, str]]:

@@ -56,11 +56,6 @@ def descriptor_reference(desc: Descriptor, out_dir: Path) -> str:
     return Path(os.path.relpath(source.resolve(), out_dir.resolve())).as_posix()
 
 
-def descriptor_target(answers: Answers, out_dir: Path) -> str:
-    """What ``descriptor.load`` takes: the sample name, or the path as seen from here."""
-    return target_of(answers.descriptor, out_dir)
-
-
 def target_of(reference: str, out_dir: Path) -> str:
     """A recorded descriptor reference as ``descriptor.load`` takes it."""
     if "/" not in reference and not reference.endswith((".yaml", ".yml")):
@@ -95,6 +90,21 @@ def parse(text: str, source: str) -> Answers:
     return Answers(str(data["tipcgen_version"]), str(data["descriptor"]), str(data["descriptor_sha256"]),
                    str(data["devices"]), tuple(files),
                    tuple((o["descriptor"], str(o.get("descriptor_sha256", "")), o["devices"]) for o in others))
+
+
+def rendered_descriptor(out_dir: Path, model: str | None = None) -> tuple[Descriptor, str, str] | None:
+    """The descriptor init rendered ``model`` from, its reference and the sha256 it had then (the first
+    model's when ``model`` is None); None without an answers file or without that model. A descriptor
+    that cannot be read raises its error."""
+    if not (out_dir / ANSWERS_FILE).is_file():
+        return None
+    from tipcgen import descriptor
+
+    for reference, sha256, _ in read(out_dir).models:
+        desc = descriptor.load(target_of(reference, out_dir))
+        if model is None or desc.model_name == model:
+            return desc, reference, sha256
+    return None
 
 
 def read(out_dir: Path) -> Answers:

@@ -256,22 +256,18 @@ def data_files(root: Path, desc: Any, data_dir: str | None) -> list[Path]:
 def load_descriptor(root: Path, model: str | None = None) -> tuple[Any, dict[str, Any]]:
     """The descriptor `tipcgen init` rendered this tree's ``model`` from (via the answers file; the
     first model without one, or when none matches), and its hashes."""
-    from tipcgen import descriptor as descriptors
     from tipcgen.core.errors import TipcgenError
     from tipcgen.descriptor import answers as answer_file
 
     if not (root / answer_file.ANSWERS_FILE).is_file():
         return None, {"note": f"no {answer_file.ANSWERS_FILE}: test_tipc/ was not rendered by tipcgen init here"}
     try:
-        answers = answer_file.read(root)
-        found = []
-        for reference, sha256, _ in answers.models:
-            found.append((descriptors.load(answer_file.target_of(reference, root)), reference, sha256))
-            if found[-1][0].model_name == model:
-                break
+        found = answer_file.rendered_descriptor(root, model) or answer_file.rendered_descriptor(root)
     except TipcgenError as exc:
         return None, {"note": f"the descriptor could not be read: {exc.message}"}
-    desc, reference, rendered = next((item for item in found if item[0].model_name == model), found[0])
+    if found is None:
+        return None, {"note": f"{answer_file.ANSWERS_FILE} records no model"}
+    desc, reference, rendered = found
     current = answer_file.sha256_of(Path(desc.source))
     return desc, {"source": reference, "sha256": current, "rendered_sha256": rendered,
                   "changed_since_render": current != rendered}
