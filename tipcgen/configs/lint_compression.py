@@ -31,7 +31,7 @@ def lint(config: TipcConfig, add: Add) -> None:
     slots = {slot.name: slot for slot in compression.LAYOUTS[name] if slot.kind == "kv"}
     for slot_name, slot in slots.items():
         line = logical[slot.index]
-        if slot.value is not None and not _shaped(line, slot.value[1]):
+        if slot.value is not None and not layout_check.shape_ok(line.value, slot.value[1]):
             add(slot.index, "slot-shift", "error",
                 f"idx {slot.index} ({slot_name}) should hold {slot.value[0]} but holds {line.text.strip()!r}: a line "
                 "is missing or extra in the inference block, so every later flag is read from its neighbour")
@@ -47,11 +47,6 @@ def lint(config: TipcConfig, add: Add) -> None:
         add(slots["infer_use_gpu"].index, "infer-device", "error",
             f"inference device {bad[0]!r} is none of True/False/gpu/cpu: the runner prints 'Does not support "
             "hardware' and skips those inference cases without a failure line")
-
-
-def _shaped(line: Line, pattern) -> bool:
-    items = split_list(line.value)
-    return bool(items) and all(item.strip() == "null" or pattern.match(item.strip()) for item in items)
 
 
 def _anchors(logical: Sequence[Line], name: str, add: Add) -> bool:

@@ -104,7 +104,8 @@ def anchors_of(table: Sequence[layout.Slot]) -> tuple[Anchor, ...]:
     return tuple(_anchor(slot) for slot in table if slot.anchors)
 
 
-def _shape_ok(value: str | None, pattern: re.Pattern[str]) -> bool:
+def shape_ok(value: str | None, pattern: re.Pattern[str]) -> bool:
+    """Every ``|`` item of a value is ``null`` or fits the pattern (an empty value fits nothing)."""
     if value is None or not value.strip():
         return False
     items = value.split("|")
@@ -124,7 +125,7 @@ def infer_shapes(value_at: Callable[[int], str | None], table: Sequence[layout.S
     no such line, or no ``:``).
     """
     shaped = [slot for slot in table if slot.value is not None]
-    bad = [slot for slot in shaped if not _shape_ok(value_at(slot.index), slot.value[1])]
+    bad = [slot for slot in shaped if not shape_ok(value_at(slot.index), slot.value[1])]
     if not bad:
         return bad, None
     start = bad[0].index
@@ -137,4 +138,4 @@ def infer_shapes(value_at: Callable[[int], str | None], table: Sequence[layout.S
 
 def _fits(value: str | None, slot: layout.Slot) -> bool:
     """Evidence for a shift: the value has the slot's shape, and is more than a `null` filler."""
-    return _shape_ok(value, slot.value[1]) and any(item.strip() not in ("", "null") for item in value.split("|"))
+    return shape_ok(value, slot.value[1]) and any(item.strip() not in ("", "null") for item in value.split("|"))
