@@ -1,6 +1,7 @@
 """tipcgen's vocabulary, each word said once: what a step's status, a chain's verdict and a suite chain's
-verdict can be, and how tables show them; the config sections tipcgen reads by name; its defaults. Python imports the names from here; the templates get them as
-``status`` and ``verdicts`` (render/templating.py), so the runner writes the words Python reads.
+verdict can be, and how tables show them; the kinds of step a chain records and the kinds each chain and
+mode needs for a PASSED verdict; the config sections tipcgen reads by name; its defaults. Python imports the names from here; the templates get them as
+``status``, ``kind`` and ``verdicts`` (render/templating.py), so the runner writes the words Python reads.
 tests/test_vocabulary.py finds no status or verdict literal anywhere else in the package or the templates
 (the shipped scripts, which import nothing from tipcgen, excepted: they write only their own check line)."""
 from __future__ import annotations
@@ -9,6 +10,26 @@ from __future__ import annotations
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 STATUSES = (PASSED, FAILED, SKIPPED)
 MARKS = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in every table
+
+# A step's kind: steps.jsonl's and summary.json's `kind` (the runners' tipc_step/tipc_skip/tipc_record write
+# it; tipcgen run writes prepare and its own checks). SKIPPED_AFTER_TRAIN is the one record a failed training
+# leaves for the eval, export and inference it would have fed.
+PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK = "prepare", "train", "eval", "export", "infer", "check"
+CONVERT, QUANT, SPEED, PROFILE = "convert", "quant", "speed", "profile"  # paddle2onnx, ptq, benchmark_train
+SKIPPED_AFTER_TRAIN = "eval+export+infer"
+KINDS = (PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK, CONVERT, QUANT, SPEED, PROFILE, SKIPPED_AFTER_TRAIN)
+
+# What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode (a chain
+# without a mode here needs its EVERY_MODE kinds in every mode). A kind whose command the config sets to null
+# (eval:null, inference:null) is not required: results.required_kinds.
+REQUIRED_KINDS = {
+    "basic": {"lite_train_lite_infer": (TRAIN, EVAL, EXPORT, INFER),
+              "lite_train_whole_infer": (TRAIN, EVAL, EXPORT, INFER),
+              "whole_train_whole_infer": (TRAIN, EVAL, EXPORT, INFER),
+              "whole_infer": (INFER,)},
+    "benchmark_train": {"benchmark_train": (TRAIN, SPEED)},
+}
+EVERY_MODE = {"paddle2onnx": (CONVERT, INFER), "ptq": (QUANT, INFER, CHECK)}
 
 # A chain's verdict (summary.json's `verdict`, the summary's last line; tipcgen run's exit code follows it).
 CHAIN_PASSED, CHAIN_FAILED, CHAIN_INTERRUPTED = "PASSED", "FAILED", "INTERRUPTED"
@@ -30,8 +51,10 @@ PADDLE_PIN = "paddlepaddle==3.3.1"  # the paddle the chains are tested with (pyp
 
 
 def template_context() -> dict[str, object]:
-    """The words as the templates name them: {{ status.passed }}, {{ verdicts.passed }}, {{ section_names.result_check }}."""
+    """The words as the templates name them: {{ status.passed }}, {{ kind.train }}, {{ verdicts.passed }},
+    {{ section_names.result_check }} ({{ kind.after_train }}: SKIPPED_AFTER_TRAIN)."""
     return {"status": {word: word for word in STATUSES},
+            "kind": {**{word: word for word in KINDS if word != SKIPPED_AFTER_TRAIN}, "after_train": SKIPPED_AFTER_TRAIN},
             "verdicts": {"passed": CHAIN_PASSED, "failed": CHAIN_FAILED, "interrupted": CHAIN_INTERRUPTED},
             "section_names": {"result_check": RESULT_CHECK_SECTION, "paddle2onnx": PADDLE2ONNX_SECTION},
             "default_step_timeout": DEFAULT_STEP_TIMEOUT}

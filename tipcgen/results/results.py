@@ -16,6 +16,7 @@ from pathlib import Path
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
 from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
+from tipcgen.format import words
 from tipcgen.format.words import (
     CHAIN_FAILED,
     CHAIN_INTERRUPTED,
@@ -71,24 +72,9 @@ class Step:
         return MARKS.get(self.status, self.status.upper())
 
 
-# What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode.
-# A kind whose command the config sets to null (eval:null, inference:null) is not required.
-REQUIRED_KINDS = {
-    "basic": {"lite_train_lite_infer": ("train", "eval", "export", "infer"),
-              "lite_train_whole_infer": ("train", "eval", "export", "infer"),
-              "whole_train_whole_infer": ("train", "eval", "export", "infer"),
-              "whole_infer": ("infer",)},
-    "paddle2onnx": {},  # every mode: ("convert", "infer")
-    "benchmark_train": {"benchmark_train": ("train", "speed")},
-    "ptq": {},  # every mode: ("quant", "infer", "check")
-}
-_P2O_KINDS = ("convert", "infer")
-_EVERY_MODE = {"paddle2onnx": _P2O_KINDS, "ptq": ("quant", "infer", "check")}
-
-
 def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
     """The step kinds a PASSED verdict needs; null_kinds: kinds the config turns off (command null)."""
-    kinds = REQUIRED_KINDS.get(chain, {}).get(mode, _EVERY_MODE.get(chain, ()))
+    kinds = words.REQUIRED_KINDS.get(chain, {}).get(mode, words.EVERY_MODE.get(chain, ()))
     return [kind for kind in kinds if kind not in null_kinds]
 
 
