@@ -92,19 +92,22 @@ def parse(text: str, source: str) -> Answers:
                    tuple((o["descriptor"], str(o.get("descriptor_sha256", "")), o["devices"]) for o in others))
 
 
-def rendered_descriptor(out_dir: Path, model: str | None = None) -> tuple[Descriptor, str, str] | None:
+def rendered_descriptor(out_dir: Path, model: str | None = None,
+                        or_first: bool = False) -> tuple[Descriptor, str, str] | None:
     """The descriptor init rendered ``model`` from, its reference and the sha256 it had then (the first
-    model's when ``model`` is None); None without an answers file or without that model. A descriptor
-    that cannot be read raises its error."""
+    model's when ``model`` is None, or when none matches and ``or_first``); None without an answers file
+    or without that model. Each descriptor is loaded once; one that cannot be read raises its error."""
     if not (out_dir / ANSWERS_FILE).is_file():
         return None
     from tipcgen import descriptor
 
+    first = None
     for reference, sha256, _ in read(out_dir).models:
         desc = descriptor.load(target_of(reference, out_dir))
         if model is None or desc.model_name == model:
             return desc, reference, sha256
-    return None
+        first = first or (desc, reference, sha256)
+    return first if or_first else None
 
 
 def read(out_dir: Path) -> Answers:

@@ -262,7 +262,7 @@ def load_descriptor(root: Path, model: str | None = None) -> tuple[Any, dict[str
     if not (root / answer_file.ANSWERS_FILE).is_file():
         return None, {"note": f"no {answer_file.ANSWERS_FILE}: test_tipc/ was not rendered by tipcgen init here"}
     try:
-        found = answer_file.rendered_descriptor(root, model) or answer_file.rendered_descriptor(root)
+        found = answer_file.rendered_descriptor(root, model, or_first=True)
     except TipcgenError as exc:
         return None, {"note": f"the descriptor could not be read: {exc.message}"}
     if found is None:
