@@ -291,6 +291,21 @@ def stub_repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def descriptor_loads(monkeypatch) -> list[tuple[str, str]]:
+    """What reads a descriptor from now on, in this process: ("walk", model) for each walk of the answers
+    file (answers.rendered_descriptor), ("load", target) for each descriptor file loaded (descriptor.load)."""
+    from tipcgen import descriptor
+    from tipcgen.descriptor import answers
+
+    seen: list[tuple[str, str]] = []
+    load, walk = descriptor.load, answers.rendered_descriptor
+    monkeypatch.setattr(descriptor, "load", lambda target, *a, **k: seen.append(("load", str(target))) or load(target, *a, **k))
+    monkeypatch.setattr(answers, "rendered_descriptor",
+                        lambda root, model=None, *a, **k: seen.append(("walk", str(model))) or walk(root, model, *a, **k))
+    return seen
+
+
 def read_records(repo: Path, model: str, mode: str) -> list[dict]:
     import json
 

@@ -38,8 +38,10 @@ def run_steps(repo: Path) -> tuple[int, dict]:
     return proc.returncode, json.loads((repo / SUMMARY).read_text())
 
 
-def test_each_status_line_of_the_own_runner_is_reported_truthfully(own_repo: Path) -> None:
+def test_each_status_line_of_the_own_runner_is_reported_truthfully(own_repo: Path, descriptor_loads: list) -> None:
     code, summary = run_steps(own_repo)
+    # the descriptor is loaded once: its checks.own_weights for preflight.refuse, its env: for the runner
+    assert [kind for kind, _ in descriptor_loads] == ["walk", "load"], descriptor_loads
     assert code == 1 and summary["ok"] is False
     assert [(s["kind"], s["status"]) for s in summary["steps"]] == EXPECTED
     assert [s["name"] for s in summary["steps"]][4:] == ["python_infer_cpu_batchsize_1", "python_infer_cpu_batchsize_2"]

@@ -9,7 +9,8 @@ probe starts). In order:
 2. the chain's interpreter (``TIPC_PYTHON`` / ``--python``, else the config's ``python:``) must be on PATH;
 3. eval, export and inference must receive the run's own model (a trained checkpoint, the run's export):
    a null key there runs the script on whatever it loads by default, and the chain would still pass
-   (issue #28); the descriptor's ``checks.own_weights`` says so on purpose;
+   (issue #28); the descriptor's ``checks.own_weights`` says so on purpose (the run loads the descriptor
+   once and hands it to ``refuse``: nothing here reads it again);
 4. every key the generated runner passes must be a flag of the script it is passed to (``flag_check``;
    in submission mode the repository's own runner passes what it passes: a note says the keys were not
    checked).
@@ -20,10 +21,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tipcgen.core.errors import RunError, TipcgenError
+from tipcgen.core.errors import RunError
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig, is_null, split_list
+
+if TYPE_CHECKING:
+    from tipcgen.descriptor import Descriptor
 
 OWN_WEIGHTS_STEPS = ("eval", "export", "infer")
 # (step, the command it runs, the slot that hands it the run's model, what it would use without it)
@@ -59,16 +64,12 @@ def refuse_missing_interpreter(config_path: Path, text: str, env: dict[str, str]
     return found
 
 
-def own_weights(root: Path, model: str | None = None) -> tuple[str, ...]:
-    """The descriptor's checks.own_weights (the steps that load their own weights on purpose) for the
-    config's model, among the models `tipcgen init` rendered here (the answers file), if any."""
-    from tipcgen.descriptor import answers as answer_file
-
-    try:
-        found = answer_file.rendered_descriptor(root, model)
-    except TipcgenError:
+def own_weights(desc: Descriptor | None, model: str | None = None) -> tuple[str, ...]:
+    """The descriptor's checks.own_weights (the steps that load their own weights on purpose) when it is the
+    config's model's (desc: the one `tipcgen init` rendered it from, as the run loaded it; None: none)."""
+    if desc is None or (model is not None and desc.model_name != model) or not desc.checks:
         return ()
-    return found[0].checks.own_weights if found is not None and found[0].checks else ()
+    return desc.checks.own_weights
 
 
 def untrained_steps(text: str, allowed: tuple[str, ...] = ()) -> list[tuple[int, str, str]]:
@@ -106,8 +107,10 @@ def untrained_steps(text: str, allowed: tuple[str, ...] = ()) -> list[tuple[int,
     return out
 
 
-def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None) -> list[str]:
-    """Every refusal above, in order; the notes the run should record (scripts not checked)."""
+def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None,
+           desc: Descriptor | None = None) -> list[str]:
+    """Every refusal above, in order; the notes the run should record (scripts not checked). desc: the
+    descriptor the run loaded (provenance.load_descriptor), for its checks.own_weights."""
     from tipcgen.configs import flag_check
     from tipcgen.core import inputs
 
@@ -118,7 +121,7 @@ def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None) -> 
     if TipcConfig.parse(text).kind not in layout.LAYOUT_OF_KIND:
         return []  # a paddle2onnx, benchmark or PTQ config: its runner passes no trained checkpoint or train keys
     model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model_name:")), None)
-    untrained = untrained_steps(text, own_weights(root, model))
+    untrained = untrained_steps(text, own_weights(desc, model))
     if untrained:
         where, message, fix = untrained[0]
         more = "; ".join(f"{config_path}:{w}: {m}" for w, m, _ in untrained[1:])

@@ -81,19 +81,18 @@ def interpreter_of(text: str, env: dict[str, str]) -> tuple[str, str | None]:
 
 
 def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mode: str,
-              data_dir: str | None) -> tuple[str, Any, dict]:
+              data_dir: str | None, desc: Any, desc_info: dict[str, Any]) -> tuple[str, dict]:
     """What would make every step fail, said once before any step runs (tipcgen doctor says more),
     and the run's provenance. The runner's layout check, the interpreter probe (paddle found, versions)
-    and git start together, beside the descriptor's loading and the data hashing here: the wall time is
-    the longest of them, not the sum.
+    and git start together, beside the data hashing here: the wall time is the longest of them, not the
+    sum. desc, desc_info: the descriptor run_chain loaded (or None) and its hashes (provenance.load_descriptor).
 
-    Returns the chain's interpreter (its full path), the descriptor (or None) and the provenance record."""
+    Returns the chain's interpreter (its full path) and the provenance record."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     python, found = interpreter_of(text, env)
     check = _start_layout_check(config_path, root, chain, env, mode)
     probes = provenance.Probes(root, found, env)
     try:
-        desc, desc_info = provenance.load_descriptor(root, _model_of(text))
         record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
         _layout_check_result(check)
         if found is None:
@@ -110,7 +109,7 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
         if check.poll() is None:
             check.kill()
         check.communicate()
-    return found, desc, record
+    return found, record
 
 
 def _model_of(text: str) -> str | None:
@@ -171,7 +170,7 @@ class _Chain:
 class RunContext:
     """One run's fixed facts, handed down as one value: the repository, the config, the chain and mode
     (prepare.sh's mode may differ: benchmark_train), the run folder, the steps' environment, the
-    descriptor (loaded once, by the preflight) and where progress lines go."""
+    descriptor (loaded once, by run_chain) and where progress lines go."""
 
     root: Path
     config_path: Path
@@ -212,13 +211,13 @@ def _null_kinds(text: str) -> set[str]:
 def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,
               step_timeout: int | None = None, chain: str = "basic", model_dir: str | None = None,
               on_line: Callable[[str], None] = lambda line: None,
-              check_config: Callable[..., list[str] | None] = lambda root, config_path, env: None,
+              check_config: Callable[..., list[str] | None] = lambda root, config_path, env, desc: None,
               python: str | None = None,
               check_run: Callable[..., tuple[list[Step], list[str]]] = lambda *args: ([], [])) -> Summary:
-    """check_config(root, config path relative to it, the run's environment) refuses a config before
-    anything starts, and returns notes the summary records (the CLI passes preflight.refuse:
-    config-level checks live above this module). python: the interpreter for this run (TIPC_PYTHON),
-    whatever the config's python: line says. check_run(root, steps, config text, interpreter, env) gives
+    """check_config(root, config path relative to it, the run's environment, the descriptor) refuses a
+    config before anything starts, and returns notes the summary records (the CLI passes preflight.refuse:
+    config-level checks live above this module). The descriptor is loaded once, here, and handed down.
+    python: the interpreter for this run (TIPC_PYTHON), whatever the config's python: line says. check_run(root, steps, config text, interpreter, env) gives
     the check steps and notes of a finished run (the CLI passes repro.export_check.check_run: it reads
     checkpoints with repro's safe reader, which sits above this module)."""
     check_mode(mode)
@@ -233,9 +232,11 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     root = root.resolve()
     config_path = find_config(config, root, chain)
     model = model_name_of(root / config_path)
+    desc, desc_info = provenance.load_descriptor(root, model)
     if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
-        check_config(root, config_path, dict(os.environ, **({"TIPC_PYTHON": python} if python else {})))
-        return submission_run.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line)
+        check_config(root, config_path, dict(os.environ, **({"TIPC_PYTHON": python} if python else {})), desc)
+        return submission_run.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line,
+                                  (desc, desc_info))
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
     for script in (PREPARE, RUNNERS[chain]):
@@ -260,8 +261,8 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 
-    notes = check_config(root, config_path, env) or []
-    found, desc, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"))
+    notes = check_config(root, config_path, env, desc) or []
+    found, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info)
     run_dir = run_dir_of(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),

@@ -16,7 +16,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from tipcgen.configs.submission import RECORD, RUNNER, edited
 from tipcgen.core import inputs
@@ -152,19 +152,20 @@ def _grown(before: dict[Path, int], paths: list[Path]) -> list[tuple[Path, list[
     return out
 
 
-def descriptor_env(root: Path) -> tuple[dict[str, str], str | None]:
-    """The env: of the descriptor init rendered from (via the answers file), and a note when it cannot be read."""
-    from tipcgen.run.provenance import load_descriptor
-
-    desc, info = load_descriptor(root)
+def descriptor_env(loaded: tuple[Any, dict[str, Any]]) -> tuple[dict[str, str], str | None]:
+    """The env: of the descriptor init rendered from (the run's provenance.load_descriptor: the descriptor
+    or None, and its record), and a note when it could not be read."""
+    desc, info = loaded
     if desc is None:
         return {}, info.get("note")
     return dict(desc.env), None
 
 
-def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callable[[str], None]) -> Summary:
+def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callable[[str], None],
+        loaded: tuple[Any, dict[str, Any]]) -> Summary:
     """Drive the repository's prepare.sh (if any) and runner, as a reviewer would (the runner runs even when
-    prepare fails); the summary from the status lines they write during the run."""
+    prepare fails); the summary from the status lines they write during the run. loaded: the descriptor
+    run_chain loaded (or None) and its record, for its env:."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     values = _slot_values(text)
     model = values.get("model_name", "")
@@ -178,7 +179,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
                                 "the template's runner and common_func.sh unchanged (无需改动)")
     if not (root / RECORD).is_file():
         summary.notes.append(f"{RUNNER} is not tipcgen's, and no init --submission recorded it: edits cannot be told")
-    extra_env, env_note = descriptor_env(root)
+    extra_env, env_note = descriptor_env(loaded)
     if env_note:
         summary.notes.append(f"the descriptor's env: was not applied ({env_note})")
     elif extra_env:
