@@ -15,7 +15,7 @@ CONFIGS = f"{TEST_TIPC}/configs"
 OUTPUT = f"{TEST_TIPC}/output"  # every run folder is under it
 RESULTS_DIR = f"{TEST_TIPC}/results"  # committed golden results
 
-PREPARE = f"{TEST_TIPC}/prepare.sh"
+PREPARE_SH = f"{TEST_TIPC}/prepare.sh"
 PREPARE_LOG = "prepare.log"
 COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"
 

@@ -15,7 +15,7 @@ from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
-from tipcgen.format.words import FAILED, PASSED, SKIPPED
+from tipcgen.format.words import FAILED, INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
@@ -98,7 +98,7 @@ def _train_logs(root: Path, run_dir: Path, summary: Summary) -> list[Path]:
     """Each passed train step's log: <output_dir>/train.log, else the step's own log."""
     logs = []
     for step in summary.steps:
-        if step.kind != "train" or step.status != PASSED:
+        if step.kind != TRAIN or step.status != PASSED:
             continue
         path = inside(run_dir, f"{step.name}/{TRAIN_LOG}") or inside(root, step.log)  # never outside them
         if path is not None:
@@ -139,7 +139,7 @@ def check_autolog(root: Path, summary: Summary | None, config_path: Path | None 
     title = "inference speed: an AutoLog block in every inference case's log"
     if summary is None:
         return Item("3.2.3", title, False, OUTPUT + "/", "no run found", _NO_RUN)
-    cases = [s for s in summary.steps if s.kind == "infer" and s.status == PASSED and s.log]
+    cases = [s for s in summary.steps if s.kind == INFER and s.status == PASSED and s.log]
     if not cases:
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
                     "run a mode with inference (lite_train_lite_infer)")

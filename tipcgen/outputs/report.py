@@ -17,8 +17,8 @@ from tipcgen import __version__
 from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
-from tipcgen.format.paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
-from tipcgen.format.words import SKIPPED
+from tipcgen.format.paths import OUTPUT, PREPARE_SH, RUNNERS, SUMMARY_JSON
+from tipcgen.format.words import SKIPPED, TRAIN
 from tipcgen.outputs import markup, report_bench, report_checks
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
@@ -74,7 +74,7 @@ class Report:
 
     @property
     def trained(self) -> bool:
-        return any(step.kind == "train" and step.status != SKIPPED for step in self.summary.steps)
+        return any(step.kind == TRAIN and step.status != SKIPPED for step in self.summary.steps)
 
     @property
     def verdict(self) -> str:
@@ -123,7 +123,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None,
                            "test_tipc/output/<model>/<mode>, which tipcgen run writes")
     summary = load_summary(path)  # SummaryFileError (exit 2) names the file and the field
     root = root or root_of(run_dir)
-    curves = [curve for step in summary.steps if step.kind == "train" and step.status != SKIPPED
+    curves = [curve for step in summary.steps if step.kind == TRAIN and step.status != SKIPPED
               for curve in [read_curve(step, run_dir, root)] if curve is not None]
     report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
                     rows=step_rows(summary), curves=curves, checks=report_checks.check_rows(summary.steps),
@@ -169,7 +169,7 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
     """`CPU (gpu_list -1); GPU cases skipped: no CUDA device` from the steps that ran and were skipped."""
     ran = []
     for step in summary.steps:
-        if step.kind == "train" and step.status != SKIPPED and step.gpu:
+        if step.kind == TRAIN and step.status != SKIPPED and step.gpu:
             entry = step.gpu
             if entry == "-1":
                 ran.append("CPU (gpu_list -1)")
@@ -227,7 +227,7 @@ def reproduce(summary: Summary) -> list[str]:
     """The commands a reviewer runs, from the repository root."""
     runner = RUNNERS.get(summary.chain, RUNNERS["basic"])
     tipcgen_run = f"tipcgen run --mode {summary.mode}" + (f" --chain {summary.chain}" if summary.chain != "basic" else "")
-    return [f"bash {PREPARE} {summary.config} {summary.mode}",
+    return [f"bash {PREPARE_SH} {summary.config} {summary.mode}",
             f"bash {runner} {summary.config} {summary.mode}",
             f"# or both, with this summary: {tipcgen_run}"]
 

@@ -25,7 +25,7 @@ from tipcgen.core.writes import write_file
 from tipcgen.format import layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, RESULTS_LOG, SUMMARY_JSON
-from tipcgen.format.words import FAILED, PASSED
+from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import Step, Summary, environment_info, required_kinds, write_json
 from tipcgen.results.summary_text import write_junit
 
@@ -51,12 +51,12 @@ def _classify(command: str, values: dict[str, str]) -> str:
     """The step kind of a command: the config command it runs (the longest that matches)."""
     words = command.split(maxsplit=1)
     rest = words[1] if len(words) > 1 else ""
-    kinds = [("eval", values.get("eval.script", "")), ("infer", values.get("inference.script", ""))]
-    kinds += [("train", values.get(fld, "")) for fld in ("train.norm", "train.pact", "train.fpgm", "train.distill")]
-    kinds += [("export", values.get(fld, "")) for fld in ("export.norm", "whole_infer.export", "export.quant")]
+    kinds = [(EVAL, values.get("eval.script", "")), (INFER, values.get("inference.script", ""))]
+    kinds += [(TRAIN, values.get(fld, "")) for fld in ("train.norm", "train.pact", "train.fpgm", "train.distill")]
+    kinds += [(EXPORT, values.get(fld, "")) for fld in ("export.norm", "whole_infer.export", "export.quant")]
     found = [(len(script), kind) for kind, script in kinds
              if script and script != "null" and (rest == script or rest.startswith(script + " "))]
-    return max(found)[1] if found else "other"
+    return max(found)[1] if found else OTHER
 
 
 def read_status_lines(lines: list[str], values: dict[str, str], root: Path) -> list[Step]:
@@ -168,7 +168,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     values = _slot_values(text)
     model = values.get("model_name", "")
-    null_kinds = {kind for kind, fld in (("eval", "eval.script"), ("infer", "inference.script"))
+    null_kinds = {kind for kind, fld in ((EVAL, "eval.script"), (INFER, "inference.script"))
                   if values.get(fld, "null") in ("", "null")}
     summary = Summary(model=model, mode=mode, config=str(config_path), environment=environment_info(),
                       required_kinds=required_kinds("basic", mode, null_kinds))
@@ -208,7 +208,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
         code = stream(["bash", "test_tipc/prepare.sh", str(config_path), mode], output)
         run_dir.mkdir(parents=True, exist_ok=True)
         write_file(run_dir / PREPARE_LOG, "".join(output[-_PREPARE_LINES:]), within=run_dir)
-        steps.append(Step(kind="prepare", name="prepare", status=PASSED if code == 0 else FAILED, exit_code=code,
+        steps.append(Step(kind=PREPARE, name="prepare", status=PASSED if code == 0 else FAILED, exit_code=code,
                           seconds=round(time.perf_counter() - t0, 3), command=f"bash test_tipc/prepare.sh {config_path} {mode}",
                           log=(run_dir / PREPARE_LOG).relative_to(root).as_posix()))
         if code != 0:
@@ -221,7 +221,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     if not grown and printed:
         steps += read_status_lines(printed, values, root)
         summary.notes.append("no results_python.log grew during the run: the status lines are those the runner printed")
-    if not any(s.kind != "prepare" for s in steps):
+    if not any(s.kind != PREPARE for s in steps):
         summary.problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
                                 + ", ".join(str(p.relative_to(root)) for p in logs) + " and the whole tree)")
     missing = [kind for kind in summary.required_kinds if kind not in {s.kind for s in steps if s.status == PASSED}]
