@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from tipcgen.format import words
+from tipcgen.format import paths, words
 
 PACKAGE = ROOT / "tipcgen"
 WORDS = set(words.STATUSES) | {words.CHAIN_PASSED, words.CHAIN_FAILED, words.CHAIN_INTERRUPTED, words.CHAIN_UNCHECKED}
@@ -180,3 +180,56 @@ def test_the_checker_sees_a_kind_literal():
         sample.unlink()
     assert _TEMPLATE_KIND.findall('{% if step.kind == "check" %}{{ s | selectattr("kind", "equalto", "infer") }}') \
         == ["check", "infer"]
+
+
+# Each generated file name (#29 item 2): tipcgen/format/paths.py spells it, and no other string constant of the
+# package is that name, ends with "/<name>" or lies under test_tipc/ or .tipcgen/ (docstrings, and messages, which
+# hold spaces, are not paths). core/writes.py spells the backup folder: it sits below format/, which imports it.
+# A bare word ("runs", "work", "tipc-suite": a JSON field, a JUnit name) is checked only if it is test_tipc.
+SPELT_BELOW = {"core/writes.py": {paths.BACKUP}}
+
+
+def generated_names() -> set[str]:
+    """Every name paths.py gives a generated file or folder, and the base names of the files among them."""
+    values = [v for k, v in vars(paths).items() if k.isupper() and isinstance(v, str)]
+    values += [v for k, v in vars(paths).items() if k.isupper() and isinstance(v, dict) for v in v.values()]
+    names = {v for v in values if not any(c in v for c in "{ :") and ("." in v or "/" in v or v == paths.TEST_TIPC)}
+    return names | {v.rsplit("/", 1)[-1] for v in names if "." in v.rsplit("/", 1)[-1]}
+
+
+def path_literals(path: Path, names: set[str]) -> list[str]:
+    rel = path.relative_to(PACKAGE).as_posix()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    under = (paths.TEST_TIPC + "/", paths.STATE + "/")
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docstrings \
+                or any(c.isspace() for c in node.value) or node.value in SPELT_BELOW.get(rel, ()):
+            continue
+        name = node.value.strip("/")
+        if name in names or name.startswith(under) or any(name.endswith("/" + n) for n in names):
+            found.append((node.lineno, node.col_offset, f"{rel}:{node.lineno}: {node.value!r}"))
+    return [hit for *_, hit in sorted(found)]
+
+
+def test_no_generated_file_name_outside_paths():
+    names = generated_names()
+    assert {"test_tipc", "prepare.sh", "steps.jsonl", "summary.json", "suite.json", ".tipcgen-answers.yml"} <= names
+    found = [hit for path in sorted(PACKAGE.rglob("*.py"))
+             if not path.relative_to(PACKAGE).as_posix().startswith(("format/paths.py", "render/shipped/"))
+             for hit in path_literals(path, names)]
+    assert found == [], "use the names of tipcgen/format/paths.py"
+
+
+def test_the_checker_sees_a_file_name():
+    sample = PACKAGE / "results" / "_paths_probe.py"
+    try:
+        sample.write_text('"""Reads summary.json."""\na = run / "summary.json"\nb = "test_tipc/configs/"\nc = f"{m}/train_infer_python.txt"\n'
+                          'd = "test_tipc/check_quant.py"\ne = ".tipcgen/x.json"\nf = "no summary.json here"\ng = {"runs": 1}\n')
+        assert path_literals(sample, generated_names()) == [
+            "results/_paths_probe.py:2: 'summary.json'", "results/_paths_probe.py:3: 'test_tipc/configs/'",
+            "results/_paths_probe.py:4: '/train_infer_python.txt'", "results/_paths_probe.py:5: 'test_tipc/check_quant.py'",
+            "results/_paths_probe.py:6: '.tipcgen/x.json'"]
+    finally:
+        sample.unlink()

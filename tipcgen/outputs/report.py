@@ -17,7 +17,7 @@ from tipcgen import __version__
 from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
-from tipcgen.format.paths import OUTPUT, PREPARE_SH, RUNNERS, SUMMARY_JSON
+from tipcgen.format.paths import BACKUP, LOSS_PNG, OUTPUT, PREPARE_SH, REPORT_HTML, REPORT_MD, RUNNERS, SUMMARY_JSON, TEST_TIPC
 from tipcgen.format.words import SKIPPED, TRAIN
 from tipcgen.outputs import markup, report_bench, report_checks
 from tipcgen.outputs.checklist import Acceptance
@@ -31,9 +31,6 @@ from tipcgen.render import templating
 from tipcgen.results.results import Summary, check_text, load_summary
 from tipcgen.results.summary_check import check_alignment_data
 
-REPORT_MD = "report.md"
-REPORT_HTML = "report.html"
-LOSS_PNG = "report-loss.png"
 TIMING_PNG = "report-timing.png"
 ALIGN_JSON = "align_report.json"
 FORMATS = ("md", "html")
@@ -108,7 +105,7 @@ def find_run(root: Path) -> Path:
 def root_of(run_dir: Path) -> Path:
     """The repository root of a run folder (the folder that holds its test_tipc/)."""
     for parent in run_dir.resolve().parents:
-        if parent.name == "test_tipc":
+        if parent.name == TEST_TIPC:
             return parent.parent
     return Path.cwd()
 
@@ -362,5 +359,5 @@ def _refuse_overwrite(files: dict[str, str | bytes], out_dir: Path, force: bool)
     if changed and not force:
         raise TipcgenError(f"{out_dir} already has {', '.join(changed)}, different from this report; "
                            "nothing was written", "pass --force to replace them (the old ones are kept under "
-                           f"{out_dir / '.tipcgen' / 'backup'}/), or choose another --output")
+                           f"{out_dir / BACKUP}/), or choose another --output")
 

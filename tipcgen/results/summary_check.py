@@ -16,7 +16,7 @@ from markupsafe import Markup, escape
 
 from tipcgen.core import inputs
 from tipcgen.core.errors import SummaryFileError
-from tipcgen.format.paths import STEP_FIELDS
+from tipcgen.format.paths import STEP_FIELDS, SUMMARY_JSON
 from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
 from tipcgen.results import summary_fields as shapes
 
@@ -56,7 +56,7 @@ def read_summary_data(path: Any) -> dict:
     import json
 
     source = str(path)
-    raw = inputs.read_bytes(path, "summary.json", MAX_SUMMARY_BYTES)  # a regular file (a FIFO never blocks), bounded
+    raw = inputs.read_bytes(path, SUMMARY_JSON, MAX_SUMMARY_BYTES)  # a regular file (a FIFO never blocks), bounded
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -286,7 +286,7 @@ def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
         prepare.exit_code = work.stream(prepare_cmd, prepare_out)
         prepare.seconds = round(time.perf_counter() - t0, 3)
         if parts[0][1] is not None:
-            parts.append(("prepare.sh", tracked.snapshot(root)))
+            parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
         if prepare.exit_code == 0:
             prepare.status = PASSED
             summary.runner_exit_code = work.stream(["bash", RUNNERS[ctx.chain], str(ctx.config_path), ctx.mode], runner_out)
