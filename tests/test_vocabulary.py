@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from tipcgen.format import words
+from tipcgen.format import paths, words
 
 PACKAGE = ROOT / "tipcgen"
 WORDS = set(words.STATUSES) | {words.CHAIN_PASSED, words.CHAIN_FAILED, words.CHAIN_INTERRUPTED, words.CHAIN_UNCHECKED}
@@ -90,3 +90,146 @@ def test_defaults_and_section_names_are_spelt_once():
     templates = [p.name for p in (ROOT / "templates").rglob("*.j2")
                  if re.search(r"\b(result_check_params|paddle2onnx_params)\b|:-600\}", p.read_text(encoding="utf-8"))]
     assert found == [] and templates == [], (found, templates)
+
+
+# A step's kind (#29 item 2): never a literal where the value is a step record's kind. The other meanings of
+# "train", "eval", "export", "infer" (new/'s script roles, descriptor fields, a slot's `steps`, render context
+# keys, an archive member's kind) are not compared with or assigned to a `.kind`, passed as `kind=`, iterated
+# as `kind` or assigned to a `...kinds` collection, and are not checked.
+KIND_WORDS = set(words.KINDS)
+_RUNNER_DIR = ROOT / "templates" / "runner"  # the runner templates' kinds come with their rewrite
+_TEMPLATE_KIND = re.compile(r"""(?:\.kind\s*[!=]=\s*|selectattr\(\s*["']kind["']\s*,\s*["']equalto["']\s*,\s*)["']([^"']+)["']""")
+
+
+def _is_kind(node: ast.AST) -> bool:
+    """`x.kind`, `x["kind"]`: a step record's kind."""
+    return (isinstance(node, ast.Attribute) and node.attr == "kind"
+            or isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == "kind")
+
+
+def _kind_constants(node: ast.AST | None, position: int | None = None) -> list[ast.Constant]:
+    """The kind words a value is or holds (a collection's elements; with position, that element of each tuple)."""
+    if isinstance(node, ast.Constant):
+        return [node] if isinstance(node.value, str) and node.value in KIND_WORDS else []
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        if position is not None and all(isinstance(e, ast.Tuple) for e in node.elts):
+            return [c for e in node.elts if position < len(e.elts) for c in _kind_constants(e.elts[position])]
+        return [c for e in node.elts for c in _kind_constants(e)]
+    if isinstance(node, ast.BinOp):
+        return _kind_constants(node.left) + _kind_constants(node.right)
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        return _kind_constants(node.elt)
+    if isinstance(node, ast.IfExp):
+        return _kind_constants(node.body) + _kind_constants(node.orelse)
+    return []
+
+
+def _kind_position(target: ast.AST) -> int | None | bool:
+    """Where a loop target binds `kind`: None for the whole item, the index in a tuple target, False if not."""
+    if isinstance(target, ast.Name):
+        return None if target.id == "kind" else False
+    if isinstance(target, ast.Tuple):
+        return next((i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == "kind"), False)
+    return False
+
+
+def kind_literals(path: Path) -> list[str]:
+    """Kind words written as literals where a step's kind is meant."""
+    found: list[ast.Constant] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and any(_is_kind(n) for n in [node.left, *node.comparators]):
+            found += [c for n in [node.left, *node.comparators] for c in _kind_constants(n)]
+        elif isinstance(node, ast.Call):
+            found += [c for k in node.keywords if k.arg == "kind" for c in _kind_constants(k.value)]
+        elif isinstance(node, (ast.For, ast.comprehension)) and _kind_position(node.target) is not False:
+            found += _kind_constants(node.iter, _kind_position(node.target))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_is_kind(t) or isinstance(t, ast.Name) and t.id.lower().endswith("kinds") for t in targets):
+                found += _kind_constants(node.value, 0 if isinstance(node.value, (ast.List, ast.BinOp)) else None)
+    return [f"{path.relative_to(PACKAGE).as_posix()}:{c.lineno}: {c.value!r}"
+            for c in sorted(found, key=lambda c: (c.lineno, c.col_offset))]
+
+
+def test_no_kind_literal_in_the_package():
+    found = [hit for path in sorted(PACKAGE.rglob("*.py"))
+             if not path.relative_to(PACKAGE).as_posix().startswith(("format/words.py", "render/shipped/"))
+             for hit in kind_literals(path)]
+    assert found == [], "use the kinds of tipcgen/format/words.py (TRAIN, EVAL, ...)"
+
+
+@pytest.mark.parametrize("template", sorted(p for p in (ROOT / "templates").rglob("*.j2") if _RUNNER_DIR not in p.parents),
+                         ids=lambda p: p.name)
+def test_no_kind_literal_in_a_template(template: Path):
+    hits = [word for word in _TEMPLATE_KIND.findall(template.read_text(encoding="utf-8")) if word in KIND_WORDS]
+    assert hits == [], "write {{ kind.infer }} and the like"
+
+
+def test_the_checker_sees_a_kind_literal():
+    sample = PACKAGE / "results" / "_kind_probe.py"
+    try:
+        sample.write_text('a = step.kind == "train"\nb = Step(kind="check", name="check")\nc = s["kind"] in ("eval", "x")\n'
+                          'd = {k for k in ("infer",) if step.kind == k}\ne = [kind for kind in ("export", "a")]\n'
+                          'null_kinds = {kind for kind, f in (("eval", "eval.script"),)}\nkinds = [("speed", "train")]\n'
+                          'roles = ("train", "eval")\nx = slot.kind == "kv"\ny = {"train": 1}["train"]\nstep.kind = "prepare"\n')
+        assert kind_literals(sample) == ["results/_kind_probe.py:1: 'train'", "results/_kind_probe.py:2: 'check'",
+                                         "results/_kind_probe.py:3: 'eval'", "results/_kind_probe.py:5: 'export'",
+                                         "results/_kind_probe.py:6: 'eval'", "results/_kind_probe.py:7: 'speed'",
+                                         "results/_kind_probe.py:11: 'prepare'"]
+    finally:
+        sample.unlink()
+    assert _TEMPLATE_KIND.findall('{% if step.kind == "check" %}{{ s | selectattr("kind", "equalto", "infer") }}') \
+        == ["check", "infer"]
+
+
+# Each generated file name (#29 item 2): tipcgen/format/paths.py spells it, and no other string constant of the
+# package is that name, ends with "/<name>" or lies under test_tipc/ or .tipcgen/ (docstrings, and messages, which
+# hold spaces, are not paths). core/writes.py spells the backup folder: it sits below format/, which imports it.
+# A bare word ("runs", "work", "tipc-suite": a JSON field, a JUnit name) is checked only if it is test_tipc.
+SPELT_BELOW = {"core/writes.py": {paths.BACKUP}}
+
+
+def generated_names() -> set[str]:
+    """Every name paths.py gives a generated file or folder, and the base names of the files among them."""
+    values = [v for k, v in vars(paths).items() if k.isupper() and isinstance(v, str)]
+    values += [v for k, v in vars(paths).items() if k.isupper() and isinstance(v, dict) for v in v.values()]
+    names = {v for v in values if not any(c in v for c in "{ :") and ("." in v or "/" in v or v == paths.TEST_TIPC)}
+    return names | {v.rsplit("/", 1)[-1] for v in names if "." in v.rsplit("/", 1)[-1]}
+
+
+def path_literals(path: Path, names: set[str]) -> list[str]:
+    rel = path.relative_to(PACKAGE).as_posix()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    under = (paths.TEST_TIPC + "/", paths.STATE + "/")
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docstrings \
+                or any(c.isspace() for c in node.value) or node.value in SPELT_BELOW.get(rel, ()):
+            continue
+        name = node.value.strip("/")
+        if name in names or name.startswith(under) or any(name.endswith("/" + n) for n in names):
+            found.append((node.lineno, node.col_offset, f"{rel}:{node.lineno}: {node.value!r}"))
+    return [hit for *_, hit in sorted(found)]
+
+
+def test_no_generated_file_name_outside_paths():
+    names = generated_names()
+    assert {"test_tipc", "prepare.sh", "steps.jsonl", "summary.json", "suite.json", ".tipcgen-answers.yml"} <= names
+    found = [hit for path in sorted(PACKAGE.rglob("*.py"))
+             if not path.relative_to(PACKAGE).as_posix().startswith(("format/paths.py", "render/shipped/"))
+             for hit in path_literals(path, names)]
+    assert found == [], "use the names of tipcgen/format/paths.py"
+
+
+def test_the_checker_sees_a_file_name():
+    sample = PACKAGE / "results" / "_paths_probe.py"
+    try:
+        sample.write_text('"""Reads summary.json."""\na = run / "summary.json"\nb = "test_tipc/configs/"\nc = f"{m}/train_infer_python.txt"\n'
+                          'd = "test_tipc/check_quant.py"\ne = ".tipcgen/x.json"\nf = "no summary.json here"\ng = {"runs": 1}\n')
+        assert path_literals(sample, generated_names()) == [
+            "results/_paths_probe.py:2: 'summary.json'", "results/_paths_probe.py:3: 'test_tipc/configs/'",
+            "results/_paths_probe.py:4: '/train_infer_python.txt'", "results/_paths_probe.py:5: 'test_tipc/check_quant.py'",
+            "results/_paths_probe.py:6: '.tipcgen/x.json'"]
+    finally:
+        sample.unlink()

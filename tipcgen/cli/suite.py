@@ -13,6 +13,7 @@ from typing import List, Optional
 import typer
 
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format.paths import JUNIT_XML, SUITE_ELSEWHERE, SUITE_JSON, SUITE_OUTPUT, TEST_TIPC
 
 
 def suite(
@@ -67,8 +68,7 @@ def suite(
         if not gpus:
             result.notes.append("no GPU found (nvidia-smi is missing or lists none): chains run on CPU")
         slots = machine.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
-    out = (output or (root / "test_tipc" / "output" / "suite" if (root / "test_tipc").is_dir()
-                      else root / "tipc-suite")).resolve()
+    out = (output or (root / SUITE_OUTPUT if (root / TEST_TIPC).is_dir() else root / SUITE_ELSEWHERE)).resolve()
     owned.check_output(out, [Path(chain.root) for chain in chains])
     # Nothing is written before here: a mistake above leaves the last suite's results as they were.
     owned.claim_output(out)
@@ -90,8 +90,8 @@ def suite(
             result.interrupted_by = signal.Signals(signals.received).name
     progress.close()
     result.wall_seconds = round(time.monotonic() - started, 3)
-    report.write_json(result, out / report.SUITE_JSON)
-    report.write_junit(result, out / report.SUITE_JUNIT)
+    report.write_json(result, out / SUITE_JSON)
+    report.write_junit(result, out / JUNIT_XML)
     typer.echo(report.terminal_text(result))
-    typer.echo(f"summary: {out / report.SUITE_JSON}\njunit:   {out / report.SUITE_JUNIT}")
+    typer.echo(f"summary: {out / SUITE_JSON}\njunit:   {out / JUNIT_XML}")
     raise typer.Exit(result.exit_code)

@@ -13,17 +13,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipcgen.format import layout
+from tipcgen.format import layout, paths
 
-COMMON_FUNC = "test_tipc/common_func.sh"
-PREPARE = "test_tipc/prepare.sh"
+COMMON_FUNC = paths.COMMON_FUNC
+PREPARE = paths.PREPARE_SH
 _WHY = {
     COMMON_FUNC: "the generated runner's shell helpers (it replaces the functions defined there)",
     PREPARE: "prepares the data of the descriptor for the four basic modes only",
-    "test_tipc/test_train_inference_python.sh": "the generated runner of the basic chain",
-    "test_tipc/test_paddle2onnx.sh": "the generated runner of the paddle2onnx chain",
-    "test_tipc/README.md": "the generated overview of test_tipc/",
-    "test_tipc/docs/test_train_inference_python.md": "the generated chain documentation",
+    paths.RUNNERS["basic"]: "the generated runner of the basic chain",
+    paths.RUNNERS["paddle2onnx"]: "the generated runner of the paddle2onnx chain",
+    paths.README: "the generated overview of test_tipc/",
+    paths.CHAIN_DOC: "the generated chain documentation",
 }
 # `function name() {`, `function name {` or `name() {`
 _FUNC_DEF = re.compile(r"^\s*(?:function\s+([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*\))?|([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*\))\s*\{?",
@@ -31,6 +31,7 @@ _FUNC_DEF = re.compile(r"^\s*(?:function\s+([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*\)
 # `[ ${MODE} = "serving_infer" ]`, `[[ $MODE == klquant_whole_infer ]]`
 _MODE_TEST = re.compile(r"\$\{?MODE\}?\"?\s*==?\s*[\"']?([A-Za-z][A-Za-z0-9_]*)")
 _TEXT_SUFFIXES = (".sh", ".md", ".txt", ".py")
+_PREPARE_NAME = PREPARE.rsplit("/", 1)[-1]  # how another script calls it
 _MAX_BYTES = 1 << 20
 
 
@@ -79,12 +80,12 @@ def replacements(files: dict[str, str | bytes], out_dir: Path) -> list[Replaceme
     """Every existing file under test_tipc/ that differs from what would be written."""
     out: list[Replacement] = []
     for rel, content in sorted(files.items()):
-        if not rel.startswith("test_tipc/"):
+        if not rel.startswith(paths.TEST_TIPC + "/"):
             continue
         data = content.encode("utf-8") if isinstance(content, str) else content
         target = out_dir / rel
         if target.is_file() and not target.is_symlink() and target.read_bytes() != data:
-            why = _WHY.get(rel) or ("rendered from the descriptor" if rel.startswith("test_tipc/configs/") else "generated")
+            why = _WHY.get(rel) or ("rendered from the descriptor" if rel.startswith(paths.CONFIGS + "/") else "generated")
             out.append(Replacement(rel, why))
     return out
 
@@ -107,10 +108,10 @@ def breakages(files: dict[str, str | bytes], out_dir: Path) -> list[Breakage]:
     if not lost:
         return []
     found: list[Breakage] = []
-    folder = out_dir / "test_tipc"
+    folder = out_dir / paths.TEST_TIPC
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(out_dir).as_posix()
-        if rel in files or rel.startswith("test_tipc/output/") or path.suffix not in _TEXT_SUFFIXES:
+        if rel in files or rel.startswith(paths.OUTPUT + "/") or path.suffix not in _TEXT_SUFFIXES:
             continue
         text = _read(path)
         if text is None:
@@ -122,7 +123,7 @@ def breakages(files: dict[str, str | bytes], out_dir: Path) -> list[Breakage]:
                         and name not in defined_functions(line):
                     found.append(Breakage(rel, number, name, COMMON_FUNC))
             for mode in sorted(lost.get(PREPARE, ())):
-                if "prepare.sh" in line and re.search(rf"(?<![\w-]){re.escape(mode)}(?![\w-])", line):
+                if _PREPARE_NAME in line and re.search(rf"(?<![\w-]){re.escape(mode)}(?![\w-])", line):
                     found.append(Breakage(rel, number, mode, PREPARE))
     return found
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tipcgen.core import inputs
-from tipcgen.format import families
+from tipcgen.format import families, paths
 
-RUNNER = "test_tipc/test_train_inference_python.sh"
+RUNNER = paths.RUNNERS["basic"]
 Runner = tuple[families.RunnerReads, str]  # a runner's reads, and how messages name it
 
 
@@ -23,7 +23,7 @@ def runner_of(config: Path, repo_root: Path | None = None) -> Path | None:
         candidate = repo_root / RUNNER
         return candidate if candidate.is_file() else None
     for folder in Path(config).resolve().parents:
-        if folder.name == "test_tipc":
+        if folder.name == paths.TEST_TIPC:
             candidate = folder / Path(RUNNER).name
             return candidate if candidate.is_file() else None
     return None

@@ -31,10 +31,10 @@ from pathlib import Path
 from tipcgen.configs.script_help import PROBE_TIMEOUT, Flag, Script, probe
 from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
-from tipcgen.format import chain, layout
+from tipcgen.format import chain, layout, paths
 from tipcgen.format.config import TipcConfig, is_null, parse_per_mode, split_list
 
-CACHE_DIR = ".tipcgen/cache/flags"
+CACHE_DIR = paths.FLAG_CACHE
 # Text a script that parses its flags with argparse (or PaddleOCR's ArgsParser) has in it.
 _ARGPARSE_WORDS = ("argparse", "ArgumentParser", "ArgsParser", "add_argument", "parse_args")
 # The slots the generated runner passes to each step's script (templates/runner/test_train_inference_python.sh.j2).

@@ -19,7 +19,7 @@ from tipcgen.core.errors import ConfigImportError, DescriptorError
 from tipcgen.descriptor import writer
 from tipcgen.descriptor.schema import SCHEMA_VERSION
 from tipcgen.format import config as cfg
-from tipcgen.format import families, layout, layout_check, text_style
+from tipcgen.format import families, layout, layout_check, paths, text_style
 
 
 @dataclass
@@ -49,7 +49,7 @@ def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]
     path = Path(path)
     if root is None:
         parts = path.resolve().parts
-        root = Path(*parts[:parts.index("test_tipc")]) if "test_tipc" in parts else Path(".")
+        root = Path(*parts[:parts.index(paths.TEST_TIPC)]) if paths.TEST_TIPC in parts else Path(".")
     text = inputs.read_text(path, "config")
     if cfg.TipcConfig.parse(text).kind not in layout.LAYOUT_OF_KIND:
         return []

@@ -30,6 +30,7 @@ from typing import Iterator
 from tipcgen.core.errors import RenderConflictError, TipcgenError, os_error
 
 _TEMP_PREFIX = ".tipcgen-tmp-"
+BACKUP_DIR = ".tipcgen/backup"  # under the folder written into (format/paths.py's BACKUP: it imports this one)
 
 
 def write_file(path: str | Path, data: str | bytes, *, mode: int = 0o644, within: str | Path | None = None) -> Path:
@@ -240,7 +241,7 @@ def _commit(todo: list[tuple[str, Path, bytes, str]], out_dir: Path, keep_backup
 def claim_backup_dir(out_dir: Path) -> Path:
     """A new folder .tipcgen/backup/<time>[-N]/ that no other write (in this second, or by another
     process) has: created exclusively, so a backup never lands on an older one."""
-    root = out_dir / ".tipcgen" / "backup"
+    root = out_dir / BACKUP_DIR
     root.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for number in itertools.count(1):

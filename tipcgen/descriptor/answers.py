@@ -16,9 +16,10 @@ from pathlib import Path
 from tipcgen.core import inputs
 from tipcgen.core.errors import InputError, TipcgenError
 from tipcgen.descriptor import Descriptor, samples_dir
+from tipcgen.format import paths
 
-ANSWERS_FILE = ".tipcgen-answers.yml"
-BASE_DIR = ".tipcgen/base"
+ANSWERS_FILE = paths.ANSWERS
+BASE_DIR = paths.BASE
 DEVICES = ("all", "cpu")
 
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass, replace
 from tipcgen.format import layout, layout_check
 from tipcgen.format.config import Line, TipcConfig
 
-PTQ_CONFIG = "train_ptq_infer_python.txt"  # the file name upstream gives the PTQ chain's config
-
 
 def _kv(index: int, name: str, key: str | None = None, doc: str = "", anchors: tuple[str, ...] = (),
         shape: str = "flag", value=None) -> layout.Slot:

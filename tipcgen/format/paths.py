@@ -4,19 +4,24 @@ The runner templates get the run-folder names through the render context (``runn
 run, results, report, golden, doctor, suite and accept import them from here. The file names a runner
 writes per step (``<trainer>_gpus_<entry>...log``) stay as upstream spells them and are built in bash;
 Python reads what a step was from its record's fields (results.Step), never from those names.
+tests/test_vocabulary.py finds no other string constant in the package that is one of these names.
 Pure: constants and path arithmetic, no I/O.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from tipcgen.core.writes import BACKUP_DIR
+
 TEST_TIPC = "test_tipc"
-CONFIGS = f"{TEST_TIPC}/configs"
+CONFIGS = f"{TEST_TIPC}/configs"  # a folder per model: test_tipc/configs/<model>/<CONFIG_NAMES[chain]>
 OUTPUT = f"{TEST_TIPC}/output"  # every run folder is under it
 RESULTS_DIR = f"{TEST_TIPC}/results"  # committed golden results
+README = f"{TEST_TIPC}/README.md"  # the generated overview of test_tipc/
+CHAIN_DOC = f"{TEST_TIPC}/docs/test_train_inference_python.md"  # the basic chain's documentation and support table
 
-PREPARE = f"{TEST_TIPC}/prepare.sh"
-PREPARE_LOG = "prepare.log"
+PREPARE_SH = f"{TEST_TIPC}/prepare.sh"
+PREPARE_LOG = "prepare.log"  # prepare.sh's output, in the run folder
 COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"
 
 CHAINS = ("basic", "paddle2onnx", "benchmark_train", "ptq")
@@ -29,6 +34,41 @@ CONFIG_NAMES = {"basic": "train_infer_python.txt",
 RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
                "benchmark_train": "results_benchmark_train.log", "ptq": "results_ptq_python.log"}
 RESULTS_LOG = RESULT_LOGS["basic"]
+TRAIN_LOG = "train.log"  # <output_dir>/train.log, where the TIPC train scripts log (upstream's name)
+
+# The Python scripts test_tipc/ ships: copies of tipcgen/render/shipped/ under the same names.
+CHECK_INFERENCE, TIPC_COMPARE, COMPARE_RESULTS = "check_inference.py", "tipc_compare.py", "compare_results.py"
+CHECK_QUANT, BENCHMARK_ANALYSIS = "check_quant.py", "benchmark_analysis.py"
+
+# tipcgen's own files in a repository.
+ANSWERS = ".tipcgen-answers.yml"  # what init rendered, from which descriptors (tipcgen update reads it)
+STATE = ".tipcgen"  # tipcgen's folder: the merge base, backups, caches, the submission record
+BASE = f"{STATE}/base"  # the merge base: each rendered file as init wrote it
+BACKUP = BACKUP_DIR  # where a replaced file is kept: core/writes.py (below format/) spells it
+CACHE = f"{STATE}/cache"
+FLAG_CACHE = f"{CACHE}/flags"  # the scripts' --help probes (configs/flag_check.py)
+SUBMISSION_RECORD = f"{STATE}/submission.json"  # init --submission: the sha256 of the kept runner files
+GITIGNORE = ".gitignore"  # init adds the working folders to it
+
+# What tipcgen report writes (into the run folder, or --output).
+REPORT_MD, REPORT_HTML, LOSS_PNG = "report.md", "report.html", "report-loss.png"
+
+# tipcgen suite's output folder (its own, marked; the default is under test_tipc/output/, else beside).
+SUITE_JSON = "suite.json"
+SUITE_MARKER = ".tipcgen-suite"  # says the folder is the suite's, which it may empty
+SUITE_RUNS, SUITE_WORK = "runs", "work"  # each chain's run folder; each chain's working copy while it runs
+SUITE_OUTPUT, SUITE_ELSEWHERE = f"{OUTPUT}/suite", "tipc-suite"
+
+
+def config_rel(model: str, chain: str = "basic") -> str:
+    """A model's config of a chain, relative to the repository root."""
+    return f"{CONFIGS}/{model}/{CONFIG_NAMES[chain]}"
+
+
+def shipped_rel(name: str) -> str:
+    """A shipped script (CHECK_INFERENCE, ...) in test_tipc/."""
+    return f"{TEST_TIPC}/{name}"
+
 
 # In every run folder.
 RECORDS = "steps.jsonl"  # one JSON record per step, written by the runner (tipc_record)

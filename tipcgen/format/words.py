@@ -3,7 +3,8 @@ verdict can be, and how tables show them; the kinds of step a chain records and 
 mode needs for a PASSED verdict; the config sections tipcgen reads by name; its defaults. Python imports the names from here; the templates get them as
 ``status``, ``kind`` and ``verdicts`` (render/templating.py), so the runner writes the words Python reads.
 tests/test_vocabulary.py finds no status or verdict literal anywhere else in the package or the templates
-(the shipped scripts, which import nothing from tipcgen, excepted: they write only their own check line)."""
+(the shipped scripts, which import nothing from tipcgen, excepted: they write only their own check line), and no
+kind literal where a step's kind is meant (the runner templates' kinds excepted until their rewrite)."""
 from __future__ import annotations
 
 # A step's status: steps.jsonl's and summary.json's `status` (the runner's tipc_record writes it).
@@ -17,7 +18,8 @@ MARKS = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in 
 PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK = "prepare", "train", "eval", "export", "infer", "check"
 CONVERT, QUANT, SPEED, PROFILE = "convert", "quant", "speed", "profile"  # paddle2onnx, ptq, benchmark_train
 SKIPPED_AFTER_TRAIN = "eval+export+infer"
-KINDS = (PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK, CONVERT, QUANT, SPEED, PROFILE, SKIPPED_AFTER_TRAIN)
+OTHER = "other"  # a kept runner's status line whose command matches no config command (run/submission_run.py)
+KINDS = (PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK, CONVERT, QUANT, SPEED, PROFILE, SKIPPED_AFTER_TRAIN, OTHER)
 
 # What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode (a chain
 # without a mode here needs its EVERY_MODE kinds in every mode). A kind whose command the config sets to null

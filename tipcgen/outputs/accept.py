@@ -14,19 +14,27 @@ from pathlib import Path
 from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
-from tipcgen.format.words import FAILED, PASSED, SKIPPED
+from tipcgen.format.paths import (
+    CHAIN_DOC,
+    COMMON_FUNC,
+    OUTPUT,
+    PREPARE_SH,
+    README,
+    RUNNERS,
+    SUMMARY_JSON,
+    TEST_TIPC,
+    TRAIN_LOG,
+    config_rel,
+)
+from tipcgen.format.words import FAILED, INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
 from tipcgen.results.results import Summary, load_summary, log_tail
 from tipcgen.results.summary_check import inside
 
-TREE = ("test_tipc/configs/{model}/train_infer_python.txt", "test_tipc/docs/test_train_inference_python.md",
-        "test_tipc/README.md", "test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh",
-        "test_tipc/common_func.sh")
+TREE = (config_rel("{model}"), CHAIN_DOC, README, PREPARE_SH, RUNNERS["basic"], COMMON_FUNC)
 TRAIN_FIELDS = ("loss", "avg_reader_cost", "avg_batch_cost", "avg_ips")
-TRAIN_LOG = "train.log"
 _LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 _COUNTER = re.compile(r"(?<![\w.])(?:global_step|step|iter|iteration|batch_id|epoch)\s*[:=\[]\s*\d", re.IGNORECASE)
 _NOT_TRAIN = re.compile(r"\b(?:eval|evaluat|valid|val\b|val_|test)", re.IGNORECASE)  # an eval line in a train log
@@ -98,7 +106,7 @@ def _train_logs(root: Path, run_dir: Path, summary: Summary) -> list[Path]:
     """Each passed train step's log: <output_dir>/train.log, else the step's own log."""
     logs = []
     for step in summary.steps:
-        if step.kind != "train" or step.status != PASSED:
+        if step.kind != TRAIN or step.status != PASSED:
             continue
         path = inside(run_dir, f"{step.name}/{TRAIN_LOG}") or inside(root, step.log)  # never outside them
         if path is not None:
@@ -139,7 +147,7 @@ def check_autolog(root: Path, summary: Summary | None, config_path: Path | None 
     title = "inference speed: an AutoLog block in every inference case's log"
     if summary is None:
         return Item("3.2.3", title, False, OUTPUT + "/", "no run found", _NO_RUN)
-    cases = [s for s in summary.steps if s.kind == "infer" and s.status == PASSED and s.log]
+    cases = [s for s in summary.steps if s.kind == INFER and s.status == PASSED and s.log]
     if not cases:
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
                     "run a mode with inference (lite_train_lite_infer)")
@@ -169,9 +177,9 @@ def check_tree(root: Path, config_path: Path | None) -> Item:
         if model is None and "{model}" in name or not (root / rel).is_file():
             missing.append(rel)
     if missing:
-        return Item("4.2.1", title, False, "test_tipc/", "missing: " + ", ".join(missing),
+        return Item("4.2.1", title, False, TEST_TIPC + "/", "missing: " + ", ".join(missing),
                     "render the tree with tipcgen init <descriptor>")
-    return Item("4.2.1", title, True, "test_tipc/", f"all present (model {model})")
+    return Item("4.2.1", title, True, TEST_TIPC + "/", f"all present (model {model})")
 
 
 def check_support_table(root: Path) -> Item:
@@ -211,7 +219,7 @@ def write_docs(root: Path, run_dir: Path | None = None) -> Path:
     root = root.resolve()
     run_dir = run_dir.resolve() if run_dir is not None else find_run(root)
     if run_dir is None:
-        raise TipcgenError(f"no run under {root / 'test_tipc' / 'output'} to fill the support table from", _NO_RUN)
+        raise TipcgenError(f"no run under {root / OUTPUT} to fill the support table from", _NO_RUN)
     summary = read_run(run_dir)
     path = root / support_table.DOC
     if not path.is_file():

@@ -15,6 +15,7 @@ from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format.config import TipcConfig
+from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT
 from tipcgen.outputs.accept_archive import ArchiveLimit, archive_members, archive_problems
 from tipcgen.outputs.checklist import Item
 from tipcgen.results.results import Summary
@@ -42,7 +43,7 @@ def _walk(root: Path, depth: int = SEARCH_DEPTH):
             if entry.name.startswith(".") or entry.is_symlink():
                 continue
             if entry.is_dir():
-                if level < depth and entry.name not in _SKIP_DIRS and entry != root / "test_tipc" / "output":
+                if level < depth and entry.name not in _SKIP_DIRS and entry != root / OUTPUT:
                     stack.append((entry, level + 1))
             elif entry.is_file():
                 yield entry
@@ -58,7 +59,7 @@ def _rel(path: Path, root: Path) -> str:
 def _config(root: Path, summary: Summary | None) -> tuple[Path | None, TipcConfig | None]:
     path = inside(root, summary.config) if summary is not None else None  # never a config outside the root
     if path is None:
-        found = sorted((root / "test_tipc" / "configs").glob("*/train_infer_python.txt"))
+        found = sorted((root / CONFIGS).glob("*/" + CONFIG_NAMES["basic"]))
         path = found[0] if found else None
     if path is None:
         return None, None

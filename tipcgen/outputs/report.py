@@ -17,8 +17,8 @@ from tipcgen import __version__
 from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
-from tipcgen.format.paths import OUTPUT, PREPARE, RUNNERS, SUMMARY_JSON
-from tipcgen.format.words import SKIPPED
+from tipcgen.format.paths import BACKUP, LOSS_PNG, OUTPUT, PREPARE_SH, REPORT_HTML, REPORT_MD, RUNNERS, SUMMARY_JSON, TEST_TIPC
+from tipcgen.format.words import SKIPPED, TRAIN
 from tipcgen.outputs import markup, report_bench, report_checks
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
@@ -31,9 +31,6 @@ from tipcgen.render import templating
 from tipcgen.results.results import Summary, check_text, load_summary
 from tipcgen.results.summary_check import check_alignment_data
 
-REPORT_MD = "report.md"
-REPORT_HTML = "report.html"
-LOSS_PNG = "report-loss.png"
 TIMING_PNG = "report-timing.png"
 ALIGN_JSON = "align_report.json"
 FORMATS = ("md", "html")
@@ -74,7 +71,7 @@ class Report:
 
     @property
     def trained(self) -> bool:
-        return any(step.kind == "train" and step.status != SKIPPED for step in self.summary.steps)
+        return any(step.kind == TRAIN and step.status != SKIPPED for step in self.summary.steps)
 
     @property
     def verdict(self) -> str:
@@ -108,7 +105,7 @@ def find_run(root: Path) -> Path:
 def root_of(run_dir: Path) -> Path:
     """The repository root of a run folder (the folder that holds its test_tipc/)."""
     for parent in run_dir.resolve().parents:
-        if parent.name == "test_tipc":
+        if parent.name == TEST_TIPC:
             return parent.parent
     return Path.cwd()
 
@@ -123,7 +120,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None,
                            "test_tipc/output/<model>/<mode>, which tipcgen run writes")
     summary = load_summary(path)  # SummaryFileError (exit 2) names the file and the field
     root = root or root_of(run_dir)
-    curves = [curve for step in summary.steps if step.kind == "train" and step.status != SKIPPED
+    curves = [curve for step in summary.steps if step.kind == TRAIN and step.status != SKIPPED
               for curve in [read_curve(step, run_dir, root)] if curve is not None]
     report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),
                     rows=step_rows(summary), curves=curves, checks=report_checks.check_rows(summary.steps),
@@ -169,7 +166,7 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
     """`CPU (gpu_list -1); GPU cases skipped: no CUDA device` from the steps that ran and were skipped."""
     ran = []
     for step in summary.steps:
-        if step.kind == "train" and step.status != SKIPPED and step.gpu:
+        if step.kind == TRAIN and step.status != SKIPPED and step.gpu:
             entry = step.gpu
             if entry == "-1":
                 ran.append("CPU (gpu_list -1)")
@@ -227,7 +224,7 @@ def reproduce(summary: Summary) -> list[str]:
     """The commands a reviewer runs, from the repository root."""
     runner = RUNNERS.get(summary.chain, RUNNERS["basic"])
     tipcgen_run = f"tipcgen run --mode {summary.mode}" + (f" --chain {summary.chain}" if summary.chain != "basic" else "")
-    return [f"bash {PREPARE} {summary.config} {summary.mode}",
+    return [f"bash {PREPARE_SH} {summary.config} {summary.mode}",
             f"bash {runner} {summary.config} {summary.mode}",
             f"# or both, with this summary: {tipcgen_run}"]
 
@@ -362,5 +359,5 @@ def _refuse_overwrite(files: dict[str, str | bytes], out_dir: Path, force: bool)
     if changed and not force:
         raise TipcgenError(f"{out_dir} already has {', '.join(changed)}, different from this report; "
                            "nothing was written", "pass --force to replace them (the old ones are kept under "
-                           f"{out_dir / '.tipcgen' / 'backup'}/), or choose another --output")
+                           f"{out_dir / BACKUP}/), or choose another --output")
 

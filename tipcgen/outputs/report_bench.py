@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tipcgen.descriptor import benchmark
-from tipcgen.format.words import SKIPPED
+from tipcgen.format.words import SKIPPED, TRAIN
 from tipcgen.results.results import Summary
 
 IPS_PNG = "report-ips.png"
@@ -41,7 +41,7 @@ def speed_rows(summary: Summary, run_dir: Path) -> list[SpeedRow]:
             peak_memory=f"{peak} MB {kind}".strip() if isinstance(peak, (int, float)) else "-",
             note=str(data.get("note") or "")))
     for step in summary.steps:
-        if step.kind == "train" and step.status == SKIPPED:
+        if step.kind == TRAIN and step.status == SKIPPED:
             rows.append(SpeedRow(case=step.name, device_num=step.device_num or "", fp_item=step.precision or "",
                                  batch_size=step.batch_size or "", ips=None,
                                  unit="", records="-", peak_memory="-", note=f"not run: {step.reason}"))

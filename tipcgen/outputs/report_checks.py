@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tipcgen.format.words import CHECK
 from tipcgen.results.results import Step
 
 
@@ -47,7 +48,7 @@ def quant_rows(steps: list[Step]) -> list[QuantRow]:
     rows = []
     for step in steps:
         check = step.check if isinstance(step.check, dict) else {}
-        if step.kind != "check" or "top1_agreement" not in check:
+        if step.kind != CHECK or "top1_agreement" not in check:
             continue
         diff, scale = _number(check.get("max_diff")), _number(check.get("float_abs_max"))
         float_ms, int8_ms = _number(check.get("float_ms")), _number(check.get("int8_ms"))
@@ -64,7 +65,7 @@ def quant_rows(steps: list[Step]) -> list[QuantRow]:
 def check_rows(steps: list[Step]) -> list[CheckRow]:
     rows = []
     for step in steps:
-        if step.kind != "check":
+        if step.kind != CHECK:
             continue
         status = step.mark
         check = step.check

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from tipcgen.format.words import PASSED
+from tipcgen.format.paths import TRAIN_LOG
+from tipcgen.format.words import INFER, PASSED
 from tipcgen.results.results import Step, Summary
 from tipcgen.results.summary_check import inside
 
-TRAIN_LOG = "train.log"  # <output_dir>/train.log, where the TIPC train scripts log
 # `epoch: 1, global_step: 5, loss: 0.69312, ...` (the TIPC train log fields); step counters by other names too.
 _LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
 _STEP = re.compile(r"(?<![\w.])(global_step|step|iter|iteration)\s*[:=]\s*(\d+)", re.IGNORECASE)
@@ -93,7 +93,7 @@ def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainC
 def autolog_info(summary: Summary, root: Path) -> dict[str, str]:
     """The AutoLog environment block of the first passed inference log that has one (paddle_version ...)."""
     for step in summary.steps:
-        path = inside(root, step.log) if step.kind == "infer" and step.status == PASSED else None
+        path = inside(root, step.log) if step.kind == INFER and step.status == PASSED else None
         if path is not None:
             found = {}
             with open(path, encoding="utf-8", errors="replace") as handle:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tipcgen.format.words import PASSED, SKIPPED
+from tipcgen.format.paths import CHAIN_DOC
+from tipcgen.format.words import INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.results.results import Summary
 
-DOC = "test_tipc/docs/test_train_inference_python.md"
+DOC = CHAIN_DOC
 SECTION = "## 1."
 MARKER = "<!-- tipcgen: support table from "  # the rendered table starts and ends with these lines
 END_MARKER = "<!-- tipcgen: end of support table -->"
@@ -53,7 +54,7 @@ def build(summary: Summary, run: str) -> Table:
     for step in summary.steps:
         if step.status != PASSED:
             continue
-        if step.kind == "train":
+        if step.kind == TRAIN:
             if not step.gpu or not step.trainer:
                 continue
             entry = step.gpu
@@ -68,7 +69,7 @@ def build(summary: Summary, run: str) -> Table:
             target = multi if len(devices) > 1 else single
             if text not in target:
                 target.append(text)
-        elif step.kind == "infer" and step.gpu and step.device in ("cpu", "gpu"):  # the basic chain's matrix
+        elif step.kind == INFER and step.gpu and step.device in ("cpu", "gpu"):  # the basic chain's matrix
             row = infer.setdefault(step.device, InferRow(step.device.upper()))
             for key, field_name in _CASE_KEYS.items():
                 value = getattr(step, field_name)

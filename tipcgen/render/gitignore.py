@@ -8,8 +8,9 @@ from __future__ import annotations
 import posixpath
 
 from tipcgen.descriptor import Descriptor
+from tipcgen.format import paths
 
-FILE = ".gitignore"
+FILE = paths.GITIGNORE
 HEADER = "# tipcgen working folders: chain outputs, prepared data, backups (tipcgen init adds what is missing)"
 
 
@@ -19,7 +20,7 @@ def _anchored(path: str) -> str:
 
 def entries(desc: Descriptor) -> list[str]:
     """The folders this descriptor's chain writes, anchored at the repository root."""
-    out = ["/test_tipc/output/", "/.tipcgen/backup/", "/.tipcgen/cache/"]
+    out = [_anchored(paths.OUTPUT), _anchored(paths.BACKUP), _anchored(paths.CACHE)]
     data = desc.data
     if data is not None:
         shipped = [f.lite for f in data.files if f.lite] + [call[0] for call in data.setup]

@@ -33,18 +33,15 @@ from tipcgen.render.templating import environment
 
 
 def config_relpath(model_name: str) -> str:
-    return f"test_tipc/configs/{model_name}/train_infer_python.txt"
+    return paths.config_rel(model_name)
 
 
 def ptq_relpath(model_name: str) -> str:
-    return f"test_tipc/configs/{model_name}/{compression.PTQ_CONFIG}"
-
-
-PADDLE2ONNX_CONFIG = "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
+    return paths.config_rel(model_name, "ptq")
 
 
 def paddle2onnx_relpath(model_name: str) -> str:
-    return f"test_tipc/configs/{model_name}/{PADDLE2ONNX_CONFIG}"
+    return paths.config_rel(model_name, "paddle2onnx")
 
 
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
@@ -112,8 +109,8 @@ def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
         runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
             calibration=[s for s in kv if at["python"] < s.index < at["trainer"]],
             inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed], **context)
-    check = env.get_template("runner/shipped.py.j2").render(name="check_quant.py", source=shipped.source("check_quant.py"))
-    return {paths.RUNNERS["ptq"]: runner, "test_tipc/check_quant.py": check}
+    check = env.get_template("runner/shipped.py.j2").render(name=paths.CHECK_QUANT, source=shipped.source(paths.CHECK_QUANT))
+    return {paths.RUNNERS["ptq"]: runner, paths.shipped_rel(paths.CHECK_QUANT): check}
 
 
 def golden_dir(desc: Descriptor) -> Path | None:
@@ -125,7 +122,7 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     folder = golden_dir(desc)
     if folder is None or not folder.is_dir():
         return {}
-    return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
+    return {f"{paths.RESULTS_DIR}/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
 def _bash_regex(pattern: str) -> str:
@@ -220,19 +217,19 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     prepare = [{"name": d.model_name, "data": d.data,
                 "whole_files": sorted({f.whole for f in d.data.files if f.whole} if d.data else ())} for d in models]
     files.update({
-        "test_tipc/common_func.sh": env.get_template("runner/common_func.sh.j2").render(**runner),
-        "test_tipc/test_train_inference_python.sh": env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
-        "test_tipc/prepare.sh": env.get_template("runner/prepare.sh.j2").render(
+        paths.COMMON_FUNC: env.get_template("runner/common_func.sh.j2").render(**runner),
+        paths.RUNNERS["basic"]: env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
+        paths.PREPARE_SH: env.get_template("runner/prepare.sh.j2").render(
             models=prepare, any_data=any(d.data for d in models),
             any_trained=any(d.data and d.data.trained_model for d in models)),
-        "test_tipc/README.md": env.get_template("docs/README.md.j2").render(**docs),
-        "test_tipc/docs/test_train_inference_python.md": env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
+        paths.README: env.get_template("docs/README.md.j2").render(**docs),
+        paths.CHAIN_DOC: env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
     })
-    shipped_scripts = ["check_inference.py", "tipc_compare.py"]
+    shipped_scripts = [paths.CHECK_INFERENCE, paths.TIPC_COMPARE]
     if any(d.checks is not None for d in models):
-        shipped_scripts.append("compare_results.py")
+        shipped_scripts.append(paths.COMPARE_RESULTS)
     if any(d.paddle2onnx is not None for d in models):
-        files["test_tipc/test_paddle2onnx.sh"] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
+        files[paths.RUNNERS["paddle2onnx"]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
     ptq_models = [d for d in models if d.ptq is not None]
     for d in ptq_models:  # the PTQ chain (descriptor ptq:): each model's config byte for byte as imported
         files[ptq_relpath(d.model_name)] = env.get_template("config/train_ptq_infer_python.txt.j2").render(
@@ -240,10 +237,10 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     if ptq_models:  # its runner and check: one per repository, for the first such model's layout
         files.update(_ptq_runner(ptq_models[0], env))
     if any(d.benchmark is not None or any(name == benchmark.SECTION for name, _ in d.sections) for d in models):
-        files["test_tipc/benchmark_train.sh"] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
-        shipped_scripts.append("benchmark_analysis.py")
+        files[paths.RUNNERS["benchmark_train"]] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
+        shipped_scripts.append(paths.BENCHMARK_ANALYSIS)
     for name in shipped_scripts:  # real modules of tipcgen/render/shipped/, copied with a header line
-        files[f"test_tipc/{name}"] = env.get_template("runner/shipped.py.j2").render(name=name, source=shipped.source(name))
+        files[paths.shipped_rel(name)] = env.get_template("runner/shipped.py.j2").render(name=name, source=shipped.source(name))
     return files
 
 

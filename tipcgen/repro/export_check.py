@@ -31,7 +31,7 @@ from tipcgen.core.errors import CheckpointError
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.repro.checkpoint_io import read_paddle_state
-from tipcgen.format.words import FAILED, PASSED, SKIPPED
+from tipcgen.format.words import CHECK, EXPORT, FAILED, INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.results.results import Step
 
 TIMEOUT = 300
@@ -138,10 +138,10 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
               env: dict[str, str]) -> tuple[list[Step], list[str]]:
     """The check steps for every passed export of a trained model, and notes where none could run."""
     name = checkpoint_name(config_text)
-    trains = {s.training: s for s in steps if s.kind == "train" and s.status == PASSED and s.model_dir}
+    trains = {s.training: s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir}
     out: list[Step] = []
     notes: list[str] = []
-    for export in (s for s in steps if s.kind == "export" and s.status == PASSED and s.model_dir):
+    for export in (s for s in steps if s.kind == EXPORT and s.status == PASSED and s.model_dir):
         train = trains.get(export.training)
         if train is None:
             continue  # whole_infer: an export of given models, not of this run's training
@@ -151,7 +151,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir}, so its parameters were "
                          "not compared with the trained checkpoint")
             continue
-        step = Step(kind="check", name=label, status=SKIPPED, reference="trained", training=export.training,
+        step = Step(kind=CHECK, name=label, status=SKIPPED, reference="trained", training=export.training,
                     model_dir=str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
         started = time.perf_counter()
         checkpoint = _checkpoint(root / train.model_dir, name) if name else None
@@ -169,7 +169,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             except (CheckpointError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
                 step.status = FAILED
                 step.reason = getattr(exc, "message", None) or str(exc)
-        elsewhere = [s for s in steps if s.kind == "infer" and s.training == export.training and s.model_dir
+        elsewhere = [s for s in steps if s.kind == INFER and s.training == export.training and s.model_dir
                      and not _inside(root / s.model_dir, root / export.model_dir)]
         if elsewhere:  # the runner passes the export's folder: a config or runner that does not proves nothing
             step.status, step.note = FAILED, ""

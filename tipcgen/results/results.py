@@ -22,10 +22,14 @@ from tipcgen.format.words import (
     CHAIN_INTERRUPTED,
     CHAIN_PASSED,
     CHAIN_UNCHECKED,
+    CHECK,
+    EVAL,
     FAILED,
+    INFER,
     MARKS,
     PASSED,
     SKIPPED,
+    SPEED,
 )
 from tipcgen.results import autolog
 from tipcgen.results.summary_check import read_summary_data
@@ -214,13 +218,13 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
             continue
         if step.status == FAILED and step.log:
             step.tail = log_tail(root / step.log)
-        if step.status == PASSED and step.kind == "eval" and step.log:
+        if step.status == PASSED and step.kind == EVAL and step.log:
             step.metrics = eval_metrics(log_tail(root / step.log, 200))
-        if step.kind == "infer" and step.status == PASSED and step.log:
+        if step.kind == INFER and step.status == PASSED and step.log:
             step.speed = autolog.parse(log_tail(root / step.log, 400))
-        if step.kind == "check" and step.log:
+        if step.kind == CHECK and step.log:
             step.check = check_result(log_tail(root / step.log, 200))
-        if step.kind == "speed" and step.log:  # benchmark_train: the case's speed JSON
+        if step.kind == SPEED and step.log:  # benchmark_train: the case's speed JSON
             step.speed = benchmark.speed_of_log(log_tail(root / step.log, 50))
         steps.append(step)
     return steps, problems
@@ -274,7 +278,7 @@ def verdict(summary: Summary) -> str:
     """PASSED only when the steps ran and passed; a run where no result check passed says so."""
     if not summary.ok:
         return CHAIN_INTERRUPTED if summary.interrupted else CHAIN_FAILED
-    if not any(step.kind == "check" and step.status == PASSED and step.check.get("logs") != 0
+    if not any(step.kind == CHECK and step.status == PASSED and step.check.get("logs") != 0
                and step.reference not in RUN_CHECK_REFERENCES for step in summary.steps):
         return CHAIN_UNCHECKED  # no check ran, or none compared anything (one configuration only)
     return CHAIN_PASSED

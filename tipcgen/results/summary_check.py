@@ -16,8 +16,8 @@ from markupsafe import Markup, escape
 
 from tipcgen.core import inputs
 from tipcgen.core.errors import SummaryFileError
-from tipcgen.format.paths import STEP_FIELDS
-from tipcgen.format.words import FAILED, PASSED, SKIPPED
+from tipcgen.format.paths import STEP_FIELDS, SUMMARY_JSON
+from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
 from tipcgen.results import summary_fields as shapes
 
 MAX_SUMMARY_BYTES = 64 << 20
@@ -56,7 +56,7 @@ def read_summary_data(path: Any) -> dict:
     import json
 
     source = str(path)
-    raw = inputs.read_bytes(path, "summary.json", MAX_SUMMARY_BYTES)  # a regular file (a FIFO never blocks), bounded
+    raw = inputs.read_bytes(path, SUMMARY_JSON, MAX_SUMMARY_BYTES)  # a regular file (a FIFO never blocks), bounded
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -150,7 +150,7 @@ def _check_step(step: Any, source: str, where: str) -> None:
         if key in step:
             shapes.check(step[key], shapes.TEXT, source, f"{where}.{key}")  # and not longer than a text can be
     speed = step.get("speed", {})
-    shapes.check(speed, shapes.SPEED_STEP if step["kind"] == "speed" and speed else shapes.SPEED,
+    shapes.check(speed, shapes.SPEED_STEP if step["kind"] == SPEED and speed else shapes.SPEED,
                   source, f"{where}.speed")
     if step.get("exit_code") is not None:
         _exit_code(step["exit_code"], source, f"{where}.exit_code")

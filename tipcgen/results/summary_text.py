@@ -10,7 +10,7 @@ from pathlib import Path
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
-from tipcgen.format.words import FAILED, PASSED, SKIPPED
+from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
 from tipcgen.render import templating
 from tipcgen.results import junit
 from tipcgen.results.results import Summary, check_text
@@ -31,7 +31,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
         if step.metrics:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
-        if step.kind == "speed" and step.speed:
+        if step.kind == SPEED and step.speed:
             detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
         rows.append((mark, terminal(step.kind), terminal(step.name),
                      f"{step.seconds:.1f}" if step.status != SKIPPED else "-", terminal(detail)))

@@ -20,7 +20,7 @@ from tipcgen.core import isolated
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import COMMON_FUNC, PREPARE, RUNNERS
+from tipcgen.format.paths import COMMON_FUNC, PREPARE_SH, RUNNERS
 from tipcgen.format.words import PADDLE_PIN
 
 STATUSES = ("ok", "warn", "fail")
@@ -242,7 +242,7 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
         status = "fail" if config else "warn"
         return None, [Check("config", status, exc.message, exc.hint)]
     checks = [Check("config", "ok", str(path))]
-    for script in (PREPARE, RUNNERS["basic"]):  # other chains' runners exist only where the descriptor asks
+    for script in (PREPARE_SH, RUNNERS["basic"]):  # other chains' runners exist only where the descriptor asks
         if not (root / script).is_file():
             checks.append(Check("runner", "fail", f"{script} is missing", "render it with tipcgen init"))
     try:

@@ -25,8 +25,8 @@ from tipcgen.descriptor import target
 from tipcgen.format import layout, paths
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import JUNIT_XML, PREPARE, PREPARE_LOG, RESULT_LOGS, RUNNERS, SUMMARY_JSON
-from tipcgen.format.words import FAILED, PADDLE_PIN, PASSED
+from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RESULT_LOGS, RUNNERS, SUMMARY_JSON
+from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import (
     Step,
     Summary,
@@ -204,7 +204,7 @@ def _null_kinds(text: str) -> set[str]:
         return value in ("", "null")
 
     # A step kind is off when every command the description gives its step is null.
-    return {kind for kind in ("eval", "export", "infer")
+    return {kind for kind in (EVAL, EXPORT, INFER)
             if all(is_null(slot.name) for slot in slots_of_step(kind) if slot.shape == "command")}
 
 
@@ -239,7 +239,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
                                   (desc, desc_info))
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
-    for script in (PREPARE, RUNNERS[chain]):
+    for script in (PREPARE_SH, RUNNERS[chain]):
         if not (root / script).is_file():
             if script == RUNNERS["benchmark_train"]:
                 raise RunError(f"{script} is missing under {root}: the descriptor has no benchmark section",
@@ -278,8 +278,8 @@ def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
          check_run: Callable[[list[Step]], tuple[list[Step], list[str]]]) -> Summary:
     root, env = ctx.root, ctx.env
     parts = [("before the run", tracked.snapshot(root))]  # git status, to find tracked files a part changed
-    prepare_cmd = ["bash", PREPARE, str(ctx.config_path), ctx.prepare_mode]
-    out = _Outputs(Step(kind="prepare", name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd)),
+    prepare_cmd = ["bash", PREPARE_SH, str(ctx.config_path), ctx.prepare_mode]
+    out = _Outputs(Step(kind=PREPARE, name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd)),
                    time.perf_counter())
     prepare, prepare_out, runner_out, t0 = out.prepare, out.prepare_out, out.runner_out, out.started
     work = _Chain(root, env, ctx.on_line)
@@ -287,7 +287,7 @@ def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
         prepare.exit_code = work.stream(prepare_cmd, prepare_out)
         prepare.seconds = round(time.perf_counter() - t0, 3)
         if parts[0][1] is not None:
-            parts.append(("prepare.sh", tracked.snapshot(root)))
+            parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
         if prepare.exit_code == 0:
             prepare.status = PASSED
             summary.runner_exit_code = work.stream(["bash", RUNNERS[ctx.chain], str(ctx.config_path), ctx.mode], runner_out)
@@ -355,7 +355,7 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                 f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
     summary.target = target.check_run(ctx.desc, summary.mode, summary.chain,
-                                      [(s.name, s.metrics) for s in steps if s.kind == "eval" and s.status == PASSED])
+                                      [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
     summary.wall_seconds = round(time.perf_counter() - out.started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
@@ -365,10 +365,10 @@ def _note_seeds(summary: Summary, root: Path) -> None:
     """The seeds the training logs print join the provenance; a golden check that fails after an unseeded
     training says the difference may be the randomness, not the model."""
     if "seeds" in summary.provenance:
-        summary.provenance["seeds"].update(seeds.log_seeds(root, [s.log for s in summary.steps if s.kind == "train" and s.log]))
+        summary.provenance["seeds"].update(seeds.log_seeds(root, [s.log for s in summary.steps if s.kind == TRAIN and s.log]))
     if seeds.seeded(summary.provenance) is False:
         for step in summary.steps:
-            if step.kind == "check" and step.reference == "golden" and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
+            if step.kind == CHECK and step.reference == "golden" and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
                 step.note = f"{step.note}; {seeds.UNSEEDED}" if step.note else seeds.UNSEEDED
 
 

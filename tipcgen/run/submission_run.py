@@ -24,8 +24,8 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
 from tipcgen.format import layout
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, RESULTS_LOG, SUMMARY_JSON
-from tipcgen.format.words import FAILED, PASSED
+from tipcgen.format.paths import JUNIT_XML, OUTPUT, PREPARE_LOG, PREPARE_SH, RESULTS_LOG, STATE, SUMMARY_JSON
+from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import Step, Summary, environment_info, required_kinds, write_json
 from tipcgen.results.summary_text import write_junit
 
@@ -51,12 +51,12 @@ def _classify(command: str, values: dict[str, str]) -> str:
     """The step kind of a command: the config command it runs (the longest that matches)."""
     words = command.split(maxsplit=1)
     rest = words[1] if len(words) > 1 else ""
-    kinds = [("eval", values.get("eval.script", "")), ("infer", values.get("inference.script", ""))]
-    kinds += [("train", values.get(fld, "")) for fld in ("train.norm", "train.pact", "train.fpgm", "train.distill")]
-    kinds += [("export", values.get(fld, "")) for fld in ("export.norm", "whole_infer.export", "export.quant")]
+    kinds = [(EVAL, values.get("eval.script", "")), (INFER, values.get("inference.script", ""))]
+    kinds += [(TRAIN, values.get(fld, "")) for fld in ("train.norm", "train.pact", "train.fpgm", "train.distill")]
+    kinds += [(EXPORT, values.get(fld, "")) for fld in ("export.norm", "whole_infer.export", "export.quant")]
     found = [(len(script), kind) for kind, script in kinds
              if script and script != "null" and (rest == script or rest.startswith(script + " "))]
-    return max(found)[1] if found else "other"
+    return max(found)[1] if found else OTHER
 
 
 def read_status_lines(lines: list[str], values: dict[str, str], root: Path) -> list[Step]:
@@ -94,7 +94,7 @@ def read_status_lines(lines: list[str], values: dict[str, str], root: Path) -> l
 # `LOG_PATH="./test_tipc/output/${model_name}"`, `status_log="${LOG_PATH}/results_python.log"`: where a runner logs
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=[\"']?([^\"'\s;#]*)[\"']?\s*(?:#.*)?$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-_SKIP_DIRS = {".git", ".tipcgen", "node_modules", "__pycache__"}
+_SKIP_DIRS = {".git", STATE, "node_modules", "__pycache__"}
 _PREPARE_LINES = 20_000  # the last lines of prepare.sh's output kept in prepare.log
 _WALK_LIMIT = 200_000  # entries looked at when searching the tree for results_python.log
 
@@ -120,8 +120,8 @@ def _results_logs(root: Path, model: str, mode: str) -> list[Path]:
             known[name] = value
         if value.endswith(RESULTS_LOG):
             found.append(root / os.path.normpath(value))
-    found += [root / "log" / model / mode / RESULTS_LOG, root / "test_tipc" / "output" / model / mode / RESULTS_LOG,
-              root / "test_tipc" / "output" / model / RESULTS_LOG]
+    found += [root / "log" / model / mode / RESULTS_LOG, root / OUTPUT / model / mode / RESULTS_LOG,
+              root / OUTPUT / model / RESULTS_LOG]
     return list(dict.fromkeys(found))
 
 
@@ -169,7 +169,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     values = _slot_values(text)
     model = values.get("model_name", "")
-    null_kinds = {kind for kind, fld in (("eval", "eval.script"), ("infer", "inference.script"))
+    null_kinds = {kind for kind, fld in ((EVAL, "eval.script"), (INFER, "inference.script"))
                   if values.get(fld, "null") in ("", "null")}
     summary = Summary(model=model, mode=mode, config=str(config_path), environment=environment_info(),
                       required_kinds=required_kinds("basic", mode, null_kinds))
@@ -204,13 +204,13 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
         return proc.wait()
 
     steps: list[Step] = []
-    if (root / "test_tipc/prepare.sh").is_file():
+    if (root / PREPARE_SH).is_file():
         t0, output = time.perf_counter(), []
-        code = stream(["bash", "test_tipc/prepare.sh", str(config_path), mode], output)
+        code = stream(["bash", PREPARE_SH, str(config_path), mode], output)
         run_dir.mkdir(parents=True, exist_ok=True)
         write_file(run_dir / PREPARE_LOG, "".join(output[-_PREPARE_LINES:]), within=run_dir)
-        steps.append(Step(kind="prepare", name="prepare", status=PASSED if code == 0 else FAILED, exit_code=code,
-                          seconds=round(time.perf_counter() - t0, 3), command=f"bash test_tipc/prepare.sh {config_path} {mode}",
+        steps.append(Step(kind=PREPARE, name="prepare", status=PASSED if code == 0 else FAILED, exit_code=code,
+                          seconds=round(time.perf_counter() - t0, 3), command=f"bash {PREPARE_SH} {config_path} {mode}",
                           log=(run_dir / PREPARE_LOG).relative_to(root).as_posix()))
         if code != 0:
             steps[-1].note = f"prepare.sh exited {code}; the runner ran anyway, as a reviewer would run it"
@@ -222,7 +222,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     if not grown and printed:
         steps += read_status_lines(printed, values, root)
         summary.notes.append("no results_python.log grew during the run: the status lines are those the runner printed")
-    if not any(s.kind != "prepare" for s in steps):
+    if not any(s.kind != PREPARE for s in steps):
         summary.problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
                                 + ", ".join(str(p.relative_to(root)) for p in logs) + " and the whole tree)")
     missing = [kind for kind in summary.required_kinds if kind not in {s.kind for s in steps if s.status == PASSED}]

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tipcgen.format.words import FAILED, PASSED
+from tipcgen.format.words import CHECK, FAILED, PASSED
 from tipcgen.results.results import Step
 
 SHOWN = 10
@@ -98,7 +98,7 @@ def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None
                     found[-1] += f" ({step.kind} {step.name}: {', '.join(files)})"
                     step.status = FAILED
                     step.reason = "; ".join(filter(None, [step.reason, f"it changed tracked file(s) {_shown(files)}"]))
-    step = Step(kind="check", name="tracked_files", status=FAILED if found else PASSED, reference="git",
+    step = Step(kind=CHECK, name="tracked_files", status=FAILED if found else PASSED, reference="git",
                 command="git status --untracked-files=no, before and after each part of the run")
     if found:
         step.reason = ("; ".join(found) + ": a chain must not write into the repository's tracked files "

@@ -16,11 +16,11 @@ from pathlib import Path
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
-from tipcgen.suite.report import SUITE_JSON, SUITE_JUNIT
+from tipcgen.format.paths import JUNIT_XML, SUITE_JSON, SUITE_MARKER, SUITE_RUNS, SUITE_WORK
 from tipcgen.suite.suite import CHAIN_OF_NAME
 
-MARKER = ".tipcgen-suite"
-OWNED = frozenset({SUITE_JSON, SUITE_JUNIT, "runs", "work", MARKER})
+MARKER = SUITE_MARKER
+OWNED = frozenset({SUITE_JSON, JUNIT_XML, SUITE_RUNS, SUITE_WORK, MARKER})
 MAX_TIMEOUT = min(10 ** 7, threading.TIMEOUT_MAX)  # seconds (about 115 days): a timer cannot wait longer
 _HINT = "choose a new or empty folder for --output (tipcgen suite replaces what it wrote there, and only that)"
 
@@ -71,7 +71,7 @@ def check_output(out: Path, roots: list[Path]) -> None:
 def claim_output(out: Path) -> None:
     """Create the folder (with its marker) and remove the last suite's runs/ and work/ (a link: the link)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("runs", "work"):
+    for name in (SUITE_RUNS, SUITE_WORK):
         path = out / name
         if path.is_symlink() or path.is_file():
             path.unlink()

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format.paths import OUTPUT, SUITE_RUNS, SUITE_WORK
 from tipcgen.format.words import INTERRUPTED, LOST
 from tipcgen.results.results import SUMMARY_JSON, load_summary
 from tipcgen.run.guard import Interrupted
@@ -63,7 +64,7 @@ def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, b
     with tempfile.TemporaryDirectory(prefix="tipcgen-chain-") as tmp:
         unpack(repo, Path(tmp) / "repo")
         if trained:
-            unpack(trained, Path(tmp) / "repo" / "test_tipc" / "output" / chain.model)
+            unpack(trained, Path(tmp) / "repo" / OUTPUT / chain.model)
         result = execute_chain(chain, Path(tmp) / "repo", Path(tmp) / "out", Slot(threads=threads, gpus=gpus), timeout,
                                on_line=on_line)
         return {"verdict": result.verdict, "exit_code": result.exit_code, "seconds": result.seconds,
@@ -140,7 +141,7 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
     try:
         shipped = {}
         for root in dict.fromkeys(c.root for c in chains):
-            copy = working_copy(Path(root), out / "work" / f"ship{len(shipped)}", exclude=out.resolve())
+            copy = working_copy(Path(root), out / SUITE_WORK / f"ship{len(shipped)}", exclude=out.resolve())
             shipped[root] = ray.put(pack(copy))
             shutil.rmtree(copy, ignore_errors=True)
         gpus = _feasible(ray, cpus, gpus, notes)
@@ -152,7 +153,7 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
             for wave in waves(chains):
                 pending = {}
                 for chain in wave:
-                    basic = out / "runs" / chain.model / "basic"
+                    basic = out / SUITE_RUNS / chain.model / "basic"
                     trained = pack(basic) if needs_trained_model(chain) and basic.is_dir() else b""
                     ref = task.options(num_cpus=cpus, num_gpus=gpus, name=f"tipc:{chain.key}").remote(
                         shipped[chain.root], asdict(chain), cpus, timeout, board, trained)
@@ -213,7 +214,7 @@ def _collect(chain: Chain, ref, out: Path, cpus: int) -> ChainResult:
     except ray.exceptions.RayError as exc:
         reason = str(exc).strip().splitlines()[0][:300]
         return ChainResult(chain, LOST, message=f"lost on Ray after a retry: {reason}", slot=Slot(threads=cpus))
-    dest = out / "runs" / chain.key
+    dest = out / SUITE_RUNS / chain.key
     shutil.rmtree(dest, ignore_errors=True)
     unpack(data.pop("out"), dest)
     result = ChainResult(chain, data["verdict"], data["exit_code"], data["seconds"], message=data["message"],

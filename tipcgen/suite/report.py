@@ -17,8 +17,6 @@ from tipcgen.results import junit
 from tipcgen.suite.slots import Slot
 from tipcgen.suite.suite import Chain, ChainResult, Refused
 
-SUITE_JSON = "suite.json"
-SUITE_JUNIT = "junit.xml"
 _MARK = SUITE_MARKS
 
 

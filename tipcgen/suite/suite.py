@@ -24,16 +24,15 @@ from typing import Callable, Iterable
 from tipcgen.configs import lint
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
-from tipcgen.format.paths import OUTPUT, SUMMARY_JSON, run_rel
+from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT, STATE, SUITE_RUNS, SUITE_WORK, SUMMARY_JSON, TEST_TIPC, run_rel
 from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, TIMEOUT
 from tipcgen.results.results import Summary, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.suite.slots import Slot
 
-CHAIN_OF_NAME = {"train_infer_python.txt": "basic",
-                 "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt": "paddle2onnx"}
+CHAIN_OF_NAME = {CONFIG_NAMES["basic"]: "basic", CONFIG_NAMES["paddle2onnx"]: "paddle2onnx"}
 # What the TIPC scripts write in the repository root: never copied into a chain's working copy.
-OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", ".tipcgen", ".pytest_cache",
+OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", STATE, ".pytest_cache",
            ".hypothesis")
 _GRACE_SECONDS = 10
 _RUNNING: set[subprocess.Popen] = set()  # the chains this process runs now, for Ctrl-C
@@ -90,12 +89,12 @@ def find_configs(paths: Iterable[str], root: Path) -> list[Path]:
             raise TipcgenError(f"{item}: no such file or folder", "pass config files, folders that hold them, or a glob")
         for match in matches:
             if match.is_dir():
-                configs = match / "test_tipc" / "configs"
+                configs = match / CONFIGS
                 found.extend(sorted((configs if configs.is_dir() else match).rglob("*.txt")))
             else:
                 found.append(match)
     if not paths:
-        configs = root / "test_tipc" / "configs"
+        configs = root / CONFIGS
         if not configs.is_dir():
             raise TipcgenError(f"no test_tipc/configs under {root.resolve()}",
                                "render one with tipcgen init, or name config files, folders or globs")
@@ -106,7 +105,7 @@ def find_configs(paths: Iterable[str], root: Path) -> list[Path]:
 def repo_root_of(config: Path, default: Path) -> Path:
     """The repository a config belongs to: the folder holding the test_tipc/ it lies in, else --root."""
     for parent in config.parents:
-        if parent.name == "test_tipc":
+        if parent.name == TEST_TIPC:
             return parent.parent
     return default.resolve()
 
@@ -125,7 +124,7 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
         repo = repo_root_of(config, root)
         shown = os.path.relpath(config)
         text = config.read_bytes().decode("utf-8", errors="surrogateescape")
-        has_repo = (repo / "test_tipc").is_dir()
+        has_repo = (repo / TEST_TIPC).is_dir()
         findings = lint.lint_text(text, shown, repo_root=repo if has_repo else None)
         reasons = [f"{f.path}:{f.line}: {f.rule} {f.message}" for f in findings if f.severity == ERROR]
         # ../shared/tipc-corpus flattens paths with "__": its basic configs end in __train_infer_python.txt.
@@ -308,18 +307,18 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
 
     def one(chain: Chain) -> ChainResult:
         slot = free.get()
-        work = out / "work" / chain.key.replace("/", "__")
+        work = out / SUITE_WORK / chain.key.replace("/", "__")
         try:
             if stopping.is_set():
                 return not_started([chain])[0]
             shutil.rmtree(work, ignore_errors=True)
             working_copy(Path(chain.root), work, exclude=out.resolve())
             if needs_trained_model(chain):
-                seed_trained_runs(chain, out / "runs", work)
+                seed_trained_runs(chain, out / SUITE_RUNS, work)
             if stopping.is_set():  # the signal came while the copy was made
                 return not_started([chain])[0]
             progress.start(chain, slot)
-            result = execute_chain(chain, work, out / "runs" / chain.key, slot, timeout,
+            result = execute_chain(chain, work, out / SUITE_RUNS / chain.key, slot, timeout,
                                    on_line=lambda line: progress.line(chain, line))
             progress.done(result)
             return result
@@ -349,7 +348,7 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
                 results.update((key, future.result()) for key, future in futures.items())
     if not keep_work:
         try:
-            (out / "work").rmdir()  # empty by now: each chain removed its copy
+            (out / SUITE_WORK).rmdir()  # empty by now: each chain removed its copy
         except OSError:
             pass
     return [results[chain.key] for chain in chains]
