@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tipcgen.format import chain, compression, layout
+from tipcgen.format import chain, compression, layout, words
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 SCHEMA_VERSION = 1
@@ -210,7 +210,7 @@ FIELDS: tuple[Field, ...] = (
     Field("checks.own_weights", "steps that load their own weights on purpose: `[eval]`, `[export]`, `[infer]` or several. "
           "Without it, `tipcgen run` refuses an eval or export that gets no trained checkpoint (a null key) and an "
           "inference that gets no model folder, since they would use whatever the script loads by default",
-          {"type": ["array", "null"], "uniqueItems": True, "items": {"enum": ["eval", "export", "infer"]}}),
+          {"type": ["array", "null"], "uniqueItems": True, "items": {"enum": list(words.OWN_WEIGHTS_KINDS)}}),
     Field("checks.onnx_tolerance", "`{atol, rtol}` for ONNX Runtime against Paddle Inference (default 1e-5, 1e-4)", _TOLERANCE),
     Field("paddle2onnx", "the paddle2onnx chain (`tipcgen run --chain paddle2onnx`)", required=("inference",)),
     Field("paddle2onnx.model_dir", "the exported model folder (default `data.trained_model`)", _PATH),

@@ -26,7 +26,7 @@ from tipcgen.descriptor.schema import (
 )
 from tipcgen.descriptor.spec import ChecksSpec, DataFile, DataSpec, Paddle2OnnxSpec, Tolerance
 from tipcgen.descriptor.validate_values import Checks
-from tipcgen.format import layout, text_style
+from tipcgen.format import layout, text_style, words
 from tipcgen.format.config import Line as _ConfigLine
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
@@ -166,12 +166,11 @@ class GroupChecks(Checks):
         )
 
     def _own_weights(self, value: Any) -> tuple[str, ...]:
-        steps = ("eval", "export", "infer")
         if value is None:
             return ()
-        if not isinstance(value, list) or any(item not in steps for item in value):
+        if not isinstance(value, list) or any(item not in words.OWN_WEIGHTS_KINDS for item in value):
             raise self._err("checks.own_weights", value, "a list of the steps that load their own weights on "
-                            "purpose, from eval, export and infer (the runner passes them no model of the run)")
+                            f"purpose, from {', '.join(words.OWN_WEIGHTS_KINDS)} (the runner passes them no model of the run)")
         return tuple(value)
 
     def _output_names(self, value: Any) -> tuple[str, ...]:

@@ -19,6 +19,8 @@ PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK = "prepare", "train", "eval", "export
 CONVERT, QUANT, SPEED, PROFILE = "convert", "quant", "speed", "profile"  # paddle2onnx, ptq, benchmark_train
 SKIPPED_AFTER_TRAIN = "eval+export+infer"
 OTHER = "other"  # a kept runner's status line whose command matches no config command (run/submission_run.py)
+# The steps a descriptor's checks.own_weights may name: they load a model, and may load their own on purpose.
+OWN_WEIGHTS_KINDS = (EVAL, EXPORT, INFER)
 KINDS = (PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK, CONVERT, QUANT, SPEED, PROFILE, SKIPPED_AFTER_TRAIN, OTHER)
 
 # What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode (a chain
