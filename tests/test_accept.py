@@ -26,6 +26,7 @@ from tipcgen.results import autolog
 from tipcgen.outputs import report
 from tipcgen.outputs import support_table
 from tipcgen.results.results import Step, Summary
+from tipcgen.format import paths
 
 from conftest import ROOT, edit, tipcgen
 
@@ -225,8 +226,8 @@ MUTATIONS = {
                    {"2.2.3 training log"}),
     "no AutoLog block": (lambda r: edit(r / "infer.py", 'if args.get("benchmark") == "True":', "if False:"), True,
                          {"3.2.3 inference speed"}),
-    "empty docs table": (lambda r: edit(r / support_table.DOC, "| toy_accept | toy_accept | 正常训练 |", "| toy_accept | toy_accept | - |")
-                         or edit(r / support_table.DOC, "| 正常模型 | GPU | 1 | False | - | - |\n| 正常模型 | CPU | 1 | - | False | 1 |\n", ""),
+    "empty docs table": (lambda r: edit(r / paths.CHAIN_DOC, "| toy_accept | toy_accept | 正常训练 |", "| toy_accept | toy_accept | - |")
+                         or edit(r / paths.CHAIN_DOC, "| 正常模型 | GPU | 1 | False | - | - |\n| 正常模型 | CPU | 1 | - | False | 1 |\n", ""),
                          False, {"4.2.2-docs docs/test_train_inference_python.md"}),
     "a failing step": (lambda r: edit(r / "eval.py", 'print("accuracy', 'raise SystemExit(3)\nprint("accuracy'), True,
                        {"4.2.2-run the chain passes (prepare.sh + test_train_inference_python.sh)"}),
@@ -278,7 +279,7 @@ def test_without_a_run_the_run_items_fail_and_user_errors_exit_2(toy_repo: Path,
 
 def test_write_docs_fills_the_table_from_the_run(toy_repo: Path, tmp_path: Path):
     repo = _copy(toy_repo, tmp_path)
-    doc = repo / support_table.DOC
+    doc = repo / paths.CHAIN_DOC
     assert "| 正常模型 | GPU |" in doc.read_text(), "the descriptor's table claims a GPU case that never ran"
     proc = tipcgen("accept", "--write-docs", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -295,7 +296,7 @@ def _report_md(repo: Path) -> str:
     """report.md's text, rendered in this process (the CLI path and the pictures are test_report's)."""
     run_dir = repo / "test_tipc/output/toy_accept" / MODE
     built = report.build(run_dir, acceptance=accept.for_report(run_dir, report.root_of(run_dir)))
-    return report.render_documents(built, {}, ("md",))[report.REPORT_MD]
+    return report.render_documents(built, {}, ("md",))[paths.REPORT_MD]
 
 
 def test_report_shows_the_speed_and_the_checklist(toy_repo: Path, tmp_path: Path):
@@ -323,7 +324,7 @@ def test_the_sample_passes_and_its_documented_demo_runs(sample_lite_run: Path, t
     repo = _copy(sample_lite_run, tmp_path)
     rc, data = _accept(repo, "--write-docs")
     assert rc == 0, _failed(data)
-    text = (repo / support_table.DOC).read_text()
+    text = (repo / paths.CHAIN_DOC).read_text()
     assert "正常训练 (CPU)" in text and "| 正常模型 | CPU | 2 | - | False/True | 1/2 |" in text
     readme = (repo / "sample_models/bert-sst2/README.md").read_text()
     command = readme.split("python sample_models/bert-sst2/predict.py", 1)[1].split("```", 1)[0]

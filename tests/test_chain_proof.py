@@ -17,6 +17,7 @@ from conftest import ROOT, tipcgen
 from tipcgen.configs import flag_check, preflight, script_help
 from tipcgen.core.errors import RunError
 from tipcgen.repro import export_check
+from tipcgen.format import paths
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 
@@ -113,7 +114,7 @@ def test_a_key_the_script_does_not_accept_is_an_error_naming_the_line_and_the_sc
     notes = [p.message for p in problems if p.severity == "note"]
     assert notes == ["infer.py does not use argparse (no ArgumentParser in it), so its flags are not checked"]
     # Cached by content: a second check runs no script (a probe would fail now).
-    assert len(list((tmp_path / flag_check.CACHE_DIR).glob("*.json"))) == 3
+    assert len(list((tmp_path / paths.FLAG_CACHE).glob("*.json"))) == 3
 
     def no_probe(*args, **kwargs):
         raise AssertionError("probed again")

@@ -20,7 +20,7 @@ from tipcgen.configs.importer import import_descriptor
 from tipcgen.configs.lint import lint_text
 from tipcgen.core.errors import DescriptorError
 from tipcgen.render import render
-from tipcgen.format import compression
+from tipcgen.format import compression, paths
 from tipcgen.format.config import TipcConfig
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -125,9 +125,9 @@ def test_every_ptq_config_imports_and_inits_back_byte_for_byte(path: Path) -> No
     original = path.read_bytes().decode()
     desc = descriptor.load_text(with_ptq(import_ptq(original, path.name)), source="tipc.yaml")
     files = render.render_files(desc)
-    assert files[render.ptq_relpath("stub_model")] == original
+    assert files[paths.config_rel("stub_model", "ptq")] == original
     without = render.render_files(descriptor.load_text(STUB_DESCRIPTOR.read_text(), source="tipc.yaml"))
-    assert files.keys() - without.keys() == {render.ptq_relpath("stub_model"), "test_tipc/test_ptq_inference_python.sh",
+    assert files.keys() - without.keys() == {paths.config_rel("stub_model", "ptq"), "test_tipc/test_ptq_inference_python.sh",
                                              "test_tipc/check_quant.py"}  # the config and the chain's two scripts
     assert all(files[name] == text for name, text in without.items())  # nothing else changes
 
@@ -139,7 +139,7 @@ def test_the_cli_imports_a_ptq_config_and_init_writes_it_back(tmp_path: Path) ->
     assert proc.returncode == 0 and "add its ptq section to the model's tipc.yaml" in proc.stdout
     (tmp_path / "tipc.yaml").write_text(with_ptq(section.read_text()))
     tipcgen("init", str(tmp_path / "tipc.yaml"), "--root", str(tmp_path / "repo"), check=True)
-    written = tmp_path / "repo" / render.ptq_relpath("stub_model")
+    written = tmp_path / "repo" / paths.config_rel("stub_model", "ptq")
     assert written.read_bytes() == (SHARED / OCR_KL).read_bytes()
     assert tipcgen("lint", str(written)).returncode == 0
 

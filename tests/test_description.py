@@ -33,7 +33,7 @@ def test_shape_views_and_the_trainer_table_come_from_the_rows():
     assert layout.PER_MODE_SLOTS == ("epoch", "train_batch_size")
     assert set(layout.INFER_VALUE_SHAPES) == {"enable_mkldnn", "cpu_threads", "infer_batch_size", "use_trt", "precision"}
     assert "infer_export" in layout.LIST_SLOTS and "infer_export" in layout.COMMAND_SLOTS
-    assert new.RUNNER_FILLED == layout.RUNNER_FILLED == (
+    assert layout.RUNNER_FILLED == (
         "train.output_dir", "export.output_dir", "export.weights", "inference.model_dir")
     assert chain.TRAINER_SLOTS == ("norm_train", "pact_train", "fpgm_train", "distill_train", "trainer_key1",
                                    "trainer_key2")

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, currently_in_test_context, event, given, set
 from hypothesis import strategies as st
 
 from tipcgen import descriptor
-from tipcgen.format import layout
+from tipcgen.format import layout, paths
 from tipcgen.configs import lint
 from tipcgen.render import render
 from tipcgen.descriptor import schema
@@ -178,7 +178,7 @@ def assert_loads_or_clear_error(text: str, source: str = SOURCE) -> descriptor.D
 
 def assert_renders(desc: descriptor.Descriptor) -> None:
     files = render.render_files(desc)
-    text = files[render.config_relpath(desc.model_name)]
+    text = files[paths.config_rel(desc.model_name)]
     logical = TipcConfig.parse(text).logical_lines()
     sections = [line for name, lines in desc.sections for line in ([layout.header_line(name)] if name else []) + list(lines)]
     tail = [line.text for line in logical[layout.TRAIN_INFER_PYTHON_LINES:]]
@@ -193,7 +193,7 @@ def assert_renders(desc: descriptor.Descriptor) -> None:
             assert (line.key, line.value) == (value.key, value.value), (slot.name, line.text)
     broken = [f for f in lint.lint_text(text, "c.txt") if f.rule in LAYOUT_RULES and f.severity == "error"]
     assert broken == [], broken
-    assert not Path(render.config_relpath(desc.model_name)).is_absolute() and ".." not in desc.model_name
+    assert not Path(paths.config_rel(desc.model_name)).is_absolute() and ".." not in desc.model_name
 
 
 @settings(max_examples=fuzz_examples(2400), deadline=None, suppress_health_check=SLOW_OK)
@@ -330,7 +330,7 @@ def test_hostile_data_values_are_quoted_in_prepare_sh(tmp_path: Path):
     render.write_tree(render.render_files(desc), repo)
     prepare = repo / "test_tipc" / "prepare.sh"
     assert subprocess.run(["bash", "-n", str(prepare)], capture_output=True).returncode == 0
-    config = render.config_relpath("stub_model")
+    config = paths.config_rel("stub_model")
     env = dict(os.environ, TIPC_DATA_DIR="")
     lite = subprocess.run(["bash", "test_tipc/prepare.sh", config, "lite_train_lite_infer"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=60)

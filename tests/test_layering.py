@@ -143,3 +143,45 @@ def test_the_checker_sees_a_wrong_import(tmp_path: Path):
                       ("from tipcgen import run\n", "run")):
         (pkg / "results" / "results.py").write_text(text)
         assert dep in imports(pkg / "results" / "results.py", known | {"results.results"}, pkg), text
+
+
+# A module-level name that only renames a name of another tipcgen module is a second spelling of it (#29:
+# nothing re-exported for compatibility): its users import the first. paths.BACKUP is the one exception: the
+# folder's name belongs with the other file names, and core/writes (below format/) needs it first.
+ALIAS_ALLOWED = {"format.paths.BACKUP"}
+
+
+def aliases(path: Path, package: Path = PACKAGE) -> list[str]:
+    """Module-level `NAME = imported` or `NAME = module.NAME` where the right side comes from tipcgen."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported, modules_imported = set(), set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("tipcgen")):
+            for alias in node.names:
+                (modules_imported if alias.name.islower() else imported).add(alias.asname or alias.name)
+    found = []
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value, name = node.value, f"{_name(path, package)}.{node.targets[0].id}"
+        if isinstance(value, ast.Subscript):
+            value = value.value  # NAME = OTHER["basic"] picks from another module's table: not an alias
+            continue
+        plain = isinstance(value, ast.Name) and value.id in imported
+        dotted = isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id in modules_imported
+        if (plain or dotted) and name not in ALIAS_ALLOWED:
+            found.append(f"{name} = {ast.unparse(value)}")
+    return found
+
+
+def test_no_module_renames_another_modules_name():
+    assert [hit for path in sorted(PACKAGE.rglob("*.py")) for hit in aliases(path)] == []
+
+
+def test_the_alias_checker_sees_an_alias(tmp_path: Path):
+    pkg = tmp_path / "tipcgen"
+    (pkg / "configs").mkdir(parents=True)
+    probe = pkg / "configs" / "probe.py"
+    probe.write_text("from tipcgen.format import paths\nfrom tipcgen.format.paths import ANSWERS\n"
+                     "RUNNER = paths.BASIC_RUNNER\nFILE = ANSWERS\nOWN = ANSWERS + '/x'\n")
+    assert aliases(probe, pkg) == ["configs.probe.RUNNER = paths.BASIC_RUNNER", "configs.probe.FILE = ANSWERS"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tipcgen.format import config
+from tipcgen.format import config, paths
 from tipcgen import descriptor
 from tipcgen.format import layout
 from tipcgen.render import render
@@ -56,7 +56,7 @@ def test_render_passes_lint_with_the_repository(tmp_path: Path):
 
 def test_devices_cpu_renders_a_cpu_only_config(tmp_path: Path):
     tipcgen("init", "bert-sst2", "--devices", "cpu", "--output", str(tmp_path), check=True)
-    cfg = config.TipcConfig.read(tmp_path / render.config_relpath("bert_sst2"))
+    cfg = config.TipcConfig.read(tmp_path / paths.config_rel("bert_sst2"))
     assert cfg.slot("gpu_list").value == "-1"
     assert cfg.slot("train_use_gpu").value == "cpu"
     assert cfg.slot("infer_use_gpu").value == "False"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tipcgen.format import paths
 from tipcgen.run import submission_run
 
 from conftest import tipcgen
@@ -80,7 +81,7 @@ def test_without_the_env_the_steps_fail_and_init_submission_rerenders_its_own_fi
 
 
 def test_the_log_path_is_read_from_the_runner(tmp_path: Path) -> None:
-    runner = tmp_path / submission_run.RUNNER
+    runner = tmp_path / paths.BASIC_RUNNER
     runner.parent.mkdir(parents=True)
     runner.write_text('LOG_PATH="./out/${model_name}/logs_${MODE}"\nmkdir -p ${LOG_PATH}\n'
                       'status_log="${LOG_PATH}/results_python.log"\nother="${lines[3]}/results_python.log"\n')
@@ -92,7 +93,7 @@ def test_the_log_path_is_read_from_the_runner(tmp_path: Path) -> None:
 
 def test_status_lines_only_printed_by_the_runner_are_read(own_repo: Path) -> None:
     """A runner that writes no results_python.log anywhere: its printed status lines, said so."""
-    runner = own_repo / submission_run.RUNNER
+    runner = own_repo / paths.BASIC_RUNNER
     runner.write_text(runner.read_text().replace('status_log="${LOG_PATH}/results_python.log"', "status_log=/dev/null"))
     code, summary = run_steps(own_repo)
     assert [(s["kind"], s["status"]) for s in summary["steps"]] == EXPECTED

@@ -15,6 +15,7 @@ from tipcgen.render import render
 from tipcgen.render import update
 from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format import paths
 
 from conftest import STUB, fail_nth_replace, tipcgen
 
@@ -241,7 +242,7 @@ def test_a_failed_write_puts_removed_and_owned_files_back(tmp_path: Path, monkey
 
 
 def test_answers_file_damage_is_an_error_naming_the_field(tmp_path: Path):
-    (tmp_path / answers.ANSWERS_FILE).write_text("tipcgen_version: '0.1.0'\ndescriptor: x.yaml\n")
+    (tmp_path / paths.ANSWERS).write_text("tipcgen_version: '0.1.0'\ndescriptor: x.yaml\n")
     with pytest.raises(TipcgenError, match="descriptor_sha256 is missing"):
         answers.read(tmp_path)
     with pytest.raises(TipcgenError, match="relative paths"):

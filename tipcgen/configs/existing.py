@@ -15,12 +15,10 @@ from pathlib import Path
 
 from tipcgen.format import layout, paths
 
-COMMON_FUNC = paths.COMMON_FUNC
-PREPARE = paths.PREPARE_SH
 _WHY = {
-    COMMON_FUNC: "the generated runner's shell helpers (it replaces the functions defined there)",
-    PREPARE: "prepares the data of the descriptor for the four basic modes only",
-    paths.RUNNERS["basic"]: "the generated runner of the basic chain",
+    paths.COMMON_FUNC: "the generated runner's shell helpers (it replaces the functions defined there)",
+    paths.PREPARE_SH: "prepares the data of the descriptor for the four basic modes only",
+    paths.BASIC_RUNNER: "the generated runner of the basic chain",
     paths.RUNNERS["paddle2onnx"]: "the generated runner of the paddle2onnx chain",
     paths.README: "the generated overview of test_tipc/",
     paths.CHAIN_DOC: "the generated chain documentation",
@@ -31,7 +29,7 @@ _FUNC_DEF = re.compile(r"^\s*(?:function\s+([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*\)
 # `[ ${MODE} = "serving_infer" ]`, `[[ $MODE == klquant_whole_infer ]]`
 _MODE_TEST = re.compile(r"\$\{?MODE\}?\"?\s*==?\s*[\"']?([A-Za-z][A-Za-z0-9_]*)")
 _TEXT_SUFFIXES = (".sh", ".md", ".txt", ".py")
-_PREPARE_NAME = PREPARE.rsplit("/", 1)[-1]  # how another script calls it
+_PREPARE_NAME = paths.PREPARE_SH.rsplit("/", 1)[-1]  # how another script calls it
 _MAX_BYTES = 1 << 20
 
 
@@ -53,10 +51,10 @@ class Breakage:
     replaced: str
 
     def describe(self) -> str:
-        if self.replaced == COMMON_FUNC:
-            return (f"{self.path}:{self.line} calls {self.what}(), which the current {COMMON_FUNC} defines "
+        if self.replaced == paths.COMMON_FUNC:
+            return (f"{self.path}:{self.line} calls {self.what}(), which the current {paths.COMMON_FUNC} defines "
                     "and tipcgen's does not")
-        return f"{self.path}:{self.line} uses prepare mode {self.what!r}, which the current {PREPARE} accepts and tipcgen's does not"
+        return f"{self.path}:{self.line} uses prepare mode {self.what!r}, which the current {paths.PREPARE_SH} accepts and tipcgen's does not"
 
 
 def defined_functions(text: str) -> set[str]:
@@ -93,7 +91,7 @@ def replacements(files: dict[str, str | bytes], out_dir: Path) -> list[Replaceme
 def breakages(files: dict[str, str | bytes], out_dir: Path) -> list[Breakage]:
     """What the other files of test_tipc/ would lose if common_func.sh and prepare.sh were replaced."""
     lost: dict[str, set[str]] = {}
-    for rel, finder in ((COMMON_FUNC, defined_functions), (PREPARE, prepare_modes)):
+    for rel, finder in ((paths.COMMON_FUNC, defined_functions), (paths.PREPARE_SH, prepare_modes)):
         old = _read(out_dir / rel)
         new = files.get(rel)
         if old is None or new is None:
@@ -101,7 +99,7 @@ def breakages(files: dict[str, str | bytes], out_dir: Path) -> list[Breakage]:
         new_text = new.decode("utf-8", errors="replace") if isinstance(new, bytes) else new
         if old == new_text:
             continue
-        have = finder(new_text) | (set(layout.MODES) if rel == PREPARE else set())
+        have = finder(new_text) | (set(layout.MODES) if rel == paths.PREPARE_SH else set())
         gone = finder(old) - have
         if gone:
             lost[rel] = gone
@@ -118,13 +116,13 @@ def breakages(files: dict[str, str | bytes], out_dir: Path) -> list[Breakage]:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             code = line.split("#", 1)[0] if path.suffix == ".sh" else line
-            for name in sorted(lost.get(COMMON_FUNC, ())):
+            for name in sorted(lost.get(paths.COMMON_FUNC, ())):
                 if path.suffix == ".sh" and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", code) \
                         and name not in defined_functions(line):
-                    found.append(Breakage(rel, number, name, COMMON_FUNC))
-            for mode in sorted(lost.get(PREPARE, ())):
+                    found.append(Breakage(rel, number, name, paths.COMMON_FUNC))
+            for mode in sorted(lost.get(paths.PREPARE_SH, ())):
                 if _PREPARE_NAME in line and re.search(rf"(?<![\w-]){re.escape(mode)}(?![\w-])", line):
-                    found.append(Breakage(rel, number, mode, PREPARE))
+                    found.append(Breakage(rel, number, mode, paths.PREPARE_SH))
     return found
 
 

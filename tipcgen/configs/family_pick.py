@@ -12,7 +12,6 @@ from pathlib import Path
 from tipcgen.core import inputs
 from tipcgen.format import families, paths
 
-RUNNER = paths.RUNNERS["basic"]
 Runner = tuple[families.RunnerReads, str]  # a runner's reads, and how messages name it
 
 
@@ -20,11 +19,11 @@ def runner_of(config: Path, repo_root: Path | None = None) -> Path | None:
     """The repository's own basic-chain runner for a config: ``<root>/test_tipc/...`` with a root,
     else the one in the ``test_tipc/`` folder the config sits under."""
     if repo_root is not None:
-        candidate = repo_root / RUNNER
+        candidate = repo_root / paths.BASIC_RUNNER
         return candidate if candidate.is_file() else None
     for folder in Path(config).resolve().parents:
         if folder.name == paths.TEST_TIPC:
-            candidate = folder / Path(RUNNER).name
+            candidate = folder / Path(paths.BASIC_RUNNER).name
             return candidate if candidate.is_file() else None
     return None
 

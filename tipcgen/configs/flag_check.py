@@ -34,7 +34,6 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain, layout, paths
 from tipcgen.format.config import TipcConfig, is_null, parse_per_mode, split_list
 
-CACHE_DIR = paths.FLAG_CACHE
 # Text a script that parses its flags with argparse (or PaddleOCR's ArgsParser) has in it.
 _ARGPARSE_WORDS = ("argparse", "ArgumentParser", "ArgsParser", "add_argument", "parse_args")
 # The slots the generated runner passes to each step's script (templates/runner/test_train_inference_python.sh.j2).
@@ -177,7 +176,7 @@ def cache_dir(root: Path) -> Path:
     """Where probes are cached: $TIPCGEN_CACHE_DIR/flags when set (a read-only checkout, CI, the tests, which
     never write into the tree they test), else the repository's .tipcgen/cache/flags/."""
     shared = os.environ.get("TIPCGEN_CACHE_DIR", "")
-    return Path(shared) / "flags" if shared else root / CACHE_DIR
+    return Path(shared) / "flags" if shared else root / paths.FLAG_CACHE
 
 
 def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT,

@@ -13,7 +13,6 @@ from tipcgen.descriptor import writer
 from tipcgen.format import compression, layout
 from tipcgen.format.config import TipcConfig
 
-KINDS = compression.KINDS
 
 
 def is_ptq(text: str) -> bool:

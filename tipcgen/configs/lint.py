@@ -78,7 +78,7 @@ from tipcgen.configs import family_pick, lint_compression
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
-from tipcgen.format import families, layout
+from tipcgen.format import compression, families, layout
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
 
@@ -136,7 +136,7 @@ class _Linter(SlotRules):
                     self.inference_block()  # the tutorial layout has no keyless inference block
                 if not any(finding.rule == "slot-shift" for finding in self.findings):
                     self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
-        elif self.kind in lint_compression.KINDS:  # the PTQ configs: their own layouts and rules
+        elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from tipcgen.format import compression, layout_check
 from tipcgen.format.config import Line, TipcConfig, is_null, split_list
 
-KINDS = compression.KINDS
 Add = Callable[[int, str, str, str], None]  # (logical index, rule, severity, message)
 _NEEDS_VALUE = ("model_name", "python", "trainer", "ptq_train", "inference", "infer_model")
 _INFER_DEVICES = ("True", "False", "gpu", "cpu")

@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tipcgen.core.errors import RunError
-from tipcgen.format import chain, layout, words
+from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig, is_null, split_list
 
 if TYPE_CHECKING:
     from tipcgen.descriptor import Descriptor
 
-OWN_WEIGHTS_STEPS = words.OWN_WEIGHTS_KINDS
 # (step, the command it runs, the slot that hands it the run's model, what it would use without it)
 _MODEL_SLOTS = (
     ("eval", "eval.script", "train.pretrained", "trained checkpoint", "evaluate"),

@@ -18,8 +18,6 @@ from tipcgen.core.errors import InputError, TipcgenError
 from tipcgen.descriptor import Descriptor, samples_dir
 from tipcgen.format import paths
 
-ANSWERS_FILE = paths.ANSWERS
-BASE_DIR = paths.BASE
 DEVICES = ("all", "cpu")
 
 
@@ -40,7 +38,7 @@ class Answers:
 
 def base_path(rel: str) -> str:
     """Where the last rendered copy of a generated file is kept (the merge base)."""
-    return f"{BASE_DIR}/{rel}"
+    return f"{paths.BASE}/{rel}"
 
 
 def sha256_of(path: Path) -> str:
@@ -98,7 +96,7 @@ def rendered_descriptor(out_dir: Path, model: str | None = None,
     """The descriptor init rendered ``model`` from, its reference and the sha256 it had then (the first
     model's when ``model`` is None, or when none matches and ``or_first``); None without an answers file
     or without that model. Each descriptor is loaded once; one that cannot be read raises its error."""
-    if not (out_dir / ANSWERS_FILE).is_file():
+    if not (out_dir / paths.ANSWERS).is_file():
         return None
     from tipcgen import descriptor
 
@@ -112,7 +110,7 @@ def rendered_descriptor(out_dir: Path, model: str | None = None,
 
 
 def read(out_dir: Path) -> Answers:
-    path = out_dir / ANSWERS_FILE
+    path = out_dir / paths.ANSWERS
     if not path.is_file():
         raise TipcgenError(f"{path} is missing: {out_dir} was not rendered by tipcgen init (0.1.0 or later)",
                            "render it once with tipcgen init <sample | descriptor.yaml> --force; later edits then "

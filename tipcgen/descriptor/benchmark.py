@@ -20,7 +20,6 @@ from tipcgen.descriptor.schema import BENCHMARK_FIELDS
 from tipcgen.descriptor.yaml_lines import shown
 
 SECTION = "train_benchmark_params"
-FIELDS = BENCHMARK_FIELDS  # the schema (schema.py) names them
 FP_ITEMS = ("fp32", "fp16")
 DEVICE_RE = re.compile(r"^N([1-9][0-9]*)C([1-9][0-9]*)$")
 FLAG_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -68,9 +67,9 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> BenchmarkSpec | Non
     example = "benchmark: {batch_size: [8], fp_items: [fp32, fp16], epoch: 4, device_num: [N1C1, N1C2]}"
     if not isinstance(value, dict):
         raise fail("benchmark", "expected a mapping", example)
-    unknown = sorted(str(k) for k in set(value) - FIELDS)
+    unknown = sorted(str(k) for k in set(value) - BENCHMARK_FIELDS)
     if unknown:
-        raise fail(f"benchmark.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(FIELDS)))
+        raise fail(f"benchmark.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(BENCHMARK_FIELDS)))
     if "batch_size" not in value:
         raise fail("benchmark.batch_size", "is missing", example)
     sizes = _as_list(value["batch_size"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tipcgen.format import chain, compression, layout, words
+from tipcgen.format import compression, layout, words
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 SCHEMA_VERSION = 1
@@ -39,7 +39,6 @@ FIXED_KEY_FIELDS = ("model_name", "python", "gpu_list", "train.trainer")
 # Left out, these fields take a documented default (docs/DESCRIPTOR.md); written as null they are an error.
 FIELD_DEFAULTS = {"python": "python", "train.trainer": "norm_train"}
 # The train slots a trainer name selects (by their key, as the runner does).
-TRAINER_SLOTS = chain.TRAINER_SLOTS
 # What the runner needs to own itself: a descriptor's env: may not change them.
 RESERVED_ENV = {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "BASH_ENV", "ENV", "IFS", "HOME"}
 # Python variables that only tune a run; every other PYTHON* one can load or run code (PYTHONHOME,

@@ -16,7 +16,6 @@ from tipcgen.descriptor.schema import TARGET_FIELDS
 from tipcgen.descriptor.yaml_lines import shown
 
 TARGET_MODE = "whole_train_whole_infer"
-FIELDS = TARGET_FIELDS  # the schema (schema.py) names them
 DEFAULT_TOLERANCE = 0.02
 LOWER_BY_DEFAULT = ("loss",)  # metrics where smaller is better unless lower_is_better says otherwise
 
@@ -48,9 +47,9 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> Target | None:
     example = "target: {metrics: {accuracy: 0.80}, tolerance: 0.02, relative: true}"
     if not isinstance(value, dict):
         raise fail("target", "expected a mapping", example)
-    unknown = sorted(set(value) - FIELDS)
+    unknown = sorted(set(value) - TARGET_FIELDS)
     if unknown:
-        raise fail(f"target.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(FIELDS)))
+        raise fail(f"target.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(TARGET_FIELDS)))
     metrics = value.get("metrics")
     if not isinstance(metrics, dict) or not metrics:
         raise fail("target.metrics", "expected a mapping of metric name to the paper's figure", example)

@@ -23,7 +23,6 @@ from tipcgen.descriptor.schema import (
     SCHEMA_VERSION,
     SECTION_FIELDS,
     TOP_FIELDS,
-    TRAINER_SLOTS,
     children,
 )
 from tipcgen.descriptor.spec import Descriptor, SlotValue
@@ -179,7 +178,7 @@ class Validator(GroupChecks):
                                 f"{given.key}:null, which the runner cannot use",
                                 f"write {field_name}: VALUE{default} (see docs/DESCRIPTOR.md)")
         for trainer in slots[chain.name_of("train.trainer")].value.split("|"):
-            slot = next((layout.SLOT_BY_NAME[n] for n in TRAINER_SLOTS if slots[n].key == trainer.strip()), None)
+            slot = next((layout.SLOT_BY_NAME[n] for n in chain.TRAINER_SLOTS if slots[n].key == trainer.strip()), None)
             if slot is not None and (slots[slot.name].value or "null").strip() in ("", "null", "None"):
                 raise self.fail(slot.field, f"is null, but train.trainer chooses {trainer.strip()!r}: it would train nothing",
                                 f"give {slot.field} the train command (e.g. tools/train.py -c config.yml), "

@@ -34,6 +34,7 @@ CONFIG_NAMES = {"basic": "train_infer_python.txt",
 RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
                "benchmark_train": "results_benchmark_train.log", "ptq": "results_ptq_python.log"}
 RESULTS_LOG = RESULT_LOGS["basic"]
+BASIC_RUNNER = RUNNERS["basic"]  # the runner upstream's tools and reviewers call
 TRAIN_LOG = "train.log"  # <output_dir>/train.log, where the TIPC train scripts log (upstream's name)
 
 # The Python scripts test_tipc/ ships: copies of tipcgen/render/shipped/ under the same names.

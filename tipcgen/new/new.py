@@ -284,12 +284,11 @@ def _flag_of(scripts: dict[str, Script], fld: str, chosen: dict[str, str | None]
     return next((f for f in script.flags if name in f.names), None)
 
 
-RUNNER_FILLED = layout.RUNNER_FILLED
 
 
 def _passed_with_value(role: str, fld: str, values: dict[str, Any]) -> bool:
     """Whether the runner passes this field's flag with a value (a null value drops the flag)."""
-    if fld in RUNNER_FILLED or (role == "eval" and fld == "train.pretrained"):
+    if fld in layout.RUNNER_FILLED or (role == "eval" and fld == "train.pretrained"):
         return True
     # after training, inference reads train.infer_data (with inference.data's key)
     value = values.get("train.infer_data" if fld == "inference.data" else fld)

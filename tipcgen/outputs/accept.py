@@ -32,6 +32,7 @@ from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
 from tipcgen.results.results import Summary, load_summary, log_tail
 from tipcgen.results.summary_check import inside
+from tipcgen.format import paths
 
 TREE = (config_rel("{model}"), CHAIN_DOC, README, PREPARE_SH, RUNNERS["basic"], COMMON_FUNC)
 TRAIN_FIELDS = ("loss", "avg_reader_cost", "avg_batch_cost", "avg_ips")
@@ -184,20 +185,20 @@ def check_tree(root: Path, config_path: Path | None) -> Item:
 
 def check_support_table(root: Path) -> Item:
     title = "docs/test_train_inference_python.md: the support table says what was tested"
-    path = root / support_table.DOC
+    path = root / paths.CHAIN_DOC
     if not path.is_file():
-        return Item("4.2.2-docs", title, False, support_table.DOC, "missing", "render it with tipcgen init")
+        return Item("4.2.2-docs", title, False, paths.CHAIN_DOC, "missing", "render it with tipcgen init")
     text = accept_repo.doc_text(path)
     found = support_table.table_body(text)
     if found is None:
-        return Item("4.2.2-docs", title, False, support_table.DOC, "no section `## 1. 测试结论汇总`",
+        return Item("4.2.2-docs", title, False, paths.CHAIN_DOC, "no section `## 1. 测试结论汇总`",
                     "fill it from a run: tipcgen accept --write-docs")
     line, body = found
     if not body:
-        return Item("4.2.2-docs", title, False, f"{support_table.DOC}:{line}", "the support table is empty",
+        return Item("4.2.2-docs", title, False, f"{paths.CHAIN_DOC}:{line}", "the support table is empty",
                     "fill it from a run: tipcgen accept --write-docs")
     source = "a run" if support_table.MARKER in text else "the descriptor (tipcgen accept --write-docs fills it from a run)"
-    return Item("4.2.2-docs", title, True, f"{support_table.DOC}:{body[0][0]}", f"{len(body)} row(s), from {source}")
+    return Item("4.2.2-docs", title, True, f"{paths.CHAIN_DOC}:{body[0][0]}", f"{len(body)} row(s), from {source}")
 
 
 def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
@@ -221,7 +222,7 @@ def write_docs(root: Path, run_dir: Path | None = None) -> Path:
     if run_dir is None:
         raise TipcgenError(f"no run under {root / OUTPUT} to fill the support table from", _NO_RUN)
     summary = read_run(run_dir)
-    path = root / support_table.DOC
+    path = root / paths.CHAIN_DOC
     if not path.is_file():
         raise TipcgenError(f"{path} is missing", "render it first: tipcgen init <descriptor>")
     table = support_table.render(support_table.build(summary, _rel(run_dir, root)))
@@ -229,7 +230,7 @@ def write_docs(root: Path, run_dir: Path | None = None) -> Path:
     if text is None:
         raise TipcgenError(f"{path} has no support table under `## 1. 测试结论汇总` to replace",
                            "re-render it with tipcgen init --force, then run this again")
-    writes.write_tree({support_table.DOC: text}, root, force=True)
+    writes.write_tree({paths.CHAIN_DOC: text}, root, force=True)
     return path
 
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tipcgen.format.paths import CHAIN_DOC
 from tipcgen.format.words import INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.results.results import Summary
 
-DOC = CHAIN_DOC
 SECTION = "## 1."
 MARKER = "<!-- tipcgen: support table from "  # the rendered table starts and ends with these lines
 END_MARKER = "<!-- tipcgen: end of support table -->"

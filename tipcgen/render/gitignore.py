@@ -10,7 +10,6 @@ import posixpath
 from tipcgen.descriptor import Descriptor
 from tipcgen.format import paths
 
-FILE = paths.GITIGNORE
 HEADER = "# tipcgen working folders: chain outputs, prepared data, backups (tipcgen init adds what is missing)"
 
 

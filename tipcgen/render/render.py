@@ -18,8 +18,6 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
 from tipcgen.descriptor.answers import (
-    ANSWERS_FILE,
-    BASE_DIR,
     Answers,
     base_path,
     descriptor_reference,
@@ -30,14 +28,6 @@ from tipcgen.descriptor.answers import read as read_answers
 from tipcgen.format import chain, compression, layout, paths, text_style
 from tipcgen.render import gitignore, shipped
 from tipcgen.render.templating import environment
-
-
-def config_relpath(model_name: str) -> str:
-    return paths.config_rel(model_name)
-
-
-def ptq_relpath(model_name: str) -> str:
-    return paths.config_rel(model_name, "ptq")
 
 
 def paddle2onnx_relpath(model_name: str) -> str:
@@ -212,13 +202,13 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     docs = _docs_context(descs[0])
     files: dict[str, str | bytes] = {}
     for desc in models:
-        files[config_relpath(desc.model_name)] = render_config(desc, env)
+        files[paths.config_rel(desc.model_name)] = render_config(desc, env)
         files.update(_paddle2onnx_config(desc, env))
     prepare = [{"name": d.model_name, "data": d.data,
                 "whole_files": sorted({f.whole for f in d.data.files if f.whole} if d.data else ())} for d in models]
     files.update({
         paths.COMMON_FUNC: env.get_template("runner/common_func.sh.j2").render(**runner),
-        paths.RUNNERS["basic"]: env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
+        paths.BASIC_RUNNER: env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
         paths.PREPARE_SH: env.get_template("runner/prepare.sh.j2").render(
             models=prepare, any_data=any(d.data for d in models),
             any_trained=any(d.data and d.data.trained_model for d in models)),
@@ -232,7 +222,7 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
         files[paths.RUNNERS["paddle2onnx"]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
     ptq_models = [d for d in models if d.ptq is not None]
     for d in ptq_models:  # the PTQ chain (descriptor ptq:): each model's config byte for byte as imported
-        files[ptq_relpath(d.model_name)] = env.get_template("config/train_ptq_infer_python.txt.j2").render(
+        files[paths.config_rel(d.model_name, "ptq")] = env.get_template("config/train_ptq_infer_python.txt.j2").render(
             layout=compression.LAYOUTS[d.ptq.config.layout], ptq=d.ptq.config)
     if ptq_models:  # its runner and check: one per repository, for the first such model's layout
         files.update(_ptq_runner(ptq_models[0], env))
@@ -277,7 +267,7 @@ def rendered_models(models: Sequence[tuple[Descriptor, str]]) -> dict[str, str |
 
 def bookkeeping(answers: Answers, base: dict[str, str | bytes]) -> dict[str, str | bytes]:
     """The answers file and the merge base (.tipcgen/base/<path>) for the given rendered files."""
-    out: dict[str, str | bytes] = {ANSWERS_FILE: environment().get_template("answers/tipcgen-answers.yml.j2").render(a=answers)}
+    out: dict[str, str | bytes] = {paths.ANSWERS: environment().get_template("answers/tipcgen-answers.yml.j2").render(a=answers)}
     out.update({base_path(rel): content for rel, content in base.items()})
     return out
 
@@ -291,7 +281,7 @@ def answers_for(models: Sequence[tuple[Descriptor, str]], out_dir: Path, files: 
 def recorded_models(out_dir: Path, force: bool = False,
                     on_note: Callable[[str], None] = lambda line: None) -> list[tuple[Descriptor, str]]:
     """The models init rendered into out_dir before (with their devices option), from the answers file."""
-    if not (out_dir / ANSWERS_FILE).is_file():
+    if not (out_dir / paths.ANSWERS).is_file():
         return []
     from tipcgen import descriptor
 
@@ -301,7 +291,7 @@ def recorded_models(out_dir: Path, force: bool = False,
         if not force:
             raise TipcgenError(f"{exc.message}; nothing was written",
                                "restore it from version control, or render only the models named here with --force") from None
-        on_note(f"renders only the models named: {out_dir / ANSWERS_FILE} cannot be read ({exc.message})")
+        on_note(f"renders only the models named: {out_dir / paths.ANSWERS} cannot be read ({exc.message})")
         return []
     out = []
     for reference, _, devices in answers.models:
@@ -309,7 +299,7 @@ def recorded_models(out_dir: Path, force: bool = False,
             out.append((descriptor.load(target_of(reference, out_dir)), devices))
         except TipcgenError as exc:
             if not force:
-                raise TipcgenError(f"{out_dir / ANSWERS_FILE}: the descriptor {reference} of a model rendered here "
+                raise TipcgenError(f"{out_dir / paths.ANSWERS}: the descriptor {reference} of a model rendered here "
                                    f"cannot be loaded ({exc.message}); nothing was written",
                                    "restore it (the runner, common_func.sh and prepare.sh serve every model of the "
                                    "repository), or drop that model with --force") from None
@@ -335,7 +325,7 @@ def own_files(out_dir: Path) -> set[str]:
     """The files tipcgen rendered into out_dir last time that nobody changed since (each equals its
     merge base): a new render replaces them without --force."""
     try:
-        files = read_answers(out_dir).files if (out_dir / ANSWERS_FILE).is_file() else ()
+        files = read_answers(out_dir).files if (out_dir / paths.ANSWERS).is_file() else ()
     except TipcgenError:
         return set()  # (init --force past a damaged answers file) nothing counts as tipcgen's
     own = set()
@@ -349,7 +339,7 @@ def own_files(out_dir: Path) -> set[str]:
 def _gitignore(desc: Descriptor, out_dir: Path, current: str | None = None) -> dict[str, str]:
     """The repository's .gitignore (or ``current``, its text as already extended for another model)
     with the chain's working folders appended, when any is missing."""
-    path = out_dir / gitignore.FILE
+    path = out_dir / paths.GITIGNORE
     if path.is_symlink() or (path.exists() and not path.is_file()):
         return {}  # not a plain file: not ours to rewrite
     if current is None and path.is_file():
@@ -358,7 +348,7 @@ def _gitignore(desc: Descriptor, out_dir: Path, current: str | None = None) -> d
         except (OSError, UnicodeDecodeError):
             return {}  # left as it is rather than rewritten with replaced characters
     text = gitignore.merged(current, gitignore.entries(desc))
-    return {} if text is None else {gitignore.FILE: text}
+    return {} if text is None else {paths.GITIGNORE: text}
 
 
 def init(descs: Descriptor | Sequence[Descriptor], out_dir: Path, force: bool = False, devices: str = "all",
@@ -375,15 +365,15 @@ def init(descs: Descriptor | Sequence[Descriptor], out_dir: Path, force: bool = 
     if submission:  # the repository keeps its runner, common_func.sh and prepare.sh (tipcgen.submission)
         from tipcgen.configs import submission as submission_mode
 
-        files = submission_mode.submission_files(files, out_dir, config_relpath(new[0].model_name))
-        record = {submission_mode.RECORD: files.pop(submission_mode.RECORD)}  # bookkeeping, not a rendered file
+        files = submission_mode.submission_files(files, out_dir, paths.config_rel(new[0].model_name))
+        record = {paths.SUBMISSION_RECORD: files.pop(paths.SUBMISSION_RECORD)}  # bookkeeping, not a rendered file
     own = own_files(out_dir)
     for line in existing.check({rel: content for rel, content in files.items() if rel not in own}, out_dir, force):
         on_note(line)
     book = {**bookkeeping(answers_for(models, out_dir, files), files), **record}
     ignore: dict[str, str] = {}
     for desc, _ in models:
-        ignore = _gitignore(desc, out_dir, ignore.get(gitignore.FILE)) or ignore
+        ignore = _gitignore(desc, out_dir, ignore.get(paths.GITIGNORE)) or ignore
     written = write_tree({**files, **book, **ignore}, out_dir, force, owned=set(book) | set(ignore) | own)
-    return [w for w in written if not w.path.startswith(BASE_DIR + "/")]
+    return [w for w in written if not w.path.startswith(paths.BASE + "/")]
 

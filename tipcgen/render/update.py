@@ -19,8 +19,9 @@ from tipcgen import __version__, descriptor
 from tipcgen.configs import submission
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
-from tipcgen.descriptor.answers import ANSWERS_FILE, Answers, base_path, read, sha256_of, target_of
+from tipcgen.descriptor.answers import Answers, base_path, read, sha256_of, target_of
 from tipcgen.render import render
+from tipcgen.format import paths
 
 # What happens to one file: nothing to do, or what update writes (or would write, with --diff).
 UNCHANGED = "unchanged"  # the file already is the new render
@@ -68,8 +69,8 @@ def plan(out_dir: Path, marker_size: int = 7) -> UpdatePlan:
     old = read(out_dir)
     models = [(descriptor.load(target_of(reference, out_dir)), devices) for reference, _, devices in old.models]
     files = render.rendered_models(models)
-    if (out_dir / submission.RECORD).is_file():  # init --submission: the repository keeps its runner files
-        files = submission.own_files(files, render.config_relpath(models[0][0].model_name))
+    if (out_dir / paths.SUBMISSION_RECORD).is_file():  # init --submission: the repository keeps its runner files
+        files = submission.own_files(files, paths.config_rel(models[0][0].model_name))
     shas = [sha256_of(Path(desc.source)) for desc, _ in models]
     new = Answers(__version__, old.descriptor, shas[0], old.devices, tuple(sorted(files)),
                   tuple((reference, sha, devices) for (reference, _, devices), sha in zip(old.others, shas[1:])))
@@ -195,7 +196,7 @@ def apply(update: UpdatePlan, markers: bool = False) -> list[render.Written]:
     remove += [base_path(item.path) for item in update.files
                if item.path not in tracked and (out_dir / base_path(item.path)).is_file()]
     written = render.write_tree({**files, **book}, out_dir, force=True, owned=set(book), remove=remove)
-    return [w for w in written if w.path in files or w.path in remove or w.path == ANSWERS_FILE]
+    return [w for w in written if w.path in files or w.path in remove or w.path == paths.ANSWERS]
 
 
 def diff_text(update: UpdatePlan) -> str:

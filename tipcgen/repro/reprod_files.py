@@ -52,8 +52,6 @@ _HINT = "expected np.save(path, {key: ndarray}) as ReprodLogger.save writes it, 
 Info = dict[str, Any]
 
 
-_Refused = Refused
-_Stand = Stand
 _plain, _brief, _short, _check_key = plain, brief, short, check_key
 
 
@@ -75,7 +73,7 @@ def load_info(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Info:
         if path.suffix == ".npz":
             return _unflatten(_load_npz(path, max_bytes))
         return _load_npy_dict(read_bytes(path, "reprod_log file", max_bytes), max_bytes)
-    except (_Refused, zipfile.BadZipFile) as exc:
+    except (Refused, zipfile.BadZipFile) as exc:
         raise AlignFileError(f"{path}: refused: {exc}", _HINT) from None
     except Exception as exc:  # noqa: BLE001  # a hostile file can make the unpickler raise anything
         raise AlignFileError(f"{path}: not a reprod_log file ({type(exc).__name__}: {_short(exc)})", _HINT) from None
@@ -89,7 +87,7 @@ def load_arrays(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[st
     path = Path(path)
     try:
         return _load_npz(path, max_bytes)
-    except (_Refused, zipfile.BadZipFile) as exc:
+    except (Refused, zipfile.BadZipFile) as exc:
         raise AlignFileError(f"{path}: refused: {exc}", "save the inputs with numpy.savez(path, ids=..., ...)") from None
     except AlignFileError:
         raise
@@ -105,7 +103,7 @@ def _load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
     with open_zip(raw) as archive:
         for member in zip_members(archive, max_bytes):
             if not member.filename.endswith(".npy"):
-                raise _Refused(f"member {_plain(member.filename)} is not an .npy array")
+                raise Refused(f"member {_plain(member.filename)} is not an .npy array")
             name = member.filename[: -len(".npy")]
             _check_key(name)
             array = _plain_array(read_member(archive, member), member.filename, max_bytes)
@@ -119,11 +117,11 @@ def _plain_array(data: bytes, name: str, max_bytes: int) -> np.ndarray:
     handle = io.BytesIO(data)
     shape, fortran, dtype = _read_header(handle)
     if dtype.hasobject or dtype.kind not in _KINDS:
-        raise _Refused(f"member {_plain(name)} holds {dtype} values, not plain numbers")
+        raise Refused(f"member {_plain(name)} holds {dtype} values, not plain numbers")
     nbytes = _declared_bytes(shape, dtype, max_bytes)
     body = data[handle.tell():]
     if len(body) != nbytes:
-        raise _Refused(f"member {_plain(name)} declares {nbytes} bytes of data but holds {len(body)}")
+        raise Refused(f"member {_plain(name)} declares {nbytes} bytes of data but holds {len(body)}")
     return np.frombuffer(body, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
 
 
@@ -170,12 +168,12 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         found = self._globals.get((module, name))
         if found is None:
-            raise _Refused(f"refusing to load {_plain(module)}.{_plain(name)}: only numpy arrays in a dict are allowed")
+            raise Refused(f"refusing to load {_plain(module)}.{_plain(name)}: only numpy arrays in a dict are allowed")
         return found
 
 
 def _ndarray_called(*args: Any) -> None:
-    raise _Refused("numpy.ndarray called directly: np.save never does that")
+    raise Refused("numpy.ndarray called directly: np.save never does that")
 
 
 class _PendingDtype:
@@ -183,13 +181,13 @@ class _PendingDtype:
 
     def __init__(self, spec: Any, align: Any = False, copy: Any = False) -> None:
         if not isinstance(spec, str) or len(spec) > 16:
-            raise _Refused(f"dtype {_brief(spec)} is not a plain numpy type code")
+            raise Refused(f"dtype {_brief(spec)} is not a plain numpy type code")
         self.dtype = np.dtype(spec)
 
     def __setstate__(self, state: Any) -> None:
         if not isinstance(state, tuple) or len(state) < 5 or state[1] not in ("<", ">", "|", "=") \
                 or any(part is not None for part in state[2:5]):
-            raise _Refused("a structured or sub-array dtype: only plain numeric dtypes are allowed")
+            raise Refused("a structured or sub-array dtype: only plain numeric dtypes are allowed")
         if state[1] in "<>":
             self.dtype = self.dtype.newbyteorder(state[1])
 
@@ -203,12 +201,12 @@ class _PendingArray:
 
     def __setstate__(self, state: Any) -> None:
         if not isinstance(state, tuple) or len(state) != 5 or not isinstance(state[2], _PendingDtype):
-            raise _Refused("an array state that np.save never writes")
+            raise Refused("an array state that np.save never writes")
         _, shape, pending, fortran, raw = state
         dtype = pending.dtype
         if dtype.hasobject:  # np.save of a dict: a 0-d object array holding it
             if shape != () or not isinstance(raw, list) or len(raw) != 1:
-                raise _Refused(f"an object array of shape {_brief(shape)}: only arrays of numbers are allowed")
+                raise Refused(f"an object array of shape {_brief(shape)}: only arrays of numbers are allowed")
             self.value = raw[0]
             return
         self.value = self.reader.array(raw, dtype, shape, "F" if fortran else "C")
@@ -223,64 +221,64 @@ class _Reader:
         self.values = 0
         self.strings = strings
         # numpy.ndarray: only _reconstruct takes it; calling it allocates nothing. Fresh for each file.
-        self.ndarray = _Stand(_ndarray_called)
+        self.ndarray = Stand(_ndarray_called)
 
     def globals(self) -> dict[tuple[str, str], Any]:
-        found: dict[tuple[str, str], Any] = {("numpy", "ndarray"): self.ndarray, ("numpy", "dtype"): _Stand(_PendingDtype),
-                                             ("collections", "OrderedDict"): _Stand(dict)}
+        found: dict[tuple[str, str], Any] = {("numpy", "ndarray"): self.ndarray, ("numpy", "dtype"): Stand(_PendingDtype),
+                                             ("collections", "OrderedDict"): Stand(dict)}
         for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
-            found[(module, "_reconstruct")] = _Stand(self.reconstruct)
-            found[(module, "scalar")] = _Stand(self.scalar)
+            found[(module, "_reconstruct")] = Stand(self.reconstruct)
+            found[(module, "scalar")] = Stand(self.scalar)
         for module in ("numpy.core.numeric", "numpy._core.numeric"):
-            found[(module, "_frombuffer")] = _Stand(self.frombuffer)
+            found[(module, "_frombuffer")] = Stand(self.frombuffer)
         for name in _DTYPE_CLASSES:
-            found[("numpy.dtypes", name)] = _Stand(lambda *_args, _name=name: _PendingDtype(_dtype_code(_name)))
+            found[("numpy.dtypes", name)] = Stand(lambda *_args, _name=name: _PendingDtype(_dtype_code(_name)))
         return found
 
     def reconstruct(self, subtype: Any, shape: Any, code: Any) -> _PendingArray:
         if subtype is not self.ndarray or not isinstance(shape, tuple) or any(n != 0 for n in shape[:1]) \
                 or len(shape) != 1:
-            raise _Refused("an array that is not a plain numpy.ndarray of the form np.save writes")
+            raise Refused("an array that is not a plain numpy.ndarray of the form np.save writes")
         return _PendingArray(self)
 
     def frombuffer(self, buf: Any, pending: Any, shape: Any, order: Any) -> np.ndarray:
         if not isinstance(pending, _PendingDtype) or order not in ("C", "F"):
-            raise _Refused("an array buffer that np.save never writes")
+            raise Refused("an array buffer that np.save never writes")
         return self.array(buf, pending.dtype, shape, order)
 
     def scalar(self, pending: Any, raw: Any = None) -> Any:
         if not isinstance(pending, _PendingDtype) or not isinstance(raw, bytes):
-            raise _Refused("a numpy scalar that is not a plain number")
+            raise Refused("a numpy scalar that is not a plain number")
         return self.array(raw, pending.dtype, (), "C")[()]
 
     def array(self, raw: Any, dtype: np.dtype, shape: Any, order: str) -> np.ndarray:
         if dtype.kind not in _KINDS:
-            raise _Refused(f"an array of {dtype}: only numbers and text are allowed")
+            raise Refused(f"an array of {dtype}: only numbers and text are allowed")
         nbytes = _declared_bytes(shape, dtype, self.max_bytes)
         self.total += nbytes
         if self.total > self.max_bytes:
-            raise _Refused(f"its arrays add up to more than {limit_text(self.max_bytes)} "
+            raise Refused(f"its arrays add up to more than {limit_text(self.max_bytes)} "
                            "(raise the limit with --max-bytes if that is expected)")
         if isinstance(raw, pickle.PickleBuffer):
             raw = raw.raw()
         if not isinstance(raw, (bytes, bytearray, memoryview)) or len(raw) != nbytes:
-            raise _Refused(f"an array of shape {_brief(shape)} whose data is not its {nbytes} bytes")
+            raise Refused(f"an array of shape {_brief(shape)} whose data is not its {nbytes} bytes")
         return np.frombuffer(raw, dtype=dtype).reshape(shape, order=order).copy()
 
     def resolve(self, value: Any, depth: int) -> Any:
         """The loaded object with every stand-in replaced, checked to be a dict tree of arrays."""
         self.values += 1
         if self.values > MAX_VALUES or depth > MAX_DEPTH:
-            raise _Refused(f"more than {MAX_VALUES} values or {MAX_DEPTH} levels of nesting")
+            raise Refused(f"more than {MAX_VALUES} values or {MAX_DEPTH} levels of nesting")
         if isinstance(value, _PendingArray):
             if value.value is _PendingArray:
-                raise _Refused("an array without its data")
+                raise Refused("an array without its data")
             return self.resolve(value.value, depth)
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
                 if type(key) not in (str, int):
-                    raise _Refused(f"a key of type {type(key).__name__}: keys are names")
+                    raise Refused(f"a key of type {type(key).__name__}: keys are names")
                 _check_key(str(key))
                 out[key] = self.resolve(item, depth + 1)
             return out
@@ -290,7 +288,7 @@ class _Reader:
         if self.strings and type(value) is str:
             _check_key(value)
             return value
-        raise _Refused(f"a value of type {type(value).__name__}: only arrays and numbers are allowed")
+        raise Refused(f"a value of type {type(value).__name__}: only arrays and numbers are allowed")
 
 
 def _dtype_code(class_name: str) -> str:
@@ -306,8 +304,8 @@ def _unflatten(flat: dict[str, np.ndarray]) -> Info:
         for part in parents:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise _Refused(f"member {_plain(name)} nests under an array")
+                raise Refused(f"member {_plain(name)} nests under an array")
         if isinstance(node.get(leaf), dict):
-            raise _Refused(f"member {_plain(name)} is both an array and a folder of arrays")
+            raise Refused(f"member {_plain(name)} is both an array and a folder of arrays")
         node[leaf] = value
     return out

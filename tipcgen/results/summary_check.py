@@ -27,8 +27,6 @@ _MAX_EXIT = 1 << 31
 _TEXT_FIELDS = ("model", "mode", "config")
 _STEP_TEXT = ("log", "reason", "note", "command")
 _MAX_NAME = 4096  # a step name, kind or status: a path component or two, never longer
-_kind = shapes.kind
-_plain = shapes.plain
 
 
 def confined(rel: str) -> bool:
@@ -76,7 +74,7 @@ def read_summary_data(path: Any) -> dict:
 def check_summary_data(data: Any, source: str) -> None:
     """Raise SummaryFileError naming the first field of a parsed summary.json that tipcgen run never writes."""
     if not isinstance(data, dict):
-        raise SummaryFileError(source, "", f"expected a JSON object at the top, found {_kind(data)}")
+        raise SummaryFileError(source, "", f"expected a JSON object at the top, found {shapes.kind(data)}")
     for key in _TEXT_FIELDS:
         if key not in data:
             raise SummaryFileError(source, key, "is missing")
@@ -91,7 +89,7 @@ def check_summary_data(data: Any, source: str) -> None:
     if "steps" not in data:
         raise SummaryFileError(source, "steps", "is missing")
     if not isinstance(data["steps"], list):
-        raise SummaryFileError(source, "steps", f"expected a list of steps, found {_kind(data['steps'])}")
+        raise SummaryFileError(source, "steps", f"expected a list of steps, found {shapes.kind(data['steps'])}")
     if len(data["steps"]) > shapes.MAX_ITEMS:
         raise SummaryFileError(source, "steps", f"has {len(data['steps'])} steps (at most {shapes.MAX_ITEMS})")
     for number, step in enumerate(data["steps"]):
@@ -101,26 +99,26 @@ def check_summary_data(data: Any, source: str) -> None:
     if data.get("runner_exit_code") is not None:
         _exit_code(data["runner_exit_code"], source, "runner_exit_code")
     if "interrupted" in data and not isinstance(data["interrupted"], bool):
-        raise SummaryFileError(source, "interrupted", f"expected true or false, found {_kind(data['interrupted'])}")
+        raise SummaryFileError(source, "interrupted", f"expected true or false, found {shapes.kind(data['interrupted'])}")
     _texts(data.get("problems", []), source, "problems")
     if "interrupted_by" in data:  # SIGINT, SIGTERM, SIGHUP or "": which signal stopped tipcgen run
         _text(data["interrupted_by"], source, "interrupted_by")
     _texts(data.get("required_kinds", []), source, "required_kinds")
     environment = data.get("environment", {})
     if not isinstance(environment, dict):
-        raise SummaryFileError(source, "environment", f"expected a mapping, found {_kind(environment)}")
+        raise SummaryFileError(source, "environment", f"expected a mapping, found {shapes.kind(environment)}")
     for key, value in environment.items():
-        _text(value, source, f"environment.{_plain(key)}")
+        _text(value, source, f"environment.{shapes.plain(key)}")
     shapes.check(data, shapes.DERIVED, source, "")  # notes, provenance, ok, exit_code and the counts
     if data.get("target"):  # {} when the run had no paper target
         shapes.check(data["target"], shapes.TARGET, source, "target")
     elif "target" in data and data["target"] != {}:
-        raise SummaryFileError(source, "target", f"expected a mapping, found {_kind(data['target'])}")
+        raise SummaryFileError(source, "target", f"expected a mapping, found {shapes.kind(data['target'])}")
 
 
 def _check_step(step: Any, source: str, where: str) -> None:
     if not isinstance(step, dict):
-        raise SummaryFileError(source, where, f"expected a mapping, found {_kind(step)}")
+        raise SummaryFileError(source, where, f"expected a mapping, found {shapes.kind(step)}")
     for key in ("kind", "name", "status"):
         if key not in step:
             raise SummaryFileError(source, f"{where}.{key}", "is missing")
@@ -159,39 +157,39 @@ def _check_step(step: Any, source: str, where: str) -> None:
     _texts(step.get("tail", []), source, f"{where}.tail")
     metrics = step.get("metrics", {})
     if not isinstance(metrics, dict):
-        raise SummaryFileError(source, f"{where}.metrics", f"expected a mapping, found {_kind(metrics)}")
+        raise SummaryFileError(source, f"{where}.metrics", f"expected a mapping, found {shapes.kind(metrics)}")
     for key, value in metrics.items():
-        _number(value, source, f"{where}.metrics.{_plain(key)}", finite=False)
+        _number(value, source, f"{where}.metrics.{shapes.plain(key)}", finite=False)
     _check_result(step.get("check", {}), source, f"{where}.check")
 
 
 def _check_result(check: Any, source: str, where: str) -> None:
     """The fields of a result check that the report formats as numbers."""
     if not isinstance(check, dict):
-        raise SummaryFileError(source, where, f"expected a mapping, found {_kind(check)}")
+        raise SummaryFileError(source, where, f"expected a mapping, found {shapes.kind(check)}")
     for key in ("atol", "rtol"):
         if check.get(key) is not None:
             _number(check[key], source, f"{where}.{key}")
     for key in ("failures", "logs"):
         if check.get(key) is not None and not _is_int(check[key]):
-            raise SummaryFileError(source, f"{where}.{key}", f"expected a whole number, found {_kind(check[key])}")
+            raise SummaryFileError(source, f"{where}.{key}", f"expected a whole number, found {shapes.kind(check[key])}")
     for key in ("max_abs", "max_rel"):
         values = check.get(key, {})
         if not isinstance(values, dict):
-            raise SummaryFileError(source, f"{where}.{key}", f"expected a mapping, found {_kind(values)}")
+            raise SummaryFileError(source, f"{where}.{key}", f"expected a mapping, found {shapes.kind(values)}")
         for name, value in values.items():
             if value is not None or key == "max_abs":
-                _number(value, source, f"{where}.{key}.{_plain(name)}", finite=False)
+                _number(value, source, f"{where}.{key}.{shapes.plain(name)}", finite=False)
     if check.get("max_abs") and (check.get("atol") is None or check.get("rtol") is None):
         raise SummaryFileError(source, where, "has max_abs but no atol and rtol")
     latency = check.get("latency_ms", {})  # check_inference.py: configuration -> {mean_ms, p50_ms, runs}
     if not isinstance(latency, dict):
-        raise SummaryFileError(source, f"{where}.latency_ms", f"expected a mapping, found {_kind(latency)}")
+        raise SummaryFileError(source, f"{where}.latency_ms", f"expected a mapping, found {shapes.kind(latency)}")
     for name, figures in latency.items():
         if not isinstance(figures, dict):
-            raise SummaryFileError(source, f"{where}.latency_ms.{_plain(name)}", f"expected a mapping, found {_kind(figures)}")
+            raise SummaryFileError(source, f"{where}.latency_ms.{shapes.plain(name)}", f"expected a mapping, found {shapes.kind(figures)}")
         for key in ("mean_ms", "p50_ms", "runs"):
-            _number(figures.get(key), source, f"{where}.latency_ms.{_plain(name)}.{key}")
+            _number(figures.get(key), source, f"{where}.latency_ms.{shapes.plain(name)}.{key}")
 
 
 def _is_int(value: Any) -> bool:
@@ -200,12 +198,12 @@ def _is_int(value: Any) -> bool:
 
 def _text(value: Any, source: str, where: str) -> None:
     if not isinstance(value, str):
-        raise SummaryFileError(source, where, f"expected a text, found {_kind(value)}")
+        raise SummaryFileError(source, where, f"expected a text, found {shapes.kind(value)}")
 
 
 def _texts(value: Any, source: str, where: str) -> None:
     if not isinstance(value, list):
-        raise SummaryFileError(source, where, f"expected a list of texts, found {_kind(value)}")
+        raise SummaryFileError(source, where, f"expected a list of texts, found {shapes.kind(value)}")
     if len(value) > shapes.MAX_ITEMS:
         raise SummaryFileError(source, where, f"has {len(value)} entries (at most {shapes.MAX_ITEMS})")
     for number, item in enumerate(value):
@@ -214,7 +212,7 @@ def _texts(value: Any, source: str, where: str) -> None:
 
 def _number(value: Any, source: str, where: str, finite: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SummaryFileError(source, where, f"expected a number, found {_kind(value)}")
+        raise SummaryFileError(source, where, f"expected a number, found {shapes.kind(value)}")
     try:
         number = float(value)
     except OverflowError:
@@ -232,7 +230,7 @@ def _seconds(value: Any, source: str, where: str) -> None:
 
 def _exit_code(value: Any, source: str, where: str) -> None:
     if not _is_int(value) or not -_MAX_EXIT < value < _MAX_EXIT:
-        raise SummaryFileError(source, where, f"expected an exit code (a whole number), found {_kind(value)}")
+        raise SummaryFileError(source, where, f"expected an exit code (a whole number), found {shapes.kind(value)}")
 
 
 def check_alignment_data(data: Any, source: str) -> None:
@@ -240,15 +238,15 @@ def check_alignment_data(data: Any, source: str) -> None:
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise SummaryFileError(source, "", "not an alignment report (no rows)")
     if not isinstance(data.get("passed"), bool):
-        raise SummaryFileError(source, "passed", f"expected true or false, found {_kind(data.get('passed'))}")
+        raise SummaryFileError(source, "passed", f"expected true or false, found {shapes.kind(data.get('passed'))}")
     for key in ("pass", "fail", "missing"):
         if not _is_int(data.get(key)):
-            raise SummaryFileError(source, key, f"expected a whole number, found {_kind(data.get(key))}")
+            raise SummaryFileError(source, key, f"expected a whole number, found {shapes.kind(data.get(key))}")
     _text(data.get("folder"), source, "folder")
     for number, row in enumerate(data["rows"]):
         where = f"rows[{number}]"
         if not isinstance(row, dict):
-            raise SummaryFileError(source, where, f"expected a mapping, found {_kind(row)}")
+            raise SummaryFileError(source, where, f"expected a mapping, found {shapes.kind(row)}")
         for key in ("checkpoint", "status", "detail"):
             _text(row.get(key), source, f"{where}.{key}")
         if row.get("threshold") is not None:

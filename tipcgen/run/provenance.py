@@ -21,6 +21,7 @@ from typing import Any
 
 from tipcgen.core import isolated
 from tipcgen.run.seeds import seeds
+from tipcgen.format import paths
 
 HASH_LIMIT = 64 * 1024 * 1024  # files up to this size are hashed (sha256); larger ones get size + mtime
 HASH_BUDGET = 256 * 1024 * 1024  # at most this many bytes hashed per run, in all
@@ -260,14 +261,14 @@ def load_descriptor(root: Path, model: str | None = None) -> tuple[Any, dict[str
     from tipcgen.core.errors import TipcgenError
     from tipcgen.descriptor import answers as answer_file
 
-    if not (root / answer_file.ANSWERS_FILE).is_file():
-        return None, {"note": f"no {answer_file.ANSWERS_FILE}: test_tipc/ was not rendered by tipcgen init here"}
+    if not (root / paths.ANSWERS).is_file():
+        return None, {"note": f"no {paths.ANSWERS}: test_tipc/ was not rendered by tipcgen init here"}
     try:
         found = answer_file.rendered_descriptor(root, model, or_first=True)
     except TipcgenError as exc:
         return None, {"note": f"the descriptor could not be read: {exc.message}"}
     if found is None:
-        return None, {"note": f"{answer_file.ANSWERS_FILE} records no model"}
+        return None, {"note": f"{paths.ANSWERS} records no model"}
     desc, reference, rendered = found
     current = answer_file.sha256_of(Path(desc.source))
     return desc, {"source": reference, "sha256": current, "rendered_sha256": rendered,

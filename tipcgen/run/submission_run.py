@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from tipcgen.configs.submission import RECORD, RUNNER, edited
+from tipcgen.configs.submission import edited
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
-from tipcgen.format import layout
+from tipcgen.format import layout, paths
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, OUTPUT, PREPARE_LOG, PREPARE_SH, RESULTS_LOG, STATE, SUMMARY_JSON
 from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, PREPARE, TRAIN
@@ -104,7 +104,7 @@ def _results_logs(root: Path, model: str, mode: str) -> list[Path]:
     ``${model_name}`` and ``${MODE}`` filled in), then the template's ./log/ and OCR's ./test_tipc/output/."""
     found: list[Path] = []
     try:
-        text = inputs.read_bytes(root / RUNNER, "runner", 1 << 20).decode("utf-8", errors="replace")
+        text = inputs.read_bytes(root / paths.BASIC_RUNNER, "runner", 1 << 20).decode("utf-8", errors="replace")
     except TipcgenError:
         text = ""
     known = {"model_name": model, "MODE": mode}
@@ -177,8 +177,8 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     for rel in edited(root):
         summary.problems.append(f"{rel} changed since tipcgen init --submission recorded it: a submission keeps "
                                 "the template's runner and common_func.sh unchanged (无需改动)")
-    if not (root / RECORD).is_file():
-        summary.notes.append(f"{RUNNER} is not tipcgen's, and no init --submission recorded it: edits cannot be told")
+    if not (root / paths.SUBMISSION_RECORD).is_file():
+        summary.notes.append(f"{paths.BASIC_RUNNER} is not tipcgen's, and no init --submission recorded it: edits cannot be told")
     extra_env, env_note = descriptor_env(loaded)
     if env_note:
         summary.notes.append(f"the descriptor's env: was not applied ({env_note})")
@@ -214,7 +214,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
                           log=(run_dir / PREPARE_LOG).relative_to(root).as_posix()))
         if code != 0:
             steps[-1].note = f"prepare.sh exited {code}; the runner ran anyway, as a reviewer would run it"
-    summary.runner_exit_code = stream(["bash", RUNNER, str(config_path), mode])
+    summary.runner_exit_code = stream(["bash", paths.BASIC_RUNNER, str(config_path), mode])
     grown = _grown(before, logs) or _grown(before, sorted(_sizes_of_all_results_logs(root)))
     for path, lines in grown:
         steps += read_status_lines(lines, values, root)

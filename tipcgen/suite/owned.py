@@ -19,8 +19,7 @@ from tipcgen.core.writes import write_file
 from tipcgen.format.paths import JUNIT_XML, SUITE_JSON, SUITE_MARKER, SUITE_RUNS, SUITE_WORK
 from tipcgen.suite.suite import CHAIN_OF_NAME
 
-MARKER = SUITE_MARKER
-OWNED = frozenset({SUITE_JSON, JUNIT_XML, SUITE_RUNS, SUITE_WORK, MARKER})
+OWNED = frozenset({SUITE_JSON, JUNIT_XML, SUITE_RUNS, SUITE_WORK, SUITE_MARKER})
 MAX_TIMEOUT = min(10 ** 7, threading.TIMEOUT_MAX)  # seconds (about 115 days): a timer cannot wait longer
 _HINT = "choose a new or empty folder for --output (tipcgen suite replaces what it wrote there, and only that)"
 
@@ -62,7 +61,7 @@ def check_output(out: Path, roots: list[Path]) -> None:
     if not names:
         return
     other = sorted(names - OWNED)
-    if other or not names & {MARKER, SUITE_JSON}:
+    if other or not names & {SUITE_MARKER, SUITE_JSON}:
         found = ", ".join(terminal(name) for name in other[:5]) or ", ".join(sorted(names))
         raise TipcgenError(f"--output {shown} holds files that tipcgen suite did not write ({found}); nothing "
                            "was written or removed", _HINT)
@@ -77,5 +76,5 @@ def claim_output(out: Path) -> None:
             path.unlink()
         elif path.is_dir():
             shutil.rmtree(path)
-    write_file(out / MARKER, "tipcgen suite wrote this folder: it replaces suite.json, junit.xml, runs/ and "
+    write_file(out / SUITE_MARKER, "tipcgen suite wrote this folder: it replaces suite.json, junit.xml, runs/ and "
                "work/ here on its next run, and refuses a folder without this file.\n", within=out)

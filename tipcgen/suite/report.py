@@ -17,7 +17,6 @@ from tipcgen.results import junit
 from tipcgen.suite.slots import Slot
 from tipcgen.suite.suite import Chain, ChainResult, Refused
 
-_MARK = SUITE_MARKS
 
 
 @dataclass
@@ -51,7 +50,7 @@ class SuiteResult:
     def to_dict(self) -> dict:
         return {"ok": self.ok, "exit_code": self.exit_code, "engine": self.engine, "interrupted_by": self.interrupted_by,
                 "wall_seconds": self.wall_seconds, "notes": self.notes,
-                "counts": {v: self.count(v) for v in _MARK} | {"refused": len(self.refused)},
+                "counts": {v: self.count(v) for v in SUITE_MARKS} | {"refused": len(self.refused)},
                 "chains": [r.to_dict() for r in self.results],
                 "refused": [{"config": r.config, "reasons": r.reasons} for r in self.refused]}
 
@@ -94,7 +93,7 @@ def terminal_text(suite: SuiteResult) -> str:
     for r in suite.results:
         s = r.summary
         steps = f"{s.count(PASSED)}/{s.count(FAILED)}/{s.count(SKIPPED)}" if s else "-"
-        rows.append((_MARK.get(r.verdict, r.verdict.upper()), terminal(r.chain.model), terminal(r.chain.chain),
+        rows.append((SUITE_MARKS.get(r.verdict, r.verdict.upper()), terminal(r.chain.model), terminal(r.chain.chain),
                      terminal(r.chain.mode), steps, f"{r.seconds:.1f}", terminal(r.message)))
     widths = [max([len(row[i]) for row in rows] + [len(h)]) for i, h in enumerate(
         ("verdict", "model", "chain", "mode", "p/f/s"))]
@@ -170,5 +169,5 @@ class Progress:
             self.done_n += 1
             self.failed_n += result.verdict != PASSED
             detail = f": {result.message}" if result.message else ""
-            self._emit(f"[suite] {_MARK.get(result.verdict, result.verdict)} {result.chain.key} in "
+            self._emit(f"[suite] {SUITE_MARKS.get(result.verdict, result.verdict)} {result.chain.key} in "
                        f"{result.seconds:.1f} s{detail} ({self.count()})")
