@@ -233,3 +233,45 @@ def test_the_checker_sees_a_file_name():
             "results/_paths_probe.py:6: '.tipcgen/x.json'"]
     finally:
         sample.unlink()
+
+
+# Mode names: the basic chain's modes, upstream's legacy names and the extra ones real configs name.
+# "infer" (a legacy mode, and a step kind) and "whole_infer" (also the descriptor's section of the whole_infer
+# lines) are checked only where compared with a mode; benchmark_train is also a chain's name.
+_MODE_WORDS = (set(words.MODES) | set(words.LEGACY_MODES) | set(words.KNOWN_EXTRA_MODES)) - {
+    "infer", words.WHOLE_INFER, words.BENCHMARK_TRAIN}
+
+
+def mode_literals(path: Path) -> list[str]:
+    """Mode names written as string literals (docstrings and f-string pieces aside)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, (ast.Expr, ast.JoinedStr)):
+            continue
+        compared_with_mode = (isinstance(parent, ast.Compare) and "mode" in ast.unparse(parent).replace(node.value, ""))
+        if node.value in _MODE_WORDS or (node.value == words.WHOLE_INFER and compared_with_mode):
+            found.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_no_mode_name_literal_in_the_package():
+    found = [hit for path in sorted(PACKAGE.rglob("*.py"))
+             if not path.relative_to(PACKAGE).as_posix().startswith(("format/words.py", "render/shipped/"))
+             for hit in mode_literals(path)]
+    assert found == [], "use words.MODES and its names"
+
+
+def test_the_mode_checker_sees_a_literal():
+    sample = PACKAGE / "results" / "_mode_probe.py"
+    try:
+        sample.write_text('"""lite_train_lite_infer in a docstring."""\nA = ("lite_train_lite_infer",)\n'
+                          'if mode == "whole_infer":\n    pass\nSECTION = "whole_infer"\n')
+        assert mode_literals(sample) == ["results/_mode_probe.py:2: 'lite_train_lite_infer'",
+                                         "results/_mode_probe.py:3: 'whole_infer'"]
+    finally:
+        sample.unlink()

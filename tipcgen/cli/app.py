@@ -21,7 +21,7 @@ from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
 from tipcgen.core.text import terminal
-from tipcgen.format.words import FAILED, PASSED, SKIPPED
+from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
 app = typer.Typer(
     add_completion=True,
@@ -174,7 +174,7 @@ def update(
 
 @app.command()
 def run(
-    mode: str = typer.Option("lite_train_lite_infer", "--mode", "-m", help="lite_train_lite_infer, lite_train_whole_infer, whole_infer or whole_train_whole_infer."),
+    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help=", ".join(MODES[:-1]) + " or " + MODES[-1] + "."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run (default: the only test_tipc/configs/*/train_infer_python.txt)."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set for whole-data modes (sets TIPC_DATA_DIR)."),
     step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout)."),
@@ -322,7 +322,7 @@ def import_(
 @app.command()
 def golden(
     target: str = typer.Argument(..., help="The descriptor (sample name or path) whose golden results to write."),
-    mode: str = typer.Option("lite_train_lite_infer", "--mode", "-m", help="The mode whose last passing run gives the results."),
+    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help="The mode whose last passing run gives the results."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
 ) -> None:
     """Write golden inference results from the last passing run, on purpose.

@@ -14,11 +14,12 @@ import typer
 
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import JUNIT_XML, SUITE_ELSEWHERE, SUITE_JSON, SUITE_OUTPUT, TEST_TIPC
+from tipcgen.format.words import LITE_TRAIN_LITE_INFER
 
 
 def suite(
     paths: Optional[List[str]] = typer.Argument(None, help="Config files, folders (a repository root: its test_tipc/configs) or quoted globs (default: --root's test_tipc/configs)."),
-    mode: List[str] = typer.Option(["lite_train_lite_infer"], "--mode", "-m", help="A mode to run every config in (repeatable)."),
+    mode: List[str] = typer.Option([LITE_TRAIN_LITE_INFER], "--mode", "-m", help="A mode to run every config in (repeatable)."),
     chain: List[str] = typer.Option(["basic"], "--chain", help="A chain to run (repeatable): basic (train_infer_python.txt), paddle2onnx (runs after the basic chain of its model, on the model it trained)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Chains run side by side on this machine."),
     cores_per_chain: Optional[int] = typer.Option(None, "--cores-per-chain", min=1, help="CPU cores per chain (affinity, OMP_NUM_THREADS, CPU_NUM; default: the cores / --jobs)."),

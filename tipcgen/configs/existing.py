@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipcgen.format import layout, paths
+from tipcgen.format import paths, words
 
 _WHY = {
     paths.COMMON_FUNC: "the generated runner's shell helpers (it replaces the functions defined there)",
@@ -99,7 +99,7 @@ def breakages(files: dict[str, str | bytes], out_dir: Path) -> list[Breakage]:
         new_text = new.decode("utf-8", errors="replace") if isinstance(new, bytes) else new
         if old == new_text:
             continue
-        have = finder(new_text) | (set(layout.MODES) if rel == paths.PREPARE_SH else set())
+        have = finder(new_text) | (set(words.MODES) if rel == paths.PREPARE_SH else set())
         gone = finder(old) - have
         if gone:
             lost[rel] = gone

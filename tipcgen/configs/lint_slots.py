@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tipcgen.format import chain, layout
+from tipcgen.format import chain, layout, words
 from tipcgen.format.config import Line, is_null, parse_per_mode, split_list
 
 _INFER_DEVICES = ("True", "False", "gpu", "cpu")
 _FLAG_NAMES = frozenset(s.name for s in layout.TRAIN_INFER_PYTHON if s.kind == "kv" and s.name not in layout.COMMAND_SLOTS)
 _LIST_NAMES = frozenset((*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
-_KNOWN_MODES = frozenset((*layout.MODES, *layout.KNOWN_EXTRA_MODES))
+_KNOWN_MODES = frozenset((*words.MODES, *words.KNOWN_EXTRA_MODES))
 # Slots the runner cannot do without: null there runs `null`, or trains nothing without a failure line.
 _NEEDS_VALUE = tuple(map(chain.name_of, ("model_name", "python", "gpu_list", "train.trainer")))
 _TRAINER, _GPUS, _DEVICES, _INFER_DEVICE = map(chain.name_of, ("train.trainer", "gpu_list", "train.device",
@@ -92,12 +92,12 @@ class SlotRules:
             for mode in parse_per_mode(found[1].value):
                 if mode in _KNOWN_MODES:
                     continue
-                if mode in layout.LEGACY_MODES:
+                if mode in words.LEGACY_MODES:
                     self.add(self.line_of(found[0]), "unknown-mode", "warning",
-                             f"legacy mode name {mode!r}: current runners call it {layout.LEGACY_MODES[mode]!r}")
+                             f"legacy mode name {mode!r}: current runners call it {words.LEGACY_MODES[mode]!r}")
                 else:
                     self.add(self.line_of(found[0]), "unknown-mode", "error",
-                             f"unknown mode {mode!r} (known: {', '.join(layout.MODES)}): its value is never used, "
+                             f"unknown mode {mode!r} (known: {', '.join(words.MODES)}): its value is never used, "
                              "and the intended mode runs without the flag")
 
     def infer_device(self) -> None:

@@ -99,7 +99,7 @@ def _slot_json(slot: layout.Slot) -> dict[str, Any]:
         shapes.append({"type": "array", "minItems": 1, "items": _SCALAR})
     if slot.name in layout.PER_MODE_SLOTS:
         shapes.append({"type": "object", "minProperties": 1, "additionalProperties": _SCALAR,
-                       "propertyNames": {"enum": [*layout.MODES, *layout.KNOWN_EXTRA_MODES]}})
+                       "propertyNames": {"enum": [*words.MODES, *words.KNOWN_EXTRA_MODES]}})
     value = shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
     keyed = {"type": "object", "properties": {"key": {"type": ["string", "null"]}, "value": value},
              "required": ["key"], "additionalProperties": False}

@@ -14,8 +14,8 @@ from typing import Any
 from tipcgen.core.errors import DescriptorError
 from tipcgen.descriptor.schema import TARGET_FIELDS
 from tipcgen.descriptor.yaml_lines import shown
+from tipcgen.format.words import WHOLE_TRAIN_WHOLE_INFER
 
-TARGET_MODE = "whole_train_whole_infer"
 DEFAULT_TOLERANCE = 0.02
 LOWER_BY_DEFAULT = ("loss",)  # metrics where smaller is better unless lower_is_better says otherwise
 
@@ -101,7 +101,7 @@ class TargetResult:
                 "metrics": [asdict(m) for m in self.metrics]}
 
 
-def check(target: Target, eval_metrics: list[tuple[str, dict[str, float]]], mode: str = TARGET_MODE) -> TargetResult:
+def check(target: Target, eval_metrics: list[tuple[str, dict[str, float]]], mode: str = WHOLE_TRAIN_WHOLE_INFER) -> TargetResult:
     """Each paper figure against the last eval step (name, metrics) that printed that metric."""
     result = TargetResult(mode=mode, target=target.to_dict())
     for name, paper in target.metrics.items():
@@ -140,6 +140,6 @@ def result_lines(result: dict[str, Any]) -> list[str]:
 
 def check_run(desc: Any, mode: str, chain: str, eval_steps: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
     """The summary's ``target`` entry: checked on whole_train_whole_infer's basic chain when the descriptor has one."""
-    if desc is None or getattr(desc, "target", None) is None or mode != TARGET_MODE or chain != "basic":
+    if desc is None or getattr(desc, "target", None) is None or mode != WHOLE_TRAIN_WHOLE_INFER or chain != "basic":
         return {}
     return check(desc.target, eval_steps, mode).to_dict()

@@ -27,7 +27,7 @@ from tipcgen.descriptor.schema import (
 )
 from tipcgen.descriptor.spec import Descriptor, SlotValue
 from tipcgen.descriptor.validate_fields import GroupChecks
-from tipcgen.format import chain, layout, layout_check
+from tipcgen.format import chain, layout, layout_check, words
 
 
 class Validator(GroupChecks):
@@ -67,12 +67,12 @@ class Validator(GroupChecks):
                 raise self._err(path, value, "a mapping of mode to value")
             parts = []
             for mode, item in value.items():
-                if mode not in layout.MODES and mode not in layout.KNOWN_EXTRA_MODES:
-                    close = difflib.get_close_matches(mode, layout.MODES, n=1)
+                if mode not in words.MODES and mode not in words.KNOWN_EXTRA_MODES:
+                    close = difflib.get_close_matches(mode, words.MODES, n=1)
                     hint = f"did you mean '{close[0]}'? " if close else ""
                     raise DescriptorError(self.source, f"{path}.{mode}", "is not a TIPC mode",
                                           self.lines.get(f"{path}.{mode}"),
-                                          hint + "modes: " + ", ".join(layout.MODES))
+                                          hint + "modes: " + ", ".join(words.MODES))
                 part = self.scalar_text(item, f"{path}.{mode}")
                 if "|" in part or "=" in part:
                     raise self.fail(f"{path}.{mode}", f"{part!r} contains '|' or '='", "give one plain value per mode")

@@ -14,11 +14,11 @@ from typing import Any
 import yaml
 
 from tipcgen.descriptor.validate_values import config_text as rendered
-from tipcgen.format import layout
+from tipcgen.format import layout, words
 
 # Written even when they hold the default: the descriptor requires them.
 REQUIRED_FIELDS = ("model_name", "python", "gpu_list", "train.trainer", "train.norm", "inference.script")
-_KNOWN_MODES = (*layout.MODES, *layout.KNOWN_EXTRA_MODES)
+_KNOWN_MODES = (*words.MODES, *words.KNOWN_EXTRA_MODES)
 COMMENT_COLUMN = 50
 LINE_WIDTH = 110
 # What the descriptor validator accepts where: slot values (scalar_text), keys, section text.

@@ -8,21 +8,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-MODES = (
-    "lite_train_lite_infer",
-    "lite_train_whole_infer",
-    "whole_infer",
-    "whole_train_whole_infer",
-)
-LEGACY_MODES = {
-    "lite_train_infer": "lite_train_lite_infer",
-    "whole_train_infer": "whole_train_whole_infer",
-    "infer": "whole_infer",
-}
-# Modes that appear in real per-mode values although the basic runner has no branch for them.
-KNOWN_EXTRA_MODES = ("whole_train_lite_infer", "klquant_whole_infer", "benchmark_train")
-
-
 @dataclass(frozen=True)
 class Slot:
     """One line of a fixed layout.

@@ -12,6 +12,16 @@ PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 STATUSES = (PASSED, FAILED, SKIPPED)
 MARKS = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in every table
 
+# The modes of the basic chain (the runners' second argument; a config's per-mode values are keyed by them),
+# the old names upstream runners still accept, and modes real per-mode values name that no basic runner has a
+# branch for. benchmark_train is also the benchmark_train chain's one mode.
+LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER = "lite_train_lite_infer", "lite_train_whole_infer"
+WHOLE_INFER, WHOLE_TRAIN_WHOLE_INFER = "whole_infer", "whole_train_whole_infer"
+MODES = (LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER, WHOLE_INFER, WHOLE_TRAIN_WHOLE_INFER)
+LEGACY_MODES = {"lite_train_infer": LITE_TRAIN_LITE_INFER, "whole_train_infer": WHOLE_TRAIN_WHOLE_INFER, "infer": WHOLE_INFER}
+BENCHMARK_TRAIN = "benchmark_train"
+KNOWN_EXTRA_MODES = ("whole_train_lite_infer", "klquant_whole_infer", BENCHMARK_TRAIN)
+
 # A step's kind: steps.jsonl's and summary.json's `kind` (the runners' tipc_step/tipc_skip/tipc_record write
 # it; tipcgen run writes prepare and its own checks). SKIPPED_AFTER_TRAIN is the one record a failed training
 # leaves for the eval, export and inference it would have fed.
@@ -27,11 +37,11 @@ KINDS = (PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK, CONVERT, QUANT, SPEED, PROF
 # without a mode here needs its EVERY_MODE kinds in every mode). A kind whose command the config sets to null
 # (eval:null, inference:null) is not required: results.required_kinds.
 REQUIRED_KINDS = {
-    "basic": {"lite_train_lite_infer": (TRAIN, EVAL, EXPORT, INFER),
-              "lite_train_whole_infer": (TRAIN, EVAL, EXPORT, INFER),
-              "whole_train_whole_infer": (TRAIN, EVAL, EXPORT, INFER),
-              "whole_infer": (INFER,)},
-    "benchmark_train": {"benchmark_train": (TRAIN, SPEED)},
+    "basic": {LITE_TRAIN_LITE_INFER: (TRAIN, EVAL, EXPORT, INFER),
+              LITE_TRAIN_WHOLE_INFER: (TRAIN, EVAL, EXPORT, INFER),
+              WHOLE_TRAIN_WHOLE_INFER: (TRAIN, EVAL, EXPORT, INFER),
+              WHOLE_INFER: (INFER,)},
+    "benchmark_train": {BENCHMARK_TRAIN: (TRAIN, SPEED)},
 }
 EVERY_MODE = {"paddle2onnx": (CONVERT, INFER), "ptq": (QUANT, INFER, CHECK)}
 
@@ -55,9 +65,10 @@ PADDLE_PIN = "paddlepaddle==3.3.1"  # the paddle the chains are tested with (pyp
 
 
 def template_context() -> dict[str, object]:
-    """The words as the templates name them: {{ status.passed }}, {{ kind.train }}, {{ verdicts.passed }},
+    """The words as the templates name them: {{ status.passed }}, {{ kind.train }}, {{ mode.whole_infer }}, {{ verdicts.passed }},
     {{ section_names.result_check }} ({{ kind.after_train }}: SKIPPED_AFTER_TRAIN)."""
     return {"status": {word: word for word in STATUSES},
+            "mode": {name: name for name in (*MODES, BENCHMARK_TRAIN)},
             "kind": {**{word: word for word in KINDS if word != SKIPPED_AFTER_TRAIN}, "after_train": SKIPPED_AFTER_TRAIN},
             "verdicts": {"passed": CHAIN_PASSED, "failed": CHAIN_FAILED, "interrupted": CHAIN_INTERRUPTED},
             "section_names": {"result_check": RESULT_CHECK_SECTION, "paddle2onnx": PADDLE2ONNX_SECTION},

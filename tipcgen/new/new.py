@@ -23,6 +23,7 @@ from tipcgen.new import data as new_data
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
 from tipcgen.configs.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm, probe
 from tipcgen.render import render
+from tipcgen.format.words import LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER
 
 ROLES = ("train", "eval", "export", "infer")
 DATA_ROLES = {"train": "train", "eval": "train", "infer": "infer"}  # descriptor data.files roles
@@ -238,9 +239,9 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     values["train.autocast"] = "fp32" if autocast is None else \
         new_data.autocast_value(norm(autocast.name), autocast.help, autocast.choices)
     steps = loose(chosen.get("train.epochs") or "") in {loose(n) for n in STEP_COUNTERS}
-    lite = {"lite_train_lite_infer": 10 if steps else 1, "lite_train_whole_infer": 10 if steps else 1}
+    lite = {LITE_TRAIN_LITE_INFER: 10 if steps else 1, LITE_TRAIN_WHOLE_INFER: 10 if steps else 1}
     values["train.epochs"] = lite  # whole_train_whole_infer: no value, so the script's own default
-    values["train.batch_size"] = {"lite_train_lite_infer": 4, "lite_train_whole_infer": 4}
+    values["train.batch_size"] = {LITE_TRAIN_LITE_INFER: 4, LITE_TRAIN_WHOLE_INFER: 4}
     values["train.output_dir"] = "./output/"
     values["train.pretrained"] = None
     data_dir = f"./train_data/{model_name}"

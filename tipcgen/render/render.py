@@ -25,7 +25,7 @@ from tipcgen.descriptor.answers import (
     target_of,
 )
 from tipcgen.descriptor.answers import read as read_answers
-from tipcgen.format import chain, compression, layout, paths, text_style
+from tipcgen.format import chain, compression, layout, paths, text_style, words
 from tipcgen.render import gitignore, shipped
 from tipcgen.render.templating import environment
 
@@ -137,8 +137,8 @@ def _layouts_context() -> list[dict]:
 def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
     """What the shared scripts are rendered from: the layouts, and each model's own settings."""
     return {
-        "modes": layout.MODES,
-        "legacy_modes": layout.LEGACY_MODES,
+        "modes": words.MODES,
+        "legacy_modes": words.LEGACY_MODES,
         "layouts": _layouts_context(),
         "default_timeout": Descriptor.step_timeout,
         "models": [{"name": d.model_name, "timeout": d.step_timeout, "env": d.env, "slot_keys": _slot_keys(d)} for d in descs],
@@ -167,7 +167,7 @@ def _docs_context(desc: Descriptor) -> dict:
         "model_name": desc.model_name,
         "description": desc.description,
         "descriptor_name": Path(desc.source).name,
-        "modes": layout.MODES,
+        "modes": words.MODES,
         "gpu_list": _slot(desc, "gpu_list").value,
         "multi_device": any("," in g and ";" not in g for g in gpus),
         "multi_node": any(";" in g for g in gpus),

@@ -17,6 +17,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
 from tipcgen.repro import align
+from tipcgen.format.words import LITE_TRAIN_LITE_INFER
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,6 @@ PADDLE_SIDES = ("paddle", "pd")
 REFERENCE_SIDES = ("torch", "pytorch", "pt", "benchmark", "ref", "reference", "hf", "tf")
 LOG_SUFFIXES = ("_diff.log", "_diff_log.txt")
 DATA_SUFFIXES = (".npy", ".npz")
-TIPC_MODE = "lite_train_lite_infer"
 _SKIP_DIRS = {"site-packages", "node_modules", "__pycache__"}
 
 
@@ -266,13 +266,13 @@ def tipc_row(root: Path, model: str | None = None) -> Row:
     """The TIPC row: the summary.json that the last `tipcgen run` of lite_train_lite_infer wrote."""
     row = Row(TIPC, "missing", method="")
     output = root / OUTPUT
-    candidates = ([output / model / TIPC_MODE / SUMMARY_JSON] if model
-                  else sorted(output.glob(f"*/{TIPC_MODE}/{SUMMARY_JSON}"), key=lambda p: p.stat().st_mtime,
+    candidates = ([output / model / LITE_TRAIN_LITE_INFER / SUMMARY_JSON] if model
+                  else sorted(output.glob(f"*/{LITE_TRAIN_LITE_INFER}/{SUMMARY_JSON}"), key=lambda p: p.stat().st_mtime,
                               reverse=True))
     candidates = [p for p in candidates if p.is_file()]
     if not candidates:
-        row.detail = f"no {output / (model or '<model>') / TIPC_MODE / SUMMARY_JSON}: run " \
-                     f"`tipcgen run --mode {TIPC_MODE}`"
+        row.detail = f"no {output / (model or '<model>') / LITE_TRAIN_LITE_INFER / SUMMARY_JSON}: run " \
+                     f"`tipcgen run --mode {LITE_TRAIN_LITE_INFER}`"
         return row
     path = candidates[0]
     if len(candidates) > 1:
@@ -286,7 +286,7 @@ def tipc_row(root: Path, model: str | None = None) -> Row:
         row.status, row.detail = "fail", f"unreadable summary ({exc})"
         return row
     row.status = "pass" if ok else "fail"
-    row.detail = (f"{summary.get('model', path.parts[-3])} {summary.get('mode', TIPC_MODE)}: "
+    row.detail = (f"{summary.get('model', path.parts[-3])} {summary.get('mode', LITE_TRAIN_LITE_INFER)}: "
                   f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
     return row
 

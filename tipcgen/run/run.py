@@ -22,7 +22,7 @@ from tipcgen.configs.locate import find_config
 from tipcgen.core.errors import RunError, ScriptError
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import target
-from tipcgen.format import layout, paths
+from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RESULT_LOGS, RUNNERS, SUMMARY_JSON
@@ -41,17 +41,16 @@ from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, seeds, submission_run, tracked
 
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
-BENCHMARK_MODE = "benchmark_train"
-BENCHMARK_DATA_MODES = ("lite_train_lite_infer", "whole_train_whole_infer")
+BENCHMARK_DATA_MODES = (words.LITE_TRAIN_LITE_INFER, words.WHOLE_TRAIN_WHOLE_INFER)
 
 
 def check_mode(mode: str) -> str:
-    if mode in layout.MODES:
+    if mode in words.MODES:
         return mode
-    if mode in layout.LEGACY_MODES:
+    if mode in words.LEGACY_MODES:
         raise RunError(f"mode '{mode}' is a legacy name from the first TIPC version",
-                       f"use {layout.LEGACY_MODES[mode]} (modes: {', '.join(layout.MODES)})")
-    raise RunError(f"unknown mode '{mode}'", "use one of: " + ", ".join(layout.MODES))
+                       f"use {words.LEGACY_MODES[mode]} (modes: {', '.join(words.MODES)})")
+    raise RunError(f"unknown mode '{mode}'", "use one of: " + ", ".join(words.MODES))
 
 
 def _start_layout_check(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str) -> subprocess.Popen:
@@ -228,7 +227,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
         if mode not in BENCHMARK_DATA_MODES:
             raise RunError(f"--mode {mode} readies no training data for benchmark_train",
                            "use --mode " + " or --mode ".join(BENCHMARK_DATA_MODES) + " (the data the cases train on)")
-        mode = BENCHMARK_MODE
+        mode = words.BENCHMARK_TRAIN
     root = root.resolve()
     config_path = find_config(config, root, chain)
     model = model_name_of(root / config_path)

@@ -25,7 +25,7 @@ from tipcgen.configs import lint
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT, STATE, SUITE_RUNS, SUITE_WORK, SUMMARY_JSON, TEST_TIPC, run_rel
-from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, TIMEOUT
+from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, TIMEOUT, WHOLE_INFER
 from tipcgen.results.results import Summary, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.suite.slots import Slot
@@ -276,7 +276,7 @@ def not_started(chains: list[Chain]) -> list[ChainResult]:
 
 def needs_trained_model(chain: Chain) -> bool:
     """paddle2onnx converts, and whole_infer infers, a model the basic chain trained: they run after it."""
-    return chain.chain == "paddle2onnx" or chain.mode == "whole_infer"
+    return chain.chain == "paddle2onnx" or chain.mode == WHOLE_INFER
 
 
 def seed_trained_runs(chain: Chain, runs: Path, work: Path) -> None:
