@@ -275,3 +275,20 @@ def test_the_mode_checker_sees_a_literal():
                                          "results/_mode_probe.py:3: 'whole_infer'"]
     finally:
         sample.unlink()
+
+
+def test_the_progress_line_is_read_through_words():
+    """tipcgen reads a runner's `[tipc] RUN|PASS|FAIL|SKIP` lines through words.progress_mark only."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(EXEMPT):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        found += [f"{rel}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(words.PROGRESS.strip())
+                  and not isinstance(parents.get(id(node)), (ast.Expr, ast.JoinedStr))]
+    assert found == []
+    assert [words.progress_mark(line) for line in ("[tipc] RUN train x", "[tipc] FAIL infer: value", "[tipc] m: 1 passed",
+                                                   "tipc PASS x")] == [words.STARTED, "FAIL", None, None]

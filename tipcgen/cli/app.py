@@ -21,7 +21,7 @@ from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
 from tipcgen.core.text import terminal
-from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
+from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MARKS, MODES, PASSED, SKIPPED, progress_mark
 
 app = typer.Typer(
     add_completion=True,
@@ -199,7 +199,7 @@ def run(
     def show(line: str) -> None:
         if ScriptError.is_own_line(line):
             return  # a script that refuses to start: run_chain raises it as one error message
-        if not quiet or line.startswith(("[tipc] PASS", "[tipc] FAIL", "[tipc] SKIP")):
+        if not quiet or progress_mark(line) in MARKS.values():
             typer.echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,

@@ -12,6 +12,19 @@ PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 STATUSES = (PASSED, FAILED, SKIPPED)
 MARKS = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in every table
 
+# The runners' progress lines (stdout): `[tipc] RUN kind name` when a step starts, `[tipc] PASS|FAIL|SKIP kind
+# name ...` when it ends; tipcgen run shows them, times steps by the RUN lines, and a suite relays them.
+PROGRESS = "[tipc] "
+STARTED = "RUN"
+
+
+def progress_mark(line: str) -> str | None:
+    """RUN, PASS, FAIL or SKIP when ``line`` is a runner's progress line about a step, else None."""
+    if not line.startswith(PROGRESS):
+        return None
+    mark = line[len(PROGRESS):].split(" ", 1)[0]
+    return mark if mark == STARTED or mark in MARKS.values() else None
+
 # The modes of the basic chain (the runners' second argument; a config's per-mode values are keyed by them),
 # the old names upstream runners still accept, and modes real per-mode values name that no basic runner has a
 # branch for. benchmark_train is also the benchmark_train chain's one mode.
@@ -68,6 +81,7 @@ def template_context() -> dict[str, object]:
     """The words as the templates name them: {{ status.passed }}, {{ kind.train }}, {{ mode.whole_infer }}, {{ verdicts.passed }},
     {{ section_names.result_check }} ({{ kind.after_train }}: SKIPPED_AFTER_TRAIN)."""
     return {"status": {word: word for word in STATUSES},
+            "progress": {"prefix": PROGRESS, "started": STARTED, **{word: MARKS[word] for word in STATUSES}},
             "mode": {name: name for name in (*MODES, BENCHMARK_TRAIN)},
             "kind": {**{word: word for word in KINDS if word != SKIPPED_AFTER_TRAIN}, "after_train": SKIPPED_AFTER_TRAIN},
             "verdicts": {"passed": CHAIN_PASSED, "failed": CHAIN_FAILED, "interrupted": CHAIN_INTERRUPTED},

@@ -145,7 +145,7 @@ class _Chain:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             line = line.rstrip("\n")
-            if line.startswith("[tipc] RUN ") and len(line.split()) >= 4:
+            if words.progress_mark(line) == words.STARTED and len(line.split()) >= 4:
                 self.starts.append((time.time(), *line.split()[2:4]))
             keep.append(line)
             self.on_line(line)

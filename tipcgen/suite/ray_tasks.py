@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import OUTPUT, SUITE_RUNS, SUITE_WORK
-from tipcgen.format.words import INTERRUPTED, LOST
+from tipcgen.format.words import INTERRUPTED, LOST, PROGRESS
 from tipcgen.results.results import SUMMARY_JSON, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.suite.slots import Slot
@@ -58,7 +58,7 @@ def _chain_task(repo: bytes, chain: dict, threads: int, timeout: float | None, b
     gpus = [str(int(g)) for g in ray.get_gpu_ids()]
 
     def on_line(line: str) -> None:
-        if line.startswith("[tipc] "):
+        if line.startswith(PROGRESS):
             board.line.remote(chain.key, line)
 
     with tempfile.TemporaryDirectory(prefix="tipcgen-chain-") as tmp:

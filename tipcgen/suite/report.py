@@ -12,7 +12,7 @@ from typing import TextIO
 
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
-from tipcgen.format.words import CHAIN_FAILED, CHAIN_PASSED, ERROR, FAILED, INTERRUPTED, PASSED, SKIPPED, SUITE_MARKS
+from tipcgen.format.words import CHAIN_FAILED, CHAIN_PASSED, ERROR, FAILED, INTERRUPTED, PASSED, PROGRESS, SKIPPED, SUITE_MARKS
 from tipcgen.results import junit
 from tipcgen.suite.slots import Slot
 from tipcgen.suite.suite import Chain, ChainResult, Refused
@@ -156,7 +156,7 @@ class Progress:
             self._emit(f"[suite] start {chain.key} ({chain.config}; cores {cores}; gpus {gpus}{where})")
 
     def line(self, chain: Chain, line: str) -> None:
-        if not line.startswith("[tipc] "):
+        if not line.startswith(PROGRESS):
             return
         with self.lock:
             t0 = self.running.get(chain.key, (time.monotonic(), ""))[0]
