@@ -13,19 +13,18 @@ fi
 shopt -s extglob
 
 TIPC_MODES=("lite_train_lite_infer" "lite_train_whole_infer" "whole_infer" "whole_train_whole_infer")
-# The config layouts a runner reads (tipcgen/format/layout.py), one for every model of the repository:
-# per layout, its non-blank line count, the keys every config of it has at fixed lines (a shifted
-# config fails there instead of running wrong commands), the line of each key:value slot, and the value
-# shape of the keyless lines (what every config of the layout writes there). A model's own flag names
-# are read from its own config, as upstream runners do.
-TIPC_LAYOUTS=(standard paddleseg paddlevideo paddledetection paddlegan tutorial)
+# The config layouts the runner reads (tipcgen/format/layout.py). Per layout: its non-blank line count;
+# its anchors, the keys every config of it has at fixed lines (a shifted config fails there instead of
+# running wrong commands); the value shape of its keyless lines; the line of each key:value slot. The
+# flag names themselves are read from each config, as upstream runners do.
+TIPC_LAYOUTS=(standard paddleseg tutorial)
 declare -A TIPC_SLOT=()
 
 # tipc_use_layout NAME: the tables of one layout.
 tipc_use_layout() {
     TIPC_LAYOUT=$1
     case $1 in
-        standard)
+        standard)  # also paddlevideo, paddledetection, paddlegan: their tables are the same
             TIPC_LAYOUT_LINES=51
             TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
             TIPC_SHAPE_INDEX=(41 42 43 44 45)
@@ -34,36 +33,10 @@ tipc_use_layout() {
             TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
             ;;
         paddleseg)
-            TIPC_LAYOUT_LINES=51
-            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:export_params" "39:inference")
-            TIPC_SHAPE_INDEX=(41 42 43 44 45)
-            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
-            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
-            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
-            ;;
-        paddlevideo)
-            TIPC_LAYOUT_LINES=51
-            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
-            TIPC_SHAPE_INDEX=(41 42 43 44 45)
-            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
-            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
-            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
-            ;;
-        paddledetection)
-            TIPC_LAYOUT_LINES=51
-            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
-            TIPC_SHAPE_INDEX=(41 42 43 44 45)
-            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
-            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
-            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
-            ;;
-        paddlegan)
-            TIPC_LAYOUT_LINES=51
-            TIPC_ANCHORS=("0:train_params" "1:model_name" "2:python" "3:gpu_list" "13:##" "14:trainer" "21:##" "22:eval_params" "25:##" "26:infer_params" "39:inference")
-            TIPC_SHAPE_INDEX=(41 42 43 44 45)
-            TIPC_SHAPE_WHAT=(True/False 'a number' 'a number' True/False 'fp32/fp16/int8 or True/False')
-            TIPC_SHAPE_RE=('^(True|False|true|false)$' '^[0-9]+$' '^[0-9]+$' '^(True|False|true|false)$' '^(fp32|fp16|int8|bf16|True|False|true|false)$')
-            TIPC_SLOT=([model_name]=1 [python]=2 [gpu_list]=3 [train_use_gpu]=4 [autocast]=5 [epoch]=6 [save_model]=7 [train_batch_size]=8 [pretrain]=9 [train_model_name]=10 [train_infer_data]=11 [train_param]=12 [trainer]=14 [norm_train]=15 [pact_train]=16 [fpgm_train]=17 [distill_train]=18 [trainer_key1]=19 [trainer_key2]=20 [eval]=23 [eval_param]=24 [save_infer]=27 [export_weight]=28 [norm_export]=29 [quant_export]=30 [fpgm_export]=31 [distill_export]=32 [export_key1]=33 [export_key2]=34 [inference_dir]=35 [infer_model]=36 [infer_export]=37 [infer_quant]=38 [inference]=39 [infer_use_gpu]=40 [enable_mkldnn]=41 [cpu_threads]=42 [infer_batch_size]=43 [use_trt]=44 [precision]=45 [infer_model_dir]=46 [infer_data]=47 [save_log]=48 [benchmark]=49 [infer_param]=50)
+            tipc_use_layout standard  # standard's tables, but for these lines:
+            TIPC_LAYOUT=paddleseg
+            TIPC_ANCHORS[9]="26:export_params"
+            unset 'TIPC_SLOT[inference_dir]'
             ;;
         tutorial)
             TIPC_LAYOUT_LINES=32

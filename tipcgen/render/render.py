@@ -134,16 +134,34 @@ def _bash_regex(pattern: str) -> str:
 
 
 def _layouts_context() -> list[dict]:
-    """Every layout the runner reads (the first is the default), for common_func.sh's tables."""
-    out = []
+    """The distinct layout tables the runner reads, for common_func.sh (the first is the default).
+
+    A family whose tables equal an earlier one's is rendered as that one's ``also`` (the runner picks the
+    first layout on a tie, so an equal table could never be picked). A family of the same line count,
+    shapes and anchor lines as an earlier one is rendered as that ``base`` plus its differences."""
+    out: list[dict] = []
     for name, anchors in layout.RUNNER_ANCHORS.items():
         table = [slot for slot in layout.slots_of(name) if slot.kind == "kv"]
-        out.append({
-            "name": name, "n_lines": len(layout.slots_of(name)), "anchors": list(anchors),
-            "slots": [slot for slot in table if slot.name not in layout.RUNNER_UNPASSED[name]],
+        this = {
+            "name": name, "n_lines": len(layout.slots_of(name)), "also": [], "base": None,
+            "anchors": [f"{slot.index}:{'/'.join(slot.anchors)}" for slot in anchors],
+            "slots": {slot.name: slot.index for slot in table if slot.name not in layout.RUNNER_UNPASSED[name]},
             "shapes": [{"index": slot.index, "what": slot.value[0], "pattern": _bash_regex(slot.value[1].pattern)}
                        for slot in table if slot.value is not None],
-        })
+        }
+        same = [seen for seen in out if all(seen[k] == this[k] for k in ("n_lines", "anchors", "slots", "shapes"))]
+        if same:
+            same[0]["also"].append(name)
+            continue
+        base = next((seen for seen in out if seen["base"] is None and seen["n_lines"] == this["n_lines"]
+                     and seen["shapes"] == this["shapes"]
+                     and [a.split(":")[0] for a in seen["anchors"]] == [a.split(":")[0] for a in this["anchors"]]), None)
+        if base is not None:
+            this["base"] = base["name"]
+            this["anchor_changes"] = [(i, a) for i, (a, b) in enumerate(zip(this["anchors"], base["anchors"])) if a != b]
+            this["slots_unset"] = [slot for slot in base["slots"] if slot not in this["slots"]]
+            this["slots_set"] = [(slot, index) for slot, index in this["slots"].items() if base["slots"].get(slot) != index]
+        out.append(this)
     return out
 
 
