@@ -27,7 +27,7 @@ from tipcgen.descriptor.answers import (
     target_of,
 )
 from tipcgen.descriptor.answers import read as read_answers
-from tipcgen.format import chain, compression, layout, paths, text_style
+from tipcgen.format import chain, compression, families, layout, paths, text_style
 from tipcgen.render import gitignore, shipped
 from tipcgen.render.templating import environment
 
@@ -128,41 +128,10 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     return {f"test_tipc/results/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
-def _bash_regex(pattern: str) -> str:
-    """A value-shape pattern of layout.py as a bash ERE (``[[ =~ ]]`` has no ``\\d``)."""
-    return pattern.replace(r"\d", "[0-9]")
-
-
 def _layouts_context() -> list[dict]:
-    """The distinct layout tables the runner reads, for common_func.sh (the first is the default).
-
-    A family whose tables equal an earlier one's is rendered as that one's ``also`` (the runner picks the
-    first layout on a tie, so an equal table could never be picked). A family of the same line count,
-    shapes and anchor lines as an earlier one is rendered as that ``base`` plus its differences."""
-    out: list[dict] = []
-    for name, anchors in layout.RUNNER_ANCHORS.items():
-        table = [slot for slot in layout.slots_of(name) if slot.kind == "kv"]
-        this = {
-            "name": name, "n_lines": len(layout.slots_of(name)), "also": [], "base": None,
-            "anchors": [f"{slot.index}:{'/'.join(slot.anchors)}" for slot in anchors],
-            "slots": {slot.name: slot.index for slot in table if slot.name not in layout.RUNNER_UNPASSED[name]},
-            "shapes": [{"index": slot.index, "what": slot.value[0], "pattern": _bash_regex(slot.value[1].pattern)}
-                       for slot in table if slot.value is not None],
-        }
-        same = [seen for seen in out if all(seen[k] == this[k] for k in ("n_lines", "anchors", "slots", "shapes"))]
-        if same:
-            same[0]["also"].append(name)
-            continue
-        base = next((seen for seen in out if seen["base"] is None and seen["n_lines"] == this["n_lines"]
-                     and seen["shapes"] == this["shapes"]
-                     and [a.split(":")[0] for a in seen["anchors"]] == [a.split(":")[0] for a in this["anchors"]]), None)
-        if base is not None:
-            this["base"] = base["name"]
-            this["anchor_changes"] = [(i, a) for i, (a, b) in enumerate(zip(this["anchors"], base["anchors"])) if a != b]
-            this["slots_unset"] = [slot for slot in base["slots"] if slot not in this["slots"]]
-            this["slots_set"] = [(slot, index) for slot, index in this["slots"].items() if base["slots"].get(slot) != index]
-        out.append(this)
-    return out
+    """families.runner_tables() for common_func.sh, each value-shape pattern a bash ERE (no ``\\d`` in ``[[ =~ ]]``)."""
+    return [{**table, "shapes": [{"index": index, "what": what, "pattern": pattern.replace(r"\d", "[0-9]")}
+                                 for index, what, pattern in table["shapes"]]} for table in families.runner_tables()]
 
 
 def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
