@@ -9,6 +9,7 @@
 #   5. Steps: each run under a time and log limit, its status line and its record (steps.jsonl)
 #   6. Result checks (compare_results.py, check_inference.py)
 #   7. Upstream's helpers (func_parser_*, func_set_params, status_check), for upstream's other scripts
+# shellcheck disable=SC2034  # the namerefs (local -n) write their caller's arrays; the runners read TIPC_STEP_NOTE
 
 # local -n needs bash 4.3 and EPOCHREALTIME bash 5.0: say so instead of failing halfway.
 if [ -z "${BASH_VERSINFO:-}" ] || [ "${BASH_VERSINFO[0]}" -lt 5 ]; then
@@ -58,10 +59,9 @@ tipc_use_layout() {
 }
 tipc_use_layout standard
 
-# tipc_model_settings MODEL: the model's own settings from its descriptor: the step time limit, the env
-# of its export and inference steps (an `env` prefix), and the key of each line as rendered ("index:key",
-# null slots left out), which tipc_check_keys holds the config to (a model rendered by no descriptor here
-# gets the layout checks alone).
+# tipc_model_settings MODEL: the model's settings from its descriptor: the step time limit, the env of its
+# export and inference steps (an `env` prefix), and the key of each line as rendered ("index:key"), which
+# tipc_check_keys holds the config to (a model no descriptor here rendered gets the layout checks alone).
 tipc_model_settings() {
     TIPC_MODEL_TIMEOUT=600
     TIPC_STEP_ENV=()
@@ -628,20 +628,18 @@ tipc_finish() {
 
 # ---- 6. Result checks (with the caller's tipc_case) --------------------------------------------------
 
-# tipc_compare_check SCRIPT NAME GT_FILE LOGS TOLERANCE: the result check NAME: SCRIPT (compare_results.py)
-# compares the results in LOGS (a glob) with GT_FILE within the config's TOLERANCE_atol and TOLERANCE_rtol
-# (result_check_params), and writes the differences to a diff log beside.
+# tipc_compare_check SCRIPT NAME GT_FILE LOGS TOLERANCE: the check NAME: SCRIPT (compare_results.py) compares
+# the results in LOGS (a glob) with GT_FILE within the config's TOLERANCE_atol and _rtol, differences to a diff log.
 tipc_compare_check() {
     tipc_step check "$2" "$LOG_PATH/check_$2.log" "" -- "$PYTHON" "$1" "--gt_file=$3" "--log_file=$4" \
         "--atol=$(section_value result_check_params "${5}_atol")" "--rtol=$(section_value result_check_params "${5}_rtol")" \
         "--diff_log=$LOG_PATH/check_${2}_diff.log"
 }
 
-# tipc_fixed_check NAME MODEL_DIR [ARG...]: the chain's own result check (check_inference.py): the exported
-# model fed fixed inputs in every inference configuration (ARGs: the config's lists, an --onnx_file),
-# outputs compared with the first CPU fp32 configuration's and written to $LOG_PATH/NAME/ (golden results
-# read them). In result_check_params: fixed_inputs null turns it off, a .npz path there is fed
-# instead of inputs built from the model's input spec; output_names (checks.outputs) names the outputs.
+# tipc_fixed_check NAME MODEL_DIR [ARG...]: the chain's own check (check_inference.py): the exported model fed
+# fixed inputs in every inference configuration (ARGs), outputs compared with the first CPU fp32 one's and
+# written to $LOG_PATH/NAME/ (golden results read them). The config's fixed_inputs: null turns it off, a .npz
+# is fed instead of inputs built from the model's input spec; output_names names the outputs.
 tipc_fixed_check() {
     local name=$1 model_dir=$2 script inputs names
     shift 2

@@ -107,7 +107,7 @@ run_checks() {
         "--precision=$(slot_value precision)" "--use_trt=$(slot_value use_trt)" "--batch_size=$(slot_value infer_batch_size)"
     compare=$(section_value result_check_params compare)
     if tipc_is_null "$compare"; then return 0; fi
-    pattern=$LOG_PATH/python_infer_*_gpus_${gpu}${tag}_*.log
+    pattern="$LOG_PATH/python_infer_*_gpus_${gpu}${tag}_*.log"
     if compgen -G "$pattern" > /dev/null; then logs=1; fi
     reference=$(section_value result_check_params reference_file)
     if [ -n "$logs" ] && ! tipc_is_null "$reference"; then
