@@ -17,101 +17,34 @@ tipc_check_layout "$CONFIG"
 tipc_begin "$(slot_value model_name)" "$(slot_value python)"
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
 
-# The CPU value of a train or inference device flag (gpu -> cpu, True -> False).
-cpu_value() {
-    case ${1,,} in
-        gpu) printf 'cpu' ;;
-        true) printf 'False' ;;
-        *) printf '%s' "$1" ;;
-    esac
-}
-
-# infer_command SCRIPT PLACE USE_GPU MKLDNN_OR_TRT THREADS PRECISION BATCH MODEL_DIR DATA: the inference
-# command of one configuration into `cmd`, flags in upstream's order (CPU: mkldnn and threads, GPU:
-# use_trt and precision first). PLACE is cpu or gpu; MKLDNN_OR_TRT is the mkldnn value on the CPU, the
-# use_trt value on a GPU; THREADS is ignored on a GPU.
-infer_command() {
-    local script=$1 place=$2 use_gpu=$3 switch=$4 threads=$5 precision=$6 bs=$7 model_dir=$8 data=$9
-    cmd=("${TIPC_STEP_ENV[@]}" "$PYTHON")
-    tipc_add_words cmd "$script"
-    tipc_add_flag cmd "$(slot_key infer_use_gpu)" "$use_gpu"
-    if [ "$place" = cpu ]; then
-        tipc_add_flag cmd "$(slot_key enable_mkldnn)" "$switch"
-        tipc_add_flag cmd "$(slot_key cpu_threads)" "$threads"
-    else
-        tipc_add_flag cmd "$(slot_key use_trt)" "$switch"
-        tipc_add_flag cmd "$(slot_key precision)" "$precision"
-    fi
-    tipc_add_flag cmd "$(slot_key infer_model_dir)" "$model_dir"
-    tipc_add_flag cmd "$(slot_key infer_batch_size)" "$bs"
-    tipc_add_flag cmd "$(slot_key infer_data)" "$data"
-    tipc_add_flag cmd "$(slot_key benchmark)" "$(slot_value benchmark)"
-    if [ "$place" = cpu ]; then tipc_add_flag cmd "$(slot_key precision)" "$precision"; fi
-    tipc_add_flag cmd "$(slot_key infer_param)" "$(slot_value infer_param)"
-}
-
-# run_inference MODEL_DIR DATA IS_QUANT GPU TAG: the Paddle Inference matrix for one model.
+# run_inference MODEL_DIR DATA IS_QUANT GPU TAG: the Paddle Inference matrix for one model, in upstream's
+# loop order: on the CPU mkldnn x threads x batch size x precision, on a GPU use_trt x precision x batch size.
 run_inference() {
-    local model_dir=$1 data=$2 is_quant=$3 gpu=$4 tag=$5
-    local script use_gpu mkldnn threads bs precision trt name
-    local -a use_gpus mkldnns threadss batch_sizes precisions trts cmd
+    local model_dir=$1 data=$2 is_quant=$3 gpu=$4 tag=$5 script use_gpu switch threads bs precision
+    local -a use_gpus switches threadss batch_sizes precisions
     script=$(slot_value inference)
     if tipc_is_null "$script"; then return 0; fi
     tipc_split use_gpus "$(slot_value infer_use_gpu)"
-    tipc_split mkldnns "$(slot_value enable_mkldnn)"
     tipc_split threadss "$(slot_value cpu_threads)"
     tipc_split batch_sizes "$(slot_value infer_batch_size)"
     tipc_split precisions "$(slot_value precision)"
-    tipc_split trts "$(slot_value use_trt)"
     for use_gpu in "${use_gpus[@]}"; do
         case ${use_gpu,,} in
             false | cpu)
-                for mkldnn in "${mkldnns[@]}"; do
-                    for threads in "${threadss[@]}"; do
-                        for bs in "${batch_sizes[@]}"; do
-                            for precision in "${precisions[@]}"; do
-                                name=python_infer_cpu_gpus_${gpu}${tag}_usemkldnn_${mkldnn}_threads_${threads}_precision_${precision}_batchsize_${bs}
-                                tipc_case device=cpu use_gpu="$use_gpu" mkldnn="$mkldnn" threads="$threads" \
-                                    precision="$precision" batch_size="$bs" model_dir="$model_dir"
-                                if [ "${mkldnn,,}" = false ] && [ "$precision" = fp16 ]; then
-                                    tipc_skip infer "$name" "fp16 on CPU needs mkldnn (upstream rule)"
-                                    continue
-                                fi
-                                if [ "${is_quant,,}" = true ] && [ "$precision" != int8 ]; then
-                                    tipc_skip infer "$name" "a quantised model runs int8 only (upstream rule)"
-                                    continue
-                                fi
-                                infer_command "$script" cpu "$use_gpu" "$mkldnn" "$threads" "$precision" "$bs" "$model_dir" "$data"
-                                tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
-                            done
-                        done
-                    done
-                done
+                tipc_split switches "$(slot_value enable_mkldnn)"
+                for switch in "${switches[@]}"; do for threads in "${threadss[@]}"; do
+                    for bs in "${batch_sizes[@]}"; do for precision in "${precisions[@]}"; do
+                        infer_case cpu "$switch" "$threads" "$precision" "$bs"
+                    done; done
+                done; done
                 ;;
             true | gpu)
-                for trt in "${trts[@]}"; do
-                    for precision in "${precisions[@]}"; do
-                        for bs in "${batch_sizes[@]}"; do
-                            name=python_infer_gpu_gpus_${gpu}${tag}_usetrt_${trt}_precision_${precision}_batchsize_${bs}
-                            tipc_case device=gpu use_gpu="$use_gpu" use_trt="$trt" precision="$precision" \
-                                batch_size="$bs" model_dir="$model_dir"
-                            if [ "${is_quant,,}" != true ] && [ "$precision" = int8 ]; then
-                                tipc_skip infer "$name" "int8 needs a quantised model (upstream rule)"
-                                continue
-                            fi
-                            if [ "${trt,,}" = false ] && [ "$precision" != fp32 ]; then
-                                tipc_skip infer "$name" "$precision without TensorRT is not tested (upstream rule)"
-                                continue
-                            fi
-                            if [ "$GPU_COUNT" -eq 0 ]; then
-                                tipc_skip infer "$name" "needs a CUDA device; none found (CPU-only machine or CPU build of paddle)"
-                                continue
-                            fi
-                            infer_command "$script" gpu "$use_gpu" "$trt" "" "$precision" "$bs" "$model_dir" "$data"
-                            tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
-                        done
+                tipc_split switches "$(slot_value use_trt)"
+                for switch in "${switches[@]}"; do for precision in "${precisions[@]}"; do
+                    for bs in "${batch_sizes[@]}"; do
+                        infer_case gpu "$switch" "" "$precision" "$bs"
                     done
-                done
+                done; done
                 ;;
             *)
                 TIPC_FAILED=$((TIPC_FAILED + 1))
@@ -124,50 +57,83 @@ run_inference() {
     done
 }
 
-# run_checks MODEL_DIR GPU TAG: compare this model's inference results with the dygraph model's
-# (written by the export step) and with the committed golden results, when the config asks for it.
+# infer_case PLACE SWITCH THREADS PRECISION BATCH: one inference configuration of run_inference (it reads
+# that function's script, use_gpu, model_dir, data, is_quant, gpu and tag): upstream's skip rules, or the
+# step, its flags in upstream's order. PLACE is cpu or gpu; SWITCH is mkldnn on the CPU, use_trt on a GPU.
+infer_case() {
+    local place=$1 switch=$2 threads=$3 precision=$4 bs=$5 name skip=""
+    local -a cmd
+    if [ "$place" = cpu ]; then
+        name=python_infer_cpu_gpus_${gpu}${tag}_usemkldnn_${switch}_threads_${threads}_precision_${precision}_batchsize_${bs}
+        tipc_case device=cpu use_gpu="$use_gpu" mkldnn="$switch" threads="$threads" precision="$precision" \
+            batch_size="$bs" model_dir="$model_dir"
+        if [ "${switch,,}" = false ] && [ "$precision" = fp16 ]; then
+            skip="fp16 on CPU needs mkldnn (upstream rule)"
+        elif [ "${is_quant,,}" = true ] && [ "$precision" != int8 ]; then
+            skip="a quantised model runs int8 only (upstream rule)"
+        fi
+    else
+        name=python_infer_gpu_gpus_${gpu}${tag}_usetrt_${switch}_precision_${precision}_batchsize_${bs}
+        tipc_case device=gpu use_gpu="$use_gpu" use_trt="$switch" precision="$precision" batch_size="$bs" model_dir="$model_dir"
+        if [ "${is_quant,,}" != true ] && [ "$precision" = int8 ]; then
+            skip="int8 needs a quantised model (upstream rule)"
+        elif [ "${switch,,}" = false ] && [ "$precision" != fp32 ]; then
+            skip="$precision without TensorRT is not tested (upstream rule)"
+        elif [ "$GPU_COUNT" -eq 0 ]; then
+            skip="needs a CUDA device; none found (CPU-only machine or CPU build of paddle)"
+        fi
+    fi
+    if [ -n "$skip" ]; then tipc_skip infer "$name" "$skip"; return; fi
+    cmd=("${TIPC_STEP_ENV[@]}" "$PYTHON")
+    tipc_add_words cmd "$script"
+    if [ "$place" = cpu ]; then  # upstream's order: on the CPU the precision comes last
+        tipc_add_slots cmd infer_use_gpu="$use_gpu" enable_mkldnn="$switch" cpu_threads="$threads" \
+            infer_model_dir="$model_dir" infer_batch_size="$bs" infer_data="$data" benchmark precision="$precision" infer_param
+    else
+        tipc_add_slots cmd infer_use_gpu="$use_gpu" use_trt="$switch" precision="$precision" \
+            infer_model_dir="$model_dir" infer_batch_size="$bs" infer_data="$data" benchmark infer_param
+    fi
+    tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
+}
+
+# run_checks MODEL_DIR GPU TAG: the result checks of one model's inference: the chain's own (fixed
+# inputs), and, when the config asks for them, against the dygraph model's results (written by the
+# export step) and against the committed golden results of this training.
 run_checks() {
-    local model_dir=$1 gpu=$2 tag=$3 compare reference golden pattern name logs=""
+    local model_dir=$1 gpu=$2 tag=$3 compare reference golden results fixed pattern logs=""
     tipc_case model_dir="$model_dir"
     tipc_fixed_check "fixed_inputs_gpus_${gpu}${tag}" "$model_dir" "--use_gpu=$(slot_value infer_use_gpu)" \
         "--enable_mkldnn=$(slot_value enable_mkldnn)" "--cpu_threads=$(slot_value cpu_threads)" \
         "--precision=$(slot_value precision)" "--use_trt=$(slot_value use_trt)" "--batch_size=$(slot_value infer_batch_size)"
     compare=$(section_value result_check_params compare)
     if tipc_is_null "$compare"; then return 0; fi
-    pattern=$LOG_PATH/python_infer_*_gpus_${gpu}${tag}_*.log
+    pattern="$LOG_PATH/python_infer_*_gpus_${gpu}${tag}_*.log"
     if compgen -G "$pattern" > /dev/null; then logs=1; fi
     reference=$(section_value result_check_params reference_file)
     if [ -n "$logs" ] && ! tipc_is_null "$reference"; then
-        name=infer_vs_dygraph_gpus_${gpu}${tag}
         tipc_case reference=dygraph model_dir="$model_dir"
         if [ -f "$model_dir/$reference" ]; then
-            tipc_compare_check "$compare" "$name" "$model_dir/$reference" "$pattern" reference
+            tipc_compare_check "$compare" "infer_vs_dygraph_gpus_${gpu}${tag}" "$model_dir/$reference" "$pattern" reference
         else
-            tipc_skip check "$name" "the export step wrote no $reference into $model_dir"
+            tipc_skip check "infer_vs_dygraph_gpus_${gpu}${tag}" "the export step wrote no $reference into $model_dir"
         fi
     fi
     golden=$(section_value result_check_params golden_dir)
-    if ! tipc_is_null "$golden"; then
-        # This training's committed results (tipcgen golden writes them; tipcgen/format/paths.py names them).
-        local results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt"
-        local fixed_results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt"
-        name=golden_gpus_${gpu}${tag}
-        # Golden results belong to one training (mode, device entry, trainer/autocast): gpus_-1 for the CPU.
-        if [ -z "$logs" ]; then
-            :
-        elif compgen -G "$results" > /dev/null; then
-            tipc_case reference=golden
-            tipc_compare_check "$compare" "$name" "$results" "$pattern" golden
-        elif ! compgen -G "$fixed_results" > /dev/null; then
-            tipc_case reference=golden
-            tipc_skip check "$name" "no golden results for $MODE, gpus $gpu$tag in $golden (tipcgen golden --mode $MODE writes them)"
-        fi
-        name=golden_fixed_inputs_gpus_${gpu}${tag}
-        if compgen -G "$fixed_results" > /dev/null \
-            && [ -d "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}" ]; then
-            tipc_case reference=golden
-            tipc_compare_check "$compare" "$name" "$fixed_results" "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}/*_results.txt" golden
-        fi
+    if tipc_is_null "$golden"; then return 0; fi
+    # This training's committed results (tipcgen golden writes them; tipcgen/format/paths.py names them):
+    # they belong to one training (mode, device entry, trainer/autocast): gpus_-1 for the CPU.
+    results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt"
+    fixed="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt"
+    if [ -n "$logs" ] && compgen -G "$results" > /dev/null; then
+        tipc_case reference=golden
+        tipc_compare_check "$compare" "golden_gpus_${gpu}${tag}" "$results" "$pattern" golden
+    elif [ -n "$logs" ] && ! compgen -G "$fixed" > /dev/null; then
+        tipc_case reference=golden
+        tipc_skip check "golden_gpus_${gpu}${tag}" "no golden results for $MODE, gpus $gpu$tag in $golden (tipcgen golden --mode $MODE writes them)"
+    fi
+    if compgen -G "$fixed" > /dev/null && [ -d "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}" ]; then
+        tipc_case reference=golden
+        tipc_compare_check "$compare" "golden_fixed_inputs_gpus_${gpu}${tag}" "$fixed" "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}/*_results.txt" golden
     fi
 }
 
@@ -176,16 +142,14 @@ run_checks() {
 run_export() {
     local -a cmd=("${env_prefix[@]}" "${TIPC_STEP_ENV[@]}" "$PYTHON")
     tipc_add_words cmd "$1"
-    tipc_add_flag cmd "$(slot_key export_weight)" "$2"
-    tipc_add_flag cmd "$(slot_key save_infer)" "$3"
+    tipc_add_slots cmd export_weight="$2" save_infer="$3"
     tipc_case model_dir="$3"
     tipc_step export "$4" "$LOG_PATH/$4.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
 }
 
 # The train and export commands of a trainer (upstream's dispatch on the trainer name).
 trainer_commands() {
-    local trainer=$1
-    case $trainer in
+    case $1 in
         pact_train | quant_train) TRAIN_CMD=$(slot_value pact_train); EXPORT_CMD=$(slot_value quant_export); IS_QUANT=True ;;
         fpgm_train) TRAIN_CMD=$(slot_value fpgm_train); EXPORT_CMD=$(slot_value fpgm_export); IS_QUANT=False ;;
         distill_train) TRAIN_CMD=$(slot_value distill_train); EXPORT_CMD=$(slot_value distill_export); IS_QUANT=False ;;
@@ -195,9 +159,11 @@ trainer_commands() {
     esac
 }
 
+# run_train_chain: for each gpu_list entry, how it trains (launch, env_prefix), then each autocast x
+# trainer: run_training.
 run_train_chain() {
-    local epoch batch gpu device autocast trainer save prefix place note launch_note ips nodes dev_count i run_on
-    local -a gpus devices autocasts trainers cmd launch env_prefix nodes_list dev_list
+    local epoch batch gpu device run_on nodes ips launch_note autocast trainer tag i
+    local -a gpus devices autocasts trainers launch env_prefix list
     epoch=$(tipc_value_for_mode "$(slot_value epoch)" "$MODE")
     batch=$(tipc_value_for_mode "$(slot_value train_batch_size)" "$MODE")
     tipc_split gpus "$(slot_value gpu_list)"
@@ -205,119 +171,97 @@ run_train_chain() {
     tipc_split autocasts "$(slot_value autocast)"
     tipc_split trainers "$(slot_value trainer)"
     for i in "${!gpus[@]}"; do
-        gpu=${gpus[i]}
+        gpu=${gpus[i]} device=${devices[i]:-${devices[0]:-}} nodes=1 launch_note="" launch=() env_prefix=()
         tipc_at gpu="$gpu"
-        device=${devices[i]:-${devices[0]:-}}
-        launch=()
-        env_prefix=()
-        launch_note=""
-        nodes=1
-        if [ "$gpu" = -1 ]; then
-            place=cpu
-        elif [[ $gpu == *";"* ]]; then
+        if [[ $gpu == *";"* ]]; then  # ips;devices: several machines
             ips=${gpu%%;*}
-            tipc_split nodes_list "${ips//,/|}"
-            nodes=${#nodes_list[@]}
-            place=nodes
-        elif [[ $gpu == *,* ]]; then
-            place=multi
-        else
-            place=single
+            tipc_split list "${ips//,/|}"
+            nodes=${#list[@]}
+            if [ -z "${TIPC_MULTI_NODE:-}" ]; then
+                tipc_skip train "gpus_$gpu" "multi-machine entry '$gpu' runs on $nodes machines: run this script on each node with TIPC_MULTI_NODE=1"
+                continue
+            fi
+            launch=(-m paddle.distributed.launch "--ips=$ips" "--devices=${gpu#*;}")
+        elif [[ $gpu == *,* ]] && [ "$GPU_COUNT" -eq 0 ]; then
+            # Several GPUs, none here: the same data-parallel path as CPU processes over gloo, on loopback.
+            tipc_split list "${gpu//,/|}"
+            launch=(-m paddle.distributed.launch --host 127.0.0.1 --nproc_per_node "${#list[@]}" --log_level WARNING)
+            case ${device,,} in gpu) device=cpu ;; true) device=False ;; esac  # the device flag's CPU value
+            launch_note="ran on CPU: ${#list[@]} processes over gloo (no CUDA device for gpu_list entry $gpu)"
+        elif [[ $gpu == *,* ]]; then  # several GPUs
+            launch=(-m paddle.distributed.launch "--devices=$gpu")
+            env_prefix=(env "CUDA_VISIBLE_DEVICES=${gpu%%,*}")
+        elif [ "$gpu" != -1 ] && [ "$GPU_COUNT" -eq 0 ]; then  # one GPU, none here
+            tipc_skip train "gpus_$gpu" "gpu_list entry '$gpu' needs a CUDA device; none found (CPU-only machine or CPU build of paddle)"
+            continue
+        elif [ "$gpu" != -1 ]; then  # one GPU (-1, the CPU, needs neither launcher nor env)
+            env_prefix=(env "CUDA_VISIBLE_DEVICES=$gpu")
         fi
-        case $place in
-            single)
-                if [ "$GPU_COUNT" -eq 0 ]; then
-                    tipc_skip train "gpus_$gpu" "gpu_list entry '$gpu' needs a CUDA device; none found (CPU-only machine or CPU build of paddle)"
-                    continue
-                fi
-                env_prefix=(env "CUDA_VISIBLE_DEVICES=$gpu")
-                ;;
-            multi)
-                tipc_split dev_list "${gpu//,/|}"
-                dev_count=${#dev_list[@]}
-                if [ "$GPU_COUNT" -eq 0 ]; then
-                    # No GPU: exercise the same data-parallel path as CPU processes over gloo, on loopback.
-                    launch=(-m paddle.distributed.launch --host 127.0.0.1 --nproc_per_node "$dev_count" --log_level WARNING)
-                    device=$(cpu_value "$device")
-                    launch_note="ran on CPU: $dev_count processes over gloo (no CUDA device for gpu_list entry $gpu)"
-                else
-                    launch=(-m paddle.distributed.launch "--devices=$gpu")
-                    env_prefix=(env "CUDA_VISIBLE_DEVICES=${gpu%%,*}")
-                fi
-                ;;
-            nodes)
-                if [ -z "${TIPC_MULTI_NODE:-}" ]; then
-                    tipc_skip train "gpus_$gpu" "multi-machine entry '$gpu' runs on $nodes machines: run this script on each node with TIPC_MULTI_NODE=1"
-                    continue
-                fi
-                launch=(-m paddle.distributed.launch "--ips=$ips" "--devices=${gpu#*;}")
-                ;;
-        esac
+        run_on=gpu
+        if [ "$gpu" = -1 ] || [ "$GPU_COUNT" -eq 0 ]; then run_on=cpu; fi
         for autocast in "${autocasts[@]}"; do
             for trainer in "${trainers[@]}"; do
-                trainer_commands "$trainer"
-                local tag=""
+                tag=""
                 if [ ${#autocasts[@]} -gt 1 ] || [ ${#trainers[@]} -gt 1 ]; then tag=_${trainer}_autocast_${autocast}; fi
-                tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}"
-                prefix=${trainer}_gpus_${gpu}_autocast_${autocast}
-                if [ "$nodes" -gt 1 ]; then prefix=${prefix}_nodes_${nodes}; fi
-                if tipc_is_null "$TRAIN_CMD"; then
-                    tipc_skip train "$prefix" "trainer '$trainer' has no command (null) in the config"
-                    continue
-                fi
-                save=$LOG_PATH/$prefix
-                note=$launch_note
-                run_on=gpu
-                if [ "$place" != single ] && [ "$GPU_COUNT" -eq 0 ] || [ "$place" = cpu ]; then
-                    run_on=cpu
-                    case ${autocast,,} in
-                        amp | fp16) note="${note:+$note; }autocast $autocast had no effect: CPU training runs in float32" ;;
-                    esac
-                fi
-                if [ ${#launch[@]} -gt 0 ]; then launch+=(--log_dir "$save/log"); fi
-                cmd=("${env_prefix[@]}" "$PYTHON" "${launch[@]}")
-                tipc_add_words cmd "$TRAIN_CMD"
-                tipc_add_flag cmd "$(slot_key train_use_gpu)" "$device"
-                tipc_add_flag cmd "$(slot_key save_model)" "$save"
-                tipc_add_flag cmd "$(slot_key epoch)" "$epoch"
-                tipc_add_flag cmd "$(slot_key pretrain)" "$(slot_value pretrain)"
-                tipc_add_flag cmd "$(slot_key train_batch_size)" "$batch"
-                tipc_add_flag cmd "$(slot_key autocast)" "$autocast"
-                tipc_add_flag cmd "$(slot_key train_param)" "$(slot_value train_param)"
-                tipc_case device="$run_on" use_gpu="$device" batch_size="$batch" model_dir="$save"
-                if ! tipc_step train "$prefix" "$save.log" "$note" -- "${cmd[@]}"; then
-                    tipc_skip eval+export+infer "$prefix" "skipped because train $prefix did not pass"
-                    continue
-                fi
-                if [ "$place" = multi ]; then env_prefix=(env "CUDA_VISIBLE_DEVICES=${gpu%%,*}"); fi
-                if [ "$GPU_COUNT" -eq 0 ]; then env_prefix=(); fi
-                local checkpoint=$save/$(slot_value train_model_name)
-                local eval_cmd
-                eval_cmd=$(slot_value eval)
-                if ! tipc_is_null "$eval_cmd"; then
-                    cmd=("${env_prefix[@]}" "$PYTHON")
-                    tipc_add_words cmd "$eval_cmd"
-                    tipc_add_flag cmd "$(slot_key pretrain)" "$checkpoint"
-                    tipc_add_flag cmd "$(slot_key train_use_gpu)" "$device"
-                    tipc_add_flag cmd "$(slot_key eval_param)" "$(slot_value eval_param)"
-                    tipc_case device="$run_on" use_gpu="$device" model_dir="$checkpoint"
-                    tipc_step eval "${prefix}_nodes_${nodes}_eval" "$LOG_PATH/${prefix}_nodes_${nodes}_eval.log" "" -- "${cmd[@]}"
-                fi
-                if tipc_is_null "$EXPORT_CMD"; then continue; fi
-                if ! run_export "$EXPORT_CMD" "$checkpoint" "$save" "${prefix}_nodes_${nodes}_export"; then
-                    tipc_skip infer "$prefix" "skipped because export ${prefix} did not pass"
-                    continue
-                fi
-                local model_dir=$save inference_dir
-                inference_dir=$(slot_value inference_dir)
-                if ! tipc_is_null "$inference_dir" && [ "$inference_dir" != "##" ]; then model_dir=$save/$inference_dir; fi
-                run_inference "$model_dir" "$(slot_value train_infer_data)" "$IS_QUANT" "$gpu" "$tag"
-                run_checks "$model_dir" "$gpu" "$tag"
+                run_training
             done
         done
     done
 }
 
+# run_training: one training of run_train_chain (it reads that function's locals) and what uses it:
+# train, then eval, export, inference and result checks on the trained model.
+run_training() {
+    local prefix save note checkpoint eval_cmd model_dir inference_dir
+    local -a cmd
+    trainer_commands "$trainer"
+    tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}"
+    prefix=${trainer}_gpus_${gpu}_autocast_${autocast}
+    if [ "$nodes" -gt 1 ]; then prefix=${prefix}_nodes_${nodes}; fi
+    if tipc_is_null "$TRAIN_CMD"; then
+        tipc_skip train "$prefix" "trainer '$trainer' has no command (null) in the config"
+        return
+    fi
+    save=$LOG_PATH/$prefix
+    note=$launch_note
+    if [ "$run_on" = cpu ]; then
+        case ${autocast,,} in
+            amp | fp16) note="${note:+$note; }autocast $autocast had no effect: CPU training runs in float32" ;;
+        esac
+    fi
+    cmd=("${env_prefix[@]}" "$PYTHON" "${launch[@]}")
+    if [ ${#launch[@]} -gt 0 ]; then cmd+=(--log_dir "$save/log"); fi
+    tipc_add_words cmd "$TRAIN_CMD"
+    tipc_add_slots cmd train_use_gpu="$device" save_model="$save" epoch="$epoch" pretrain \
+        train_batch_size="$batch" autocast="$autocast" train_param
+    tipc_case device="$run_on" use_gpu="$device" batch_size="$batch" model_dir="$save"
+    if ! tipc_step train "$prefix" "$save.log" "$note" -- "${cmd[@]}"; then
+        tipc_skip eval+export+infer "$prefix" "skipped because train $prefix did not pass"
+        return
+    fi
+    checkpoint=$save/$(slot_value train_model_name)
+    eval_cmd=$(slot_value eval)
+    if ! tipc_is_null "$eval_cmd"; then
+        cmd=("${env_prefix[@]}" "$PYTHON")
+        tipc_add_words cmd "$eval_cmd"
+        tipc_add_slots cmd pretrain="$checkpoint" train_use_gpu="$device" eval_param
+        tipc_case device="$run_on" use_gpu="$device" model_dir="$checkpoint"
+        tipc_step eval "${prefix}_nodes_${nodes}_eval" "$LOG_PATH/${prefix}_nodes_${nodes}_eval.log" "" -- "${cmd[@]}"
+    fi
+    if tipc_is_null "$EXPORT_CMD"; then return; fi
+    if ! run_export "$EXPORT_CMD" "$checkpoint" "$save" "${prefix}_nodes_${nodes}_export"; then
+        tipc_skip infer "$prefix" "skipped because export ${prefix} did not pass"
+        return
+    fi
+    model_dir=$save
+    inference_dir=$(slot_value inference_dir)
+    if ! tipc_is_null "$inference_dir" && [ "$inference_dir" != "##" ]; then model_dir=$save/$inference_dir; fi
+    run_inference "$model_dir" "$(slot_value train_infer_data)" "$IS_QUANT" "$gpu" "$tag"
+    run_checks "$model_dir" "$gpu" "$tag"
+}
+
+# run_whole_infer: inference (after an export when the config gives one) on each model of the
+# infer_model line, on GPU_ID (or the CPU).
 run_whole_infer() {
     local count=0 model export_cmd is_quant model_dir i
     local -a models exports quants env_prefix=()

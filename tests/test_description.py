@@ -27,6 +27,10 @@ def test_the_template_check_catches_a_slot_the_description_lacks():
     problems = chain.template_slot_problems(text, "t.j2")
     assert [p.split(": ", 1)[0] for p in problems] == ["t.j2:2", "t.j2:3", "t.j2:4"]
     assert "write {{ f.train.epochs }}" in problems[1]
+    added = '# tipc_add_slots ARRAY SLOT[=VALUE] with each key\n    tipc_add_slots cmd {{ f.train.device }}="$d a" epoch="$e" \\\n' \
+            '        {{ f.inference.threads }} {{ f.train.extra }}\n'
+    assert [p.split(": ", 2)[1] for p in chain.template_slot_problems(added, "t.j2")] == [
+        "slot 'epoch'", "f.inference.threads is no descriptor field of tipcgen/format/layout.py"]
 
 
 def test_shape_views_and_the_trainer_table_come_from_the_rows():

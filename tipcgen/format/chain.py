@@ -113,6 +113,9 @@ def template_context() -> dict[str, object]:
 # `slot_value NAME`, `slot_key NAME` (and any other `slot_*` helper given a slot name) in a template.
 # A `$name` argument is a bash variable, not a slot: the runner's own helpers pass those through.
 SLOT_CALL = re.compile(r"\bslot_(?:value|key)\s+({{\s*f\.[\w.]+\s*}}|[A-Za-z_]\w*)")
+# `tipc_add_slots ARRAY NAME[=VALUE]...` at the start of a line: each NAME (a line ending in `\` goes on).
+ADD_SLOTS = re.compile(r"^[ \t]*tipc_add_slots[ \t]+\w+((?:[^\n]*\\\n)*[^\n]*)", re.MULTILINE)
+SLOT_ARG = re.compile(r"(?:^|\s)({{\s*f\.[\w.]+\s*}}|[A-Za-z_]\w*)(?==|\s|$)")
 FIELD_REF = re.compile(r"{{\s*f\.([A-Za-z_.]+)\s*}}")
 
 
@@ -120,16 +123,18 @@ def template_slot_problems(text: str, where: str) -> list[str]:
     """Every slot a template names that the description lacks, or names by its slot name
     (which a rename would break): a template names slots as ``{{ f.<descriptor field> }}``."""
     problems = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        for match in SLOT_CALL.finditer(line):
-            ref = match.group(1)
-            field = FIELD_REF.fullmatch(ref)
-            if field is None:
-                hint = (f"write {{{{ f.{layout.SLOT_BY_NAME[ref].field} }}}}" if ref in layout.SLOT_BY_NAME
-                        else "no such slot in tipcgen/format/layout.py")
-                problems.append(f"{where}:{number}: slot {ref!r}: {hint}")
-            elif field.group(1) not in layout.SLOT_BY_FIELD:
-                problems.append(f"{where}:{number}: f.{field.group(1)} is no descriptor field of tipcgen/format/layout.py")
+    named = [(number, match.group(1)) for number, line in enumerate(text.splitlines(), start=1)
+             for match in SLOT_CALL.finditer(line)]
+    named += [(text.count("\n", 0, call.start()) + 1, match.group(1)) for call in ADD_SLOTS.finditer(text)
+              for match in SLOT_ARG.finditer(call.group(1).replace("\\\n", " "))]
+    for number, ref in sorted(named):
+        field = FIELD_REF.fullmatch(ref)
+        if field is None:
+            hint = (f"write {{{{ f.{layout.SLOT_BY_NAME[ref].field} }}}}" if ref in layout.SLOT_BY_NAME
+                    else "no such slot in tipcgen/format/layout.py")
+            problems.append(f"{where}:{number}: slot {ref!r}: {hint}")
+        elif field.group(1) not in layout.SLOT_BY_FIELD:
+            problems.append(f"{where}:{number}: f.{field.group(1)} is no descriptor field of tipcgen/format/layout.py")
     return problems
 
 

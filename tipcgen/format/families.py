@@ -231,3 +231,35 @@ def structure_text(family: Family) -> str:
     items = [(a.index, a.names[0]) for a in layout_check.structure(family.table)]
     items += [(i, n) for i, n in marks.items() if all(i != j for j, _ in items)]
     return ", ".join(f"{name}@{index}" for index, name in sorted(items))
+
+
+def runner_tables() -> list[dict]:
+    """The layout tables of tipcgen's runner (common_func.sh's tipc_use_layout), the first the default: name,
+    n_lines, anchors (``index:key/key``), slots (name -> index) and value shapes (index, what, pattern).
+    A family whose tables equal an earlier one's is only named on that one's arm (``also``): the runner picks
+    the first layout on a tie, so it could never be picked. One with an earlier one's line count, shapes and
+    anchor lines is that ``base`` plus its differences (``anchor_changes``, ``slots_unset``, ``slots_set``)."""
+    out: list[dict] = []
+    for name, anchors in layout.RUNNER_ANCHORS.items():
+        kv = [slot for slot in layout.slots_of(name) if slot.kind == "kv"]
+        this = {"name": name, "n_lines": len(layout.slots_of(name)), "also": [], "base": None,
+                "anchors": [f"{slot.index}:{'/'.join(slot.anchors)}" for slot in anchors],
+                "slots": {slot.name: slot.index for slot in kv if slot.name not in layout.RUNNER_UNPASSED[name]},
+                "shapes": [(slot.index, slot.value[0], slot.value[1].pattern) for slot in kv if slot.value is not None]}
+        same = next((seen for seen in out if all(seen[k] == this[k] for k in ("n_lines", "anchors", "slots", "shapes"))),
+                    None)
+        if same is not None:
+            same["also"].append(name)
+            continue
+        base = next((seen for seen in out if seen["base"] is None and _outline(seen) == _outline(this)), None)
+        if base is not None:
+            this.update(base=base["name"], slots_unset=[slot for slot in base["slots"] if slot not in this["slots"]],
+                        anchor_changes=[(i, a) for i, (a, b) in enumerate(zip(this["anchors"], base["anchors"])) if a != b],
+                        slots_set=[(slot, i) for slot, i in this["slots"].items() if base["slots"].get(slot) != i])
+        out.append(this)
+    return out
+
+
+def _outline(table: dict) -> tuple:
+    """What a table must share with another to be written as that one plus its differences."""
+    return table["n_lines"], table["shapes"], [anchor.split(":")[0] for anchor in table["anchors"]]

@@ -25,7 +25,7 @@ from tipcgen.descriptor.answers import (
     target_of,
 )
 from tipcgen.descriptor.answers import read as read_answers
-from tipcgen.format import chain, compression, layout, paths, text_style, words
+from tipcgen.format import chain, compression, families, layout, paths, text_style, words
 from tipcgen.render import gitignore, shipped
 from tipcgen.render.templating import environment
 
@@ -115,23 +115,10 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     return {f"{paths.RESULTS_DIR}/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
-def _bash_regex(pattern: str) -> str:
-    """A value-shape pattern of layout.py as a bash ERE (``[[ =~ ]]`` has no ``\\d``)."""
-    return pattern.replace(r"\d", "[0-9]")
-
-
 def _layouts_context() -> list[dict]:
-    """Every layout the runner reads (the first is the default), for common_func.sh's tables."""
-    out = []
-    for name, anchors in layout.RUNNER_ANCHORS.items():
-        table = [slot for slot in layout.slots_of(name) if slot.kind == "kv"]
-        out.append({
-            "name": name, "n_lines": len(layout.slots_of(name)), "anchors": list(anchors),
-            "slots": [slot for slot in table if slot.name not in layout.RUNNER_UNPASSED[name]],
-            "shapes": [{"index": slot.index, "what": slot.value[0], "pattern": _bash_regex(slot.value[1].pattern)}
-                       for slot in table if slot.value is not None],
-        })
-    return out
+    """families.runner_tables() for common_func.sh, each value-shape pattern a bash ERE (no ``\\d`` in ``[[ =~ ]]``)."""
+    return [{**table, "shapes": [{"index": index, "what": what, "pattern": pattern.replace(r"\d", "[0-9]")}
+                                 for index, what, pattern in table["shapes"]]} for table in families.runner_tables()]
 
 
 def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
