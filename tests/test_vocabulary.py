@@ -292,3 +292,43 @@ def test_the_progress_line_is_read_through_words():
     assert found == []
     assert [words.progress_mark(line) for line in ("[tipc] RUN train x", "[tipc] FAIL infer: value", "[tipc] m: 1 passed",
                                                    "tipc PASS x")] == [words.STARTED, "FAIL", None, None]
+
+
+# The runner templates: a record's kind (tipc_step/tipc_skip/tipc_record's first argument), a mode the script
+# branches on, the progress line and the model-name rule come from the render context, never a literal.
+_RUNNER_KIND = re.compile(r"\btipc_(?:step|skip|record) ([a-z_+]+)\b")
+_RUNNER_MODE = re.compile(r'"\$MODE" !?= ([a-z_]+)|^\s*([^()\n]+)\)(?: |$)', re.M)
+_RUNNER_PROGRESS = re.compile(r"\[tipc\]")
+_RUNNER_MODEL_RE = re.compile(r"\[A-Za-z0-9\]\[A-Za-z0-9_")
+RUNNER_TEMPLATES = sorted(_RUNNER_DIR.glob("*.j2"))
+
+
+def runner_literals(text: str) -> list[str]:
+    modes = set(words.MODES) | {words.BENCHMARK_TRAIN}
+    found = [f"kind {k}" for k in _RUNNER_KIND.findall(text) if k in words.KINDS]
+    for single, arm in _RUNNER_MODE.findall(text):
+        found += [f"mode {m}" for m in (single, *arm.split(" | ")) if m in modes]
+    found += [f"mode {m}" for m in re.findall(r"TIPC_MODES=\(([a-z_]+)\)", text) if m in modes]
+    found += ["progress [tipc]"] * len(_RUNNER_PROGRESS.findall(text)) + ["model-name rule"] * len(_RUNNER_MODEL_RE.findall(text))
+    return found
+
+
+@pytest.mark.parametrize("template", RUNNER_TEMPLATES, ids=lambda p: p.name)
+def test_no_kind_mode_or_progress_literal_in_a_runner_template(template: Path):
+    assert runner_literals(template.read_text(encoding="utf-8")) == [], \
+        "write {{ kind.train }}, {{ mode.whole_infer }}, {{ progress.prefix }}{{ progress.passed }}, {{ model_name_re }}"
+
+
+def test_the_runner_checker_sees_literals():
+    text = ('tipc_skip train "$name" "x"\ntipc_step {{ kind.infer }} n\nif [ "$MODE" = whole_infer ]; then\n'
+            '    whole_train_whole_infer) X=1 ;;\n    lite_train_whole_infer | {{ mode.whole_infer }}) X=2 ;;\n'
+            "TIPC_MODES=(benchmark_train)\nprintf '[tipc] PASS %s'\n[[ $m =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]]\n")
+    assert runner_literals(text) == ["kind train", "mode whole_infer", "mode whole_train_whole_infer",
+                                     "mode lite_train_whole_infer", "mode benchmark_train", "progress [tipc]", "model-name rule"]
+
+
+def test_the_runner_refuses_the_model_names_init_refuses():
+    """The runner's model_name rule is the descriptor's (schema.MODEL_NAME_RE), rendered from it."""
+    from tipcgen.descriptor.schema import MODEL_NAME_RE
+
+    assert f"[[ ! $TIPC_MODEL =~ {MODEL_NAME_RE.pattern} ]]" in (ROOT / "test_tipc" / "common_func.sh").read_text(encoding="utf-8")

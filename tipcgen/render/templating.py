@@ -14,6 +14,7 @@ import jinja2
 from tipcgen import __version__
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
+from tipcgen.descriptor.schema import MODEL_NAME_RE
 from tipcgen.format import chain, layout, words
 
 
@@ -46,4 +47,5 @@ def environment() -> jinja2.Environment:
     env.globals["version"] = __version__
     env.globals.update(words.template_context())  # {{ status.passed }}: the words Python reads
     env.globals.update(chain.template_context())  # templates name slots by field: {{ f.train.epochs }}
+    env.globals["model_name_re"] = MODEL_NAME_RE.pattern  # the runner refuses a model_name init would refuse
     return env
