@@ -178,9 +178,37 @@ def battery(tmp_path_factory):
     save_info(logs / "forward_torch.npy", {"v": np.array([1.0], "float32")})
     save_info(logs / "forward_paddle.npy", {"v": np.array([1.0 + 1e-7], "float32")})
     os.mkfifo(logs / "forward_diff.log")
-    (logs / "loss_diff.log").symlink_to("/dev/zero")
-    case("report with a FIFO and /dev/zero as diff logs", "align", "report", str(logs), "--format", "json",
+    (logs / "loss_diff.log").symlink_to("forward_diff.log")  # a link inside the folder, to the FIFO
+    case("report with a FIFO and a link to it as diff logs", "align", "report", str(logs), "--format", "json",
          "--root", str(d))
+    # links out of the folder given (a read, never a write): refused before anything is read
+    outside = d / "outside"
+    (outside / "run" / "lite_train_lite_infer").mkdir(parents=True)
+    save_info(outside / "forward_paddle.npy", {"v": np.array([1.0], "float32")})
+    (outside / "run" / "lite_train_lite_infer" / "summary.json").write_text('{"ok": true}')
+
+    def linked(name: str) -> Path:  # a reproduction folder with an honest forward_torch.npy
+        (d / name).mkdir()
+        save_info(d / name / "forward_torch.npy", {"v": np.array([1.0 + 1e-7], "float32")})
+        return d / name
+
+    (linked("link_file") / "forward_paddle.npy").symlink_to(outside / "forward_paddle.npy")
+    (linked("link_folder") / "step1").symlink_to(outside)
+    chain = linked("link_chain")  # its first hop stays inside (a hidden folder, never searched), the next leaves
+    (chain / ".hops").mkdir()
+    (chain / ".hops" / "hop.npy").symlink_to(outside / "forward_paddle.npy")
+    (chain / "forward_paddle.npy").symlink_to(Path(".hops") / "hop.npy")
+    (linked("link_dangling") / "forward_paddle.npy").symlink_to("forward_paddle_gone.npy")
+    (linked("link_dev_zero") / "loss_diff.log").symlink_to("/dev/zero")
+    kept = linked("link_inside") / "kept"  # links that stay inside, to a file and to a folder: read as before
+    kept.mkdir()
+    save_info(kept / "paddle_side.bin", {"v": np.array([1.0], "float32")})
+    (kept.parent / "forward_paddle.npy").symlink_to(Path("kept") / "paddle_side.bin")
+    (kept.parent / "alias").symlink_to("kept")
+    (d / "link_root" / "test_tipc" / "output").mkdir(parents=True)
+    (d / "link_root" / "test_tipc" / "output" / "m").symlink_to(outside / "run")
+    for name, (folder, root, _, _) in LINKED.items():
+        case(name, "align", "report", str(d / folder), "--json", str(d / f"{_slug(name)}.json"), "--root", str(d / root))
     bomb = d / "alias_bomb.yaml"
     bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefg", "bcdefgh"))
@@ -285,6 +313,23 @@ def battery(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.splitlines()[-1])
     return {r["name"]: r for r in report["results"]}, report["maxrss_mb"] - report["baseline_mb"], d
+
+
+# case -> (the folder given, --root, the link the message names, what it says of it): a link below the folder
+# given (or --root) that leads out of it, or nowhere, is refused; links that stay inside are read as before.
+LINKED = {
+    "report: a checkpoint linked to a file outside": ("link_file", ".", "link_file/forward_paddle.npy", "outside"),
+    "report: a folder linked outside": ("link_folder", ".", "link_folder/step1", "outside"),
+    "report: a link chain that ends outside": ("link_chain", ".", "link_chain/forward_paddle.npy", "outside"),
+    "report: a dangling link": ("link_dangling", ".", "link_dangling/forward_paddle.npy", "which does not exist"),
+    "report: a diff log linked to /dev/zero": ("link_dev_zero", ".", "link_dev_zero/loss_diff.log", "outside"),
+    "report: a summary.json linked out of --root": ("link_inside", "link_root", "test_tipc/output/m", "outside"),
+    "report: links that stay inside": ("link_inside", ".", None, None),
+}
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
 
 
 def _clean(result: dict) -> None:
@@ -475,12 +520,38 @@ def test_convert_replaces_links_at_its_outputs_and_leaves_no_temporary(tmp_path)
 
 def test_diff_logs_that_are_not_files_are_never_read(battery):
     results, _, _ = battery
-    result = results["report with a FIFO and /dev/zero as diff logs"]
+    result = results["report with a FIFO and a link to it as diff logs"]
     assert result["code"] == 1, result["err"]
     rows = {row["checkpoint"]: row for row in json.loads(result["out"])["rows"]}
     # neither is taken for a log: forward is re-checked from its pair (and says it has no log), loss has nothing
     assert rows["forward"]["status"] == "pass" and "no forward_diff.log" in " ".join(rows["forward"]["notes"])
     assert rows["loss"]["status"] == "missing"
+
+
+def test_a_link_out_of_the_folder_given_or_to_nothing_is_refused_and_nothing_is_written(battery):
+    """`align report` (and `report --align DIR`) reads only inside the folders it was given: a link below the
+    reproduction folder or --root (a file, a folder, the end of a chain) that leads out of it, or to nothing,
+    stops the report with one message naming the link, before anything is read or written."""
+    results, _, d = battery
+    for name, (_, _, link, says) in LINKED.items():
+        result = results[name]
+        _clean(result)
+        if link is None:
+            continue
+        assert result["code"] == 2, (name, result["out"], result["err"])
+        assert result["err"].startswith("error: ") and result["err"].count("error: ") == 1, result["err"]
+        assert f"{link}: is a link to " in result["err"] and says in result["err"], result["err"]
+        assert "hint: " in result["err"] and result["out"] == "", result["err"]
+        assert not (d / f"{_slug(name)}.json").exists(), name
+
+
+def test_links_that_stay_inside_the_folder_given_are_read(battery):
+    results, _, d = battery
+    result = results["report: links that stay inside"]
+    assert result["code"] == 1, result["err"]  # the other checkpoints are missing
+    rows = {row["checkpoint"]: row for row in json.loads((d / f"{_slug('report: links that stay inside')}.json")
+                                                         .read_text())["rows"]}
+    assert rows["forward"]["status"] == "pass" and rows["forward"]["paddle"] == "forward_paddle.npy", rows["forward"]
 
 
 def test_a_diff_log_is_read_as_a_bounded_regular_file(tmp_path):

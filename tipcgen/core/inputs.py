@@ -3,7 +3,8 @@
 A path is opened without blocking and checked to be a regular file before any byte is read (a FIFO
 or ``/dev/urandom`` is refused, never waited on), at most ``MAX_BYTES`` are read, and the text must be
 strict UTF-8 without NUL bytes. Every refusal is an ``InputError`` naming the file and the fix; none
-quotes the file's contents.
+quotes the file's contents. A file found inside a folder the user named is read only through ``within``:
+no link on the way to it may lead outside that folder, or nowhere.
 """
 from __future__ import annotations
 
@@ -69,6 +70,38 @@ def decode(data: bytes, path: str | Path, what: str = "file") -> str:
 def read_text(path: str | Path, what: str = "file", limit: int = MAX_BYTES) -> str:
     """A user's text file, read safely: see the module docstring."""
     return decode(read_bytes(path, what, limit), path, what)
+
+
+def within(path: str | Path, folder: str | Path) -> Path:
+    """``path``, a path below ``folder``, when every link on the way down to it (itself included, at any depth,
+    chains followed to their end) leads to something that exists inside ``folder`` and ``path`` resolves
+    inside ``folder`` (it need not exist); otherwise an ``InputError`` naming the link. ``folder`` may be a
+    link itself: it is what the user named. The one check for a file found below a folder the user gave."""
+    path, folder = Path(path), Path(folder)
+    try:
+        top = folder.resolve()
+        parts = path.relative_to(folder).parts if path.is_relative_to(folder) else ()
+        current = folder
+        for part in parts:
+            current = current / part
+            if current.is_symlink():
+                _linked_inside(current, current.resolve(), top, folder)
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop: RuntimeError before Python 3.13, OSError (ELOOP) after
+        raise InputError(f"{path}: goes through a link that cannot be followed ({getattr(exc, 'strerror', None) or exc})",
+                         "fix or remove the link") from None
+    if not real.is_relative_to(top):
+        raise InputError(f"{path}: leads to {real}, outside {folder}, so it is not read",
+                         f"name something inside {folder}")
+    return path
+
+
+def _linked_inside(link: Path, real: Path, top: Path, folder: Path) -> None:
+    if not real.is_relative_to(top):
+        raise InputError(f"{link}: is a link to {real}, outside {folder}, so it is not read",
+                         f"copy what it points to into {folder}, or remove the link")
+    if not real.exists():
+        raise InputError(f"{link}: is a link to {real}, which does not exist", "fix the link, or remove it")
 
 
 def _line_at(data: bytes, offset: int) -> int:

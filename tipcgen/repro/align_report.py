@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tipcgen.core.errors import TipcgenError
+from tipcgen.core.errors import InputError, TipcgenError
+from tipcgen.core.inputs import read_bytes, within
 from tipcgen.core.text import terminal
 from tipcgen.format.paths import OUTPUT, SUMMARY_JSON
-from tipcgen.repro import align
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER
+from tipcgen.repro import align
+from tipcgen.results.summary_check import MAX_SUMMARY_BYTES
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,20 @@ def resolve_thresholds(*overrides: Mapping[str, float]) -> dict[str, float]:
 # ---------------------------------------------------------------- finding files
 
 def _walk(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file()
-                  and not any(part.startswith(".") or part in _SKIP_DIRS for part in p.relative_to(folder).parts[:-1]))
+    """The regular files below folder, hidden folders and site-packages skipped. A linked folder is never
+    entered, and every link met (file or folder) must lead inside folder to something that exists:
+    inputs.within refuses one that leads outside or nowhere (exit 2) before anything is read."""
+    found = []
+    for top, dirs, names in os.walk(folder):  # followlinks=False: a link to a folder is listed, not entered
+        here = Path(top)
+        dirs[:] = [d for d in dirs if not (d.startswith(".") or d in _SKIP_DIRS)]
+        for name in dirs + names:
+            path = here / name
+            if path.is_symlink():
+                within(path, folder)
+            if name in names and path.is_file():
+                found.append(path)
+    return sorted(found)
 
 
 def _side(stem: str, prefix: str) -> str | None:
@@ -267,23 +282,23 @@ def tipc_row(root: Path, model: str | None = None) -> Row:
     row = Row(TIPC, "missing", method="")
     output = root / OUTPUT
     candidates = ([output / model / LITE_TRAIN_LITE_INFER / SUMMARY_JSON] if model
-                  else sorted(output.glob(f"*/{LITE_TRAIN_LITE_INFER}/{SUMMARY_JSON}"), key=lambda p: p.stat().st_mtime,
-                              reverse=True))
-    candidates = [p for p in candidates if p.is_file()]
+                  else output.glob(f"*/{LITE_TRAIN_LITE_INFER}/{SUMMARY_JSON}"))
+    candidates = [p for p in candidates if within(p, root).is_file()]  # no link out of --root on the way
     if not candidates:
         row.detail = f"no {output / (model or '<model>') / LITE_TRAIN_LITE_INFER / SUMMARY_JSON}: run " \
                      f"`tipcgen run --mode {LITE_TRAIN_LITE_INFER}`"
         return row
+    candidates.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     path = candidates[0]
     if len(candidates) > 1:
         row.notes.append("several models ran; newest used (choose with --model): "
                          + ", ".join(p.parts[-3] for p in candidates))
     row.log = str(path)
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary = json.loads(read_bytes(path, SUMMARY_JSON, MAX_SUMMARY_BYTES))  # a regular file, bounded
         ok, counts = bool(summary["ok"]), {k: int(summary[k]) for k in ("passed", "failed", "skipped")}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        row.status, row.detail = "fail", f"unreadable summary ({exc})"
+    except (InputError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        row.status, row.detail = "fail", f"unreadable summary ({getattr(exc, 'message', exc)})"
         return row
     row.status = "pass" if ok else "fail"
     row.detail = (f"{summary.get('model', path.parts[-3])} {summary.get('mode', LITE_TRAIN_LITE_INFER)}: "

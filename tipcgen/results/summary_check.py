@@ -15,7 +15,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from tipcgen.core import inputs
-from tipcgen.core.errors import SummaryFileError
+from tipcgen.core.errors import InputError, SummaryFileError
 from tipcgen.format.paths import STEP_FIELDS, SUMMARY_JSON
 from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
 from tipcgen.results import summary_fields as shapes
@@ -42,10 +42,9 @@ def inside(base: Path, rel: str) -> Path | None:
     if not rel or not confined(rel):
         return None
     try:
-        path = base / rel
-        real, top = path.resolve(), base.resolve()
-        return path if real.is_relative_to(top) and real.is_file() else None
-    except (OSError, RuntimeError, ValueError):
+        path = inputs.within(base / rel, base)  # no link on the way out of base, or to nothing
+        return path if path.is_file() else None
+    except (InputError, OSError, ValueError):
         return None
 
 
