@@ -19,7 +19,8 @@ from tipcgen.configs.import_compression import import_ptq
 from tipcgen.configs.importer import import_descriptor
 from tipcgen.configs.lint import lint_text
 from tipcgen.core.errors import DescriptorError
-from tipcgen.render import render
+from tipcgen.descriptor import ptq as ptq_spec
+from tipcgen.render import render, shipped
 from tipcgen.format import compression, paths
 from tipcgen.format.config import TipcConfig
 
@@ -180,3 +181,82 @@ def test_the_pact_and_clas_ptq_configs_import_and_init_back_byte_for_byte() -> N
         original = path.read_bytes().decode()
         _, desc = import_descriptor(original, path.name)
         assert render.render_config(desc) == original, path.name
+
+
+# ---------------------------------------------------------------- ptq.tolerance: the int8-vs-float check's
+
+PTQ_CNN = Path(__file__).resolve().parent / "fixtures" / "ptq_cnn"
+
+
+def ptq_cnn(name: str = "tipc.yaml", tolerance: str | None = None) -> str:
+    """A PTQ test project's descriptor, with ``tolerance:`` as the first line of its ptq section (line 40)."""
+    source = (PTQ_CNN / name).read_text()
+    return source if tolerance is None else source.replace("\nptq:\n", f"\nptq:\n  tolerance: {tolerance}\n", 1)
+
+
+def check_args(desc) -> str:
+    """The runner's line that holds check_quant.py's flags."""
+    runner = render.render_files(desc)["test_tipc/test_ptq_inference_python.sh"]
+    return next(line for line in runner.splitlines() if line.startswith("check_args=("))
+
+
+def test_the_ptq_tolerance_defaults_to_the_checks_own() -> None:
+    """Left out, ptq.tolerance is check_quant.py's default (rtol 0.2, atol 0) and the runner passes no flag for it."""
+    desc = descriptor.load_text(ptq_cnn(), source="tipc.yaml")
+    assert (desc.ptq.tolerance.rtol, desc.ptq.tolerance.atol) == (0.2, 0.0)
+    assert "--rtol" not in check_args(desc) and "--atol" not in check_args(desc)
+    source = shipped.source(paths.CHECK_QUANT)  # the defaults the runner leaves to the check
+    assert 'add_argument("--rtol", type=float, default=0.2)' in source
+    assert 'add_argument("--atol", type=float, default=0.0)' in source
+    assert f'add_argument("--accuracy_drop", type=float, default={ptq_spec.DEFAULT_ACCURACY_DROP})' in source
+    written = descriptor.load_text(ptq_cnn(tolerance="{rtol: 0.2, atol: 0}"), source="tipc.yaml")
+    assert render.render_files(written) == render.render_files(desc)  # the default written out renders the same
+
+
+@pytest.mark.parametrize("name, tolerance, rtol, atol", [
+    ("tipc.yaml", "{rtol: 0, atol: 0}", 0.0, 0.0),
+    ("tipc.yaml", "{rtol: 0.05}", 0.05, 0.0),
+    ("tipc.yaml", "{atol: 1}", 0.2, 1.0),
+    ("tipc_mobile.yaml", "{rtol: 1.0e-3, atol: 2.5}", 0.001, 2.5),
+    ("tipc_kl.yaml", "{rtol: 0.1}", 0.1, 0.0),  # kl_quant's own runner
+    ("tipc_video.yaml", "{rtol: 0.3, atol: 0.01}", 0.3, 0.01),
+])
+def test_a_ptq_tolerance_reaches_the_check(name: str, tolerance: str, rtol: float, atol: float) -> None:
+    desc = descriptor.load_text(ptq_cnn(name, tolerance), source="tipc.yaml")
+    assert (desc.ptq.tolerance.rtol, desc.ptq.tolerance.atol) == (rtol, atol)
+    assert check_args(desc).endswith(f'"--rtol={rtol}" "--atol={atol}")')  # after eval_data's flags, if any
+    config = render.render_files(desc)[paths.config_rel(desc.model_name, "ptq")]
+    assert config == render.render_files(descriptor.load_text(ptq_cnn(name), source="tipc.yaml"))[
+        paths.config_rel(desc.model_name, "ptq")]  # not a config line: the config stays as imported
+
+
+@pytest.mark.parametrize("tolerance, field, found", [
+    ("{rtol: -0.1}", "ptq.tolerance.rtol", "the number -0.1"),
+    ("{atol: -1}", "ptq.tolerance.atol", "the number -1"),
+    ("{rtol: .nan}", "ptq.tolerance.rtol", "the number nan"),
+    ("{atol: .inf}", "ptq.tolerance.atol", "the number inf"),
+    ("{rtol: '0.2'}", "ptq.tolerance.rtol", "the text '0.2'"),
+    ("{rtol: true}", "ptq.tolerance.rtol", "the boolean True"),
+])
+def test_a_bad_ptq_tolerance_names_the_field_and_its_line(tolerance: str, field: str, found: str) -> None:
+    with pytest.raises(DescriptorError, match=re.escape(f"tipc.yaml:40: {field}: expected a tolerance: a number ≥ 0")
+                       + ".*" + re.escape(f"found {found}")):
+        descriptor.load_text(ptq_cnn(tolerance=tolerance), source="tipc.yaml")
+
+
+@pytest.mark.parametrize("tolerance, message", [
+    ("{rtol: 0.1, btol: 0}", "tipc.yaml:40: ptq.tolerance.btol: unknown field"),
+    ("[0.1, 0]", "tipc.yaml:40: ptq.tolerance: expected a mapping"),
+    ("0.1", "tipc.yaml:40: ptq.tolerance: expected a mapping"),
+])
+def test_a_ptq_tolerance_is_a_mapping_of_atol_and_rtol(tolerance: str, message: str) -> None:
+    with pytest.raises(DescriptorError, match=re.escape(message)):
+        descriptor.load_text(ptq_cnn(tolerance=tolerance), source="tipc.yaml")
+
+
+def test_init_refuses_a_bad_ptq_tolerance_with_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "tipc.yaml").write_text(ptq_cnn(tolerance="\n    rtol: -1\n    atol: 0"))
+    proc = tipcgen("init", "tipc.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "tipc.yaml:41: ptq.tolerance.rtol: expected a tolerance: a number ≥ 0" in proc.stderr
+    assert not (tmp_path / "test_tipc").exists()

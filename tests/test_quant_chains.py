@@ -4,7 +4,8 @@ PTQ: `tipcgen run --chain ptq` calibrates the float model on the lite data, runs
 Paddle Inference on CPU and checks it against the float one on fixed inputs. PACT: the basic chain with
 trainer pact_train trains quantization-aware, exports with quant_export and infers int8. GPU cases are
 skipped with their reason on a CPU machine. One real run of each chain per project (10-40 s each on two
-shared cores)."""
+shared cores), and one more PTQ run of the first project with a descriptor tolerance (ptq.tolerance) no int8
+model meets."""
 from __future__ import annotations
 
 import json
@@ -122,6 +123,32 @@ def test_the_check_fails_an_accuracy_drop(ptq_run) -> None:
                            "--rtol=1000", "--eval_data=lite_data/eval.npz"], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 1 and "accuracy, more than 0.05" in proc.stderr
     assert "accuracy on lite_data/eval.npz: float 1.0000, int8 0." in proc.stdout
+
+
+@pytest.mark.parametrize("quant_repo", ["tipc.yaml"], indirect=True, ids=["ptq_cnn"])  # one project, its shared run
+def test_the_descriptor_tolerance_decides_the_check(ptq_run, tmp_path: Path) -> None:
+    """ptq.tolerance {rtol: 0, atol: 0}, which no int8 model meets: the runner passes it to check_quant.py and
+    the chain fails on that check, naming it. The shared run, with the default (rtol 0.2), passed it."""
+    shared, default = ptq_run
+    assert default.returncode == 0 and records(shared)["ptq_int8_vs_float"]["status"] == "passed"
+    repo = tmp_path / "repo"
+    shutil.copytree(shared, repo, symlinks=True)  # its float model and lite data already made
+    source = (repo / "tipc.yaml").read_text()
+    (repo / "tipc.yaml").write_text(source.replace("\nptq:\n", "\nptq:\n  tolerance: {rtol: 0, atol: 0}\n", 1))
+    tipcgen("init", "tipc.yaml", "--force", cwd=repo, check=True)
+    proc = tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAILED: 4 passed, 1 failed, 2 skipped" in proc.stdout and "ptq_int8_vs_float" in proc.stdout
+    check = records(repo)["ptq_int8_vs_float"]
+    assert check["status"] == "failed" and '"--rtol=0.0" "--atol=0.0"' not in check["command"]
+    assert "--rtol=0.0 --atol=0.0" in check["command"]
+    assert all(step["status"] != "failed" for name, step in records(repo).items() if name != "ptq_int8_vs_float")
+    log = (repo / check["log"]).read_text()
+    assert "the int8 model differs from the float one by" in log and "more than 0" in log
+    summary = json.loads((run_dir(repo) / "summary.json").read_text())
+    figures = next(step["check"] for step in summary["steps"] if step["name"] == "ptq_int8_vs_float")
+    assert (figures["rtol"], figures["atol"], figures["allowed"]) == (0.0, 0.0, 0.0) and figures["max_diff"] > 0
+    assert " int8 vs float " in proc.stdout and "(atol 0, rtol 0)" in proc.stdout
 
 
 def test_the_pact_chain_trains_exports_and_infers_int8(quant_repo: Path) -> None:

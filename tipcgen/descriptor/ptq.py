@@ -11,11 +11,16 @@ from typing import Any
 
 from tipcgen.core.errors import DescriptorError
 from tipcgen.descriptor.schema import INPUTS_PATH_RE, PTQ_FIELDS
+from tipcgen.descriptor.spec import Tolerance
+from tipcgen.descriptor.validate_values import Checks
 from tipcgen.descriptor.yaml_lines import shown
 from tipcgen.format import compression
 from tipcgen.format.layout import header_line
 
 DEFAULT_ACCURACY_DROP = 0.05
+# The int8 outputs may differ from the float ones by atol + rtol * the float outputs' largest magnitude
+# (check_quant.py's own defaults: the runner passes a tolerance only where it differs).
+DEFAULT_TOLERANCE = Tolerance(atol=0.0, rtol=0.2)
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,7 @@ class PtqSpec:
     config: compression.CompressionConfig
     eval_data: str | None = None  # a labelled .npz in the repository: accuracy of float and int8
     accuracy_drop: float = DEFAULT_ACCURACY_DROP
+    tolerance: Tolerance = DEFAULT_TOLERANCE  # int8 against float on fixed inputs (check_quant.py's --atol, --rtol)
 
 
 def parse(value: Any, source: str, lines: dict[str, int]) -> PtqSpec | None:
@@ -80,7 +86,8 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> PtqSpec | None:
     drop = value.get("accuracy_drop", DEFAULT_ACCURACY_DROP)
     if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 <= drop <= 1:
         raise fail("ptq.accuracy_drop", f"expected a number from 0 to 1, found {shown(drop)}", "e.g. 0.05")
-    return PtqSpec(config, eval_data, float(drop))
+    tolerance = Checks(source, lines).tolerance(value.get("tolerance"), "ptq.tolerance", DEFAULT_TOLERANCE)
+    return PtqSpec(config, eval_data, float(drop), tolerance)
 
 
 def _line(text: Any, path: str, fail) -> str:

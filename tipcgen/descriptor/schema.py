@@ -233,6 +233,8 @@ FIELDS: tuple[Field, ...] = (
           "`ptq.accuracy_drop`; not a config line", {"type": "string", "pattern": INPUTS_PATH_RE.pattern}),
     Field("ptq.accuracy_drop", "the accuracy the int8 model may lose on `ptq.eval_data` (default 0.05)",
           {"type": "number", "minimum": 0, "maximum": 1}),
+    Field("ptq.tolerance", "`{atol, rtol}` for the int8 model's outputs against the float model's on fixed inputs: "
+          "it fails above atol + rtol times the float outputs' largest magnitude (default atol 0, rtol 0.2); not a config line", _TOLERANCE),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,

@@ -156,10 +156,10 @@ class GroupChecks(Checks):
                 raise self.fail("checks.reference", f"{reference!r} is not a plain file name", "the export step writes it into its output folder")
         return ChecksSpec(
             reference=reference,
-            reference_tolerance=self._tolerance(value.get("reference_tolerance"), "checks.reference_tolerance", Tolerance(1e-5, 1e-4)),
+            reference_tolerance=self.tolerance(value.get("reference_tolerance"), "checks.reference_tolerance", Tolerance(1e-5, 1e-4)),
             golden=self._rel(value.get("golden"), "checks.golden"),
-            golden_tolerance=self._tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
-            onnx_tolerance=self._tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
+            golden_tolerance=self.tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
+            onnx_tolerance=self.tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
             fixed_inputs=self._fixed_inputs(value),
             outputs=self._output_names(value.get("outputs")),
             own_weights=self._own_weights(value.get("own_weights")),

@@ -93,7 +93,7 @@ class Checks:
             raise self.fail(path, f"{text!r} must be a relative path inside the repository (or data folder)", "")
         return text
 
-    def _tolerance(self, value: Any, path: str, default: Tolerance) -> Tolerance:
+    def tolerance(self, value: Any, path: str, default: Tolerance) -> Tolerance:
         if value is None:
             return default
         value = self.mapping(value, path, {"atol", "rtol"})

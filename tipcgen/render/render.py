@@ -17,6 +17,7 @@ from tipcgen.configs import existing, legacy_format
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
+from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor.answers import (
     Answers,
     base_path,
@@ -91,7 +92,9 @@ def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
     kv = [slot for slot in table if slot.kind == "kv"]
     context = {"layout_name": name, "n_lines": len(table), "anchors": [s for s in table[1:] if s.kind != "kv" or s.anchors],
                "kv": kv, "at": at, "step_timeout": desc.step_timeout, "paths": paths.runner_context(),
-               "eval_data": desc.ptq.eval_data, "accuracy_drop": desc.ptq.accuracy_drop}
+               "eval_data": desc.ptq.eval_data, "accuracy_drop": desc.ptq.accuracy_drop,
+               # ptq.tolerance: passed only where it is not check_quant.py's default (which the runner leaves to it)
+               "tolerance": None if desc.ptq.tolerance == ptq_spec.DEFAULT_TOLERANCE else desc.ptq.tolerance}
     if name == "kl_quant":
         runner = env.get_template("runner/test_ptq_kl_quant.sh.j2").render(**context)
     else:
