@@ -205,6 +205,10 @@ def battery(tmp_path_factory):
     save_info(kept / "paddle_side.bin", {"v": np.array([1.0], "float32")})
     (kept.parent / "forward_paddle.npy").symlink_to(Path("kept") / "paddle_side.bin")
     (kept.parent / "alias").symlink_to("kept")
+    # Links the report never reads: a data folder elsewhere, a file outside under a name no checkpoint has, a dangling one.
+    (kept.parent / "data").symlink_to(outside)
+    (kept.parent / "notes.txt").symlink_to(outside / "forward_paddle.npy")
+    (kept.parent / "old_run.npy").symlink_to("gone.npy")
     (d / "link_root" / "test_tipc" / "output").mkdir(parents=True)
     (d / "link_root" / "test_tipc" / "output" / "m").symlink_to(outside / "run")
     for name, (folder, root, _, _) in LINKED.items():
@@ -319,7 +323,7 @@ def battery(tmp_path_factory):
 # given (or --root) that leads out of it, or nowhere, is refused; links that stay inside are read as before.
 LINKED = {
     "report: a checkpoint linked to a file outside": ("link_file", ".", "link_file/forward_paddle.npy", "outside"),
-    "report: a folder linked outside": ("link_folder", ".", "link_folder/step1", "outside"),
+    "report: a folder linked outside": ("link_folder", ".", None, None),
     "report: a link chain that ends outside": ("link_chain", ".", "link_chain/forward_paddle.npy", "outside"),
     "report: a dangling link": ("link_dangling", ".", "link_dangling/forward_paddle.npy", "which does not exist"),
     "report: a diff log linked to /dev/zero": ("link_dev_zero", ".", "link_dev_zero/loss_diff.log", "outside"),
@@ -545,8 +549,16 @@ def test_a_link_out_of_the_folder_given_or_to_nothing_is_refused_and_nothing_is_
         assert not (d / f"{_slug(name)}.json").exists(), name
 
 
-def test_links_that_stay_inside_the_folder_given_are_read(battery):
+def test_links_that_stay_inside_the_folder_given_are_read_and_links_never_read_are_passed_by(battery):
+    """A link under a name the report reads is read when it stays inside; a linked folder is never entered,
+    and a link under any other name (a data folder elsewhere, notes.txt, a dangling old_run.npy) is never
+    read, so it never stops the report."""
     results, _, d = battery
+    folder = results["report: a folder linked outside"]
+    assert folder["code"] == 1 and "error:" not in folder["err"], folder["err"]
+    rows = {row["checkpoint"]: row for row in json.loads((d / f"{_slug('report: a folder linked outside')}.json")
+                                                         .read_text())["rows"]}
+    assert rows["forward"]["status"] != "pass", rows["forward"]  # its step1/ -> outside was not entered
     result = results["report: links that stay inside"]
     assert result["code"] == 1, result["err"]  # the other checkpoints are missing
     rows = {row["checkpoint"]: row for row in json.loads((d / f"{_slug('report: links that stay inside')}.json")

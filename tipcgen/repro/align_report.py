@@ -147,20 +147,28 @@ def resolve_thresholds(*overrides: Mapping[str, float]) -> dict[str, float]:
 # ---------------------------------------------------------------- finding files
 
 def _walk(folder: Path) -> list[Path]:
-    """The regular files below folder, hidden folders and site-packages skipped. A linked folder is never
-    entered, and every link met (file or folder) must lead inside folder to something that exists:
-    inputs.within refuses one that leads outside or nowhere (exit 2) before anything is read."""
+    """The regular files below folder, hidden folders and site-packages skipped, a linked folder never entered
+    (a `data -> /datasets` link is passed by). A link whose name the report reads (a checkpoint's array or diff
+    log) must lead inside folder to something that exists: inputs.within refuses one that leads outside or
+    nowhere (exit 2) before anything is read; a link under any other name is never read, so never judged."""
     found = []
     for top, dirs, names in os.walk(folder):  # followlinks=False: a link to a folder is listed, not entered
         here = Path(top)
         dirs[:] = [d for d in dirs if not (d.startswith(".") or d in _SKIP_DIRS)]
-        for name in dirs + names:
+        for name in names:
             path = here / name
-            if path.is_symlink():
+            if path.is_symlink() and _read_by_name(name):
                 within(path, folder)
-            if name in names and path.is_file():
+            if path.is_file():
                 found.append(path)
     return sorted(found)
+
+
+def _read_by_name(name: str) -> bool:
+    """Whether a file of this name is one the report reads: some checkpoint's array (prefix_SIDE.npy ...) or log."""
+    stem, suffix = (name.rsplit(".", 1)[0], "." + name.rsplit(".", 1)[1]) if "." in name else (name, "")
+    return any(name in tuple(prefix + s for s in LOG_SUFFIXES) or (suffix in DATA_SUFFIXES and _side(stem, prefix))
+               for checkpoint in CHECKPOINTS for prefix in checkpoint.prefixes)
 
 
 def _side(stem: str, prefix: str) -> str | None:
