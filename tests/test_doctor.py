@@ -1,8 +1,10 @@
 """`tipcgen doctor`: real interpreters probed in real subprocesses; each failure names its fix."""
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,8 @@ import pytest
 from tipcgen.run import doctor
 from tipcgen.run.doctor import Check
 
-from conftest import NO_PADDLE_PYTHON, ROOT, SST2, needs_plain_python, tipcgen
+from conftest import HAS_PADDLE, NO_PADDLE_PYTHON, ROOT, SST2, needs_plain_python, tipcgen
+from test_chain_proof import TUTORIAL
 
 SAMPLE_CONFIG = "test_tipc/configs/bert_sst2/train_infer_python.txt"
 
@@ -211,3 +214,156 @@ def test_pins_match_the_paddle_extra():
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["paddle"]
     for pin in (doctor.PADDLE_PIN, doctor.PADDLENLP_PIN, *doctor.ONNX_PINS.split()):
         assert pin in extra, f"{pin} is not in the [paddle] extra: update doctor.py"
+
+
+# ---------------------------------------------------------------- the flags row: run's flag check, before the run
+
+FLAG_CONFIG = "test_tipc/configs/m/train_infer_python.txt"
+_ARGPARSE = "import argparse\np = argparse.ArgumentParser()\nfor f in {flags!r}:\n    p.add_argument(f)\np.parse_args()\n"
+# Run, a script without argparse leaves a file beside it: the proof that doctor never runs it.
+_NO_ARGPARSE = "import sys\nopen(sys.argv[0] + '.RAN', 'w').close()\n"
+
+
+def _flag_repo(tmp_path: Path, monkeypatch, config: str = TUTORIAL, infer: str | None = None) -> Path:
+    """test_chain_proof's tutorial-layout config, with real argparse scripts that take every key the runner passes
+    them (11 keys of 3 scripts), and a flag cache of its own."""
+    repo = tmp_path / "repo"
+    (repo / FLAG_CONFIG).parent.mkdir(parents=True)
+    (repo / FLAG_CONFIG).write_text(config)
+    (repo / "train.py").write_text(_ARGPARSE.format(flags=("--epochs", "--output-dir", "--batch-size", "--pretrained",
+                                                           "--test-only")))
+    (repo / "export.py").write_text(_ARGPARSE.format(flags=("--save-inference-dir", "--pretrained")))
+    (repo / "infer.py").write_text(infer or _ARGPARSE.format(flags=("--use-gpu", "--batch-size", "--model-dir",
+                                                                   "--img-path", "--benchmark")))
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TIPC_PYTHON", raising=False)
+    return repo
+
+
+def _flag_rows(checks: list[Check]) -> list[Check]:
+    return [check for check in checks if check.name == "flags"]
+
+
+def test_flags_row_counts_the_keys_and_scripts_checked_and_says_when_cached(tmp_path: Path, monkeypatch):
+    repo = _flag_repo(tmp_path, monkeypatch)
+    [row] = _flag_rows(doctor.diagnose(repo, None, None))
+    assert row == Check("flags", "ok", "11 key(s) of 3 script(s) checked: each is a flag of its script's --help"), row
+    assert len(list((tmp_path / "cache" / "flags").glob("*.json"))) == 3  # flag_check's cache, where run keeps it
+    [again] = _flag_rows(doctor.diagnose(repo, None, None))
+    assert again.status == "ok" and again.detail.endswith("--help (cached)"), again
+
+
+def test_a_misspelled_key_fails_naming_the_key_its_line_the_script_and_the_fix(tmp_path: Path, monkeypatch):
+    repo = _flag_repo(tmp_path, monkeypatch, TUTORIAL.replace("--batch-size:lite", "--batch_size:lite"))
+    checks = doctor.diagnose(repo, None, None)
+    assert [row.status for row in _flag_rows(checks)] == ["fail"], "no ok row beside a failed key"
+    [row] = _flag_rows(checks)
+    assert row.detail == (f"{FLAG_CONFIG}:8: train passes --batch_size=... (line 8) to train.py (line 14), which does "
+                          "not accept it: `train.py --help` has no --batch_size")
+    assert row.fix == "write the script's flag (--batch-size) as the key on line 8, or null to pass nothing"
+    assert doctor.exit_code(_flag_rows(checks)) == 1  # alone it fails doctor (the CLI test below: exit 1)
+
+
+def test_a_script_without_argparse_is_said_so_and_never_run(tmp_path: Path, monkeypatch):
+    repo = _flag_repo(tmp_path, monkeypatch, infer=_NO_ARGPARSE)
+    rows = doctor._flags(repo, Path(FLAG_CONFIG))
+    assert [(row.status, row.detail) for row in rows] == [
+        ("ok", "6 key(s) of 2 script(s) checked: each is a flag of its script's --help"),
+        ("warn", f"{FLAG_CONFIG}:27: infer.py does not use argparse (no ArgumentParser in it), so its flags are not checked"),
+    ]
+    assert doctor.exit_code(rows) == 0 and not (repo / "infer.py.RAN").exists()
+
+
+@pytest.mark.parametrize("case", ["interpreter", "submission", "lint", "timeout", "paddle2onnx"])
+def test_the_flags_row_says_why_no_key_was_checked(case: str, tmp_path: Path, monkeypatch):
+    """Each reason tipcgen run has not to check the keys, or cannot, is a warning naming it; nothing is probed
+    (a probe that hangs is stopped at its limit, here 1 s)."""
+    from tipcgen.configs import flag_check
+
+    repo = _flag_repo(tmp_path, monkeypatch)
+    if case == "interpreter":
+        monkeypatch.setenv("TIPC_PYTHON", "python3.7-absent")
+    elif case == "submission":  # the template's own runner, not tipcgen's
+        (repo / "test_tipc" / "test_train_inference_python.sh").write_text("#!/bin/bash\n# the template's runner\n")
+    elif case == "timeout":
+        (repo / "train.py").write_text("import argparse, time\ntime.sleep(30)\nargparse.ArgumentParser().parse_args()\n")
+        monkeypatch.setattr(flag_check, "survey", functools.partial(flag_check.survey, timeout=1))
+    elif case == "lint":  # the config tipcgen run refuses first
+        (repo / FLAG_CONFIG).write_text(TUTORIAL.replace("model_name:m", "model_name:null"))
+    elif case == "paddle2onnx":
+        (repo / FLAG_CONFIG).write_text((ROOT / "test_tipc/configs/bert_sst2/model_linux_gpu_normal_normal_paddle2onnx_"
+                                         "python_linux_cpu.txt").read_text())
+    checks = doctor.diagnose(repo, FLAG_CONFIG, None)
+    assert (case == "lint") == (by_name(checks)["lint"].status == "fail"), by_name(checks)["lint"]
+    rows = _flag_rows(checks)
+    words = {"interpreter": "the chain's interpreter 'python3.7-absent' is not on PATH (see the python row)",
+             "submission": "the repository's own runner (init --submission) decides which keys reach which script",
+             "lint": "tipcgen run stops at the lint errors first",
+             "timeout": "train.py's flags are not checked: train.py --help did not finish in 1 s",
+             "paddle2onnx": "a paddle2onnx config: tipcgen run checks the basic chain's (train_infer_python.txt) only"}
+    assert any(row.status == "warn" and words[case] in row.detail for row in rows), rows
+    assert doctor.exit_code(rows) == 0
+    if case != "timeout":
+        assert rows == [Check("flags", "warn", "the keys the runner passes are not checked against the scripts' "
+                                               f"--help: {words[case]}")]
+        assert not (tmp_path / "cache").exists(), "nothing probed, nothing cached"
+
+
+def test_hostile_keys_run_nothing_and_are_shown_escaped_and_short(tmp_path: Path, monkeypatch):
+    """A key with shell metacharacters, one of 20,000 characters and one with a terminal escape: each is a FAIL
+    row (the runner would pass it), quoted, never run; the only commands are the scripts' `--help`."""
+    from tipcgen.configs import script_help
+
+    hostile = (TUTORIAL.replace("--epochs:", "--epochs;touch PWNED$(touch PWNED2)`touch PWNED3`:")
+               .replace("--save-inference-dir:", "--" + "s" * 20000 + ":")
+               .replace("--img-path:", "--img\x1b]0;owned\x07-path:"))
+    repo = _flag_repo(tmp_path, monkeypatch, hostile)
+    commands: list[list[str]] = []
+    real_run = script_help.subprocess.run
+
+    def recorded(cmd, *args, **kwargs):
+        commands.append(list(cmd))
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(script_help.subprocess, "run", recorded)
+    monkeypatch.chdir(repo)
+    rows = doctor._flags(repo, Path(FLAG_CONFIG))
+    assert sorted(c[1:] for c in commands) == [["export.py", "--help"], ["infer.py", "--help"], ["train.py", "--help"]]
+    assert sorted(p.name for p in repo.iterdir() if p.name.startswith("PWNED")) == []
+    failed = [row for row in rows if row.status == "fail"]
+    assert [row.detail.split(": ", 1)[0] for row in failed] == [f"{FLAG_CONFIG}:{n}" for n in (6, 20, 31)], rows
+    assert "passes --epochs;touch=... (line 6)" in failed[0].detail
+    assert f"--{'s' * 78}... (20002 characters)" in failed[1].detail and len(failed[1].detail) < 500
+    text = doctor.format_checks(rows)
+    assert "\x1b" not in text and "\x07" not in text and "passes --img\\x1b]0;owned\\x07-path=..." in text
+
+
+def test_the_cli_fails_on_a_misspelled_key_of_the_tutorial_project(tmp_path: Path, monkeypatch):
+    """The tutorial fixture (its real scripts), imported and rendered: doctor says its 11 keys are the scripts'
+    flags, then, with two keys misspelled, fails naming each with its line, script and fix (exit 1)."""
+    repo = tmp_path / "tutorial"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "tutorial", repo, ignore=shutil.ignore_patterns("__pycache__"))
+    config = "test_tipc/configs/tutorial_model/train_infer_python.txt"
+    tipcgen("import", config, "-o", "tipc.yaml", cwd=repo, check=True)
+    tipcgen("init", "tipc.yaml", "--force", cwd=repo, check=True)  # tipcgen's runner: the keys it passes are checked
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(tmp_path / "cache"))
+    clean = tipcgen("doctor", cwd=repo)
+    row = next(line for line in clean.stdout.splitlines() if " flags " in line)
+    if HAS_PADDLE:  # the scripts import paddle before they parse their flags
+        assert row.split() == ["ok", "flags", "11", "key(s)", "of", "3", "script(s)", "checked:", "each", "is", "a",
+                               "flag", "of", "its", "script's", "--help"], clean.stdout
+        assert clean.returncode == 0, clean.stdout
+    (repo / config).write_text((repo / config).read_text().replace("--batch-size:lite", "--batch_size:lite")
+                               .replace("--img-path:", "--image-path:"))
+    proc = tipcgen("doctor", cwd=repo)
+    lines = proc.stdout.splitlines()
+    if HAS_PADDLE:
+        assert proc.returncode == 1 and [line.split()[1] for line in lines if line.startswith("FAIL")] == ["flags", "flags"]
+        first = next(i for i, line in enumerate(lines) if line.startswith("FAIL  flags "))
+        assert lines[first].endswith(f"{config}:8: train passes --batch_size=... (line 8) to train.py (line 14), which "
+                                     "does not accept it: `train.py --help` has no --batch_size")
+        assert lines[first + 1].strip() == "fix: write the script's flag (--batch-size) as the key on line 8, or null to pass nothing"
+        assert "infer passes --image-path=... (line 31) to deploy/inference_python/infer.py" in lines[first + 2]
+        assert "(--img-path)" in lines[first + 3]
+    else:
+        assert any(line.startswith("warn  flags ") and "flags are not checked" in line for line in lines), proc.stdout

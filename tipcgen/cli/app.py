@@ -354,7 +354,7 @@ def doctor(
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set to check (default: $TIPC_DATA_DIR)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
 ) -> None:
-    """Check this machine before a run: Python, paddle and its export format, GPU, ONNX tools, scripts, data.
+    """Check this machine before a run: Python, paddle and its export format, GPU, ONNX tools, scripts, flags, data.
 
     Exit code 1 if any check failed (its fix is printed under it), 0 otherwise.
 

@@ -6,7 +6,8 @@ tutorial-layout repository failed one step at a time, ``--data-path``, then ``--
 each script a config names is probed once (``python SCRIPT --help``, ``configs/script_help.py``, as
 ``tipcgen new`` does), and every key the runner of that layout family passes to it is looked up in its
 flags, as argparse would (exact, or an unambiguous ``--`` prefix). ``run``'s preflight, ``lint --root``
-and ``import`` report a key the script does not accept as an error naming the config line and the script.
+and ``import`` report a key the script does not accept as an error naming the config line and the script;
+``doctor`` shows it as a FAIL row, and with ``survey`` how many keys and scripts it checked.
 
 What is passed is the runner's, per layout (``layout.RUNNER_UNPASSED``: the tutorial runner never
 passes its device line or line 11, ``--data-path:``, to train). A key that does not start with ``-``
@@ -50,6 +51,7 @@ STEP_FIELDS = {
 _FILLED = {"train.output_dir", "export.weights", "export.output_dir", "inference.model_dir"}
 _FILLED_BY_STEP = {"eval": {"train.pretrained"}}
 _GPU_ONLY = {"inference.use_tensorrt"}  # passed only in a GPU inference case
+_SHOWN = 80  # characters of a key a message quotes
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,17 @@ class Problem:
     severity: str  # error | note
     message: str
     fix: str = ""
+
+
+@dataclass(frozen=True)
+class Survey:
+    """What ``survey`` found, and how much it looked at (``tipcgen doctor`` says so)."""
+
+    problems: list[Problem]
+    keys: int  # keys looked up in a script's flags (a key without a leading - is no option: not counted)
+    scripts: int  # scripts whose flags were read
+    answers: int  # scripts answered: read, or said to be unchecked
+    cached: int  # of those, answered from the cache (no script was run for them)
 
 
 class _Lines:
@@ -180,9 +193,9 @@ def cache_dir(root: Path) -> Path:
 
 
 def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT,
-                 role: str = "train") -> list[Flag] | str:
-    """The flags of a script's --help, or why they were not read (no argparse, a failing --help).
-    Cached by the script's sha256 and the interpreter under .tipcgen/cache/flags/."""
+                 role: str = "train") -> tuple[list[Flag] | str, bool]:
+    """The flags of a script's --help, or why they were not read (no argparse, a failing --help), and whether
+    the answer came from the cache (by the script's sha256 and the interpreter, under .tipcgen/cache/flags/)."""
     path = root / script
     data = inputs.read_bytes(path, "script")
     name = hashlib.sha256(data + b"\0" + python.encode()).hexdigest() + ".json"
@@ -192,8 +205,8 @@ def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TI
         try:
             record = json.loads(cached.read_text(encoding="utf-8"))
             if "unchecked" in record:
-                return str(record["unchecked"])
-            return [Flag(tuple(f["names"]), bool(f["takes_value"])) for f in record["flags"]]
+                return str(record["unchecked"]), True
+            return [Flag(tuple(f["names"]), bool(f["takes_value"])) for f in record["flags"]], True
         except (ValueError, KeyError, TypeError):
             pass  # a damaged cache entry: probe again
     text = data.decode("utf-8", errors="replace")
@@ -212,7 +225,7 @@ def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TI
                           owned=frozenset({name}))
     except (TipcgenError, OSError):
         pass  # a read-only checkout: the probe still counts, only the cache is lost
-    return result
+    return result, False
 
 
 def accepts(flags: list[Flag], key: str) -> bool:
@@ -237,14 +250,21 @@ def check_config(root: Path, text: str, env: dict[str, str]) -> list[Problem]:
 def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) -> list[Problem]:
     """Errors for every key a script refuses, notes for every script not checked, in config line order.
     ``python`` is the interpreter's full path (the caller says when there is none)."""
+    return survey(root, text, python, timeout).problems
+
+
+def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) -> Survey:
+    """``check``'s problems, with how many keys and scripts it checked and how many answers were cached."""
     passed = [p for p in passed_flags(text) if (root / p.script).is_file()]
     roles: dict[str, str] = {}
     for item in passed:
         roles.setdefault(item.script, item.step)  # the step that runs it first (its --help's hint names it)
     with ThreadPoolExecutor(max_workers=4) as pool:
-        flags = dict(zip(roles, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s]), roles)))
+        answers = dict(zip(roles, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s]), roles)))
+    flags = {script: found for script, (found, _) in answers.items()}
     problems: list[Problem] = []
     noted: set[str] = set()
+    keys = 0
     for item in passed:
         found = flags[item.script]
         if isinstance(found, str):
@@ -253,13 +273,17 @@ def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) ->
                 problems.append(Problem(item.script_line, "note", found))
             continue
         word = item.key.split()[0] if item.key.split() else item.key
+        keys += word.startswith("-")
         if not word.startswith("-") or accepts(found, item.key):
             continue
         names = sorted({name for flag in found for name in flag.names if name.startswith("-")})
-        close = difflib.get_close_matches(word, names, n=1, cutoff=0.5)
+        close = difflib.get_close_matches(word[:_SHOWN], names, n=1, cutoff=0.5)
         fix = (f"write the script's flag ({close[0]}) as the key on line {item.line}" if close else
                f"write one of the script's flags ({', '.join(names[:8]) or 'it has none'}) as the key on line {item.line}")
+        shown = word if len(word) <= _SHOWN else f"{word[:_SHOWN]}... ({len(word)} characters)"
         problems.append(Problem(item.line, "error", (
-            f"{item.step} passes {word}=... (line {item.line}) to {item.script} (line {item.script_line}), "
-            f"which does not accept it: `{item.script} --help` has no {word}"), fix + ", or null to pass nothing"))
-    return sorted(problems, key=lambda p: (p.line, p.severity))
+            f"{item.step} passes {shown}=... (line {item.line}) to {item.script} (line {item.script_line}), "
+            f"which does not accept it: `{item.script} --help` has no {shown}"), fix + ", or null to pass nothing"))
+    return Survey(sorted(problems, key=lambda p: (p.line, p.severity)), keys,
+                  sum(not isinstance(found, str) for found in flags.values()), len(answers),
+                  sum(cached for _, cached in answers.values()))

@@ -57,6 +57,24 @@ def runner_sets_flag(common_func_text: str, model: str) -> bool:
     return any(re.search(rf"\b{FLAG}=['\"]?0\b", line) for line in lines)
 
 
+def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
+    """For doctor: the config's inference script when it loads inference.pdmodel (None otherwise), and whether
+    the repository's common_func.sh exports FLAGS_enable_pir_api=0 to the config's model."""
+    from tipcgen.format import chain
+    from tipcgen.format.config import TipcConfig
+    from tipcgen.format.paths import COMMON_FUNC
+
+    config = TipcConfig.read(root / config_path)
+    line = config.slot(chain.name_of("inference.script"))
+    command = line.value if line is not None else None
+    if not needs_env(root, command):
+        return None
+    common = root / COMMON_FUNC
+    model = config.slot(chain.name_of("model_name"))
+    return script_of(command) or "", runner_sets_flag(common.read_text(errors="replace") if common.is_file() else "",
+                                                      model.value if model is not None else "")
+
+
 def imported_env(text: str, root: Path) -> tuple[str, str | None]:
     """An imported descriptor with env: FLAGS_enable_pir_api=0 added when its inference script (under the
     repository root) loads inference.pdmodel only; and the note that says so (None: unchanged)."""

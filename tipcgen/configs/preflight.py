@@ -13,7 +13,7 @@ probe starts). In order:
    once and hands it to ``refuse``: nothing here reads it again);
 4. every key the generated runner passes must be a flag of the script it is passed to (``flag_check``;
    in submission mode the repository's own runner passes what it passes: a note says the keys were not
-   checked).
+   checked, ``flags_unchecked``, which ``tipcgen doctor``'s flags row says too).
 
 ``refuse`` returns notes (scripts whose flags could not be checked) for the run to record.
 """
@@ -106,6 +106,19 @@ def untrained_steps(text: str, allowed: tuple[str, ...] = ()) -> list[tuple[int,
     return out
 
 
+def flags_unchecked(root: Path, text: str) -> str | None:
+    """Why the keys of this config are not checked against its scripts (``refuse``, ``tipcgen doctor``); None
+    when they are."""
+    from tipcgen.configs import submission
+
+    kind = TipcConfig.parse(text).kind
+    if kind not in layout.LAYOUT_OF_KIND:
+        return f"a {kind} config: tipcgen run checks the basic chain's (train_infer_python.txt) only"
+    if submission.is_submission(root):  # the repository's own runner passes what it passes: not guessed
+        return "the repository's own runner (init --submission) decides which keys reach which script"
+    return None
+
+
 def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None,
            desc: Descriptor | None = None) -> list[str]:
     """Every refusal above, in order; the notes the run should record (scripts not checked). desc: the
@@ -125,11 +138,9 @@ def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None,
         where, message, fix = untrained[0]
         more = "; ".join(f"{config_path}:{w}: {m}" for w, m, _ in untrained[1:])
         raise RunError(f"{config_path}:{where}: {message}" + (f"; {more}" if more else ""), fix)
-    from tipcgen.configs import submission
-
-    if submission.is_submission(root):  # the repository's own runner passes what it passes: not guessed
-        return [f"{config_path}: the repository's own runner (init --submission) decides which keys reach which "
-                "script, so the keys were not checked against the scripts' --help"]
+    unchecked = flags_unchecked(root, text)
+    if unchecked:
+        return [f"{config_path}: {unchecked}, so the keys were not checked against the scripts' --help"]
     problems = flag_check.check(root, text, found)
     errors = [p for p in problems if p.severity == "error"]
     if errors:

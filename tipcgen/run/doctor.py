@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tipcgen.configs import legacy_format, lint
-from tipcgen.core import isolated
+from tipcgen.core import inputs, isolated
 from tipcgen.core.errors import TipcgenError
-from tipcgen.format import chain
+from tipcgen.core.text import terminal
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import COMMON_FUNC, PREPARE_SH, RUNNERS
+from tipcgen.format.paths import PREPARE_SH, RUNNERS
 from tipcgen.format.words import PADDLE_PIN
 
 STATUSES = ("ok", "warn", "fail")
@@ -77,7 +77,8 @@ class Check:
 
 
 def diagnose(root: Path, config: str | None = None, data_dir: str | None = None) -> list[Check]:
-    """Every check: the interpreter and paddle, the tools the scripts call, the config and its scripts, data."""
+    """Every check: the interpreter and paddle, the tools the scripts call, the config, its scripts and the keys
+    passed to them, data."""
     if not root.is_dir():
         raise TipcgenError(f"--root {root}: no such folder" if not root.exists() else f"--root {root}: is not a folder",
                            "pass the repository root (the folder that holds test_tipc/)")
@@ -86,8 +87,10 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None)
     python, origin = _interpreter(root / config_path if config_path else None)
     python_checks = _python_side(python, origin)
     pir = any(c.name == "export format" and c.detail.startswith("PIR") for c in python_checks)
+    lint_ok = not any(c.name == "lint" and c.status == "fail" for c in config_checks)
+    flags = _flags(root, config_path, lint_ok) if config_path else []
     legacy = _legacy_format(root, config_path, pir) if config_path else []
-    return python_checks + _tools() + config_checks + legacy + _data(root, config_path, data_dir)
+    return python_checks + _tools() + config_checks + flags + legacy + _data(root, config_path, data_dir)
 
 
 def exit_code(checks: list[Check]) -> int:
@@ -99,9 +102,9 @@ def format_checks(checks: list[Check]) -> str:
     width = max((len(check.name) for check in checks), default=0)
     rows = []
     for check in checks:
-        rows.append(f"{'FAIL' if check.status == 'fail' else check.status:<4}  {check.name:<{width}}  {check.detail}")
-        if check.fix and check.status != "ok":
-            rows.append(f"{'':<4}  {'':<{width}}  fix: {check.fix}")
+        rows.append(f"{'FAIL' if check.status == 'fail' else check.status:<4}  {check.name:<{width}}  {terminal(check.detail)}")
+        if check.fix and check.status != "ok":  # details and fixes quote config lines and paths: escaped
+            rows.append(f"{'':<4}  {'':<{width}}  fix: {terminal(check.fix)}")
     failed = sum(check.status == "fail" for check in checks)
     warned = sum(check.status == "warn" for check in checks)
     rows.append(f"doctor: {failed} failed, {warned} warning(s), {len(checks) - failed - warned} ok")
@@ -266,17 +269,38 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
     return path, checks
 
 
+def _flags(root: Path, config_path: Path, lint_ok: bool = True) -> list[Check]:
+    """run's last refusal (configs/preflight.py): each key the runner passes is a flag of its script's --help,
+    probed in the chain's interpreter by configs/flag_check.py (cached where run caches it)."""
+    from tipcgen.configs import flag_check, preflight
+
+    text = inputs.read_text(root / config_path, "config")
+    python, found = flag_check.interpreter(text, dict(os.environ))
+    why = (preflight.flags_unchecked(root, text) or ("" if lint_ok else "tipcgen run stops at the lint errors first")
+           or ("" if found else f"the chain's interpreter '{python}' is not on PATH (see the python row)"))
+    try:
+        survey = None if why else flag_check.survey(root, text, found)
+    except (TipcgenError, OSError) as exc:  # a script that cannot be read (a pipe, too long a name)
+        survey, why = None, exc.message if isinstance(exc, TipcgenError) else str(exc)
+    if survey is None:
+        return [Check("flags", "warn", f"the keys the runner passes are not checked against the scripts' --help: {why}")]
+    rows = [Check("flags", "fail" if p.severity == "error" else "warn", f"{config_path}:{p.line}: {p.message}", p.fix)
+            for p in survey.problems]
+    if not any(row.status == "fail" for row in rows) and (survey.keys or not rows):
+        cached = ("" if not survey.cached else " (cached)" if survey.cached == survey.answers else
+                  f" ({survey.cached} of {survey.answers} cached)")
+        rows.insert(0, Check("flags", "ok", f"{survey.keys} key(s) of {survey.scripts} script(s) checked: each "
+                                            f"is a flag of its script's --help{cached}"))
+    return rows
+
+
 def _legacy_format(root: Path, config_path: Path, pir: bool) -> list[Check]:
     """An inference script that loads inference.pdmodel needs FLAGS_enable_pir_api=0 under Paddle 3."""
-    line = TipcConfig.read(root / config_path).slot(chain.name_of("inference.script"))
-    command = line.value if line is not None else None
-    if not legacy_format.needs_env(root, command):
+    found = legacy_format.config_state(root, config_path)
+    if found is None:
         return []
-    script = legacy_format.script_of(command)
-    common = root / COMMON_FUNC
-    common_text = common.read_text(errors="replace") if common.is_file() else ""
-    model = TipcConfig.read(root / config_path).slot(chain.name_of("model_name"))
-    if legacy_format.runner_sets_flag(common_text, model.value if model is not None else ""):
+    script, runner_sets_flag = found
+    if runner_sets_flag:
         return [Check("inference format", "ok", f"{script} loads inference.pdmodel; the runner exports "
                       f"{legacy_format.FLAG}=0 for export and inference (descriptor env:)")]
     return [Check("inference format", "fail" if pir else "warn",
