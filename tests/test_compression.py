@@ -7,7 +7,11 @@ Read in place from ../shared/tipc-corpus and ../shared/tipc-corpus-2 (41 files n
 """
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -195,9 +199,10 @@ def ptq_cnn(name: str = "tipc.yaml", tolerance: str | None = None) -> str:
 
 
 def check_args(desc) -> str:
-    """The runner's line that holds check_quant.py's flags."""
+    """The line of the runner's arm for the model that holds check_quant.py's flags ("" when it passes none)."""
     runner = render.render_files(desc)["test_tipc/test_ptq_inference_python.sh"]
-    return next(line for line in runner.splitlines() if line.startswith("check_args=("))
+    arm = runner.split(f"\n        {desc.model_name})\n", 1)[1].split(";;", 1)[0]
+    return next((line.strip() for line in arm.splitlines() if line.strip().startswith("check_args=(")), "")
 
 
 def test_the_ptq_tolerance_defaults_to_the_checks_own() -> None:
@@ -260,3 +265,106 @@ def test_init_refuses_a_bad_ptq_tolerance_with_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "tipc.yaml:41: ptq.tolerance.rtol: expected a tolerance: a number ≥ 0" in proc.stderr
     assert not (tmp_path / "test_tipc").exists()
+
+
+# ---------------------------------------------------------------- one PTQ runner for a repository's models
+
+STUB_PYTHON = "#!/bin/sh\nexit 0\n"  # every step "passes": what the runner passed each step is in its record
+KL_TOLERANCE = "{rtol: 0.3}"  # the kl_quant model's own check setting (ptq_mobile keeps the default)
+
+
+def two_ptq_models(repo: Path) -> Path:
+    """The test project with ptq_mobile (ptq layout) and ptq_cnn in the kl_quant layout with its own tolerance."""
+    shutil.copytree(PTQ_CNN, repo)
+    (repo / "tipc_kl_tol.yaml").write_text(ptq_cnn("tipc_kl.yaml", KL_TOLERANCE))
+    return repo
+
+
+def files_of(repo: Path) -> dict[str, bytes]:
+    return {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*")) if p.is_file()}
+
+
+def stub_run(repo: Path, config: str, model: str) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+    """The runner on ``config`` with a stub interpreter (no paddle): its exit and its step records by name."""
+    stub = repo / "stub_python"
+    stub.write_text(STUB_PYTHON)
+    stub.chmod(0o755)
+    env = {**os.environ, "TIPC_PYTHON": str(stub), "TIPC_GPU_COUNT": "0"}
+    proc = subprocess.run(["bash", paths.RUNNERS["ptq"], config, "whole_infer"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=120)
+    records = repo / "test_tipc" / "output" / model / "ptq" / "whole_infer" / "steps.jsonl"
+    steps = [json.loads(line) for line in records.read_text().splitlines()] if records.is_file() else []
+    return proc, {step["name"]: step for step in steps}
+
+
+def test_one_ptq_runner_serves_every_model_with_its_own_layout_and_settings(tmp_path: Path) -> None:
+    """Two PTQ models of different layouts in one repository: one runner holds both layouts' bodies and each
+    model's check settings, picked by the config's model_name; a model no descriptor rendered gets the defaults
+    (and a note), a layout no model here has is refused (exit 2). The order of init does not matter, and
+    re-rendering one model leaves every file byte-identical."""
+    repo = two_ptq_models(tmp_path / "repo")
+    tipcgen("init", "tipc_mobile.yaml", "tipc_kl_tol.yaml", cwd=repo, check=True)
+    runner = (repo / paths.RUNNERS["ptq"]).read_text()
+    assert "ptq_chain_ptq() {" in runner and "ptq_chain_kl_quant() {" in runner and "ptq_chain_ptq_video" not in runner
+    assert '        ptq_cnn)\n            check_args=(--eval_data=lite_data/eval.npz "--accuracy_drop=0.05" ' \
+           '"--rtol=0.3" "--atol=0.0")\n' in runner
+    assert '        ptq_mobile)\n            check_args=(--eval_data=lite_data/eval.npz "--accuracy_drop=0.05")\n' in runner
+
+    other = two_ptq_models(tmp_path / "other")  # the other order, one model after the other
+    for name in ("tipc_kl_tol.yaml", "tipc_mobile.yaml"):
+        tipcgen("init", name, cwd=other, check=True)
+    shared = (paths.RUNNERS["ptq"], paths.COMMON_FUNC, paths.PREPARE_SH, paths.shipped_rel(paths.CHECK_QUANT))
+    assert all((other / rel).read_bytes() == (repo / rel).read_bytes() for rel in shared)
+    before = files_of(repo)
+    for name in ("tipc_kl_tol.yaml", "tipc_mobile.yaml"):
+        proc = tipcgen("init", name, cwd=repo, check=True)
+        assert " 0 file(s) written" in proc.stdout and files_of(repo) == before, name
+
+    for folder in ("ptq_mobile_int8", "ptq_cnn_infer_klquant", "other_int8"):  # the int8 models the stub "writes"
+        (repo / folder).mkdir()
+    proc, steps = stub_run(repo, paths.config_rel("ptq_mobile", "ptq"), "ptq_mobile")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check = steps["ptq_int8_vs_float"]["command"]
+    assert "--eval_data=lite_data/eval.npz --accuracy_drop=0.05" in check and "--rtol" not in check
+    assert "--algo=hist" in steps["ptq_quant"]["command"]
+    proc, steps = stub_run(repo, paths.config_rel("ptq_cnn", "ptq"), "ptq_cnn")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check = steps["ptq_int8_vs_float_model_0"]["command"]
+    assert "--eval_data=lite_data/eval.npz --accuracy_drop=0.05 --rtol=0.3 --atol=0.0" in check
+    assert "--output_dir=./ptq_cnn_infer_klquant" in steps["ptq_quant_model_0"]["command"]
+
+    mobile = (repo / paths.config_rel("ptq_mobile", "ptq")).read_text()
+    (repo / "other.txt").write_text(mobile.replace("model_name:ptq_mobile", "model_name:other")
+                                    .replace("./ptq_mobile_int8", "./other_int8"))
+    proc, steps = stub_run(repo, "other.txt", "other")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check = steps["ptq_int8_vs_float"]
+    assert "--eval_data" not in check["command"] and "--rtol" not in check["command"]
+    assert check["note"] == "no descriptor here rendered model other: its check ran with check_quant.py's defaults"
+
+    video = render.render_files(descriptor.load(PTQ_CNN / "tipc_video.yaml"))[paths.config_rel("ptq_cnn", "ptq")]
+    (repo / "video.txt").write_text(video)
+    proc, _ = stub_run(repo, "video.txt", "ptq_cnn")
+    assert proc.returncode == 2 and "is a PTQ config of the ptq_video layout, which no model rendered here has " \
+        "(this runner reads ptq, kl_quant)" in proc.stderr
+
+
+def test_two_ptq_configs_of_one_model_name_are_refused(tmp_path: Path) -> None:
+    """The runner picks a model's settings by its PTQ config's model_name: two models may not share one."""
+    repo = two_ptq_models(tmp_path / "repo")
+    (repo / "tipc_mobile2.yaml").write_text((repo / "tipc_mobile.yaml").read_text().replace(
+        "model_name: ptq_mobile\n", "model_name: ptq_mobile2\n", 1))
+    proc = tipcgen("init", "tipc_mobile.yaml", "tipc_mobile2.yaml", cwd=repo)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "its PTQ config's model_name ptq_mobile is also the model of" in proc.stderr
+    assert not (repo / "test_tipc").exists()
+
+
+def test_a_ptq_config_named_otherwise_keeps_its_models_step_timeout() -> None:
+    """OCR's PTQ configs name the model `<model>_KL`: common_func.sh's arm for that name holds the descriptor's
+    step time limit, which tipc_begin reads by the config's model_name."""
+    source = ptq_cnn("tipc_kl.yaml").replace("    model_name: model_name:ptq_cnn\n", "    model_name: model_name:ptq_cnn_KL\n")
+    desc = descriptor.load_text(source + "run:\n  step_timeout: 300\n", source="tipc.yaml")
+    files = render.render_files(desc)
+    assert "        ptq_cnn_KL)\n            TIPC_MODEL_TIMEOUT=300\n" in files[paths.COMMON_FUNC]
+    assert "        ptq_cnn_KL)\n" in files[paths.RUNNERS["ptq"]]

@@ -17,7 +17,6 @@ from tipcgen.configs import existing, legacy_format
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, benchmark, samples_dir
-from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor.answers import (
     Answers,
     base_path,
@@ -26,8 +25,8 @@ from tipcgen.descriptor.answers import (
     target_of,
 )
 from tipcgen.descriptor.answers import read as read_answers
-from tipcgen.format import chain, compression, families, layout, paths, text_style, words
-from tipcgen.render import gitignore, shipped
+from tipcgen.format import chain, families, layout, paths, text_style, words
+from tipcgen.render import gitignore, ptq_runner, shipped
 from tipcgen.render.templating import environment
 
 
@@ -83,29 +82,6 @@ def _paddle2onnx_config(desc: Descriptor, env: jinja2.Environment) -> dict[str, 
     return {paddle2onnx_relpath(desc.model_name): config}
 
 
-def _ptq_runner(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
-    """The PTQ chain's runner for the descriptor's layout (read by position: ptq and ptq_video share one
-    template, kl_quant has its own) and its int8-vs-float check."""
-    name = desc.ptq.config.layout
-    table = compression.LAYOUTS[name]
-    at = {slot.name: slot.index for slot in table}
-    kv = [slot for slot in table if slot.kind == "kv"]
-    context = {"layout_name": name, "n_lines": len(table), "anchors": [s for s in table[1:] if s.kind != "kv" or s.anchors],
-               "kv": kv, "at": at, "step_timeout": desc.step_timeout, "paths": paths.runner_context(),
-               "eval_data": desc.ptq.eval_data, "accuracy_drop": desc.ptq.accuracy_drop,
-               # ptq.tolerance: passed only where it is not check_quant.py's default (which the runner leaves to it)
-               "tolerance": None if desc.ptq.tolerance == ptq_spec.DEFAULT_TOLERANCE else desc.ptq.tolerance}
-    if name == "kl_quant":
-        runner = env.get_template("runner/test_ptq_kl_quant.sh.j2").render(**context)
-    else:
-        passed = ("inference", "infer_use_gpu", "infer_batch_size")
-        runner = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
-            calibration=[s for s in kv if at["python"] < s.index < at["trainer"]],
-            inference_flags=[s for s in kv if s.index > at["inference"] and s.name not in passed], **context)
-    check = env.get_template("runner/shipped.py.j2").render(name=paths.CHECK_QUANT, source=shipped.source(paths.CHECK_QUANT))
-    return {paths.RUNNERS["ptq"]: runner, paths.shipped_rel(paths.CHECK_QUANT): check}
-
-
 def golden_dir(desc: Descriptor) -> Path | None:
     return desc.base_dir / desc.checks.golden if desc.checks and desc.checks.golden else None
 
@@ -131,7 +107,8 @@ def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
         "legacy_modes": words.LEGACY_MODES,
         "layouts": _layouts_context(),
         "default_timeout": Descriptor.step_timeout,
-        "models": [{"name": d.model_name, "timeout": d.step_timeout, "env": d.env, "slot_keys": _slot_keys(d)} for d in descs],
+        "models": [{"name": d.model_name, "timeout": d.step_timeout, "env": d.env, "slot_keys": _slot_keys(d)} for d in descs]
+        + ptq_runner.ptq_timeout_arms(descs),  # a PTQ config's model_name that is not its descriptor's
         "paths": paths.runner_context(),
     }
 
@@ -210,12 +187,7 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
         shipped_scripts.append(paths.COMPARE_RESULTS)
     if any(d.paddle2onnx is not None for d in models):
         files[paths.RUNNERS["paddle2onnx"]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
-    ptq_models = [d for d in models if d.ptq is not None]
-    for d in ptq_models:  # the PTQ chain (descriptor ptq:): each model's config byte for byte as imported
-        files[paths.config_rel(d.model_name, "ptq")] = env.get_template("config/train_ptq_infer_python.txt.j2").render(
-            layout=compression.LAYOUTS[d.ptq.config.layout], ptq=d.ptq.config)
-    if ptq_models:  # its runner and check: one per repository, for the first such model's layout
-        files.update(_ptq_runner(ptq_models[0], env))
+    files.update(ptq_runner.ptq_files(models, env))  # the PTQ chain: each model's config, one runner for all
     if any(d.benchmark is not None or any(name == benchmark.SECTION for name, _ in d.sections) for d in models):
         files[paths.RUNNERS["benchmark_train"]] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
         shipped_scripts.append(paths.BENCHMARK_ANALYSIS)
