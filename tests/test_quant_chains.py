@@ -4,8 +4,8 @@ PTQ: `tipcgen run --chain ptq` calibrates the float model on the lite data, runs
 Paddle Inference on CPU and checks it against the float one on fixed inputs. PACT: the basic chain with
 trainer pact_train trains quantization-aware, exports with quant_export and infers int8. GPU cases are
 skipped with their reason on a CPU machine. One real run of each chain per project (10-40 s each on two
-shared cores), and one more PTQ run of the first project with a descriptor tolerance (ptq.tolerance) no int8
-model meets."""
+shared cores), one more PTQ run of the first project with a descriptor tolerance (ptq.tolerance) no int8
+model meets, and two in one repository of a ptq and a kl_quant model (one runner, each model's own settings)."""
 from __future__ import annotations
 
 import json
@@ -149,6 +149,36 @@ def test_the_descriptor_tolerance_decides_the_check(ptq_run, tmp_path: Path) -> 
     figures = next(step["check"] for step in summary["steps"] if step["name"] == "ptq_int8_vs_float")
     assert (figures["rtol"], figures["atol"], figures["allowed"]) == (0.0, 0.0, 0.0) and figures["max_diff"] > 0
     assert " int8 vs float " in proc.stdout and "(atol 0, rtol 0)" in proc.stdout
+
+
+@pytest.mark.parametrize("quant_repo", ["tipc_mobile.yaml"], indirect=True, ids=["ptq_mobile"])  # its shared repository
+def test_one_ptq_runner_runs_each_models_config_with_its_own_settings(quant_repo: Path, tmp_path: Path) -> None:
+    """Two PTQ models of different layouts in one repository (ptq_mobile: ptq layout, hist, the default tolerance;
+    ptq_cnn: kl_quant layout, ptq.tolerance rtol 0.3): the one runner passes each model's config with that
+    model's layout and check settings."""
+    repo = tmp_path / "repo"
+    shutil.copytree(quant_repo, repo, symlinks=True)
+    source = (FIXTURE / "tipc_kl.yaml").read_text()
+    (repo / "tipc_kl_tol.yaml").write_text(source.replace("\nptq:\n", "\nptq:\n  tolerance: {rtol: 0.3}\n", 1))
+    tipcgen("init", "tipc_kl_tol.yaml", cwd=repo, check=True)
+    for model, check_name, rtol, steps_line in (("ptq_mobile", "ptq_int8_vs_float", 0.2, "PASSED: 5 passed, 0 failed, 2 skipped"),
+                                                ("ptq_cnn", "ptq_int8_vs_float_model_0", 0.3, "PASSED: 5 passed, 0 failed, 1 skipped")):
+        proc = tipcgen("run", "--chain", "ptq", "--mode", "whole_infer",
+                       "--config", f"test_tipc/configs/{model}/train_ptq_infer_python.txt", cwd=repo)
+        assert proc.returncode == 0 and steps_line in proc.stdout, proc.stdout + proc.stderr
+        run = repo / RUN.format(model=model)
+        steps = {r["name"]: r for r in map(json.loads, (run / "steps.jsonl").read_text().splitlines())}
+        check = steps[check_name]
+        assert check["status"] == "passed" and "--eval_data=lite_data/eval.npz --accuracy_drop=0.05" in check["command"]
+        assert ("--rtol=0.3 --atol=0.0" in check["command"]) == (model == "ptq_cnn"), check["command"]
+        summary = json.loads((run / "summary.json").read_text())
+        figures = next(step["check"] for step in summary["steps"] if step["name"] == check_name)
+        assert figures["rtol"] == rtol and figures["accuracy"]["int8"] == 1.0
+        assert f"(atol 0, rtol {rtol})" in proc.stdout
+    quant = {model: next(r["command"] for r in map(json.loads, (repo / RUN.format(model=model) / "steps.jsonl")
+                                                   .read_text().splitlines()) if r["kind"] == "quant")
+             for model in ("ptq_mobile", "ptq_cnn")}
+    assert "--algo=hist" in quant["ptq_mobile"] and "--output_dir=./ptq_cnn_infer_klquant" in quant["ptq_cnn"]
 
 
 def test_the_pact_chain_trains_exports_and_infers_int8(quant_repo: Path) -> None:
