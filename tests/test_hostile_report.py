@@ -241,3 +241,24 @@ def test_hostile_speed_files_of_a_benchmark_run_are_left_out(stub_run):
         shutil.rmtree(index)
     assert [row.case for row in built.speeds if row.ips is not None] == ["good"], built.speeds
     assert "report.md" in docs
+
+
+def test_names_that_matplotlib_would_read_as_mathtext_or_cannot_draw_are_drawn_literally(stub_run):
+    """A step's name or kind from summary.json reaches the pictures' labels: `$}$` or `$^^$` made matplotlib
+    raise while drawing (mathtext: a traceback from tipcgen report), a NUL had no glyph. Both are drawn as
+    text (markup.plot_text)."""
+    from tipcgen.outputs import markup
+
+    repo, run_dir, data = stub_run
+    hostile = dict(data, steps=[dict(step, name=f"{step['name']}$}}$ x$^^${i}", kind=step["kind"] + "\x00$_{$")
+                                for i, step in enumerate(data["steps"])])
+    (run_dir / "summary.json").write_text(json.dumps(hostile))
+    try:
+        built = report.build(run_dir, repo)
+        pictures = report.draw(built)
+        proc = tipcgen("report", str(run_dir), "--format", "md")
+    finally:
+        (run_dir / "summary.json").write_text(json.dumps(data))
+    assert pictures and all(png.startswith(b"\x89PNG") for png in pictures.values()), sorted(pictures)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert markup.plot_text("a$\\x$\x00\n") == "a\\$\\x\\$\\x00\n"

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import re
 
+from tipcgen.core.text import terminal
+
 # Characters that can start markup anywhere; '_' only where it can open emphasis (not inside a word);
 # '#', '-', '+' only at the start, where they make a heading or a list.
 _MD_SPECIAL = re.compile(r"[\\`*\[\]<>&|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^[#+-]")
 _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")  # `1. x` at the start would make an ordered list
 _BACKTICKS = re.compile(r"`+")
+
+
+def plot_text(value: object) -> str:
+    """Text from a summary or a log as a picture's label or title shows it literally: control characters
+    escaped (core.text.terminal: a NUL has no glyph) and every '$' escaped, so matplotlib never reads it as
+    mathtext (`$\\undefined$` would raise while the PNG is drawn)."""
+    return terminal(value, one_line=False).replace("$", r"\$")
 
 
 def md_text(value: object) -> str:

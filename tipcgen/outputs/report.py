@@ -267,11 +267,13 @@ _COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
 
 
 def _short(name: str, width: int = 84) -> str:
-    return name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2 - 1):]
+    """A name for a picture, shortened in the middle, as plot text (markup.plot_text)."""
+    name = name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2 - 1):]
+    return markup.plot_text(name)
 
 
 def _label(row: Row) -> str:
-    return f"{row.number}. {_short(row.name)}" if row.kind in row.name else f"{row.number}. {row.kind}: {_short(row.name)}"
+    return f"{row.number}. {_short(row.name)}" if row.kind in row.name else f"{row.number}. {_short(row.kind)}: {_short(row.name)}"
 
 
 def _timing_figure(figure, report: Report):
@@ -289,7 +291,7 @@ def _timing_figure(figure, report: Report):
     ax.set_xlabel("seconds")
     ax.set_xlim(0, max(seconds + [0.1]) * 1.18)
     s = report.summary
-    ax.set_title(f"Time per step: {s.model} / {s.mode}\n{sum(seconds):.1f} s in steps, {s.wall_seconds:.1f} s wall; "
+    ax.set_title(f"Time per step: {markup.plot_text(s.model)} / {markup.plot_text(s.mode)}\n{sum(seconds):.1f} s in steps, {s.wall_seconds:.1f} s wall; "
                  f"skipped steps not shown", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     return fig
@@ -302,9 +304,9 @@ def _loss_figure(figure, report: Report):
         xs = [x for x, _ in curve.points]
         ys = [y if math.isfinite(y) else float("nan") for _, y in curve.points]
         ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5, label=_short(curve.step, 60))
-    ax.set_xlabel(report.curves[0].x_label)
+    ax.set_xlabel(markup.plot_text(report.curves[0].x_label))
     ax.set_ylabel("loss")
-    ax.set_title(f"Training loss: {report.summary.model} / {report.summary.mode}", fontsize=10)
+    ax.set_title(f"Training loss: {markup.plot_text(report.summary.model)} / {markup.plot_text(report.summary.mode)}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tipcgen.descriptor import benchmark
 from tipcgen.format.words import SKIPPED, TRAIN
+from tipcgen.outputs.markup import plot_text
 from tipcgen.results.results import Summary
 
 IPS_PNG = "report-ips.png"
@@ -58,12 +59,12 @@ def ips_figure(figure, rows: list[SpeedRow], summary: Summary):
     positions = list(range(len(ran)))[::-1]
     values = [row.ips for row in ran]
     ax.barh(positions, values, color="#1565c0", height=0.6)
-    ax.set_yticks(positions, [f"bs{r.batch_size} {r.fp_item} {r.device_num}" for r in ran], fontsize=9)
+    ax.set_yticks(positions, [plot_text(f"bs{r.batch_size} {r.fp_item} {r.device_num}") for r in ran], fontsize=9)
     for y, row in zip(positions, ran):
-        ax.text(row.ips, y, f" {row.ips:g} {row.unit}", va="center", fontsize=8)
+        ax.text(row.ips, y, plot_text(f" {row.ips:g} {row.unit}"), va="center", fontsize=8)
     ax.set_xlim(0, max(values + [0.1]) * 1.3)
-    ax.set_xlabel(ran[0].unit or "ips")
-    ax.set_title(f"Training speed per case: {summary.model} / {summary.mode}\n"
+    ax.set_xlabel(plot_text(ran[0].unit or "ips"))
+    ax.set_title(f"Training speed per case: {plot_text(summary.model)} / {plot_text(summary.mode)}\n"
                  "ips: mean of the logged ips: values after the first 2 (upstream's analysis)", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     return fig
