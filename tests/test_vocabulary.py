@@ -20,19 +20,26 @@ _RUNNER_WORD = re.compile(r"(?:status=|= |tipc_record \S+ \S+ )(passed|failed|sk
 _QUOTED = re.compile(r"""(?<!attr\()['"](passed|failed|skipped)['"]""")  # selectattr("passed"): an attribute
 
 
-def literals(path: Path) -> list[str]:
-    """Status or verdict words written as string literals, other than a record's field names and docstrings."""
+def strings(path: Path):
+    """(node, parent) for each string constant of a module, docstrings and f-string pieces left out."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    found = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in WORDS):
-            continue
         parent = parents.get(id(node))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and not isinstance(parent, (ast.Expr, ast.JoinedStr)):
+            yield node, parent
+
+
+def literals(path: Path) -> list[str]:
+    """Status or verdict words written as string literals, other than a record's field names and docstrings."""
+    found = []
+    for node, parent in strings(path):
+        if node.value not in WORDS:
+            continue
         if isinstance(parent, ast.Dict) and any(key is node for key in parent.keys):
             continue  # {"passed": ...}: a field name
-        if isinstance(parent, ast.Subscript) or isinstance(parent, (ast.Expr, ast.JoinedStr)):
-            continue  # data["passed"], a docstring, a piece of an f-string
+        if isinstance(parent, ast.Subscript):
+            continue  # data["passed"]
         if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr == "get":
             continue
         if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id.endswith("Error"):
@@ -244,15 +251,8 @@ _MODE_WORDS = (set(words.MODES) | set(words.LEGACY_MODES) | set(words.KNOWN_EXTR
 
 def mode_literals(path: Path) -> list[str]:
     """Mode names written as string literals (docstrings and f-string pieces aside)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     found = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            continue
-        parent = parents.get(id(node))
-        if isinstance(parent, (ast.Expr, ast.JoinedStr)):
-            continue
+    for node, parent in strings(path):
         compared_with_mode = (isinstance(parent, ast.Compare) and "mode" in ast.unparse(parent).replace(node.value, ""))
         if node.value in _MODE_WORDS or (node.value == words.WHOLE_INFER and compared_with_mode):
             found.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: {node.value!r}")
@@ -284,11 +284,7 @@ def test_the_progress_line_is_read_through_words():
         rel = path.relative_to(PACKAGE).as_posix()
         if rel.startswith(EXEMPT):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-        found += [f"{rel}:{node.lineno}" for node in ast.walk(tree)
-                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(words.PROGRESS.strip())
-                  and not isinstance(parents.get(id(node)), (ast.Expr, ast.JoinedStr))]
+        found += [f"{rel}:{node.lineno}" for node, _ in strings(path) if node.value.startswith(words.PROGRESS.strip())]
     assert found == []
     assert [words.progress_mark(line) for line in ("[tipc] RUN train x", "[tipc] FAIL infer: value", "[tipc] m: 1 passed",
                                                    "tipc PASS x")] == [words.STARTED, "FAIL", None, None]
