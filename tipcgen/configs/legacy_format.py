@@ -9,6 +9,12 @@ import re
 import shlex
 from pathlib import Path
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
+from tipcgen.format import chain
+from tipcgen.format.config import TipcConfig
+from tipcgen.format.paths import COMMON_FUNC
+
 FLAG = "FLAGS_enable_pir_api"
 ENV = {FLAG: "0"}
 # `.pdmodel` in code (a string literal or a name), not in a comment line
@@ -60,19 +66,17 @@ def runner_sets_flag(common_func_text: str, model: str) -> bool:
 def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
     """For doctor: the config's inference script when it loads inference.pdmodel (None otherwise), and whether
     the repository's common_func.sh exports FLAGS_enable_pir_api=0 to the config's model."""
-    from tipcgen.format import chain
-    from tipcgen.format.config import TipcConfig
-    from tipcgen.format.paths import COMMON_FUNC
-
     config = TipcConfig.read(root / config_path)
     line = config.slot(chain.name_of("inference.script"))
     command = line.value if line is not None else None
     if not needs_env(root, command):
         return None
-    common = root / COMMON_FUNC
+    try:  # through the one reader: a regular file of bounded size (a FIFO there is not waited on)
+        common = inputs.read_bytes(root / COMMON_FUNC, "common_func.sh").decode("utf-8", errors="replace")
+    except TipcgenError:
+        common = ""
     model = config.slot(chain.name_of("model_name"))
-    return script_of(command) or "", runner_sets_flag(common.read_text(errors="replace") if common.is_file() else "",
-                                                      model.value if model is not None else "")
+    return script_of(command) or "", runner_sets_flag(common, model.value if model is not None else "")
 
 
 def imported_env(text: str, root: Path) -> tuple[str, str | None]:
