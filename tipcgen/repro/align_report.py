@@ -166,9 +166,7 @@ def _walk(folder: Path) -> list[Path]:
 
 def _read_by_name(name: str) -> bool:
     """Whether a file of this name is one the report reads: some checkpoint's array (prefix_SIDE.npy ...) or log."""
-    stem, suffix = (name.rsplit(".", 1)[0], "." + name.rsplit(".", 1)[1]) if "." in name else (name, "")
-    return any(name in tuple(prefix + s for s in LOG_SUFFIXES) or (suffix in DATA_SUFFIXES and _side(stem, prefix))
-               for checkpoint in CHECKPOINTS for prefix in checkpoint.prefixes)
+    return any(_role(name, prefix) for checkpoint in CHECKPOINTS for prefix in checkpoint.prefixes)
 
 
 def _side(stem: str, prefix: str) -> str | None:
@@ -177,6 +175,15 @@ def _side(stem: str, prefix: str) -> str | None:
         return None
     side = stem[len(prefix) + 1:]
     return side if side in PADDLE_SIDES + REFERENCE_SIDES else None
+
+
+def _role(name: str, prefix: str) -> str | None:
+    """What a file of this name is to the checkpoint prefix: its log, its paddle or its reference array, or nothing."""
+    if name in tuple(prefix + s for s in LOG_SUFFIXES):
+        return "log"
+    path = Path(name)
+    side = _side(path.stem, prefix) if path.suffix in DATA_SUFFIXES else None
+    return None if side is None else "paddle" if side in PADDLE_SIDES else "reference"
 
 
 @dataclass
@@ -194,20 +201,11 @@ def find_checkpoint(files: Sequence[Path], checkpoint: Checkpoint) -> list[Found
     by_folder: dict[Path, Found] = {}
     for prefix in checkpoint.prefixes:
         for path in files:
-            found = by_folder.get(path.parent) or Found(path.parent)
-            if path.name in tuple(prefix + s for s in LOG_SUFFIXES):
-                found.log = found.log or path
-            elif path.suffix in DATA_SUFFIXES:
-                side = _side(path.stem, prefix)
-                if side in PADDLE_SIDES:
-                    found.paddle = found.paddle or path
-                elif side in REFERENCE_SIDES:
-                    found.reference = found.reference or path
-                else:
-                    continue
-            else:
+            role = _role(path.name, prefix)
+            if role is None:
                 continue
-            by_folder[path.parent] = found
+            found = by_folder.setdefault(path.parent, Found(path.parent))
+            setattr(found, role, getattr(found, role) or path)
     return sorted(by_folder.values(), key=lambda f: (-(bool(f.paddle and f.reference) * 2 + bool(f.log)),
                                                      len(f.folder.parts), str(f.folder)))
 
