@@ -1,10 +1,10 @@
 """tipcgen's vocabulary, each word said once: what a step's status, a chain's verdict and a suite chain's
-verdict can be, and how tables show them; the kinds of step a chain records and the kinds each chain and
-mode needs for a PASSED verdict; the config sections tipcgen reads by name; its defaults. Python imports the names from here; the templates get them as
-``status``, ``kind`` and ``verdicts`` (render/templating.py), so the runner writes the words Python reads.
-tests/test_vocabulary.py finds no status or verdict literal anywhere else in the package or the templates
-(the shipped scripts, which import nothing from tipcgen, excepted: they write only their own check line), and no
-kind literal where a step's kind is meant (the runner templates' kinds excepted until their rewrite)."""
+verdict can be, and how tables show them; the runners' progress line; the modes; the kinds of step a chain
+records and the kinds each chain and mode needs for a PASSED verdict; the config sections tipcgen reads by
+name; its defaults. Python imports the names from here; the templates get them as ``status``, ``progress``,
+``mode``, ``kind`` and ``verdicts`` (render/templating.py), so the runner writes the words Python reads.
+tests/test_vocabulary.py finds none of them spelt anywhere else in the package or the templates (the shipped
+scripts, which import nothing from tipcgen, excepted: they write only their own check line)."""
 from __future__ import annotations
 
 # A step's status: steps.jsonl's and summary.json's `status` (the runner's tipc_record writes it).
@@ -24,6 +24,7 @@ def progress_mark(line: str) -> str | None:
         return None
     mark = line[len(PROGRESS):].split(" ", 1)[0]
     return mark if mark == STARTED or mark in MARKS.values() else None
+
 
 # The modes of the basic chain (the runners' second argument; a config's per-mode values are keyed by them),
 # the old names upstream runners still accept, and modes real per-mode values name that no basic runner has a
