@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from tipcgen.core.errors import RunError
 from tipcgen.format import chain, layout
-from tipcgen.format.config import TipcConfig, is_null, split_list
+from tipcgen.format.config import TipcConfig, is_null, model_name_in, split_list
 
 if TYPE_CHECKING:
     from tipcgen.descriptor import Descriptor
@@ -132,7 +132,7 @@ def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None,
     found = refuse_missing_interpreter(config_path, text, env)
     if TipcConfig.parse(text).kind not in layout.LAYOUT_OF_KIND:
         return []  # a paddle2onnx, benchmark or PTQ config: its runner passes no trained checkpoint or train keys
-    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model_name:")), None)
+    model = model_name_in(text)
     untrained = untrained_steps(text, own_weights(desc, model))
     if untrained:
         where, message, fix = untrained[0]

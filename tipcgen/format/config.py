@@ -228,6 +228,11 @@ def _train_params_kind(logical: Sequence[Line]) -> str:
     return "train_infer_python"
 
 
+def model_name_in(text: str) -> str | None:
+    """The value of a config text's first ``model_name:`` line (None without one): what a runner names the run by."""
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model_name:")), None)
+
+
 def split_list(value: str | None) -> list[str]:
     """A ``|`` list as bash's ``IFS="|"`` splits it (an empty value has no items, and a
     trailing empty item is dropped)."""

@@ -24,7 +24,7 @@ from tipcgen.core.writes import write_file
 from tipcgen.descriptor import target
 from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
-from tipcgen.format.config import TipcConfig
+from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RESULT_LOGS, RUNNERS, SUMMARY_JSON
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import (
@@ -111,13 +111,8 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     return found, record
 
 
-def _model_of(text: str) -> str | None:
-    """The model_name of a config's text (None without one)."""
-    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model_name:")), None)
-
-
 def model_name_of(config_path: Path) -> str:
-    model = _model_of(config_path.read_text(encoding="utf-8", errors="replace"))
+    model = model_name_in(config_path.read_text(encoding="utf-8", errors="replace"))
     if model is None:
         raise RunError(f"{config_path} has no model_name: line", "check it with tipcgen lint")
     return model
