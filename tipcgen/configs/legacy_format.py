@@ -72,7 +72,7 @@ def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
     if not needs_env(root, command):
         return None
     try:  # through the one reader: a regular file of bounded size (a FIFO there is not waited on)
-        common = inputs.read_bytes(root / COMMON_FUNC, "common_func.sh").decode("utf-8", errors="replace")
+        common = inputs.read_bytes(root / COMMON_FUNC, COMMON_FUNC).decode("utf-8", errors="replace")
     except TipcgenError:
         common = ""
     model = config.slot(chain.name_of("model_name"))
