@@ -133,7 +133,7 @@ def test_a_training_that_wrote_no_named_checkpoint_fails_naming_the_file(tmp_pat
     steps = _steps("", "")
     export_check.check_run(tmp_path, steps, TUTORIAL, None, {})
     assert steps[0].status == "failed" and steps[0].reason.startswith(
-        "it wrote no checkpoint out/t/latest.pdparams (train_model_name, the descriptor's train.checkpoint)")
+        "it wrote no checkpoint out/t/latest.pdparams (train_model_name 'latest.pdparams', the descriptor's train.checkpoint)")
     alone = [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t")]  # nothing loads it (benchmark)
     export_check.check_run(tmp_path, alone, TUTORIAL, None, {})
     assert alone[0].status == "passed"

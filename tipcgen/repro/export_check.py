@@ -322,10 +322,12 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
         missing = missing_checkpoint(save, name, written[train.training])
         if missing is not None:
             train.status = FAILED
+            what = (f"no .pdparams into {os.path.relpath(missing, root)}" if name == "." or missing.is_dir()
+                    else f"no checkpoint {os.path.relpath(missing, root)}")
             train.reason = "; ".join(filter(None, [train.reason, (
-                f"it wrote no checkpoint {os.path.relpath(missing, root)} (train_model_name, the descriptor's "
-                "train.checkpoint), which eval and export load: check that the training saves (a save or eval "
-                "interval flag, train.extra) into the output folder it is given")]))
+                f"it wrote {what} (train_model_name {name!r}, the descriptor's train.checkpoint), which eval and "
+                "export load: check that the training saves (a flag that gates saving, such as a save or eval "
+                "interval) into the output folder it is given (train.output_dir)")]))
     trains = {s.training: s for s in steps if s.kind == TRAIN and s.model_dir and s.training in written}
     out: list[Step] = []
     notes: list[str] = []
