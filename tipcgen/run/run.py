@@ -339,7 +339,7 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
         steps = [*steps, *extra]
         summary.notes.extend(note for note in notes if note not in summary.notes)
     summary.steps = [prepare, *steps]
-    summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or 'skipped'}): a PASSED verdict "
+    summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or step.status}): a PASSED verdict "
                             "needs this proof" for step in summary.unproven())
     _note_seeds(summary, root)
     code = summary.runner_exit_code
