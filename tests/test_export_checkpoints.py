@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import pickle
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tipcgen.core.errors import CheckpointError
 from tipcgen.repro import export_check
@@ -153,3 +156,32 @@ def test_a_proof_that_did_not_run_fails_the_verdict_and_only_a_missing_device_ex
     gpu = summary(Step("check", "export_params_gpus_0", "skipped", reference="trained", device="gpu",
                        reason="gpu_list entry '0' needs a CUDA device; none found"))
     assert gpu.verdict == "PASSED" and gpu.unproven() == []
+
+
+def _where(entry: tuple[list[str], str]) -> tuple[str, ...]:
+    return (*entry[0], entry[1])
+
+
+_NAME = st.text(alphabet=st.sampled_from(list("abcdefghij_0123456789")), min_size=1, max_size=8)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layout=st.lists(st.tuples(st.lists(_NAME, max_size=2), _NAME), min_size=1, max_size=5,
+                       unique_by=_where),
+       pick=st.integers(min_value=0), delta=st.floats(min_value=1e-3, max_value=10))
+def test_generated_checkpoint_layouts_pass_on_the_one_exported_and_name_it_as_nearest_when_perturbed(layout, pick, delta):
+    """Any names, any folder depth, any count side by side: the export of one passes naming it; the same
+    export with one parameter moved fails, and the nearest named is that checkpoint."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        paths = [_save(root / "out" / Path(*folders, f"{name}.pdparams"), _state(100 + i))
+                 for i, (folders, name) in enumerate(layout)]
+        written = export_check.written_checkpoints(root / "out")
+        assert sorted(written) == sorted(paths)
+        k = pick % len(paths)
+        state = _state(100 + k)
+        passed, _, which = export_check.compare_written(written, _exported(state), root, 1 << 20)
+        assert passed and which == paths[k]
+        moved = dict(state, **{"conv1.bias": state["conv1.bias"] + np.float32(delta)})
+        passed, text, which = export_check.compare_written(written, _exported(moved), root, 1 << 20)
+        assert not passed and which == paths[k] and "trained parameter conv1.bias [4]" in text
