@@ -185,3 +185,21 @@ def test_generated_checkpoint_layouts_pass_on_the_one_exported_and_name_it_as_ne
         moved = dict(state, **{"conv1.bias": state["conv1.bias"] + np.float32(delta)})
         passed, text, which = export_check.compare_written(written, _exported(moved), root, 1 << 20)
         assert not passed and which == paths[k] and "trained parameter conv1.bias [4]" in text
+
+
+def test_an_export_without_pdiparams_fails_the_check_unless_the_chain_is_a_stand_in(tmp_path: Path):
+    (tmp_path / "out/t").mkdir(parents=True)
+    _save(tmp_path / "out/t/latest.pdparams", _state(1))
+    steps = _steps("", "")
+    (check,), notes = export_check.check_run(tmp_path, steps, TUTORIAL, None, {})
+    assert check.status == "failed" and notes == [] and check.reason.startswith("the export wrote no .pdiparams under out/t")
+    assert export_check.check_run(tmp_path, steps, TUTORIAL, None, {"TIPC_NO_PADDLE": "1"})[0] == []
+
+
+def test_tracked_files_that_git_could_not_read_after_the_run_fail_the_check():
+    from tipcgen.run import tracked
+
+    assert tracked.check_step([("before the run", None), ("prepare.sh", None)]) is None  # no git: nothing claimed
+    step = tracked.check_step([("before the run", {}), ("prepare.sh", {}), ("the runner's steps", None)])
+    assert step is not None and step.status == "failed" and step.reason.startswith(
+        "git status could not be read after the runner's steps")
