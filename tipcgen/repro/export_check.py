@@ -3,7 +3,7 @@
 A chain whose eval and export load weights the repository ships (a null or wrong checkpoint key) passes
 every step while the trained model is never used. For each training whose export passed, this check
 reads every checkpoint the training wrote (``*.pdparams`` under any name in its output folder and below,
-modified since the train step started: best, latest and EMA side by side, ``epoch_3/model.pdparams``; with
+modified while the train step ran: best, latest and EMA side by side, ``epoch_3/model.pdparams``; with
 ``checkpoint_io``'s safe reader, no pickle code runs, each at most ``--max-checkpoint-bytes``, by default a
 quarter of the machine's memory) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
 read by ``paddle.static.load_inference_model`` in the chain's own interpreter, written to an ``.npz``
@@ -93,10 +93,11 @@ def default_max_bytes() -> int:
     return max(1 << 30, int(match.group(1)) * 1024 // 4) if match else 1 << 30
 
 
-def written_checkpoints(save: Path, since: float | None = None) -> list[Path]:
+def written_checkpoints(save: Path, since: float | None = None, until: float | None = None) -> list[Path]:
     """Every ``*.pdparams`` the training wrote: under its output folder and below (best, latest and EMA side
-    by side, ``epoch_3/model.pdparams``), any name, modified at or after ``since`` (the train step's start;
-    a file already there before, such as committed weights, never counts). Links are not followed."""
+    by side, ``epoch_3/model.pdparams``), any name, modified while the train step ran (from ``since``, its
+    start, to ``until``, the next step's start): a file already there before, such as committed weights,
+    never counts, nor one a later step (an export) wrote there. Links are not followed."""
     found: list[Path] = []
     if not save.is_dir() or save.is_symlink():
         return found
@@ -110,7 +111,8 @@ def written_checkpoints(save: Path, since: float | None = None) -> list[Path]:
                 info = path.stat()
             except OSError:
                 continue
-            if stat.S_ISREG(info.st_mode) and (since is None or info.st_mtime >= since - MTIME_SLACK):
+            if (stat.S_ISREG(info.st_mode) and (since is None or info.st_mtime >= since - MTIME_SLACK)
+                    and (until is None or info.st_mtime <= until)):
                 found.append(path)
         if len(found) >= MAX_CHECKPOINTS:
             break
@@ -291,9 +293,14 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def _started(starts, train: Step) -> float | None:
-    """When the train step started (its ``[tipc] RUN train NAME`` line, as tipcgen run read it)."""
-    return next((at for at, kind, name in reversed(list(starts)) if kind == TRAIN and name == train.name), None)
+def _window(starts, train: Step) -> tuple[float | None, float | None]:
+    """When the train step ran: its ``[tipc] RUN train NAME`` line and the next step's, as tipcgen run read
+    them (the next line is printed after the training ended; None where there is none)."""
+    starts = list(starts)
+    index = next((i for i in range(len(starts) - 1, -1, -1) if starts[i][1:] == (TRAIN, train.name)), None)
+    if index is None:
+        return None, None
+    return starts[index][0], starts[index + 1][0] if index + 1 < len(starts) else None
 
 
 def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, export_key: str | None) -> str:
@@ -325,7 +332,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
     written: dict[str, list[Path]] = {}
     for train in (s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir and s.training in fed):
         save = root / train.model_dir
-        written[train.training] = written_checkpoints(save, _started(starts, train))
+        written[train.training] = written_checkpoints(save, *_window(starts, train))
         missing = missing_checkpoint(save, name, written[train.training])
         if missing is not None:
             train.status = FAILED
