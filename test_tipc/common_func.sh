@@ -516,21 +516,37 @@ tipc_elapsed() {
     printf -v "$1" '%d.%03d' $((us / 1000000)) $((us % 1000000 / 1000))
 }
 
-# tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step under the time and log-size limits, then write
-# its status line to the results log and its record to steps.jsonl. Returns 0 if it passed.
+# tipc_wait_writer PID: wait for a step's log writer to write what it was sent (it ends when the step and
+# every process holding its output have closed it); one left after 5 s by a process the step left behind is stopped.
+tipc_wait_writer() {
+    local polls=0
+    while kill -0 "$1" 2> /dev/null && [ "$polls" -lt 500 ]; do
+        read -r -t 0.01 -u "$TIPC_SLEEP_FD" _ || :
+        polls=$((polls + 1))
+    done
+    kill "$1" 2> /dev/null
+    wait "$1" 2> /dev/null
+}
+
+# tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step under the time limit, its output written to LOG
+# through a writer that stops at TIPC_MAX_LOG_MB (the cap is on the log only, never on the files the step
+# saves: no ulimit -f), then write its status line to the results log and its record to steps.jsonl.
+# Returns 0 if it passed.
 tipc_step() {
     local kind=$1 name=$2 log=$3 note=$4 limit=${TIPC_STEP_TIMEOUT:-600} max_mb=${TIPC_MAX_LOG_MB:-1024}
-    local shown start rc seconds reason=""
+    local shown start rc seconds reason="" log_fd writer
     shift 5
     if [ -n "$TIPC_INTERRUPTED" ]; then TIPC_CASE=(); return 130; fi
     tipc_show_cmd shown "$@"
     printf '[tipc] RUN  %s %s\n' "$kind" "$name"
     start=$EPOCHREALTIME
+    exec {log_fd}> >(exec head -c "$((max_mb * 1048576))" > "$log")
+    writer=$!
     (
-        ulimit -f $((max_mb * 1024))
         exec timeout --kill-after=10 "$limit" "$@"
-    ) > "$log" 2>&1 < /dev/null &
+    ) >&"$log_fd" 2>&1 < /dev/null &
     TIPC_STEP_PID=$!
+    exec {log_fd}>&-
     tipc_wait_step "$TIPC_STEP_PID"
     if [ -n "$TIPC_INTERRUPTED" ]; then
         # timeout has exited: what is left of its group would be an orphan.
@@ -538,15 +554,17 @@ tipc_step() {
         if [ -n "$TIPC_KILLER_PID" ]; then kill "$TIPC_KILLER_PID" 2> /dev/null; fi
     fi
     TIPC_STEP_PID=
+    tipc_wait_writer "$writer"
     tipc_elapsed seconds "$start"
     if [ -n "$TIPC_INTERRUPTED" ]; then
         reason="interrupted"
     elif [ "$rc" -eq 124 ] || { [ "$TIPC_STEP_SIGNAL" = KILL ] && [ "${seconds%.*}" -ge "$limit" ]; }; then
         reason="timeout after $limit s"
     elif [ "$TIPC_STEP_SIGNAL" = XFSZ ]; then
-        reason="log over $max_mb MB (killed by SIGXFSZ)"
+        reason="killed by signal SIGXFSZ: a file it wrote reached the file-size limit of the shell that started the run (ulimit -f $(ulimit -f)): raise it (ulimit -f unlimited) and run again"
     elif [ "$rc" -ne 0 ] && [ "$(wc -c < "$log")" -ge $((max_mb * 1048576)) ]; then
-        reason="log over $max_mb MB (the step failed when its log reached the limit)"
+        reason="log over $max_mb MB (TIPC_MAX_LOG_MB): the log stops there, and the step failed when it wrote on"
+        if [ -n "$TIPC_STEP_SIGNAL" ]; then reason="log over $max_mb MB (TIPC_MAX_LOG_MB): the log stops there, and the step was killed by SIG$TIPC_STEP_SIGNAL when it wrote on"; fi
     elif [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
         reason="command not found or not executable: $1"
     elif [ -n "$TIPC_STEP_SIGNAL" ]; then

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import NO_PADDLE_PYTHON, needs_plain_python, read_records, tipcgen
+from conftest import NO_PADDLE_PYTHON, chain_env, needs_plain_python, read_records, tipcgen
 
 MODE = "lite_train_lite_infer"
 RUN_DIR = Path("test_tipc/output/stub_model") / MODE
@@ -56,17 +57,35 @@ def test_a_step_killed_by_a_signal_names_the_signal(stub_repo: Path, signal_name
 
 
 def test_a_native_step_flooding_its_log_stops_at_the_cap(stub_repo: Path):
-    """A program that does not ignore SIGXFSZ (a C++ predictor) is killed at TIPC_MAX_LOG_MB."""
+    """A program that does not ignore SIGPIPE (a C++ predictor) is killed when its log is full at TIPC_MAX_LOG_MB."""
     rc, _, records = run(stub_repo, {"STUB_SPAM": "eval:native", "TIPC_MAX_LOG_MB": "1"})
     assert rc == 1
     step = only(records, "eval")
-    assert step["reason"] == "log over 1 MB (killed by SIGXFSZ)", step
+    assert step["reason"] == ("log over 1 MB (TIPC_MAX_LOG_MB): the log stops there, and the step was killed by "
+                              "SIGPIPE when it wrote on"), step
     assert (stub_repo / step["log"]).stat().st_size == 1 << 20
     assert_rest_of_chain_ran(records)
 
 
+def test_the_log_cap_never_limits_what_a_step_saves(stub_repo: Path):
+    """Issue #35: the cap was `ulimit -f`, which killed a step saving a checkpoint larger than the cap with
+    a plain `exit code 1`. Now a 3 MiB checkpoint is saved whole under a 1 MB log cap; a file-size limit of
+    the user's own shell still kills a native step, and its reason says which limit and how to raise it."""
+    rc, out, records = run(stub_repo, {"STUB_SAVE_MB": "3:native", "TIPC_MAX_LOG_MB": "1"})
+    train = only(records, "train")
+    assert train["status"] == "passed", out
+    assert (stub_repo / train["model_dir"] / "checkpoint/big.pdparams").stat().st_size == 3 << 20
+    proc = subprocess.run(["bash", "-c", 'ulimit -f 2048 && exec "$@"', "bash", sys.executable, "-m", "tipcgen", "run",
+                           "--mode", MODE], cwd=stub_repo, env=chain_env(STUB_SAVE_MB="3:native"), capture_output=True,
+                          text=True, timeout=300)
+    train = only(read_records(stub_repo, "stub_model", MODE), "train")
+    assert proc.returncode == 1 and train["status"] == "failed", proc.stdout + proc.stderr
+    assert train["reason"] == ("killed by signal SIGXFSZ: a file it wrote reached the file-size limit of the shell "
+                               "that started the run (ulimit -f 2048): raise it (ulimit -f unlimited) and run again")
+
+
 def test_a_python_step_flooding_its_log_stops_at_the_cap(stub_repo: Path):
-    """CPython ignores SIGXFSZ, so the write fails (EFBIG) and the script exits 1: the cap still holds."""
+    """CPython ignores SIGPIPE, so the write fails (EPIPE) and the script exits non-zero: the cap still holds."""
     rc, _, records = run(stub_repo, {"STUB_SPAM": "eval", "TIPC_MAX_LOG_MB": "1"})
     assert rc == 1
     step = only(records, "eval")

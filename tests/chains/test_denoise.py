@@ -105,13 +105,18 @@ def test_new_writes_an_output_folder_and_its_chain_changes_no_tracked_file(tmp_p
 
 def test_a_training_that_saves_into_a_tracked_file_fails_naming_it(tmp_path: Path):
     """The issue's run: no output-folder key, so train.py saves to its default logs/, over the committed
-    logs/net.pdparams. The train step fails naming the file, and so does the tracked_files check."""
+    logs/net.pdparams. The train step fails naming the checkpoint it did not write where it was told and the
+    tracked file it changed, and so does the tracked_files check."""
     repo = _repo(tmp_path, None, ("output_dir: {key: --output_dir, value: ./output/}", "output_dir: null"))
     proc = tipcgen("run", "--quiet", cwd=repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     steps = _steps(repo)
     train = next(s for s in json.loads((repo / OUT / "summary.json").read_text())["steps"] if s["kind"] == "train")
-    assert train["status"] == "failed" and train["reason"] == "it changed tracked file(s) logs/net.pdparams"
+    assert train["status"] == "failed" and train["reason"] == (  # it saved into logs/, not the folder it was given
+        f"it wrote no checkpoint {OUT}/{train['name']}/net.pdparams (train_model_name 'net.pdparams', the descriptor's "
+        "train.checkpoint), which eval and export load: check that the training saves (a flag that gates saving, such "
+        "as a save or eval interval) into the output folder it is given (train.output_dir); it changed tracked "
+        "file(s) logs/net.pdparams")
     assert steps["tracked_files"]["reason"].startswith(
         f"the runner's steps changed 1 tracked file(s): logs/net.pdparams (train {train['name']}: logs/net.pdparams)")
     assert _tracked_changes(repo) == " M logs/net.pdparams\n"

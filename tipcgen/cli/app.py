@@ -183,6 +183,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
     chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), or ptq (post-training quantization: calibrate, int8 inference, int8 vs float)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
+    max_checkpoint_bytes: Optional[int] = typer.Option(None, "--max-checkpoint-bytes", min=1, help="The largest checkpoint the export check reads (default: a quarter of the machine's memory)."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 
@@ -190,6 +191,8 @@ def run(
 
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
     """
+    import functools
+
     from tipcgen.configs import preflight
     from tipcgen.format import paths
     from tipcgen.repro import export_check
@@ -204,7 +207,8 @@ def run(
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
                                model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse,
-                               python=python, check_run=export_check.check_run)
+                               python=python, check_run=functools.partial(export_check.check_run,
+                                                                          max_bytes=max_checkpoint_bytes))
     typer.echo(summary_text.terminal_text(summary, color=_color()))
     run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
     typer.echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")

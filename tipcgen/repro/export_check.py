@@ -2,39 +2,55 @@
 
 A chain whose eval and export load weights the repository ships (a null or wrong checkpoint key) passes
 every step while the trained model is never used. For each training whose export passed, this check
-reads the trained checkpoint (``<train output>/<train_model_name>``, with ``checkpoint_io``'s safe
-reader: no pickle code runs) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
+reads every checkpoint the training wrote (``*.pdparams`` under any name in its output folder and below,
+modified while the train step ran: best, latest and EMA side by side, ``epoch_3/model.pdparams``; with
+``checkpoint_io``'s safe reader, no pickle code runs, each at most ``--max-checkpoint-bytes``, by default a
+quarter of the machine's memory) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
 read by ``paddle.static.load_inference_model`` in the chain's own interpreter, written to an ``.npz``
 read back without pickle), and compares them by shape and value: Paddle 3's export renames every
 parameter (``fc.weight`` becomes ``linear_0.w_0``), so a trained parameter is found by its shape and its
-values. A trained parameter with no exported one of its shape was folded or left out by export (a
-BatchNorm folded into a conv, a loss head): allowed and counted; so is a one-element tensor (a
-quantizer's scale or state, which a PACT export rescales). One with exported ones of its shape
-that all hold other values fails the check, named; so does an export holding none of them.
+values. The check passes when the export holds one of those checkpoints; else it fails naming the nearest
+(fewest differing parameters, then the smallest difference) and how it differs. A trained parameter with no
+exported one of its shape was folded or left out by export (a BatchNorm folded into a conv, a loss head):
+allowed and counted; so is a one-element tensor (a quantizer's scale or state, which a PACT export rescales).
 
-Every inference case of that training must have read the export's folder (the run's own export), or
-the check fails naming the case. The result is a ``check`` step (``export_params_<training>``) in the summary. Where it cannot run
-(no ``.pdiparams`` in the export: a stand-in chain without paddle) the summary gets a note saying so.
+A training that did not write the checkpoint the config names (train_model_name: a file, or a folder
+holding one; ``.`` is the output folder) fails, naming the file. Eval and export must have been given the
+same checkpoint (their recorded commands), and every inference case of that training must have read the
+export's folder (the run's own export), or the check fails naming them. The result is a ``check`` step
+(``export_params_<training>``) in the summary. A check that cannot run fails; only a stand-in chain
+(``TIPC_NO_PADDLE=1``) whose export wrote no ``.pdiparams`` gets a note instead.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shlex
+import stat
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from tipcgen.core.errors import CheckpointError
+from tipcgen.core.errors import CheckpointError, TipcgenError
+from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.repro.checkpoint_io import read_paddle_state
-from tipcgen.format.words import CHECK, EXPORT, FAILED, INFER, PASSED, SKIPPED, TRAIN
+from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
 from tipcgen.results.results import Step
 
 TIMEOUT = 300
+MAX_BYTES_OPTION = "--max-checkpoint-bytes"  # tipcgen run's option for the largest checkpoint read
+MAX_CHECKPOINTS = 200  # .pdparams files of one training compared with the export, at most
+MAX_SAME_SHAPE = 16  # exported parameters of one shape a trained one is measured against, at most
+DIFF_BUDGET = 1 << 30  # array elements measured per checkpoint (beyond it a parameter without an exact copy differs)
+MTIME_SLACK = 2.0  # seconds: a file's time against the train step's start as tipcgen read its progress line
+SHOWN = 5
 _READ_EXPORT = """
 import sys, numpy as np, paddle
 paddle.enable_static()
@@ -50,25 +66,91 @@ np.savez(sys.argv[2], **arrays)
 """
 
 
-def checkpoint_name(config_text: str) -> str | None:
-    """The config's train_model_name value (the checkpoint the runner passes to eval and export)."""
+def _slot_line(config_text: str, fld: str) -> tuple[str | None, str | None]:
+    """(key, value) of a descriptor field's line in the config, for the config's layout (None where absent)."""
     config = TipcConfig.parse(config_text)
     table = layout.slots_of(layout.LAYOUT_OF_KIND.get(config.kind, "standard"))
-    index = next((s.index for s in table if s.name == chain.name_of("train.checkpoint")), None)
+    index = next((s.index for s in table if s.name == chain.name_of(fld)), None)
     logical = config.logical_lines()
     if index is None or index >= len(logical) or logical[index].value is None:
+        return None, None
+    return logical[index].key.strip() or None, logical[index].value.strip() or None
+
+
+def checkpoint_name(config_text: str) -> str | None:
+    """The config's train_model_name value (the checkpoint the runner passes to eval and export)."""
+    return _slot_line(config_text, "train.checkpoint")[1]
+
+
+def default_max_bytes() -> int:
+    """The largest checkpoint the check reads: a quarter of the machine's memory (MemTotal in /proc/meminfo;
+    reading one costs about three times its size: its bytes, its arrays, the export's), 1 GiB where unknown."""
+    try:
+        text = read_text("/proc/meminfo", "memory table", 1 << 16)
+    except TipcgenError:
+        return 1 << 30
+    match = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.MULTILINE)
+    return max(1 << 30, int(match.group(1)) * 1024 // 4) if match else 1 << 30
+
+
+def written_checkpoints(save: Path, since: float | None = None, until: float | None = None) -> list[Path]:
+    """Every ``*.pdparams`` the training wrote: under its output folder and below (best, latest and EMA side
+    by side, ``epoch_3/model.pdparams``), any name, modified while the train step ran (from ``since``, its
+    start, to ``until``, the next step's start): a file already there before, such as committed weights,
+    never counts, nor one a later step (an export) wrote there. Links are not followed."""
+    found: list[Path] = []
+    if not save.is_dir() or save.is_symlink():
+        return found
+    for folder, dirs, files in os.walk(save, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(folder) / name
+            if not name.endswith(".pdparams") or path.is_symlink():
+                continue
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            if (stat.S_ISREG(info.st_mode) and (since is None or info.st_mtime >= since - MTIME_SLACK)
+                    and (until is None or info.st_mtime <= until)):
+                found.append(path)
+        if len(found) >= MAX_CHECKPOINTS:
+            break
+    return found[:MAX_CHECKPOINTS]
+
+
+def missing_checkpoint(save: Path, name: str | None, written: list[Path]) -> Path | None:
+    """The checkpoint the config names (``<train output>/<train_model_name>``: a file, the file with
+    ``.pdparams`` added, or a folder holding one; ``.`` is the output folder itself) when the training
+    did not write it; None when it did, or when the config names none."""
+    if not name:
         return None
-    return logical[index].value.strip() or None
+    target = save / name
+    for candidate in (target, save / f"{name}.pdparams"):
+        if candidate in written or (candidate.is_file() and not candidate.name.endswith(".pdparams")):
+            return None
+    if any(path.is_relative_to(target) for path in written):
+        return None
+    if target.is_dir() and not target.is_symlink() and any(target.glob("*.safetensors")):
+        return None  # a folder checkpoint in the safetensors format (not compared: the export check reads .pdparams)
+    return target
 
 
-def _checkpoint(save: Path, name: str) -> Path | None:
-    for candidate in (save / name, save / f"{name}.pdparams"):
-        if candidate.is_file():
-            return candidate
-    if (save / name).is_dir():
-        found = sorted((save / name).glob("*.pdparams"))
-        return found[0] if len(found) == 1 else None
-    return None
+def passed_value(command: str, key: str | None) -> str | None:
+    """The last value a recorded command passes with ``key`` (``key=value`` or ``key value``), as argparse reads it."""
+    if not key or not command:
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    value = None
+    for i, word in enumerate(words):
+        if word == key and i + 1 < len(words):
+            value = words[i + 1]
+        elif word.startswith(key + "="):
+            value = word[len(key) + 1:]
+    return value
 
 
 def _exported_prefix(export_dir: Path) -> Path | None:
@@ -93,38 +175,115 @@ def read_export(prefix: Path, python: str, env: dict[str, str]) -> dict[str, np.
             return {name: data[name] for name in data.files}
 
 
-def compare(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray]) -> tuple[bool, str]:
-    """(passed, what was found): every trained parameter is in the export with its values, by shape."""
-    def digest(array: np.ndarray) -> str:
-        return hashlib.sha256(np.ascontiguousarray(array.astype(np.float32)).tobytes()).hexdigest() + str(array.shape)
+@dataclass
+class Match:
+    """How a trained state dict is found in an export: parameters found with their values, folded away
+    (no exported parameter of their shape), and those whose shape is there with other values
+    (name, shape, the nearest exported parameter, how far, how many of that shape)."""
 
+    compared: int = 0
+    matched: int = 0
+    folded: int = 0
+    differing: list[tuple[str, list[int], str, float, int]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.matched > 0 and not self.differing
+
+    @property
+    def distance(self) -> tuple[int, int, float]:
+        """Smaller is nearer: an export of another architecture last, then fewest differing, smallest max diff."""
+        return (0 if self.matched or self.differing else 1, len(self.differing),
+                max((d[3] for d in self.differing), default=0.0))
+
+    def text(self, exported: int) -> str:
+        if self.differing:
+            name, shape, nearest, diff, count = self.differing[0]
+            more = f" ({len(self.differing)} of {self.compared} trained parameters differ)" if len(self.differing) > 1 else ""
+            return (f"trained parameter {name} {shape} is not in the export: its {count} parameter(s) of that shape "
+                    f"hold other values (nearest, {nearest}, differs by up to {diff:.3g}){more}, so export did not "
+                    "use the trained checkpoint")
+        if not self.matched:
+            return (f"none of the {self.compared} trained parameters is in the export "
+                    f"({exported} exported parameters of other shapes or values)")
+        kept = f"{self.matched} of {self.compared} trained parameters found in the export with their trained values"
+        return kept + (f"; {self.folded} have no exported parameter of their shape (folded or left out by export)"
+                       if self.folded else "")
+
+
+def _digest(array: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array.astype(np.float32)).tobytes()).hexdigest() + str(array.shape)
+
+
+def match(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray],
+          digests: set[str] | None = None) -> Match:
+    """Every trained parameter looked for in the export, by shape and value (digests: the export's, if known)."""
     # A one-element parameter (a quantizer's scale or state, a counter) says nothing about which weights
     # export used, and export may rescale or fold it: only tensors of two elements or more are compared.
     floats = {n: a for n, a in trained.items() if np.issubdtype(a.dtype, np.floating) and a.size > 1}
-    by_digest = {digest(a) for a in exported.values() if np.issubdtype(a.dtype, np.floating)}
-    matched, folded = 0, 0
+    if digests is None:
+        digests = {_digest(a) for a in exported.values() if np.issubdtype(a.dtype, np.floating)}
+    found = Match(compared=len(floats))
+    budget = DIFF_BUDGET  # elements measured: an export of other weights of a large model stays seconds, not minutes
     for name, array in floats.items():
-        if digest(array) in by_digest:
-            matched += 1
+        if _digest(array) in digests:
+            found.matched += 1
             continue
-        same = {n: e for n, e in exported.items() if e.shape == array.shape and np.issubdtype(e.dtype, np.floating)}
+        same = [(n, e) for n, e in exported.items() if e.shape == array.shape and np.issubdtype(e.dtype, np.floating)]
         if not same:
-            folded += 1
+            found.folded += 1
             continue
-        diffs = {n: float(np.max(np.abs(e.astype(np.float64) - array.astype(np.float64)))) for n, e in same.items()}
+        if budget <= 0:  # measured enough: this one holds no exact copy, its distance is not measured
+            found.differing.append((name, list(array.shape), same[0][0], float("inf"), len(same)))
+            continue
+        trained32 = array.astype(np.float32, copy=False)
+        diffs = {n: float(np.max(np.abs(e.astype(np.float32, copy=False) - trained32))) for n, e in same[:MAX_SAME_SHAPE]}
+        budget -= array.size * len(diffs)
         nearest = min(diffs, key=diffs.get)
-        if np.allclose(same[nearest], array, rtol=1e-5, atol=1e-6):
-            matched += 1
+        if np.allclose(dict(same)[nearest], array, rtol=1e-5, atol=1e-6):
+            found.matched += 1
             continue
-        return False, (f"trained parameter {name} {list(array.shape)} is not in the export: its {len(same)} "
-                       f"parameter(s) of that shape hold other values (nearest, {nearest}, differs by up to "
-                       f"{diffs[nearest]:.3g}), so export did not use the trained checkpoint")
-    if not matched:
-        return False, (f"none of the {len(floats)} trained parameters is in the export "
-                       f"({len(exported)} exported parameters of other shapes or values)")
-    kept = f"{matched} of {len(floats)} trained parameters found in the export with their trained values"
-    return True, kept + (f"; {folded} have no exported parameter of their shape (folded or left out by export)"
-                         if folded else "")
+        found.differing.append((name, list(array.shape), nearest, diffs[nearest], len(same)))
+    return found
+
+
+def compare(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray]) -> tuple[bool, str]:
+    """(passed, what was found): every trained parameter is in the export with its values, by shape."""
+    found = match(trained, exported)
+    return found.passed, found.text(len(exported))
+
+
+def compare_written(checkpoints: list[Path], exported: dict[str, np.ndarray], root: Path,
+                    max_bytes: int) -> tuple[bool, str, Path | None]:
+    """(passed, what was found, the checkpoint it names): the export holds one of the checkpoints the
+    training wrote (the first that matches), else the nearest is named with how it differs. Each is read
+    with checkpoint_io's safe reader, one at a time, refused over max_bytes (--max-checkpoint-bytes)."""
+    digests = {_digest(a) for a in exported.values() if np.issubdtype(a.dtype, np.floating)}
+    tried: list[tuple[tuple, Path, str]] = []
+    for path in checkpoints:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise CheckpointError(f"checkpoint {os.path.relpath(path, root)} is {size} bytes, over the limit of "
+                                  f"{max_bytes} bytes ({MAX_BYTES_OPTION})",
+                                  f"raise it: tipcgen run {MAX_BYTES_OPTION} {size}")
+        try:
+            found = match(read_paddle_state(path, max_bytes), exported, digests)
+        except CheckpointError as exc:
+            if "limit" in exc.message:
+                raise CheckpointError(f"{exc.message} ({MAX_BYTES_OPTION})",
+                                      f"raise it: tipcgen run {MAX_BYTES_OPTION} {2 * size}") from None
+            raise
+        if found.passed:
+            return True, found.text(len(exported)), path
+        tried.append((found.distance, path, found.text(len(exported))))
+    if not tried:
+        return False, "the training wrote no .pdparams", None
+    _, nearest, text = min(tried, key=lambda t: t[0])
+    if len(tried) == 1:
+        return False, text, nearest
+    names = ", ".join(os.path.relpath(p, root) for _, p, _ in tried[:SHOWN])
+    return False, (f"the export equals none of the {len(tried)} checkpoints the training wrote ({names}); the nearest, "
+                   f"{os.path.relpath(nearest, root)}: {text}"), nearest
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -134,11 +293,56 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
+def _window(starts, train: Step) -> tuple[float | None, float | None]:
+    """When the train step ran: its ``[tipc] RUN train NAME`` line and the next step's, as tipcgen run read
+    them (the next line is printed after the training ended; None where there is none)."""
+    starts = list(starts)
+    index = next((i for i in range(len(starts) - 1, -1, -1) if starts[i][1:] == (TRAIN, train.name)), None)
+    if index is None:
+        return None, None
+    return starts[index][0], starts[index + 1][0] if index + 1 < len(starts) else None
+
+
+def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, export_key: str | None) -> str:
+    """Why eval and export were not given the same checkpoint (their recorded commands), or ''."""
+    given = passed_value(export.command, export_key)
+    for step in steps:
+        if step.kind != EVAL or step.training != export.training or step.status != PASSED:
+            continue
+        evaluated = passed_value(step.command, eval_key)
+        if evaluated is not None and given is not None and os.path.normpath(evaluated) != os.path.normpath(given):
+            return (f"eval {step.name} was given {evaluated} ({eval_key}) but export {given} ({export_key}): both must "
+                    "load the checkpoint this run trained")
+    return ""
+
+
 def check_run(root: Path, steps: list[Step], config_text: str, python: str | None,
-              env: dict[str, str]) -> tuple[list[Step], list[str]]:
-    """The check steps for every passed export of a trained model, and notes where none could run."""
+              env: dict[str, str], starts=(), max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
+    """The check steps for every passed export of a trained model, and notes where none could run.
+
+    starts: (time, kind, name) of each step's start (tipcgen run's progress lines), so that only the
+    checkpoints a training wrote count. A training whose eval or export the config feeds, but which did
+    not write the checkpoint the config names (train_model_name), fails here, naming the file. A check
+    that cannot run fails (never a skip): only a stand-in chain (TIPC_NO_PADDLE=1) whose export wrote no
+    ``.pdiparams`` gets a note instead."""
     name = checkpoint_name(config_text)
-    trains = {s.training: s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir}
+    eval_key, export_key = _slot_line(config_text, "train.pretrained")[0], _slot_line(config_text, "export.weights")[0]
+    limit = max_bytes or default_max_bytes()
+    fed = {s.training for s in steps if s.kind in (EVAL, EXPORT)}
+    written: dict[str, list[Path]] = {}
+    for train in (s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir and s.training in fed):
+        save = root / train.model_dir
+        written[train.training] = written_checkpoints(save, *_window(starts, train))
+        missing = missing_checkpoint(save, name, written[train.training])
+        if missing is not None:
+            train.status = FAILED
+            what = (f"no .pdparams into {os.path.relpath(missing, root)}" if name == "." or missing.is_dir()
+                    else f"no checkpoint {os.path.relpath(missing, root)}")
+            train.reason = "; ".join(filter(None, [train.reason, (
+                f"it wrote {what} (train_model_name {name!r}, the descriptor's train.checkpoint), which eval and "
+                "export load: check that the training saves (a flag that gates saving, such as a save or eval "
+                "interval) into the output folder it is given (train.output_dir)")]))
+    trains = {s.training: s for s in steps if s.kind == TRAIN and s.model_dir and s.training in written}
     out: list[Step] = []
     notes: list[str] = []
     for export in (s for s in steps if s.kind == EXPORT and s.status == PASSED and s.model_dir):
@@ -147,34 +351,44 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             continue  # whole_infer: an export of given models, not of this run's training
         label = f"export_params_{export.training}"
         prefix = _exported_prefix(root / export.model_dir)
-        if prefix is None:
-            notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir}, so its parameters were "
-                         "not compared with the trained checkpoint")
+        if prefix is None and env.get("TIPC_NO_PADDLE") == "1":
+            notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir} (a stand-in chain, "
+                         "TIPC_NO_PADDLE=1), so its parameters were not compared with the trained checkpoint")
             continue
-        step = Step(kind=CHECK, name=label, status=SKIPPED, reference="trained", training=export.training,
-                    model_dir=str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
+        step = Step(kind=CHECK, name=label, status=FAILED, reference="trained", training=export.training,
+                    model_dir=(str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
+                    if prefix is not None else export.model_dir)
         started = time.perf_counter()
-        checkpoint = _checkpoint(root / train.model_dir, name) if name else None
-        if checkpoint is None:
-            step.reason = (f"no trained checkpoint {name!r} under {train.model_dir} (train_model_name): the exported "
-                           "parameters cannot be compared with it")
+        checkpoints = written[export.training]
+        if prefix is None:
+            step.reason = (f"the export wrote no .pdiparams under {export.model_dir}: its parameters cannot be "
+                           "compared with the trained checkpoint")
+        elif not checkpoints:
+            step.reason = (f"the training wrote no .pdparams under {train.model_dir}: the exported parameters "
+                           "cannot be compared with a checkpoint of this run")
         elif python is None:
             step.reason = "no interpreter to read the export with"
         else:
             try:
-                passed, found = compare(read_paddle_state(checkpoint), read_export(prefix, python, env))
+                passed, found, checkpoint = compare_written(checkpoints, read_export(prefix, python, env), root, limit)
                 step.status, step.note = (PASSED, found) if passed else (FAILED, "")
                 step.reason = "" if passed else found
-                step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams"
+                step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""
             except (CheckpointError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
                 step.status = FAILED
                 step.reason = getattr(exc, "message", None) or str(exc)
+                hint = getattr(exc, "hint", "")
+                if MAX_BYTES_OPTION in hint:
+                    step.reason += f": {hint}"
+        mismatch = _same_checkpoint(steps, export, eval_key, export_key)
         elsewhere = [s for s in steps if s.kind == INFER and s.training == export.training and s.model_dir
                      and not _inside(root / s.model_dir, root / export.model_dir)]
         if elsewhere:  # the runner passes the export's folder: a config or runner that does not proves nothing
+            mismatch = "; ".join(filter(None, [mismatch, f"inference {elsewhere[0].name} read {elsewhere[0].model_dir}, "
+                                                         f"not this run's export {export.model_dir}"]))
+        if mismatch:
             step.status, step.note = FAILED, ""
-            step.reason = "; ".join(filter(None, [step.reason, f"inference {elsewhere[0].name} read {elsewhere[0].model_dir}, "
-                                                  f"not this run's export {export.model_dir}"]))
+            step.reason = "; ".join(filter(None, [step.reason, mismatch]))
         step.seconds = round(time.perf_counter() - started, 3)
         out.append(step)
     return out, notes

@@ -36,6 +36,10 @@ from tipcgen.results.summary_check import read_summary_data
 
 __all__ = ["JUNIT_XML", "RECORDS", "RESULTS_LOG", "SUMMARY_JSON"]  # re-exported: older imports read them here
 TAIL_LINES = 20
+# Checks of the run itself, not of its results: the export holds the trained parameters (reference
+# "trained", repro/export_check.py), no tracked file changed ("git", run/tracked.py). A PASSED verdict
+# needs each that the run made to have passed (Summary.unproven).
+RUN_CHECK_REFERENCES = ("trained", "git")
 _TAIL_BYTES = 64 * 1024
 
 
@@ -108,11 +112,20 @@ class Summary:
         passed = {step.kind for step in self.steps if step.status == PASSED}
         return [kind for kind in self.required_kinds if kind not in passed]
 
+    def unproven(self) -> list[Step]:
+        """The run's own proofs (RUN_CHECK_REFERENCES: the export holds the trained parameters, no tracked
+        file changed) that did not run: a PASSED verdict needs each to have passed. A skip is allowed only
+        for a device the machine lacks (the step records one other than the CPU)."""
+        return [step for step in self.steps if step.kind == CHECK and step.reference in RUN_CHECK_REFERENCES
+                and step.status == SKIPPED and step.device in (None, "", "cpu")]
+
     @property
     def ok(self) -> bool:
+        """The one rule of a PASSED verdict: no problem, no interrupt, no failed step, a clean runner exit,
+        a passed step of every required kind, every proof run (unproven) and the target reproduced."""
         return (not self.problems and not self.interrupted and self.count(FAILED) == 0
                 and self.count(PASSED) > 0 and self.runner_exit_code == 0 and not self.missing_kinds()
-                and self.target.get("reproduced", True))
+                and not self.unproven() and self.target.get("reproduced", True))
 
     @property
     def verdict(self) -> str:
@@ -267,11 +280,6 @@ def load_summary(path: Path) -> Summary:
 
 def write_json(summary: Summary, path: Path) -> None:
     write_file(path, json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", within=path.parent)
-
-
-# Checks of the run itself, not of its results: the export holds the trained parameters (reference
-# "trained", repro/export_check.py), no tracked file changed ("git", run/tracked.py).
-RUN_CHECK_REFERENCES = ("trained", "git")
 
 
 def verdict(summary: Summary) -> str:

@@ -207,12 +207,12 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
               on_line: Callable[[str], None] = lambda line: None,
               check_config: Callable[..., list[str] | None] = lambda root, config_path, env, desc: None,
               python: str | None = None,
-              check_run: Callable[..., tuple[list[Step], list[str]]] = lambda *args: ([], [])) -> Summary:
+              check_run: Callable[..., tuple[list[Step], list[str]]] = lambda *args, **kwargs: ([], [])) -> Summary:
     """check_config(root, config path relative to it, the run's environment, the descriptor) refuses a
     config before anything starts, and returns notes the summary records (the CLI passes preflight.refuse:
     config-level checks live above this module). The descriptor is loaded once, here, and handed down.
-    python: the interpreter for this run (TIPC_PYTHON), whatever the config's python: line says. check_run(root, steps, config text, interpreter, env) gives
-    the check steps and notes of a finished run (the CLI passes repro.export_check.check_run: it reads
+    python: the interpreter for this run (TIPC_PYTHON), whatever the config's python: line says. check_run(root, steps, config text, interpreter, env,
+    starts=[(time, kind, name) of each step's start]) gives the check steps and notes of a finished run (the CLI passes repro.export_check.check_run: it reads
     checkpoints with repro's safe reader, which sits above this module)."""
     check_mode(mode)
     if chain not in RUNNERS:
@@ -265,11 +265,12 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
     context = RunContext(root, config_path, chain, mode, prepare_mode, run_dir, env, desc, on_line)
     with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
-        return _run(summary, context, signals, lambda steps: check_run(root, steps, text, found, env))
+        return _run(summary, context, signals,
+                    lambda steps, starts: check_run(root, steps, text, found, env, starts=starts))
 
 
 def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
-         check_run: Callable[[list[Step]], tuple[list[Step], list[str]]]) -> Summary:
+         check_run: Callable[[list[Step], list], tuple[list[Step], list[str]]]) -> Summary:
     root, env = ctx.root, ctx.env
     parts = [("before the run", tracked.snapshot(root))]  # git status, to find tracked files a part changed
     prepare_cmd = ["bash", PREPARE_SH, str(ctx.config_path), ctx.prepare_mode]
@@ -304,7 +305,7 @@ def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
             prepare.exit_code = code
 
     def checks(steps: list[Step]) -> tuple[list[Step], list[str]]:
-        extra, notes = check_run(steps) if prepare.status == PASSED else ([], [])
+        extra, notes = check_run(steps, list(work.starts)) if prepare.status == PASSED else ([], [])
         step = tracked.check_step(parts, root, steps, work.starts)
         return [*extra, *([step] if step is not None else [])], notes
 
@@ -338,6 +339,8 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
         steps = [*steps, *extra]
         summary.notes.extend(note for note in notes if note not in summary.notes)
     summary.steps = [prepare, *steps]
+    summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or step.status}): a PASSED verdict "
+                            "needs this proof" for step in summary.unproven())
     _note_seeds(summary, root)
     code = summary.runner_exit_code
     if prepare.status == PASSED and not summary.interrupted and not steps:

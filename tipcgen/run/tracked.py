@@ -4,7 +4,8 @@ Where the repository is a git work tree, ``git status`` is read before prepare.s
 the runner: a tracked file that a script changed, deleted or replaced (one already modified before the
 run counts when its content changed again) is listed, by the part of the run that changed it, in a
 failed ``tracked_files`` check step, and the runner's step that changed it (the last to start before
-the file's modification time) fails too, naming it; with none changed the check passes. Untracked and ignored files
+the file's modification time) fails too, naming it; with none changed the check passes; where git answered
+before the run but not after a part of it, the check fails (a proof that could not run). Untracked and ignored files
 (the run's output, data, tipcgen's caches) are not looked at. Without git there is nothing to compare
 with, and no step.
 """
@@ -20,6 +21,7 @@ from tipcgen.format.words import CHECK, FAILED, PASSED
 from tipcgen.results.results import Step
 
 SHOWN = 10
+COMMAND = "git status --untracked-files=no, before and after each part of the run"
 
 
 def snapshot(root: Path) -> dict[str, str] | None:
@@ -85,8 +87,13 @@ def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None
     """The tracked_files check from snapshots taken before and after each part of the run
     (``[("before", s0), ("prepare", s1), ("the runner", s2)]``); None without git. A runner's step
     that changed a tracked file (``attribute``) fails too, naming the files."""
-    if any(state is None for _, state in parts) or len(parts) < 2:
-        return None
+    if len(parts) < 2 or parts[0][1] is None:
+        return None  # no git work tree: nothing to compare with
+    lost = [part for part, state in parts[1:] if state is None]
+    if lost:  # git answered before the run, not after a part of it: the proof could not run, so it fails
+        return Step(kind=CHECK, name="tracked_files", status=FAILED, reference="git", command=COMMAND,
+                    reason=f"git status could not be read after {lost[0]} (it failed or timed out), so the tracked "
+                           "files were not compared: run again, or check the repository with git status")
     found: list[str] = []
     for (_, before), (part, after) in zip(parts, parts[1:]):
         paths = changed(before, after)  # type: ignore[arg-type]
@@ -98,8 +105,7 @@ def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None
                     found[-1] += f" ({step.kind} {step.name}: {', '.join(files)})"
                     step.status = FAILED
                     step.reason = "; ".join(filter(None, [step.reason, f"it changed tracked file(s) {_shown(files)}"]))
-    step = Step(kind=CHECK, name="tracked_files", status=FAILED if found else PASSED, reference="git",
-                command="git status --untracked-files=no, before and after each part of the run")
+    step = Step(kind=CHECK, name="tracked_files", status=FAILED if found else PASSED, reference="git", command=COMMAND)
     if found:
         step.reason = ("; ".join(found) + ": a chain must not write into the repository's tracked files "
                        "(point the script's output flag at the run's folder; git diff shows the change)")

@@ -1,0 +1,101 @@
+"""Issues #34 (5) and #35 (1) on a real paddle repository written for the tests (tests/fixtures/ckpt_folder:
+tutorial layout, `checkpoint: .`, eval and export take a checkpoint folder and load its best.pdparams;
+train saves best.pdparams and latest.pdparams side by side, and nothing without --test_epochs).
+
+- the right descriptor: PASSED, export_params passed naming best.pdparams (one of two); the same run again
+  with --max-checkpoint-bytes lowered: the check fails naming the option;
+- export's checkpoint key pointing at a flag that loads nothing: the export holds the committed
+  pretrained/best.pdparams, every step passes and the check fails naming the nearest checkpoint;
+- a training command without --test_epochs: train fails naming the folder it wrote no checkpoint into.
+Each run is a real lite chain of the 77-parameter model (about 10 s of CPU); the first is shared by two tests."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, tipcgen
+
+FIXTURE = ROOT / "tests" / "fixtures" / "ckpt_folder"
+OUT = "test_tipc/output/restore/lite_train_lite_infer"
+SAVE = f"{OUT}/norm_train_gpus_-1_autocast_null"
+
+
+def _repo(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    repo = tmp_path / "restore"
+    shutil.copytree(FIXTURE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    text = (repo / "tipc.yaml").read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    (repo / "tipc.yaml").write_text(text)
+    tipcgen("init", "tipc.yaml", "--output", ".", "--force", cwd=repo, check=True)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+def _run(repo: Path, *options: str) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+    proc = tipcgen("run", "--quiet", *options, cwd=repo)
+    summary = json.loads((repo / OUT / "summary.json").read_text())
+    return proc, {s["name"]: s for s in summary["steps"]} | {"": summary}
+
+
+@pytest.fixture(scope="module")
+def checkpoint_folder_run(tmp_path_factory):
+    """The right descriptor's run, then the same repository run again with the checkpoint limit lowered."""
+    repo = _repo(tmp_path_factory.mktemp("ckpt"))
+    first = _run(repo)
+    size = (repo / SAVE / "best.pdparams").stat().st_size
+    return repo, first, size, _run(repo, "--max-checkpoint-bytes", "200")
+
+
+def test_a_checkpoint_folder_with_best_and_latest_passes_on_the_one_the_export_holds(checkpoint_folder_run):
+    repo, (proc, steps), _, _ = checkpoint_folder_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED" in proc.stdout and steps[""]["skipped"] == 0
+    check = steps["export_params_gpus_-1"]
+    assert check["status"] == "passed" and check["note"] == "3 of 3 trained parameters found in the export with their trained values"
+    assert check["command"] == f"compare {SAVE}/best.pdparams with {SAVE}/inference.pdiparams"
+    assert (repo / SAVE / "best.pdparams").read_bytes() != (repo / SAVE / "latest.pdparams").read_bytes()
+    train = next(s for s in steps[""]["steps"] if s["kind"] == "train")  # a skip may share its name
+    assert train["status"] == "passed" and steps["tracked_files"]["status"] == "passed"
+    evaluated = next(s for s in steps[""]["steps"] if s["kind"] == "eval")
+    assert evaluated["command"].endswith(f"--ckpt_dir=./{SAVE}/.")  # checkpoint: . passes the folder
+
+
+def test_a_checkpoint_over_the_limit_lowered_by_its_option_fails_naming_it(checkpoint_folder_run):
+    _, _, size, (proc, steps) = checkpoint_folder_run
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    check = steps["export_params_gpus_-1"]
+    assert check["status"] == "failed" and check["reason"] == (
+        f"checkpoint {SAVE}/best.pdparams is {size} bytes, over the limit of 200 bytes (--max-checkpoint-bytes): "
+        f"raise it: tipcgen run --max-checkpoint-bytes {size}")
+    assert "--max-checkpoint-bytes" in proc.stdout
+
+
+def test_an_export_of_the_committed_weights_fails_naming_the_nearest_checkpoint(tmp_path: Path):
+    repo = _repo(tmp_path, ("weights: {key: --ckpt_dir", "weights: {key: --resume"))
+    committed = (repo / "pretrained/best.pdparams").read_bytes()
+    proc, steps = _run(repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [s["status"] for s in steps[""]["steps"] if s["kind"] in ("train", "eval", "export", "infer")] == ["passed"] * 4
+    check = steps["export_params_gpus_-1"]
+    assert check["status"] == "failed" and check["reason"].startswith(
+        f"the export equals none of the 2 checkpoints the training wrote ({SAVE}/best.pdparams, {SAVE}/latest.pdparams); "
+        f"the nearest, {SAVE}/")
+    assert "trained parameter head.weight [4, 1, 3, 3] is not in the export" in check["reason"]
+    assert "FAILED" in proc.stdout and (repo / "pretrained/best.pdparams").read_bytes() == committed
+
+
+def test_a_training_that_saves_nothing_fails_naming_the_checkpoint_it_did_not_write(tmp_path: Path):
+    repo = _repo(tmp_path, ("norm: train.py --test_epochs 1", "norm: train.py"))
+    proc, steps = _run(repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    train = next(s for s in steps[""]["steps"] if s["kind"] == "train")  # a skip may share its name
+    assert train["status"] == "failed" and train["reason"].startswith(
+        f"it wrote no .pdparams into {SAVE} (train_model_name '.', the descriptor's train.checkpoint)")
+    assert "the training saves (a flag that gates saving" in proc.stdout
