@@ -256,9 +256,9 @@ def recorded_models(out_dir: Path, force: bool = False,
         on_note(f"renders only the models named: {out_dir / paths.ANSWERS} cannot be read ({exc.message})")
         return []
     out = []
-    for reference, _, devices in answers.models:
+    for reference, sha256, devices in answers.models:
         try:
-            out.append((descriptor.load(target_of(reference, out_dir)), devices))
+            out.append((descriptor.load(target_of(reference, out_dir, sha256)), devices))
         except TipcgenError as exc:
             if not force:
                 raise TipcgenError(f"{out_dir / paths.ANSWERS}: the descriptor {reference} of a model rendered here "
