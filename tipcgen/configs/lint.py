@@ -68,7 +68,6 @@ but ``slot-shift`` on ``ch_PP-OCRv4_server_rec_ampO2_ultra``. The figures per ru
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -79,7 +78,7 @@ from tipcgen.configs import family_pick, lint_compression
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
-from tipcgen.core.text import quoted
+from tipcgen.core.text import json_text, quoted
 from tipcgen.format import compression, families, layout
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
@@ -353,4 +352,4 @@ def format_finding(finding: Finding) -> str:
 
 def findings_to_json(findings: Iterable[Finding]) -> str:
     """A JSON list of ``{path, line, rule, severity, message}`` objects."""
-    return json.dumps([asdict(finding) for finding in findings], ensure_ascii=False, indent=2)
+    return json_text([asdict(finding) for finding in findings])  # printable as it is (core.text.shown)

@@ -56,6 +56,14 @@ def plain(text: str) -> str:
     return _OWN.sub("", text)
 
 
+def json_text(data: object, indent: int | None = 2) -> str:
+    """``json.dumps`` keeping non-ASCII text readable, with every character ``terminal`` would escape written
+    as a JSON ``\\uNNNN`` escape instead (the same value; ``shown`` then leaves the text as it is)."""
+    import json
+
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, indent=indent, ensure_ascii=False))
+
+
 def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
     """A value as a message quotes it: ``repr`` on one line (escapes visible), at most ``limit``
     characters of it kept, with the full length said (a 5,000-character entry is not a 5,000-character line)."""
