@@ -214,7 +214,7 @@ def test_a_stale_lock_stops_the_dead_runs_leftovers_before_the_new_run(stub_repo
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "stopped 1 leftover process" in proc.stdout
-    assert orphan.wait(timeout=10) == -signal.SIGTERM
+    assert orphan.wait(timeout=120) == -signal.SIGTERM
 
 
 # -- verdicts ------------------------------------------------------------------------------------
