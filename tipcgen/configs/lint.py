@@ -19,7 +19,7 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``unknown-flag`` | error | ``lint --root``: a key the runner passes that its script's ``--help`` lacks (``flag_check``) |
 | ``flags-unchecked`` | warning | ``lint --root``: a script whose flags cannot be read (no argparse, a failing ``--help``) |
 | ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
-| ``model-name`` | error | a ``model_name`` the runner refuses (``descriptor.schema.is_model_name``, init's rule too) |
+| ``model-name`` | error | a ``model_name`` ``run`` refuses (``descriptor.schema.is_model_name``, init's rule too; warning when only the part after a 2nd ``:`` is at fault) |
 | ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |
 | ``trailing-space`` | error | whitespace around ``:`` or after a list value (warning elsewhere) |
 | ``crlf`` | error | CRLF line endings |
