@@ -146,7 +146,7 @@ def test_import_shows_a_hostile_output_name_escaped(tmp_path: Path):
 @given(st.text(alphabet=st.sampled_from(list(PAYLOAD) + ["x", "\x85", "\u2028", "\x00"]), min_size=1, max_size=12))
 def test_lint_of_any_escaped_value_prints_no_raw_control(tmp_path_factory, value: str):
     value = value.replace("\x00", "") or "\x1b"
-    path = tmp_path_factory.mktemp("cfg") / "train_infer_python.txt"
+    path = tmp_path_factory.mktemp("cfg") / f"train{value}.txt"  # the file name lint prints with each finding
     lines = CONFIG.read_text(encoding="utf-8").split("\n")
     lines[1] = f"model_name:{value}"  # a model name lint refuses, quoted in the finding
     lines[3] = f"gpu_list:0|{value}"
