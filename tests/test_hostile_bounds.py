@@ -357,3 +357,19 @@ def test_an_honest_small_broadcast_still_converts(tmp_path: Path):
                        {"0": b"\0" * 16})
     proc = tipcgen("align", "convert", str(source), "--rules", "bn-cnn", "-o", str(tmp_path / "o.pdparams"))
     assert "expands" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_descriptor_kept_outside_is_rendered_by_name_once_edited(tmp_path: Path):
+    """The user's own flow stays: init from a descriptor outside the repository, edit it, init it by name
+    again. update, which only has the answers file's word for it, loads it only as init rendered it."""
+    repo, mine = tmp_path / "repo", tmp_path / "mine" / "tipc.yaml"
+    mine.parent.mkdir()
+    mine.write_text((STUB / "tipc.yaml").read_text())
+    tipcgen("init", str(mine), "--root", str(repo), check=True)
+    assert tipcgen("update", "--root", str(repo), "--diff").returncode == 0
+    mine.write_text(mine.read_text().replace("lite_train_lite_infer: 1,", "lite_train_lite_infer: 2,"))
+    proc = tipcgen("update", "--root", str(repo))
+    assert proc.returncode == 2 and "sha256 differs" in proc.stderr and "tipcgen init PATH" in proc.stderr, proc.stderr
+    proc = tipcgen("init", str(mine), "--root", str(repo))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert tipcgen("update", "--root", str(repo), "--diff").returncode == 0
