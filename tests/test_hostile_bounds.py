@@ -217,22 +217,6 @@ def _answers(descriptor: str, others: list[str] = ()) -> str:
                            "others": [{"descriptor": o, "descriptor_sha256": "0" * 64, "devices": "all"} for o in others]})
 
 
-@pytest.fixture
-def secret(tmp_path: Path) -> Path:
-    """A descriptor-looking file outside the repository, which no answers file may make tipcgen load."""
-    path = tmp_path / "outside" / "secret.yaml"
-    path.parent.mkdir()
-    path.write_text((STUB / "tipc.yaml").read_text())
-    return path
-
-
-def _repo_with_answers(tmp_path: Path, text: str) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir(exist_ok=True)
-    (repo / ".tipcgen-answers.yml").write_text(text)
-    return repo
-
-
 REFERENCES = st.one_of(
     st.builds(lambda n: "../" * n + "outside/secret.yaml", st.integers(1, 6)),
     st.builds(lambda n, m: "a/" * m + "../" * (n + m) + "outside/secret.yaml", st.integers(1, 3), st.integers(0, 3)),
