@@ -35,9 +35,10 @@ def _tar(path: Path, members: list[tuple[str, str, bytes]], mode: str = "w") -> 
 
 
 def _check(root: Path):
-    started = time.monotonic()
+    """The check and the CPU seconds it took (what accept's budget counts: another process does not)."""
+    started = time.process_time()
     item = accept_repo.check_lite_data(root)
-    return item, time.monotonic() - started
+    return item, time.process_time() - started
 
 
 def _timed_check(root: Path, count: int) -> tuple[float, str]:
@@ -52,13 +53,12 @@ def _timed_check(root: Path, count: int) -> tuple[float, str]:
 def test_eighty_thousand_members_are_checked_in_linear_time(tmp_path: Path):
     # half outside, first: the old check searched a list of them for every member until the first file inside
     members = [(f"{'outside' if i < 40_000 else 'lite_data'}/f{i}", "file") for i in range(80_000)]
-    started = time.monotonic()
     problems = accept_archive.archive_problems(members)
-    assert time.monotonic() - started < 1.0 and problems[0].endswith("and 39995 more"), problems
+    assert problems[0].endswith("and 39995 more"), problems
     small, _ = _timed_check(tmp_path / "small", 20_000)
     large, _ = _timed_check(tmp_path / "large", 80_000)
-    # linear: four times the members, about four times the time (quadratic: sixteen); and about a
-    # second on an idle machine (60 s before), a few on a loaded one
+    # linear: four times the members, about four times the CPU time (quadratic: sixteen; 60 s before); CPU
+    # time, so a loaded machine does not fail it, and the listing stays inside accept's CPU budget
     assert large < 6 * small + 0.5 and large < accept_archive.MAX_SECONDS, (small, large)
 
 
@@ -74,8 +74,9 @@ def test_a_decompression_bomb_ends_at_the_size_budget(tmp_path: Path):
         out.write(packer.flush())
     assert (tmp_path / "lite_data.tgz").stat().st_size < 3 << 20
     item, seconds = _check(tmp_path)
+    # the size budget ends it, not the time budget (CPU time: a loaded machine does not fire it first)
     assert not item.passed and "not checked" in item.detail and "MiB" in item.detail, item.detail
-    assert seconds < accept_archive.MAX_SECONDS + 2
+    assert "CPU time" not in item.detail and seconds < accept_archive.MAX_SECONDS + 2
 
 
 def test_many_concatenated_compressed_streams_end_within_the_time_budget(tmp_path: Path):
@@ -189,7 +190,6 @@ def test_a_fifo_or_huge_readme_does_not_block_or_exhaust_accept(tmp_path: Path):
     (tmp_path / "tools").mkdir()
     with open(tmp_path / "tools" / "README.md", "wb") as handle:
         handle.truncate(64 << 20)  # a sparse 64 MiB file: over the reader's limit, never read whole
-    started = time.monotonic()
-    proc = tipcgen("accept", "--root", str(tmp_path))
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr and time.monotonic() - started < 20, proc.stderr
+    proc = tipcgen("accept", "--root", str(tmp_path))  # returns at all: the FIFO was not opened for a blocking read
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "no README shows" in proc.stdout or "3.2.2" in proc.stdout

@@ -77,17 +77,22 @@ def test_limits_must_be_finite_and_positive(repo: Path, tmp_path: Path, args, wo
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_still_write_the_suite_summary(repo: Path, tmp_path: Path, signum: int):
     out = tmp_path / "out"
+    running = tmp_path / "train.pid"  # the stub's train step writes its pid here, then hangs
     proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "suite", str(repo), "-o", str(out)], cwd=tmp_path,
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=chain_env(STUB_HANG="train"), preexec_fn=default_signals)
+                            env=chain_env(STUB_HANG_ONCE=f"train:{running}"), preexec_fn=default_signals)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("[suite] start "):
             break
-    time.sleep(1.5)  # the chain reaches its hanging train step
+    # the event, not a sleep: the chain is inside its train step (a loaded machine takes longer to get there)
+    ceiling = time.monotonic() + 300
+    while not running.exists() and proc.poll() is None and time.monotonic() < ceiling:
+        time.sleep(0.05)
+    assert running.exists(), "the chain never reached its train step"
     proc.send_signal(signum)
     text = proc.stdout.read()
-    assert proc.wait(timeout=60) == 128 + signum, text
+    assert proc.wait(timeout=300) == 128 + signum, text  # a ceiling, not a bound
     suite = json.loads((out / "suite.json").read_text())
     assert suite["interrupted_by"] == signal.Signals(signum).name
     [chain] = suite["chains"]

@@ -313,9 +313,9 @@ IMPORT_32K_SECONDS = 1.1  # measured (docs/PERFORMANCE.md); the bound is 10x loo
 def test_import_of_32k_lines_is_linear():
     extra = ["=" * 27 + "extra_params" + "=" * 27] + [f"--opt{i}:value{i}" for i in range(32_000)]
     text = CONFIG.read_text() + "\n".join(extra) + "\n"
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a busy machine does not count (issue 34)
     document = importer.import_config(text, "big.txt")
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     assert document.rstrip().endswith("- --opt31999:value31999")
     assert seconds < 10 * IMPORT_32K_SECONDS, f"{seconds:.2f} s"
 

@@ -117,14 +117,14 @@ def test_the_probe_reads_paddle_without_importing_it(tmp_path: Path):
 
 def test_a_probe_that_hangs_is_stopped_at_its_limit(tmp_path: Path, monkeypatch):
     hanging = tmp_path / "python"
-    hanging.write_text("#!/bin/sh\nexec sleep 30\n")
+    hanging.write_text("#!/bin/sh\nexec sleep 600\n")
     hanging.chmod(0o755)
     monkeypatch.setattr(provenance, "_PROBE_TIMEOUT", 0.5)
     probes = provenance.Probes(tmp_path, str(hanging), dict(os.environ))
     start = time.monotonic()
     assert probes.versions() == {"note": f"{hanging} could not report its versions"}
     probes.close()
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 120  # stopped, not waited for (a generous ceiling: a loaded machine is slow)
     assert all(proc.poll() is not None for proc in probes._procs.values())
 
 
@@ -145,5 +145,5 @@ def test_the_gpu_probe_reads_nvidia_smi_and_runs_beside_the_others(tmp_path: Pat
         assert probes.git(tmp_path)["commit"] is None
     finally:
         probes.close()
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 120  # a ceiling only: that they run at once is the _procs check above
     assert provenance.device_info(env)["cuda_visible_devices"] == "0"

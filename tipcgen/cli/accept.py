@@ -5,12 +5,14 @@ TipcgenError, which tipcgen's main prints (exit 2). Registered in cli.py with on
 """
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from tipcgen.cli.echo import echo
+from tipcgen.core.text import json_text
 
 
 class Format(str, Enum):
@@ -42,10 +44,10 @@ def accept(
         raise TipcgenError(f"--run {run} is not a folder", "pass a run folder such as test_tipc/output/<model>/<mode>")
     if write_docs:
         path = checklist.write_docs(root, run)
-        typer.echo(f"      wrote  {path}", err=format is Format.json)
+        echo(f"      wrote  {path}", err=format is Format.json)
     result = checklist.check(root, run)
     if format is Format.json:
-        typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        echo(json_text(result.to_dict()))
     else:
-        typer.echo(environment().get_template("report/accept.txt.j2").render(a=result), nl=False)
+        echo(environment().get_template("report/accept.txt.j2").render(a=result), nl=False)
     raise typer.Exit(0 if result.ok else 1)

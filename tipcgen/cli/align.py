@@ -11,6 +11,7 @@ from typing import List, Optional
 
 import typer
 
+from tipcgen.cli.echo import echo
 from tipcgen.core.needs import numpy_for
 
 MAX_BYTES_HELP = ("Refuse a file, an array or an .npz member larger than this many bytes "
@@ -69,11 +70,11 @@ def compare(
     if format is Format.json:
         import json
 
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        echo(json.dumps(result.to_dict(), indent=2))
     else:
-        typer.echo("\n".join(log_lines(result)))
+        echo("\n".join(log_lines(result)))
         for reason in result.failures:
-            typer.echo(f"fail: {reason}", err=True)
+            echo(f"fail: {reason}", err=True)
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -111,6 +112,6 @@ def report(
         from tipcgen.core.writes import write_file
 
         write_file(json_out, text + "\n")
-    typer.echo(text if format is Format.json else ar.report_text(result))
+    echo(text if format is Format.json else ar.report_text(result))
     raise typer.Exit(0 if result.passed else 1)
 

@@ -15,12 +15,13 @@ import typer
 
 from tipcgen.cli.accept import accept as accept_command
 from tipcgen.cli.align import align_app
+from tipcgen.cli.echo import echo
 from tipcgen.cli.new import Devices, new
 from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
-from tipcgen.core.text import terminal
+from tipcgen.core.text import paint, terminal
 from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MARKS, MODES, PASSED, SKIPPED, progress_mark
 
 app = typer.Typer(
@@ -37,7 +38,7 @@ def _print_version(value: bool) -> None:
     if value:
         from tipcgen import __version__
 
-        typer.echo(f"tipcgen {__version__}")
+        echo(f"tipcgen {__version__}")
         raise typer.Exit()
 
 
@@ -85,14 +86,14 @@ def _color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
-_PAINT = {"conflict": "\033[31m", "merged": "\033[36m", "updated": "\033[32m", "created": "\033[32m",
-          "removed": "\033[33m", "kept": "\033[2m"}
+_PAINT = {"conflict": "red", "merged": "cyan", "updated": "green", "created": "green", "removed": "yellow",
+          "kept": "dim"}
 
 
 def _action(word: str, color: bool) -> str:
     """A right-aligned action word (`    updated`), coloured only for a terminal; the word says it all without."""
     text = f"{word:>11}"
-    return f"{_PAINT[word]}{text}\033[0m" if color and word in _PAINT else text
+    return paint(text, _PAINT[word]) if color and word in _PAINT else text
 
 
 @app.command()
@@ -117,12 +118,12 @@ def init(
 
     output = _repository_root(root, output, "--output")
     descs = [descriptor.load(target) for target in targets]
-    written = render.init(descs, output, force=force, devices=devices.value, on_note=lambda line: typer.echo(line, err=True),
+    written = render.init(descs, output, force=force, devices=devices.value, on_note=lambda line: echo(line, err=True),
                           submission=submission)
     for item in written:
-        typer.echo(f"{item.action:>11}  {output / item.path}")
+        echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")
-    typer.echo(f"{', '.join(d.model_name for d in descs)}: {created} file(s) written, {len(written) - created} unchanged. Next:\n"
+    echo(f"{', '.join(d.model_name for d in descs)}: {created} file(s) written, {len(written) - created} unchanged. Next:\n"
                f"  tipcgen run --mode lite_train_lite_infer" + (f"  (from {output})" if str(output) != "." else ""))
 
 
@@ -146,20 +147,20 @@ def update(
     plan = updater.plan(output)
     color = _color()
     if plan.descriptor_changed:
-        typer.echo(f"descriptor {plan.new.descriptor} changed since the last render")
+        echo(f"descriptor {plan.new.descriptor} changed since the last render")
     if plan.old.tipcgen_version != plan.new.tipcgen_version:
-        typer.echo(f"tipcgen {plan.old.tipcgen_version} rendered it last time; this is tipcgen {plan.new.tipcgen_version}")
+        echo(f"tipcgen {plan.old.tipcgen_version} rendered it last time; this is tipcgen {plan.new.tipcgen_version}")
     if diff:
-        typer.echo(updater.diff_text(plan), nl=False)
+        echo(updater.diff_text(plan), nl=False)
     else:
         updater.apply(plan, markers=conflict is ConflictMode.markers)
     for item in plan.files:
         if item.action != updater.UNCHANGED:
-            typer.echo(f"{_action(item.action, color)}  {output / item.path}" + (f"  ({item.reason})" if item.reason else ""))
+            echo(f"{_action(item.action, color)}  {output / item.path}" + (f"  ({item.reason})" if item.reason else ""))
     unchanged = sum(1 for f in plan.files if f.action == updater.UNCHANGED)
     changes = [f for f in plan.changes if f.action != updater.CONFLICT]
     verb = "would change" if diff else "changed"
-    typer.echo(f"{len(changes)} file(s) {verb}, {len(plan.conflicts)} conflict(s), "
+    echo(f"{len(changes)} file(s) {verb}, {len(plan.conflicts)} conflict(s), "
                f"{sum(1 for f in plan.files if f.action == updater.KEPT)} kept as you edited them, {unchanged} unchanged"
                + ("; nothing was written (--diff)" if diff else ""))
     if plan.conflicts:
@@ -168,7 +169,7 @@ def update(
         else:
             hint = ("the conflicting files were left as they are; see the change with tipcgen update --diff, or write "
                     "it into them with --conflict markers and resolve by hand")
-        typer.echo(f"conflicts: {hint}", err=True)
+        echo(f"conflicts: {hint}", err=True)
     raise typer.Exit(1 if plan.conflicts else 0)
 
 
@@ -203,15 +204,15 @@ def run(
         if ScriptError.is_own_line(line):
             return  # a script that refuses to start: run_chain raises it as one error message
         if not quiet or progress_mark(line) in MARKS.values():
-            typer.echo(line)
+            echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
                                model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse,
                                python=python, check_run=functools.partial(export_check.check_run,
                                                                           max_bytes=max_checkpoint_bytes))
-    typer.echo(summary_text.terminal_text(summary, color=_color()))
+    echo(summary_text.terminal_text(summary, color=_color()))
     run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
-    typer.echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
+    echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
     raise typer.Exit(summary.exit_code)
 
 
@@ -241,11 +242,11 @@ def report(
     acceptance = accept.for_report(folder, root if run_dir is None else reporter.root_of(folder))
     result, paths = reporter.write(folder, output, formats, align, root if run_dir is None else None, force, acceptance)
     for path in paths:
-        typer.echo(f"      wrote  {path}")
+        echo(f"      wrote  {path}")
     for note in result.notes:
-        typer.echo(f"note: {terminal(note)}", err=True)
+        echo(f"note: {terminal(note)}", err=True)
     s = result.summary
-    typer.echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count(PASSED)} passed, {s.count(FAILED)} failed, "
+    echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count(PASSED)} passed, {s.count(FAILED)} failed, "
                f"{s.count(SKIPPED)} skipped)")
 
 
@@ -271,13 +272,13 @@ def lint(
     findings = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
                                   check_flags=repo_root is not None)
     if format is Format.json:
-        typer.echo(linter.findings_to_json(findings))
+        echo(linter.findings_to_json(findings))
     else:
         for finding in findings:
-            typer.echo(linter.format_finding(finding))
+            echo(linter.format_finding(finding))
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
-        typer.echo(f"{errors} error(s), {warnings} warning(s)", err=True)
+        echo(f"{errors} error(s), {warnings} warning(s)", err=True)
     raise typer.Exit(1 if linter.has_errors(findings) else 0)
 
 
@@ -309,16 +310,16 @@ def import_(
         text, note = legacy_format.imported_env(document, Path("."))
         problems = importer.flag_problems(config, root)
     if output is None:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
     elif import_compression.is_ptq(source):
         writes.write_tree({output.name: text}, output.parent, force=force)
-        typer.echo(f"wrote {output}: add its ptq section to the model's tipc.yaml, then run tipcgen init on that")
+        echo(f"wrote {output}: add its ptq section to the model's tipc.yaml, then run tipcgen init on that")
     else:
         writes.write_tree({output.name: text}, output.parent, force=force)
         family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
-        typer.echo(f"wrote {output} ({family}); render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
+        echo(f"wrote {output} ({family}); render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
     for problem in problems:
-        typer.echo(problem, err=True)
+        echo(problem, err=True)
     if any(problem.startswith("error") for problem in problems):
         raise typer.Exit(1)
 
@@ -345,11 +346,11 @@ def golden(
     desc = descriptor.load(target)
     written = goldens.regenerate(desc, root, mode)
     for item in written:
-        typer.echo(f"{item.action:>11}  {item.path}")
+        echo(f"{item.action:>11}  {item.path}")
     warning = goldens.unseeded_warning(root, desc.model_name, mode)
     if warning:
-        typer.echo(f"warning: {warning}", err=True)
-    typer.echo("Commit them: later runs of this mode check their inference results against them.")
+        echo(f"warning: {warning}", err=True)
+    echo("Commit them: later runs of this mode check their inference results against them.")
 
 
 @app.command()
@@ -367,7 +368,7 @@ def doctor(
     from tipcgen.run import doctor as checkup
 
     checks = checkup.diagnose(root, config, data_dir)
-    typer.echo(checkup.format_checks(checks))
+    echo(checkup.format_checks(checks))
     raise typer.Exit(checkup.exit_code(checks))
 
 
@@ -382,7 +383,7 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
     try:
         app(args=argv, prog_name=prog_name)
     except TipcgenError as exc:  # one error, its control characters and escapes shown, never acted on
-        typer.echo(f"error: {terminal(exc, one_line=False)}", err=True)
+        echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except (OSError, RuntimeError) as exc:
         # pathlib before 3.13 reports a symbolic link loop in Path.resolve() as RuntimeError("Symlink loop from ...")
@@ -392,8 +393,8 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
         error = os_error(exc) if isinstance(exc, OSError) else TipcgenError(
             f"cannot use {str(exc).removeprefix('Symlink loop from ')}: a symbolic link loop",
             "fix or remove the link")
-        typer.echo(f"error: {terminal(error, one_line=False)}", err=True)
+        echo(f"error: {error}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
+        echo("interrupted", err=True)
         sys.exit(130)

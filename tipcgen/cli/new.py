@@ -11,6 +11,8 @@ from typing import List, Optional
 
 import typer
 
+from tipcgen.cli.echo import echo
+from tipcgen.core.text import shown
 from tipcgen.core.errors import TipcgenError
 
 
@@ -68,14 +70,14 @@ def new(
                               values=check_fields(_pairs(value, "--value"), "--value"), probe_timeout=probe_timeout)
 
     def ask(option: str, question: str, default: str) -> str:
-        return typer.prompt(f"{question} ({option})", default=default or None, show_default=bool(default))
+        return typer.prompt(shown(f"{question} ({option})"), default=default or None, show_default=bool(default))
 
     proposal = newdesc.propose(options, root, ask if sys.stdin.isatty() else None)
     for field, source, origin in proposal.mapping:
-        typer.echo(f"{origin:>8}  {field:<24} {source}")
+        echo(f"{origin:>8}  {field:<24} {source}")
     for note in proposal.notes:
-        typer.echo(f"    note  {note}")
+        echo(f"    note  {note}")
     target = output or root / "tipc.yaml"
     writes.write_tree({target.name: proposal.text}, target.parent, force=force)
-    typer.echo(f"wrote {target} ({proposal.model_name}). Read it, then:\n  tipcgen init {target}"
+    echo(f"wrote {target} ({proposal.model_name}). Read it, then:\n  tipcgen init {target}"
                + (f" --root {root}" if str(root) != "." else "") + "\n  tipcgen run --mode lite_train_lite_infer")

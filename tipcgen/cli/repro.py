@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import typer
 
+from tipcgen.cli.echo import echo
 from tipcgen.core.text import terminal
 
 DEFAULT_MAX_BYTES = 1 << 30  # tipcgen.repro.pickles.DEFAULT_MAX_BYTES (numpy is imported only when a command runs)
@@ -55,11 +56,11 @@ def convert(
         if map_out is not None:
             write_file(map_out, json.dumps(result.name_map(), indent=2) + "\n")
     if format == "json":
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        echo(json.dumps(result.to_dict(), indent=2))
     else:
-        typer.echo("\n".join(report_lines(result)))
+        echo("\n".join(report_lines(result)))
         if result.passed:
-            typer.echo(f"wrote {terminal(output)}")
+            echo(f"wrote {terminal(output)}")
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -97,7 +98,7 @@ def trace(
     model = import_factory(paddle)
     result = (tracer.compare(model, import_factory(torch), feed, rule_set, threshold) if torch
               else tracer.scan(model, feed))
-    typer.echo(json.dumps(result.to_dict(), indent=2) if format == "json" else "\n".join(tracer.table_lines(result)))
+    echo(json.dumps(result.to_dict(), indent=2) if format == "json" else "\n".join(tracer.table_lines(result)))
     raise typer.Exit(0 if result.passed else 1)
 
 

@@ -9,6 +9,8 @@ from typing import Optional
 
 import typer
 
+from tipcgen.cli.echo import echo
+
 
 def schema(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the schema to this file (default: print it)."),
@@ -27,11 +29,11 @@ def schema(
     from tipcgen.descriptor import schema as descriptor_schema
 
     if path:
-        typer.echo(descriptor_schema.SCHEMA_FILE)
+        echo(descriptor_schema.SCHEMA_FILE)
         return
     text = descriptor_schema.json_text()
     if output is None:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         return
     writes.write_tree({output.name: text}, output.parent, force=force)
-    typer.echo(f"wrote {output}")
+    echo(f"wrote {output}")

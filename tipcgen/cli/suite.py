@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import typer
 
+from tipcgen.cli.echo import echo
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import JUNIT_XML, SUITE_ELSEWHERE, SUITE_JSON, SUITE_OUTPUT, TEST_TIPC
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER
@@ -54,10 +55,10 @@ def suite(
                            "name config files or folders, or choose --chain basic|paddle2onnx")
     if lint_only:
         for item in refused:
-            typer.echo(f"REFUSED {item.config}\n" + "\n".join(f"    {reason}" for reason in item.reasons))
+            echo(f"REFUSED {item.config}\n" + "\n".join(f"    {reason}" for reason in item.reasons))
         for item in chains:
-            typer.echo(f"run     {item.key}  ({Path(item.root) / item.config})")
-        typer.echo(f"{len(chains)} chain(s) to run, {len(refused)} config(s) refused", err=True)
+            echo(f"run     {item.key}  ({Path(item.root) / item.config})")
+        echo(f"{len(chains)} chain(s) to run, {len(refused)} config(s) refused", err=True)
         raise typer.Exit(1 if refused else 0)
     result = report.SuiteResult(refused=refused, engine="ray" if ray or address else "local")
     if ray or address:
@@ -93,6 +94,6 @@ def suite(
     result.wall_seconds = round(time.monotonic() - started, 3)
     report.write_json(result, out / SUITE_JSON)
     report.write_junit(result, out / JUNIT_XML)
-    typer.echo(report.terminal_text(result))
-    typer.echo(f"summary: {out / SUITE_JSON}\njunit:   {out / JUNIT_XML}")
+    echo(report.terminal_text(result))
+    echo(f"summary: {out / SUITE_JSON}\njunit:   {out / JUNIT_XML}")
     raise typer.Exit(result.exit_code)

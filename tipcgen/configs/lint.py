@@ -19,6 +19,7 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``unknown-flag`` | error | ``lint --root``: a key the runner passes that its script's ``--help`` lacks (``flag_check``) |
 | ``flags-unchecked`` | warning | ``lint --root``: a script whose flags cannot be read (no argparse, a failing ``--help``) |
 | ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
+| ``model-name`` | error | a ``model_name`` ``run`` refuses (``descriptor.schema.is_model_name``, init's rule too; warning when only the part after a 2nd ``:`` is at fault) |
 | ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |
 | ``trailing-space`` | error | whitespace around ``:`` or after a list value (warning elsewhere) |
 | ``crlf`` | error | CRLF line endings |
@@ -67,7 +68,6 @@ but ``slot-shift`` on ``ch_PP-OCRv4_server_rec_ampO2_ultra``. The figures per ru
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -78,6 +78,7 @@ from tipcgen.configs import family_pick, lint_compression
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
+from tipcgen.core.text import json_text, quoted
 from tipcgen.format import compression, families, layout
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
@@ -186,7 +187,7 @@ class _Linter(SlotRules):
             return
         if ":" in value:
             self.add(number, "colon-in-value", "warning",
-                     f"the value holds a second ':'; OCR/Clas/NLP runners read only {line.bash_value!r}")
+                     f"the value holds a second ':'; OCR/Clas/NLP runners read only {quoted(line.bash_value)}")
         if line.key == "python" and _PINNED_PYTHON.match(value.strip()):
             self.add(number, "python-version", "warning",
                      f"'python:{value.strip()}' pins a minor version; 'python' uses whatever interpreter is active")
@@ -236,7 +237,7 @@ class _Linter(SlotRules):
             if name is not None:
                 missing = expected_lines - index
                 self.add(self.line_of(index), "slot-shift", "error",
-                         f"section {name!r} starts at idx {index}, inside the layout (which ends at idx "
+                         f"section {quoted(name)} starts at idx {index}, inside the layout (which ends at idx "
                          f"{expected_lines - 1}): {missing} line{'s' if missing > 1 else ''} missing "
                          f"between idx {body_start - 1} and idx {index}")
                 return True
@@ -265,14 +266,14 @@ class _Linter(SlotRules):
             index = bad[0].index
             self.add(self.line_of(index), "slot-shift", "error",
                      f"idx {index} ({bad[0].name}) should hold {bad[0].value[0]} but holds "
-                     f"{self.logical[index].text.strip()!r}, and every value from there on fits its slot one line "
+                     f"{quoted(self.logical[index].text.strip())}, and every value from there on fits its slot one line "
                      f"{'later' if offset < 0 else 'earlier'}: a line is {'missing' if offset < 0 else 'extra'} in the "
                      "inference block (idx 40-50), so every later flag is read from its neighbour")
             return
         for slot in bad:
             if slot.index < len(self.logical):
                 self.add(self.line_of(slot.index), "infer-value-shape", "warning",
-                         f"idx {slot.index} ({slot.name}) holds {self.logical[slot.index].text.strip()!r}, not "
+                         f"idx {slot.index} ({slot.name}) holds {quoted(self.logical[slot.index].text.strip())}, not "
                          f"{slot.value[0]}: the runner passes it to the inference script as it is; check that the "
                          "script takes it")
 
@@ -351,4 +352,4 @@ def format_finding(finding: Finding) -> str:
 
 def findings_to_json(findings: Iterable[Finding]) -> str:
     """A JSON list of ``{path, line, rule, severity, message}`` objects."""
-    return json.dumps([asdict(finding) for finding in findings], ensure_ascii=False, indent=2)
+    return json_text([asdict(finding) for finding in findings])  # printable as it is (core.text.shown)

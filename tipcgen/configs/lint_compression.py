@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from tipcgen.core.text import quoted
 from tipcgen.format import compression, layout_check
 from tipcgen.format.config import Line, TipcConfig, is_null, split_list
 
@@ -32,7 +33,7 @@ def lint(config: TipcConfig, add: Add) -> None:
         line = logical[slot.index]
         if slot.value is not None and not layout_check.shape_ok(line.value, slot.value[1]):
             add(slot.index, "slot-shift", "error",
-                f"idx {slot.index} ({slot_name}) should hold {slot.value[0]} but holds {line.text.strip()!r}: a line "
+                f"idx {slot.index} ({slot_name}) should hold {slot.value[0]} but holds {quoted(line.text.strip())}: a line "
                 "is missing or extra in the inference block, so every later flag is read from its neighbour")
             return
     for slot_name in _NEEDS_VALUE:
@@ -44,7 +45,7 @@ def lint(config: TipcConfig, add: Add) -> None:
     bad = [item for item in split_list(device.value) if item not in _INFER_DEVICES]  # `cpu ` matches nothing
     if bad and not is_null(device.value):
         add(slots["infer_use_gpu"].index, "infer-device", "error",
-            f"inference device {bad[0]!r} is none of True/False/gpu/cpu: the runner prints 'Does not support "
+            f"inference device {quoted(bad[0])} is none of True/False/gpu/cpu: the runner prints 'Does not support "
             "hardware' and skips those inference cases without a failure line")
 
 
@@ -68,12 +69,12 @@ def _anchors(logical: Sequence[Line], name: str, add: Add) -> bool:
             count = abs(offset)
             cause = f"{count} line{'s' if count > 1 else ''} {'missing' if offset < 0 else 'extra'} above it"
             add(anchor.index, "slot-shift", "error",
-                f"idx {anchor.index} should hold {layout_check.describe(anchor)} but holds {line.text.strip()!r}; "
+                f"idx {anchor.index} should hold {layout_check.describe(anchor)} but holds {quoted(line.text.strip())}; "
                 f"{layout_check.describe(moved)} sits at idx {moved.index + offset} instead of {moved.index} ({cause}): "
                 f"the {name} runner reads every later line from its neighbour")
             return False
         add(anchor.index, "anchor-key", "warning",
-            f"idx {anchor.index} should hold {layout_check.describe(anchor)} but holds {line.text.strip()!r}; the "
+            f"idx {anchor.index} should hold {layout_check.describe(anchor)} but holds {quoted(line.text.strip())}; the "
             "lines around it are in place, so only the key differs")
     if len(logical) < len(table):
         add(len(logical) - 1, "slot-shift", "error",

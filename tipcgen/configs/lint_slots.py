@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tipcgen.core.text import quoted
+from tipcgen.descriptor.schema import MODEL_NAME_HINT, is_model_name
 from tipcgen.format import chain, layout, words
 from tipcgen.format.config import Line, is_null, parse_per_mode, split_list
 
@@ -16,6 +18,7 @@ _LIST_NAMES = frozenset((*layout.LIST_SLOTS, *layout.PER_MODE_SLOTS))
 _KNOWN_MODES = frozenset((*words.MODES, *words.KNOWN_EXTRA_MODES))
 # Slots the runner cannot do without: null there runs `null`, or trains nothing without a failure line.
 _NEEDS_VALUE = tuple(map(chain.name_of, ("model_name", "python", "gpu_list", "train.trainer")))
+_MODEL = chain.name_of("model_name")
 _TRAINER, _GPUS, _DEVICES, _INFER_DEVICE = map(chain.name_of, ("train.trainer", "gpu_list", "train.device",
                                                                "inference.use_gpu"))
 
@@ -48,6 +51,7 @@ class SlotRules:
         self.per_mode_names()
         self.infer_device()
         self.null_values()
+        self.model_name()
         if self.repo_root is not None:
             self.missing_scripts()
 
@@ -65,12 +69,12 @@ class SlotRules:
             value = value.strip()
         if key != key.strip() or value != value.lstrip():
             self.add(self.line_of(index), "trailing-space", "error",
-                     f"whitespace around ':' in {line.text.strip()!r}: the runner passes it into the flag")
+                     f"whitespace around ':' in {quoted(line.text.strip())}: the runner passes it into the flag")
         elif value != value.rstrip():
             in_list = index in lists
             effect = "last list item: comparisons fail and log paths split" if in_list else "flag value"
             self.add(self.line_of(index), "trailing-space", "error" if in_list else "warning",
-                     f"trailing whitespace after {value.rstrip()!r} becomes part of the {effect}")
+                     f"trailing whitespace after {quoted(value.rstrip())} becomes part of the {effect}")
 
     def device_list_length(self) -> None:
         gpus, devices = self.slot_lines(_GPUS), self.slot_lines(_DEVICES)
@@ -94,10 +98,10 @@ class SlotRules:
                     continue
                 if mode in words.LEGACY_MODES:
                     self.add(self.line_of(found[0]), "unknown-mode", "warning",
-                             f"legacy mode name {mode!r}: current runners call it {words.LEGACY_MODES[mode]!r}")
+                             f"legacy mode name {quoted(mode)}: current runners call it {quoted(words.LEGACY_MODES[mode])}")
                 else:
                     self.add(self.line_of(found[0]), "unknown-mode", "error",
-                             f"unknown mode {mode!r} (known: {', '.join(words.MODES)}): its value is never used, "
+                             f"unknown mode {quoted(mode)} (known: {', '.join(words.MODES)}): its value is never used, "
                              "and the intended mode runs without the flag")
 
     def infer_device(self) -> None:
@@ -107,7 +111,7 @@ class SlotRules:
         bad = [item for item in split_list(found[1].value) if item.strip() not in _INFER_DEVICES]
         if bad:
             self.add(self.line_of(found[0]), "infer-device", "error",
-                     f"inference device {bad[0]!r} is none of True/False/gpu/cpu: the runner prints 'Does not "
+                     f"inference device {quoted(bad[0])} is none of True/False/gpu/cpu: the runner prints 'Does not "
                      "support hardware' and skips those inference cases without a failure line")
 
     def null_values(self) -> None:
@@ -123,8 +127,22 @@ class SlotRules:
             index = next((i for i in commands if i < len(self.logical) and self.logical[i].key == item.strip()), None)
             if index is not None and _no_value(self.logical[index].value):
                 self.add(self.line_of(index), "null-value", "error",
-                         f"trainer {item.strip()!r} is chosen, but its command line {item.strip()}: is null: "
+                         f"trainer {quoted(item.strip())} is chosen, but its command line {item.strip()}: is null: "
                          "that trainer trains nothing, and reports no failure")
+
+    def model_name(self) -> None:
+        found = self.slot_lines(_MODEL)
+        if found is None or _no_value(found[1].value):
+            return  # null-value says so
+        name, upstream = found[1].value.strip(), found[1].bash_value.strip()
+        if is_model_name(name):
+            return
+        # An upstream runner reads only up to a second ':' (PaddleRS's `cd:bit` runs there as `cd`): a warning
+        # then, as colon-in-value; tipcgen run and its runner read the whole value and refuse it either way.
+        severity = "error" if not is_model_name(upstream) else "warning"
+        self.add(self.line_of(found[0]), "model-name", severity,
+                 f"model_name {quoted(name)} cannot name the folder test_tipc/output/<model_name>/: tipcgen run "
+                 f"refuses it before any step runs; {MODEL_NAME_HINT}")
 
     def missing_scripts(self) -> None:
         assert self.repo_root is not None
@@ -135,7 +153,7 @@ class SlotRules:
             script = next((word for word in found[1].value.split() if word.endswith(".py")), None)
             if script is not None and not (self.repo_root / script).is_file():
                 self.add(self.line_of(found[0]), "missing-script", "error",
-                         f"{name} runs {script!r}, which does not exist under {self.repo_root}")
+                         f"{name} runs {quoted(script)}, which does not exist under {self.repo_root}")
 
 
 def _no_value(value: str | None) -> bool:

@@ -21,6 +21,7 @@ class DescriptorError(TipcgenError):
 
     def __init__(self, source: str, field: str, message: str, line: int | None = None, hint: str = "") -> None:
         where = f"{source}:{line}" if line else source
+        field = _short(field, 120)  # a field path holds the file's keys: `text.lines.<5000 digits>`
         super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}", hint)
         self.source = source
         self.field = field

@@ -106,3 +106,16 @@ def _linked_inside(link: Path, real: Path, top: Path, folder: Path) -> None:
 
 def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
+
+
+MAX_DIGITS = 9  # a line index, a count, a seed read from a file: ten digits are already a mistake
+
+
+def whole_number(text: str, most: int = 10**MAX_DIGITS - 1) -> int | None:
+    """``text`` as a whole number >= 0 when it is ASCII digits only (``str.isdigit`` and ``int`` also take
+    full-width and other scripts' digits, which bash does not) and at most ``most``; else ``None``.
+    Digits are counted before ``int`` runs, so a 5,000-digit string costs nothing and raises nothing."""
+    if not text or len(text) > len(str(most)) or not text.isascii() or not text.isdigit():
+        return None
+    number = int(text)
+    return number if number <= most else None

@@ -20,9 +20,18 @@ from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcgen/tipc.schema.json
-MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the generated runner checks TIPC_MODEL by it too
+MODEL_NAME_HINT = "use letters, digits, '_', '-' and '.', starting with a letter or digit (no '/', '..' or spaces)"
 PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]+$")
-GPU_ENTRY_RE = re.compile(r"^(-1|\d+(,\d+)*|[A-Za-z0-9_.,-]+;\d+(,\d+)*)$")
+GPU_ENTRY_RE = re.compile(r"^(-1|[0-9]+(,[0-9]+)*|[A-Za-z0-9_.,-]+;[0-9]+(,[0-9]+)*)$")
+
+
+def is_model_name(name: str) -> bool:
+    """The one rule for a model_name (init, lint and the runner that run starts): it names the folder
+    test_tipc/output/<model_name>/, so MODEL_NAME_RE on the whole text and no '..'."""
+    return MODEL_NAME_RE.fullmatch(name) is not None and ".." not in name
+
+
 # A flag name: words split by one space; the runner appends `=VALUE` to the last word, so only the
 # words before it may hold `=` (PaddleVideo's `-o model_name=X -o DATASET.train.file_path`).
 KEY_RE = re.compile(r"^(?:[^\s:|]+ )*[^\s:|=]+$")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
+from tipcgen.core.text import quoted
 from tipcgen.descriptor import benchmark as benchmark_spec
 from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor import target as target_spec
@@ -18,12 +19,13 @@ from tipcgen.descriptor.schema import (
     FIXED_KEY_FIELDS,
     GPU_ENTRY_RE,
     KEY_RE,
-    MODEL_NAME_RE,
+    MODEL_NAME_HINT,
     PYTHON_RE,
     SCHEMA_VERSION,
     SECTION_FIELDS,
     TOP_FIELDS,
     children,
+    is_model_name,
 )
 from tipcgen.descriptor.spec import Descriptor, SlotValue
 from tipcgen.descriptor.validate_fields import GroupChecks
@@ -42,7 +44,7 @@ class Validator(GroupChecks):
         bad, offset = layout_check.infer_shapes(values.get, table)
         if offset is not None:
             slot = bad[0]
-            raise self.fail(slot.field, f"{slots[slot.name].value!r} and the next inference values fit their "
+            raise self.fail(slot.field, f"{quoted(slots[slot.name].value)} and the next inference values fit their "
                             f"neighbours' shapes: lint would read a shifted inference block",
                             f"this inference line takes {slot.value[0]} (a list of them joined by | for a matrix)")
 
@@ -59,7 +61,7 @@ class Validator(GroupChecks):
             for i, item in enumerate(value):
                 part = self.scalar_text(item, f"{path}[{i}]")
                 if "|" in part:
-                    raise self.fail(f"{path}[{i}]", f"{part!r} contains '|'", "one value per list item")
+                    raise self.fail(f"{path}[{i}]", f"{quoted(part)} contains '|'", "one value per list item")
                 parts.append(part)
             return "|".join(parts)
         if isinstance(value, dict):
@@ -75,7 +77,7 @@ class Validator(GroupChecks):
                                           hint + "modes: " + ", ".join(words.MODES))
                 part = self.scalar_text(item, f"{path}.{mode}")
                 if "|" in part or "=" in part:
-                    raise self.fail(f"{path}.{mode}", f"{part!r} contains '|' or '='", "give one plain value per mode")
+                    raise self.fail(f"{path}.{mode}", f"{quoted(part)} contains '|' or '='", "give one plain value per mode")
                 parts.append(f"{mode}={part}")
             return "|".join(parts)
         return self.scalar_text(value, path)
@@ -86,7 +88,7 @@ class Validator(GroupChecks):
             key_raw = value["key"]
             key = "null" if key_raw is None else self.text(key_raw, f"{path}.key", what="flag name")
             if not KEY_RE.match(key):
-                raise self.fail(f"{path}.key", f"{key!r} is not a usable flag name",
+                raise self.fail(f"{path}.key", f"{quoted(key)} is not a usable flag name",
                                 "a flag name has no ':' or '|', one space between words (as in '-o Global.epochs'), "
                                 "and no '=' in its last word (the runner appends =VALUE to it)")
             if "value" not in value:
@@ -134,7 +136,7 @@ class Validator(GroupChecks):
             raw = given.get(tail or head, FIELD_DEFAULTS.get(slot.field))
             slots[slot.name] = self.slot(slot, raw, slot.field)
             if slot.field in FIXED_KEY_FIELDS and slots[slot.name].key != slot.key:
-                raise self.fail(f"{slot.field}.key", f"{slots[slot.name].key!r} replaces the fixed key {slot.key!r}",
+                raise self.fail(f"{slot.field}.key", f"{quoted(slots[slot.name].key)} replaces the fixed key {quoted(slot.key)}",
                                 f"the runner checks this line's key: write {slot.field}: VALUE")
         self._required_values(slots)
         self._infer_shapes(slots, layout.slots_of(layout_name))
@@ -180,26 +182,25 @@ class Validator(GroupChecks):
         for trainer in slots[chain.name_of("train.trainer")].value.split("|"):
             slot = next((layout.SLOT_BY_NAME[n] for n in chain.TRAINER_SLOTS if slots[n].key == trainer.strip()), None)
             if slot is not None and (slots[slot.name].value or "null").strip() in ("", "null", "None"):
-                raise self.fail(slot.field, f"is null, but train.trainer chooses {trainer.strip()!r}: it would train nothing",
+                raise self.fail(slot.field, f"is null, but train.trainer chooses {quoted(trainer.strip())}: it would train nothing",
                                 f"give {slot.field} the train command (e.g. tools/train.py -c config.yml), "
                                 "or choose another train.trainer")
 
     def _model_name(self, name: str) -> str:
-        if not MODEL_NAME_RE.match(name) or ".." in name:
-            raise self.fail("model_name", f"{name!r} cannot name a folder",
-                            "use letters, digits, '_', '-' and '.', starting with a letter or digit (no '/', '..' or spaces)")
+        if not is_model_name(name):
+            raise self.fail("model_name", f"{quoted(name)} cannot name a folder", MODEL_NAME_HINT)
         return name
 
     def _python(self, python: str) -> None:
         if not PYTHON_RE.match(python):
-            raise self.fail("python", f"{python!r} is not an interpreter name",
+            raise self.fail("python", f"{quoted(python)} is not an interpreter name",
                             "use a command such as python or python3, or a path without spaces")
 
     def _gpu_list(self, slots: dict[str, SlotValue]) -> None:
         gpus = slots[chain.name_of("gpu_list")].value.split("|")
         for entry in gpus:
             if not GPU_ENTRY_RE.match(entry):
-                raise self.fail("gpu_list", f"entry {entry!r} is not a device entry",
+                raise self.fail("gpu_list", f"entry {quoted(entry)} is not a device entry",
                                 "use -1 (CPU), 0 (one GPU), 0,1 (one machine, several GPUs) or ip1,ip2;0,1")
         device = slots[chain.name_of("train.device")]
         devices = (device.value or "").split("|")

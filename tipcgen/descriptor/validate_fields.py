@@ -4,8 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tipcgen.core import inputs
 from tipcgen.core.errors import DescriptorError
-from tipcgen.core.text import terminal
+from tipcgen.core.text import quoted, terminal
 from tipcgen.descriptor.schema import (
     ALIGN_CHECKPOINTS,
     CHECK_FIELDS,
@@ -30,6 +31,8 @@ from tipcgen.format import layout, text_style, words
 from tipcgen.format.config import Line as _ConfigLine
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
+MAX_TEXT_LINE = 100_000  # text.lines: an index past any config (a 5,000-digit one is refused, not parsed)
+
 
 class GroupChecks(Checks):
     def _layout(self, value: Any) -> str:
@@ -48,7 +51,7 @@ class GroupChecks(Checks):
         for name, raw in value.items():
             path = f"env.{name}"
             if not isinstance(name, str) or not ENV_NAME_RE.match(name):
-                raise self.fail(f"env.{terminal(name)}", f"{terminal(name)!r} is not a variable name",
+                raise self.fail(f"env.{terminal(name)}", f"{quoted(terminal(name))} is not a variable name",
                                 "use a name of letters, digits and _, such as FLAGS_enable_pir_api")
             refusal = env_refusal(name)
             if refusal is not None:
@@ -87,7 +90,7 @@ class GroupChecks(Checks):
             return
         text = self.text(value, f"{path}.header", what="header line")
         if name is None or _ConfigLine(text).header_name != name:
-            raise self.fail(f"{path}.header", f"{text!r} is not a header line of section {name!r}",
+            raise self.fail(f"{path}.header", f"{quoted(text)} is not a header line of section {quoted(name)}",
                             f"write it as ==={name}=== with any number of '=' on each side, or leave it out")
 
     def section_headers(self, value: Any) -> tuple[str | None, ...]:
@@ -102,17 +105,17 @@ class GroupChecks(Checks):
         value = self.mapping(value, "data", DATA_FIELDS)
         data_dir = self.text(value.get("dir", "./train_data"), "data.dir", what="folder")
         if data_dir.startswith("/") or ".." in Path(data_dir).parts:
-            raise self.fail("data.dir", f"{data_dir!r} is outside the repository", "use a relative path such as ./train_data/<model>")
+            raise self.fail("data.dir", f"{quoted(data_dir)} is outside the repository", "use a relative path such as ./train_data/<model>")
         env = self.text(value.get("whole_env", "TIPC_DATA_DIR"), "data.whole_env", what="variable name")
         if not WHOLE_ENV_RE.match(env):
-            raise self.fail("data.whole_env", f"{env!r} is not an environment variable name", "use upper case, digits and _")
+            raise self.fail("data.whole_env", f"{quoted(env)} is not an environment variable name", "use upper case, digits and _")
         files_raw = value.get("files") or {}
         files_raw = self.mapping(files_raw, "data.files", set(files_raw) if isinstance(files_raw, dict) else set())
         files = []
         for name, spec in files_raw.items():
             path = f"data.files.{name}"
             if not DATA_NAME_RE.match(name):
-                raise self.fail(path, f"{name!r} is not a plain file name", "no folders, spaces or shell characters")
+                raise self.fail(path, f"{quoted(name)} is not a plain file name", "no folders, spaces or shell characters")
             spec = self.mapping(spec, path, DATA_FILE_FIELDS)
             role = spec.get("role", "train")
             if role not in ROLES:
@@ -137,7 +140,7 @@ class GroupChecks(Checks):
                 raise self._err(f"data.setup[{i}]", call, "a list [script.py, args...]")
             words = tuple(self.text(w, f"data.setup[{i}][{j}]", what="argument") for j, w in enumerate(call))
             if not words[0].endswith(".py"):
-                raise self.fail(f"data.setup[{i}]", f"{words[0]!r} is not a python script", "setup runs python scripts only")
+                raise self.fail(f"data.setup[{i}]", f"{quoted(words[0])} is not a python script", "setup runs python scripts only")
             setup.append(words)
         trained = self._rel(value.get("trained_model"), "data.trained_model")
         from_lite = value.get("whole_from_lite", False)
@@ -153,7 +156,7 @@ class GroupChecks(Checks):
         if reference is not None:
             reference = self.text(reference, "checks.reference", what="file name")
             if not DATA_NAME_RE.match(reference):
-                raise self.fail("checks.reference", f"{reference!r} is not a plain file name", "the export step writes it into its output folder")
+                raise self.fail("checks.reference", f"{quoted(reference)} is not a plain file name", "the export step writes it into its output folder")
         return ChecksSpec(
             reference=reference,
             reference_tolerance=self.tolerance(value.get("reference_tolerance"), "checks.reference_tolerance", Tolerance(1e-5, 1e-4)),
@@ -182,7 +185,7 @@ class GroupChecks(Checks):
         names = tuple(self.text(name, f"checks.outputs[{i}]", what="output name") for i, name in enumerate(value))
         bad = next((n for n in names if not DATA_NAME_RE.match(n)), None)
         if bad is not None or len(set(names)) != len(names):
-            raise self.fail("checks.outputs", f"{bad!r} is not a usable output name" if bad else "names an output twice",
+            raise self.fail("checks.outputs", f"{quoted(bad)} is not a usable output name" if bad else "names an output twice",
                             "distinct names of letters, digits, '_', '-' and '.', such as [logits, probs]")
         return names
 
@@ -193,7 +196,7 @@ class GroupChecks(Checks):
             return "null"
         path = self._rel(value["fixed_inputs"], "checks.fixed_inputs")
         if not INPUTS_PATH_RE.match(path):
-            raise self.fail("checks.fixed_inputs", f"{path!r} is not a .npz file path",
+            raise self.fail("checks.fixed_inputs", f"{quoted(path)} is not a .npz file path",
                             "name a .npz of input arrays (keys: the model's input names), or false to turn the check off")
         return path
 
@@ -218,7 +221,7 @@ class GroupChecks(Checks):
         flag = "null" if "onnx_flag" in value and value["onnx_flag"] is None else \
             self.text(value.get("onnx_flag", "--use_onnx"), "paddle2onnx.onnx_flag", what="flag name")
         if flag != "null" and not KEY_RE.match(flag):
-            raise self.fail("paddle2onnx.onnx_flag", f"{flag!r} is not a usable flag name", "such as --use_onnx")
+            raise self.fail("paddle2onnx.onnx_flag", f"{quoted(flag)} is not a usable flag name", "such as --use_onnx")
         return Paddle2OnnxSpec(model_dir, save_file, opset, self.text(value["inference"], "paddle2onnx.inference", what="command"), flag)
 
     def _align(self, value: Any) -> dict[str, float]:
@@ -241,20 +244,23 @@ class GroupChecks(Checks):
         lines = []
         for index, written in (value.get("lines") or {}).items():
             path = f"text.lines.{index}"
-            if isinstance(index, bool) or not str(index).isdigit():
-                raise self._err(path, index, "a line index: a whole number >= 0")
+            number = None if isinstance(index, bool) else inputs.whole_number(str(index), MAX_TEXT_LINE)
+            if number is None:
+                raise self._err(path, index, f"a line index: a whole number from 0 to {MAX_TEXT_LINE}")
             if not isinstance(written, str) or not written or "\n" in written or "\r" in written:
                 raise self._err(path, written, "one line of text")
-            lines.append((int(index), written))
+            lines.append((number, written))
         blanks = value.get("blank_lines") or []
-        if not isinstance(blanks, list) or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in blanks):
-            raise self._err("text.blank_lines", blanks, "a list of line numbers (1 or more)")
+        if not isinstance(blanks, list) or any(isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_TEXT_LINE
+                                               for n in blanks):
+            raise self._err("text.blank_lines", blanks, f"a list of line numbers (1 to {MAX_TEXT_LINE})")
         final = value.get("final_newline", True)
         if not isinstance(final, bool):
             raise self._err("text.final_newline", final, "true or false")
         count = value.get("line_count")
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-            raise self._err("text.line_count", count, "a number of lines (1 or more)")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)
+                                  or not 1 <= count <= MAX_TEXT_LINE):
+            raise self._err("text.line_count", count, f"a number of lines (1 to {MAX_TEXT_LINE})")
         return text_style.from_fields(lines, blanks, final, count)
 
     def _run(self, value: Any) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
+from tipcgen.core.text import quoted
 from tipcgen.descriptor.schema import BAD_PUNCTUATION
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.yaml_lines import describe
@@ -65,14 +66,14 @@ class Checks:
         if not text.strip():
             raise self._err(path, value, f"non-empty {what}")
         if text != text.strip():
-            raise self.fail(path, f"{text!r} has leading or trailing spaces",
+            raise self.fail(path, f"{quoted(text)} has leading or trailing spaces",
                             "remove them: upstream runners keep trailing spaces as part of the value")
         for ch in text:
             if ch in BAD_PUNCTUATION:
-                raise self.fail(path, f"{text!r} contains the full-width character {ch!r}",
+                raise self.fail(path, f"{quoted(text)} contains the full-width character {quoted(ch)}",
                                 "use the ASCII character instead: TIPC parsers split on ASCII , : | ; only")
             if not ch.isprintable():
-                raise self.fail(path, f"{text!r} contains a control character {ch!r}",
+                raise self.fail(path, f"{quoted(text)} contains a control character {quoted(ch)}",
                                 "values are single-line printable text")
         return text
 
@@ -90,7 +91,7 @@ class Checks:
             return None
         text = self.text(value, path, what="relative path")
         if text.startswith("/") or ".." in Path(text).parts:
-            raise self.fail(path, f"{text!r} must be a relative path inside the repository (or data folder)", "")
+            raise self.fail(path, f"{quoted(text)} must be a relative path inside the repository (or data folder)", "")
         return text
 
     def tolerance(self, value: Any, path: str, default: Tolerance) -> Tolerance:

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from tipcgen.core.errors import DescriptorError
+from tipcgen.core.text import quoted
 
 # A descriptor holds about 150 values (an imported config with long trailing sections, a few thousand);
 # far more means an alias that repeats itself (a "billion laughs").
@@ -101,10 +102,10 @@ def describe(value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"the number {value}"
     if isinstance(value, str):
-        return f"the text {value!r}" if len(value) < 60 else f"a text of {len(value)} characters"
+        return f"the text {quoted(value)}" if len(value) < 60 else f"a text of {len(value)} characters"
     if isinstance(value, list):
         return f"a list of {len(value)} items"
     if isinstance(value, dict):
-        return "a mapping with keys " + ", ".join(map(str, list(value)[:5]))
+        return "a mapping with keys " + ", ".join(quoted(str(key), 40) for key in list(value)[:5])
     return type(value).__name__
 

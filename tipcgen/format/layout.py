@@ -54,7 +54,7 @@ def _kv(i: int, name: str, field: str, key: str | None = None, anchors: tuple[st
 
 
 _ON_OFF = ("True/False", re.compile(r"^(True|False|true|false)$"))
-_NUMBER = ("a number", re.compile(r"^\d+$"))
+_NUMBER = ("a number", re.compile(r"^[0-9]+$"))
 _PRECISION = ("fp32/fp16/int8 or True/False", re.compile(r"^(fp32|fp16|int8|bf16|True|False|true|false)$"))
 
 

@@ -18,7 +18,7 @@ from tipcgen.results.summary_check import inside
 
 # `epoch: 1, global_step: 5, loss: 0.69312, ...` (the TIPC train log fields); step counters by other names too.
 _LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
-_STEP = re.compile(r"(?<![\w.])(global_step|step|iter|iteration)\s*[:=]\s*(\d+)", re.IGNORECASE)
+_STEP = re.compile(r"(?<![\w.])(global_step|step|iter|iteration)\s*[:=]\s*([0-9]{1,15})(?![0-9])", re.IGNORECASE | re.ASCII)
 _IPS = re.compile(r"(?<![\w.])avg_ips\s*[:=]\s*([-+0-9.eE]+)")
 # AutoLog's environment block in inference logs: `... INFO:  paddle_version: 3.3.1`.
 _AUTOLOG = re.compile(r"INFO:\s+(OS_version|CUDA_version|CUDNN_version|paddle_version|paddle_commit|"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tipcgen.core import inputs
 from tipcgen.format.words import INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.results.results import Summary
 
@@ -43,7 +44,8 @@ class Table:
 
 
 def _natural(text: str) -> tuple:
-    return (0, int(text)) if text.isdigit() else (1, text)
+    number = inputs.whole_number(text)
+    return (0, number) if number is not None else (1, text)
 
 
 def build(summary: Summary, run: str) -> Table:

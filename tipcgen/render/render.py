@@ -6,6 +6,7 @@ user's files: it writes all files or none, and never overwrites a changed file w
 from __future__ import annotations
 
 import functools
+import os
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -240,9 +241,12 @@ def answers_for(models: Sequence[tuple[Descriptor, str]], out_dir: Path, files: 
     return Answers(__version__, reference, sha256, devices, tuple(sorted(files)), others)
 
 
-def recorded_models(out_dir: Path, force: bool = False,
-                    on_note: Callable[[str], None] = lambda line: None) -> list[tuple[Descriptor, str]]:
-    """The models init rendered into out_dir before (with their devices option), from the answers file."""
+def recorded_models(out_dir: Path, force: bool = False, on_note: Callable[[str], None] = lambda line: None,
+                    named: Sequence[Descriptor] = ()) -> list[tuple[Descriptor, str]]:
+    """The models init rendered into out_dir before (with their devices option), from the answers file.
+    A recorded descriptor file that is one of ``named`` (init's own arguments) is taken as named, not read
+    again (one outside the repository is read from the answers file only as init rendered it)."""
+    by_path = {os.path.normpath(Path(d.source).absolute()): d for d in named if Path(d.source).is_file()}
     if not (out_dir / paths.ANSWERS).is_file():
         return []
     from tipcgen import descriptor
@@ -256,9 +260,13 @@ def recorded_models(out_dir: Path, force: bool = False,
         on_note(f"renders only the models named: {out_dir / paths.ANSWERS} cannot be read ({exc.message})")
         return []
     out = []
-    for reference, _, devices in answers.models:
+    for reference, sha256, devices in answers.models:
+        given = by_path.get(os.path.normpath((out_dir / reference).absolute()))
+        if given is not None:
+            out.append((given, devices))
+            continue
         try:
-            out.append((descriptor.load(target_of(reference, out_dir)), devices))
+            out.append((descriptor.load(target_of(reference, out_dir, sha256)), devices))
         except TipcgenError as exc:
             if not force:
                 raise TipcgenError(f"{out_dir / paths.ANSWERS}: the descriptor {reference} of a model rendered here "
@@ -320,7 +328,7 @@ def init(descs: Descriptor | Sequence[Descriptor], out_dir: Path, force: bool = 
     .tipcgen/base/) so that tipcgen update can merge later. A file tipcgen rendered there last time and
     nobody edited since is replaced without force."""
     new = [descs] if isinstance(descs, Descriptor) else list(descs)
-    recorded = [] if submission else recorded_models(out_dir, force, on_note)
+    recorded = [] if submission else recorded_models(out_dir, force, on_note, new)
     models = merged_models(recorded, new, devices)
     files = rendered_models(models)
     record: dict[str, str | bytes] = {}

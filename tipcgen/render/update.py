@@ -67,7 +67,8 @@ class UpdatePlan:
 def plan(out_dir: Path, marker_size: int = 7) -> UpdatePlan:
     """What update would do in out_dir, file by file. Reads only; raises if a merge needs git and there is none."""
     old = read(out_dir)
-    models = [(descriptor.load(target_of(reference, out_dir)), devices) for reference, _, devices in old.models]
+    models = [(descriptor.load(target_of(reference, out_dir, sha256)), devices)
+              for reference, sha256, devices in old.models]
     files = render.rendered_models(models)
     if (out_dir / paths.SUBMISSION_RECORD).is_file():  # init --submission: the repository keeps its runner files
         files = submission.own_files(files, paths.config_rel(models[0][0].model_name))

@@ -55,6 +55,11 @@ _STORAGES = {
 _SAFETENSORS = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
                 "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+# A tensor's values may not take more than MAX_EXPANSION times the bytes of the storage it views (a stride-0
+# view of a 4-byte storage as 2**28 floats is a 512-byte file that would make 1 GiB, and more to write); a
+# small broadcast (up to SMALL_EXPANSION bytes) is let through.
+MAX_EXPANSION = 4
+SMALL_EXPANSION = 1 << 20
 MAX_HEADER = 16 << 20  # a safetensors header: about 150 bytes per tensor (the library's own cap is 100 MB)
 
 
@@ -103,6 +108,12 @@ class _Tensor:
         """The tensor's values, copied: its declared size is counted against the budget first, so a
         tiny storage viewed with stride 0 as a huge tensor is refused before anything is allocated."""
         itemsize = self.storage.itemsize
+        expanded = math.prod(self.size) * itemsize
+        stored = len(self.storage.data)  # the bytes the file really holds for it
+        if expanded > max(stored * MAX_EXPANSION, SMALL_EXPANSION):  # a stride-0 view: its real size is the storage's
+            raise Refused(f"a tensor of size {brief(self.size)} (strides {brief(self.stride)}) expands its storage of "
+                          f"{stored} bytes to {expanded} bytes, more than {MAX_EXPANSION} times it: a checkpoint "
+                          "saves a tensor's values, not a broadcast (save tensor.contiguous() instead)")
         budget.take(math.prod(self.size) * (4 if self.storage.dtype == "bfloat16" else itemsize), "a tensor")
         flat = self.storage.array()
         if any(n == 0 for n in self.size):

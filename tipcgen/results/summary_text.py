@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tipcgen.core.text import terminal
+from tipcgen.core.text import paint, terminal
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import benchmark
 from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
@@ -22,12 +22,12 @@ def write_junit(summary: Summary, path: Path) -> None:
 
 def terminal_text(summary: Summary, color: bool = False) -> str:
     """The table a person reads at the end of a run."""
-    paint = {PASSED: "\033[32m", FAILED: "\033[31m", SKIPPED: "\033[33m"} if color else {}
+    colours = {PASSED: "green", FAILED: "red", SKIPPED: "yellow"} if color else {}
     rows = []
     for step in summary.steps:
         mark = step.mark
-        if paint:
-            mark = f"{paint.get(step.status, '')}{mark}\033[0m"
+        if step.status in colours:  # tipcgen's own colour: the CLI's echo turns it into the terminal code
+            mark = paint(mark, colours[step.status])
         detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
         if step.metrics:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)

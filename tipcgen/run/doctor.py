@@ -395,4 +395,4 @@ def _run(cmd: list[str]) -> str | None:
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:2])
+    return tuple(int(part) for part in re.findall(r"[0-9]{1,9}", text, re.ASCII)[:2])  # ASCII, bounded: a probe's text

@@ -21,7 +21,9 @@ from tipcgen.configs import submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core.errors import RunError, ScriptError
 from tipcgen.core.writes import write_file
+from tipcgen.core.text import quoted
 from tipcgen.descriptor import target
+from tipcgen.descriptor.schema import MODEL_NAME_HINT, is_model_name
 from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
@@ -115,6 +117,8 @@ def model_name_of(config_path: Path) -> str:
     model = model_name_in(config_path.read_text(encoding="utf-8", errors="replace"))
     if model is None:
         raise RunError(f"{config_path} has no model_name: line", "check it with tipcgen lint")
+    if not is_model_name(model):  # the rule lint and init apply; the runner checks it again
+        raise RunError(f"{config_path}: model_name {quoted(model)} cannot name the run's folder", MODEL_NAME_HINT)
     return model
 
 

@@ -15,9 +15,9 @@ from tipcgen.core.errors import TipcgenError
 DETERMINISM_VARS = ("PYTHONHASHSEED", "FLAGS_cudnn_deterministic", "FLAGS_embedding_deterministic")
 _TRAIN_KEYS = ("norm_train", "pact_train", "fpgm_train", "distill_train", "train_model")
 _SEED_FLAG = re.compile(r"""add_argument\(\s*(?:['"]-\w['"]\s*,\s*)?['"](--?seed|--random[_-]seed)['"]([^)]*)\)""")
-_DEFAULT = re.compile(r"\bdefault\s*=\s*(-?\d+)")
-_SEED_CALL = re.compile(r"\b((?:paddle|np|numpy|random|torch)(?:\.random)?\.(?:seed|manual_seed))\(\s*(-?\d+)\s*\)")
-_LOG_SEED = re.compile(r"(?<![\w.])(?:random_)?seed\b['\"]?\s*[:=]\s*(-?\d+)", re.IGNORECASE)
+_DEFAULT = re.compile(r"\bdefault\s*=\s*(-?\d+)", re.ASCII)
+_SEED_CALL = re.compile(r"\b((?:paddle|np|numpy|random|torch)(?:\.random)?\.(?:seed|manual_seed))\(\s*(-?\d+)\s*\)", re.ASCII)
+_LOG_SEED = re.compile(r"(?<![\w.])(?:random_)?seed\b['\"]?\s*[:=]\s*(-?\d+)", re.IGNORECASE | re.ASCII)
 _MAX_SOURCE = 1 << 20
 UNSEEDED = ("this run set no seed (none in the config, the train script or its log): the difference may be the "
             "training's randomness, not a change of the model; seed it (paddle.seed, a --seed flag) and take the golden results again")

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from tipcgen.core.text import terminal
+from tipcgen.core.text import code, shown, terminal
 from tipcgen.core.writes import write_file
 from tipcgen.format.words import CHAIN_FAILED, CHAIN_PASSED, ERROR, FAILED, INTERRUPTED, PASSED, PROGRESS, SKIPPED, SUITE_MARKS
 from tipcgen.results import junit
@@ -134,18 +134,21 @@ class Progress:
         return f"{self.done_n}/{self.total} done, {self.failed_n} failed, {self.total - self.done_n} remaining"
 
     def _emit(self, text: str | None) -> None:
+        """Every write goes through core.text.shown, as the CLI's echo does: a chain's progress line or key
+        cannot move the cursor or retitle the terminal; the redraw's own cursor moves are text.code's."""
         if self.tty:
-            self.stream.write("\033[F\033[K" * self.drawn)
+            self.stream.write(shown(code("up") + code("clear")) * self.drawn)
             if text:
-                self.stream.write(text + "\n")
+                self.stream.write(terminal(text) + "\n")
             now = time.monotonic()
             width = shutil.get_terminal_size().columns - 1  # a wrapped line would break the cursor moves
-            block = [f"  running  {key}  {now - t0:5.0f} s  {last}"[:width] for key, (t0, last) in self.running.items()]
+            block = [terminal(f"  running  {key}  {now - t0:5.0f} s  {last}")[:width]
+                     for key, (t0, last) in self.running.items()]
             block.append(f"[suite] {self.count()}"[:width])
             self.stream.write("\n".join(block) + "\n")
             self.drawn = len(block)
         elif text:
-            self.stream.write(text + "\n")
+            self.stream.write(terminal(text) + "\n")
         self.stream.flush()
 
     def start(self, chain: Chain, slot: Slot, where: str = "") -> None:
