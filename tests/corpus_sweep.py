@@ -57,9 +57,10 @@ def _outcome(text: str, raw: bytes, name: str) -> str:
 _PLACEHOLDER = "schema_version: 1\nmodel_name: m\ngpu_list: '-1'\ntrain:\n  norm: train.py\ninference:\n  script: null\n"
 
 
-def _back(text: str, raw: bytes, path: Path, name: str, runner: family_pick.Runner | None) -> tuple[str, str]:
+def _back(text: str, raw: bytes, path: Path, name: str, runner: family_pick.Runner | None,
+          specs: tuple = ()) -> tuple[str, str]:
     """(route, outcome): how import takes the file, and whether init writes it back byte for byte."""
-    how = import_kept.route(text, runner)
+    how = import_kept.route(text, runner, specs)
     try:
         if how == import_kept.FIELDS:
             _, desc = import_descriptor(text, name, runner)
@@ -83,11 +84,12 @@ def _entry(root: Path, path: Path, cache: dict | None = None) -> Entry:
     text = raw.decode("utf-8", errors="surrogateescape")
     config = TipcConfig.parse(text)
     runner = family_pick.read_runner(path, None, cache) if cache is not None else None
+    specs = family_pick.runner_specs(path, None, cache) if cache is not None else ()
     picked = family_of(config, *(runner or (None, "")))
     basic = config.kind in ("train_infer_python", "tutorial_32") and not any(q in path.name for q in QUANT_NAMES)
-    route, back = _back(text, raw, path, name, runner)
+    route, back = _back(text, raw, path, name, runner, specs)
     return Entry(name, name.split("/", 1)[0], kind_of(config.kind, path.name), picked.family.name if picked else None,
-                 tuple(lint.lint_text(text, name, runner=runner)),
+                 tuple(lint.lint_text(text, name, runner=runner, specs=specs)),
                  _outcome(text, raw, name) if basic and cache is None else None, route, back)
 
 

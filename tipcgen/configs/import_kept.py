@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipcgen.configs import family_pick, import_compression, importer
+from tipcgen.configs import family_pick, import_compression, importer, lint, reading
 from tipcgen.core import inputs
 from tipcgen.core.errors import ConfigImportError
 from tipcgen.descriptor import writer
@@ -24,10 +24,16 @@ from tipcgen.format.config import TipcConfig, family_of, model_name_in
 FIELDS, PTQ, KEPT = "fields", "ptq", "kept"
 
 
-def route(text: str, runner: family_pick.Runner | None = None) -> str:
+def route(text: str, runner: family_pick.Runner | None = None, specs: reading.Specs = ()) -> str:
     """How a config is imported: ``fields`` (a basic config in a layout family, or one a shift moved:
-    the basic importer names the shift), ``ptq`` (a PTQ layout of format/compression.py) or ``kept``."""
+    the basic importer names the shift), ``ptq`` (a PTQ layout of format/compression.py) or ``kept``:
+    every other kind, and a basic-kind config that lint reads as another runner's, or as trained only
+    in a ${MODE} branch of its runner (one reading: lint's, configs/reading.py)."""
     config = TipcConfig.parse(text)
+    if config.kind in layout.LAYOUT_OF_KIND and specs:
+        found = lint.lint_text(text, "config", runner=runner, specs=specs)
+        if any(f.rule == "other-runner" or (f.rule == "null-value" and f.severity == "warning") for f in found):
+            return KEPT
     if config.kind in layout.LAYOUT_OF_KIND:
         if family_of(config, *(runner or (None, ""))) is not None:
             return FIELDS
@@ -104,7 +110,7 @@ def import_folder(folder: Path, root: Path | None = None) -> dict[str, str]:
     for path in _files(folder):
         text = inputs.read_text(path, "config")
         runner = family_pick.read_runner(path, root, cache)
-        how = route(text, runner)
+        how = route(text, runner, family_pick.runner_specs(path, root, cache))
         name = model_name_in(text) or path.parent.name
         name = name if FILE_RE.match(name) and "/" not in name else path.parent.name or "model"
         model = models.setdefault(name, _Model(name, kept=[]))

@@ -29,6 +29,7 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``conflict-marker`` | error | a ``<<<<<<<``/``=======``/``>>>>>>>`` line (``tipcgen update --conflict markers``) |
 | ``infer-value-shape`` | warning | an idx 41-45 value of another shape that no shift explains: passed to the script as it is |
 | ``unknown-layout`` | warning | a ``train_params`` file in no layout family (docs/LAYOUTS.md): its slots are not checked |
+| ``other-runner`` | warning | another runner of its folder reads the file as intended (``configs/reading.py``), the basic one would not |
 | ``family`` | info | (``tipcgen lint`` only) the layout family the file is read in, and how it was picked |
 
 Why these severities (what the upstream runners do):
@@ -74,7 +75,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tipcgen.configs import family_pick, lint_compression
+from tipcgen.configs import family_pick, lint_compression, reading
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
@@ -86,6 +87,9 @@ from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift
 _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
 _PINNED_PYTHON = re.compile(r"^python\d+\.\d+$")
 _CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
+
+TRAINED_IN_MODE = "MODE"  # the null-value warning of a config its runner trains in a ${MODE} branch
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -105,8 +109,10 @@ _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NA
 class _Linter(SlotRules):
     """Collects the findings for one file; ``line_of`` maps logical indices to editor lines."""
 
-    def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None) -> None:
+    def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None,
+                 specs: reading.Specs = ()) -> None:
         self.text = text
+        self.specs = specs
         self.path = path
         self.repo_root = repo_root
         self.config = TipcConfig.parse(text)
@@ -136,9 +142,37 @@ class _Linter(SlotRules):
                     self.inference_block()  # the tutorial layout has no keyless inference block
                 if not any(finding.rule == "slot-shift" for finding in self.findings):
                     self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
+            self.as_its_runners_read()
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
+
+    def as_its_runners_read(self) -> None:
+        """An error stands only where the config's own runner misreads a line it reads (configs/reading.py):
+        a config another runner of its folder reads as intended, or one its runner trains in a ${MODE}
+        branch of its own lines, is no slot error."""
+        if not self.specs:
+            return
+        layout_rules = ("slot-shift", "unknown-layout")
+        if any(f.rule in layout_rules for f in self.findings):
+            other = reading.other_runner(self.text, self.specs)
+            if other is not None:
+                self.findings = [f for f in self.findings if f.rule not in layout_rules]
+                self.add(1, "other-runner", "warning",
+                         f"read by {other.name} as intended ({reading.describe(other, self.text)} in place), not "
+                         "by the basic runner's layout: its slots are not checked against it")
+                return
+        trainer = [f for f in self.findings if f.rule == "null-value" and f.message.startswith("trainer ")]
+        branch = reading.trained_in_mode(self.text, self.specs, len(self.table)) if trainer else None
+        if branch is not None:
+            mode, reads = branch
+            self.findings = [f for f in self.findings if f not in trainer]
+            read = ", ".join(sorted({f"lines[{r.index}] {r.var}" for r in reads}))
+            for f in trainer:
+                command = re.search(r"command line (\S+): is null", f.message)
+                self.add(f.line, "null-value", "warning",
+                         f"{command.group(1) if command else 'the trainer'}: is null: the runner trains this config "
+                         f"only in its {TRAINED_IN_MODE}={mode} branch ({read}); the other modes train nothing")
 
     def nearest_shift(self) -> bool:
         """In no family: read it against the nearest family when a 1-3 line shift explains the difference."""
@@ -291,10 +325,12 @@ def _show_line(line: Line) -> str:
     return f"'{line.key}:'" if line.value is not None else repr(line.text)
 
 
-def lint_text(text: str, path: str, repo_root: str | Path | None = None, runner: Runner | None = None) -> list[Finding]:
+def lint_text(text: str, path: str, repo_root: str | Path | None = None, runner: Runner | None = None,
+              specs: reading.Specs = ()) -> list[Finding]:
     """Every finding for one config text, in line order; ``runner`` (its reads and its name) picks
-    the layout family as the suite's own runner reads it."""
-    return _Linter(text, path, Path(repo_root) if repo_root is not None else None, runner).run()
+    the layout family as the suite's own runner reads it; ``specs``: every runner of its folder read as
+    data (family_pick.runner_specs), which decide where an error stands (configs/reading.py)."""
+    return _Linter(text, path, Path(repo_root) if repo_root is not None else None, runner, specs).run()
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
@@ -320,7 +356,7 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
     for file in _files(paths):
         runner = family_pick.read_runner(file, root, cache)
         text = inputs.read_text(file, "config")
-        linter = _Linter(text, str(file), root, runner)
+        linter = _Linter(text, str(file), root, runner, family_pick.runner_specs(file, root, cache))
         found = linter.run()
         if linter.pick is not None:
             findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))

@@ -1,0 +1,48 @@
+"""One reading of a config against its repository's runners, shared by ``lint`` and ``import``.
+
+The runners are the specification (``format/runner_spec.py``): a config the basic runner would misread
+but another runner of its folder reads as intended (PaddleScience's ``benchmark_train.sh``, which
+splits its config into words) is that runner's config: no slot error, kept line by line on import. A
+basic config whose chosen trainer line is null but which the basic runner trains through a ``${MODE}``
+branch of its own lines (PaddleRec's ``benchmark_train`` branch: ``run_mode``, ``gpu_config`` after the
+layout) is no error either. Everything else is read as before (family_pick, the layout families).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from tipcgen.format import paths, runner_spec
+from tipcgen.format.config import is_null
+
+Specs = Sequence[runner_spec.Spec]
+_BASIC = Path(paths.BASIC_RUNNER).name
+
+
+def other_runner(text: str, specs: Specs) -> runner_spec.Spec | None:
+    """The runner (not the basic one) that reads this config as intended, where the basic one does not."""
+    basic = next((s for s in specs if s.name == _BASIC), None)
+    if basic is not None and runner_spec.reads_as_intended(basic, text):
+        return None
+    return next((s for s in specs if s.name != _BASIC and runner_spec.reads_as_intended(s, text)), None)
+
+
+def trained_in_mode(text: str, specs: Specs, layout_lines: int) -> tuple[str, tuple[runner_spec.Read, ...]] | None:
+    """A ``${MODE}`` branch of the basic runner that reads lines after the layout (how it trains there),
+    where the config holds at least two of them, each with a value (a later one it lacks reads empty,
+    as in a branch that does not use it): ``(mode, reads)``."""
+    basic = next((s for s in specs if s.name == _BASIC), None)
+    if basic is None:
+        return None
+    items = runner_spec.elements(text, basic.split)
+    for mode, reads in runner_spec.mode_reads(basic, layout_lines).items():
+        values = [r for r in reads if r.parser != "key" and r.index < len(items)]
+        if len({r.index for r in values}) >= 2 and all(
+                ":" in items[r.index] and not is_null(items[r.index].split(":", 1)[1]) for r in values):
+            return mode, reads
+    return None
+
+
+def describe(spec: runner_spec.Spec, text: str) -> str:
+    held, _ = runner_spec.fit(spec, text)
+    return ", ".join(sorted({f"lines[{r.index}] {r.var}" for r in held}))

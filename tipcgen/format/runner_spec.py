@@ -1,0 +1,127 @@
+"""A suite's runner read as data: which config line (or word) each variable comes from, and when.
+
+A TIPC runner loads its config into an array (``lines=(${dataline})``) and reads it by position:
+``var=$(func_parser_value "${lines[12]}")``. This module reads a runner's text (never runs it) into
+``Read``s: the index, the parser, the variable it sets and the ``${MODE}`` branch it sits in (``if [
+${MODE} = "benchmark_train" ]``). How the array is split matters: after ``IFS=$'\\n'`` an element is
+a line; without it (``dataline=`cat $1```) it is a whitespace-separated word, so a line holding spaces
+moves every later index. A variable named like a config key (``run_mode=... lines[3]`` where the
+file has ``run_mode:`` at that element) is an anchor learned from the runner: ``fit`` says whether a
+config is one that runner reads as intended (its anchors in place, none found elsewhere).
+Bounded: a runner of at most ``MAX_TEXT`` characters, indices of ASCII digits, at most ``MAX_DIGITS``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_TEXT = 1 << 20
+MAX_DIGITS = 6  # lines[999999] at most: no config is longer
+LINES, WORDS = "lines", "words"
+
+_READ = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\$\(\s*func_parser_(key|value|params|value_lite)\s+\"?\$\{lines\[([0-9]+)\]\}")
+_MODE_IF = re.compile(r"^\s*(el)?if\s+\[\[?\s+\"?\$\{?MODE\}?\"?\s+==?\s+\"?([A-Za-z0-9_]+)\"?\s*\]")
+_OPEN = re.compile(r"^\s*if\s")
+_CLOSE = re.compile(r"^\s*fi\b")
+_ELSE = re.compile(r"^\s*(elif|else)\b")
+_LOAD = re.compile(r"^\s*lines=\(\s*\$\{?dataline\}?\s*\)")
+_NEWLINE_IFS = re.compile(r"^\s*IFS=\$'\\n'")
+
+
+def index_of(digits: str) -> int | None:
+    """A ``lines[N]`` index: ASCII digits only, at most MAX_DIGITS of them (else ``None``)."""
+    if not digits or len(digits) > MAX_DIGITS or not digits.isascii() or not digits.isdigit():
+        return None
+    return int(digits)
+
+
+@dataclass(frozen=True)
+class Read:
+    index: int
+    parser: str  # key, value, params, value_lite
+    var: str
+    mode: str | None  # the ${MODE} value of the branch it sits in; None: read in every mode
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one runner reads: its name (for messages), how its array is split, its reads."""
+
+    name: str
+    split: str
+    reads: tuple[Read, ...]
+
+
+def parse(text: str, name: str) -> Spec | None:
+    """The reads of a runner's text; ``None`` when it reads no ``lines[N]`` (or is too large to read)."""
+    if len(text) > MAX_TEXT:
+        return None
+    reads: list[Read] = []
+    stack: list[str | None] = []  # per open `if`: its MODE value (None: another condition)
+    split = WORDS
+    loaded = False
+    for line in text.splitlines():
+        code = line.split("#", 1)[0] if not line.lstrip().startswith("IFS") else line
+        if not loaded and _NEWLINE_IFS.match(code) and not stack:
+            split = LINES
+        if _LOAD.match(code) and not loaded:
+            loaded = True
+        mode = _MODE_IF.match(code)
+        if _OPEN.match(code):
+            stack.append(mode.group(2) if mode else None)
+        elif _ELSE.match(code) and stack:
+            stack[-1] = mode.group(2) if mode and mode.group(1) else None
+        for var, parser, digits in _READ.findall(code):
+            index = index_of(digits)
+            if index is not None:
+                reads.append(Read(index, parser, var, next((m for m in reversed(stack) if m), None)))
+        if _CLOSE.match(code) and stack:
+            stack.pop()
+    if not reads:
+        return None
+    return Spec(name, split, tuple(reads))
+
+
+def elements(text: str, split: str) -> list[str]:
+    """The config as the runner's array holds it: its non-blank lines, or its whitespace-split words."""
+    if split == LINES:
+        return [line for line in text.split("\n") if line.strip()]
+    return text.split()
+
+
+def _key(element: str) -> str:
+    return element.split(":", 1)[0].strip().lstrip("-")
+
+
+def fit(spec: Spec, text: str) -> tuple[list[Read], list[tuple[Read, int]]]:
+    """The runner's reads that land on the key they are named after (anchors in place), and those named
+    after a key the config holds at another element (``(read, where)``: a misread)."""
+    items = elements(text, spec.split)
+    keys: dict[str, list[int]] = {}
+    for i, element in enumerate(items):
+        if ":" in element:
+            keys.setdefault(_key(element), []).append(i)
+    held, moved = [], []
+    for read in spec.reads:
+        if read.parser == "key":
+            continue
+        if read.index < len(items) and ":" in items[read.index] and _key(items[read.index]) == read.var:
+            held.append(read)
+        elif read.var in keys and len(keys[read.var]) == 1:
+            moved.append((read, keys[read.var][0]))
+    return held, moved
+
+
+def reads_as_intended(spec: Spec, text: str, anchors: int = 2) -> bool:
+    """The config is one this runner reads: at least ``anchors`` of its named reads in place, none moved."""
+    held, moved = fit(spec, text)
+    return len({r.index for r in held}) >= anchors and not moved
+
+
+def mode_reads(spec: Spec, beyond: int) -> dict[str, tuple[Read, ...]]:
+    """The reads of lines at ``beyond`` or later, per ``${MODE}`` branch (a mode that reads its own lines)."""
+    out: dict[str, list[Read]] = {}
+    for read in spec.reads:
+        if read.mode is not None and read.index >= beyond:
+            out.setdefault(read.mode, []).append(read)
+    return {mode: tuple(reads) for mode, reads in out.items()}
