@@ -152,9 +152,14 @@ def test_a_line_after_idx_50_outside_any_section_is_kept() -> None:
 def test_other_kinds_are_refused(text: str, kind: str) -> None:
     with pytest.raises(ConfigImportError) as caught:
         import_config(text, "serving.txt")
-    assert str(caught.value).startswith(
-        f"serving.txt: is a {kind} config: only train_infer_python configs (in a layout family of "
-        "docs/LAYOUTS.md) can be imported")
+    assert str(caught.value).startswith(f"serving.txt: is a {kind} config: its lines are no basic-chain fields")
+
+
+@pytest.mark.parametrize("kind, said", [("unknown", "an unknown"), ("infer_python", "an infer_python"),
+                                        ("kl_quant", "a kl_quant"), ("serving", "a serving")])
+def test_the_refusal_says_a_or_an(kind: str, said: str) -> None:
+    from tipcgen.configs.importer import article
+    assert f"{article(kind)} {kind}" == said
 
 
 def test_an_empty_or_short_file_is_refused() -> None:

@@ -135,6 +135,11 @@ def _descriptor(model: _Model, root: Path | None, cache: dict) -> str:
     if model.basic is not None:
         path, text = model.basic
         document = importer.import_descriptor(text, str(path), family_pick.read_runner(path, root, cache))[0]
+        at = paths.config_rel(model.name)
+        if not path.as_posix().endswith(at):  # kept where it was too: init gives the folder back as it was
+            document += (f"# init writes the basic config above at {at} (tipcgen's runner reads it there); kept:\n"
+                         f"# holds it as written at its own path, {kept_file(path, text)}\n")
+            model.kept.insert(0, (path, text))
     else:
         document = "\n".join([
             f"# tipcgen descriptor of {model.name}, imported by `tipcgen import`: the folder has no basic-chain",

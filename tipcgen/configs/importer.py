@@ -92,9 +92,15 @@ def _check_kind(config: cfg.TipcConfig, source: str) -> None:
         raise ConfigImportError(source, None, "is empty: there is nothing to import")
     if kind not in layout.LAYOUT_OF_KIND:
         raise ConfigImportError(
-            source, None, f"is a {kind} config: only train_infer_python configs (in a layout family of "
-            "docs/LAYOUTS.md) can be imported",
-            "import the model's basic-chain config (train_infer_python.txt): tipcgen renders only that chain")
+            source, None, f"is {article(kind)} {kind} config: its lines are no basic-chain fields (a train_infer_python "
+            "config in a layout family of docs/LAYOUTS.md)",
+            "`tipcgen import` of the file keeps it line by line (kept:, or ptq: for a PTQ config); "
+            "`tipcgen import test_tipc/configs/ -o DIR` imports a whole folder")
+
+
+def article(word: str) -> str:
+    """``a`` or ``an`` before a word (``an unknown``, ``an infer_python``, ``a kl_quant``)."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 def _pick(config: cfg.TipcConfig, source: str, runner: family_pick.Runner | None) -> families.Pick:
