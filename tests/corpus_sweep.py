@@ -60,8 +60,8 @@ _PLACEHOLDER = "schema_version: 1\nmodel_name: m\ngpu_list: '-1'\ntrain:\n  norm
 def _back(text: str, raw: bytes, path: Path, name: str, runner: family_pick.Runner | None,
           specs: tuple = ()) -> tuple[str, str]:
     """(route, outcome): how import takes the file, and whether init writes it back byte for byte."""
-    how = import_kept.route(text, runner, specs)
     try:
+        how = import_kept.route(text, runner, specs, name)
         if how == import_kept.FIELDS:
             _, desc = import_descriptor(text, name, runner)
             written = render.render_config(desc)
@@ -74,7 +74,7 @@ def _back(text: str, raw: bytes, path: Path, name: str, runner: family_pick.Runn
             desc = descriptor.load_text(_PLACEHOLDER + import_kept.import_kept(text, name, file), source=name)
             written = render.kept_files([desc])[desc.kept[0].rel]
     except TipcgenError as exc:
-        return how, str(exc).splitlines()[0]
+        return "refused", str(exc).splitlines()[0]
     return how, "byte" if written.encode("utf-8", errors="surrogateescape") == raw else "differs"
 
 

@@ -319,7 +319,7 @@ def import_(
         typer.echo(f"{len(documents)} descriptor(s); render one with: tipcgen init {output}/<model_name>/tipc.yaml")
         return
     source = inputs.read_text(config, "config")
-    how = import_kept.route(source, family_pick.read_runner(config, root), family_pick.runner_specs(config, root))
+    how = import_kept.route(source, family_pick.read_runner(config, root), family_pick.runner_specs(config, root), str(config))
     problems: list[str] = []
     note = None
     if how == import_kept.PTQ:  # a PTQ config: the ptq section of the model's tipc.yaml

@@ -24,15 +24,20 @@ from tipcgen.format.config import TipcConfig, family_of, model_name_in
 FIELDS, PTQ, KEPT = "fields", "ptq", "kept"
 
 
-def route(text: str, runner: family_pick.Runner | None = None, specs: reading.Specs = ()) -> str:
+def route(text: str, runner: family_pick.Runner | None = None, specs: reading.Specs = (), source: str = "config") -> str:
     """How a config is imported: ``fields`` (a basic config in a layout family, or one a shift moved:
     the basic importer names the shift), ``ptq`` (a PTQ layout of format/compression.py) or ``kept``:
     every other kind, and a basic-kind config that lint reads as another runner's, or as trained only
     in a ${MODE} branch of its runner (one reading: lint's, configs/reading.py)."""
     config = TipcConfig.parse(text)
     if config.kind in layout.LAYOUT_OF_KIND and specs:
-        found = lint.lint_text(text, "config", runner=runner, specs=specs)
-        if any(f.rule == "other-runner" or (f.rule == "null-value" and f.severity == "warning") for f in found):
+        found = lint.lint_text(text, source, runner=runner, specs=specs)
+        shift = next((f for f in found if f.rule == "slot-shift"), None)
+        if shift is not None:  # what lint calls shifted is never imported, with lint's message
+            raise ConfigImportError(source, shift.line, shift.message,
+                                    f"run `tipcgen lint {source}`, fix the line and import again")
+        if any(f.rule in ("other-runner", lint.RUNNER_LAYOUT) or (f.rule == "null-value" and f.severity == "warning")
+               for f in found):
             return KEPT
     if config.kind in layout.LAYOUT_OF_KIND:
         if family_of(config, *(runner or (None, ""))) is not None:
@@ -110,7 +115,7 @@ def import_folder(folder: Path, root: Path | None = None) -> dict[str, str]:
     for path in _files(folder):
         text = inputs.read_text(path, "config")
         runner = family_pick.read_runner(path, root, cache)
-        how = route(text, runner, family_pick.runner_specs(path, root, cache))
+        how = route(text, runner, family_pick.runner_specs(path, root, cache), str(path))
         name = model_name_in(text) or path.parent.name
         name = name if FILE_RE.match(name) and "/" not in name else path.parent.name or "model"
         model = models.setdefault(name, _Model(name, kept=[]))

@@ -29,6 +29,7 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``conflict-marker`` | error | a ``<<<<<<<``/``=======``/``>>>>>>>`` line (``tipcgen update --conflict markers``) |
 | ``infer-value-shape`` | warning | an idx 41-45 value of another shape that no shift explains: passed to the script as it is |
 | ``unknown-layout`` | warning | a ``train_params`` file in no layout family (docs/LAYOUTS.md): its slots are not checked |
+| ``runner-layout`` | info | the basic runner reads more lines than any family has, and reads this file as intended |
 | ``other-runner`` | warning | another runner of its folder reads the file as intended (``configs/reading.py``), the basic one would not |
 | ``family`` | info | (``tipcgen lint`` only) the layout family the file is read in, and how it was picked |
 
@@ -88,6 +89,7 @@ _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1
 _PINNED_PYTHON = re.compile(r"^python\d+\.\d+$")
 _CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
 
+RUNNER_LAYOUT = "runner-layout"  # info: a layout of the repository's own runner, read as intended
 TRAINED_IN_MODE = "MODE"  # the null-value warning of a config its runner trains in a ${MODE} branch
 
 
@@ -162,6 +164,21 @@ class _Linter(SlotRules):
                          f"read by {other.name} as intended ({reading.describe(other, self.text)} in place), not "
                          "by the basic runner's layout: its slots are not checked against it")
                 return
+        misread = reading.runner_misread(self.text, self.specs)
+        if misread is not None:
+            if not any(f.rule == "slot-shift" for f in self.findings):
+                read, what = misread
+                self.findings = [f for f in self.findings if f.rule != "unknown-layout"]
+                self.add(self.line_of(min(read.index, len(self.logical) - 1)), "slot-shift", "error",
+                         reading.misread_message(reading.basic_runner(self.specs).name, read, what))
+            return
+        own = reading.runner_layout(self.text, self.specs, len(self.table))
+        if own is not None:  # the runner's own longer layout: the family's table would find shifts that are none
+            self.findings = [f for f in self.findings if f.rule not in (*layout_rules, "infer-value-shape", "anchor-key")]
+            self.add(1, RUNNER_LAYOUT, "info",
+                     f"in no built-in layout family; {own.name} reads it as intended "
+                     f"({reading.describe(own, self.text)} in place): import keeps it line by line")
+            return
         trainer = [f for f in self.findings if f.rule == "null-value" and f.message.startswith("trainer ")]
         branch = reading.trained_in_mode(self.text, self.specs, len(self.table)) if trainer else None
         if branch is not None:

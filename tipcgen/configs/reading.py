@@ -46,3 +46,30 @@ def trained_in_mode(text: str, specs: Specs, layout_lines: int) -> tuple[str, tu
 def describe(spec: runner_spec.Spec, text: str) -> str:
     held, _ = runner_spec.fit(spec, text)
     return ", ".join(sorted({f"lines[{r.index}] {r.var}" for r in held}))
+
+
+def basic_runner(specs: Specs) -> runner_spec.Spec | None:
+    return next((s for s in specs if s.name == _BASIC), None)
+
+
+def runner_misread(text: str, specs: Specs) -> tuple[runner_spec.Read, str] | None:
+    """The first line the basic runner misreads (runner_spec.misreads), where it is the config's runner."""
+    basic = basic_runner(specs)
+    if basic is None or other_runner(text, specs) is not None:
+        return None
+    found = runner_spec.misreads(basic, text)
+    return found[0] if found else None
+
+
+def runner_layout(text: str, specs: Specs, layout_lines: int) -> runner_spec.Spec | None:
+    """The basic runner, where it reads more lines in every mode than the layout family has and reads this
+    config as intended: the runner's own layout, which the family's slot table cannot check."""
+    basic = basic_runner(specs)
+    if basic is None or runner_spec.main_span(basic) <= layout_lines:
+        return None
+    return basic if runner_spec.reads_as_intended(basic, text) else None
+
+
+def misread_message(spec_name: str, read: runner_spec.Read, what: str) -> str:
+    return (f"{spec_name} reads lines[{read.index}] into {read.var}, but {what}: a line is missing or extra "
+            "above it, so the runner reads it (and the lines after it) from a neighbour")

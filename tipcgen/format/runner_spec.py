@@ -19,7 +19,8 @@ MAX_TEXT = 1 << 20
 MAX_DIGITS = 6  # lines[999999] at most: no config is longer
 LINES, WORDS = "lines", "words"
 
-_READ = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\$\(\s*func_parser_(key|value|params|value_lite)\s+\"?\$\{lines\[([0-9]+)\]\}")
+# `var=$(func_parser_value "${lines[12]}")`, `var=$(parse_second_value "${lines[1]}")`: any function of one line.
+_READ = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\$\(\s*(?:func_parser_)?([A-Za-z_][A-Za-z0-9_]*)\s+\"?\$\{lines\[([0-9]+)\]\}")
 _MODE_IF = re.compile(r"^\s*(el)?if\s+\[\[?\s+\"?\$\{?MODE\}?\"?\s+==?\s+\"?([A-Za-z0-9_]+)\"?\s*\]")
 _OPEN = re.compile(r"^\s*if\s")
 _CLOSE = re.compile(r"^\s*fi\b")
@@ -38,9 +39,10 @@ def index_of(digits: str) -> int | None:
 @dataclass(frozen=True)
 class Read:
     index: int
-    parser: str  # key, value, params, value_lite
+    parser: str  # key, value, params, value_lite (func_parser_*), or another function's name
     var: str
     mode: str | None  # the ${MODE} value of the branch it sits in; None: read in every mode
+    load: int = 1  # which `lines=(${dataline})` it reads (a klquant branch reloads lines from another file: 2)
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,14 @@ def parse(text: str, name: str) -> Spec | None:
     stack: list[str | None] = []  # per open `if`: its MODE value (None: another condition)
     split = WORDS
     loaded = False
+    loads = 0
     for line in text.splitlines():
         code = line.split("#", 1)[0] if not line.lstrip().startswith("IFS") else line
         if not loaded and _NEWLINE_IFS.match(code) and not stack:
             split = LINES
-        if _LOAD.match(code) and not loaded:
+        if _LOAD.match(code):
             loaded = True
+            loads += 1
         mode = _MODE_IF.match(code)
         if _OPEN.match(code):
             stack.append(mode.group(2) if mode else None)
@@ -74,7 +78,7 @@ def parse(text: str, name: str) -> Spec | None:
         for var, parser, digits in _READ.findall(code):
             index = index_of(digits)
             if index is not None:
-                reads.append(Read(index, parser, var, next((m for m in reversed(stack) if m), None)))
+                reads.append(Read(index, parser, var, next((m for m in reversed(stack) if m), None), max(loads, 1)))
         if _CLOSE.match(code) and stack:
             stack.pop()
     if not reads:
@@ -103,7 +107,7 @@ def fit(spec: Spec, text: str) -> tuple[list[Read], list[tuple[Read, int]]]:
             keys.setdefault(_key(element), []).append(i)
     held, moved = [], []
     for read in spec.reads:
-        if read.parser == "key":
+        if "key" in read.parser or read.load != 1:  # a key read names no key; a reload reads another file
             continue
         if read.index < len(items) and ":" in items[read.index] and _key(items[read.index]) == read.var:
             held.append(read)
@@ -112,10 +116,44 @@ def fit(spec: Spec, text: str) -> tuple[list[Read], list[tuple[Read, int]]]:
     return held, moved
 
 
+def _structural(element: str) -> str | None:
+    """What a header or ``##`` element is (``the infer_params header``, ``'##'``), else ``None``."""
+    bare = element.strip()
+    header = re.match(r"^=+([^=]+)=+$", bare)
+    if header:
+        return f"the {header.group(1).strip()} header"
+    return "'##'" if bare and not bare.strip("#") else None
+
+
+def misreads(spec: Spec, text: str) -> list[tuple[Read, str]]:
+    """Where the runner misreads the config: a read that lands on a header or ``##``, or whose variable is
+    named after a key the config holds at another element; ``(read, what the config holds)``, by index."""
+    items = elements(text, spec.split)
+    read = {r.index for r in spec.reads if r.load == 1}
+    unread = [i for i in range(min(max(read, default=-1) + 1, len(items))) if i not in read]
+    out: dict[int, tuple[Read, str]] = {}
+    for one in spec.reads:
+        if one.load != 1 or one.index >= len(items) or one.index in out:
+            continue
+        what = _structural(items[one.index])
+        # A header or `##` the runner reads is a misread only where a line it skips (its structure) holds a
+        # key nearby: the lines moved. One it reads in place (PaddleSeg's inference_dir) reads empty, as upstream.
+        if what is not None and any(abs(u - one.index) <= 3 and _structural(items[u]) is None for u in unread):
+            out[one.index] = (one, f"idx {one.index} is {what}")
+    for read, where in fit(spec, text)[1]:
+        out.setdefault(read.index, (read, f"{read.var}: sits at idx {where}"))
+    return [out[i] for i in sorted(out)]
+
+
 def reads_as_intended(spec: Spec, text: str, anchors: int = 2) -> bool:
     """The config is one this runner reads: at least ``anchors`` of its named reads in place, none moved."""
-    held, moved = fit(spec, text)
-    return len({r.index for r in held}) >= anchors and not moved
+    held, _ = fit(spec, text)
+    return len({r.index for r in held}) >= anchors and not misreads(spec, text)
+
+
+def main_span(spec: Spec) -> int:
+    """How many lines the runner reads in every mode (its highest index + 1, reads of its first load)."""
+    return max((r.index for r in spec.reads if r.mode is None and r.load == 1), default=-1) + 1
 
 
 def mode_reads(spec: Spec, beyond: int) -> dict[str, tuple[Read, ...]]:
