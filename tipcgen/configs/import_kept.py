@@ -17,7 +17,7 @@ from tipcgen.configs import family_pick, import_compression, importer, lint, rea
 from tipcgen.core import inputs
 from tipcgen.core.errors import ConfigImportError
 from tipcgen.descriptor import writer
-from tipcgen.descriptor.kept import FILE_RE
+from tipcgen.descriptor.kept import FILE_RE, keepable
 from tipcgen.format import families, layout, paths
 from tipcgen.format.config import TipcConfig, family_of, model_name_in
 
@@ -66,7 +66,7 @@ def kept_item(text: str, source: str, file: str) -> list[str]:
     """The YAML lines of one ``kept:`` item (``  - file: ...``) for a config text."""
     config = TipcConfig.parse(text)
     for number, line in enumerate(config.lines, start=1):
-        bad = next((ch for ch in line.text if not ch.isprintable() and ch != "\t"), None)
+        bad = next((ch for ch in line.text if not keepable(ch)), None)
         if bad is not None:
             raise ConfigImportError(source, number, f"contains the control character {bad!r}: the line cannot be kept "
                                     "as text", "a config line is single-line printable text; remove it (CRLF: save with LF)")

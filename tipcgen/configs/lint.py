@@ -77,6 +77,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tipcgen.configs import family_pick, lint_compression, reading
+from tipcgen.configs.lint_runners import RUNNER_LAYOUT, RunnerRules
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
@@ -88,10 +89,6 @@ from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift
 _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
 _PINNED_PYTHON = re.compile(r"^python\d+\.\d+$")
 _CONFLICT_MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")  # git merge-file --marker-size >= 7
-
-RUNNER_LAYOUT = "runner-layout"  # info: a layout of the repository's own runner, read as intended
-TRAINED_IN_MODE = "MODE"  # the null-value warning of a config its runner trains in a ${MODE} branch
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -108,7 +105,7 @@ class Finding:
 _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NAME["sep_eval"].index + 1)
 
 
-class _Linter(SlotRules):
+class _Linter(SlotRules, RunnerRules):
     """Collects the findings for one file; ``line_of`` maps logical indices to editor lines."""
 
     def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None,
@@ -148,48 +145,6 @@ class _Linter(SlotRules):
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
-
-    def as_its_runners_read(self) -> None:
-        """An error stands only where the config's own runner misreads a line it reads (configs/reading.py):
-        a config another runner of its folder reads as intended, or one its runner trains in a ${MODE}
-        branch of its own lines, is no slot error."""
-        if not self.specs:
-            return
-        layout_rules = ("slot-shift", "unknown-layout")
-        if any(f.rule in layout_rules for f in self.findings):
-            other = reading.other_runner(self.text, self.specs)
-            if other is not None:
-                self.findings = [f for f in self.findings if f.rule not in layout_rules]
-                self.add(1, "other-runner", "warning",
-                         f"read by {other.name} as intended ({reading.describe(other, self.text)} in place), not "
-                         "by the basic runner's layout: its slots are not checked against it")
-                return
-        misread = reading.runner_misread(self.text, self.specs)
-        if misread is not None:
-            if not any(f.rule == "slot-shift" for f in self.findings):
-                read, what = misread
-                self.findings = [f for f in self.findings if f.rule != "unknown-layout"]
-                self.add(self.line_of(min(read.index, len(self.logical) - 1)), "slot-shift", "error",
-                         reading.misread_message(reading.basic_runner(self.specs).name, read, what))
-            return
-        own = reading.runner_layout(self.text, self.specs, len(self.table))
-        if own is not None:  # the runner's own longer layout: the family's table would find shifts that are none
-            self.findings = [f for f in self.findings if f.rule not in (*layout_rules, "infer-value-shape", "anchor-key")]
-            self.add(1, RUNNER_LAYOUT, "info",
-                     f"in no built-in layout family; {own.name} reads it as intended "
-                     f"({reading.describe(own, self.text)} in place): import keeps it line by line")
-            return
-        trainer = [f for f in self.findings if f.rule == "null-value" and f.message.startswith("trainer ")]
-        branch = reading.trained_in_mode(self.text, self.specs, len(self.table)) if trainer else None
-        if branch is not None:
-            mode, reads = branch
-            self.findings = [f for f in self.findings if f not in trainer]
-            read = ", ".join(sorted({f"lines[{r.index}] {r.var}" for r in reads}))
-            for f in trainer:
-                command = re.search(r"command line (\S+): is null", f.message)
-                self.add(f.line, "null-value", "warning",
-                         f"{command.group(1) if command else 'the trainer'}: is null: the runner trains this config "
-                         f"only in its {TRAINED_IN_MODE}={mode} branch ({read}); the other modes train nothing")
 
     def nearest_shift(self) -> bool:
         """In no family: read it against the nearest family when a 1-3 line shift explains the difference."""

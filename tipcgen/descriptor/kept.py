@@ -10,6 +10,7 @@ that kind reads the file as it was.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,13 @@ from tipcgen.format import paths
 # A path below test_tipc/configs/: names of letters, digits, '_', '-', '.', '+', '@', '=', joined by '/'.
 FILE_RE = re.compile(r"^(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9_.+@=-]+(/[A-Za-z0-9_.+@=-]+)*$")
 MAX_LINES = 10_000
+_BREAKS = "\x85\u2028\u2029"  # line breaks to YAML
+
+
+def keepable(ch: str) -> bool:
+    """A character a kept line may hold: anything but control characters (a tab is fine), surrogates and the
+    characters YAML reads as line breaks."""
+    return ch == "\t" or (unicodedata.category(ch) not in ("Cc", "Cs") and ch not in _BREAKS)
 
 
 @dataclass(frozen=True)
@@ -74,8 +82,7 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> tuple[KeptConfig, .
             raise fail(f"{where}.lines", "expected a list of lines", "each line of the config as written, in order")
         texts = []
         for j, text in enumerate(given):
-            if not isinstance(text, str) or "\n" in text or "\r" in text or any(
-                    not ch.isprintable() and ch != "\t" for ch in text):
+            if not isinstance(text, str) or not all(map(keepable, text)):
                 raise fail(f"{where}.lines[{j}]", "expected one line of printable text",
                            "a config line as written, quoted: '--flag:value '")
             texts.append(text)
