@@ -69,6 +69,7 @@ def import_descriptor(text: str, source: str, runner: family_pick.Runner | None 
     ``runner`` (a runner's reads and name) picks the layout family, else the file's headers do."""
     config = cfg.TipcConfig.parse(text)
     _check_kind(config, source)
+    _check_shift(text, source, runner)
     pick = _pick(config, source, runner)
     table = pick.family.table
     _check_layout(config, source, table)
@@ -101,6 +102,17 @@ def _check_kind(config: cfg.TipcConfig, source: str) -> None:
 def article(word: str) -> str:
     """``a`` or ``an`` before a word (``an unknown``, ``an infer_python``, ``a kl_quant``)."""
     return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _check_shift(text: str, source: str, runner: family_pick.Runner | None) -> None:
+    """One reading, one verdict: a config lint calls shifted is refused with lint's message (never imported
+    with every later field read from its neighbour)."""
+    from tipcgen.configs import lint
+
+    shift = next((f for f in lint.lint_text(text, source, runner=runner) if f.rule == "slot-shift"), None)
+    if shift is not None:
+        raise ConfigImportError(source, shift.line, shift.message,
+                                f"run `tipcgen lint {source}`, fix the missing or extra line and import again")
 
 
 def _pick(config: cfg.TipcConfig, source: str, runner: family_pick.Runner | None) -> families.Pick:
