@@ -320,3 +320,50 @@ def test_every_kind_of_every_suite_comes_back_and_lints_as_its_runner_reads_it(c
 def test_the_layouts_doc_holds_the_table_per_suite_and_kind(corpus_all) -> None:
     assert corpus_sweep.kind_table(corpus_all) in (ROOT / "docs" / "LAYOUTS.md").read_text(), \
         "paste the output of: python tests/corpus_sweep.py"
+
+
+# ---------------------------------------------------------------- unknown-flag findings that are true
+
+def _flag_repo(tmp: Path, reads_batch: bool = True) -> Path:
+    from test_chain_proof import TUTORIAL, _scripts
+    _scripts(tmp)
+    for model in ("m", "n"):
+        config = tmp / f"test_tipc/configs/{model}/train_infer_python.txt"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(TUTORIAL.replace("model_name:m", f"model_name:{model}"))
+    if not reads_batch:  # the repository's own runner: never reads line 8 (--batch-size), reads the rest
+        lines = TUTORIAL.splitlines()
+        reads = [(i, "model_name" if i == 1 else "python" if i == 2 else f"v{i}") for i in range(1, len(lines))
+                 if i != 7 and ":" in lines[i]]
+        (tmp / "test_tipc/test_train_inference_python.sh").write_text(runner(reads))
+    return tmp
+
+
+def _flag_rules(repo: Path) -> list[tuple[str, str]]:
+    found = lint.lint_report([repo / "test_tipc/configs"], repo, check_flags=True)
+    return [(Path(f.path).parent.name + ":" + str(f.line), f.rule) for f in found if f.rule in ("unknown-flag", "flags-unchecked")]
+
+
+def test_a_script_using_parse_known_args_takes_unknown_keys(tmp_path: Path) -> None:
+    repo = _flag_repo(tmp_path)
+    assert ("m:8", "unknown-flag") in _flag_rules(repo)  # --batch-size: train.py's argparse has --batch_size
+    (repo / "train.py").write_text((repo / "train.py").read_text().replace("p.parse_args()", "p.parse_known_args()"))
+    assert not any(rule == "unknown-flag" and where.endswith((":7", ":8")) for where, rule in _flag_rules(repo))
+
+
+def test_a_key_the_runner_never_passes_is_not_checked(tmp_path: Path) -> None:
+    repo = _flag_repo(tmp_path, reads_batch=False)
+    found = _flag_rules(repo)
+    assert ("m:8", "unknown-flag") not in found and ("m:7", "unknown-flag") in found, found
+
+
+def test_a_missing_interpreter_or_unchecked_script_is_said_once_per_repository(tmp_path: Path) -> None:
+    repo = _flag_repo(tmp_path)
+    found = _flag_rules(repo)
+    assert [rule for where, rule in found if rule == "flags-unchecked"] == ["flags-unchecked"], found  # infer.py, once
+    for model in ("m", "n"):
+        config = repo / f"test_tipc/configs/{model}/train_infer_python.txt"
+        config.write_text(config.read_text().replace("python:python", "python:python3.7-absent-here"))
+    found = lint.lint_report([repo / "test_tipc/configs"], repo, check_flags=True)
+    said = [f for f in found if "is not on PATH" in f.message]
+    assert len(said) == 1, [f.message for f in said]

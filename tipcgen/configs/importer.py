@@ -51,10 +51,15 @@ def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]
         parts = path.resolve().parts
         root = Path(*parts[:parts.index(paths.TEST_TIPC)]) if paths.TEST_TIPC in parts else Path(".")
     text = inputs.read_text(path, "config")
-    if cfg.TipcConfig.parse(text).kind not in layout.LAYOUT_OF_KIND:
+    config = cfg.TipcConfig.parse(text)
+    if config.kind not in layout.LAYOUT_OF_KIND:
         return []
+    runner = family_pick.read_runner(path, Path(root) if root is not None else None)
+    pick = cfg.family_of(config, *(runner or (None, "")))
+    basic = next((s for s in family_pick.runner_specs(path, Path(root)) if s.name == Path(paths.BASIC_RUNNER).name), None)
+    reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
     return [f"{p.severity}: {path}:{p.line}: {p.message}" + (f" ({p.fix})" if p.fix else "")
-            for p in flag_check.check_config(Path(root), text, dict(os.environ))]
+            for p in flag_check.check_config(Path(root), text, dict(os.environ), pick.family.name if pick else None, reads)]
 
 
 def import_config(text: str, source: str) -> str:

@@ -282,13 +282,15 @@ class _Linter(SlotRules, RunnerRules):
                          f"{slot.value[0]}: the runner passes it to the inference script as it is; check that the "
                          "script takes it")
 
-def _flag_findings(root: Path, text: str, path: str) -> list[Finding]:
-    """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning)."""
+def _flag_findings(root: Path, text: str, path: str, family: str | None = None,
+                   reads: frozenset[int] | None = None) -> list[Finding]:
+    """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning); only the
+    keys the config's own runner passes (its family, the lines its runner reads)."""
     from tipcgen.configs import flag_check
 
     return [Finding(path, p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
                     "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
-            for p in flag_check.check_config(root, text, dict(os.environ))]
+            for p in flag_check.check_config(root, text, dict(os.environ), family, reads)]
 
 
 def _show_line(line: Line) -> str:
@@ -325,6 +327,7 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
     root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
     cache: dict = {}
+    said: set[str] = set()  # a flags-unchecked message (a missing interpreter, a script's failing --help) once
     for file in _files(paths):
         runner = family_pick.read_runner(file, root, cache)
         text = inputs.read_text(file, "config")
@@ -333,7 +336,12 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
         if linter.pick is not None:
             findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
-            found = sorted(found + _flag_findings(root, text, str(file)), key=lambda f: (f.line, f.rule))
+            basic = reading.basic_runner(linter.specs)
+            reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
+            flags = _flag_findings(root, text, str(file), linter.pick.family.name if linter.pick else None, reads)
+            flags = [f for f in flags if f.rule != "flags-unchecked" or f.message not in said]  # once per repository
+            said.update(f.message for f in flags if f.rule == "flags-unchecked")
+            found = sorted(found + flags, key=lambda f: (f.line, f.rule))
         findings.extend(found)
     return findings
 
