@@ -209,6 +209,54 @@ def test_a_shift_in_a_standard_config_is_an_error_for_its_runner(tmp_path: Path,
         import_kept.route(config.read_text(), family_pick.read_runner(config), family_pick.runner_specs(config), str(config))
 
 
+# A 3D-suite-like runner: export and inference run only where the export command is not null.
+GUARDED_NAMES = {**UPSTREAM_NAMES, 27: "save_infer_key", 28: "export_weight", 37: "infer_export_list", 40: "use_gpu_list",
+                 41: "use_mkldnn_key", 42: "cpu_threads_key", 43: "batch_size_key", 44: "use_trt_key", 45: "precision_key",
+                 46: "infer_model_key", 47: "image_dir_key", 48: "save_log_key", 49: "benchmark_key", 50: "infer_key1"}
+GUARDED_BODY = """
+function func_inference(){
+    _python=$1
+    for use_gpu in ${use_gpu_list[*]}; do
+        cmd="${_python} ${inference_py} ${use_mkldnn_key} ${cpu_threads_key} ${batch_size_key} ${use_trt_key} ${precision_key}"
+        cmd="${cmd} ${infer_model_key} ${image_dir_key} ${save_log_key} ${benchmark_key} ${infer_key1}"
+    done
+}
+if [ ${MODE} = "whole_infer" ]; then
+    infer_run_exports=(${infer_export_list})
+    if [ ${infer_run_exports[Count]} != "null" ];then
+        echo ${save_infer_key} ${export_weight}
+        func_inference "${python}"
+    fi
+else
+    echo ${python} ${norm_trainer} ${model_name} ${gpu_list}
+    run_export=${norm_export}
+    if [ ${run_export} != "null" ]; then
+        echo ${save_infer_key} ${export_weight}
+        func_inference "${python}"
+    fi
+fi
+"""
+
+
+def test_a_shift_among_lines_the_runner_never_uses_is_a_warning(tmp_path: Path) -> None:
+    reads = [(i, GUARDED_NAMES.get(i, f"v{i}")) for i in range(1, 51) if i not in (13, 21, 22, 25, 26)]
+    lines = standard()
+    lines[29], lines[37] = "norm_export:null", "infer_export:null"
+    short = lines[:44] + lines[45:]  # the inference block one line short
+    root = project(tmp_path / "3d", {"test_train_inference_python.sh": runner(reads) + GUARDED_BODY},
+                   {"pointnet/train_infer_python.txt": text(short)})
+    config = root / "test_tipc/configs/pointnet/train_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [] and [f.rule for f in found if f.rule == "unused-shift"] == ["unused-shift"], found
+    assert "never uses these lines for this config (it uses them only where infer_run_exports and run_export is not " \
+        "null)" in next(f.message for f in found if f.rule == "unused-shift")
+    round_trip_folder(root, tmp_path)
+    # With an export command the runner runs inference and reads every later line from its neighbour.
+    short[29] = "norm_export:export.py"
+    config.write_text(text(short))
+    assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)
+
+
 # ---------------------------------------------------------------- generated runners and shifts
 
 @st.composite

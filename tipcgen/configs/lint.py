@@ -30,6 +30,7 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``infer-value-shape`` | warning | an idx 41-45 value of another shape that no shift explains: passed to the script as it is |
 | ``unknown-layout`` | warning | a ``train_params`` file in no layout family (docs/LAYOUTS.md): its slots are not checked |
 | ``runner-layout`` | info | the basic runner reads more lines than any family has, and reads this file as intended |
+| ``unused-shift`` | warning | a shift only among lines the runner never uses for this config (their uses need a null ``${X}`` not null) |
 | ``other-runner`` | warning | another runner of its folder reads the file as intended (``configs/reading.py``), the basic one would not |
 | ``family`` | info | (``tipcgen lint`` only) the layout family the file is read in, and how it was picked |
 

@@ -25,6 +25,10 @@ class RunnerRules:
         branch of its own lines, is no slot error."""
         if not self.specs:
             return
+        self.runner_reading()
+        self.unused_shift()
+
+    def runner_reading(self) -> None:
         layout_rules = ("slot-shift", "unknown-layout")
         if any(f.rule in layout_rules for f in self.findings):
             other = reading.other_runner(self.text, self.specs)
@@ -61,3 +65,27 @@ class RunnerRules:
                 self.add(f.line, "null-value", "warning",
                          f"{command.group(1) if command else 'the trainer'}: is null: the runner trains this config "
                          f"only in its {TRAINED_IN_MODE}={mode} branch ({read}); the other modes train nothing")
+
+    def unused_shift(self) -> None:
+        """A shift only among lines the runner never uses for this config (every use under an ``if [ ${X} !=
+        "null" ]`` whose X, read above the shift, is null here: export and inference null) is a warning."""
+        basic = reading.basic_runner(self.specs)
+        shifts = [f for f in self.findings if f.rule == "slot-shift" and f.severity == "error"]
+        if basic is None or not shifts:
+            return
+        unused = runner_spec.unused(basic, self.text)
+        guard_at = {r.var: r.index for r in basic.reads if r.load == 1}
+        kept = []
+        for finding in shifts:
+            start = self.numbers.index(finding.line - 1) if finding.line - 1 in self.numbers else len(self.logical) - 1
+            after = sorted({r.index for r in basic.reads if r.load == 1 and r.index >= start})
+            why = sorted(set().union(*(unused[i] for i in after if i in unused)))
+            # Only a null guard says a line goes unused: a line this runner uses nowhere may be used by what it
+            # sources (common_func.sh), so it never makes a shift harmless on its own.
+            if why and all(i in unused for i in after) and all(guard_at.get(w, -1) < start for w in why):
+                kept.append((finding, " and ".join(why)))
+        for finding, named in kept:
+            self.findings.remove(finding)
+            self.add(finding.line, "unused-shift", "warning",
+                     f"{finding.message}; but {basic.name} never uses these lines for this config (it uses them only "
+                     f"where {named} is not null), so nothing is misread")

@@ -52,19 +52,47 @@ class Spec:
     name: str
     split: str
     reads: tuple[Read, ...]
+    uses: tuple[tuple[str | None, str, frozenset[str]], ...] = ()  # (function, variable, the null-guards around it)
+    calls: tuple[tuple[str | None, str, frozenset[str]], ...] = ()  # (function, the function it calls, guards)
+    sources: tuple[tuple[str, str], ...] = ()  # `A=${B}`: A takes B's value
+    functions: frozenset[str] = frozenset()
+
+
+_FUNCTION = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*\)\s*\{?\s*$")
+_NOT_NULL = re.compile(r"^\s*(?:el)?if\s+\[\[?\s+\"?\$\{?([A-Za-z_][A-Za-z0-9_]*)(?:\[[^]]*\])?\}?\"?\s+!=\s+[\"']null[\"']")
+_USE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_ALIAS = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=\(?\"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"?\)?\s*$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def parse(text: str, name: str) -> Spec | None:
-    """The reads of a runner's text; ``None`` when it reads no ``lines[N]`` (or is too large to read)."""
+    """The reads of a runner's text; ``None`` when it reads no ``lines[N]`` (or is too large to read).
+    Besides the reads: where each variable is used, inside which ``if [ ${X} != "null" ]`` guards and which
+    function, which functions each function calls (under which guards), and ``A=${B}`` copies."""
     if len(text) > MAX_TEXT:
         return None
     reads: list[Read] = []
     stack: list[str | None] = []  # per open `if`: its MODE value (None: another condition)
+    guards: list[str | None] = []  # per open `if`: the variable it requires not null (None: another condition)
+    uses: list[tuple[str | None, str, frozenset[str]]] = []
+    calls: list[tuple[str | None, str, frozenset[str]]] = []
+    sources: list[tuple[str, str]] = []
+    lines_of = text.splitlines()
+    functions = frozenset(m.group(1) for m in map(_FUNCTION.match, lines_of) if m)
+    function: str | None = None
     split = WORDS
     loaded = False
     loads = 0
-    for line in text.splitlines():
+    for line in lines_of:
         code = line.split("#", 1)[0] if not line.lstrip().startswith("IFS") else line
+        start = _FUNCTION.match(code)
+        if start and function is None:
+            function = start.group(1)
+            continue
+        if function is not None and code.startswith("}"):
+            function = None
+            continue
+        guard = _NOT_NULL.match(code)
         if not loaded and _NEWLINE_IFS.match(code) and not stack:
             split = LINES
         if _LOAD.match(code):
@@ -73,17 +101,28 @@ def parse(text: str, name: str) -> Spec | None:
         mode = _MODE_IF.match(code)
         if _OPEN.match(code):
             stack.append(mode.group(2) if mode else None)
+            guards.append(guard.group(1) if guard else None)
         elif _ELSE.match(code) and stack:
             stack[-1] = mode.group(2) if mode and mode.group(1) else None
-        for var, parser, digits in _READ.findall(code):
+            guards[-1] = guard.group(1) if guard else None
+        held = frozenset(g for g in guards if g)
+        found = _READ.findall(code)
+        for var, parser, digits in found:
             index = index_of(digits)
             if index is not None:
                 reads.append(Read(index, parser, var, next((m for m in reversed(stack) if m), None), max(loads, 1)))
+        if not found:
+            alias = _ALIAS.match(code)
+            if alias:
+                sources.append((alias.group(1), alias.group(2)))
+            uses += [(function, var, held) for var in _USE.findall(code) if var != "lines"]
+            calls += [(function, word, held) for word in _WORD.findall(code) if word in functions]
         if _CLOSE.match(code) and stack:
             stack.pop()
+            guards.pop()
     if not reads:
         return None
-    return Spec(name, split, tuple(reads))
+    return Spec(name, split, tuple(reads), tuple(uses), tuple(calls), tuple(sources), functions)
 
 
 def elements(text: str, split: str) -> list[str]:
@@ -163,3 +202,68 @@ def mode_reads(spec: Spec, beyond: int) -> dict[str, tuple[Read, ...]]:
         if read.mode is not None and read.index >= beyond:
             out.setdefault(read.mode, []).append(read)
     return {mode: tuple(reads) for mode, reads in out.items()}
+
+
+_MAX_DEPTH = 8  # function calls and variable copies followed at most this deep
+
+
+def _guard_sets(spec: Spec, function: str | None, depth: int = 0) -> list[frozenset[str]]:
+    """The null-guards under which a function's body runs, one set per way it is called (top level: no guard)."""
+    if function is None:
+        return [frozenset()]
+    if depth > _MAX_DEPTH:
+        return [frozenset()]  # too deep to follow: run without a guard (the safe side)
+    out = []
+    for caller, callee, guards in spec.calls:
+        if callee == function and caller != function:
+            out += [guards | outer for outer in _guard_sets(spec, caller, depth + 1)]
+    return out  # [] : never called
+
+
+def _is_null(spec: Spec, items: list[str], var: str, depth: int = 0) -> bool:
+    """The variable holds "null" for this config: a read of a null value, or a copy of nulls only."""
+    if depth > _MAX_DEPTH:
+        return False
+    read = [r for r in spec.reads if r.var == var and r.load == 1 and r.mode is None]
+    if read:
+        return all(r.index < len(items) and ":" in items[r.index]
+                   and items[r.index].split(":")[1].strip() == "null" for r in read)
+    copied = [b for a, b in spec.sources if a == var]
+    return bool(copied) and all(_is_null(spec, items, b, depth + 1) for b in copied)
+
+
+def unused(spec: Spec, text: str) -> dict[int, frozenset[str]]:
+    """The line indices the runner reads but, for this config, never uses: every use of the variable sits under
+    an ``if [ ${X} != "null" ]`` whose X is null here (or in a function never called so); index -> those X
+    (empty: nothing uses the line at all)."""
+    items = elements(text, spec.split)
+    null = {}
+
+    def is_null(var: str) -> bool:
+        if var not in null:
+            null[var] = _is_null(spec, items, var)
+        return null[var]
+
+    out: dict[int, frozenset[str]] = {}
+    used_at: set[int] = set()
+    for read in spec.reads:
+        if read.load != 1:
+            continue
+        used, why = False, set()
+        for function, var, guards in spec.uses:
+            if var != read.var:
+                continue
+            for outer in _guard_sets(spec, function):
+                blocking = sorted(g for g in guards | outer if is_null(g))
+                if not blocking:
+                    used = True  # a use that runs for this config
+                    break
+                why.add(blocking[0])
+            if used:
+                break
+        if not used:
+            out[read.index] = out.get(read.index, frozenset()) | frozenset(why)
+        elif used:
+            out.pop(read.index, None)
+            used_at.add(read.index)
+    return {i: w for i, w in out.items() if i not in used_at}
