@@ -420,3 +420,20 @@ def test_a_missing_interpreter_or_unchecked_script_is_said_once_per_repository(t
     found = lint.lint_report([repo / "test_tipc/configs"], repo, check_flags=True)
     said = [f for f in found if "is not on PATH" in f.message]
     assert len(said) == 1, [f.message for f in said]
+
+
+def test_a_second_colon_on_a_line_the_runner_splits_itself_is_no_warning() -> None:
+    """PaddleRS's `model_name:cd:bit`, read by its own parse_first_value/parse_second_value: no colon-in-value."""
+    lines, reads = own_layout()
+    lines[1] = "model_name:cd:bit"
+    spec = runner_spec.parse(runner([r for r in reads if r[0] != 1], name_first=True), "test_train_inference_python.sh")
+    assert "colon-in-value" not in [f.rule for f in lint.lint_text(text(lines), "c.txt", specs=(spec,))]
+    assert "colon-in-value" in [f.rule for f in lint.lint_text(text(lines), "c.txt")]  # read by func_parser_value
+
+
+def test_inline_and_sed_reads_are_reads() -> None:
+    spec = runner_spec.parse('dataline=$(cat $1)\nIFS=$\'\\n\'\nlines=(${dataline})\n'
+                             'for t in $(func_parser_value "${lines[14]}"); do echo $t; done\n'
+                             'name=$(sed -n 2p $FILENAME)\nbig=$(sed -n 99999999p $F)\n', "r.sh")
+    assert sorted((r.index, r.var, r.parser) for r in spec.reads) == [(1, "name", "sed"), (14, "", "value")]
+    assert runner_spec.unused(spec, "a:1\nb:2\n" * 10).get(14) is None  # an inline read is used where it is

@@ -45,7 +45,23 @@ def trained_in_mode(text: str, specs: Specs, layout_lines: int) -> tuple[str, tu
 
 def describe(spec: runner_spec.Spec, text: str) -> str:
     held, _ = runner_spec.fit(spec, text)
-    return ", ".join(sorted({f"lines[{r.index}] {r.var}" for r in held}))
+    return ", ".join(f"lines[{i}] {var}" for i, var in sorted({(r.index, r.var) for r in held}))
+
+
+_TIPC_PARSERS = ("key", "value", "params", "value_lite")  # func_parser_*: split on every ':'
+
+
+def own_parsers(specs: Specs) -> frozenset[int]:
+    """The lines the basic runner reads only with functions of its own (PaddleRS's ``parse_second_value`` of
+    ``model_name:cd:bit``): what a second ':' means there is that function's, not func_parser_value's."""
+    basic = basic_runner(specs)
+    if basic is None:
+        return frozenset()
+    by_index: dict[int, set[str]] = {}
+    for read in basic.reads:
+        if read.load == 1:
+            by_index.setdefault(read.index, set()).add(read.parser)
+    return frozenset(i for i, parsers in by_index.items() if not parsers & set(_TIPC_PARSERS))
 
 
 def basic_runner(specs: Specs) -> runner_spec.Spec | None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tipcgen.format import layout, layout_check
+from tipcgen.format import layout, layout_check, runner_spec
 
 if TYPE_CHECKING:
     from tipcgen.format.config import Line
@@ -103,8 +103,8 @@ class Pick:
 
 
 # `var=$(func_parser_value "${lines[12]}")`, `$(func_parser_params "${lines[5]}" "${MODE}")`: a runner's reads.
-_READ = re.compile(r"\$\(\s*func_parser_(key|value|params|value_lite)\s+\"?\$\{lines\[(\d+)\]\}\"?[^)\n]*\)")
-_SPAN = re.compile(r"NR==1,\s*NR==(\d+)")
+_READ = re.compile(r"\$\(\s*func_parser_(key|value|params|value_lite)\s+\"?\$\{lines\[([0-9]+)\]\}\"?[^)\n]*\)")
+_SPAN = re.compile(r"NR==1,\s*NR==([0-9]+)")
 
 
 @dataclass(frozen=True)
@@ -123,11 +123,12 @@ def runner_reads(text: str) -> RunnerReads | None:
     """The basic-chain reads of a runner script, up to its klquant block (which re-reads lines[1..17]
     of another file); ``None`` when it reads no ``lines[N]`` (tipcgen's own runner, another chain)."""
     head = text.split("klquant_whole_infer\" ]; then", 1)[0]
-    reads = frozenset((int(index), parser) for parser, index in _READ.findall(head))
+    reads = frozenset((index, parser) for parser, digits in _READ.findall(head)
+                      if (index := runner_spec.index_of(digits)) is not None)  # one bounded integer parser
     if not reads:
         return None
     span = _SPAN.search(head)
-    return RunnerReads(reads, int(span.group(1)) if span else None)
+    return RunnerReads(reads, runner_spec.index_of(span.group(1)) if span else None)
 
 
 def _mark_holds(logical: Sequence[Line], index: int, name: str) -> bool:

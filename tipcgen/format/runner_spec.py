@@ -21,6 +21,10 @@ LINES, WORDS = "lines", "words"
 
 # `var=$(func_parser_value "${lines[12]}")`, `var=$(parse_second_value "${lines[1]}")`: any function of one line.
 _READ = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\$\(\s*(?:func_parser_)?([A-Za-z_][A-Za-z0-9_]*)\s+\"?\$\{lines\[([0-9]+)\]\}")
+# `var=$(sed -n 5p $FILENAME)`: the 5th physical line (index 4 where the file has no blank line before it).
+_SED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\$\(\s*sed\s+-n\s+[\"']?([0-9]+)p[\"']?")
+# `$(func_parser_value "${lines[5]}")` not assigned to a variable (inside a loop header, a test): a read all the same.
+_BARE = re.compile(r"\$\(\s*(?:func_parser_)?([A-Za-z_][A-Za-z0-9_]*)\s+\"?\$\{lines\[([0-9]+)\]\}")
 _MODE_IF = re.compile(r"^\s*(el)?if\s+\[\[?\s+\"?\$\{?MODE\}?\"?\s+==?\s+\"?([A-Za-z0-9_]+)\"?\s*\]")
 _OPEN = re.compile(r"^\s*if\s")
 _CLOSE = re.compile(r"^\s*fi\b")
@@ -107,11 +111,15 @@ def parse(text: str, name: str) -> Spec | None:
             guards[-1] = guard.group(1) if guard else None
         held = frozenset(g for g in guards if g)
         found = _READ.findall(code)
+        assigned = {digits for _, _, digits in found}
+        found += [("", parser, digits) for parser, digits in _BARE.findall(code) if digits not in assigned]
+        found += [(var, "sed", str(int(digits) - 1)) for var, digits in _SED.findall(code)
+                  if index_of(digits) and int(digits) > 0]
         for var, parser, digits in found:
             index = index_of(digits)
             if index is not None:
                 reads.append(Read(index, parser, var, next((m for m in reversed(stack) if m), None), max(loads, 1)))
-        if not found:
+        if not assigned:  # a line that only reads lines[N] inline still uses the variables it names
             alias = _ALIAS.match(code)
             if alias:
                 sources.append((alias.group(1), alias.group(2)))
@@ -146,8 +154,8 @@ def fit(spec: Spec, text: str) -> tuple[list[Read], list[tuple[Read, int]]]:
             keys.setdefault(_key(element), []).append(i)
     held, moved = [], []
     for read in spec.reads:
-        if "key" in read.parser or read.load != 1:  # a key read names no key; a reload reads another file
-            continue
+        if "key" in read.parser or read.load != 1 or not read.var:  # a key read names no key; a reload reads
+            continue  # another file; an inline read (no variable) names nothing
         if read.index < len(items) and ":" in items[read.index] and _key(items[read.index]) == read.var:
             held.append(read)
         elif read.var in keys and len(keys[read.var]) == 1:
@@ -248,6 +256,10 @@ def unused(spec: Spec, text: str) -> dict[int, frozenset[str]]:
     used_at: set[int] = set()
     for read in spec.reads:
         if read.load != 1:
+            continue
+        if not read.var:  # read inline, where it is used: used whenever that line runs
+            used_at.add(read.index)
+            out.pop(read.index, None)
             continue
         used, why = False, set()
         for function, var, guards in spec.uses:
