@@ -437,3 +437,46 @@ def test_inline_and_sed_reads_are_reads() -> None:
                              'name=$(sed -n 2p $FILENAME)\nbig=$(sed -n 99999999p $F)\n', "r.sh")
     assert sorted((r.index, r.var, r.parser) for r in spec.reads) == [(1, "name", "sed"), (14, "", "value")]
     assert runner_spec.unused(spec, "a:1\nb:2\n" * 10).get(14) is None  # an inline read is used where it is
+
+
+# ---------------------------------------------------------------- learned from the repository's configs
+
+def test_the_keys_a_repositorys_configs_share_find_a_shift_its_runner_names_nothing_at(tmp_path: Path) -> None:
+    """A runner that reads its inference block into `*_key` variables names no key there; the keys its other
+    configs hold at each line are learned, so a missing line there is still a slot shift."""
+    lines, reads = own_layout()
+    lines[40:50] = [f"--flag{i}:v" for i in range(40, 50)]
+    reads = [(i, var if i < 40 or i >= 50 else f"flag_key{i}") for i, var in reads]
+    configs = {f"m{n}/train_infer_python.txt": text([*lines[:1], f"model_name:m{n}", *lines[2:]]) for n in range(4)}
+    root = project(tmp_path / "rs", {"test_train_inference_python.sh": runner(reads)}, configs)
+    config = root / "test_tipc/configs/m0/train_infer_python.txt"
+    assert errors(config) == []
+    config.write_text(text([*lines[:44], *lines[45:]]))
+    found = errors(config)
+    assert [f.rule for f in found] == ["slot-shift"], lint_of(config)
+    assert "reads lines[44] into flag_key44, but flag45: sits at idx 44, where the repository's other configs read by " \
+        "this runner have it at idx 45 (a line missing above it)" in found[0].message
+
+
+def _suite_configs(suite: str) -> list[Path]:
+    return sorted(p for p in (corpus_sweep.WITH_RUNNERS / suite / "test_tipc/configs").rglob("*.txt")
+                  if "train_infer_python" in p.name)
+
+
+@needs_corpus
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_a_shifted_line_in_a_corpus_config_is_caught_by_its_own_runner(data) -> None:
+    """PaddleRS's 52-line layout and PaddleYOLO's detection layout, read by their own runners (tipc-corpus-3):
+    a line deleted or added anywhere among the lines the runner reads is a lint error, and import refuses it."""
+    suite = data.draw(st.sampled_from(["PaddleRS", "PaddleYOLO"]))
+    config = data.draw(st.sampled_from(_suite_configs(suite)))
+    lines = config.read_text().split("\n")
+    written = [i for i, line in enumerate(lines) if line.strip()]
+    at = data.draw(st.sampled_from(written[1:50]))
+    shifted = lines[:at] + lines[at + 1:] if data.draw(st.booleans()) else lines[:at] + ["extra:1"] + lines[at:]
+    runner_, specs = family_pick.read_runner(config), family_pick.runner_specs(config)
+    found = lint.lint_text("\n".join(shifted), str(config), runner=runner_, specs=specs)
+    assert lint.has_errors(found), (at, [f.rule for f in found])
+    with pytest.raises(ConfigImportError):
+        import_kept.route("\n".join(shifted), runner_, specs, str(config))

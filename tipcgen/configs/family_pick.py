@@ -7,11 +7,12 @@ file's headers decide. Runners are read as text and never run.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
-from tipcgen.format import families, paths, runner_spec
+from tipcgen.format import families, layout, paths, runner_spec
 
 Runner = tuple[families.RunnerReads, str]  # a runner's reads, and how messages name it
 
@@ -66,5 +67,28 @@ def runner_specs(config: Path, repo_root: Path | None = None, cache: dict | None
                 spec = None
             if spec is not None:
                 specs.append(spec)
+        if specs and specs[0].name == Path(paths.BASIC_RUNNER).name:  # where its configs have their headers
+            texts = _configs(folder)
+            specs[0] = dataclasses.replace(specs[0], structure=runner_spec.learn_structure(specs[0], texts),
+                                           keys=runner_spec.learn_keys(specs[0], texts))
         cache[key] = tuple(specs)
     return cache[key]
+
+
+MAX_CONFIGS = 2000  # configs of one repository read to learn where its runner's configs have their headers
+
+
+def _configs(folder: Path) -> list[str]:
+    """The basic-kind configs below ``folder/configs`` (bounded; unreadable ones left out)."""
+    from tipcgen.format.config import TipcConfig
+
+    out = []
+    for path in sorted((folder / Path(paths.CONFIGS).name).rglob("*.txt"))[:MAX_CONFIGS]:
+        if path.is_file() and not path.is_symlink():
+            try:
+                text = inputs.read_text(path, "config")
+            except TipcgenError:
+                continue
+            if TipcConfig.parse(text).kind in layout.LAYOUT_OF_KIND:
+                out.append(text)
+    return out

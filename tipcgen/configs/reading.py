@@ -24,7 +24,8 @@ def other_runner(text: str, specs: Specs) -> runner_spec.Spec | None:
     basic = next((s for s in specs if s.name == _BASIC), None)
     if basic is not None and runner_spec.reads_as_intended(basic, text):
         return None
-    return next((s for s in specs if s.name != _BASIC and runner_spec.reads_as_intended(s, text)), None)
+    # Its anchors past the first lines (model_name, python: every config has them where every runner reads them).
+    return next((s for s in specs if s.name != _BASIC and runner_spec.reads_as_intended(s, text, first=3)), None)
 
 
 def trained_in_mode(text: str, specs: Specs, layout_lines: int) -> tuple[str, tuple[runner_spec.Read, ...]] | None:
@@ -87,5 +88,6 @@ def runner_layout(text: str, specs: Specs, layout_lines: int) -> runner_spec.Spe
 
 
 def misread_message(spec_name: str, read: runner_spec.Read, what: str) -> str:
-    return (f"{spec_name} reads lines[{read.index}] into {read.var}, but {what}: a line is missing or extra "
-            "above it, so the runner reads it (and the lines after it) from a neighbour")
+    into = f" into {read.var}" if read.var else ""
+    return (f"{spec_name} reads lines[{read.index}]{into}, but {what}: a line is missing or extra above it, so the "
+            "runner reads it (and the lines after it) from a neighbour")

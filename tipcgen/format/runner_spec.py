@@ -60,6 +60,10 @@ class Spec:
     calls: tuple[tuple[str | None, str, frozenset[str]], ...] = ()  # (function, the function it calls, guards)
     sources: tuple[tuple[str, str], ...] = ()  # `A=${B}`: A takes B's value
     functions: frozenset[str] = frozenset()
+    # Where the headers and `##` sit in the configs this runner reads (learned from the repository's configs:
+    # ``learn_structure``); a config with them elsewhere is misread. Empty: not learned.
+    structure: tuple[tuple[int, str], ...] = ()
+    keys: tuple[tuple[int, str], ...] = ()  # the keys most of those configs share by index (``learn_keys``)
 
 
 _FUNCTION = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*\)\s*\{?\s*$")
@@ -189,13 +193,104 @@ def misreads(spec: Spec, text: str) -> list[tuple[Read, str]]:
             out[one.index] = (one, f"idx {one.index} is {what}")
     for read, where in fit(spec, text)[1]:
         out.setdefault(read.index, (read, f"{read.var}: sits at idx {where}"))
+    for moved in sorted(m for m in (_structure_misread(spec, text), _key_misread(spec, text)) if m is not None):
+        index, what = moved
+        after = [r for r in spec.reads if r.load == 1 and r.index >= index]
+        if after:  # the first line it reads from there on is a neighbour's
+            first = min(after, key=lambda r: (r.index, not r.var))
+            out.setdefault(first.index, (first, what))
+            break
     return [out[i] for i in sorted(out)]
 
 
-def reads_as_intended(spec: Spec, text: str, anchors: int = 2) -> bool:
-    """The config is one this runner reads: at least ``anchors`` of its named reads in place, none moved."""
+def reads_as_intended(spec: Spec, text: str, anchors: int = 2, first: int = 0) -> bool:
+    """The config is one this runner reads: at least ``anchors`` of its named reads at index ``first`` or
+    later in place, none moved."""
     held, _ = fit(spec, text)
-    return len({r.index for r in held}) >= anchors and not misreads(spec, text)
+    return len({r.index for r in held if r.index >= first}) >= anchors and not misreads(spec, text)
+
+
+def span(spec: Spec) -> int:
+    """How many lines the runner reads in some mode (its highest index + 1, reads of its first load)."""
+    return max((r.index for r in spec.reads if r.load == 1), default=-1) + 1
+
+
+def structure_of(spec: Spec, text: str) -> tuple[tuple[int, str], ...]:
+    """Where a config's headers and ``##`` sit, within what the runner reads."""
+    items = elements(text, spec.split)[: span(spec) + 1]
+    return tuple((i, what) for i, item in enumerate(items) if (what := _structural(item)) is not None)
+
+
+def learn_structure(spec: Spec, texts: list[str], least: int = 3) -> tuple[tuple[int, str], ...]:
+    """The header and ``##`` positions most of a repository's configs share (at least ``least`` of them, more
+    than half of those the runner reads as intended); empty when there is no such majority."""
+    seen = [structure_of(spec, text) for text in texts if reads_as_intended(spec, text)]
+    if not seen:
+        return ()
+    counts: dict[tuple[tuple[int, str], ...], int] = {}
+    for one in seen:
+        counts[one] = counts.get(one, 0) + 1
+    best, count = max(counts.items(), key=lambda item: item[1])
+    return best if count >= least and 2 * count > len(seen) else ()
+
+
+def learn_keys(spec: Spec, texts: list[str], least: int = 3, agree: float = 0.9) -> tuple[tuple[int, str], ...]:
+    """The keys the repository's configs (those the runner reads as intended, at least ``least``) hold at the
+    same index, where ``agree`` of them agree (a suite's fixed lines: its inference block's flags, say)."""
+    seen = [elements(text, spec.split)[: span(spec) + 1] for text in texts if reads_as_intended(spec, text)]
+    if len(seen) < least:
+        return ()
+    out = []
+    for index in range(span(spec)):
+        keys = [_key(items[index]) for items in seen if index < len(items) and ":" in items[index]]
+        if not keys:
+            continue
+        best = max(set(keys), key=keys.count)
+        if keys.count(best) >= agree * len(seen) and best not in ("null", ""):
+            out.append((index, best))
+    return tuple(out)
+
+
+def _key_misread(spec: Spec, text: str) -> tuple[int, str] | None:
+    """The first learned key out of place where the learned keys after it (at least two) all sit one line early,
+    or it and those after it one line late (a missing or an extra line, not a renamed key): ``(index, what)``."""
+    if not spec.keys:
+        return None
+    items = elements(text, spec.split)
+
+    def key_at(i: int) -> str | None:
+        return _key(items[i]) if 0 <= i < len(items) and ":" in items[i] else None
+
+    for position, (index, key) in enumerate(spec.keys):
+        if key_at(index) == key:
+            continue
+        for offset in (-1, 1):  # a line missing at idx: the learned key there is gone, the next ones sit one early
+            following = spec.keys[position + 1: position + 4] if offset < 0 else spec.keys[position: position + 3]
+            if len(following) >= 2 and all(key_at(i + offset) == k for i, k in following):
+                at, moved = following[0]
+                return index, (f"{moved}: sits at idx {at + offset}, where the repository's other configs read by "
+                               f"this runner have it at idx {at} (a line {'missing' if offset < 0 else 'extra'} "
+                               "above it)")
+        return None
+    return None
+
+
+def _structure_misread(spec: Spec, text: str) -> tuple[int, str] | None:
+    """The first learned header or ``##`` that sits 1-3 elements away in this config: ``(index, what)``."""
+    if not spec.structure:
+        return None
+    items = elements(text, spec.split)
+    for index, what in spec.structure:
+        if index < len(items) and _structural(items[index]) == what:
+            continue
+        for offset in (-1, 1, -2, 2, -3, 3):
+            at = index + offset
+            if 0 <= at < len(items) and _structural(items[at]) == what:
+                lines = f"{abs(offset)} line{'s' if abs(offset) > 1 else ''}"
+                return index, (f"{what} sits at idx {at}, where the repository's other configs read by this runner "
+                               f"have it at idx {index} ({lines} {'missing' if offset < 0 else 'extra'} above it)")
+        return None  # moved farther, or gone: not a shift this check can name
+    return None
 
 
 def main_span(spec: Spec) -> int:
