@@ -78,6 +78,7 @@ SHARED_RUNS = {
     "two_io_grid": "two_io_grid",            # chains/test_fixed_checks.py: the two_io project's whole grid
     "corpus_findings": "{module}:corpus",    # test_lint.py: lint over the corpus once
     "sweep": "{module}:sweep",               # test_import.py: import over the corpus once
+    "corpus_all": "{module}:corpus_all",     # test_runner_reading.py: the sweep over the three corpus folders
     "lite_run": "{module}:lite_run",         # test_question_matching.py (test_chain.py's is a copy of the above)
     "toy_repo": "{module}:toy_repo",         # test_accept.py
     "bench_run": "{module}:bench_run",       # test_benchmark.py

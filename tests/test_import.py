@@ -15,6 +15,7 @@ from tipcgen import descriptor
 from tipcgen.format import layout
 from tipcgen.render import render
 from tipcgen.core.errors import InputError, TipcgenError
+from tipcgen.configs import lint
 from tipcgen.configs.importer import ConfigImportError, import_config, import_descriptor, import_file
 from layout_text import round_trip, sample_config_text as config_text, sample_slots
 import corpus_sweep
@@ -36,7 +37,7 @@ def test_every_basic_config_of_both_corpus_folders_comes_back_byte_for_byte() ->
     basic = [entry for entry in corpus_sweep.sweep() if entry.basic]
     not_back = {entry.name: entry.outcome for entry in basic if entry.outcome != "byte"}
     assert not_back.keys() == {corpus_sweep.SHIFTED}, "\n".join(f"{n}: {o}" for n, o in sorted(not_back.items()))
-    assert "slot shift (1 line missing above it)" in not_back[corpus_sweep.SHIFTED]
+    assert "1 line missing after idx 14 (the last anchor in place)" in not_back[corpus_sweep.SHIFTED]  # lint's message
     per_suite = Counter(entry.suite for entry in basic)
     assert per_suite == {"PaddleClas": 491, "PaddleOCR": 86, "PaddleNLP": 29, "insightface": 1, "models": 4,
                          "PaddleSeg": 53, "PaddleVideo": 28, "PaddleGAN": 16}
@@ -67,8 +68,10 @@ def test_a_shifted_file_is_refused_naming_the_shift() -> None:
     with pytest.raises(ConfigImportError) as caught:
         import_file(CORPUS / SHIFTED)
     message = str(caught.value)
-    assert f"{CORPUS / SHIFTED}:22: idx 21 should be a '##' separator" in message
-    assert "slot shift (1 line missing above it)" in message
+    # lint's one message (one reading, one verdict)
+    lint_message = next(f.message for f in lint.lint_text((CORPUS / SHIFTED).read_text(), "c") if f.rule == "slot-shift")
+    assert f"{CORPUS / SHIFTED}:17: {lint_message}" in message
+    assert "'fpgm_train:' sits at idx 16 instead of 17: 1 line missing after idx 14" in message
     assert "tipcgen lint" in message
 
 
@@ -152,16 +155,21 @@ def test_a_line_after_idx_50_outside_any_section_is_kept() -> None:
 def test_other_kinds_are_refused(text: str, kind: str) -> None:
     with pytest.raises(ConfigImportError) as caught:
         import_config(text, "serving.txt")
-    assert str(caught.value).startswith(
-        f"serving.txt: is a {kind} config: only train_infer_python configs (in a layout family of "
-        "docs/LAYOUTS.md) can be imported")
+    assert str(caught.value).startswith(f"serving.txt: is a {kind} config: its lines are no basic-chain fields")
+
+
+@pytest.mark.parametrize("kind, said", [("unknown", "an unknown"), ("infer_python", "an infer_python"),
+                                        ("kl_quant", "a kl_quant"), ("serving", "a serving")])
+def test_the_refusal_says_a_or_an(kind: str, said: str) -> None:
+    from tipcgen.configs.importer import article
+    assert f"{article(kind)} {kind}" == said
 
 
 def test_an_empty_or_short_file_is_refused() -> None:
     with pytest.raises(ConfigImportError, match="is empty"):
         import_config("", "e.txt")
     cut = "\n".join(config_text().splitlines()[:30]) + "\n"
-    with pytest.raises(ConfigImportError, match="has 30 of the 51 lines of the layout and stops inside a section"):
+    with pytest.raises(ConfigImportError, match=r"the file ends after idx 29 inside a section \(30 of 51 lines\)"):
         import_config(cut, "s.txt")
 
 
@@ -179,8 +187,8 @@ def test_a_missing_line_is_refused_as_a_shift() -> None:
     del lines[layout.SLOT_BY_NAME["pact_train"].index]
     with pytest.raises(ConfigImportError) as caught:
         import_config("\n".join(lines) + "\n", "t.txt")
-    assert str(caught.value).startswith("t.txt:22: idx 21 should be a '##' separator but is '=====")
-    assert "a slot shift (1 line missing above it)" in str(caught.value)
+    assert str(caught.value).startswith("t.txt:17: idx 16 should hold 'pact_train:'")
+    assert "1 line missing after idx 14 (the last anchor in place), every later slot is read 1 line early" in str(caught.value)
 
 
 @pytest.mark.parametrize("pairs, message", [

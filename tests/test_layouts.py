@@ -196,8 +196,22 @@ def test_the_shifted_ocr_file_is_still_a_shift() -> None:
     del lines[layout.SLOT_BY_NAME["pact_train"].index]
     findings = [f for f in lint.lint_text(text_of(lines), "c.txt") if f.severity == "error"]
     assert [f.rule for f in findings] == ["slot-shift"]
-    with pytest.raises(ConfigImportError, match="slot shift"):
+    with pytest.raises(ConfigImportError) as caught:  # lint's one message
         import_config(text_of(lines), "c.txt")
+    assert str(caught.value).startswith(f"c.txt:{findings[0].line}: {findings[0].message}")
+
+
+@pytest.mark.parametrize("index", [41, 42, 43, 44])
+def test_a_shift_lint_finds_in_the_inference_block_is_an_import_refusal_too(index: int) -> None:
+    """The 54-line detection case of #36: lint called it shifted while import took every inference field
+    from its neighbour; one reading now, one verdict, one message."""
+    lines = standard_lines()
+    del lines[index]
+    lines.insert(50, "null:null")
+    shift = next(f for f in lint.lint_text(text_of(lines), "c.txt") if f.rule == "slot-shift")
+    with pytest.raises(ConfigImportError) as caught:
+        import_config(text_of(lines), "c.txt")
+    assert str(caught.value).startswith(f"c.txt:{shift.line}: {shift.message}")
 
 
 # ---------------------------------------------------------------- the inference block's value shapes

@@ -14,6 +14,7 @@ from typing import List, Optional
 import typer
 
 from tipcgen.cli.accept import accept as accept_command
+from tipcgen.cli.import_cmd import import_ as import_command
 from tipcgen.cli.align import align_app
 from tipcgen.cli.echo import echo
 from tipcgen.cli.new import Devices, new
@@ -282,46 +283,7 @@ def lint(
     raise typer.Exit(1 if linter.has_errors(findings) else 0)
 
 
-@app.command("import")
-def import_(
-    config: Path = typer.Argument(..., help="An existing train_infer_python.txt (or train_ptq_infer_python.txt: its ptq section)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
-    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family, and each script the config names is probed (--help) for the keys the runner passes it (default: the test_tipc/ the config sits in)."),
-) -> None:
-    """Turn an existing train_infer_python config into a tipcgen descriptor.
-
-    `tipcgen init` of the result renders the same config again, byte for byte. The layout family
-    (docs/LAYOUTS.md) is the one the repository's own runner reads, else the headers'; the
-    descriptor's comment says which. Each key the runner would pass that its script does not accept
-    is printed as an error (exit code 1; the descriptor is still written).
-
-    Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
-    """
-    from tipcgen.configs import import_compression, importer, legacy_format
-    from tipcgen.core import inputs, writes
-
-    source = inputs.read_text(config, "config")
-    if import_compression.is_ptq(source):  # a PTQ config: the ptq section of the model's tipc.yaml
-        text, note = import_compression.import_ptq(source, str(config)), None
-        problems: list[str] = []
-    else:
-        document = importer.import_file(config, root)
-        text, note = legacy_format.imported_env(document, Path("."))
-        problems = importer.flag_problems(config, root)
-    if output is None:
-        echo(text, nl=False)
-    elif import_compression.is_ptq(source):
-        writes.write_tree({output.name: text}, output.parent, force=force)
-        echo(f"wrote {output}: add its ptq section to the model's tipc.yaml, then run tipcgen init on that")
-    else:
-        writes.write_tree({output.name: text}, output.parent, force=force)
-        family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
-        echo(f"wrote {output} ({family}); render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
-    for problem in problems:
-        echo(problem, err=True)
-    if any(problem.startswith("error") for problem in problems):
-        raise typer.Exit(1)
+app.command(name="import")(import_command)  # cli/import_cmd.py
 
 
 @app.command()

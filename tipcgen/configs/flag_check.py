@@ -87,14 +87,17 @@ class Survey:
 
 
 class _Lines:
-    """A config's slots by name, with the editor line of each."""
+    """A config's slots by name, with the editor line of each; ``family``: the layout family it is read in
+    (default: its kind's); ``reads``: the line indices the repository's own runner reads (a line it never
+    reads is never passed), ``None`` without a runner of its own."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, family: str | None = None, reads: frozenset[int] | None = None) -> None:
         config = TipcConfig.parse(text)
         self.logical = config.logical_lines()
         self.numbers = [number for number, line in enumerate(config.lines) if line.text]
-        self.layout = layout.LAYOUT_OF_KIND.get(config.kind, "standard")
+        self.layout = family if family in layout.LAYOUTS else layout.LAYOUT_OF_KIND.get(config.kind, "standard")
         self.index = {slot.name: slot.index for slot in layout.slots_of(self.layout) if slot.kind == "kv"}
+        self.reads = reads
 
     def get(self, fld: str) -> tuple[str, str, int] | None:
         """(key, value, editor line) of the slot of a descriptor field; None where the layout has no line."""
@@ -106,7 +109,10 @@ class _Lines:
         return line.key, line.value or "", self.numbers[index] + 1
 
     def passed(self, fld: str) -> bool:
-        return chain.name_of(fld) not in layout.RUNNER_UNPASSED[self.layout]
+        name = chain.name_of(fld)
+        if self.reads is not None and self.index.get(name) not in self.reads:
+            return False  # the repository's runner never reads this line: it passes nothing from it
+        return name not in layout.RUNNER_UNPASSED[self.layout]
 
 
 def _has_value(value: str) -> bool:
@@ -145,9 +151,10 @@ def _commands(lines: _Lines) -> list[tuple[str, str, int]]:
     return out
 
 
-def passed_flags(text: str) -> list[Passed]:
-    """Every key the generated runner passes to every script of a config, in run order (one per script and key)."""
-    lines = _Lines(text)
+def passed_flags(text: str, family: str | None = None, reads: frozenset[int] | None = None) -> list[Passed]:
+    """Every key the runner passes to every script of a config, in run order (one per script and key); family
+    and reads: the layout family and the line indices its own runner reads (``_Lines``)."""
+    lines = _Lines(text, family, reads)
     use_gpu = lines.get("inference.use_gpu")
     gpu_cases = bool(use_gpu) and any(v.strip().lower() in ("true", "gpu") for v in split_list(use_gpu[1]))
     out: list[Passed] = []
@@ -238,13 +245,17 @@ def accepts(flags: list[Flag], key: str) -> bool:
     return word.startswith("--") and len(longs) == 1
 
 
-def check_config(root: Path, text: str, env: dict[str, str]) -> list[Problem]:
-    """``check`` with the config's own interpreter (lint --root, import): a note when it is not on PATH."""
+NO_INTERPRETER = "the chain's interpreter '{python}' is not on PATH, so no script's flags were checked"
+
+
+def check_config(root: Path, text: str, env: dict[str, str], family: str | None = None,
+                 reads: frozenset[int] | None = None) -> list[Problem]:
+    """``check`` with the config's own interpreter (lint --root, import): a note when it is not on PATH (one
+    message per interpreter, which ``lint --root`` says once per repository). family, reads: ``_Lines``."""
     python, found = interpreter(text, env)
-    if found is None and any((root / p.script).is_file() for p in passed_flags(text)):
-        return [Problem(1, "note", f"the chain's interpreter '{python}' is not on PATH, so no script's flags were "
-                                   "checked (tipcgen run --python names another)")]
-    return check(root, text, found) if found else []
+    if found is None and any((root / p.script).is_file() for p in passed_flags(text, family, reads)):
+        return [Problem(1, "note", NO_INTERPRETER.format(python=python) + " (tipcgen run --python names another)")]
+    return survey(root, text, found, family=family, reads=reads).problems if found else []
 
 
 def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) -> list[Problem]:
@@ -253,15 +264,25 @@ def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) ->
     return survey(root, text, python, timeout).problems
 
 
-def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) -> Survey:
+def tolerant(root: Path, script: str) -> bool:
+    """The script parses with ``parse_known_args``: it takes keys it does not know (no key of it is an error)."""
+    try:
+        return "parse_known_args" in inputs.read_text(root / script, "script")
+    except TipcgenError:
+        return False
+
+
+def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, family: str | None = None,
+           reads: frozenset[int] | None = None) -> Survey:
     """``check``'s problems, with how many keys and scripts it checked and how many answers were cached."""
-    passed = [p for p in passed_flags(text) if (root / p.script).is_file()]
+    passed = [p for p in passed_flags(text, family, reads) if (root / p.script).is_file()]
     roles: dict[str, str] = {}
     for item in passed:
         roles.setdefault(item.script, item.step)  # the step that runs it first (its --help's hint names it)
     with ThreadPoolExecutor(max_workers=4) as pool:
         answers = dict(zip(roles, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s]), roles)))
     flags = {script: found for script, (found, _) in answers.items()}
+    lenient = {script for script in roles if tolerant(root, script)}
     problems: list[Problem] = []
     noted: set[str] = set()
     keys = 0
@@ -274,7 +295,7 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) -
             continue
         word = item.key.split()[0] if item.key.split() else item.key
         keys += word.startswith("-")
-        if not word.startswith("-") or accepts(found, item.key):
+        if not word.startswith("-") or accepts(found, item.key) or item.script in lenient:
             continue
         names = sorted({name for flag in found for name in flag.names if name.startswith("-")})
         close = difflib.get_close_matches(word[:_SHOWN], names, n=1, cutoff=0.5)

@@ -51,10 +51,15 @@ def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]
         parts = path.resolve().parts
         root = Path(*parts[:parts.index(paths.TEST_TIPC)]) if paths.TEST_TIPC in parts else Path(".")
     text = inputs.read_text(path, "config")
-    if cfg.TipcConfig.parse(text).kind not in layout.LAYOUT_OF_KIND:
+    config = cfg.TipcConfig.parse(text)
+    if config.kind not in layout.LAYOUT_OF_KIND:
         return []
+    runner = family_pick.read_runner(path, Path(root) if root is not None else None)
+    pick = cfg.family_of(config, *(runner or (None, "")))
+    basic = next((s for s in family_pick.runner_specs(path, Path(root)) if s.name == Path(paths.BASIC_RUNNER).name), None)
+    reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
     return [f"{p.severity}: {path}:{p.line}: {p.message}" + (f" ({p.fix})" if p.fix else "")
-            for p in flag_check.check_config(Path(root), text, dict(os.environ))]
+            for p in flag_check.check_config(Path(root), text, dict(os.environ), pick.family.name if pick else None, reads)]
 
 
 def import_config(text: str, source: str) -> str:
@@ -69,6 +74,7 @@ def import_descriptor(text: str, source: str, runner: family_pick.Runner | None 
     ``runner`` (a runner's reads and name) picks the layout family, else the file's headers do."""
     config = cfg.TipcConfig.parse(text)
     _check_kind(config, source)
+    _check_shift(text, source, runner)
     pick = _pick(config, source, runner)
     table = pick.family.table
     _check_layout(config, source, table)
@@ -92,9 +98,26 @@ def _check_kind(config: cfg.TipcConfig, source: str) -> None:
         raise ConfigImportError(source, None, "is empty: there is nothing to import")
     if kind not in layout.LAYOUT_OF_KIND:
         raise ConfigImportError(
-            source, None, f"is a {kind} config: only train_infer_python configs (in a layout family of "
-            "docs/LAYOUTS.md) can be imported",
-            "import the model's basic-chain config (train_infer_python.txt): tipcgen renders only that chain")
+            source, None, f"is {article(kind)} {kind} config: its lines are no basic-chain fields (a train_infer_python "
+            "config in a layout family of docs/LAYOUTS.md)",
+            "`tipcgen import` of the file keeps it line by line (kept:, or ptq: for a PTQ config); "
+            "`tipcgen import test_tipc/configs/ -o DIR` imports a whole folder")
+
+
+def article(word: str) -> str:
+    """``a`` or ``an`` before a word (``an unknown``, ``an infer_python``, ``a kl_quant``)."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _check_shift(text: str, source: str, runner: family_pick.Runner | None) -> None:
+    """One reading, one verdict: a config lint calls shifted is refused with lint's message (never imported
+    with every later field read from its neighbour)."""
+    from tipcgen.configs import lint
+
+    shift = next((f for f in lint.lint_text(text, source, runner=runner) if f.rule == "slot-shift"), None)
+    if shift is not None:
+        raise ConfigImportError(source, shift.line, shift.message,
+                                f"run `tipcgen lint {source}`, fix the missing or extra line and import again")
 
 
 def _pick(config: cfg.TipcConfig, source: str, runner: family_pick.Runner | None) -> families.Pick:

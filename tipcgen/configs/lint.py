@@ -30,6 +30,9 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``conflict-marker`` | error | a ``<<<<<<<``/``=======``/``>>>>>>>`` line (``tipcgen update --conflict markers``) |
 | ``infer-value-shape`` | warning | an idx 41-45 value of another shape that no shift explains: passed to the script as it is |
 | ``unknown-layout`` | warning | a ``train_params`` file in no layout family (docs/LAYOUTS.md): its slots are not checked |
+| ``runner-layout`` | info | the basic runner reads more lines than any family has, and reads this file as intended |
+| ``unused-shift`` | warning | a shift only among lines the runner never uses for this config (their uses need a null ``${X}`` not null) |
+| ``other-runner`` | warning | another runner of its folder reads the file as intended (``configs/reading.py``), the basic one would not |
 | ``family`` | info | (``tipcgen lint`` only) the layout family the file is read in, and how it was picked |
 
 Why these severities (what the upstream runners do):
@@ -74,7 +77,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tipcgen.configs import family_pick, lint_compression
+from tipcgen.configs import family_pick, lint_compression, reading
+from tipcgen.configs.lint_runners import RUNNER_LAYOUT, RunnerRules
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
@@ -103,11 +107,13 @@ class Finding:
 _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NAME["sep_eval"].index + 1)
 
 
-class _Linter(SlotRules):
+class _Linter(SlotRules, RunnerRules):
     """Collects the findings for one file; ``line_of`` maps logical indices to editor lines."""
 
-    def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None) -> None:
+    def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None,
+                 specs: reading.Specs = ()) -> None:
         self.text = text
+        self.specs = specs
         self.path = path
         self.repo_root = repo_root
         self.config = TipcConfig.parse(text)
@@ -137,6 +143,7 @@ class _Linter(SlotRules):
                     self.inference_block()  # the tutorial layout has no keyless inference block
                 if not any(finding.rule == "slot-shift" for finding in self.findings):
                     self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
+            self.as_its_runners_read()
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
@@ -277,13 +284,15 @@ class _Linter(SlotRules):
                          f"{slot.value[0]}: the runner passes it to the inference script as it is; check that the "
                          "script takes it")
 
-def _flag_findings(root: Path, text: str, path: str) -> list[Finding]:
-    """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning)."""
+def _flag_findings(root: Path, text: str, path: str, family: str | None = None,
+                   reads: frozenset[int] | None = None) -> list[Finding]:
+    """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning); only the
+    keys the config's own runner passes (its family, the lines its runner reads)."""
     from tipcgen.configs import flag_check
 
     return [Finding(path, p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
                     "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
-            for p in flag_check.check_config(root, text, dict(os.environ))]
+            for p in flag_check.check_config(root, text, dict(os.environ), family, reads)]
 
 
 def _show_line(line: Line) -> str:
@@ -292,10 +301,12 @@ def _show_line(line: Line) -> str:
     return f"'{line.key}:'" if line.value is not None else repr(line.text)
 
 
-def lint_text(text: str, path: str, repo_root: str | Path | None = None, runner: Runner | None = None) -> list[Finding]:
+def lint_text(text: str, path: str, repo_root: str | Path | None = None, runner: Runner | None = None,
+              specs: reading.Specs = ()) -> list[Finding]:
     """Every finding for one config text, in line order; ``runner`` (its reads and its name) picks
-    the layout family as the suite's own runner reads it."""
-    return _Linter(text, path, Path(repo_root) if repo_root is not None else None, runner).run()
+    the layout family as the suite's own runner reads it; ``specs``: every runner of its folder read as
+    data (family_pick.runner_specs), which decide where an error stands (configs/reading.py)."""
+    return _Linter(text, path, Path(repo_root) if repo_root is not None else None, runner, specs).run()
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
@@ -318,15 +329,21 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
     root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
     cache: dict = {}
+    said: set[str] = set()  # a flags-unchecked message (a missing interpreter, a script's failing --help) once
     for file in _files(paths):
         runner = family_pick.read_runner(file, root, cache)
         text = inputs.read_text(file, "config")
-        linter = _Linter(text, str(file), root, runner)
+        linter = _Linter(text, str(file), root, runner, family_pick.runner_specs(file, root, cache))
         found = linter.run()
         if linter.pick is not None:
             findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
-            found = sorted(found + _flag_findings(root, text, str(file)), key=lambda f: (f.line, f.rule))
+            basic = reading.basic_runner(linter.specs)
+            reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
+            flags = _flag_findings(root, text, str(file), linter.pick.family.name if linter.pick else None, reads)
+            flags = [f for f in flags if f.rule != "flags-unchecked" or f.message not in said]  # once per repository
+            said.update(f.message for f in flags if f.rule == "flags-unchecked")
+            found = sorted(found + flags, key=lambda f: (f.line, f.rule))
         findings.extend(found)
     return findings
 

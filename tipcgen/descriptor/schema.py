@@ -244,6 +244,15 @@ FIELDS: tuple[Field, ...] = (
           {"type": "number", "minimum": 0, "maximum": 1}),
     Field("ptq.tolerance", "`{atol, rtol}` for the int8 model's outputs against the float model's on fixed inputs: "
           "it fails above atol + rtol times the float outputs' largest magnitude (default atol 0, rtol 0.2); not a config line", _TOLERANCE),
+    Field("kept", "configs of kinds tipcgen does not generate from fields (C++ inference, serving, paddle2onnx, Lite, "
+          "KL quantization, dy2static, pipeline, a layout of no family), each kept line by line and written back "
+          "byte for byte at `test_tipc/configs/<file>` (`tipcgen import` writes it; [LAYOUTS.md](LAYOUTS.md))",
+          {"type": ["array", "null"], "items": {
+              "type": "object", "additionalProperties": False, "required": ["file", "lines"],
+              "properties": {"file": {"type": "string", "pattern": r"^[A-Za-z0-9_.+@=-]+(/[A-Za-z0-9_.+@=-]+)*\.txt$"},
+                             "kind": {"type": "string"},
+                             "lines": {"type": ["array", "null"], "items": {"type": "string"}},
+                             "final_newline": {"type": "boolean"}}}}),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,
@@ -277,6 +286,7 @@ RUN_FIELDS = children("run")
 TARGET_FIELDS = children("target")
 BENCHMARK_FIELDS = children("benchmark")
 PTQ_FIELDS = children("ptq")
+KEPT_FIELDS = frozenset({"file", "kind", "lines", "final_newline"})
 
 
 def _node(path: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 from tipcgen.core.errors import DescriptorError
 from tipcgen.core.text import quoted
 from tipcgen.descriptor import benchmark as benchmark_spec
+from tipcgen.descriptor import kept as kept_spec
 from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor import target as target_spec
 from tipcgen.descriptor.schema import (
@@ -168,6 +169,7 @@ class Validator(GroupChecks):
             env=self._env(data.get("env")),
             text=self._text(data.get("text")),
             ptq=ptq_spec.parse(data.get("ptq"), self.source, self.lines),
+            kept=kept_spec.parse(data.get("kept"), self.source, self.lines),
         )
 
     def _required_values(self, slots: dict[str, SlotValue]) -> None:

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tipcgen.core import inputs
-from tipcgen.format import layout, layout_check
+from tipcgen.format import layout, layout_check, runner_spec
 
 if TYPE_CHECKING:
     from tipcgen.format.config import Line
@@ -104,10 +103,9 @@ class Pick:
 
 
 # `var=$(func_parser_value "${lines[12]}")`, `$(func_parser_params "${lines[5]}" "${MODE}")`: a runner's reads.
-# ASCII digits only (bash reads no other), and at most MAX_LINE: a longer index is no read of a config line.
+# ASCII digits only (bash reads no other); the index itself is read by runner_spec.index_of (bounded).
 _READ = re.compile(r"\$\(\s*func_parser_(key|value|params|value_lite)\s+\"?\$\{lines\[([0-9]+)\]\}\"?[^)\n]*\)", re.ASCII)
 _SPAN = re.compile(r"NR==1,\s*NR==([0-9]+)", re.ASCII)
-MAX_LINE = 100_000  # the corpus's longest config has 71 lines
 
 
 @dataclass(frozen=True)
@@ -126,12 +124,12 @@ def runner_reads(text: str) -> RunnerReads | None:
     """The basic-chain reads of a runner script, up to its klquant block (which re-reads lines[1..17]
     of another file); ``None`` when it reads no ``lines[N]`` (tipcgen's own runner, another chain)."""
     head = text.split("klquant_whole_infer\" ]; then", 1)[0]
-    reads = frozenset((number, parser) for parser, index in _READ.findall(head)
-                      if (number := inputs.whole_number(index, MAX_LINE)) is not None)
+    reads = frozenset((index, parser) for parser, digits in _READ.findall(head)
+                      if (index := runner_spec.index_of(digits)) is not None)  # one bounded integer parser
     if not reads:
         return None
     span = _SPAN.search(head)
-    return RunnerReads(reads, inputs.whole_number(span.group(1), MAX_LINE) if span else None)
+    return RunnerReads(reads, runner_spec.index_of(span.group(1)) if span else None)
 
 
 def _mark_holds(logical: Sequence[Line], index: int, name: str) -> bool:

@@ -189,12 +189,28 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     if any(d.paddle2onnx is not None for d in models):
         files[paths.RUNNERS["paddle2onnx"]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
     files.update(ptq_runner.ptq_files(models, env))  # the PTQ chain: each model's config, one runner for all
+    files.update(kept_files(models))  # configs kept line by line (kept:), each where it was
     if any(d.benchmark is not None or any(name == benchmark.SECTION for name, _ in d.sections) for d in models):
         files[paths.RUNNERS["benchmark_train"]] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
         shipped_scripts.append(paths.BENCHMARK_ANALYSIS)
     for name in shipped_scripts:  # real modules of tipcgen/render/shipped/, copied with a header line
         files[paths.shipped_rel(name)] = env.get_template("runner/shipped.py.j2").render(name=name, source=shipped.source(name))
     return files
+
+
+def kept_files(models: Sequence[Descriptor]) -> dict[str, str]:
+    """The configs the descriptors keep line by line (``kept:``), byte for byte at test_tipc/configs/<file>; one
+    at a model's basic config path replaces the rendered one (a layout tipcgen has no fields for)."""
+    out: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for desc in models:
+        for kept in desc.kept:
+            if kept.rel in owner:
+                raise TipcgenError(f"{owner[kept.rel]} and {desc.source} both keep {kept.rel}",
+                                   "keep each config in one model's descriptor")
+            owner[kept.rel] = desc.source
+            out[kept.rel] = kept.render()
+    return out
 
 
 def sample_files(desc: Descriptor) -> dict[str, bytes]:

@@ -1,0 +1,82 @@
+"""`tipcgen import`: existing TIPC configs (a file, or a whole configs/ folder) into descriptors.
+
+Thin: the importers are tipcgen.configs.importer (fields), import_compression (ptq:) and import_kept
+(kept:, and a folder); registered in cli/app.py with one line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from tipcgen.cli.echo import echo
+from tipcgen.core.errors import TipcgenError
+
+
+def import_(
+    config: Path = typer.Argument(..., help="An existing config (train_infer_python.txt: fields; train_ptq_infer_python.txt: its ptq section; any other kind: its kept section), or a configs/ folder: one descriptor per model (with -o DIR)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it); for a folder, the folder to write <model_name>/tipc.yaml into."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family, and each script the config names is probed (--help) for the keys the runner passes it (default: the test_tipc/ the config sits in)."),
+) -> None:
+    """Turn existing TIPC configs into tipcgen descriptors.
+
+    `tipcgen init` of the result renders the same configs again, byte for byte. A basic-chain config
+    becomes fields in the layout family (docs/LAYOUTS.md) its repository's own runner reads; a PTQ config
+    its ptq: section; every other kind (C++, serving, paddle2onnx, Lite, KL quantization, dy2static, ...) is
+    kept line by line (kept:). A folder imports into one descriptor per model. Each key the runner would
+    pass that its script does not accept is printed as an error (exit code 1; the descriptor is still written).
+
+    Example: tipcgen import test_tipc/configs/ -o imported/
+    """
+    from tipcgen.configs import family_pick, import_compression, import_kept, importer, legacy_format
+    from tipcgen.core import inputs, writes
+    from tipcgen.core.errors import RenderConflictError
+
+    def write(files: dict[str, str], folder: Path) -> None:
+        try:
+            writes.write_tree(files, folder, force=force)
+        except RenderConflictError:
+            differ = [rel for rel in sorted(files) if (folder / rel).is_file()]
+            raise TipcgenError(f"{folder / differ[0] if differ else folder} exists and differs from the imported "
+                               "descriptor; nothing was written",
+                               "rerun with --force to replace it (the old one is kept under .tipcgen/backup/), "
+                               "or write elsewhere with -o") from None
+
+    if config.is_dir():
+        if output is None:
+            raise TipcgenError(f"{config} is a folder: its models import into one descriptor each",
+                               f"name the folder to write them into: tipcgen import {config} -o DIR")
+        documents = import_kept.import_folder(config, root)
+        write(documents, output)
+        for rel in sorted(documents):
+            echo(f"wrote {output / rel}")
+        echo(f"{len(documents)} descriptor(s); render one with: tipcgen init {output}/<model_name>/tipc.yaml")
+        return
+    source = inputs.read_text(config, "config")
+    how = import_kept.route(source, family_pick.read_runner(config, root), family_pick.runner_specs(config, root), str(config))
+    problems: list[str] = []
+    note = None
+    if how == import_kept.PTQ:  # a PTQ config: the ptq section of the model's tipc.yaml
+        text, added = import_compression.import_ptq(source, str(config)), "ptq"
+    elif how == import_kept.KEPT:  # any other kind: kept line by line
+        text, added = import_kept.import_kept(source, str(config), import_kept.kept_file(config, source)), "kept"
+    else:
+        document = importer.import_file(config, root)
+        text, note = legacy_format.imported_env(document, Path("."))
+        problems = importer.flag_problems(config, root)
+        added = None
+    if output is None:
+        echo(text, nl=False)
+    elif added is not None:
+        write({output.name: text}, output.parent)
+        echo(f"wrote {output}: add its {added} section to the model's tipc.yaml, then run tipcgen init on that")
+    else:
+        write({output.name: text}, output.parent)
+        family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
+        echo(f"wrote {output} ({family}); render it with: tipcgen init {output}" + (f"\n  note: {note}" if note else ""))
+    for problem in problems:
+        echo(problem, err=True)
+    if any(problem.startswith("error") for problem in problems):
+        raise typer.Exit(1)
