@@ -83,6 +83,9 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None)
         raise TipcgenError(f"--root {root}: no such folder" if not root.exists() else f"--root {root}: is not a folder",
                            "pass the repository root (the folder that holds test_tipc/)")
     root = root.resolve()
+    from tipcgen.configs import flag_check
+
+    flag_check.check_cache(root)  # a link on the way to what doctor writes: refused before any check runs
     config_path, config_checks = _config(root, config)
     python, origin = _interpreter(root / config_path if config_path else None)
     python_checks = _python_side(python, origin)
