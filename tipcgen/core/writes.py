@@ -36,15 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from tipcgen.core.errors import RenderConflictError, TipcgenError, os_error
+from tipcgen.core.errors import LinkRefused, RenderConflictError, TipcgenError, os_error
 from tipcgen.core.text import terminal
 
 _TEMP_PREFIX = ".tipcgen-tmp-"
 BACKUP_DIR = ".tipcgen/backup"  # under the folder written into (format/paths.py's BACKUP: it imports this one)
-
-
-class LinkRefused(TipcgenError):
-    """A symbolic link where tipcgen would write or delete (from the root the command owns down)."""
 
 
 def owned_root(path: str | Path, repo: str | Path | None = None) -> Path:
