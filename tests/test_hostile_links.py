@@ -35,6 +35,8 @@ CASES = {
     "lint": ([".tipcgen", ".tipcgen/cache", ".tipcgen/cache/flags"],
              ["lint", "--root", ".", f"test_tipc/configs/{MODEL}/train_infer_python.txt"], {"TIPCGEN_CACHE_DIR": ""}),
     "doctor": ([".tipcgen", ".tipcgen/cache", ".tipcgen/cache/flags"], ["doctor"], {"TIPCGEN_CACHE_DIR": ""}),
+    "run-cache": ([".tipcgen", ".tipcgen/cache", ".tipcgen/cache/flags"], ["run", "--mode", MODE, "--quiet"],
+                  {"TIPCGEN_CACHE_DIR": ""}),
     "init": ([".tipcgen", ".tipcgen/backup", ".tipcgen/base", ".tipcgen-answers.yml", "test_tipc", "test_tipc/configs"],
              ["init", str(STUB / "tipc.yaml"), "--output", ".", "--force"], {}),
     "update": ([".tipcgen", ".tipcgen/base"], ["update"], {}),
@@ -150,9 +152,9 @@ def check_refused(repo: Path, command: str, component: str, kind: str) -> None:
 
 
 def expects_refusal(repo: Path, command: str, component: str) -> bool:
-    """lint and doctor write only the flag cache: a link on the way to it is refused where the cache lies in the
+    """lint and doctor write only the flag cache (and run writes it before prepare.sh): a link on the way to it is refused where the cache lies in the
     repository (TIPCGEN_CACHE_DIR empty, today's default); a cache in the user's folder is not reached through it."""
-    if command not in ("lint", "doctor"):
+    if command not in ("lint", "doctor", "run-cache"):
         return True
     from tipcgen.configs import flag_check
 
@@ -175,7 +177,7 @@ def expects_refusal(repo: Path, command: str, component: str) -> bool:
 @pytest.mark.parametrize("command,component", [
     ("run", "test_tipc/output"), ("run", f"test_tipc/output/{MODEL}"), ("run", RUN),
     ("suite", "test_tipc/output/suite"), ("lint", ".tipcgen"), ("lint", ".tipcgen/cache"),
-    ("doctor", ".tipcgen/cache"), ("init", ".tipcgen/backup"), ("update", ".tipcgen"), ("report", "reports"),
+    ("doctor", ".tipcgen/cache"), ("run-cache", ".tipcgen/cache/flags"), ("init", ".tipcgen/backup"), ("update", ".tipcgen"), ("report", "reports"),
     ("report-in-run", "test_tipc/output"), ("accept", ".tipcgen/backup"),
 ])
 def test_a_committed_link_to_a_folder_outside_is_refused(world: Path, command: str, component: str):
