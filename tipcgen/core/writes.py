@@ -102,6 +102,12 @@ def make_dirs(root: str | Path, path: str | Path, what: str = "") -> Path:
     """Create the folder ``path`` and those above it down from ``root``, refusing a link on the way: each
     component is created and opened relative to the folder above with ``O_NOFOLLOW``, so a link put there
     after a check is refused too, never followed. Returns the absolute path."""
+    os.close(_folder_fd(root, path, what))
+    return Path(os.path.abspath(path))
+
+
+def _folder_fd(root: str | Path, path: str | Path, what: str = "") -> int:
+    """make_dirs's walk; the descriptor of the folder it reached (the caller closes it)."""
     top = Path(os.path.abspath(root))
     absolute = check_no_links(top, path, what)
     try:
@@ -127,13 +133,14 @@ def make_dirs(root: str | Path, path: str | Path, what: str = "") -> Path:
                     raise
                 os.close(fd)
                 fd = below
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
     except OSError as exc:
         if exc.filename is None:
             exc.filename = str(absolute)
         raise os_error(exc, "cannot create the folder") from None
-    return absolute
+    return fd
 
 
 def remove_tree(root: str | Path, path: str | Path, what: str = "") -> None:
@@ -174,18 +181,23 @@ def write_file(path: str | Path, data: str | bytes, *, mode: int = 0o644, within
     current folder, when ``path`` lies in it) is refused. Errors are ``TipcgenError`` naming the path."""
     target = _checked_target(Path(path), within)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    root = Path(os.path.abspath(within)) if within is not None else owned_root(target.parent)
+    folder = _folder_fd(root, target.parent, target.name)  # the temporary and the rename: in this folder, by descriptor
     try:
-        fd, temp = _exclusive_temp(target.parent, target.name)
+        fd, temp = _exclusive_temp(folder, target.name)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)
-            os.chmod(temp, mode)
-            os.replace(temp, target)
+                os.fchmod(handle.fileno(), mode)
+            os.replace(temp, target.name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
-            _remove(temp)
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=folder)
             raise
     except OSError as exc:
         raise _write_error(target, exc) from None
+    finally:
+        os.close(folder)
     return target
 
 
@@ -229,20 +241,16 @@ def _checked_target(target: Path, within: str | Path | None) -> Path:
     return absolute
 
 
-def _exclusive_temp(folder: Path, name: str) -> tuple[int, Path]:
+def _exclusive_temp(folder: int, name: str) -> tuple[int, str]:
+    """A new temporary file in the folder open as ``folder`` (created exclusively, never through a link)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for number in itertools.count(1):
-        temp = folder / f"{_TEMP_PREFIX}{os.getpid()}-{number}-{name[:80]}"
+        temp = f"{_TEMP_PREFIX}{os.getpid()}-{number}-{name[:80]}"
         try:
-            return os.open(temp, flags, 0o600), temp
+            return os.open(temp, flags, 0o600, dir_fd=folder), temp
         except FileExistsError:
             continue
     raise AssertionError("unreachable")
-
-
-def _remove(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.unlink()
 
 
 def _write_error(target: Path, exc: OSError) -> TipcgenError:
