@@ -594,12 +594,28 @@ tipc_check_lock() {
     fi
 }
 
+# tipc_no_links PATH: no component of PATH (from the repository root, the current folder) is a symbolic link:
+# a committed test_tipc/output -> ~ would take the run folder's rm -rf and every log out of the repository.
+tipc_no_links() {
+    local part path="" parts
+    IFS=/ read -ra parts <<< "$1"
+    for part in "${parts[@]}"; do
+        if [ -z "$part" ] || [ "$part" = . ]; then continue; fi
+        path=${path:+$path/}$part
+        if [ -L "$path" ]; then
+            tipc_die "$path is a symbolic link to $(readlink -- "$path"), on the way to the run folder $1: the runner writes and deletes through no link" \
+                "remove the link (rm $path; the runner creates a real folder there), then run again"
+        fi
+    done
+}
+
 # tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (a second run replaces the first), its
 # status log and step records, the CUDA device count, and Ctrl-C handling. With TIPC_CHECK_ONLY=1
 # (tipcgen run's preflight) it stops here instead: the config and interpreter checks are done.
 tipc_start_run() {
     if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
     LOG_PATH=$1
+    tipc_no_links "$LOG_PATH"
     tipc_check_lock "$LOG_PATH"
     rm -rf -- "$LOG_PATH"
     mkdir -p -- "$LOG_PATH"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import STUB, fuzz_examples, tipcgen
+from conftest import STUB, chain_env, fuzz_examples, tipcgen
 
 MODEL, MODE = "stub_model", "lite_train_lite_infer"
 RUN = f"test_tipc/output/{MODEL}/{MODE}"
@@ -208,6 +209,22 @@ def test_suite_leaves_a_linked_output_folders_runs_alone(world: Path):
         proc = tipcgen("suite", ".", "--root", ".", cwd=world)
         assert proc.returncode == 2 and snapshot(victim) == before, proc.stdout[-2000:] + proc.stderr
         assert str(link) in proc.stderr and "[suite] start" not in proc.stdout
+
+
+@pytest.mark.parametrize("component", ["test_tipc/output", f"test_tipc/output/{MODEL}", RUN])
+def test_the_generated_runner_run_by_hand_refuses_a_linked_run_folder(world: Path, component: str):
+    """A reviewer runs `bash test_tipc/test_train_inference_python.sh CONFIG MODE` without tipcgen: the runner
+    checks its run folder's path itself (tipc_no_links) before its rm -rf and its first log."""
+    config = f"test_tipc/configs/{MODEL}/train_infer_python.txt"
+    with linked(world, component, "outside") as link:
+        victim = world.parent / "outside"
+        before = snapshot(victim)
+        proc = subprocess.run(["bash", "test_tipc/test_train_inference_python.sh", config, MODE], cwd=world,
+                              env=chain_env(), capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 2 and snapshot(victim) == before, proc.stdout[-2000:] + proc.stderr
+        rel = str(link.relative_to(world))
+        assert f"tipc error: {rel} is a symbolic link to {os.readlink(link)}" in proc.stderr, proc.stderr
+        assert f"rm {rel}" in proc.stderr
 
 
 # ---------------------------------------------------------------- generated: any command, component and kind
