@@ -594,17 +594,19 @@ tipc_check_lock() {
     fi
 }
 
-# tipc_no_links PATH: no component of PATH (from the repository root, the current folder) is a symbolic link:
-# a committed test_tipc/output -> ~ would take the run folder's rm -rf and every log out of the repository.
+# tipc_no_links PATH [WHAT]: no component of PATH (from the repository root, the current folder) is a symbolic
+# link: a committed test_tipc/output -> ~ (or train_data -> ~/data) would take the scripts' rm -rf and every
+# file they write out of the repository.
 tipc_no_links() {
     local part path="" parts
+    if [[ $1 == /* ]]; then return 0; fi  # a folder outside the repository, named by the user
     IFS=/ read -ra parts <<< "$1"
     for part in "${parts[@]}"; do
         if [ -z "$part" ] || [ "$part" = . ]; then continue; fi
         path=${path:+$path/}$part
         if [ -L "$path" ]; then
-            tipc_die "$path is a symbolic link to $(readlink -- "$path"), on the way to the run folder $1: the runner writes and deletes through no link" \
-                "remove the link (rm $path; the runner creates a real folder there), then run again"
+            tipc_die "$path is a symbolic link to $(readlink -- "$path"), on the way to ${2:-the run folder} $1: the scripts write and delete through no link" \
+                "remove the link (rm $path; the scripts create a real folder there), then run again"
         fi
     done
 }

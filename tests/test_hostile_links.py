@@ -227,6 +227,29 @@ def test_the_generated_runner_run_by_hand_refuses_a_linked_run_folder(world: Pat
         assert f"rm {rel}" in proc.stderr
 
 
+@pytest.mark.parametrize("component", ["train_data", "train_data/bert_sst2"])
+def test_prepare_deletes_nothing_through_a_linked_data_folder(tmp_path: Path, component: str):
+    """prepare.sh replaces each data file it names in data.dir (rm -rf, then a copy or a link): through a committed
+    train_data -> ~/data that deleted the user's own train.tsv. Refused, by hand and under tipcgen run."""
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    tipcgen("init", "bert-sst2", "--output", str(repo), check=True)
+    outside.mkdir()
+    (outside / "train.tsv").write_text("the user's whole data\n")
+    (outside / "bert_sst2").mkdir()
+    (outside / "bert_sst2" / "train.tsv").write_text("the user's whole data\n")
+    (repo / component).parent.mkdir(parents=True, exist_ok=True)
+    (repo / component).symlink_to(outside)
+    before = snapshot(outside)
+    config = "test_tipc/configs/bert_sst2/train_infer_python.txt"
+    proc = subprocess.run(["bash", "test_tipc/prepare.sh", config, MODE], cwd=repo, env=chain_env(),
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and snapshot(outside) == before, proc.stdout[-2000:] + proc.stderr
+    assert f"tipc error: {component} is a symbolic link to {outside}" in proc.stderr, proc.stderr
+    proc = tipcgen("run", "--mode", MODE, "--quiet", cwd=repo)
+    assert proc.returncode == 2 and snapshot(outside) == before, proc.stdout[-2000:] + proc.stderr
+    assert f"{component} is a symbolic link to {outside}" in proc.stderr and "Traceback" not in proc.stderr
+
+
 # ---------------------------------------------------------------- generated: any command, component and kind
 
 _DRAWS = st.sampled_from(sorted(CASES)).flatmap(
