@@ -612,12 +612,30 @@ tipc_check_lock() {
     fi
 }
 
+# tipc_no_links PATH [WHAT]: no component of PATH (from the repository root, the current folder) is a symbolic
+# link: a committed test_tipc/output -> ~ (or train_data -> ~/data) would take the scripts' rm -rf and every
+# file they write out of the repository.
+tipc_no_links() {
+    local part path="" parts
+    if [[ $1 == /* ]]; then return 0; fi  # a folder outside the repository, named by the user
+    IFS=/ read -ra parts <<< "$1"
+    for part in "${parts[@]}"; do
+        if [ -z "$part" ] || [ "$part" = . ]; then continue; fi
+        path=${path:+$path/}$part
+        if [ -L "$path" ]; then
+            tipc_die "$path is a symbolic link to $(readlink -- "$path"), on the way to ${2:-the run folder} $1: the scripts write and delete through no link" \
+                "remove the link (rm $path; the scripts create a real folder there), then run again"
+        fi
+    done
+}
+
 # tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (a second run replaces the first), its
 # status log and step records, the CUDA device count, and Ctrl-C handling. With TIPC_CHECK_ONLY=1
 # (tipcgen run's preflight) it stops here instead: the config and interpreter checks are done.
 tipc_start_run() {
     if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
     LOG_PATH=$1
+    tipc_no_links "$LOG_PATH"
     tipc_check_lock "$LOG_PATH"
     rm -rf -- "$LOG_PATH"
     mkdir -p -- "$LOG_PATH"

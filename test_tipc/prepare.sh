@@ -195,11 +195,13 @@ prepare_bert_sst2() {
                 "name a train output folder, one that holds $NEED (test_tipc/output/$TIPC_MODEL/<mode>/<train step>/)"
         fi
     fi
+    tipc_no_links "$DATA_DIR" "the data folder"
     mkdir -p -- "$DATA_DIR"
     prepare_file train.tsv train sample_models/bert-sst2/data/lite_train.tsv train.tsv
     prepare_file dev.tsv train sample_models/bert-sst2/data/lite_dev.tsv dev.tsv
     prepare_file infer.tsv infer sample_models/bert-sst2/data/lite_dev.tsv dev.tsv
     if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
+        tipc_no_links "$(dirname -- "$TRAINED")" "the trained model's folder"
         mkdir -p -- "$(dirname -- "$TRAINED")"
         rm -f -- "$TRAINED"
         ln -s -- "$(cd -- "$SOURCE" && pwd)" "$TRAINED"

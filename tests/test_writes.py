@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from tipcgen.core.errors import TipcgenError
-from tipcgen.core.writes import staged_path, write_file, write_tree
+from tipcgen.core.writes import check_no_links, make_dirs, remove_tree, staged_path, write_file, write_tree
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tipcgen"
 WRITER = "core/writes.py"
@@ -36,6 +37,19 @@ ALLOWED = {
     # Each chain's suite.log is streamed while the chain runs: opened O_NOFOLLOW after removing a link.
     ("suite/suite.py", "os.open"): "suite.log in the suite's own runs folder, O_NOFOLLOW",
     ("suite/suite.py", "os.fdopen"): "writes into the descriptor os.open just opened",
+    # Deletes and folders (each removes a link as a link, or creates in a folder checked from its root first):
+    ("run/guard.py", "path.parent.mkdir"): "the run folder's parent: run_chain refused a link on the way before",
+    ("run/guard.py", "path.unlink"): "the run's own lock file (unlink removes a link, never its target)",
+    ("suite/suite.py", "dest.mkdir"): "runs/<chain> in the suite's output folder, checked by owned.checked_links",
+    ("suite/suite.py", "path.unlink"): "a link at suite.log in the suite's own runs folder: the link itself",
+    ("suite/suite.py", "?.rmdir"): "the suite's empty work/ folder (rmdir never follows a link)",
+    ("suite/ray_tasks.py", "dest.mkdir"): "a worker's private temporary folder, or runs/<chain> in the suite's folder",
+    ("suite/ray_tasks.py", "shutil.rmtree"): "Ray's private temporary folder, a shipped copy and runs/<chain> in the "
+                                             "suite's folder (rmtree removes a link inside, never its target)",
+    ("suite/ray_tasks.py", "tempfile.mkdtemp"): "Ray's private temporary folder, created exclusively",
+    ("suite/ray_tasks.py", "tempfile.TemporaryDirectory"): "a worker's private temporary folder",
+    ("render/update.py", "tempfile.TemporaryDirectory"): "git merge-file's three inputs, in a private folder",
+    ("repro/export_check.py", "tempfile.TemporaryDirectory"): "a private folder for the export's comparison",
 }
 
 # The scripts shipped into a user's test_tipc/ (check_inference.py, compare_results.py, ...) run inside the
@@ -49,6 +63,11 @@ _WRITE_CALLS = {
     "pickle.dump", "yaml.dump", "yaml.safe_dump", "paddle.jit.save", "os.truncate",
 }
 _WRITE_METHODS = {"write_text", "write_bytes", "symlink_to", "hardlink_to", "touch", "rename"}
+# Deleting and making folders follow a link on the way just as writing does (rmtree of output/x with
+# output -> ~ empties ~/x): they go through writes.remove_tree, remove_file and make_dirs too.
+_DELETE_CALLS = {"shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.mkdir", "os.makedirs",
+                 "tempfile.mkdtemp", "tempfile.TemporaryDirectory"}
+_DELETE_METHODS = {"unlink", "rmdir", "mkdir"}
 _WRITE_MODE = set("wax+")
 
 
@@ -75,6 +94,8 @@ def _writes(call: ast.Call) -> bool:
     if name in ("json.dump", "pickle.dump", "yaml.dump", "yaml.safe_dump"):  # to a stream; without one, a string
         return len(call.args) > 1 or any(k.arg == "stream" for k in call.keywords)
     if name in _WRITE_CALLS or method in _WRITE_METHODS:
+        return True
+    if name in _DELETE_CALLS or method in _DELETE_METHODS:
         return True
     if name in ("open", "os.fdopen", "io.open", "tarfile.open", "zipfile.ZipFile", "gzip.open", "bz2.open", "lzma.open"):
         return bool(_WRITE_MODE & set(_mode(call, 1)))
@@ -175,3 +196,109 @@ def test_write_tree_refuses_a_linked_folder_under_the_output(tmp_path):
     with pytest.raises(TipcgenError, match="symbolic link"):
         write_tree({"test_tipc/results/golden.txt": "x"}, out, force=True)
     assert list(elsewhere.iterdir()) == []
+
+
+def test_the_grep_sees_each_kind_of_delete_and_folder():
+    sample = "shutil.rmtree(p); p.unlink(); os.remove(p); os.unlink(p); p.rmdir(); p.mkdir(); os.makedirs(p); tempfile.mkdtemp()"
+    calls = [node for node in ast.walk(ast.parse(sample)) if isinstance(node, ast.Call)]
+    assert sum(_writes(c) for c in calls) == 8
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): (p.read_text() if p.is_file() and not p.is_symlink() else "")
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("kind", ["outside", "file", "dangling", "chain", "inside", "self"])
+def test_check_no_links_refuses_every_kind_of_link_on_the_way(tmp_path, kind):
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (repo / "test_tipc").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    (repo / "real").mkdir()
+    target = {"outside": outside, "file": outside / "keep.txt", "dangling": tmp_path / "nowhere",
+              "chain": tmp_path / "hop", "inside": repo / "real", "self": repo / "test_tipc" / "output"}[kind]
+    if kind == "chain":
+        (tmp_path / "hop").symlink_to(outside)
+    link = repo / "test_tipc" / "output"
+    link.symlink_to(target)
+    with pytest.raises(TipcgenError) as caught:
+        check_no_links(repo, repo / "test_tipc" / "output" / "m" / "mode", "the run folder")
+    message = str(caught.value)
+    assert str(link) in message and os.readlink(link) in message and "rm " in message and message.count("\n") == 1
+    with pytest.raises(TipcgenError):
+        make_dirs(repo, repo / "test_tipc" / "output" / "m" / "mode")
+    with pytest.raises(TipcgenError):
+        remove_tree(repo, repo / "test_tipc" / "output" / "m")
+    with pytest.raises(TipcgenError):
+        write_file(repo / "test_tipc" / "output" / "m" / "summary.json", "{}", within=repo)
+    with pytest.raises(TipcgenError):
+        write_tree({"test_tipc/output/m/summary.json": "{}"}, repo)
+    assert _tree(outside) == {"keep.txt": "keep"} and link.is_symlink() and list((repo / "real").iterdir()) == []
+
+
+def test_check_no_links_walks_a_dotdot_through_the_link(tmp_path):
+    repo, outside = tmp_path / "repo", tmp_path / "outside" / "deep"
+    (repo / "test_tipc").mkdir(parents=True)
+    outside.mkdir(parents=True)
+    (repo / "test_tipc" / "output").symlink_to(outside)
+    # os.path.abspath would make this repo/test_tipc/x, but the system goes through the link to outside/x
+    with pytest.raises(TipcgenError, match="symbolic link"):
+        check_no_links(repo, repo / "test_tipc" / "output" / ".." / "x")
+    with pytest.raises(TipcgenError, match="leads out of"):
+        check_no_links(repo, repo / "test_tipc" / ".." / ".." / "x", inside=True)
+    # outside the root: the user's folder, from itself down
+    assert check_no_links(repo, tmp_path / "outside" / "y") == tmp_path / "outside" / "y"
+
+
+def test_make_dirs_refuses_a_link_planted_after_the_check(tmp_path, monkeypatch):
+    from tipcgen.core import writes
+
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    repo.mkdir()
+    outside.mkdir()
+    real_check = writes.check_no_links
+
+    def racing(root, path, what="", inside=False):  # the check passes, then a link appears
+        found = real_check(root, path, what, inside)
+        (repo / "out").symlink_to(outside)
+        return found
+
+    monkeypatch.setattr(writes, "check_no_links", racing)
+    with pytest.raises(TipcgenError, match="symbolic link"):
+        writes.make_dirs(repo, repo / "out" / "run")
+    assert list(outside.iterdir()) == []
+
+
+def test_remove_tree_removes_a_link_inside_never_its_target(tmp_path):
+    assert shutil.rmtree.avoids_symlink_attacks  # the descriptor-based walk, which unlinks a link it meets
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (repo / "out" / "run" / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    (repo / "out" / "run" / "to_folder").symlink_to(outside)
+    (repo / "out" / "run" / "sub" / "to_file").symlink_to(outside / "keep.txt")
+    remove_tree(repo, repo / "out" / "run")
+    assert not (repo / "out" / "run").exists() and _tree(outside) == {"keep.txt": "keep"}
+    remove_tree(repo, repo / "out" / "run")  # missing: nothing to do
+    (repo / "out" / "run").symlink_to(outside)
+    with pytest.raises(TipcgenError, match="symbolic link"):
+        remove_tree(repo, repo / "out" / "run")
+    assert _tree(outside) == {"keep.txt": "keep"}
+
+
+def test_write_tree_refuses_a_linked_backup_folder_and_a_linked_file(tmp_path):
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    repo.mkdir()
+    outside.mkdir()
+    (outside / "secret").write_text("secret")
+    (repo / "a.txt").write_text("old")
+    (repo / ".tipcgen").symlink_to(outside)
+    with pytest.raises(TipcgenError, match="symbolic link"):
+        write_tree({"a.txt": "new"}, repo, force=True)
+    assert (repo / "a.txt").read_text() == "old" and _tree(outside) == {"secret": "secret"}
+    (repo / ".tipcgen").unlink()
+    (repo / "b.txt").symlink_to(outside / "secret")
+    with pytest.raises(TipcgenError, match="symbolic link"):
+        write_tree({"b.txt": "new"}, repo, force=True)
+    assert _tree(outside) == {"secret": "secret"} and not (repo / ".tipcgen").exists()

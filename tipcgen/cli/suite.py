@@ -70,7 +70,8 @@ def suite(
         if not gpus:
             result.notes.append("no GPU found (nvidia-smi is missing or lists none): chains run on CPU")
         slots = machine.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
-    out = (output or (root / SUITE_OUTPUT if (root / TEST_TIPC).is_dir() else root / SUITE_ELSEWHERE)).resolve()
+    out = owned.checked_links(output or (root / SUITE_OUTPUT if (root / TEST_TIPC).is_dir() else root / SUITE_ELSEWHERE),
+                              root, chains).resolve()
     owned.check_output(out, [Path(chain.root) for chain in chains])
     # Nothing is written before here: a mistake above leaves the last suite's results as they were.
     owned.claim_output(out)

@@ -199,6 +199,12 @@ def cache_dir(root: Path) -> Path:
     return Path(shared) / "flags" if shared else root / paths.FLAG_CACHE
 
 
+def check_cache(root: Path) -> None:
+    """Before any probe: the cache, where it lies in the repository, is reached through no link (a committed
+    ``.tipcgen -> ~/x``): refused (exit 2) rather than written through."""
+    writes.check_no_links(root, cache_dir(root), "the flag cache")
+
+
 def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT,
                  role: str = "train") -> tuple[list[Flag] | str, bool]:
     """The flags of a script's --help, or why they were not read (no argparse, a failing --help), and whether
@@ -229,7 +235,7 @@ def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TI
               {"script": script, "flags": [{"names": list(f.names), "takes_value": f.takes_value} for f in result]})
     try:
         writes.write_tree({name: json.dumps(record, indent=1) + "\n"}, cache, backup=False,
-                          owned=frozenset({name}))
+                          owned=frozenset({name}), root=root)
     except (TipcgenError, OSError):
         pass  # a read-only checkout: the probe still counts, only the cache is lost
     return result, False
@@ -276,6 +282,8 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, f
            reads: frozenset[int] | None = None) -> Survey:
     """``check``'s problems, with how many keys and scripts it checked and how many answers were cached."""
     passed = [p for p in passed_flags(text, family, reads) if (root / p.script).is_file()]
+    if passed:
+        check_cache(root)
     roles: dict[str, str] = {}
     for item in passed:
         roles.setdefault(item.script, item.step)  # the step that runs it first (its --help's hint names it)

@@ -62,6 +62,10 @@ class ConvertError(TipcgenError):
     """A conversion rule file, a target or an option that cannot be used (tipcgen align convert)."""
 
 
+class LinkRefused(TipcgenError):
+    """A symbolic link where tipcgen would write or delete, from the root the command owns down (core/writes.py)."""
+
+
 class RenderConflictError(TipcgenError):
     """init would overwrite files that differ from what it renders."""
 

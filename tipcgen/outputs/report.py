@@ -343,11 +343,14 @@ def write(run_dir: Path, out_dir: Path | None = None, formats: tuple[str, ...] =
     files: dict[str, str | bytes] = dict(render_documents(report, pictures, formats))
     if "md" in formats:
         files.update(pictures)  # the HTML embeds them; the Markdown links to them
+    top = writes.owned_root(out_dir, root if root is not None else root_of(run_dir))  # the repository, when it is in one
+    for name in files:  # a link on the way from the repository root: refused before a file is read or written
+        writes.check_no_links(top, out_dir / name, name)
     if in_run_dir:
-        writes.write_tree(files, out_dir, force=True, backup=False)
+        writes.write_tree(files, out_dir, force=True, backup=False, root=top)
     else:
         _refuse_overwrite(files, out_dir, force)
-        writes.write_tree(files, out_dir, force=True, backup=True)
+        writes.write_tree(files, out_dir, force=True, backup=True, root=top)
     return report, [out_dir / name for name in sorted(files)]
 
 

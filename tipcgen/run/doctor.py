@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tipcgen.configs import legacy_format, lint
+from tipcgen.configs import flag_check, legacy_format, lint
 from tipcgen.core import inputs, isolated
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
@@ -83,6 +83,7 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None)
         raise TipcgenError(f"--root {root}: no such folder" if not root.exists() else f"--root {root}: is not a folder",
                            "pass the repository root (the folder that holds test_tipc/)")
     root = root.resolve()
+    flag_check.check_cache(root)  # a link on the way to what doctor writes: refused before any check runs
     config_path, config_checks = _config(root, config)
     python, origin = _interpreter(root / config_path if config_path else None)
     python_checks = _python_side(python, origin)
@@ -272,7 +273,7 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
 def _flags(root: Path, config_path: Path, lint_ok: bool = True) -> list[Check]:
     """run's last refusal (configs/preflight.py): each key the runner passes is a flag of its script's --help,
     probed in the chain's interpreter by configs/flag_check.py (cached where run caches it)."""
-    from tipcgen.configs import flag_check, preflight
+    from tipcgen.configs import preflight
 
     text = inputs.read_text(root / config_path, "config")
     python, found = flag_check.interpreter(text, dict(os.environ))

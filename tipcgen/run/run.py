@@ -20,6 +20,7 @@ from typing import Any, Callable
 from tipcgen.configs import submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core.errors import RunError, ScriptError
+from tipcgen.core import writes
 from tipcgen.core.writes import write_file
 from tipcgen.core.text import quoted
 from tipcgen.descriptor import target
@@ -230,6 +231,9 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     root = root.resolve()
     config_path = find_config(config, root, chain)
     model = model_name_of(root / config_path)
+    # Before anything runs (prepare.sh and the runner write into test_tipc/output themselves): no link on the
+    # way to the run folder, from the repository root down.
+    writes.check_no_links(root, run_dir_of(root, model, mode, chain), "the run folder", inside=True)
     desc, desc_info = provenance.load_descriptor(root, model)
     if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
         check_config(root, config_path, dict(os.environ, **({"TIPC_PYTHON": python} if python else {})), desc)
@@ -330,11 +334,11 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
     only once the run has ended without an interrupt."""
     prepare, prepare_out, runner_out, root, run_dir = out.prepare, out.prepare_out, out.runner_out, ctx.root, ctx.run_dir
     if prepare.status != PASSED:
-        shutil.rmtree(run_dir, ignore_errors=True)  # no runner ran: an older run's files must not be read
+        writes.remove_tree(root, run_dir, "the run folder")  # no runner ran: an older run's files must not be read
         prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
         prepare.tail = list(prepare_out)[-20:]
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_file(run_dir / PREPARE_LOG, "\n".join(prepare_out) + "\n", within=run_dir)
+    writes.make_dirs(root, run_dir, "the run folder")
+    write_file(run_dir / PREPARE_LOG, "\n".join(prepare_out) + "\n", within=root)
     prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
     steps, problems = read_records(run_dir, root) if prepare.status == PASSED else ([], [])
     summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[summary.chain])

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from tipcgen.configs.submission import edited
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core import writes
 from tipcgen.core.writes import write_file
 from tipcgen.format import layout, paths
 from tipcgen.format.config import TipcConfig
@@ -207,8 +208,8 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     if (root / PREPARE_SH).is_file():
         t0, output = time.perf_counter(), []
         code = stream(["bash", PREPARE_SH, str(config_path), mode], output)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_file(run_dir / PREPARE_LOG, "".join(output[-_PREPARE_LINES:]), within=run_dir)
+        writes.make_dirs(root, run_dir, "the run folder")
+        write_file(run_dir / PREPARE_LOG, "".join(output[-_PREPARE_LINES:]), within=root)
         steps.append(Step(kind=PREPARE, name="prepare", status=PASSED if code == 0 else FAILED, exit_code=code,
                           seconds=round(time.perf_counter() - t0, 3), command=f"bash {PREPARE_SH} {config_path} {mode}",
                           log=(run_dir / PREPARE_LOG).relative_to(root).as_posix()))
@@ -230,7 +231,7 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {mode} needs {', '.join(summary.required_kinds)}")
     summary.steps = steps
     summary.wall_seconds = round(time.perf_counter() - started, 3)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    writes.make_dirs(root, run_dir, "the run folder")
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
     return summary

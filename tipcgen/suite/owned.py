@@ -9,15 +9,16 @@ repository may not be the folder or lie inside it (its working copy would be cop
 from __future__ import annotations
 
 import math
-import shutil
+import os
 import threading
 from pathlib import Path
 
+from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
-from tipcgen.format.paths import JUNIT_XML, SUITE_JSON, SUITE_MARKER, SUITE_RUNS, SUITE_WORK
-from tipcgen.suite.suite import CHAIN_OF_NAME
+from tipcgen.format.paths import JUNIT_XML, SUITE_JSON, SUITE_MARKER, SUITE_RUNS, SUITE_WORK, run_rel
+from tipcgen.suite.suite import CHAIN_OF_NAME, Chain
 
 OWNED = frozenset({SUITE_JSON, JUNIT_XML, SUITE_RUNS, SUITE_WORK, SUITE_MARKER})
 MAX_TIMEOUT = min(10 ** 7, threading.TIMEOUT_MAX)  # seconds (about 115 days): a timer cannot wait longer
@@ -47,6 +48,21 @@ def check_chains(chains: list[str]) -> list[str]:
     return chains
 
 
+def checked_links(out: Path, root: Path, chains: list[Chain]) -> Path:
+    """The output folder (absolute, not resolved) after refusing a link on the way to it from --root (or, for
+    a folder outside --root, from the current folder, when it lies there), and a link on the way to each
+    chain's run folder in its repository (a working copy keeps links as links: the chain would write
+    through it). Reads only; before anything is written or run."""
+    top = Path(os.path.abspath(root))
+    out = Path(os.path.abspath(out))
+    writes.check_no_links(top if out == top or top in out.parents else writes.owned_root(out), out,
+                          "the suite's output folder")
+    for chain in chains:
+        writes.check_no_links(chain.root, Path(chain.root) / run_rel(chain.model, chain.mode, chain.chain),
+                              f"the run folder of {chain.key}", inside=True)
+    return out
+
+
 def check_output(out: Path, roots: list[Path]) -> None:
     """Refuse an output folder the suite did not create, or one that holds a chain's repository. Reads only."""
     shown = terminal(out)
@@ -69,12 +85,12 @@ def check_output(out: Path, roots: list[Path]) -> None:
 
 def claim_output(out: Path) -> None:
     """Create the folder (with its marker) and remove the last suite's runs/ and work/ (a link: the link)."""
-    out.mkdir(parents=True, exist_ok=True)
+    writes.make_dirs(out, out)
     for name in (SUITE_RUNS, SUITE_WORK):
         path = out / name
         if path.is_symlink() or path.is_file():
-            path.unlink()
+            writes.remove_file(out, path)
         elif path.is_dir():
-            shutil.rmtree(path)
+            writes.remove_tree(out, path)
     write_file(out / SUITE_MARKER, "tipcgen suite wrote this folder: it replaces suite.json, junit.xml, runs/ and "
                "work/ here on its next run, and refuses a folder without this file.\n", within=out)

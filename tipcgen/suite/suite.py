@@ -8,6 +8,7 @@ Local parallelism is a thread pool over subprocesses; Ray (tipcgen.suite_ray) ru
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from tipcgen.configs import lint
+from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT, STATE, SUITE_RUNS, SUITE_WORK, SUMMARY_JSON, TEST_TIPC, run_rel
@@ -311,7 +313,7 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
         try:
             if stopping.is_set():
                 return not_started([chain])[0]
-            shutil.rmtree(work, ignore_errors=True)
+            writes.remove_tree(out, work, "the chain's working copy")
             working_copy(Path(chain.root), work, exclude=out.resolve())
             if needs_trained_model(chain):
                 seed_trained_runs(chain, out / SUITE_RUNS, work)
@@ -324,7 +326,8 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
             return result
         finally:
             if not keep_work:
-                shutil.rmtree(work, ignore_errors=True)
+                with contextlib.suppress(TipcgenError):
+                    writes.remove_tree(out, work, "the chain's working copy")
             free.put(slot)
 
     results: dict[str, ChainResult] = {}
