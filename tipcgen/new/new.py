@@ -20,6 +20,8 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor import writer
 from tipcgen.format import layout
 from tipcgen.new import data as new_data
+from tipcgen.new import reading as new_reading
+from tipcgen.configs import script_reading
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
 from tipcgen.configs.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm, probe
 from tipcgen.render import render
@@ -56,6 +58,7 @@ class Options:
     flags: dict[str, str] = field(default_factory=dict)     # field → flag ('null' drops it)
     values: dict[str, str] = field(default_factory=dict)    # field → YAML value
     probe_timeout: float = PROBE_TIMEOUT
+    env: dict[str, str] = field(default_factory=dict)       # the descriptor's env: (only what was asked for)
 
 
 def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | None = None) -> Proposal:
@@ -71,24 +74,34 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     model_name = options.model_name or ""
     for script in scripts.values():
         script.flags = probe(script, root, options.python, options.probe_timeout)
+    readings = {s.path: script_reading.read_script(root, s.path) for s in scripts.values()}
     notes: list[str] = []
-    chosen = _choose_flags(scripts, options, notes)
+    chosen, owners = _choose_flags(scripts, options, notes, readings)
     data_dir = f"./train_data/{model_name}"
     data_files = _data_files(options.data, data_dir, root)
     values = _values(scripts, chosen, options, data_files, model_name)
     _check(scripts, chosen, values, notes)
-    env = dict(legacy_format.ENV) if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) else {}
-    if env:
-        notes.append(f"{scripts['infer'].path} loads inference.pdmodel only: the descriptor's env: runs export and "
-                     f"inference with {legacy_format.FLAG}=0, the format Paddle 3 writes only then")
-    text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env)
+    if "infer" in data_files and not chosen.get("inference.data") and "infer" in scripts:
+        notes.append(f"{scripts['infer'].path}: no flag for the inference data (inference.data) was found, so the "
+                     f"--infer-data {data_files['infer'][1]} shipped is not passed to it; pass --flag inference.data=FLAG, "
+                     "or edit inference.data in tipc.yaml")
+    epochs = values.get("train.epochs")
+    notes.extend(new_reading.notes(root, scripts, readings, chosen,
+                                   epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1))
+    env = dict(options.env)
+    if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) and legacy_format.FLAG not in env:
+        notes.append(f"{scripts['infer'].path} loads inference.pdmodel only: under Paddle 3 the export writes it only with "
+                     f"{legacy_format.FLAG}=0; if export and inference fail on a missing inference.pdmodel, add "
+                     f"`env: {{{legacy_format.FLAG}: '0'}}` to tipc.yaml (tipcgen new --env {legacy_format.FLAG}=0)")
+    text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env, notes)
     desc = descriptor.load_text(text, source="<tipcgen new>", base_dir=root)
     render.render_files(desc)
     mapping = []
     for fld, (role, _) in CANDIDATES.items():
         origin = "option" if fld in options.flags else "probed" if role in scripts else "no script"
         flag = chosen.get(fld)
-        mapping.append((fld, f"{flag} ({scripts[role].path})" if flag else "-", origin if flag else "empty"))
+        owner = owners.get(fld) or scripts.get(role)
+        mapping.append((fld, f"{flag} ({owner.path})" if flag and owner else flag or "-", origin if flag else "empty"))
     return Proposal(text, model_name, mapping, notes)
 
 
@@ -167,9 +180,12 @@ def _suggest_name(train: str, root: Path) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("._-") or "my_model"
 
 
-def _choose_flags(scripts: dict[str, Script], options: Options, notes: list) -> dict[str, str | None]:
-    """Field → the flag that fills it (None: the slot stays null)."""
+def _choose_flags(scripts: dict[str, Script], options: Options, notes: list,
+                  readings: dict[str, script_reading.Reading]) -> tuple[dict[str, str | None], dict[str, Script]]:
+    """Field → the flag that fills it (None: the slot stays null), and field → the script whose flag it is.
+    A flag the code never reads, or a download switch for a checkpoint field, is passed over (new/reading.py)."""
     chosen: dict[str, str | None] = {}
+    owners: dict[str, Script] = {}
     for fld, (role, names) in CANDIDATES.items():
         script = scripts.get(role)
         if fld in options.flags:
@@ -179,17 +195,25 @@ def _choose_flags(scripts: dict[str, Script], options: Options, notes: list) -> 
         if script is None:
             chosen[fld] = None
             continue
-        if fld == "train.pretrained" and "eval" in scripts:
-            # The runner passes this key to eval with the checkpoint: prefer a flag eval has too.
-            flag = scripts["eval"].find(names) or script.find(names)
-        else:
-            flag = script.find(names)
+        # The runner passes train.pretrained's key to eval with the checkpoint: prefer a flag eval has too.
+        order = [scripts["eval"], script] if fld == "train.pretrained" and "eval" in scripts else [script]
+        choice = new_reading.choose(fld, names, order, readings)
+        flag = choice.flag
         if flag is not None and not flag.takes_value:
-            notes.append(f"{script.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
+            notes.append(f"{choice.owner.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
                          f"{fld} stays empty (make it take True/False, or pass --flag {fld}=FLAG)")
             flag = None
+        elif flag is None and (choice.passed_over or fld in _NOTED_EMPTY):
+            notes.append(new_reading.unfilled(fld, script, choice, names))
         chosen[fld] = flag.name if flag else None
-    return chosen
+        if flag is not None and choice.owner is not None:
+            owners[fld] = choice.owner
+    return chosen, owners
+
+
+# Slots whose emptiness a user should hear of even when no flag came near (the rest default sensibly).
+_NOTED_EMPTY = ("train.epochs", "train.batch_size", "train.extra", "eval.extra", "inference.data", "train.device",
+                "inference.use_gpu")
 
 
 def _data_files(data: dict[str, str], data_dir: str, root: Path) -> dict[str, tuple[str, str]]:
@@ -363,7 +387,8 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
 # ---------------------------------------------------------------- the descriptor text
 
 def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any],
-              options: Options, data_files: dict[str, tuple[str, str]], data_dir: str, env: dict[str, str]) -> str:
+              options: Options, data_files: dict[str, tuple[str, str]], data_dir: str, env: dict[str, str],
+              notes: list[str] = ()) -> str:
     def entry(fld: str) -> str:
         return writer.keyed(chosen.get(fld), values.get(fld))
 
@@ -382,6 +407,7 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
         "env": writer.flow(env) if env else None,
         "whole_infer": None,
         "paddle2onnx": None,
+        "notes": [" ".join(note.split()) for note in notes],
     }
     if (data_files or setup) and "export" in scripts and options.checkpoint is not None:
         trained = f"{data_dir}/trained"

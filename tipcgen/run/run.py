@@ -32,10 +32,12 @@ from tipcgen.results.results import (
     Summary,
     check_status_lines,
     environment_info,
+    log_tail,
     read_records,
     required_kinds,
     write_json,
 )
+from tipcgen.results import explain
 from tipcgen.results.summary_text import write_junit
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, seeds, submission_run, tracked
@@ -338,6 +340,7 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
         steps = [*steps, *extra]
         summary.notes.extend(note for note in notes if note not in summary.notes)
     summary.steps = [prepare, *steps]
+    _explain_failures(summary, ctx)
     _note_seeds(summary, root)
     code = summary.runner_exit_code
     if prepare.status == PASSED and not summary.interrupted and not steps:
@@ -353,6 +356,17 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
     summary.wall_seconds = round(time.perf_counter() - out.started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
+
+
+def _explain_failures(summary: Summary, ctx: RunContext) -> None:
+    """One line under each failed step: its log's tail matched against what tipcgen knows (results/explain.py)."""
+    failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
+    if not failed:
+        return
+    known = explain.known_of(ctx.desc, ctx.root)
+    for step in failed:
+        lines = list(step.tail) if step.kind == PREPARE else log_tail(ctx.root / step.log, explain.TAIL_LINES) if step.log else []
+        step.hint = explain.explain(lines, step.kind, known)
 
 
 def _note_seeds(summary: Summary, root: Path) -> None:

@@ -1,0 +1,211 @@
+"""What ``tipcgen new`` learns from the scripts' source (``configs/script_reading``, ``ast``, never run).
+
+Flag choice: a flag the code never reads fills no slot, and a download switch (``--pretrained`` that
+fetches a backbone) is never the checkpoint flag. Notes, each naming the ``tipc.yaml`` field to edit: a
+switch that downloads at start-up, a data file the code reads that a preparation flag makes, a save or an
+evaluation gated by a flag whose default skips it in a lite run, an architecture flag whose default differs
+between train and eval/export/infer, and every slot left empty with the candidates seen.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tipcgen.configs.script_help import Flag, Script, loose
+from tipcgen.configs.script_reading import Arg, Reading, data_file_name, download_switch, truthy
+
+# The descriptor field that holds each role's script command (fixed arguments go there).
+SCRIPT_FIELD = {"train": "train.norm", "eval": "eval.script", "export": "export.norm", "infer": "inference.script"}
+_CHECKPOINT_FIELDS = ("train.pretrained", "export.weights")
+# Fields where a flag the code never reads would make the step write or load nothing the chain expects.
+_MUST_BE_READ = ("train.output_dir", "export.output_dir", "inference.model_dir", *_CHECKPOINT_FIELDS)
+# Flags whose defaults may differ between scripts without building another model.
+_NOT_ARCHITECTURE = re.compile(r"lr|learning_rate|epoch|batch|dir|path|file|seed|log|save|print|device|gpu|worker|"
+                               r"cpu|thread|output|data|ckpt|checkpoint|weight|pretrain|resume|model_name|mode|step|"
+                               r"iter|interval|eval|test|val|mkldnn|tensorrt|trt|precision|benchmark|amp|fp16|config|"
+                               r"^c$|verbose|debug|port|rank|local|num_workers|shuffle", re.IGNORECASE)
+
+
+@dataclass
+class Choice:
+    """What ``choose`` found for one field: the flag, the script it belongs to, the flags it passed over."""
+
+    flag: Flag | None = None
+    owner: Script | None = None
+    passed_over: list[str] = field(default_factory=list)  # "--output (parsed, never read)"
+
+
+def choose(fld: str, names: tuple[str, ...], scripts: list[Script], readings: dict[str, Reading]) -> Choice:
+    """The first flag of names (best first), in the first script that has one; for an output, model or
+    checkpoint field one the code reads, and never a download switch for a checkpoint field."""
+    out = Choice()
+    for script in scripts:
+        reading = readings.get(script.path)
+        for name in names:
+            flag = script.find((name,))
+            if flag is None or any(flag.name in seen for seen in out.passed_over):
+                continue
+            if fld in _MUST_BE_READ and reading is not None and reading.unused(flag.name):
+                out.passed_over.append(f"{flag.name} in {script.path} (parsed, never read)")
+                continue
+            arg = reading.arg(flag.name) if reading is not None else None
+            if fld in _CHECKPOINT_FIELDS and arg is not None and download_switch(arg):
+                out.passed_over.append(f"{flag.name} in {script.path} (a download switch: {_said(arg)})")
+                continue
+            out.flag, out.owner = flag, script
+            return out
+    return out
+
+
+def _said(arg: Arg) -> str:
+    text = arg.help.strip() or f"default {arg.default!r}"
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _where(role: str, script: Script) -> str:
+    return f"{SCRIPT_FIELD[role]} ({script.path})"
+
+
+def _default_text(arg: Arg) -> str:
+    return "not a literal" if arg.default is not None and not isinstance(arg.default, (str, int, float, bool)) else repr(arg.default)
+
+
+def notes(root: Path, scripts: dict[str, Script], readings: dict[str, Reading], chosen: dict[str, str | None],
+          lite_epochs: int) -> list[str]:
+    """The notes of every reading: downloads, data files, gated saves, disagreeing defaults."""
+    out: list[str] = []
+    for role, script in scripts.items():
+        reading = readings.get(script.path)
+        if reading is None or not reading.readable:
+            continue
+        given = {word.split("=", 1)[0] for word in script.args}
+        out.extend(_downloads(role, script, reading, given, set(chosen.values())))
+        out.extend(_data_files(root, role, script, reading, given, set(chosen.values())))
+        if role == "train":  # what the training saves is what eval and export load
+            out.extend(_gated(role, script, reading, given, lite_epochs))
+    out.extend(_disagreeing(scripts, readings, {loose(f) for f in chosen.values() if f}))
+    return out
+
+
+def _downloads(role: str, script: Script, reading: Reading, given: set[str], chosen: set) -> list[str]:
+    out = []
+    for arg in reading.args:
+        if not download_switch(arg) or arg.name in chosen or given & set(arg.names) or reading.unused(arg.name):
+            continue
+        url = isinstance(arg.default, str) and arg.default.startswith(("http://", "https://"))
+        on = truthy(arg.default)
+        if arg.action == "store_false":
+            off = arg.name
+        elif url or on:
+            off = f"{arg.name} False" if not url else f"{arg.name} ''"
+        else:
+            continue  # off by default
+        out.append(f"{script.path}: {arg.name} (line {arg.line}, default {_default_text(arg)}) downloads pretrained "
+                   f"weights ({_said(arg)}); offline the step fails at start-up: add `{off}` to {_where(role, script)} "
+                   "in tipc.yaml, or ship the weights")
+    return out
+
+
+def _data_files(root: Path, role: str, script: Script, reading: Reading, given: set[str], chosen: set) -> list[str]:
+    """A data file the code names (a flag's default or a literal) that is not in the repository, and the
+    flag whose block makes it."""
+    out = []
+    named: dict[str, str] = {}
+    for arg in reading.args:
+        name = data_file_name(arg.default)
+        if name is not None and arg.name not in chosen and not given & set(arg.names):
+            named.setdefault(name, f"the default of {arg.name}")
+    for name, where in reading.data_files:
+        named.setdefault(name, where)
+    base = (root / script.path).parent
+    preparing = [g for g in reading.gates if g.what == "data preparation"]
+    for name, where in named.items():
+        if (root / name).exists() or (base / name).exists() or "{" in name or "%" in name:
+            continue
+        if preparing:
+            gate = preparing[0]
+            arg = next((a for a in reading.args if a.dest == gate.dest), None)
+            if arg is None or given & set(arg.names):
+                continue
+            on = f"{arg.name} True" if arg.switch and arg.action != "store_true" else arg.name
+            out.append(f"{script.path} reads {name} ({where}), which is not in the repository; {arg.name} makes it "
+                       f"(`{', '.join(gate.calls)}` at {gate.where}, default {_default_text(arg)}): add `{on}` to "
+                       f"{_where(role, script)} in tipc.yaml, or ship the file as lite data (data.files)")
+        elif name not in reading.made:  # a file the code makes unconditionally is its own
+            out.append(f"{script.path} reads {name} ({where}), which is not in the repository: ship it as lite data "
+                       "(tipcgen new --train-data, data.files in tipc.yaml) or make it in data.setup")
+    return out
+
+
+def _gated(role: str, script: Script, reading: Reading, given: set[str], lite_epochs: int) -> list[str]:
+    out = []
+    seen: set[tuple[str, str]] = set()
+    for gate in reading.gates:
+        if gate.what == "data preparation" or (gate.dest, gate.what) in seen:
+            continue
+        arg = next((a for a in reading.args if a.dest == gate.dest), None)
+        if arg is None or given & set(arg.names):
+            continue
+        seen.add((gate.dest, gate.what))
+        default = arg.default
+        if isinstance(default, bool) or (arg.switch and truthy(default) is not None):
+            if truthy(default):
+                continue
+            fix = arg.name if arg.action == "store_true" else f"{arg.name} True"
+            why = f"off by default ({_default_text(arg)})"
+        elif default is None or default == 0:
+            fix, why = f"{arg.name} 1", f"its default is {_default_text(arg)}"
+        elif isinstance(default, int) and gate.modulo and default > lite_epochs:
+            fix, why = f"{arg.name} 1", f"every {default} (its default); a lite run trains {lite_epochs}"
+        else:
+            continue
+        then = "export and eval find no checkpoint" if gate.what == "saving" else "no metric is printed"
+        out.append(f"{script.path}: {gate.what} happens only when {arg.name} says so (`{', '.join(gate.calls)}` under "
+                   f"the if at {gate.where}), {why}: a lite run may do none and {then}; add `{fix}` to "
+                   f"{_where(role, script)} in tipc.yaml")
+    return out
+
+
+def _disagreeing(scripts: dict[str, Script], readings: dict[str, Reading], chosen: set[str]) -> list[str]:
+    """An architecture flag (same name, literal defaults) that train and another step default differently."""
+    train = scripts.get("train")
+    if train is None or readings.get(train.path) is None:
+        return []
+    out = []
+    train_args = {loose(a.name): a for a in readings[train.path].args}
+    for role, script in scripts.items():
+        if role == "train" or readings.get(script.path) is None or script.path == train.path:
+            continue
+        given = {word.split("=", 1)[0] for word in script.args}
+        for arg in readings[script.path].args:
+            key = loose(arg.name)
+            mine = train_args.get(key)
+            if (mine is None or key in chosen or _NOT_ARCHITECTURE.search(arg.dest) or given & set(arg.names)
+                    or not _scalar(arg.default) or not _scalar(mine.default) or arg.default == mine.default
+                    or {word.split("=", 1)[0] for word in train.args} & set(mine.names)):
+                continue
+            out.append(f"{arg.name}: {train.path} defaults to {mine.default!r}, {script.path} to {arg.default!r}: "
+                       f"the {role} step builds another model than the one trained; add `{arg.name} {mine.default}` to "
+                       f"{_where(role, script)} in tipc.yaml (or the same value to both)")
+    return out
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, (int, float, str)) and not isinstance(value, bool) and value != ""
+
+
+def unfilled(fld: str, script: Script, choice: Choice, names: tuple[str, ...]) -> str:
+    """A note for a slot no flag fills: the flags passed over, else the script's flags nearest the names."""
+    if choice.passed_over:
+        seen = "; ".join(choice.passed_over)
+    else:
+        flags = [f.name for f in script.flags]
+        near = []
+        for name in names[:6]:
+            near += [m for m in difflib.get_close_matches(name, [loose(f) for f in flags], n=2, cutoff=0.75)]
+        shown = [f for f in flags if loose(f) in near]
+        seen = ("nearest: " + ", ".join(dict.fromkeys(shown))) if shown else "none of its flags is near"
+    return (f"{fld} stays empty: no flag of {script.path} fills it (tried {', '.join('--' + n for n in names[:4])}, ...; "
+            f"{seen}); pass --flag {fld}=FLAG, or edit {fld} in tipc.yaml")
