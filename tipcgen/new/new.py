@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tipcgen import descriptor
-from tipcgen.configs import legacy_format
 from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor import writer
 from tipcgen.format import layout
@@ -76,23 +75,17 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
         script.flags = probe(script, root, options.python, options.probe_timeout)
     readings = {s.path: script_reading.read_script(root, s.path) for s in scripts.values()}
     notes: list[str] = []
-    chosen, owners = _choose_flags(scripts, options, notes, readings)
+    chosen, owners = new_reading.choose_flags(scripts, options.flags, notes, readings)
     data_dir = f"./train_data/{model_name}"
     data_files = _data_files(options.data, data_dir, root)
     values = _values(scripts, chosen, options, data_files, model_name)
-    _check(scripts, chosen, values, notes)
-    if "infer" in data_files and not chosen.get("inference.data") and "infer" in scripts:
-        notes.append(f"{scripts['infer'].path}: no flag for the inference data (inference.data) was found, so the "
-                     f"--infer-data {data_files['infer'][1]} shipped is not passed to it; pass --flag inference.data=FLAG, "
-                     "or edit inference.data in tipc.yaml")
+    with new_reading.with_choices(notes):  # a refusal lists the slots left empty and the flags passed over
+        _check(scripts, chosen, values, notes)
     epochs = values.get("train.epochs")
     notes.extend(new_reading.notes(root, scripts, readings, chosen,
                                    epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1))
     env = dict(options.env)
-    if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) and legacy_format.FLAG not in env:
-        notes.append(f"{scripts['infer'].path} loads inference.pdmodel only: under Paddle 3 the export writes it only with "
-                     f"{legacy_format.FLAG}=0; if export and inference fail on a missing inference.pdmodel, add "
-                     f"`env: {{{legacy_format.FLAG}: '0'}}` to tipc.yaml (tipcgen new --env {legacy_format.FLAG}=0)")
+    notes.extend(new_reading.setup_notes(root, scripts, chosen, data_files, env))
     text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env, notes)
     desc = descriptor.load_text(text, source="<tipcgen new>", base_dir=root)
     render.render_files(desc)
@@ -178,42 +171,6 @@ def _script(role: str, given: str, root: Path) -> Script:
 def _suggest_name(train: str, root: Path) -> str:
     name = Path(shlex.split(train)[0]).parent.name or root.resolve().name
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("._-") or "my_model"
-
-
-def _choose_flags(scripts: dict[str, Script], options: Options, notes: list,
-                  readings: dict[str, script_reading.Reading]) -> tuple[dict[str, str | None], dict[str, Script]]:
-    """Field → the flag that fills it (None: the slot stays null), and field → the script whose flag it is.
-    A flag the code never reads, or a download switch for a checkpoint field, is passed over (new/reading.py)."""
-    chosen: dict[str, str | None] = {}
-    owners: dict[str, Script] = {}
-    for fld, (role, names) in CANDIDATES.items():
-        script = scripts.get(role)
-        if fld in options.flags:
-            flag_name = options.flags[fld]
-            chosen[fld] = None if flag_name.lower() == "null" else flag_name
-            continue
-        if script is None:
-            chosen[fld] = None
-            continue
-        # The runner passes train.pretrained's key to eval with the checkpoint: prefer a flag eval has too.
-        order = [scripts["eval"], script] if fld == "train.pretrained" and "eval" in scripts else [script]
-        choice = new_reading.choose(fld, names, order, readings)
-        flag = choice.flag
-        if flag is not None and not flag.takes_value:
-            notes.append(f"{choice.owner.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
-                         f"{fld} stays empty (make it take True/False, or pass --flag {fld}=FLAG)")
-            flag = None
-        elif flag is None and (choice.passed_over or fld in _NOTED_EMPTY):
-            notes.append(new_reading.unfilled(fld, script, choice, names))
-        chosen[fld] = flag.name if flag else None
-        if flag is not None and choice.owner is not None:
-            owners[fld] = choice.owner
-    return chosen, owners
-
-
-# Slots whose emptiness a user should hear of even when no flag came near (the rest default sensibly).
-_NOTED_EMPTY = ("train.epochs", "train.batch_size", "train.extra", "eval.extra", "inference.data", "train.device",
-                "inference.use_gpu")
 
 
 def _data_files(data: dict[str, str], data_dir: str, root: Path) -> dict[str, tuple[str, str]]:

@@ -8,12 +8,16 @@ between train and eval/export/infer, and every slot left empty with the candidat
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tipcgen.configs import legacy_format
 from tipcgen.configs.script_help import Flag, Script, loose
+from tipcgen.core.errors import TipcgenError
+from tipcgen.new.fields import CANDIDATES
 from tipcgen.configs.script_reading import Arg, Reading, data_file_name, download_switch, truthy
 
 # The descriptor field that holds each role's script command (fixed arguments go there).
@@ -209,3 +213,69 @@ def unfilled(fld: str, script: Script, choice: Choice, names: tuple[str, ...]) -
         seen = ("nearest: " + ", ".join(dict.fromkeys(shown))) if shown else "none of its flags is near"
     return (f"{fld} stays empty: no flag of {script.path} fills it (tried {', '.join('--' + n for n in names[:4])}, ...; "
             f"{seen}); pass --flag {fld}=FLAG, or edit {fld} in tipc.yaml")
+
+
+def choose_flags(scripts: dict[str, Script], flags: dict[str, str], notes: list,
+                  readings: dict[str, Reading]) -> tuple[dict[str, str | None], dict[str, Script]]:
+    """Field → the flag that fills it (None: the slot stays null), and field → the script whose flag it is.
+    A flag the code never reads, or a download switch for a checkpoint field, is passed over (new/reading.py)."""
+    chosen: dict[str, str | None] = {}
+    owners: dict[str, Script] = {}
+    for fld, (role, names) in CANDIDATES.items():
+        script = scripts.get(role)
+        if fld in flags:
+            flag_name = flags[fld]
+            chosen[fld] = None if flag_name.lower() == "null" else flag_name
+            continue
+        if script is None:
+            chosen[fld] = None
+            continue
+        # The runner passes train.pretrained's key to eval with the checkpoint: prefer a flag eval has too.
+        order = [scripts["eval"], script] if fld == "train.pretrained" and "eval" in scripts else [script]
+        choice = choose(fld, names, order, readings)
+        flag = choice.flag
+        if flag is not None and not flag.takes_value:
+            notes.append(f"{choice.owner.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
+                         f"{fld} stays empty (make it take True/False, or pass --flag {fld}=FLAG)")
+            flag = None
+        elif flag is None and (choice.passed_over or fld in _NOTED_EMPTY):
+            notes.append(unfilled(fld, script, choice, names))
+        elif choice.passed_over:
+            notes.append(f"{fld}: {flag.name} ({choice.owner.path}) chosen, passed over {'; '.join(choice.passed_over)}; "
+                         f"if that is wrong, pass --flag {fld}=FLAG or edit {fld} in tipc.yaml")
+        chosen[fld] = flag.name if flag else None
+        if flag is not None and choice.owner is not None:
+            owners[fld] = choice.owner
+    return chosen, owners
+
+
+# Slots whose emptiness a user should hear of even when no flag came near (the rest default sensibly).
+_NOTED_EMPTY = ("train.epochs", "train.batch_size", "train.extra", "eval.extra", "inference.data", "train.device",
+                "inference.use_gpu")
+
+
+@contextlib.contextmanager
+def with_choices(notes: list[str]):
+    """A refusal of the chain (new's _check) also lists the slots left empty and the flags passed over."""
+    try:
+        yield
+    except TipcgenError as exc:
+        seen = [note for note in notes if " stays empty" in note or " passed over " in note]
+        if not seen:
+            raise
+        raise TipcgenError(exc.message + "\n" + "\n".join(f"  - {note}" for note in seen), exc.hint) from None
+
+
+def setup_notes(root: Path, scripts: dict[str, Script], chosen: dict[str, str | None],
+                data_files: dict[str, tuple[str, str]], env: dict[str, str]) -> list[str]:
+    """Inference data shipped that no flag passes; an inference script that may need an env: (never added unasked)."""
+    out = []
+    if "infer" in data_files and not chosen.get("inference.data") and "infer" in scripts:
+        out.append(f"{scripts['infer'].path}: no flag for the inference data (inference.data) was found, so the "
+                   f"--infer-data {data_files['infer'][1]} shipped is not passed to it; pass --flag inference.data=FLAG, "
+                   "or edit inference.data in tipc.yaml")
+    if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) and legacy_format.FLAG not in env:
+        out.append(f"{scripts['infer'].path} loads inference.pdmodel only: under Paddle 3 the export writes it only with "
+                   f"{legacy_format.FLAG}=0; if export and inference fail on a missing inference.pdmodel, add "
+                   f"`env: {{{legacy_format.FLAG}: '0'}}` to tipc.yaml (tipcgen new --env {legacy_format.FLAG}=0)")
+    return out

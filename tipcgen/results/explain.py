@@ -136,7 +136,8 @@ def _literal_workers(reading: Reading | None) -> str:
 
 def _network(match: re.Match, kind: str, known: Known) -> str:
     reading = known.readings.get(kind)
-    what = match.group(0).strip()[:60]
+    url = re.search(r"https?://[^\s'\")>]+", match.string)
+    what = (url.group(0) if url else match.group(0).strip())[:80]
     for arg in (reading.args if reading else ()):
         if not script_reading.download_switch(arg):
             continue
@@ -218,12 +219,13 @@ def _script_missing(match: re.Match, kind: str, known: Known) -> str:
 
 # The table, in the order rules are tried: a definite refusal before what it may cause.
 RULES: tuple[Rule, ...] = (
-    Rule("size limit", _c(r"File size limit exceeded", r"\bSIGXFSZ\b"), _size_limit),
+    Rule("size limit", _c(r"File size limit exceeded", r"\bSIGXFSZ\b", r"\[Errno 27\] File too large"), _size_limit),
     Rule("script missing", _c(r"can't open file '([^']+)': \[Errno 2\]"), _script_missing),
     Rule("unrecognized arguments", _c(r"error: unrecognized arguments: (.+)$"), _unrecognized),
     Rule("required arguments", _c(r"error: the following arguments are required: (.+)$"), _required),
     Rule("invalid argument", _c(r"error: argument ([-\w/]+): (invalid .+)$"), _invalid),
     Rule("worker crash", _c(r"DataLoader worker \(pid\(?s?\)? ?[\d, ]*\)? exited unexpectedly", r"DataLoader reader thread",
+                            r"DataLoader \d+ workers? exit(ed)? unexpectedly", r"segmentation fault encountered in DataLoader",
                             r"\bBus error\b", r"insufficient shared memory", r"/dev/shm", r"SIGSEGV.*worker",
                             r"worker.*(Segmentation fault|SIGSEGV|killed by signal)"), _worker_crash),
     Rule("network", _c(r"Temporary failure in name resolution", r"Name or service not known",
@@ -234,7 +236,8 @@ RULES: tuple[Rule, ...] = (
     Rule("missing file", _c(r"No such file or directory: '([^']+)'", r"No such file or directory: \"([^\"]+)\"",
                             r"FileNotFoundError: (?:\[Errno 2\] )?(?:.*?)['\"]?([\w./-]+\.\w+)['\"]?(?: not found| does not exist|$)",
                             r"(?:file|path) ([\w./-]+\.\w+) (?:not found|does not exist)",
-                            r"Unable to (?:open|synchronously open) file \(.*name = '([^']+)'"), _missing_file),
+                            r"Unable to (?:open|synchronously open) file \(.*name = '([^']+)'",
+                            r"The ``path`` \(([^)]+)\) to load model not exists"), _missing_file),
 )
 
 

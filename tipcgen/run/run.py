@@ -366,7 +366,7 @@ def _explain_failures(summary: Summary, ctx: RunContext) -> None:
     known = explain.known_of(ctx.desc, ctx.root)
     for step in failed:
         lines = list(step.tail) if step.kind == PREPARE else log_tail(ctx.root / step.log, explain.TAIL_LINES) if step.log else []
-        step.hint = explain.explain(lines, step.kind, known)
+        step.hint = explain.explain([*lines, step.reason], step.kind, known)
 
 
 def _note_seeds(summary: Summary, root: Path) -> None:
