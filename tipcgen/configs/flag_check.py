@@ -63,6 +63,7 @@ class Passed:
     script_line: int  # the editor line of the command that names the script
     key: str  # as the config writes it
     line: int  # the editor line of the key
+    field: str = ""  # the descriptor field whose key it is (train.pretrained): what a fix names
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def passed_flags(text: str) -> list[Passed]:
             if is_null(key) or not (filled or _has_value(value)) or (script, key) in seen:
                 continue
             seen.add((script, key))
-            out.append(Passed(step, script, command_line, key, line))
+            out.append(Passed(step, script, command_line, key, line, fld))
     return out
 
 
@@ -238,6 +239,17 @@ def accepts(flags: list[Flag], key: str) -> bool:
     return word.startswith("--") and len(longs) == 1
 
 
+def nearest_flag(word: str, names: list[str]) -> str | None:
+    """The script's flag that is spelt like ``word`` (--epoch-num for --epoch_num, --lr for --lr_rate), compared
+    without dashes, underscores and case; None rather than a flag that only shares letters (--gpu_id for --pretrained)."""
+    def plain(name: str) -> str:
+        return name.lstrip("-").replace("-", "").replace("_", "").lower()
+
+    by_plain = {plain(n): n for n in names}
+    close = difflib.get_close_matches(plain(word), list(by_plain), n=1, cutoff=0.75)
+    return by_plain[close[0]] if close else None
+
+
 def check_config(root: Path, text: str, env: dict[str, str]) -> list[Problem]:
     """``check`` with the config's own interpreter (lint --root, import): a note when it is not on PATH."""
     python, found = interpreter(text, env)
@@ -277,9 +289,10 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) -
         if not word.startswith("-") or accepts(found, item.key):
             continue
         names = sorted({name for flag in found for name in flag.names if name.startswith("-")})
-        close = difflib.get_close_matches(word[:_SHOWN], names, n=1, cutoff=0.5)
-        fix = (f"write the script's flag ({close[0]}) as the key on line {item.line}" if close else
-               f"write one of the script's flags ({', '.join(names[:8]) or 'it has none'}) as the key on line {item.line}")
+        close = nearest_flag(word[:_SHOWN], names)
+        where = f"the key of {item.field} (in tipc.yaml; line {item.line} of the config)" if item.field else f"the key on line {item.line}"
+        fix = (f"make {where} the script's flag {close}" if close else
+               f"make {where} one of the script's flags ({', '.join(names[:8]) or 'it has none'})")
         shown = word if len(word) <= _SHOWN else f"{word[:_SHOWN]}... ({len(word)} characters)"
         problems.append(Problem(item.line, "error", (
             f"{item.step} passes {shown}=... (line {item.line}) to {item.script} (line {item.script_line}), "
