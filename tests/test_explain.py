@@ -185,3 +185,11 @@ def test_a_failed_chain_shows_the_hint_under_the_step_and_in_summary_json(tmp_pa
     report = tipcgen("report", cwd=repo)
     assert report.returncode == 0, report.stdout + report.stderr
     assert "hint: train.h5 is missing" in (repo / "test_tipc/output/restore/lite_train_lite_infer/report.md").read_text()
+
+
+def test_a_download_that_worked_is_not_taken_for_the_failure():
+    log = ["Downloading https://paddle-hapi.bj.bcebos.com/models/resnet18.pdparams",
+           "100%|##########| 44.7M/44.7M [00:03<00:00, 13.1MB/s]",
+           *traceback("FileNotFoundError: [Errno 2] No such file or directory: 'data/train_list.txt'")]
+    hint = explain.explain(log, "train", known())
+    assert hint.startswith("data/train_list.txt is missing") and "download" not in hint

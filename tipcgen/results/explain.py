@@ -45,7 +45,7 @@ class Rule:
 
     name: str
     patterns: tuple[re.Pattern, ...]
-    explain: Callable[[re.Match, str, Known], str]
+    explain: Callable[[re.Match, str, Known, list[str]], str]  # (match, step kind, what is known, the log tail)
     kinds: tuple[str, ...] = ()  # the step kinds it applies to (empty: every kind)
 
 
@@ -68,12 +68,12 @@ def _field_of(kind: str, flag: str, known: Known) -> str | None:
     return known.keys.get((kind, flag)) or known.keys.get((kind, flag.split("=", 1)[0]))
 
 
-def _size_limit(match: re.Match, kind: str, known: Known) -> str:
+def _size_limit(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     return (f"a file the step wrote reached the file size limit (SIGXFSZ): the log cap (TIPC_MAX_LOG_MB, 1024 by "
             f"default) also caps what {_script_of(kind, known)} saves; raise TIPC_MAX_LOG_MB, or make the step log and save less")
 
 
-def _unrecognized(match: re.Match, kind: str, known: Known) -> str:
+def _unrecognized(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     words = match.group(1).split()
     flags = [w for w in words if w.startswith("-")] or words[:1]
     script = _script_of(kind, known)
@@ -89,14 +89,14 @@ def _unrecognized(match: re.Match, kind: str, known: Known) -> str:
             f"{known.descriptor}, or give the script that flag")
 
 
-def _required(match: re.Match, kind: str, known: Known) -> str:
+def _required(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     flags = [w.strip(",") for w in match.group(1).split() if w.startswith("-")]
     shown = ", ".join(flags) or match.group(1).strip()[:60]
     return (f"{_script_of(kind, known)} requires {shown}, which no field passes: "
             + _edit(kind, f"{flags[0] if flags else shown} VALUE", known) + ", or map it to a field (tipcgen new --flag)")
 
 
-def _invalid(match: re.Match, kind: str, known: Known) -> str:
+def _invalid(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     flag, problem = match.group(1).split("/")[-1], match.group(2).strip()
     fld = _field_of(kind, flag, known)
     where = f"the value of {fld} in {known.descriptor}" if fld else (
@@ -115,7 +115,7 @@ def _nearest(flag: str, reading: Reading | None) -> str | None:
     return plain[close[0]] if close else None
 
 
-def _worker_crash(match: re.Match, kind: str, known: Known) -> str:
+def _worker_crash(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     reading = known.readings.get(kind)
     script = _script_of(kind, known)
     arg = next((a for a in (reading.args if reading else ()) for name in _LOADER_FLAGS
@@ -134,9 +134,10 @@ def _literal_workers(reading: Reading | None) -> str:
     return reading.workers if reading is not None and reading.workers else ""
 
 
-def _network(match: re.Match, kind: str, known: Known) -> str:
+def _network(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     reading = known.readings.get(kind)
-    url = re.search(r"https?://[^\s'\")>]+", match.string)
+    urls = [u for line in lines for u in re.findall(r"https?://[^\s'\")>]+", line)]
+    url = re.search(r"https?://[^\s'\")>]+", match.string) or (re.match(r".+", urls[-1]) if urls else None)
     what = (url.group(0) if url else match.group(0).strip())[:80]
     for arg in (reading.args if reading else ()):
         if not script_reading.download_switch(arg):
@@ -172,7 +173,7 @@ def _not_written(match: re.Match, kind: str, known: Known) -> str | None:
             f"its output folder; it is {known.checkpoint or 'empty'})")
 
 
-def _missing_file(match: re.Match, kind: str, known: Known) -> str:
+def _missing_file(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     path = match.group(1).strip().strip("'\"")
     not_written = _not_written(match, kind, known)
     if not_written:
@@ -212,7 +213,7 @@ def _preparing(reading: Reading | None) -> str:
     return ""
 
 
-def _script_missing(match: re.Match, kind: str, known: Known) -> str:
+def _script_missing(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     return (f"python cannot open {match.group(1)}: {SCRIPT_FIELD.get(kind, 'the script command')} in {known.descriptor} "
             "names a script that is not there (paths are relative to the repository root)")
 
@@ -228,11 +229,11 @@ RULES: tuple[Rule, ...] = (
                             r"DataLoader \d+ workers? exit(ed)? unexpectedly", r"segmentation fault encountered in DataLoader",
                             r"\bBus error\b", r"insufficient shared memory", r"/dev/shm", r"SIGSEGV.*worker",
                             r"worker.*(Segmentation fault|SIGSEGV|killed by signal)"), _worker_crash),
-    Rule("network", _c(r"Temporary failure in name resolution", r"Name or service not known",
-                       r"Failed to establish a new connection", r"urlopen error", r"Max retries exceeded with url",
-                       r"\bConnectionError\b", r"Network is unreachable", r"Could not resolve host",
-                       r"Connection (refused|timed out)", r"huggingface\.co", r"bcebos\.com",
-                       r"Downloading .*https?://", r"get_weights_path_from_url", r"paddle\.utils\.download"), _network),
+    # an error of the network, not a download's progress line (a download that worked may precede another failure)
+    Rule("network", _c(r"Max retries exceeded with url", r"Temporary failure in name resolution", r"Name or service not known",
+                       r"Failed to establish a new connection", r"urlopen error", r"\bConnectionError\b",
+                       r"Network is unreachable", r"Could not resolve host", r"Connection (refused|timed out)",
+                       r"(huggingface\.co|bcebos\.com).*(Error|refused|timed out)"), _network),
     Rule("missing file", _c(r"No such file or directory: '([^']+)'", r"No such file or directory: \"([^\"]+)\"",
                             r"FileNotFoundError: (?:\[Errno 2\] )?(?:.*?)['\"]?([\w./-]+\.\w+)['\"]?(?: not found| does not exist|$)",
                             r"(?:file|path) ([\w./-]+\.\w+) (?:not found|does not exist)",
@@ -252,7 +253,7 @@ def explain(lines: list[str], kind: str, known: Known) -> str:
                 pass  # the last occurrence: the error the step died of
             if found is None:
                 continue
-            hint = rule.explain(found, kind, known)
+            hint = rule.explain(found, kind, known, lines[-TAIL_LINES:])
             if hint:
                 hint = hint.replace("{field}", f"{SCRIPT_FIELD.get(kind, 'the script command')} in {known.descriptor}")
                 return " ".join(hint.split())[:MAX_HINT]
