@@ -210,3 +210,25 @@ def test_a_refused_key_suggests_a_flag_spelt_alike_or_none_and_names_the_descrip
     assert flag_check.nearest_flag("--pretrained", flags) is None
     assert flag_check.nearest_flag("--batch-size", flags) == "--batch_size"
     assert flag_check.nearest_flag("--Epochs", flags) == "--epochs"
+
+
+def test_a_namespace_handed_to_code_not_read_says_nothing_is_unused():
+    body = 'p.add_argument("--output")\np.add_argument("--x")\nargs = p.parse_args()\nprint(args.x)\n'
+    assert read_source(source(body)).unused("--output")
+    assert read_source(source(body + "from ppdet import build\nbuild(args)\n")).used is None
+    assert read_source(source(body + "def run(a):\n    return a.x\nrun(args)\n")).unused("--output")
+    assert read_source(source(body), others={"helpers.py": None}).used is None  # a module that could not be read
+
+
+def test_read_script_follows_no_link_out_of_the_repository(tmp_path: Path):
+    outside = tmp_path / "outside.py"
+    outside.write_text(source('p.add_argument("--secret", default="x.h5")\n'))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "train.py").symlink_to(outside)
+    assert script_reading.read_script(repo, "train.py").args == ()
+    (repo / "real.py").write_text(source('p.add_argument("--output")\np.add_argument("--x")\na = p.parse_args()\n'
+                                         'import helpers\nprint(a.x)\n'))
+    (repo / "helpers.py").symlink_to(outside)
+    reading = script_reading.read_script(repo, "real.py")
+    assert reading.readable and reading.used is None  # helpers.py not read: it may read --output

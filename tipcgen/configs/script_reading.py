@@ -131,8 +131,9 @@ def data_file_name(value: object) -> str | None:
 
 # ---------------------------------------------------------------- reading
 
-def read_source(text: str, path: str = "<source>", others: dict[str, str] | None = None) -> Reading:
-    """The reading of a script's text; ``others``: local module name → its text (read for flag uses)."""
+def read_source(text: str, path: str = "<source>", others: dict[str, str | None] | None = None) -> Reading:
+    """The reading of a script's text; ``others``: local module name → its text (read for flag uses; None: a
+    module that could not be read, which may read any flag)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -140,11 +141,13 @@ def read_source(text: str, path: str = "<source>", others: dict[str, str] | None
     args = tuple(_arguments(tree))
     dests = {a.dest for a in args}
     trees = [(path, tree)]
+    unknown = False  # some code that may read the flags was not read
     for name, other in (others or {}).items():
         try:
-            trees.append((name, ast.parse(other)))
+            trees.append((name, ast.parse(other if other is not None else "")))
+            unknown = unknown or other is None
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return Reading(path, args, None, (), (), True)  # an unreadable module may read any flag
+            unknown = True
     used: set[str] | None = set()
     gates: list[Gate] = []
     files: list[tuple[str, str]] = []
@@ -158,36 +161,36 @@ def read_source(text: str, path: str = "<source>", others: dict[str, str] | None
         reads, written = _file_literals(one, where, {a.line for a in args} if one is tree else set())
         files.extend(reads)
         made.update(written)
-    if not used:
-        used = None  # the code reads no flag by name (a stub, or the namespace handed on whole): say nothing
+    if not used or unknown or _handed_on(trees):
+        used = None  # no flag read by name (a stub), or the namespace handed to code not read here: say nothing
     return Reading(path, args, frozenset(used) if used is not None else None, tuple(gates), tuple(files), True, workers,
                    tuple(sorted(made)))
 
 
 def read_script(root: Path, rel: str) -> Reading:
-    """The reading of ``root/rel`` and the local modules it imports (next to it, or from the root)."""
+    """The reading of ``root/rel`` and the local modules it imports (next to it, or from the root); a file
+    that is not a regular file inside the root (a link out of it, a FIFO, too large) reads as nothing known."""
     full = root / rel
     try:
-        text = inputs.read_text(full, "script", limit=SOURCE_LIMIT)
-    except InputError:
-        return Reading(rel)
-    others: dict[str, str] = {}
-    try:
+        text = inputs.read_text(inputs.within(full, root), "script", limit=SOURCE_LIMIT)
         tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (InputError, SyntaxError, ValueError, RecursionError, MemoryError):
         return Reading(rel)
+    others: dict[str, str | None] = {}
     for module in _local_imports(tree):
         if len(others) >= MAX_MODULES:
+            others["..."] = None  # more local modules than are read: one of them may read any flag
             break
-        for base in (full.parent, root):
-            candidate = base / (module.replace(".", "/") + ".py")
-            if candidate.is_file() and candidate.resolve() != full.resolve():
-                try:
-                    others[candidate.relative_to(root).as_posix() if candidate.is_relative_to(root) else candidate.name] = \
-                        inputs.read_text(candidate, "script", limit=SOURCE_LIMIT)
-                except (InputError, ValueError):
-                    pass
-                break
+        for candidate in (base / (module.replace(".", "/") + suffix) for base in (full.parent, root)
+                          for suffix in (".py", "/__init__.py")):
+            if not candidate.is_file() or candidate == full:
+                continue
+            key = candidate.relative_to(root).as_posix()
+            try:
+                others[key] = inputs.read_text(inputs.within(candidate, root), "script", limit=SOURCE_LIMIT)
+            except (InputError, ValueError):
+                others[key] = None  # a module outside the root, or not text: it may read any flag
+            break
     return read_source(text, rel, others)
 
 
@@ -269,6 +272,32 @@ def _uses(tree: ast.AST, dests: set[str]) -> set[str] | None:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in dests:
             used.add(node.value)  # cfg.get('dest'), a YAML merge by name: read, as far as the source can tell
     return used
+
+
+_HARMLESS = {"print", "str", "repr", "info", "debug", "warning", "log", "format", "pprint", "vars", "getattr", "setattr"}
+
+
+def _handed_on(trees: list[tuple[str, ast.AST]]) -> bool:
+    """The parsed namespace (``args = p.parse_args()``) passed whole to a function none of the read files defines."""
+    names: set[str] = set()
+    defined: set[str] = set()
+    for _, tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    _call_name(node.value) in ("parse_args", "parse_known_args"):
+                for target in node.targets:
+                    for one in ast.walk(target):
+                        if isinstance(one, ast.Name):
+                            names.add(one.id)
+    for _, tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _call_name(node) not in defined | _HARMLESS:
+                passed = [*node.args, *(kw.value for kw in node.keywords)]
+                if any(isinstance(a, ast.Name) and a.id in names for a in passed):
+                    return True
+    return False
 
 
 def _workers(tree: ast.AST, where: str) -> str:
