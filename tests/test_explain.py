@@ -29,7 +29,7 @@ TRAIN = textwrap.dedent('''
     p.add_argument("--epoch_num", type=int, default=10)
     p.add_argument("--train_list", default="data/train_list.txt", help="the list of training images")
     p.add_argument("--preprocess", type=bool, default=False, help="run prepare_data or not")
-    p.add_argument("--pretrained", action="store_true", default=True, help="ImageNet backbone (downloads it)")
+    p.add_argument("--pretrained", type=str2bool, default=True, help="ImageNet backbone (downloads it)")
     p.add_argument("--num_workers", type=int, default=16)
     p.add_argument("--save_interval", type=int, default=0, help="save every N epochs")
     p.add_argument("--amp_level", choices=["O1", "O2"], default="O1")

@@ -196,8 +196,8 @@ def test_new_writes_env_only_when_asked(tmp_path: Path):
 
 def test_inference_data_given_without_a_flag_is_noted(tmp_path: Path):
     repo = restore_repo(tmp_path)
-    (repo / "infer.py").write_text((repo / "infer.py").read_text().replace('"--image_path"', '"--picture"')
-                                   .replace("args.image_path", "args.picture"))
+    (repo / "infer.py").write_text((repo / "infer.py").read_text().replace('"--image_path"', '"--query"')
+                                   .replace("args.image_path", "args.query"))
     notes = "\n".join(new.propose(restore_options(), repo).notes)
     assert "--infer-data lite_data/0.txt shipped is not passed" in notes and "inference.data in tipc.yaml" in notes
 
@@ -232,3 +232,28 @@ def test_read_script_follows_no_link_out_of_the_repository(tmp_path: Path):
     (repo / "helpers.py").symlink_to(outside)
     reading = script_reading.read_script(repo, "real.py")
     assert reading.readable and reading.used is None  # helpers.py not read: it may read --output
+
+
+@pytest.mark.parametrize("spec, off", [
+    ('"--pretrained", type=str2bool, default=True, help="ImageNet backbone"', "--pretrained False"),
+    ('"--no-pretrained", action="store_true", help="do not download the backbone"', "--no-pretrained"),
+    ('"--pretrained", action=argparse.BooleanOptionalAction, default=True', "--no-pretrained"),
+    ('"--use_pretrained", action="store_false", help="download the backbone"', "--use_pretrained"),
+    ('"--backbone", default="https://bj.bcebos.com/r18.pdparams"', "--backbone ''"),
+    ('"--pretrained", action="store_true", help="download the ImageNet backbone"', None),   # off by default
+    ('"--pretrained_model", default=None, help="path of a checkpoint to load"', None),      # a checkpoint flag
+])
+def test_the_words_that_turn_a_download_off(spec: str, off):
+    reading = read_source(source(f"p.add_argument({spec})\n"))
+    assert script_reading.download_off(reading.args[0]) == off
+
+
+def test_a_value_given_without_a_flag_and_an_epoch_flag_found_by_its_name(tmp_path: Path):
+    repo = restore_repo(tmp_path)
+    text = (repo / "train.py").read_text().replace('"--epochs"', '"--total_epochs"').replace("opt.epochs", "opt.total_epochs")
+    (repo / "train.py").write_text(text)
+    proposal = new.propose(restore_options(values={"train.autocast": "O1"}), repo)
+    assert yaml.safe_load(proposal.text)["train"]["epochs"]["key"] == "--total_epochs"
+    notes = "\n".join(proposal.notes)
+    assert "train.epochs: --total_epochs (train.py) chosen by its name alone" in notes
+    assert "--value train.autocast=... is given, but no flag fills train.autocast" in notes

@@ -108,6 +108,33 @@ def download_switch(arg: Arg) -> bool:
     return url or (arg.switch and (named or described)) or (described and not re.search(r"\bpath\b|\bfile\b|checkpoint", arg.help, re.IGNORECASE))
 
 
+def download_off(arg: Arg) -> str | None:
+    """The words that turn a download switch off (``--pretrained False``, ``--no-pretrained``), or None when it
+    is off by default (or not a download switch)."""
+    if not download_switch(arg):
+        return None
+    negative = arg.dest.lower().startswith(("no_", "not_", "skip_", "disable_"))
+    if isinstance(arg.default, str) and arg.default.startswith(("http://", "https://")):
+        return f"{arg.name} ''"
+    on = truthy(arg.default)
+    if negative:  # --no-pretrained: set, it does not download
+        return None if on else (arg.name if arg.action == "store_true" else f"{arg.name} True")
+    if not on:
+        return None
+    if arg.action == "BooleanOptionalAction":
+        return "--no-" + arg.name.lstrip("-")
+    if arg.action == "store_false":
+        return arg.name
+    if arg.action == "store_true":  # default True and no way to turn it off from the command line
+        return None
+    return f"{arg.name} False"
+
+
+def output_like(arg: Arg) -> bool:
+    """A flag whose name or help says the script writes there (--save_json results.json is no data to ship)."""
+    return bool(re.search(r"save|out|result|log|export|dump|write|pred", f"{arg.dest} {arg.help}", re.IGNORECASE))
+
+
 def truthy(value: object) -> bool | None:
     """A default as on/off: True/False, 'True'/'False', 1/0; None when it is neither."""
     if isinstance(value, bool):

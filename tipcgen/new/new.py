@@ -85,7 +85,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     notes.extend(new_reading.notes(root, scripts, readings, chosen,
                                    epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1))
     env = dict(options.env)
-    notes.extend(new_reading.setup_notes(root, scripts, chosen, data_files, env))
+    notes.extend(new_reading.setup_notes(root, scripts, chosen, data_files, env, tuple(options.values)))
     text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env, notes)
     desc = descriptor.load_text(text, source="<tipcgen new>", base_dir=root)
     render.render_files(desc)

@@ -18,7 +18,7 @@ from tipcgen.configs import legacy_format
 from tipcgen.configs.script_help import Flag, Script, loose
 from tipcgen.core.errors import TipcgenError
 from tipcgen.new.fields import CANDIDATES
-from tipcgen.configs.script_reading import Arg, Reading, data_file_name, download_switch, truthy
+from tipcgen.configs.script_reading import Arg, Reading, data_file_name, download_off, download_switch, output_like, truthy
 
 # The descriptor field that holds each role's script command (fixed arguments go there).
 SCRIPT_FIELD = {"train": "train.norm", "eval": "eval.script", "export": "export.norm", "infer": "inference.script"}
@@ -39,6 +39,7 @@ class Choice:
     flag: Flag | None = None
     owner: Script | None = None
     passed_over: list[str] = field(default_factory=list)  # "--output (parsed, never read)"
+    by_name: bool = False  # found by the fallback pattern, not a listed name: the notes say so
 
 
 def choose(fld: str, names: tuple[str, ...], scripts: list[Script], readings: dict[str, Reading]) -> Choice:
@@ -60,7 +61,24 @@ def choose(fld: str, names: tuple[str, ...], scripts: list[Script], readings: di
                 continue
             out.flag, out.owner = flag, script
             return out
+    fallback = _FALLBACK.get(fld)
+    if fallback is not None:  # no listed name: a flag whose name says it (--total_epochs), the code reading it
+        for script in scripts:
+            reading = readings.get(script.path)
+            for flag in script.flags:
+                arg = reading.arg(flag.name) if reading is not None else None
+                if (flag.takes_value and re.search(fallback[0], loose(flag.name)) and not re.search(fallback[1], loose(flag.name))
+                        and (reading is None or not reading.unused(flag.name)) and not (arg is not None and output_like(arg))):
+                    out.flag, out.owner = flag, script
+                    out.by_name = True
+                    return out
     return out
+
+
+# Field → (a loose flag name that fits, one that does not): the fallback when no listed name is there.
+_FALLBACK = {"train.epochs": (r"epoch", r"save|eval|test|interval|warmup|decay|start|log|val|freq|step|every"),
+             "inference.data": (r"^(img|image|input|data|infer|test|src|source|file|picture|photo|text)",
+                                r"model|weight|param|ckpt|output|save|result|log|size|num|batch|thread")}
 
 
 def _said(arg: Arg) -> str:
@@ -96,16 +114,11 @@ def notes(root: Path, scripts: dict[str, Script], readings: dict[str, Reading], 
 def _downloads(role: str, script: Script, reading: Reading, given: set[str], chosen: set) -> list[str]:
     out = []
     for arg in reading.args:
-        if not download_switch(arg) or arg.name in chosen or given & set(arg.names) or reading.unused(arg.name):
+        if arg.name in chosen or given & set(arg.names) or reading.unused(arg.name):
             continue
-        url = isinstance(arg.default, str) and arg.default.startswith(("http://", "https://"))
-        on = truthy(arg.default)
-        if arg.action == "store_false":
-            off = arg.name
-        elif url or on:
-            off = f"{arg.name} False" if not url else f"{arg.name} ''"
-        else:
-            continue  # off by default
+        off = download_off(arg)
+        if off is None:
+            continue  # not a download switch, or off by default
         out.append(f"{script.path}: {arg.name} (line {arg.line}, default {_default_text(arg)}) downloads pretrained "
                    f"weights ({_said(arg)}); offline the step fails at start-up: add `{off}` to {_where(role, script)} "
                    "in tipc.yaml, or ship the weights")
@@ -119,7 +132,7 @@ def _data_files(root: Path, role: str, script: Script, reading: Reading, given: 
     named: dict[str, str] = {}
     for arg in reading.args:
         name = data_file_name(arg.default)
-        if name is not None and arg.name not in chosen and not given & set(arg.names):
+        if name is not None and arg.name not in chosen and not given & set(arg.names) and not output_like(arg):
             named.setdefault(name, f"the default of {arg.name}")
     for name, where in reading.data_files:
         named.setdefault(name, where)
@@ -240,6 +253,9 @@ def choose_flags(scripts: dict[str, Script], flags: dict[str, str], notes: list,
             flag = None
         elif flag is None and (choice.passed_over or fld in _NOTED_EMPTY):
             notes.append(unfilled(fld, script, choice, names))
+        elif choice.by_name:
+            notes.append(f"{fld}: {flag.name} ({choice.owner.path}) chosen by its name alone (no usual name fits); "
+                         f"check it, or pass --flag {fld}=FLAG")
         elif choice.passed_over:
             notes.append(f"{fld}: {flag.name} ({choice.owner.path}) chosen, passed over {'; '.join(choice.passed_over)}; "
                          f"if that is wrong, pass --flag {fld}=FLAG or edit {fld} in tipc.yaml")
@@ -267,9 +283,12 @@ def with_choices(notes: list[str]):
 
 
 def setup_notes(root: Path, scripts: dict[str, Script], chosen: dict[str, str | None],
-                data_files: dict[str, tuple[str, str]], env: dict[str, str]) -> list[str]:
-    """Inference data shipped that no flag passes; an inference script that may need an env: (never added unasked)."""
-    out = []
+                data_files: dict[str, tuple[str, str]], env: dict[str, str], values_given: tuple[str, ...] = ()) -> list[str]:
+    """A value given (--value, --infer-data) that no flag passes; an inference script that may need an env:
+    (never added unasked)."""
+    out = [f"--value {fld}=... is given, but no flag fills {fld}, so the runner passes nothing; pass --flag {fld}=FLAG "
+           f"too, or edit {fld}'s key in tipc.yaml" for fld in values_given
+           if fld in CANDIDATES and not chosen.get(fld) and CANDIDATES[fld][0] in scripts]
     if "infer" in data_files and not chosen.get("inference.data") and "infer" in scripts:
         out.append(f"{scripts['infer'].path}: no flag for the inference data (inference.data) was found, so the "
                    f"--infer-data {data_files['infer'][1]} shipped is not passed to it; pass --flag inference.data=FLAG, "

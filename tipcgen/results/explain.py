@@ -140,12 +140,8 @@ def _network(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     url = re.search(r"https?://[^\s'\")>]+", match.string) or (re.match(r".+", urls[-1]) if urls else None)
     what = (url.group(0) if url else match.group(0).strip())[:80]
     for arg in (reading.args if reading else ()):
-        if not script_reading.download_switch(arg):
-            continue
-        if arg.action == "store_false":
-            return f"the step tried to download ({what}), offline: {arg.name} turns that off; " + _edit(kind, arg.name, known)
-        if script_reading.truthy(arg.default) or (isinstance(arg.default, str) and arg.default.startswith("http")):
-            off = f"{arg.name} False" if not isinstance(arg.default, str) or not arg.default.startswith("http") else f"{arg.name} ''"
+        off = script_reading.download_off(arg)
+        if off is not None:
             return f"the step tried to download ({what}), offline: {arg.name} turns that off; " + _edit(kind, off, known)
     return (f"the step tried to download ({what}), offline, and no flag of {_script_of(kind, known)} turns it off: ship "
             f"the file (data.files in {known.descriptor}) and point the script at it")
