@@ -182,6 +182,7 @@ def test_a_failed_chain_shows_the_hint_under_the_step_and_in_summary_json(tmp_pa
     summary = json.loads((repo / "test_tipc/output/restore/lite_train_lite_infer/summary.json").read_text())
     train = next(s for s in summary["steps"] if s["kind"] == "train")
     assert train["status"] == "failed" and "--preprocess True" in train["hint"]
+    assert "hint: train.h5 is missing" in (repo / "test_tipc/output/restore/lite_train_lite_infer/junit.xml").read_text()
     report = tipcgen("report", cwd=repo)
     assert report.returncode == 0, report.stdout + report.stderr
     assert "hint: train.h5 is missing" in (repo / "test_tipc/output/restore/lite_train_lite_infer/report.md").read_text()
