@@ -217,6 +217,7 @@ def test_inference_without_a_model_folder_key_is_refused_too():
     (line, message, fix), = preflight.untrained_steps(text)
     assert line == 30 and message.startswith("infer gets no exported model of this run: it would infer with whatever "
                                              "infer.py loads by default")
+    assert "the key of inference.model_dir in tipc.yaml (line 30 of the config)" in fix  # the field, then the line
     assert "checks.own_weights" in fix and preflight.untrained_steps(text, ("infer",)) == []
 
 
