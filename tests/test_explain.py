@@ -186,6 +186,13 @@ def test_a_failed_chain_shows_the_hint_under_the_step_and_in_summary_json(tmp_pa
     report = tipcgen("report", cwd=repo)
     assert report.returncode == 0, report.stdout + report.stderr
     assert "hint: train.h5 is missing" in (repo / "test_tipc/output/restore/lite_train_lite_infer/report.md").read_text()
+    # The edit the hint names: now train passes, saves nothing (--test_epochs 0), and eval says so.
+    text = (repo / "tipc.yaml").read_text().replace("norm: train.py --pretrained False", "norm: train.py --pretrained False --preprocess True")
+    (repo / "tipc.yaml").write_text(text)
+    tipcgen("init", "tipc.yaml", "--force", cwd=repo, check=True)
+    run = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)
+    assert run.returncode == 1 and "hint: the train step wrote no net.pdparams: train.py saves only when --test_epochs " \
+        "says so (train.py:57); add `--test_epochs 1` to train.norm in tipc.yaml" in run.stdout, run.stdout[-3000:]
 
 
 def test_a_download_that_worked_is_not_taken_for_the_failure():
