@@ -202,14 +202,12 @@ def test_inference_data_given_without_a_flag_is_noted(tmp_path: Path):
     assert "--infer-data lite_data/0.txt shipped is not passed" in notes and "inference.data in tipc.yaml" in notes
 
 
-def test_a_refused_key_suggests_a_flag_spelt_alike_or_none_and_names_the_descriptor_field(tmp_path: Path):
+def test_a_refused_key_suggests_a_flag_spelt_alike_or_none():
     """import/lint/doctor's fix for a key a script refuses: --gpu_id was suggested for --pretrained (issue 35)."""
-    from tipcgen.configs import flag_check
-
     flags = ["--gpu_id", "--save_dir", "--weights", "--batch_size", "--epochs"]
-    assert flag_check.nearest_flag("--pretrained", flags) is None
-    assert flag_check.nearest_flag("--batch-size", flags) == "--batch_size"
-    assert flag_check.nearest_flag("--Epochs", flags) == "--epochs"
+    assert script_reading.nearest_flag("--pretrained", flags) is None
+    assert script_reading.nearest_flag("--batch-size", flags) == "--batch_size"
+    assert script_reading.nearest_flag("--Epochs", flags) == "--epochs"
 
 
 def test_a_namespace_handed_to_code_not_read_says_nothing_is_unused():

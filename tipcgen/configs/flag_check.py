@@ -20,7 +20,6 @@ script's sha256 and the interpreter under ``.tipcgen/cache/flags/`` in the repos
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -29,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from tipcgen.configs.script_reading import nearest_flag
 from tipcgen.configs.script_help import PROBE_TIMEOUT, Flag, Script, probe
 from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
@@ -237,17 +237,6 @@ def accepts(flags: list[Flag], key: str) -> bool:
         return True
     longs = [name for name in names if name.startswith("--") and name.startswith(word)]
     return word.startswith("--") and len(longs) == 1
-
-
-def nearest_flag(word: str, names: list[str]) -> str | None:
-    """The script's flag that is spelt like ``word`` (--epoch-num for --epoch_num, --lr for --lr_rate), compared
-    without dashes, underscores and case; None rather than a flag that only shares letters (--gpu_id for --pretrained)."""
-    def plain(name: str) -> str:
-        return name.lstrip("-").replace("-", "").replace("_", "").lower()
-
-    by_plain = {plain(n): n for n in names}
-    close = difflib.get_close_matches(plain(word), list(by_plain), n=1, cutoff=0.75)
-    return by_plain[close[0]] if close else None
 
 
 def check_config(root: Path, text: str, env: dict[str, str]) -> list[Problem]:

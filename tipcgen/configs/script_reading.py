@@ -99,6 +99,19 @@ def _norm(name: str) -> str:
     return name.lstrip("-").replace("-", "_").lower()
 
 
+def nearest_flag(word: str, names: list[str]) -> str | None:
+    """The flag of ``names`` spelt like ``word`` (--epoch-num for --epoch_num, --Epochs for --epochs), compared
+    without dashes, underscores and case; None rather than one that only shares letters (--gpu_id for --pretrained)."""
+    import difflib
+
+    def plain(name: str) -> str:
+        return name.lstrip("-").split("=", 1)[0].replace("-", "").replace("_", "").lower()
+
+    by_plain = {plain(n): n for n in names}
+    close = difflib.get_close_matches(plain(word), list(by_plain), n=1, cutoff=0.75)
+    return by_plain[close[0]] if close else None
+
+
 def download_switch(arg: Arg) -> bool:
     """A flag that means "fetch pretrained weights" (a backbone from the web), not "load this checkpoint":
     a switch or URL default named or described as such."""

@@ -105,14 +105,7 @@ def _invalid(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
 
 
 def _nearest(flag: str, reading: Reading | None) -> str | None:
-    import difflib
-
-    if reading is None:
-        return None
-    names = [a.name for a in reading.args]
-    plain = {n.lstrip("-").replace("-", "_").lower(): n for n in names}
-    close = difflib.get_close_matches(flag.lstrip("-").split("=", 1)[0].replace("-", "_").lower(), list(plain), n=1, cutoff=0.75)
-    return plain[close[0]] if close else None
+    return script_reading.nearest_flag(flag, [a.name for a in reading.args]) if reading is not None else None
 
 
 def _worker_crash(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
