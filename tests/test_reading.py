@@ -255,3 +255,27 @@ def test_a_value_given_without_a_flag_and_an_epoch_flag_found_by_its_name(tmp_pa
     notes = "\n".join(proposal.notes)
     assert "train.epochs: --total_epochs (train.py) chosen by its name alone" in notes
     assert "--value train.autocast=... is given, but no flag fills train.autocast" in notes
+
+
+def test_one_note_per_gating_flag_and_none_for_a_save_that_happens(tmp_path: Path):
+    from tipcgen.configs.script_help import Script
+    from tipcgen.new import reading as new_reading
+
+    body = source('''
+        p.add_argument("--eval_interval", type=int, default=0)
+        p.add_argument("--log_every", type=int, default=10)
+        opt = p.parse_args()
+        for epoch in range(3):
+            if opt.log_every and epoch % opt.log_every == 0:
+                print("loss")
+            if opt.eval_interval and epoch % opt.eval_interval == 0:
+                evaluate(model)
+                paddle.save(model.state_dict(), "best.pdparams")
+    ''')
+    (tmp_path / "train.py").write_text(body)
+    script = Script("train", "train.py")
+    notes = new_reading.notes(tmp_path, {"train": script}, {"train.py": read_source(body, "train.py")}, {}, 1)
+    assert len(notes) == 1 and "saving happens only when --eval_interval says so" in notes[0]
+    assert "add `--eval_interval 1` to train.norm (train.py) in tipc.yaml" in notes[0]
+    given = Script("train", "train.py", ("--eval_interval", "1"))
+    assert new_reading.notes(tmp_path, {"train": given}, {"train.py": read_source(body, "train.py")}, {}, 1) == []

@@ -158,14 +158,14 @@ def _data_files(root: Path, role: str, script: Script, reading: Reading, given: 
 
 def _gated(role: str, script: Script, reading: Reading, given: set[str], lite_epochs: int) -> list[str]:
     out = []
-    seen: set[tuple[str, str]] = set()
-    for gate in reading.gates:
-        if gate.what == "data preparation" or (gate.dest, gate.what) in seen:
+    seen: set[str] = set()  # one note per flag: its saving if it gates one, else its evaluation
+    for gate in sorted(reading.gates, key=lambda g: g.what != "saving"):
+        if gate.what == "data preparation" or gate.dest in seen:
             continue
         arg = next((a for a in reading.args if a.dest == gate.dest), None)
         if arg is None or given & set(arg.names):
             continue
-        seen.add((gate.dest, gate.what))
+        seen.add(gate.dest)
         default = arg.default
         if isinstance(default, bool) or (arg.switch and truthy(default) is not None):
             if truthy(default):
