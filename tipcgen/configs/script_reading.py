@@ -235,14 +235,8 @@ def read_script(root: Path, rel: str) -> Reading:
 
 
 def _local_imports(tree: ast.AST) -> list[str]:
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module)
-        elif isinstance(node, ast.ImportFrom) and node.level and node.module:
-            names.append(node.module)
+    names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    names += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
     return list(dict.fromkeys(names))
 
 

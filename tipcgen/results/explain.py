@@ -69,8 +69,11 @@ def _field_of(kind: str, flag: str, known: Known) -> str | None:
 
 
 def _size_limit(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
-    return (f"a file the step wrote reached the file size limit (SIGXFSZ): the log cap (TIPC_MAX_LOG_MB, 1024 by "
-            f"default) also caps what {_script_of(kind, known)} saves; raise TIPC_MAX_LOG_MB, or make the step log and save less")
+    if any("log over" in line for line in lines[-3:]):  # the runner's log cap, not the shell's limit
+        return ("the step's log reached TIPC_MAX_LOG_MB (the cap is on the log only): raise TIPC_MAX_LOG_MB, or make "
+                f"{_script_of(kind, known)} print less")
+    return (f"a file {_script_of(kind, known)} wrote reached the file-size limit of the shell that started the run "
+            "(ulimit -f): raise it (ulimit -f unlimited) and run again")
 
 
 def _unrecognized(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
