@@ -110,7 +110,7 @@ def test_a_key_the_script_does_not_accept_is_an_error_naming_the_line_and_the_sc
     errors = [(p.line, p.message) for p in problems if p.severity == "error"]
     assert [line for line, _ in errors] == [7, 8, 21], errors  # --output-dir, --batch-size (train), --pretrained (export)
     assert "train passes --batch-size=... (line 8) to train.py (line 14)" in errors[1][1]
-    assert next(p.fix for p in problems if p.line == 8).startswith("write the script's flag (--batch_size)")
+    assert next(p.fix for p in problems if p.line == 8).startswith("make the key of train.batch_size (in tipc.yaml; line 8 of the config) the script's flag --batch_size")
     notes = [p.message for p in problems if p.severity == "note"]
     assert notes == ["infer.py does not use argparse (no ArgumentParser in it), so its flags are not checked"]
     # Cached by content: a second check runs no script (a probe would fail now).
@@ -217,6 +217,7 @@ def test_inference_without_a_model_folder_key_is_refused_too():
     (line, message, fix), = preflight.untrained_steps(text)
     assert line == 30 and message.startswith("infer gets no exported model of this run: it would infer with whatever "
                                              "infer.py loads by default")
+    assert "the key of inference.model_dir in tipc.yaml (line 30 of the config)" in fix  # the field, then the line
     assert "checks.own_weights" in fix and preflight.untrained_steps(text, ("infer",)) == []
 
 

@@ -260,7 +260,7 @@ def test_a_misspelled_key_fails_naming_the_key_its_line_the_script_and_the_fix(t
     [row] = _flag_rows(checks)
     assert row.detail == (f"{FLAG_CONFIG}:8: train passes --batch_size=... (line 8) to train.py (line 14), which does "
                           "not accept it: `train.py --help` has no --batch_size")
-    assert row.fix == "write the script's flag (--batch-size) as the key on line 8, or null to pass nothing"
+    assert row.fix == "make the key of train.batch_size (in tipc.yaml; line 8 of the config) the script's flag --batch-size, or null to pass nothing"
     assert doctor.exit_code(_flag_rows(checks)) == 1  # alone it fails doctor (the CLI test below: exit 1)
 
 
@@ -362,8 +362,8 @@ def test_the_cli_fails_on_a_misspelled_key_of_the_tutorial_project(tmp_path: Pat
         first = next(i for i, line in enumerate(lines) if line.startswith("FAIL  flags "))
         assert lines[first].endswith(f"{config}:8: train passes --batch_size=... (line 8) to train.py (line 14), which "
                                      "does not accept it: `train.py --help` has no --batch_size")
-        assert lines[first + 1].strip() == "fix: write the script's flag (--batch-size) as the key on line 8, or null to pass nothing"
+        assert lines[first + 1].strip() == "fix: make the key of train.batch_size (in tipc.yaml; line 8 of the config) the script's flag --batch-size, or null to pass nothing"
         assert "infer passes --image-path=... (line 31) to deploy/inference_python/infer.py" in lines[first + 2]
-        assert "(--img-path)" in lines[first + 3]
+        assert "the key of inference.data (in tipc.yaml; line 31 of the config) the script's flag --img-path" in lines[first + 3]
     else:
         assert any(line.startswith("warn  flags ") and "flags are not checked" in line for line in lines), proc.stdout

@@ -31,6 +31,19 @@ def _pairs(items: List[str], option: str) -> dict:
     return out
 
 
+def _env(items: List[str]) -> dict:
+    import re
+
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise TipcgenError(f"--env {item[:80]!r}: expected NAME=VALUE with a variable name",
+                               "e.g. --env FLAGS_enable_pir_api=0")
+        out[name] = value
+    return out
+
+
 def new(
     train: Optional[str] = typer.Option(None, "--train", help="The train script and any fixed arguments, relative to --root (e.g. \"tools/train.py -c configs/m.yml\")."),
     eval_: Optional[str] = typer.Option(None, "--eval", help="The eval script (null: no eval step)."),
@@ -44,6 +57,7 @@ def new(
     setup: List[str] = typer.Option([], "--setup", metavar="\"SCRIPT.py ARGS\"", help="A data preparation script prepare.sh runs after copying the data ({data_dir} becomes ./train_data/<model>); repeatable."),
     flag: List[str] = typer.Option([], "--flag", metavar="FIELD=FLAG", help="Fill a descriptor field with this flag (null: leave it empty), e.g. train.epochs=--num_epochs; repeatable; beats probing."),
     value: List[str] = typer.Option([], "--value", metavar="FIELD=VALUE", help="A field's value as YAML, e.g. inference.cpu_threads='[1, 6]'; repeatable."),
+    env: List[str] = typer.Option([], "--env", metavar="NAME=VALUE", help="An environment variable for the export and inference steps (the descriptor's env:), e.g. FLAGS_enable_pir_api=0; repeatable. Nothing is added unless asked."),
     python: str = typer.Option("python", "--python", help="The interpreter the chain runs (and the scripts' --help is probed with)."),
     devices: Devices = typer.Option(Devices.all, "--devices", help="all: GPU and CPU entries; cpu: only CPU entries."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (script and data paths are relative to it)."),
@@ -67,7 +81,8 @@ def new(
     data = {role: path for role, path in (("train", train_data), ("eval", eval_data), ("infer", infer_data)) if path}
     options = newdesc.Options(model_name=model_name, scripts=scripts, data=data, setup=list(setup), checkpoint=checkpoint,
                               python=python, devices=devices.value, flags=check_fields(_pairs(flag, "--flag"), "--flag"),
-                              values=check_fields(_pairs(value, "--value"), "--value"), probe_timeout=probe_timeout)
+                              values=check_fields(_pairs(value, "--value"), "--value"), probe_timeout=probe_timeout,
+                              env=_env(env))
 
     def ask(option: str, question: str, default: str) -> str:
         return typer.prompt(shown(f"{question} ({option})"), default=default or None, show_default=bool(default))

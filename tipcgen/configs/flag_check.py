@@ -20,7 +20,6 @@ script's sha256 and the interpreter under ``.tipcgen/cache/flags/`` in the repos
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -29,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from tipcgen.configs.script_reading import nearest_flag
 from tipcgen.configs.script_help import PROBE_TIMEOUT, Flag, Script, probe
 from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
@@ -63,6 +63,7 @@ class Passed:
     script_line: int  # the editor line of the command that names the script
     key: str  # as the config writes it
     line: int  # the editor line of the key
+    field: str = ""  # the descriptor field whose key it is (train.pretrained): what a fix names
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def passed_flags(text: str, family: str | None = None, reads: frozenset[int] | N
             if is_null(key) or not (filled or _has_value(value)) or (script, key) in seen:
                 continue
             seen.add((script, key))
-            out.append(Passed(step, script, command_line, key, line))
+            out.append(Passed(step, script, command_line, key, line, fld))
     return out
 
 
@@ -306,9 +307,10 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, f
         if not word.startswith("-") or accepts(found, item.key) or item.script in lenient:
             continue
         names = sorted({name for flag in found for name in flag.names if name.startswith("-")})
-        close = difflib.get_close_matches(word[:_SHOWN], names, n=1, cutoff=0.5)
-        fix = (f"write the script's flag ({close[0]}) as the key on line {item.line}" if close else
-               f"write one of the script's flags ({', '.join(names[:8]) or 'it has none'}) as the key on line {item.line}")
+        close = nearest_flag(word[:_SHOWN], names)
+        where = f"the key of {item.field} (in tipc.yaml; line {item.line} of the config)" if item.field else f"the key on line {item.line}"
+        fix = (f"make {where} the script's flag {close}" if close else
+               f"make {where} one of the script's flags ({', '.join(names[:8]) or 'it has none'})")
         shown = word if len(word) <= _SHOWN else f"{word[:_SHOWN]}... ({len(word)} characters)"
         problems.append(Problem(item.line, "error", (
             f"{item.step} passes {shown}=... (line {item.line}) to {item.script} (line {item.script_line}), "

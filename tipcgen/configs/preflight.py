@@ -101,7 +101,8 @@ def untrained_steps(text: str, allowed: tuple[str, ...] = ()) -> list[tuple[int,
         script = next((w for w in ran[0][0].value.split() if w.endswith(".py")), ran[0][0].value.strip())
         out.append((where, f"{step} gets no {what}: it would {verb} whatever {script} loads by default "
                            f"(line {where}'s key is null, so the runner passes nothing)",
-                    f"write the flag {script} takes its model with as the key on line {where} (tipcgen new finds it), "
+                    f"make the key of {slot} in tipc.yaml (line {where} of the config) the flag {script} takes its model "
+                    "with (tipcgen new finds it), "
                     f"or, if that is intended, add {step} to checks.own_weights in the descriptor"))
     return out
 

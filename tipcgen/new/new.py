@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tipcgen import descriptor
-from tipcgen.configs import legacy_format
 from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor import writer
 from tipcgen.format import layout
 from tipcgen.new import data as new_data
+from tipcgen.new import reading as new_reading
+from tipcgen.configs import script_reading
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
 from tipcgen.configs.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm, probe
 from tipcgen.render import render
@@ -56,6 +57,7 @@ class Options:
     flags: dict[str, str] = field(default_factory=dict)     # field → flag ('null' drops it)
     values: dict[str, str] = field(default_factory=dict)    # field → YAML value
     probe_timeout: float = PROBE_TIMEOUT
+    env: dict[str, str] = field(default_factory=dict)       # the descriptor's env: (only what was asked for)
 
 
 def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | None = None) -> Proposal:
@@ -71,24 +73,28 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     model_name = options.model_name or ""
     for script in scripts.values():
         script.flags = probe(script, root, options.python, options.probe_timeout)
+    readings = {s.path: script_reading.read_script(root, s.path) for s in scripts.values()}
     notes: list[str] = []
-    chosen = _choose_flags(scripts, options, notes)
+    chosen, owners = new_reading.choose_flags(scripts, options.flags, notes, readings)
     data_dir = f"./train_data/{model_name}"
     data_files = _data_files(options.data, data_dir, root)
     values = _values(scripts, chosen, options, data_files, model_name)
-    _check(scripts, chosen, values, notes)
-    env = dict(legacy_format.ENV) if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) else {}
-    if env:
-        notes.append(f"{scripts['infer'].path} loads inference.pdmodel only: the descriptor's env: runs export and "
-                     f"inference with {legacy_format.FLAG}=0, the format Paddle 3 writes only then")
-    text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env)
+    with new_reading.with_choices(notes):  # a refusal lists the slots left empty and the flags passed over
+        _check(scripts, chosen, values, notes)
+    epochs = values.get("train.epochs")
+    notes.extend(new_reading.notes(root, scripts, readings, chosen,
+                                   epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1))
+    env = dict(options.env)
+    notes.extend(new_reading.setup_notes(root, scripts, chosen, data_files, env, tuple(options.values)))
+    text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env, notes)
     desc = descriptor.load_text(text, source="<tipcgen new>", base_dir=root)
     render.render_files(desc)
     mapping = []
     for fld, (role, _) in CANDIDATES.items():
         origin = "option" if fld in options.flags else "probed" if role in scripts else "no script"
         flag = chosen.get(fld)
-        mapping.append((fld, f"{flag} ({scripts[role].path})" if flag else "-", origin if flag else "empty"))
+        owner = owners.get(fld) or scripts.get(role)
+        mapping.append((fld, f"{flag} ({owner.path})" if flag and owner else flag or "-", origin if flag else "empty"))
     return Proposal(text, model_name, mapping, notes)
 
 
@@ -165,31 +171,6 @@ def _script(role: str, given: str, root: Path) -> Script:
 def _suggest_name(train: str, root: Path) -> str:
     name = Path(shlex.split(train)[0]).parent.name or root.resolve().name
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip("._-") or "my_model"
-
-
-def _choose_flags(scripts: dict[str, Script], options: Options, notes: list) -> dict[str, str | None]:
-    """Field → the flag that fills it (None: the slot stays null)."""
-    chosen: dict[str, str | None] = {}
-    for fld, (role, names) in CANDIDATES.items():
-        script = scripts.get(role)
-        if fld in options.flags:
-            flag_name = options.flags[fld]
-            chosen[fld] = None if flag_name.lower() == "null" else flag_name
-            continue
-        if script is None:
-            chosen[fld] = None
-            continue
-        if fld == "train.pretrained" and "eval" in scripts:
-            # The runner passes this key to eval with the checkpoint: prefer a flag eval has too.
-            flag = scripts["eval"].find(names) or script.find(names)
-        else:
-            flag = script.find(names)
-        if flag is not None and not flag.takes_value:
-            notes.append(f"{script.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
-                         f"{fld} stays empty (make it take True/False, or pass --flag {fld}=FLAG)")
-            flag = None
-        chosen[fld] = flag.name if flag else None
-    return chosen
 
 
 def _data_files(data: dict[str, str], data_dir: str, root: Path) -> dict[str, tuple[str, str]]:
@@ -363,7 +344,8 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
 # ---------------------------------------------------------------- the descriptor text
 
 def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any],
-              options: Options, data_files: dict[str, tuple[str, str]], data_dir: str, env: dict[str, str]) -> str:
+              options: Options, data_files: dict[str, tuple[str, str]], data_dir: str, env: dict[str, str],
+              notes: list[str] = ()) -> str:
     def entry(fld: str) -> str:
         return writer.keyed(chosen.get(fld), values.get(fld))
 
@@ -382,6 +364,7 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
         "env": writer.flow(env) if env else None,
         "whole_infer": None,
         "paddle2onnx": None,
+        "notes": [" ".join(note.split()) for note in notes],
     }
     if (data_files or setup) and "export" in scripts and options.checkpoint is not None:
         trained = f"{data_dir}/trained"

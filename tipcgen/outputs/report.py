@@ -185,7 +185,8 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
 def step_rows(summary: Summary) -> list[Row]:
     rows = []
     for number, step in enumerate(summary.steps, 1):
-        parts = [", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), step.reason, check_text(step.check), step.note]
+        parts = [", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), step.reason, step.hint and f"hint: {step.hint}",
+                 check_text(step.check), step.note]
         rows.append(Row(number, step.mark, step.kind, step.name,
                         f"{step.seconds:.1f}" if step.status != SKIPPED else "-",
                         "; ".join(p for p in parts if p), step.command, step.log.removeprefix("./")))

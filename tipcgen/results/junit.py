@@ -41,7 +41,8 @@ def summary_suite(summary: Summary, prefix: str | None = None, log_dir: str = ""
     cases = []
     for step in summary.steps:
         outcome = step.status if step.status in (FAILED, SKIPPED) else PASSED
-        detail = f"command: {step.command}\nlog: {(log_dir + ' ') if log_dir else ''}{step.log}\n" + "\n".join(step.tail)
+        detail = (f"hint: {step.hint}\n" if step.hint else "") + \
+            f"command: {step.command}\nlog: {(log_dir + ' ') if log_dir else ''}{step.log}\n" + "\n".join(step.tail)
         cases.append(Case(f"{prefix}.{step.kind}", step.name, step.seconds, outcome, step.reason if outcome != PASSED else "",
                           detail if outcome == FAILED else "", step.note))
     for m in summary.target.get("metrics", []):

@@ -53,6 +53,7 @@ class Step:
     log: str = ""
     reason: str = ""
     note: str = ""
+    hint: str = ""  # a failed step: why, in one line, and the descriptor field to edit (results/explain.py)
     command: str = ""
     # What the step ran, from its record (None where it does not apply; values as the config spells them).
     gpu: str | None = None  # the gpu_list entry of its training (-1: CPU)

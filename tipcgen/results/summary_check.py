@@ -25,7 +25,7 @@ STATUSES = (PASSED, FAILED, SKIPPED)
 _MAX_SECONDS = 1e9  # about 30 years: anything larger is not a time a run took
 _MAX_EXIT = 1 << 31
 _TEXT_FIELDS = ("model", "mode", "config")
-_STEP_TEXT = ("log", "reason", "note", "command")
+_STEP_TEXT = ("log", "reason", "note", "hint", "command")
 _MAX_NAME = 4096  # a step name, kind or status: a path component or two, never longer
 
 

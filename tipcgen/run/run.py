@@ -35,10 +35,12 @@ from tipcgen.results.results import (
     Summary,
     check_status_lines,
     environment_info,
+    log_tail,
     read_records,
     required_kinds,
     write_json,
 )
+from tipcgen.results import explain
 from tipcgen.results.summary_text import write_junit
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, seeds, submission_run, tracked
@@ -349,6 +351,7 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
     summary.steps = [prepare, *steps]
     summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or step.status}): a PASSED verdict "
                             "needs this proof" for step in summary.unproven())
+    _explain_failures(summary, ctx)
     _note_seeds(summary, root)
     code = summary.runner_exit_code
     if prepare.status == PASSED and not summary.interrupted and not steps:
@@ -364,6 +367,17 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
     summary.wall_seconds = round(time.perf_counter() - out.started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
     write_junit(summary, run_dir / JUNIT_XML)
+
+
+def _explain_failures(summary: Summary, ctx: RunContext) -> None:
+    """One line under each failed step: its log's tail matched against what tipcgen knows (results/explain.py)."""
+    failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
+    if not failed:
+        return
+    known = explain.known_of(ctx.desc, ctx.root)
+    for step in failed:
+        lines = list(step.tail) if step.kind == PREPARE else log_tail(ctx.root / step.log, explain.TAIL_LINES) if step.log else []
+        step.hint = explain.explain([*lines, step.reason], step.kind, known)
 
 
 def _note_seeds(summary: Summary, root: Path) -> None:
