@@ -18,6 +18,7 @@ from pathlib import Path
 from tipcgen import __version__, descriptor
 from tipcgen.configs import submission
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core import writes
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor.answers import Answers, base_path, read, sha256_of, target_of
 from tipcgen.render import render
@@ -65,7 +66,10 @@ class UpdatePlan:
 
 
 def plan(out_dir: Path, marker_size: int = 7) -> UpdatePlan:
-    """What update would do in out_dir, file by file. Reads only; raises if a merge needs git and there is none."""
+    """What update would do in out_dir, file by file. Reads only; raises if a merge needs git and there is none.
+    tipcgen's own folder (the merge base, backups) is checked for links first: update reads and writes there."""
+    for folder in (paths.BASE, paths.BACKUP):
+        writes.check_no_links(out_dir, out_dir / folder, "tipcgen's folder (the merge base and backups)")
     old = read(out_dir)
     models = [(descriptor.load(target_of(reference, out_dir, sha256)), devices)
               for reference, sha256, devices in old.models]
