@@ -1,9 +1,6 @@
-"""Guards at the edges of a Summary: a summary.json (or an alignment report) read back is checked
-field by field, and any text that goes into junit.xml is made well-formed XML.
-
-For `tipcgen report` and `tipcgen golden`, which read a summary.json that anyone could have edited or
-truncated; and for `summary_text.write_junit`, whose step logs carry ANSI colours, NUL bytes and the like.
-Standard library and markupsafe (jinja2's) only.
+"""The guard at the edge of a Summary: a summary.json (or an alignment report) read back is checked
+field by field, for `tipcgen report` and `tipcgen golden`, which read a summary.json that anyone could have
+edited or truncated. Standard library only.
 """
 from __future__ import annotations
 
@@ -11,8 +8,6 @@ import math
 import re
 from pathlib import Path
 from typing import Any
-
-from markupsafe import Markup, escape
 
 from tipcgen.core import inputs
 from tipcgen.core.errors import InputError, SummaryFileError
@@ -252,18 +247,3 @@ def check_alignment_data(data: Any, source: str) -> None:
             _number(row["threshold"], source, f"{where}.threshold")
         if row.get("worst") is not None and not isinstance(row["worst"], str):
             _number(row["worst"], source, f"{where}.worst", finite=False)
-
-
-# ---------------------------------------------------------------- text for XML
-
-# colour and cursor codes (CSI), window titles (OSC) and other escapes: dropped
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # outside XML 1.0's Char
-
-
-def xml_text(value: Any) -> Markup:
-    """Escaped text that is always well-formed XML 1.0: ANSI codes dropped, any other character XML
-    cannot hold (NUL, \\x0b, lone surrogates, U+FFFE) written as `#xNN`, as pytest's junitxml does."""
-    text = _ANSI.sub("", str(value))
-    text = _NOT_XML.sub(lambda m: f"#x{ord(m.group()):02X}", text)
-    return escape(text)

@@ -1,4 +1,5 @@
-"""A Summary as text: the terminal table and JUnit XML (templates/report/), one level above results.
+"""A Summary as text: the terminal table (templates/report/) and JUnit XML (`junit`, ElementTree), one level
+above results.
 
 results parses what a chain left behind into a Summary and stays pure (it imports no Jinja, no
 render); run, submission and cli write and print a Summary through here.
