@@ -75,6 +75,14 @@ class Step:
         """PASS, FAIL or SKIP: how every table shows the status."""
         return MARKS.get(self.status, self.status.upper())
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Step":
+        """A step of a summary.json (validated: summary_check) again; keys it does not know are left out."""
+        return cls(**{key: value for key, value in data.items() if key in cls.__dataclass_fields__})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
 
 def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
     """The step kinds a PASSED verdict needs; null_kinds: kinds the config turns off (command null)."""
@@ -123,6 +131,13 @@ class Summary:
         if self.interrupted:
             return 128 + _SIGNAL_NUMBERS.get(self.interrupted_by, 2)
         return 0 if self.ok else 1
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Summary":
+        """A summary.json (validated: summary_check) again: the derived fields (ok, exit_code, the counts) are
+        recomputed, keys it does not know are left out (as pytest's reports' `_from_json`)."""
+        known = {key: value for key, value in data.items() if key in cls.__dataclass_fields__ and key != "steps"}
+        return cls(**known, steps=[Step.from_dict(step) for step in data.get("steps", [])])
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -257,12 +272,7 @@ def environment_info() -> dict[str, str]:
 def load_summary(path: Path) -> Summary:
     """A summary.json (as write_json wrote it) → the Summary again; derived fields are recomputed.
     Anything write_json never writes is a SummaryFileError naming the file and the field (exit 2)."""
-    data = read_summary_data(path)
-    step_fields = {f for f in Step.__dataclass_fields__}
-    summary_fields = {f for f in Summary.__dataclass_fields__} - {"steps"}
-    summary = Summary(**{k: v for k, v in data.items() if k in summary_fields})
-    summary.steps = [Step(**{k: v for k, v in raw.items() if k in step_fields}) for raw in data.get("steps", [])]
-    return summary
+    return Summary.from_dict(read_summary_data(path))
 
 
 def write_json(summary: Summary, path: Path) -> None:
