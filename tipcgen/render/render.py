@@ -177,7 +177,7 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
         paths.COMMON_FUNC: env.get_template("runner/common_func.sh.j2").render(**runner),
         paths.BASIC_RUNNER: env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
         paths.PREPARE_SH: env.get_template("runner/prepare.sh.j2").render(
-            models=prepare, any_data=any(d.data for d in models),
+            models=prepare, any_data=any(d.data for d in models), unpack_script=paths.UNPACK_ARCHIVE,
             any_trained=any(d.data and d.data.trained_model for d in models)),
         paths.README: env.get_template("docs/README.md.j2").render(**docs),
         paths.CHAIN_DOC: env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
@@ -185,6 +185,8 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     shipped_scripts = [paths.CHECK_INFERENCE, paths.TIPC_COMPARE]
     if any(d.checks is not None for d in models):
         shipped_scripts.append(paths.COMPARE_RESULTS)
+    if any(d.data for d in models):  # prepare.sh's unpacker of lite data archives
+        shipped_scripts.append(paths.UNPACK_ARCHIVE)
     if any(d.paddle2onnx is not None for d in models):
         files[paths.RUNNERS["paddle2onnx"]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
     files.update(ptq_runner.ptq_files(models, env))  # the PTQ chain: each model's config, one runner for all
