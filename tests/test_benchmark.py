@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen.descriptor import benchmark
+from tipcgen.results import speeds
 from tipcgen import descriptor
 from tipcgen.render import render
 from tipcgen.outputs import report_bench
@@ -145,7 +146,7 @@ def bench_run(tmp_path_factory) -> Path:
 @pytest.mark.chain
 def test_speed_jsons_pass_upstream_rules(bench_run: Path):
     run = bench_run / RUN
-    speeds = {data["device_num"]: data for data in benchmark.read_speeds(run)}
+    speeds = {data["device_num"]: data for data in speeds.read_speeds(run)}
     assert set(speeds) >= {"N1C1", "N1C2"}, sorted(speeds)
     summary = json.loads((run / "summary.json").read_text())
     cpu = not any(s["kind"] == "train" and "CUDA" in s["note"] for s in summary["steps"])
@@ -183,7 +184,7 @@ def test_report_charts_ips_per_case(bench_run: Path):
     md = (bench_run / RUN / "report.md").read_text()
     assert "## Training speed (benchmark_train)" in md and "![ips per case](report-ips.png)" in md
     section = md.split("## Training speed (benchmark_train)", 1)[1].split("\n## ", 1)[0]
-    for data in benchmark.read_speeds(bench_run / RUN):
+    for data in speeds.read_speeds(bench_run / RUN):
         row = next(line for line in section.splitlines() if data["file"].removesuffix("_speed") in line)
         assert f"{data['ips']:g} samples/s" in row and data["device_num"] in row
     assert (bench_run / RUN / "report-ips.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,8 @@ import pytest
 
 from conftest import HAS_PADDLE, STUB, tipcgen
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.target import Target, check, parse
+from tipcgen.descriptor.target import Target, parse
+from tipcgen.results.target_check import check
 
 WHOLE = "whole_train_whole_infer"
 
@@ -50,7 +51,7 @@ def test_a_whole_run_reports_the_target_met_or_missed_with_the_figures(tmp_path,
 
 def test_the_target_is_checked_only_on_whole_train_whole_infer_basic_chain():
     from tipcgen import descriptor
-    from tipcgen.descriptor.target import check_run
+    from tipcgen.results.target_check import check_run
 
     desc = descriptor.load("bert-sst2")
     evals = [("eval", {"accuracy": 0.5})]

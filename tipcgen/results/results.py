@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tipcgen.core.writes import write_file
-from tipcgen.descriptor import benchmark
 from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
 from tipcgen.format import words
 from tipcgen.format.words import (
@@ -31,7 +30,7 @@ from tipcgen.format.words import (
     SKIPPED,
     SPEED,
 )
-from tipcgen.results import autolog
+from tipcgen.results import autolog, speeds
 from tipcgen.results.summary_check import read_summary_data
 
 __all__ = ["JUNIT_XML", "RECORDS", "RESULTS_LOG", "SUMMARY_JSON"]  # re-exported: older imports read them here
@@ -105,7 +104,7 @@ class Summary:
     problems: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)  # tipcgen.provenance.collect
-    target: dict = field(default_factory=dict)  # tipcgen.target.TargetResult.to_dict(), whole_train_whole_infer only
+    target: dict = field(default_factory=dict)  # results.target_check.TargetResult.to_dict(), whole_train_whole_infer only
     notes: list[str] = field(default_factory=list)  # what the run cannot tell (submission mode: tipcgen.submission)
 
     def count(self, status: str) -> int:
@@ -240,7 +239,7 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
         if step.kind == CHECK and step.log:
             step.check = check_result(log_tail(root / step.log, 200))
         if step.kind == SPEED and step.log:  # benchmark_train: the case's speed JSON
-            step.speed = benchmark.speed_of_log(log_tail(root / step.log, 50))
+            step.speed = speeds.speed_of_log(log_tail(root / step.log, 50))
         steps.append(step)
     return steps, problems
 

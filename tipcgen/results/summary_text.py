@@ -10,10 +10,9 @@ from pathlib import Path
 
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
-from tipcgen.descriptor import benchmark
 from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
 from tipcgen.render import templating
-from tipcgen.results import junit
+from tipcgen.results import junit, speeds
 from tipcgen.results.results import Summary, check_text
 
 
@@ -33,7 +32,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         if step.metrics:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
         if step.kind == SPEED and step.speed:
-            detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
+            detail = "; ".join(part for part in (speeds.speed_text(step.speed), detail) if part)
         rows.append((mark, terminal(step.kind), terminal(step.name),
                      f"{step.seconds:.1f}" if step.status != SKIPPED else "-", terminal(detail)))
     return templating.environment().get_template("report/summary.txt.j2").render(
@@ -44,6 +43,6 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
 
 
 def _target_lines(summary: Summary) -> list[str]:
-    from tipcgen.descriptor.target import result_lines
+    from tipcgen.results.target_check import result_lines
 
     return result_lines(summary.target) if summary.target else []

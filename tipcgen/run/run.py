@@ -21,7 +21,6 @@ from tipcgen.configs import submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core.errors import RunError, ScriptError
 from tipcgen.core.writes import write_file
-from tipcgen.descriptor import target
 from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
@@ -37,6 +36,7 @@ from tipcgen.results.results import (
     write_json,
 )
 from tipcgen.results.summary_text import write_junit
+from tipcgen.results import target_check
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, seeds, submission_run, tracked
 
@@ -348,7 +348,7 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
     if code == 0 and missing and not summary.interrupted:
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                 f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
-    summary.target = target.check_run(ctx.desc, summary.mode, summary.chain,
+    summary.target = target_check.check_run(ctx.desc, summary.mode, summary.chain,
                                       [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
     summary.wall_seconds = round(time.perf_counter() - out.started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)
