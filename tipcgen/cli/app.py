@@ -206,7 +206,7 @@ def run(
                                model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse,
                                python=python, check_run=export_check.check_run)
     typer.echo(summary_text.terminal_text(summary, color=_color()))
-    run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
+    run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
     typer.echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
     raise typer.Exit(summary.exit_code)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tipcgen.configs import submission
+from tipcgen.configs import flag_check, submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core.errors import RunError, ScriptError
 from tipcgen.core.writes import write_file
@@ -72,13 +72,6 @@ def _layout_check_result(check: subprocess.Popen) -> None:
         raise ScriptError.from_lines(err.splitlines())
 
 
-def interpreter_of(text: str, env: dict[str, str]) -> tuple[str, str | None]:
-    """The chain's interpreter as the config (line python:) or TIPC_PYTHON names it, and its full path."""
-    python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                                              if line.startswith("python:")), "python")
-    return python, shutil.which(python, path=env.get("PATH"))
-
-
 def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mode: str,
               data_dir: str | None, desc: Any, desc_info: dict[str, Any]) -> tuple[str, dict]:
     """What would make every step fail, said once before any step runs (tipcgen doctor says more),
@@ -88,7 +81,7 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
 
     Returns the chain's interpreter (its full path) and the provenance record."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
-    python, found = interpreter_of(text, env)
+    python, found = flag_check.interpreter(text, env)
     check = _start_layout_check(config_path, root, chain, env, mode)
     probes = provenance.Probes(root, found, env)
     try:
@@ -116,11 +109,6 @@ def model_name_of(config_path: Path) -> str:
     if model is None:
         raise RunError(f"{config_path} has no model_name: line", "check it with tipcgen lint")
     return model
-
-
-def run_dir_of(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
-    """Each chain and mode has its own output folder: two runs never share one."""
-    return paths.run_dir(root, model, mode, chain)
 
 
 class _Chain:
@@ -229,7 +217,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     desc, desc_info = provenance.load_descriptor(root, model)
     if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
         check_config(root, config_path, dict(os.environ, **({"TIPC_PYTHON": python} if python else {})), desc)
-        return submission_run.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line,
+        return submission_run.run(mode, root, config_path, paths.run_dir(root, model, mode, chain), on_line,
                                   (desc, desc_info))
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
@@ -257,7 +245,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
 
     notes = check_config(root, config_path, env, desc) or []
     found, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info)
-    run_dir = run_dir_of(root, model, mode, chain)
+    run_dir = paths.run_dir(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
                       required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
