@@ -10,10 +10,10 @@ from pathlib import Path
 
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
-from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
+from tipcgen.format.words import CHECK, FAILED, PASSED, PREPARE, SKIPPED, SPEED
 from tipcgen.render import templating
 from tipcgen.results import junit, speeds
-from tipcgen.results.results import Summary, check_text
+from tipcgen.results.results import RUN_CHECK_REFERENCES, Summary, check_text
 
 
 def write_junit(summary: Summary, path: Path) -> None:
@@ -38,8 +38,18 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
     return templating.environment().get_template("report/summary.txt.j2").render(
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),
-        verdict=summary.verdict,
+        verdict=summary.verdict, runner_counts=_runner_counts(summary),
         target_lines=_target_lines(summary))
+
+
+def _runner_counts(summary: Summary) -> tuple[int, int, int] | None:
+    """(passed, failed, skipped) of the runner's own steps, as its closing line counts them, where tipcgen run
+    added steps around them (prepare, and the checks of the run itself: RUN_CHECK_REFERENCES); else None."""
+    own = [step for step in summary.steps
+           if not (step.kind == PREPARE or (step.kind == CHECK and step.reference in RUN_CHECK_REFERENCES))]
+    if len(own) == len(summary.steps):
+        return None
+    return tuple(sum(1 for step in own if step.status == status) for status in (PASSED, FAILED, SKIPPED))
 
 
 def _target_lines(summary: Summary) -> list[str]:
