@@ -123,6 +123,9 @@ def test_a_failed_chain_fails_the_suite_and_the_others_are_kept(stubs, tmp_path)
     assert [r["config"] for r in suite["refused"]] == [os.path.relpath(config, ROOT)]
     assert any(":1: crlf" in reason for reason in suite["refused"][0]["reasons"])
     assert "REFUSED  " in proc.stdout and "FAIL     stub_model" in proc.stdout
+    relayed = [line.split(": ", 1)[1].split()[1] for line in proc.stdout.splitlines()
+               if line.startswith("[suite] ") and ": [tipc] " in line]
+    assert {"RUN", "PASS", "FAIL"} <= set(relayed), proc.stdout  # a step's start as well as its end
     junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     assert [s.get("name") for s in junit] == ["tipc.stub_model", "tipc.stub_variant", "tipc.refused"]
     assert junit[0].get("failures") == "1"

@@ -25,7 +25,7 @@ from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
 from tipcgen.core.text import terminal
 from tipcgen.format import paths
-from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MARKS, MODES, PASSED, SKIPPED, progress_mark
+from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED, progress_mark
 
 # The built-in samples, named here so that --help does not load the descriptor package (a quarter of a second);
 # tests/test_cli.py checks the list against descriptor.samples.sample_names().
@@ -225,7 +225,7 @@ def run(
     step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout)."),
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not every output line."),
     chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), or ptq (post-training quantization: calibrate, int8 inference, int8 vs float)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
 ) -> None:
@@ -243,7 +243,7 @@ def run(
     def show(line: str) -> None:
         if ScriptError.is_own_line(line):
             return  # a script that refuses to start: run_chain raises it as one error message
-        if not quiet or progress_mark(line) in MARKS.values():
+        if not quiet or progress_mark(line) is not None:  # quiet: the step lines, RUN as well as PASS/FAIL/SKIP
             typer.echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
