@@ -194,6 +194,7 @@ for attempt in range(times):
 
 
 @pytest.mark.chain
+@pytest.mark.ray
 def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stubs, tmp_path):
     """A head and a second node (ray start), and the suite as a client, all in a network namespace of this
     test with only 127.0.0.1 (and a PID namespace, so every Ray process ends with it). stub_model's eval step
