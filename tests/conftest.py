@@ -306,6 +306,15 @@ def descriptor_loads(monkeypatch) -> list[tuple[str, str]]:
     return seen
 
 
+def read_summary(repo: Path, model: str = "stub_model", mode: str = "lite_train_lite_infer", chain: str = "basic") -> dict:
+    """The summary.json a `tipcgen run` wrote in repo, as plain data (the tests' one reader of it)."""
+    import json
+
+    from tipcgen.format import paths
+
+    return json.loads((paths.run_dir(repo, model, mode, chain) / paths.SUMMARY_JSON).read_text(encoding="utf-8"))
+
+
 def read_records(repo: Path, model: str, mode: str) -> list[dict]:
     import json
 
