@@ -102,7 +102,7 @@ class Finding:
 _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NAME["sep_eval"].index + 1)
 
 
-class _Linter(SlotRules):
+class _Linter:
     """Collects the findings for one file; ``line_of`` maps logical indices to editor lines."""
 
     def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None) -> None:
@@ -135,7 +135,7 @@ class _Linter(SlotRules):
                 if not any(finding.rule == "slot-shift" for finding in self.findings):
                     self.inference_block()  # the tutorial layout has no keyless inference block
                 if not any(finding.rule == "slot-shift" for finding in self.findings):
-                    self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
+                    SlotRules(self).run()  # after a shift every slot holds its neighbour's line: only noise
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
