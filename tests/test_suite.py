@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, ROOT, STUB, tipcgen
+from conftest import CORPUS, ROOT, STUB, make_stub_repo, tipcgen
 
 MODE = "lite_train_lite_infer"
 VARIANT = ROOT / "tests" / "fixtures" / "stub_variant" / "tipc.yaml"
@@ -23,9 +23,7 @@ OUTPUTS = ("test_tipc/output", "train_data", "output", "log")
 
 
 def _stub_repo(dest: Path, descriptor: Path) -> Path:
-    shutil.copytree(STUB, dest / "stub")
-    tipcgen("init", str(descriptor), "--output", str(dest), check=True)
-    return dest
+    return make_stub_repo(dest, descriptor)
 
 
 @pytest.fixture(scope="session")
