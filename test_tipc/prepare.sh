@@ -47,65 +47,13 @@ whole_source() {
 }
 
 # unpack_archive ARCHIVE DEST: a tar or zip into the folder DEST (an archive of one top folder: its
-# content), refusing members that would land outside it (absolute names, '..', links, devices),
-# sparse members, a member under a name that is also a file, and a file that is both a zip and a tar:
-# a data file is never a way to write elsewhere. `-I`: a module in the current folder never runs.
+# content) by test_tipc/unpack_archive.py, which refuses members that would land outside it (absolute
+# names, '..', links, devices), sparse members, a member under a name that is also a file, and a file that
+# is both a zip and a tar: a data file is never a way to write elsewhere. `-I`: a module in the current
+# folder never runs.
 unpack_archive() {
-    "$PYTHON" -I - "$1" "$2" <<'UNPACK' || tipc_die "lite data $1 could not be unpacked safely" "see the message above; rebuild the archive from plain files and folders"
-import os, shutil, sys, tarfile, zipfile
-archive, dest = sys.argv[1], sys.argv[2]
-into = dest + ".unpacking"
-shutil.rmtree(into, ignore_errors=True)
-
-def refuse(message):
-    shutil.rmtree(into, ignore_errors=True)
-    sys.exit(f"{archive}: {message}")
-
-files, dirs = set(), set()
-
-def safe(name, is_dir):
-    parts = name.replace("\\", "/").split("/")
-    if name.startswith("/") or ".." in parts or ":" in parts[0]:
-        refuse(f"member {name!r} would land outside the data folder")
-    parts = [p for p in parts if p not in ("", ".")]
-    path, above = "/".join(parts), ["/".join(parts[:i]) for i in range(1, len(parts))]
-    if any(p in files for p in above) or path in (files if is_dir else dirs):
-        refuse(f"member {name!r} lies under, or is, a name that is also a file")
-    dirs.update(above)
-    (dirs if is_dir else files).add(path)
-
-def is_tar():
-    try:
-        with tarfile.open(archive) as t:
-            return t.next() is not None
-    except (OSError, EOFError, tarfile.TarError):
-        return False
-
-os.makedirs(into)
-if zipfile.is_zipfile(archive):
-    if is_tar():
-        refuse("it is both a zip and a tar (it would unpack differently by tool): rebuild it as one of them")
-    with zipfile.ZipFile(archive) as z:
-        for info in z.infolist():
-            safe(info.filename, info.is_dir())
-            if (info.external_attr >> 16) & 0o170000 not in (0, 0o100000, 0o040000):
-                refuse(f"member {info.filename!r} is a link or special file")
-        z.extractall(into)
-else:
-    with tarfile.open(archive) as t:
-        members = t.getmembers()
-        for m in members:
-            safe(m.name, m.isdir())
-            if not (m.isfile() or m.isdir()) or m.issparse():
-                refuse(f"member {m.name!r} is a link, sparse or special file")
-        t.extractall(into, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
-top = os.listdir(into)
-if len(top) == 1 and os.path.isdir(os.path.join(into, top[0])):
-    os.rename(os.path.join(into, top[0]), dest)
-    os.rmdir(into)
-else:
-    os.rename(into, dest)
-UNPACK
+    "$PYTHON" -I "$(dirname "${BASH_SOURCE[0]}")/unpack_archive.py" "$1" "$2" \
+        || tipc_die "lite data $1 could not be unpacked safely" "see the message above; rebuild the archive from plain files and folders"
 }
 
 # check_file NAME ROLE LITE WHOLE MD5 ROWS: the source of one data file for this mode is there (a

@@ -288,9 +288,15 @@ def run_in_process(argv: list[str], cwd: Path, env: dict) -> subprocess.Complete
 @pytest.fixture
 def stub_repo(tmp_path: Path) -> Path:
     """A repository with the stub model scripts and its rendered test_tipc/."""
-    shutil.copytree(STUB, tmp_path / "stub")
-    tipcgen("init", str(STUB / "tipc.yaml"), "--output", str(tmp_path), check=True)
-    return tmp_path
+    return make_stub_repo(tmp_path)
+
+
+def make_stub_repo(root: Path, descriptor: Path = STUB / "tipc.yaml") -> Path:
+    """root as a repository: the stub model's scripts (root/stub/) and the test_tipc/ init renders from descriptor
+    (the stub's own by default). The one copy of the stub; the fixture `stub_repo` is this in tmp_path."""
+    shutil.copytree(STUB, root / "stub")
+    tipcgen("init", str(descriptor), "--root", str(root), check=True)
+    return root
 
 
 @pytest.fixture
@@ -306,6 +312,15 @@ def descriptor_loads(monkeypatch) -> list[tuple[str, str]]:
     monkeypatch.setattr(answers, "rendered_descriptor",
                         lambda root, model=None, *a, **k: seen.append(("walk", str(model))) or walk(root, model, *a, **k))
     return seen
+
+
+def read_summary(repo: Path, model: str = "stub_model", mode: str = "lite_train_lite_infer", chain: str = "basic") -> dict:
+    """The summary.json a `tipcgen run` wrote in repo, as plain data (the tests' one reader of it)."""
+    import json
+
+    from tipcgen.format import paths
+
+    return json.loads((paths.run_dir(repo, model, mode, chain) / paths.SUMMARY_JSON).read_text(encoding="utf-8"))
 
 
 def read_records(repo: Path, model: str, mode: str) -> list[dict]:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen.descriptor import benchmark
+from tipcgen.results import speeds
 from tipcgen import descriptor
 from tipcgen.render import render
 from tipcgen.outputs import report_bench
@@ -145,11 +146,11 @@ def bench_run(tmp_path_factory) -> Path:
 @pytest.mark.chain
 def test_speed_jsons_pass_upstream_rules(bench_run: Path):
     run = bench_run / RUN
-    speeds = {data["device_num"]: data for data in benchmark.read_speeds(run)}
-    assert set(speeds) >= {"N1C1", "N1C2"}, sorted(speeds)
+    by_device = {data["device_num"]: data for data in speeds.read_speeds(run)}
+    assert set(by_device) >= {"N1C1", "N1C2"}, sorted(by_device)
     summary = json.loads((run / "summary.json").read_text())
     cpu = not any(s["kind"] == "train" and "CUDA" in s["note"] for s in summary["steps"])
-    for device_num, data in speeds.items():
+    for device_num, data in by_device.items():
         assert tuple(k for k in data if k in benchmark.UPSTREAM_KEYS) == benchmark.UPSTREAM_KEYS
         case = data["file"].removesuffix("_speed")
         log = run / "train_log" / f"{case}_log"
@@ -162,7 +163,7 @@ def test_speed_jsons_pass_upstream_rules(bench_run: Path):
     # summary.json and the terminal summary carry each case's figures
     by_name = {s["name"]: s for s in summary["steps"] if s["kind"] == "speed"}
     shown = (bench_run / "run_stdout.txt").read_text()
-    for data in speeds.values():
+    for data in by_device.values():
         name = data["file"]
         assert by_name[name]["status"] == "passed" and by_name[name]["speed"]["ips"] == data["ips"]
         assert f"ips {data['ips']:g} samples/s, peak memory {data['peak_memory_mb']:g} MB" in shown
@@ -172,7 +173,7 @@ def test_speed_jsons_pass_upstream_rules(bench_run: Path):
         skipped = [s for s in summary["steps"] if s["status"] == "skipped"]
         assert {s["name"].split("_")[-3] for s in skipped} == {"fp16"}
         assert all("AMP has no effect on CPU" in s["reason"] for s in skipped)
-        assert not any(d["fp_item"] == "fp16" for d in speeds.values())
+        assert not any(d["fp_item"] == "fp16" for d in by_device.values())
 
 
 @pytest.mark.paddle
@@ -183,7 +184,7 @@ def test_report_charts_ips_per_case(bench_run: Path):
     md = (bench_run / RUN / "report.md").read_text()
     assert "## Training speed (benchmark_train)" in md and "![ips per case](report-ips.png)" in md
     section = md.split("## Training speed (benchmark_train)", 1)[1].split("\n## ", 1)[0]
-    for data in benchmark.read_speeds(bench_run / RUN):
+    for data in speeds.read_speeds(bench_run / RUN):
         row = next(line for line in section.splitlines() if data["file"].removesuffix("_speed") in line)
         assert f"{data['ips']:g} samples/s" in row and data["device_num"] in row
     assert (bench_run / RUN / "report-ips.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

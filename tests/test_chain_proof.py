@@ -5,7 +5,6 @@ files a run changes failing it. Real scripts (tiny argparse ones written here, t
 holds other weights than the trained ones) is tests/chains/test_denoise.py."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, tipcgen
+from conftest import ROOT, read_summary, tipcgen
 from tipcgen.configs import flag_check, preflight, script_help
 from tipcgen.core.errors import RunError
 from tipcgen.repro import export_check
@@ -25,10 +24,6 @@ CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 def _git(repo: Path) -> None:
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
-def _summary(repo: Path) -> dict:
-    return json.loads((repo / "test_tipc/output/stub_model/lite_train_lite_infer/summary.json").read_text())
 
 
 def _set_line(repo: Path, key: str, line: str) -> None:
@@ -190,13 +185,13 @@ def test_a_tracked_file_a_step_changes_fails_the_run_naming_it(stub_repo: Path):
     _git(stub_repo)
     clean = tipcgen("run", "--quiet", cwd=stub_repo)
     assert clean.returncode == 0, clean.stdout
-    steps = {s["name"]: s for s in _summary(stub_repo)["steps"]}
+    steps = {s["name"]: s for s in read_summary(stub_repo)["steps"]}
     assert steps["tracked_files"]["status"] == "passed"
     assert "PASSED (results not checked)" in clean.stdout  # a check of the run, not of its results
     # The stub appends its argv to STUB_ARGV: pointed at a committed file, a step writes into the repository.
     dirty = tipcgen("run", "--quiet", cwd=stub_repo, env={"STUB_ARGV": str(stub_repo / "stub/tipc.yaml")})
     assert dirty.returncode == 1
-    step = next(s for s in _summary(stub_repo)["steps"] if s["name"] == "tracked_files")
+    step = next(s for s in read_summary(stub_repo)["steps"] if s["name"] == "tracked_files")
     assert step["status"] == "failed"
     assert step["reason"].startswith("the runner's steps changed 1 tracked file(s): stub/tipc.yaml")
     # One changed before the run and not touched by it is not the run's doing.

@@ -106,3 +106,41 @@ def test_one_name_for_the_repository_root(tmp_path: Path):
     assert by_root.returncode == 1 and "missing-script" in by_root.stdout, by_root.stdout
     assert (by_root.returncode, by_root.stdout) == (lambda p: (p.returncode, p.stdout))(
         tipcgen("lint", str(config), "--repo-root", str(empty)))
+
+
+def test_help_lists_the_commands_in_the_order_a_user_meets_them_each_with_its_whole_sentence():
+    shown = CliRunner().invoke(cli.app, ["--help"], env={"NO_COLOR": "1", "COLUMNS": "80"}).output
+    listed = shown.split("Commands:", 1)[1]
+    names = [line.split()[0] for line in listed.splitlines() if line.startswith("  ") and not line.startswith("   ")]
+    assert names == list(cli.ORDER), names
+    assert "..." not in listed and all(
+        get_command(cli.app).commands[name].get_short_help_str(1000).endswith(".") for name in names)
+
+
+def test_init_help_names_every_built_in_sample():
+    from tipcgen.descriptor.samples import sample_names
+
+    assert cli.SAMPLES.split(", ") == sample_names()
+    shown = " ".join(CliRunner().invoke(cli.app, ["init", "--help"], env={"NO_COLOR": "1", "COLUMNS": "200"}).output.split())
+    assert all(name in shown for name in sample_names()) and len(sample_names()) >= 2
+
+
+def test_the_next_command_init_prints_works_with_several_configs(tmp_path: Path):
+    """After init of a second model, `tipcgen run --mode ...` alone is refused (several configs): init names the
+    --config of each model it rendered, and each printed command finds its config."""
+    import shlex
+
+    from conftest import tipcgen
+    from tipcgen.configs.locate import find_config
+    from tipcgen.core.errors import TipcgenError
+
+    first = tipcgen("init", str(STUB / "tipc.yaml"), "--root", str(tmp_path), check=True).stdout
+    assert first.rstrip().endswith(f"tipcgen run --mode lite_train_lite_infer --root {tmp_path}")
+    second = tipcgen("init", "bert-sst2", "--root", str(tmp_path), check=True).stdout
+    commands = [shlex.split(line) for line in second.split("Next:", 1)[1].splitlines() if line.strip()]
+    assert len(commands) == 1 and commands[0][:2] == ["tipcgen", "run"], second
+    with pytest.raises(TipcgenError):
+        find_config(None, tmp_path)  # what the old "Next:" line ran into
+    args = commands[0]
+    config, root = args[args.index("--config") + 1], Path(args[args.index("--root") + 1])
+    assert find_config(config, root) == Path("test_tipc/configs/bert_sst2/train_infer_python.txt")

@@ -11,7 +11,6 @@ import shutil
 import textwrap
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -16,6 +16,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import tipcgen
 from test_real_data import make_repo, prepare
@@ -193,3 +194,30 @@ def test_a_fifo_or_huge_readme_does_not_block_or_exhaust_accept(tmp_path: Path):
     proc = tipcgen("accept", "--root", str(tmp_path))  # returns at all: the FIFO was not opened for a blocking read
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "no README shows" in proc.stdout or "3.2.2" in proc.stdout
+
+
+NAMES = ["a", "b.txt", "..", ".", "", "C:", "d"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(NAMES), min_size=1, max_size=3),
+                          st.sampled_from(["file", "dir", "symlink", "sparse"])), min_size=1, max_size=6))
+def test_accept_and_prepares_unpacker_refuse_the_same_members(tmp_path_factory, members):
+    """One set of member rules (render/shipped/unpack_archive.py, which prepare.sh runs and accept imports): an
+    archive under lite_data/ that accept finds unsafe, or with a file-then-folder clash, is the one the unpacker
+    refuses, and one accept passes unpacks."""
+    from tipcgen.render.shipped import unpack_archive
+
+    folder = tmp_path_factory.mktemp("agree")
+    listed = [("/".join(["lite_data", *parts]), kind, b"x" if kind in ("file", "sparse") else b"") for parts, kind in members]
+    archive = _tar(folder / "lite_data.tar", listed)
+    problems = accept_archive.archive_problems(accept_archive.archive_members(archive))
+    refused_by_accept = any(p.startswith(("unsafe", "member(s) under a name")) for p in problems)
+    try:
+        unpack_archive.unpack(str(archive), str(folder / "out"))
+    except unpack_archive.Refused:
+        refused = True
+    else:
+        refused = False
+    assert refused == refused_by_accept, (listed, problems)
+    assert refused == (not (folder / "out").exists()) and not (folder / "out.unpacking").exists()

@@ -6,13 +6,12 @@ back), so the probe still sees what the chain's interpreter sees. Real subproces
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
-from conftest import STUB, tipcgen
+from conftest import STUB, make_stub_repo, tipcgen
 from test_real_data import make_repo, prepare
 from tipcgen.core import isolated
 
@@ -53,8 +52,7 @@ def test_a_probe_never_imports_the_current_folder_but_keeps_pythonpath(tmp_path:
 
 def test_doctor_in_a_repository_with_shadowing_modules_runs_none_of_them(tmp_path: Path):
     repo = tmp_path / "repo"
-    shutil.copytree(STUB, repo / "stub")
-    tipcgen("init", str(STUB / "tipc.yaml"), "--output", str(repo), check=True)
+    make_stub_repo(repo)
     _plant(repo)
     proc = tipcgen("doctor", cwd=repo, timeout=180)
     assert "Traceback" not in proc.stderr, proc.stderr

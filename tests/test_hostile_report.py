@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, tipcgen
+from conftest import make_stub_repo, tipcgen
 from tipcgen.core.errors import SummaryFileError, TipcgenError
 from tipcgen.outputs import accept, report
 
@@ -27,8 +27,7 @@ HUGE_TEXT = "x" * (2 << 20)
 def stub_run(tmp_path_factory) -> tuple[Path, Path, dict]:
     """A stub repository after one real run, and its summary.json enriched with every newer field."""
     repo = tmp_path_factory.mktemp("hostile_report")
-    shutil.copytree(STUB, repo / "stub")
-    tipcgen("init", str(STUB / "tipc.yaml"), "--output", str(repo), check=True)
+    make_stub_repo(repo)
     tipcgen("run", "--mode", MODE, "--quiet", cwd=repo)
     run_dir = repo / "test_tipc" / "output" / "stub_model" / MODE
     data = json.loads((run_dir / "summary.json").read_text())

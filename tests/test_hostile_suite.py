@@ -7,7 +7,6 @@ signal tests start the suite with conftest.default_signals, so they pass under n
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, chain_env, default_signals, tipcgen
+from conftest import chain_env, default_signals, make_stub_repo, tipcgen
 
 MODE = "lite_train_lite_infer"
 
@@ -25,8 +24,7 @@ MODE = "lite_train_lite_infer"
 def repo(tmp_path_factory) -> Path:
     """The stub model's repository, rendered once for the module."""
     root = tmp_path_factory.mktemp("hostile_suite") / "stub"
-    shutil.copytree(STUB, root / "stub")
-    tipcgen("init", str(STUB / "tipc.yaml"), "--output", str(root), check=True)
+    make_stub_repo(root)
     return root
 
 

@@ -197,6 +197,19 @@ def test_a_suite_junit_with_control_characters_in_every_failing_log_parses(tmp_p
     assert all(words in text for words in ("ERROR warning paddlenlp [2026", "before#x00after"))
 
 
+def test_junit_is_built_by_elementtree_and_keeps_a_message_whole(tmp_path: Path):
+    """ElementTree escapes an attribute's newline and tab (`&#10;`), so a two-line reason reads back as two lines
+    (the Jinja template wrote them raw, and an XML parser reads a raw newline in an attribute as a space)."""
+    from tipcgen.results import junit
+
+    case = junit.Case("m.train", "train", 1.0, "failed", "exit code 1\n\tsee the log & <tail>", "tail\x00")
+    text = junit.junit_text("tipc", [junit.Suite("tipc.m", [case], 1.0, [("k\x1b[1m", "v")])], 1.0)
+    root = ET.fromstring(text.encode("utf-8"))
+    assert root.find(".//failure").get("message") == "exit code 1\n\tsee the log & <tail>"
+    assert root.find(".//failure").text == "tail#x00" and root.find(".//property").get("name") == "k"
+    assert not (ROOT / "templates" / "report" / "junit.xml.j2").exists()
+
+
 def test_junit_of_a_real_run_whose_step_prints_control_characters(stub_repo: Path):
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"STUB_NOISE": "train"})
     assert proc.returncode == 1, proc.stdout + proc.stderr

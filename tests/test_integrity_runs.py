@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, chain_env, default_signals, edit, tipcgen
+from conftest import STUB, chain_env, default_signals, edit, make_stub_repo, tipcgen
 
 MODE = "lite_train_lite_infer"
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
@@ -26,8 +26,7 @@ RUNNER = "test_tipc/test_train_inference_python.sh"
 def layout_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One rendered stub repository for the layout cases: none of them runs a step."""
     repo = tmp_path_factory.mktemp("layout")
-    shutil.copytree(STUB, repo / "stub")
-    tipcgen("init", str(STUB / "tipc.yaml"), "--output", str(repo), check=True)
+    make_stub_repo(repo)
     return repo
 
 

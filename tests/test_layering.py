@@ -185,3 +185,20 @@ def test_the_alias_checker_sees_an_alias(tmp_path: Path):
     probe.write_text("from tipcgen.format import paths\nfrom tipcgen.format.paths import ANSWERS\n"
                      "RUNNER = paths.BASIC_RUNNER\nFILE = ANSWERS\nOWN = ANSWERS + '/x'\n")
     assert aliases(probe, pkg) == ["configs.probe.RUNNER = paths.BASIC_RUNNER", "configs.probe.FILE = ANSWERS"]
+
+
+def test_no_class_extends_another_of_tipcgen_but_the_errors():
+    """Composition, not class chains (#37 item 3): the validator holds its checks, the linter hands itself to its
+    slot rules. The one hierarchy is the errors' (core/errors.py: what a user mistake is, for `except`)."""
+    import ast
+
+    classes = {node.name: path for path in (ROOT / "tipcgen").rglob("*.py")
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)}
+    chained = []
+    for path in sorted((ROOT / "tipcgen").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                own = [base for base in (ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases) if base in classes]
+                if own and classes[own[0]].name != "errors.py":
+                    chained.append(f"{path.relative_to(ROOT)}: {node.name}({', '.join(own)})")
+    assert chained == [], "compose instead: hold the other object and call it"

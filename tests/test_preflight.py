@@ -3,7 +3,6 @@ chain's interpreter that never imports paddle (docs/PERFORMANCE.md counts and ti
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import sys
@@ -17,7 +16,7 @@ from tipcgen.configs import preflight
 from tipcgen.run import provenance
 from tipcgen.core.errors import RunError
 
-from conftest import tipcgen
+from conftest import read_summary, tipcgen
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tipcgen"
 
@@ -54,10 +53,6 @@ def test_run_and_doctor_refuse_a_config_with_the_same_lint_function(stub_repo: P
     assert caught.value.message.startswith(f"the config has 1 lint error(s): {config}:{line}: ")
 
 
-def _summary(repo: Path, model: str = "stub_model") -> dict:
-    return json.loads((repo / f"test_tipc/output/{model}/lite_train_lite_infer/summary.json").read_text())
-
-
 def _answers_name(repo: Path, reference: str) -> None:
     answers = repo / ".tipcgen-answers.yml"
     answers.write_text(re.sub(r"(?m)^descriptor: .*$", f"descriptor: {reference}", answers.read_text()))
@@ -69,7 +64,7 @@ def test_one_run_loads_the_descriptor_once_and_hands_it_to_the_checks(stub_repo:
     proc = tipcgen("run", "--quiet", cwd=stub_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [kind for kind, _ in descriptor_loads] == ["walk", "load"], descriptor_loads
-    assert _summary(stub_repo)["provenance"]["descriptor"]["changed_since_render"] is False
+    assert read_summary(stub_repo)["provenance"]["descriptor"]["changed_since_render"] is False
     # A config of a model the answers file does not record: the first model's descriptor, loaded once.
     config = next((stub_repo / "test_tipc/configs").glob("*/train_infer_python.txt"))
     config.write_text(config.read_text().replace("model_name:stub_model", "model_name:other_model"))
@@ -77,7 +72,7 @@ def test_one_run_loads_the_descriptor_once_and_hands_it_to_the_checks(stub_repo:
     proc = tipcgen("run", "--quiet", cwd=stub_repo)
     assert proc.returncode == 2 and "is for model 'other_model'; this prepare.sh prepares stub_model" in proc.stderr
     assert [kind for kind, _ in descriptor_loads] == ["walk", "load"], descriptor_loads
-    assert _summary(stub_repo, "other_model")["provenance"]["descriptor"]["source"].endswith("stub/tipc.yaml")
+    assert read_summary(stub_repo, "other_model")["provenance"]["descriptor"]["source"].endswith("stub/tipc.yaml")
 
 
 @pytest.mark.parametrize("broken, note", [
@@ -94,7 +89,7 @@ def test_an_unreadable_descriptor_is_a_note_of_the_run_read_once(stub_repo: Path
         desc.write_text(desc.read_text().replace("model_name:", "model_nam:"))
     proc = tipcgen("run", "--quiet", cwd=stub_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert _summary(stub_repo)["provenance"]["descriptor"] == {"note": note.format(repo=stub_repo)}
+    assert read_summary(stub_repo)["provenance"]["descriptor"] == {"note": note.format(repo=stub_repo)}
     assert [kind for kind, _ in descriptor_loads if kind == "walk"] == ["walk"], descriptor_loads
 
 

@@ -119,6 +119,7 @@ def test_the_wheel_ships_templates_and_the_sample(tmp_path: Path):
     assert "tipcgen/sample_models/bert-sst2/tipc.yaml" in names
     assert "tipcgen/sample_models/bert-sst2/train.py" in names
     assert "tipcgen/tipc.schema.json" in names  # tipcgen schema --path names it; editors read it
+    assert "tipcgen/summary.schema.json" in names  # every reader of a summary.json validates against it
     assert not [n for n in names if "__pycache__" in n]
     # Installed (not editable) and run from elsewhere, it renders the same test_tipc/.
     site = tmp_path / "site"

@@ -1,7 +1,6 @@
 """The reproduction target (descriptor `target:`) and the provenance every summary.json carries."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,9 +8,10 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import HAS_PADDLE, STUB, tipcgen
+from conftest import HAS_PADDLE, STUB, read_summary, tipcgen
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.target import Target, check, parse
+from tipcgen.descriptor.target import Target, parse
+from tipcgen.results.target_check import check
 
 WHOLE = "whole_train_whole_infer"
 
@@ -24,10 +24,6 @@ def _stub_with_target(tmp_path: Path, target: str) -> Path:
     return tmp_path
 
 
-def _summary(repo: Path, mode: str) -> dict:
-    return json.loads((repo / "test_tipc" / "output" / "stub_model" / mode / "summary.json").read_text())
-
-
 @pytest.mark.parametrize("paper, code, verdict", [(0.80, 0, "reproduced"), (0.90, 1, "MISSED")])
 def test_a_whole_run_reports_the_target_met_or_missed_with_the_figures(tmp_path, paper, code, verdict):
     repo = _stub_with_target(tmp_path, f"target: {{metrics: {{accuracy: {paper}}}, tolerance: 0.02, relative: true}}\n")
@@ -35,8 +31,8 @@ def test_a_whole_run_reports_the_target_met_or_missed_with_the_figures(tmp_path,
     assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr
     bound = paper * 0.98
     assert f"accuracy: 0.8125 vs paper {paper:.4f} (tolerance 2%, >= {bound:.4f}): {verdict}" in proc.stdout
-    target = _summary(repo, WHOLE)["target"]
-    assert target["reproduced"] is (code == 0) and _summary(repo, WHOLE)["ok"] is (code == 0)
+    target = read_summary(repo, mode=WHOLE)["target"]
+    assert target["reproduced"] is (code == 0) and read_summary(repo, mode=WHOLE)["ok"] is (code == 0)
     (metric,) = target["metrics"]
     assert metric["measured"] == 0.8125 and metric["paper"] == paper and metric["bound"] == pytest.approx(bound)
     assert metric["step"].endswith("_eval")
@@ -50,7 +46,7 @@ def test_a_whole_run_reports_the_target_met_or_missed_with_the_figures(tmp_path,
 
 def test_the_target_is_checked_only_on_whole_train_whole_infer_basic_chain():
     from tipcgen import descriptor
-    from tipcgen.descriptor.target import check_run
+    from tipcgen.results.target_check import check_run
 
     desc = descriptor.load("bert-sst2")
     evals = [("eval", {"accuracy": 0.5})]
@@ -97,7 +93,7 @@ def test_every_summary_carries_provenance(stub_repo):
     mode = "lite_train_lite_infer"
     proc = tipcgen("run", "--mode", mode, cwd=stub_repo)
     assert proc.returncode == 0, proc.stdout[-2000:]
-    p = json.loads((stub_repo / "test_tipc/output/stub_model" / mode / "summary.json").read_text())["provenance"]
+    p = read_summary(stub_repo, mode=mode)["provenance"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=stub_repo, capture_output=True, text=True).stdout.strip()
     assert p["git"]["commit"] == head and p["git"]["dirty"] is True and p["git"]["changed_files"] == 1
     assert len(p["descriptor"]["sha256"]) == 64 and p["descriptor"]["changed_since_render"] is False

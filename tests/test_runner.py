@@ -303,3 +303,18 @@ def test_a_second_run_replaces_the_first_cleanly_and_modes_never_share_a_folder(
     other = stub_repo / "test_tipc/output/stub_model/whole_train_whole_infer"
     tipcgen("run", "--mode", "whole_train_whole_infer", cwd=stub_repo)
     assert other.is_dir() and (stub_repo / RUN_DIR / "summary.json").is_file(), "each mode keeps its own folder"
+
+
+def test_the_closing_line_agrees_with_the_runners_own_count(stub_repo: Path):
+    """The runner counts its steps ("5 passed"); tipcgen run's table adds prepare and its own checks of the run
+    ("6 passed"): the closing line says both, so the two figures a person sees never disagree unexplained."""
+    import re
+
+    proc = run(stub_repo, "--mode", "lite_train_lite_infer")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runner = re.search(r"stub_model: (\d+) passed, (\d+) failed, (\d+) skipped; results:", proc.stdout)
+    closing = re.search(r"^PASSED[^:]*: (\d+) passed, (\d+) failed, (\d+) skipped in [\d.]+ s \(prepare and tipcgen's "
+                        r"checks of the run included; the runner's own line: (\d+) passed, (\d+) failed, (\d+) skipped\)$",
+                        proc.stdout, re.MULTILINE)
+    assert runner and closing, proc.stdout
+    assert closing.groups()[3:] == runner.groups() and int(closing.group(1)) > int(runner.group(1))

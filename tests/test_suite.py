@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, ROOT, STUB, tipcgen
+from conftest import CORPUS, ROOT, STUB, make_stub_repo, tipcgen
 
 MODE = "lite_train_lite_infer"
 VARIANT = ROOT / "tests" / "fixtures" / "stub_variant" / "tipc.yaml"
@@ -23,9 +23,7 @@ OUTPUTS = ("test_tipc/output", "train_data", "output", "log")
 
 
 def _stub_repo(dest: Path, descriptor: Path) -> Path:
-    shutil.copytree(STUB, dest / "stub")
-    tipcgen("init", str(descriptor), "--output", str(dest), check=True)
-    return dest
+    return make_stub_repo(dest, descriptor)
 
 
 @pytest.fixture(scope="session")
@@ -123,6 +121,9 @@ def test_a_failed_chain_fails_the_suite_and_the_others_are_kept(stubs, tmp_path)
     assert [r["config"] for r in suite["refused"]] == [os.path.relpath(config, ROOT)]
     assert any(":1: crlf" in reason for reason in suite["refused"][0]["reasons"])
     assert "REFUSED  " in proc.stdout and "FAIL     stub_model" in proc.stdout
+    relayed = [line.split(": ", 1)[1].split()[1] for line in proc.stdout.splitlines()
+               if line.startswith("[suite] ") and ": [tipc] " in line]
+    assert {"RUN", "PASS", "FAIL"} <= set(relayed), proc.stdout  # a step's start as well as its end
     junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     assert [s.get("name") for s in junit] == ["tipc.stub_model", "tipc.stub_variant", "tipc.refused"]
     assert junit[0].get("failures") == "1"
@@ -191,6 +192,7 @@ for attempt in range(times):
 
 
 @pytest.mark.chain
+@pytest.mark.ray
 def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stubs, tmp_path):
     """A head and a second node (ray start), and the suite as a client, all in a network namespace of this
     test with only 127.0.0.1 (and a PID namespace, so every Ray process ends with it). stub_model's eval step

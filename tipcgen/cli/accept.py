@@ -26,10 +26,12 @@ def accept(
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
     write_docs: bool = typer.Option(False, "--write-docs", help="First rewrite the support table of test_tipc/docs/test_train_inference_python.md from the run (the old file is kept under .tipcgen/backup/)."),
 ) -> None:
-    """Check the checkpoints a reviewer accepts a submission by (PaddlePaddle/models
-    tutorials/tipc/train_infer_python): lite_data archive, train/eval/predict.py, the training log's
-    fields, predict.py's documented demo, export_model.py and infer.py with their commands, AutoLog
-    in every inference case, the test_tipc tree, the docs' support table, and a passing run.
+    """Check the items a reviewer accepts a submission by (核验点), on the repository and its last run.
+
+    The items of PaddlePaddle/models tutorials/tipc/train_infer_python: lite_data archive,
+    train/eval/predict.py, the training log's fields, predict.py's documented demo, export_model.py
+    and infer.py with their commands, AutoLog in every inference case, the test_tipc tree, the docs'
+    support table, and a passing run.
 
     Exit code 1 if any item failed (its fix is printed under it), 0 otherwise.
 

@@ -6,12 +6,15 @@ nothing here ever imports paddle.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from tipcgen.cli.accept import accept as accept_command
 from tipcgen.cli.import_cmd import import_ as import_command
@@ -23,9 +26,39 @@ from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import ScriptError, TipcgenError, os_error
 from tipcgen.core.text import paint, terminal
-from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MARKS, MODES, PASSED, SKIPPED, progress_mark
+from tipcgen.format import paths
+from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED, progress_mark
+
+# The built-in samples, named here so that --help does not load the descriptor package (a quarter of a second);
+# tests/test_cli.py checks the list against descriptor.samples.sample_names().
+SAMPLES = "bert-sst2, question-matching"
+# The commands in the order a user meets them: start a descriptor, render, run, then look at the run.
+ORDER = ("new", "init", "run", "doctor", "report", "accept", "suite", "update", "golden", "lint", "import", "align",
+         "schema")
+
+
+class _Commands(TyperGroup):
+    """`tipcgen --help`'s command list: in ORDER, each with its whole first sentence (click cuts it with '...'
+    to fit 80 columns)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda name: ORDER.index(name) if name in ORDER else len(ORDER))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
+    cls=_Commands,
+    context_settings={"max_content_width": 120},  # a wide terminal gets each command's sentence on one line
     add_completion=True,
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -99,8 +132,8 @@ def _action(word: str, color: bool) -> str:
 
 @app.command()
 def init(
-    targets: List[str] = typer.Argument(..., metavar="SAMPLE_OR_DESCRIPTOR", help="Built-in sample names (bert-sst2) or paths to descriptor .yaml files: "
-                                        "each model is added beside those rendered there before."),
+    targets: List[str] = typer.Argument(..., metavar="SAMPLE_OR_DESCRIPTOR", help=f"Built-in sample names ({SAMPLES}) or paths "
+                                        "to descriptor .yaml files: each model is added beside those rendered there before."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root to write test_tipc/ into."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
     force: bool = typer.Option(False, "--force", help="Replace files that differ (old ones are kept under .tipcgen/backup/)."),
@@ -124,8 +157,20 @@ def init(
     for item in written:
         echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")
-    echo(f"{', '.join(d.model_name for d in descs)}: {created} file(s) written, {len(written) - created} unchanged. Next:\n"
-               f"  tipcgen run --mode lite_train_lite_infer" + (f"  (from {output})" if str(output) != "." else ""))
+    echo(f"{', '.join(d.model_name for d in descs)}: {created} file(s) written, {len(written) - created} unchanged. Next:")
+    for line in _next_runs(output, [d.model_name for d in descs]):
+        echo(f"  {line}")
+
+
+def _next_runs(root: Path, models: list[str]) -> list[str]:
+    """The `tipcgen run` command that works after init: with several configs in the repository, one per model
+    rendered now, naming its --config (run refuses to guess); --root where the repository is not here."""
+    where = f" --root {shlex.quote(str(root))}" if str(root) != "." else ""
+    several = len(list((root / paths.CONFIGS).glob(f"*/{paths.config_rel('*').rsplit('/', 1)[-1]}"))) > 1
+    if not several:
+        return [f"tipcgen run --mode {LITE_TRAIN_LITE_INFER}{where}"]
+    return [f"tipcgen run --config {shlex.quote(paths.config_rel(model))} --mode {LITE_TRAIN_LITE_INFER}{where}"
+            for model in models]
 
 
 @app.command()
@@ -182,7 +227,7 @@ def run(
     step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout)."),
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not every output line."),
     chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), or ptq (post-training quantization: calibrate, int8 inference, int8 vs float)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
     max_checkpoint_bytes: Optional[int] = typer.Option(None, "--max-checkpoint-bytes", min=1, help="The largest checkpoint the export check reads (default: a quarter of the machine's memory)."),
@@ -196,7 +241,6 @@ def run(
     import functools
 
     from tipcgen.configs import preflight
-    from tipcgen.format import paths
     from tipcgen.repro import export_check
     from tipcgen.results import summary_text
     from tipcgen.run import run as runner
@@ -204,7 +248,7 @@ def run(
     def show(line: str) -> None:
         if ScriptError.is_own_line(line):
             return  # a script that refuses to start: run_chain raises it as one error message
-        if not quiet or progress_mark(line) in MARKS.values():
+        if not quiet or progress_mark(line) is not None:  # quiet: the step lines, RUN as well as PASS/FAIL/SKIP
             echo(line)
 
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
@@ -212,7 +256,7 @@ def run(
                                python=python, check_run=functools.partial(export_check.check_run,
                                                                           max_bytes=max_checkpoint_bytes))
     echo(summary_text.terminal_text(summary, color=_color()))
-    run_dir = runner.run_dir_of(root, summary.model, summary.mode, chain)
+    run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
     echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
     raise typer.Exit(summary.exit_code)
 
@@ -226,8 +270,10 @@ def report(
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     force: bool = typer.Option(False, "--force", help="Replace a different report already in --output (the old one is kept under .tipcgen/backup/)."),
 ) -> None:
-    """Write one document for a submission or a pull request from a run: environment, steps, a timing
-    chart, the loss curve (from train.log), the result checks, the alignment table and the commands to reproduce.
+    """Write one document (Markdown and HTML) of a run, for a submission or a pull request.
+
+    It holds the environment, the steps, a timing chart, the loss curve (from train.log), the result
+    checks, the alignment table and the commands to reproduce.
 
     Markdown links the PNGs next to it; the HTML embeds them (one file, no JavaScript). Without
     matplotlib the report is written without pictures, and says so. In the run folder a report is
@@ -258,7 +304,7 @@ def lint(
     repo_root: Optional[Path] = typer.Option(None, "--repo-root", hidden=True, help="The old name of --root."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
 ) -> None:
-    """Find what upstream TIPC runners get silently wrong: shifted lines, ':' in values, list lengths, ...
+    """Find what upstream TIPC runners get silently wrong in configs (shifted lines, ':' in values, list lengths).
 
     Exit code 1 if any finding is an error, 2 if a file cannot be read as UTF-8 text, 0 otherwise.
 

@@ -78,7 +78,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tipcgen.configs import family_pick, lint_compression, reading
-from tipcgen.configs.lint_runners import RUNNER_LAYOUT, RunnerRules
+from tipcgen.configs.lint_runners import RunnerRules
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
@@ -107,7 +107,7 @@ class Finding:
 _SECTION_ENDS = (layout.SLOT_BY_NAME["sep_trainer"].index + 1, layout.SLOT_BY_NAME["sep_eval"].index + 1)
 
 
-class _Linter(SlotRules, RunnerRules):
+class _Linter:
     """Collects the findings for one file; ``line_of`` maps logical indices to editor lines."""
 
     def __init__(self, text: str, path: str, repo_root: Path | None, runner: Runner | None = None,
@@ -142,8 +142,8 @@ class _Linter(SlotRules, RunnerRules):
                 if not any(finding.rule == "slot-shift" for finding in self.findings):
                     self.inference_block()  # the tutorial layout has no keyless inference block
                 if not any(finding.rule == "slot-shift" for finding in self.findings):
-                    self.slot_rules()  # after a shift every slot holds its neighbour's line: only noise
-            self.as_its_runners_read()
+                    SlotRules(self).run()  # after a shift every slot holds its neighbour's line: only noise
+            RunnerRules(self).run()
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))

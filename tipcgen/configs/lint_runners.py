@@ -3,11 +3,12 @@
 An error stands only where the config's own runner misreads a line it reads: a config another runner of
 its folder reads as intended (``other-runner``), one its runner trains in a ``${MODE}`` branch of its own
 lines (``null-value`` warning), one in the runner's own longer layout (``runner-layout``, info) is no
-slot error; a line the runner misreads is a ``slot-shift``. A mixin of lint's ``_Linter``.
+slot error; a line the runner misreads is a ``slot-shift``. Run by lint's ``_Linter`` (``RunnerRules(linter).run()``).
 """
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tipcgen.configs import reading
 from tipcgen.format import runner_spec
@@ -17,71 +18,75 @@ TRAINED_IN_MODE = "MODE"  # the null-value warning of a config its runner trains
 
 
 class RunnerRules:
-    """Needs: text, specs, findings, logical, table, add(line, rule, severity, message), line_of(index)."""
+    """The runner rules of one file, reporting to its linter (lint._Linter: text, specs, findings, logical, table,
+    numbers; add(line, rule, severity, message), line_of(index))."""
 
-    def as_its_runners_read(self) -> None:
+    def __init__(self, linter: Any) -> None:
+        self.linter = linter
+
+    def run(self) -> None:
         """An error stands only where the config's own runner misreads a line it reads (configs/reading.py):
         a config another runner of its folder reads as intended, or one its runner trains in a ${MODE}
         branch of its own lines, is no slot error."""
-        if not self.specs:
+        if not self.linter.specs:
             return
         self.runner_reading()
         self.unused_shift()
-        own = reading.own_parsers(self.specs)
+        own = reading.own_parsers(self.linter.specs)
         if own:  # a second ':' on a line the runner splits with its own function is that function's business
-            lines = {self.line_of(i) for i in own}
-            self.findings = [f for f in self.findings if not (f.rule == "colon-in-value" and f.line in lines)]
+            lines = {self.linter.line_of(i) for i in own}
+            self.linter.findings = [f for f in self.linter.findings if not (f.rule == "colon-in-value" and f.line in lines)]
 
     def runner_reading(self) -> None:
         layout_rules = ("slot-shift", "unknown-layout")
-        if any(f.rule in layout_rules for f in self.findings):
-            other = reading.other_runner(self.text, self.specs)
+        if any(f.rule in layout_rules for f in self.linter.findings):
+            other = reading.other_runner(self.linter.text, self.linter.specs)
             if other is not None:
-                self.findings = [f for f in self.findings if f.rule not in layout_rules]
-                self.add(1, "other-runner", "warning",
-                         f"read by {other.name} as intended ({reading.describe(other, self.text)} in place), not "
+                self.linter.findings = [f for f in self.linter.findings if f.rule not in layout_rules]
+                self.linter.add(1, "other-runner", "warning",
+                         f"read by {other.name} as intended ({reading.describe(other, self.linter.text)} in place), not "
                          "by the basic runner's layout: its slots are not checked against it")
                 return
-        misread = reading.runner_misread(self.text, self.specs)
+        misread = reading.runner_misread(self.linter.text, self.linter.specs)
         if misread is not None:
-            longer = runner_spec.main_span(reading.basic_runner(self.specs)) > len(self.table)
-            if longer or not any(f.rule == "slot-shift" for f in self.findings):  # the runner's layout: its message
+            longer = runner_spec.main_span(reading.basic_runner(self.linter.specs)) > len(self.linter.table)
+            if longer or not any(f.rule == "slot-shift" for f in self.linter.findings):  # the runner's layout: its message
                 read, what = misread
-                self.findings = [f for f in self.findings if f.rule not in layout_rules]
-                self.add(self.line_of(min(read.index, len(self.logical) - 1)), "slot-shift", "error",
-                         reading.misread_message(reading.basic_runner(self.specs).name, read, what))
+                self.linter.findings = [f for f in self.linter.findings if f.rule not in layout_rules]
+                self.linter.add(self.linter.line_of(min(read.index, len(self.linter.logical) - 1)), "slot-shift", "error",
+                         reading.misread_message(reading.basic_runner(self.linter.specs).name, read, what))
             return
-        own = reading.runner_layout(self.text, self.specs, len(self.table))
+        own = reading.runner_layout(self.linter.text, self.linter.specs, len(self.linter.table))
         if own is not None:  # the runner's own longer layout: the family's table would find shifts that are none
-            self.findings = [f for f in self.findings if f.rule not in (*layout_rules, "infer-value-shape", "anchor-key")]
-            self.add(1, RUNNER_LAYOUT, "info",
+            self.linter.findings = [f for f in self.linter.findings if f.rule not in (*layout_rules, "infer-value-shape", "anchor-key")]
+            self.linter.add(1, RUNNER_LAYOUT, "info",
                      f"in no built-in layout family; {own.name} reads it as intended "
-                     f"({reading.describe(own, self.text)} in place): import keeps it line by line")
+                     f"({reading.describe(own, self.linter.text)} in place): import keeps it line by line")
             return
-        trainer = [f for f in self.findings if f.rule == "null-value" and f.message.startswith("trainer ")]
-        branch = reading.trained_in_mode(self.text, self.specs, len(self.table)) if trainer else None
+        trainer = [f for f in self.linter.findings if f.rule == "null-value" and f.message.startswith("trainer ")]
+        branch = reading.trained_in_mode(self.linter.text, self.linter.specs, len(self.linter.table)) if trainer else None
         if branch is not None:
             mode, reads = branch
-            self.findings = [f for f in self.findings if f not in trainer]
+            self.linter.findings = [f for f in self.linter.findings if f not in trainer]
             read = ", ".join(sorted({f"lines[{r.index}] {r.var}" for r in reads}))
             for f in trainer:
                 command = re.search(r"command line (\S+): is null", f.message)
-                self.add(f.line, "null-value", "warning",
+                self.linter.add(f.line, "null-value", "warning",
                          f"{command.group(1) if command else 'the trainer'}: is null: the runner trains this config "
                          f"only in its {TRAINED_IN_MODE}={mode} branch ({read}); the other modes train nothing")
 
     def unused_shift(self) -> None:
         """A shift only among lines the runner never uses for this config (every use under an ``if [ ${X} !=
         "null" ]`` whose X, read above the shift, is null here: export and inference null) is a warning."""
-        basic = reading.basic_runner(self.specs)
-        shifts = [f for f in self.findings if f.rule == "slot-shift" and f.severity == "error"]
+        basic = reading.basic_runner(self.linter.specs)
+        shifts = [f for f in self.linter.findings if f.rule == "slot-shift" and f.severity == "error"]
         if basic is None or not shifts:
             return
-        unused = runner_spec.unused(basic, self.text)
+        unused = runner_spec.unused(basic, self.linter.text)
         guard_at = {r.var: r.index for r in basic.reads if r.load == 1}
         kept = []
         for finding in shifts:
-            start = self.numbers.index(finding.line - 1) if finding.line - 1 in self.numbers else len(self.logical) - 1
+            start = self.linter.numbers.index(finding.line - 1) if finding.line - 1 in self.linter.numbers else len(self.linter.logical) - 1
             after = sorted({r.index for r in basic.reads if r.load == 1 and r.index >= start})
             why = sorted(set().union(*(unused[i] for i in after if i in unused)))
             # Only a null guard says a line goes unused: a line this runner uses nowhere may be used by what it
@@ -89,7 +94,7 @@ class RunnerRules:
             if why and all(i in unused for i in after) and all(guard_at.get(w, -1) < start for w in why):
                 kept.append((finding, " and ".join(why)))
         for finding, named in kept:
-            self.findings.remove(finding)
-            self.add(finding.line, "unused-shift", "warning",
+            self.linter.findings.remove(finding)
+            self.linter.add(finding.line, "unused-shift", "warning",
                      f"{finding.message}; but {basic.name} never uses these lines for this config (it uses them only "
                      f"where {named} is not null), so nothing is misread")

@@ -1,4 +1,4 @@
-"""The benchmark_train chain: the descriptor's ``benchmark`` section and the speed JSONs a run writes.
+"""The benchmark_train chain: the descriptor's ``benchmark`` section (what a run writes is results/speeds.py).
 
 The section renders the config's trailing ``train_benchmark_params`` section (upstream order:
 batch_size, fp_items, epoch, --profiler_options, flags; then device_num, which upstream readers
@@ -8,11 +8,8 @@ memory. Pure functions over data, and a reader of those JSONs for the report.
 """
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
@@ -103,59 +100,3 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> BenchmarkSpec | Non
         raise fail("benchmark.device_num", f"expected entries such as N1C1 or N1C8, found {shown(value.get('device_num'))}",
                    "N<machines>C<cards>: N1C1 is one device, N1C2 two (on a CPU machine, two gloo processes)")
     return BenchmarkSpec(tuple(sizes), tuple(fp_items), epoch, profiler, tuple(pairs), tuple(devices))
-
-
-MAX_SPEED_BYTES = 1 << 20
-
-
-def read_speeds(run_dir: Path) -> list[dict]:
-    """The speed JSONs a benchmark_train run wrote (index/*_speed), sorted by file name; unreadable
-    or foreign files are left out (the report names what it shows)."""
-    out = []
-    folder = run_dir / SPEED_DIR
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.glob("*_speed")):
-        try:
-            if not path.is_file() or path.stat().st_size > MAX_SPEED_BYTES:  # a FIFO would block; a speed JSON is small
-                continue
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            continue
-        if isinstance(data, dict) and _finite(data.get("ips")):  # a figure the report can format and draw
-            data["file"] = path.name
-            out.append(data)
-    return out
-
-
-def _finite(value) -> bool:
-    try:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    except OverflowError:  # an int too large for a float
-        return False
-
-
-def speed_of_log(lines: list[str]) -> dict:
-    """The figures of a speed step, from the JSON line benchmark_analysis.py printed into its log:
-    ips, unit, device_num, peak memory; {} when there is none."""
-    for line in reversed(lines):
-        if not line.startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("ips"), (int, float)) and not isinstance(data["ips"], bool):
-            return {key: data[key] for key in ("ips", "speed_unit", "device_num", "fp_item", "batch_size",
-                                               "peak_memory_mb", "peak_memory_kind") if key in data}
-    return {}
-
-
-def speed_text(speed: dict) -> str:
-    """`ips 171.967 samples/s, peak memory 688.3 MB RSS` for the terminal summary."""
-    text = f"ips {speed['ips']:g} {speed.get('speed_unit', '')}".rstrip()
-    peak = speed.get("peak_memory_mb")
-    if isinstance(peak, (int, float)) and not isinstance(peak, bool):
-        kind = {"rss": "RSS", "gpu_reserved": "GPU reserved"}.get(str(speed.get("peak_memory_kind")), "")
-        text += f", peak memory {peak:g} MB {kind}".rstrip()
-    return text

@@ -1,7 +1,8 @@
 """The descriptor validator: YAML values (with their lines) → a Descriptor, or one DescriptorError.
 
 The field names come from ``schema.py``, the config lines from ``layout.py``; the groups
-(data, checks, ...) are checked in ``validate_fields.py``, single values in ``validate_values.py``.
+(data, checks, ...) are checked in ``validate_fields.py``, single values in ``validate_values.py``: the
+Validator holds one of each (composition, no class chain).
 """
 from __future__ import annotations
 
@@ -29,11 +30,19 @@ from tipcgen.descriptor.schema import (
     is_model_name,
 )
 from tipcgen.descriptor.spec import Descriptor, SlotValue
-from tipcgen.descriptor.validate_fields import GroupChecks
+from tipcgen.descriptor.validate_fields import Groups
+from tipcgen.descriptor.validate_values import Checks
 from tipcgen.format import chain, layout, layout_check, words
 
 
-class Validator(GroupChecks):
+class Validator:
+    """One descriptor file's values → a Descriptor: the slots here, the groups by `Groups`, single values by
+    `Checks` (composed, one of each per file)."""
+
+    def __init__(self, source: str, lines: dict[str, int]) -> None:
+        self.values = Checks(source, lines)
+        self.groups = Groups(self.values)
+
     def slot_value(self, value: Any, path: str, slot: layout.Slot) -> str:
         """scalar | list (|-joined, for list slots) | mapping of mode → value (for per-mode slots)."""
         return self._slot_text(value, path, slot)
@@ -45,51 +54,51 @@ class Validator(GroupChecks):
         bad, offset = layout_check.infer_shapes(values.get, table)
         if offset is not None:
             slot = bad[0]
-            raise self.fail(slot.field, f"{quoted(slots[slot.name].value)} and the next inference values fit their "
+            raise self.values.fail(slot.field, f"{quoted(slots[slot.name].value)} and the next inference values fit their "
                             f"neighbours' shapes: lint would read a shifted inference block",
                             f"this inference line takes {slot.value[0]} (a list of them joined by | for a matrix)")
 
     def _slot_text(self, value: Any, path: str, slot: layout.Slot) -> str:
         if isinstance(value, list) and slot.name not in layout.LIST_SLOTS:
-            raise self._err(path, value, "a single value", hint="this line is not a | list in TIPC")
+            raise self.values.err(path, value, "a single value", hint="this line is not a | list in TIPC")
         if isinstance(value, dict) and slot.name not in layout.PER_MODE_SLOTS:
-            raise self._err(path, value, "a single value" + (" or a list" if slot.name in layout.LIST_SLOTS else ""),
+            raise self.values.err(path, value, "a single value" + (" or a list" if slot.name in layout.LIST_SLOTS else ""),
                             hint="only epochs and batch_size take per-mode values")
         if isinstance(value, list):
             if not value:
-                raise self._err(path, value, "a non-empty list")
+                raise self.values.err(path, value, "a non-empty list")
             parts = []
             for i, item in enumerate(value):
-                part = self.scalar_text(item, f"{path}[{i}]")
+                part = self.values.scalar_text(item, f"{path}[{i}]")
                 if "|" in part:
-                    raise self.fail(f"{path}[{i}]", f"{quoted(part)} contains '|'", "one value per list item")
+                    raise self.values.fail(f"{path}[{i}]", f"{quoted(part)} contains '|'", "one value per list item")
                 parts.append(part)
             return "|".join(parts)
         if isinstance(value, dict):
             if not value:
-                raise self._err(path, value, "a mapping of mode to value")
+                raise self.values.err(path, value, "a mapping of mode to value")
             parts = []
             for mode, item in value.items():
                 if mode not in words.MODES and mode not in words.KNOWN_EXTRA_MODES:
                     close = difflib.get_close_matches(mode, words.MODES, n=1)
                     hint = f"did you mean '{close[0]}'? " if close else ""
-                    raise DescriptorError(self.source, f"{path}.{mode}", "is not a TIPC mode",
-                                          self.lines.get(f"{path}.{mode}"),
+                    raise DescriptorError(self.values.source, f"{path}.{mode}", "is not a TIPC mode",
+                                          self.values.lines.get(f"{path}.{mode}"),
                                           hint + "modes: " + ", ".join(words.MODES))
-                part = self.scalar_text(item, f"{path}.{mode}")
+                part = self.values.scalar_text(item, f"{path}.{mode}")
                 if "|" in part or "=" in part:
-                    raise self.fail(f"{path}.{mode}", f"{quoted(part)} contains '|' or '='", "give one plain value per mode")
+                    raise self.values.fail(f"{path}.{mode}", f"{quoted(part)} contains '|' or '='", "give one plain value per mode")
                 parts.append(f"{mode}={part}")
             return "|".join(parts)
-        return self.scalar_text(value, path)
+        return self.values.scalar_text(value, path)
 
     def slot(self, slot: layout.Slot, value: Any, path: str) -> SlotValue:
         default_key = slot.key
         if isinstance(value, dict) and "key" in value and set(value) <= {"key", "value"}:
             key_raw = value["key"]
-            key = "null" if key_raw is None else self.text(key_raw, f"{path}.key", what="flag name")
+            key = "null" if key_raw is None else self.values.text(key_raw, f"{path}.key", what="flag name")
             if not KEY_RE.match(key):
-                raise self.fail(f"{path}.key", f"{quoted(key)} is not a usable flag name",
+                raise self.values.fail(f"{path}.key", f"{quoted(key)} is not a usable flag name",
                                 "a flag name has no ':' or '|', one space between words (as in '-o Global.epochs'), "
                                 "and no '=' in its last word (the runner appends =VALUE to it)")
             if "value" not in value:
@@ -99,30 +108,30 @@ class Validator(GroupChecks):
         if value is None:
             return SlotValue(default_key or "null", "null")
         if default_key is None:
-            raise self._err(path, value, "a mapping {key: FLAG, value: VALUE} (or null)",
+            raise self.values.err(path, value, "a mapping {key: FLAG, value: VALUE} (or null)",
                             hint=f"this line's key is the script's flag name, e.g. {path}: {{key: --flag, value: ...}}")
         return SlotValue(default_key, self.slot_value(value, path, slot))
 
     def descriptor(self, data: Any, base_dir: Path) -> Descriptor:
         if data is None:
-            raise DescriptorError(self.source, "", "is empty", hint="start from a sample: tipcgen init bert-sst2 writes one")
-        data = self.mapping(data, "", TOP_FIELDS)
+            raise DescriptorError(self.values.source, "", "is empty", hint="start from a sample: tipcgen init bert-sst2 writes one")
+        data = self.values.mapping(data, "", TOP_FIELDS)
         version = data.get("schema_version", SCHEMA_VERSION)
         if isinstance(version, bool) or version != SCHEMA_VERSION:
-            raise self._err("schema_version", version, f"{SCHEMA_VERSION}")
+            raise self.values.err("schema_version", version, f"{SCHEMA_VERSION}")
         for required in ("model_name", "gpu_list", "train", "inference"):
             if data.get(required) is None:
-                raise DescriptorError(self.source, required, "is missing" if required not in data else "is null",
-                                      self.lines.get(required), hint=f"give '{required}:' a value (see docs/DESCRIPTOR.md)")
-        sections = {name: self.mapping(data[name], name, children(name))
+                raise DescriptorError(self.values.source, required, "is missing" if required not in data else "is null",
+                                      self.values.lines.get(required), hint=f"give '{required}:' a value (see docs/DESCRIPTOR.md)")
+        sections = {name: self.values.mapping(data[name], name, children(name))
                     for name in SECTION_FIELDS if name in data and data[name] is not None}
         if "norm" not in sections["train"]:
-            raise DescriptorError(self.source, "train.norm", "is missing", self.lines.get("train"),
+            raise DescriptorError(self.values.source, "train.norm", "is missing", self.values.lines.get("train"),
                                   hint="name the train script, e.g. train.norm: tools/train.py")
         if "script" not in sections["inference"]:
-            raise DescriptorError(self.source, "inference.script", "is missing", self.lines.get("inference"),
+            raise DescriptorError(self.values.source, "inference.script", "is missing", self.values.lines.get("inference"),
                                   hint="name the inference script, or write inference.script: null")
-        layout_name = self._layout(data.get("layout", "standard"))
+        layout_name = self.groups.layout(data.get("layout", "standard"))
         own = {slot.name: slot for slot in layout.slots_of(layout_name)}
         slots: dict[str, SlotValue] = {}
         for slot in layout.TRAIN_INFER_PYTHON:
@@ -131,45 +140,45 @@ class Validator(GroupChecks):
             head, _, tail = slot.field.partition(".")
             given = sections.get(head, {}) if tail else data
             if slot.name not in own and given.get(tail or head) is not None:
-                raise self.fail(slot.field, f"has no line in the {layout_name} layout",
+                raise self.values.fail(slot.field, f"has no line in the {layout_name} layout",
                                 f"leave {slot.field} out, or render the standard layout (layout: standard)")
             slot = own.get(slot.name, slot)  # the tutorial's own default keys (train_model:)
             raw = given.get(tail or head, FIELD_DEFAULTS.get(slot.field))
             slots[slot.name] = self.slot(slot, raw, slot.field)
             if slot.field in FIXED_KEY_FIELDS and slots[slot.name].key != slot.key:
-                raise self.fail(f"{slot.field}.key", f"{quoted(slots[slot.name].key)} replaces the fixed key {quoted(slot.key)}",
+                raise self.values.fail(f"{slot.field}.key", f"{quoted(slots[slot.name].key)} replaces the fixed key {quoted(slot.key)}",
                                 f"the runner checks this line's key: write {slot.field}: VALUE")
         self._required_values(slots)
         self._infer_shapes(slots, layout.slots_of(layout_name))
         model_name = self._model_name(slots[chain.name_of("model_name")].value)
         self._python(slots[chain.name_of("python")].value)
         self._gpu_list(slots)
-        data_spec = self._data(data.get("data"))
-        sections = self._sections(data.get("sections"))
-        bench = benchmark_spec.parse(data.get("benchmark"), self.source, self.lines)
+        data_spec = self.groups.data(data.get("data"))
+        sections = self.groups.sections(data.get("sections"))
+        bench = benchmark_spec.parse(data.get("benchmark"), self.values.source, self.values.lines)
         if bench is not None and any(name == benchmark_spec.SECTION for name, _ in sections):
-            raise self.fail("benchmark", f"and sections both give a {benchmark_spec.SECTION} section",
+            raise self.values.fail("benchmark", f"and sections both give a {benchmark_spec.SECTION} section",
                             f"keep one: the benchmark field, or the sections entry named {benchmark_spec.SECTION}")
         return Descriptor(
-            source=self.source,
+            source=self.values.source,
             base_dir=base_dir,
             model_name=model_name,
             slots=slots,
             sections=sections,
-            section_headers=self.section_headers(data.get("sections")),
+            section_headers=self.groups.section_headers(data.get("sections")),
             data=data_spec,
-            step_timeout=self._run(data.get("run")),
-            checks=self._checks(data.get("checks")),
-            paddle2onnx=self._paddle2onnx(data.get("paddle2onnx"), data_spec),
-            align_thresholds=self._align(data.get("align")),
-            target=target_spec.parse(data.get("target"), self.source, self.lines),
+            step_timeout=self.groups.run(data.get("run")),
+            checks=self.groups.checks(data.get("checks")),
+            paddle2onnx=self.groups.paddle2onnx(data.get("paddle2onnx"), data_spec),
+            align_thresholds=self.groups.align(data.get("align")),
+            target=target_spec.parse(data.get("target"), self.values.source, self.values.lines),
             benchmark=bench,
-            description=self.text(data["description"], "description") if data.get("description") else "",
+            description=self.values.text(data["description"], "description") if data.get("description") else "",
             layout=layout_name,
-            env=self._env(data.get("env")),
-            text=self._text(data.get("text")),
-            ptq=ptq_spec.parse(data.get("ptq"), self.source, self.lines),
-            kept=kept_spec.parse(data.get("kept"), self.source, self.lines),
+            env=self.groups.env(data.get("env")),
+            text=self.groups.text(data.get("text")),
+            ptq=ptq_spec.parse(data.get("ptq"), self.values.source, self.values.lines),
+            kept=kept_spec.parse(data.get("kept"), self.values.source, self.values.lines),
         )
 
     def _required_values(self, slots: dict[str, SlotValue]) -> None:
@@ -178,36 +187,36 @@ class Validator(GroupChecks):
             given = slots[chain.name_of(field_name)]
             if given.value is None or given.value.strip() in ("", "null", "None"):
                 default = f", or leave it out (default: {FIELD_DEFAULTS[field_name]})" if field_name in FIELD_DEFAULTS else ""
-                raise self.fail(field_name, "needs a value: a null or empty one would render "
+                raise self.values.fail(field_name, "needs a value: a null or empty one would render "
                                 f"{given.key}:null, which the runner cannot use",
                                 f"write {field_name}: VALUE{default} (see docs/DESCRIPTOR.md)")
         for trainer in slots[chain.name_of("train.trainer")].value.split("|"):
             slot = next((layout.SLOT_BY_NAME[n] for n in chain.TRAINER_SLOTS if slots[n].key == trainer.strip()), None)
             if slot is not None and (slots[slot.name].value or "null").strip() in ("", "null", "None"):
-                raise self.fail(slot.field, f"is null, but train.trainer chooses {quoted(trainer.strip())}: it would train nothing",
+                raise self.values.fail(slot.field, f"is null, but train.trainer chooses {quoted(trainer.strip())}: it would train nothing",
                                 f"give {slot.field} the train command (e.g. tools/train.py -c config.yml), "
                                 "or choose another train.trainer")
 
     def _model_name(self, name: str) -> str:
         if not is_model_name(name):
-            raise self.fail("model_name", f"{quoted(name)} cannot name a folder", MODEL_NAME_HINT)
+            raise self.values.fail("model_name", f"{quoted(name)} cannot name a folder", MODEL_NAME_HINT)
         return name
 
     def _python(self, python: str) -> None:
         if not PYTHON_RE.match(python):
-            raise self.fail("python", f"{quoted(python)} is not an interpreter name",
+            raise self.values.fail("python", f"{quoted(python)} is not an interpreter name",
                             "use a command such as python or python3, or a path without spaces")
 
     def _gpu_list(self, slots: dict[str, SlotValue]) -> None:
         gpus = slots[chain.name_of("gpu_list")].value.split("|")
         for entry in gpus:
             if not GPU_ENTRY_RE.match(entry):
-                raise self.fail("gpu_list", f"entry {quoted(entry)} is not a device entry",
+                raise self.values.fail("gpu_list", f"entry {quoted(entry)} is not a device entry",
                                 "use -1 (CPU), 0 (one GPU), 0,1 (one machine, several GPUs) or ip1,ip2;0,1")
         device = slots[chain.name_of("train.device")]
         devices = (device.value or "").split("|")
         # Paired by position; extra values are never read (upstream configs have them), missing ones drop the flag.
         if device.key != "null" and 1 < len(devices) < len(gpus):
-            raise self.fail("train.device", f"has {len(devices)} values for {len(gpus)} gpu_list entries",
+            raise self.values.fail("train.device", f"has {len(devices)} values for {len(gpus)} gpu_list entries",
                             "give one value per gpu_list entry (they are paired by position), or a single value")
 

@@ -25,6 +25,8 @@ def config_text(value: Any) -> str:
 
 
 class Checks:
+    """The checks of single values, for one descriptor file (its name and the line of every field)."""
+
     def __init__(self, source: str, lines: dict[str, int]) -> None:
         self.source = source
         self.lines = lines
@@ -39,7 +41,7 @@ class Checks:
             path = path_up
         return DescriptorError(self.source, path, message, line, hint)
 
-    def _err(self, path: str, found: Any, expected: str, hint: str = "") -> DescriptorError:
+    def err(self, path: str, found: Any, expected: str, hint: str = "") -> DescriptorError:
         line = self.lines.get(path)
         return DescriptorError(self.source, path, f"expected {expected}, found {describe(found)}", line, hint)
 
@@ -50,7 +52,7 @@ class Checks:
                                   f"found {'a list' if isinstance(value, list) else 'a single value'}",
                                   self.lines.get(""), "pass a tipc.yaml (docs/DESCRIPTOR.md), e.g. tipcgen init bert-sst2")
         if not isinstance(value, dict):
-            raise self._err(path or "(top level)", value, "a mapping")
+            raise self.err(path or "(top level)", value, "a mapping")
         for key in value:
             if key not in allowed:
                 sub = f"{path}.{key}" if path else key
@@ -61,10 +63,10 @@ class Checks:
 
     def text(self, value: Any, path: str, *, what: str = "text") -> str:
         if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
-            raise self._err(path, value, what)
+            raise self.err(path, value, what)
         text = str(value)
         if not text.strip():
-            raise self._err(path, value, f"non-empty {what}")
+            raise self.err(path, value, f"non-empty {what}")
         if text != text.strip():
             raise self.fail(path, f"{quoted(text)} has leading or trailing spaces",
                             "remove them: upstream runners keep trailing spaces as part of the value")
@@ -81,12 +83,12 @@ class Checks:
         if value is None or isinstance(value, bool):
             return config_text(value)
         if isinstance(value, (dict, list)):
-            raise self._err(path, value, "a single value")
+            raise self.err(path, value, "a single value")
         if value == "":
             return ""  # upstream configs leave some values empty (`Global.checkpoints:`)
         return self.text(value, path, what="value")
 
-    def _rel(self, value: Any, path: str) -> str | None:
+    def rel(self, value: Any, path: str) -> str | None:
         if value is None:
             return None
         text = self.text(value, path, what="relative path")
@@ -103,7 +105,7 @@ class Checks:
             number = value.get(name, getattr(default, name))
             if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < 1e6 \
                     or number != number:
-                raise self._err(f"{path}.{name}", number, "a tolerance: a number ≥ 0, such as 1.0e-5")
+                raise self.err(f"{path}.{name}", number, "a tolerance: a number ≥ 0, such as 1.0e-5")
             out[name] = float(number)
         return Tolerance(**out)
 

@@ -40,6 +40,7 @@ TRAIN_LOG = "train.log"  # <output_dir>/train.log, where the TIPC train scripts 
 # The Python scripts test_tipc/ ships: copies of tipcgen/render/shipped/ under the same names.
 CHECK_INFERENCE, TIPC_COMPARE, COMPARE_RESULTS = "check_inference.py", "tipc_compare.py", "compare_results.py"
 CHECK_QUANT, BENCHMARK_ANALYSIS = "check_quant.py", "benchmark_analysis.py"
+UNPACK_ARCHIVE = "unpack_archive.py"  # prepare.sh's unpacker of a lite data archive
 
 # tipcgen's own files in a repository.
 ANSWERS = ".tipcgen-answers.yml"  # what init rendered, from which descriptors (tipcgen update reads it)

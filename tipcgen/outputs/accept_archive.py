@@ -6,8 +6,9 @@ concatenated gzip/bzip2/xz streams cannot keep it busy; CPU time, not wall time,
 does not end a listing an idle one finishes), the unpacked bytes under a size budget (a decompression
 bomb ends at MAX_UNPACKED). Whether a file is a zip or a tar is decided by its content as
 prepare.sh decides it (zip first); a file that is both is refused, so what is checked is what unpacks.
-The member check is linear; member names are shown through core.text.terminal (no escape reaches a
-terminal). For accept_repo's 2.2.1 item.
+The member rules are prepare.sh's unpacker's (render/shipped/unpack_archive.py: what accept passes is
+what unpacks); the member check is linear; member names are shown through core.text.terminal (no escape
+reaches a terminal). For accept_repo's 2.2.1 item.
 """
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ import bz2
 import gzip
 import io
 import lzma
-import re
-import stat
 import tarfile
 import time
 import zipfile
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from tipcgen.core.errors import ArchiveLimit
 from tipcgen.core.text import terminal
+from tipcgen.render.shipped.unpack_archive import Names, member_kind, parts_of, unsafe
 
 MAX_UNPACKED = 512 << 20  # bytes of tar data read through the decompressor: lite data is a few samples
 MAX_SECONDS = 5.0  # CPU seconds (time.process_time) reading one archive's headers
@@ -68,18 +68,11 @@ def _tar_stream(raw, deadline: float):
     return io.BufferedReader(_Guarded(inner, deadline, MAX_UNPACKED, "unpacks to"), 1 << 16)
 
 
-def _tar_kind(member: tarfile.TarInfo) -> str:
-    if member.issparse():
-        return "sparse"  # GNU sparse: its holes are not what the file holds
-    return "file" if member.isreg() else "dir" if member.isdir() else "link" if member.issym() or member.islnk() \
-        else "other"
-
-
 def _tar_members(path: Path, deadline: float, first_only: bool = False) -> list[tuple[str, str]]:
     out = []
     with open(path, "rb") as raw, tarfile.open(fileobj=_tar_stream(raw, deadline), mode="r|") as archive:
         for member in archive:
-            out.append((member.name, _tar_kind(member)))
+            out.append((member.name, member_kind(member)))
             archive.members = []  # a stream keeps every TarInfo otherwise: counted here instead
             if first_only or len(out) > MAX_MEMBERS:
                 break
@@ -110,13 +103,7 @@ def archive_members(path: Path) -> list[tuple[str, str]]:
             infos = archive.infolist()
             if len(infos) > MAX_MEMBERS:
                 raise ArchiveLimit(f"it has {len(infos)} members (at most {MAX_MEMBERS})")
-            out = []
-            for info in infos:
-                mode = info.external_attr >> 16
-                kind = "link" if stat.S_ISLNK(mode) else "dir" if info.is_dir() else \
-                    "file" if stat.S_IFMT(mode) in (0, stat.S_IFREG) else "other"
-                out.append((info.filename, kind))
-            return out
+            return [(info.filename, member_kind(info)) for info in infos]
     out = _tar_members(path, deadline)
     if len(out) > MAX_MEMBERS:
         raise ArchiveLimit(f"it has more than {MAX_MEMBERS} members")
@@ -130,33 +117,27 @@ def _shown(names: list[str]) -> str:
 
 def archive_problems(members: list[tuple[str, str]]) -> list[str]:
     """Why an archive would not unpack to lite_data/ safely: unsafe members (absolute, '..', link, device,
-    sparse), a member under a name that is also a file (file then folder), members outside lite_data/,
-    no files. One pass over the members (sets, never a list search)."""
-    unsafe, outside, clash, files, tops = [], [], [], 0, set()
-    file_paths: set[str] = set()
-    dir_paths: set[str] = set()
+    sparse), a member under a name that is also a file (file then folder), by prepare.sh's own unpacker's
+    rules (render/shipped/unpack_archive.py); and accept's: members outside lite_data/, no files. One pass
+    over the members (sets, never a list search)."""
+    bad, outside, clash, files, tops = [], [], [], 0, set()
+    names = Names()
     for name, kind in members:
-        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
-        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts \
-                or kind in ("link", "other", "sparse"):
-            unsafe.append(name)
+        parts = parts_of(name)
+        if unsafe(name, kind):
+            bad.append(name)
             continue
         if not parts or parts[0] != "lite_data":
             outside.append(name)
             if parts:  # what `tar -xf` puts at the top: a folder (or a loose file)
                 tops.add(parts[0] + ("/" if len(parts) > 1 or kind == "dir" else ""))
             continue
-        joined = "/".join(parts)
-        prefixes = ["/".join(parts[:i]) for i in range(1, len(parts))]
-        if any(p in file_paths for p in prefixes) or (kind == "file" and joined in dir_paths) \
-                or (kind == "dir" and joined in file_paths):
+        if names.clashes(parts, kind):
             clash.append(name)
-        dir_paths.update(prefixes)
-        (file_paths if kind == "file" else dir_paths).add(joined)
         files += kind == "file"
     problems = []
-    if unsafe:
-        problems.append(f"unsafe member(s) (absolute, '..', link, device or sparse): {_shown(unsafe)}")
+    if bad:
+        problems.append(f"unsafe member(s) (absolute, '..', link, device, sparse, or a file named as a folder): {_shown(bad)}")
     if clash:
         problems.append(f"member(s) under a name that is also a file (a file, then a folder of that name): "
                         f"{_shown(clash)}")
@@ -164,7 +145,7 @@ def archive_problems(members: list[tuple[str, str]]) -> list[str]:
         shown = sorted(tops)
         listed = f"{', '.join(terminal(top) for top in shown[:3])}{', ...' if len(shown) > 3 else ''}"
         unpacks = "" if not shown else f"it also unpacks {listed} beside lite_data/; " \
-            if len(members) > len(unsafe) + len(outside) \
+            if len(members) > len(bad) + len(outside) \
             else f"it unpacks to {listed} instead of lite_data/; "
         problems.append(f"{unpacks}member(s) outside lite_data/: {_shown(outside)}")
     if not files:

@@ -85,7 +85,7 @@ class Report:
 
     @property
     def target_lines(self) -> list[str]:
-        from tipcgen.descriptor.target import result_lines
+        from tipcgen.results.target_check import result_lines
 
         return result_lines(self.summary.target) if self.summary.target else []
 

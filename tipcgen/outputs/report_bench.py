@@ -1,6 +1,6 @@
 """The report's training-speed part for a benchmark_train run: one row per case, and the ips chart.
 
-Rows come from the speed JSONs the run wrote (index/*_speed, tipcgen.benchmark.read_speeds), plus
+Rows come from the speed JSONs the run wrote (index/*_speed, results/speeds.read_speeds), plus
 the cases the run skipped, with the reason (e.g. fp16 on a CPU machine, where AMP has no effect).
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipcgen.descriptor import benchmark
+from tipcgen.results import speeds
 from tipcgen.format.words import SKIPPED, TRAIN
 from tipcgen.outputs.markup import plot_text
 from tipcgen.results.results import Summary
@@ -31,7 +31,7 @@ class SpeedRow:
 
 def speed_rows(summary: Summary, run_dir: Path) -> list[SpeedRow]:
     rows = []
-    for data in benchmark.read_speeds(run_dir):
+    for data in speeds.read_speeds(run_dir):
         kind = {"rss": "RSS", "gpu_reserved": "GPU reserved"}.get(str(data.get("peak_memory_kind")), "")
         peak = data.get("peak_memory_mb")
         rows.append(SpeedRow(

@@ -1,12 +1,21 @@
 """The working folders a chain writes (outputs, prepared data, backups), as .gitignore lines.
 
 ``tipcgen init`` appends the ones a repository's .gitignore does not cover yet, and never
-changes a line that is there: running init again adds nothing.
+changes a line that is there: running init again adds nothing. Whether a line covers a folder is git's
+answer (`git check-ignore`, every pattern: globs, `**`, negations, a parent folder ignored), asked in a
+scratch repository that holds only the .gitignore text; without git, a line covers a folder only when it
+names that folder or a folder above it.
 """
 from __future__ import annotations
 
+import os
 import posixpath
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
+from tipcgen.core.writes import write_file
 from tipcgen.descriptor import Descriptor
 from tipcgen.format import paths
 
@@ -32,7 +41,33 @@ def entries(desc: Descriptor) -> list[str]:
     return out
 
 
+def _ignored_by_git(text: str, wanted: list[str]) -> set[str] | None:
+    """The entries of wanted that the .gitignore text ignores, by git; None where git cannot say. The scratch
+    repository reads no configuration of the user's or the system's (no fsmonitor, no hook: git runs nothing)."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    with tempfile.TemporaryDirectory(prefix="tipcgen-ignore-") as scratch:
+        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, HOME=scratch)
+        write_file(Path(scratch) / paths.GITIGNORE, text, within=scratch)
+        names = "\0".join(entry.lstrip("/") for entry in wanted) + "\0"
+        try:
+            # The one process start of render/; it moves to core/process.py with the rest.
+            subprocess.run([git, "init", "-q", "--template=", scratch], env=env, capture_output=True, timeout=60,
+                           stdin=subprocess.DEVNULL, check=True)
+            proc = subprocess.run([git, "-C", scratch, "-c", "core.fsmonitor=false", "check-ignore", "--no-index",
+                                   "--stdin", "-z"], input=names.encode("utf-8", "surrogateescape"), env=env,
+                                  capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    if proc.returncode not in (0, 1):  # 1: none of them is ignored
+        return None
+    return {name for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if name}
+
+
 def _covers(line: str, entry: str) -> bool:
+    """Without git: the line names the entry, or a folder above it."""
     line = line.strip()
     if not line or line.startswith(("#", "!")):
         return False
@@ -45,8 +80,12 @@ def _covers(line: str, entry: str) -> bool:
 
 def merged(existing: str | None, wanted: list[str]) -> str | None:
     """The .gitignore text with the missing entries appended, or None when nothing is missing."""
-    lines = (existing or "").splitlines()
-    missing = [e for e in wanted if not any(_covers(line, e) for line in lines)]
+    ignored = _ignored_by_git(existing or "", wanted)
+    if ignored is None:
+        lines = (existing or "").splitlines()
+        missing = [e for e in wanted if not any(_covers(line, e) for line in lines)]
+    else:
+        missing = [e for e in wanted if e.lstrip("/") not in ignored]
     if not missing:
         return None
     text = existing or ""

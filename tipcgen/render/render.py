@@ -5,7 +5,6 @@ user's files: it writes all files or none, and never overwrites a changed file w
 """
 from __future__ import annotations
 
-import functools
 import os
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
@@ -31,21 +30,12 @@ from tipcgen.render import gitignore, ptq_runner, shipped
 from tipcgen.render.templating import environment
 
 
-def paddle2onnx_relpath(model_name: str) -> str:
-    return paths.config_rel(model_name, "paddle2onnx")
-
-
 def render_config(desc: Descriptor, env: jinja2.Environment | None = None) -> str:
     """The config text of a descriptor (train_infer_python.txt)."""
     return text_style.apply(layout_text(desc.layout, {name: value.line for name, value in desc.slots.items()},
                                         desc.sections, desc.section_headers, checks=desc.checks,
                                         benchmark=desc.benchmark, env=env), desc.text,
                             len(layout.slots_of(desc.layout)))
-
-
-@functools.lru_cache(maxsize=1)
-def _config_environment() -> jinja2.Environment:
-    return environment()
 
 
 def layout_text(layout_name: str, lines: Mapping[str, str], sections: Sequence[tuple[str | None, Sequence[str]]] = (),
@@ -63,7 +53,7 @@ def layout_text(layout_name: str, lines: Mapping[str, str], sections: Sequence[t
     if any(not line or "\n" in line for line in given.values()):
         raise ValueError("config lines must be non-empty and must not contain a newline")
     headers = [section_headers[i] if i < len(section_headers) else None for i in range(len(sections))]
-    return (env or _config_environment()).get_template("config/train_infer_python.txt.j2").render(
+    return (env or environment()).get_template("config/train_infer_python.txt.j2").render(
         layout=table, lines=given, sections=sections, checks=checks, benchmark=benchmark, section_headers=headers)
 
 
@@ -80,7 +70,7 @@ def _paddle2onnx_config(desc: Descriptor, env: jinja2.Environment) -> dict[str, 
         data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value,
         # Paddle 3 writes the Paddle 2 format (.pdmodel) only under the env: that turns PIR off.
         model_filename="inference.pdmodel" if dict(desc.env).get(legacy_format.FLAG) == "0" else "inference.json")
-    return {paddle2onnx_relpath(desc.model_name): config}
+    return {paths.config_rel(desc.model_name, "paddle2onnx"): config}
 
 
 def golden_dir(desc: Descriptor) -> Path | None:
@@ -178,7 +168,7 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
         paths.COMMON_FUNC: env.get_template("runner/common_func.sh.j2").render(**runner),
         paths.BASIC_RUNNER: env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
         paths.PREPARE_SH: env.get_template("runner/prepare.sh.j2").render(
-            models=prepare, any_data=any(d.data for d in models),
+            models=prepare, any_data=any(d.data for d in models), unpack_script=paths.UNPACK_ARCHIVE,
             any_trained=any(d.data and d.data.trained_model for d in models)),
         paths.README: env.get_template("docs/README.md.j2").render(**docs),
         paths.CHAIN_DOC: env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
@@ -186,6 +176,8 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     shipped_scripts = [paths.CHECK_INFERENCE, paths.TIPC_COMPARE]
     if any(d.checks is not None for d in models):
         shipped_scripts.append(paths.COMPARE_RESULTS)
+    if any(d.data for d in models):  # prepare.sh's unpacker of lite data archives
+        shipped_scripts.append(paths.UNPACK_ARCHIVE)
     if any(d.paddle2onnx is not None for d in models):
         files[paths.RUNNERS["paddle2onnx"]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
     files.update(ptq_runner.ptq_files(models, env))  # the PTQ chain: each model's config, one runner for all
@@ -226,11 +218,6 @@ def sample_files(desc: Descriptor) -> dict[str, bytes]:
         if path.is_file() and "__pycache__" not in rel.parts and not any(p.startswith(".") for p in rel.parts):
             out[f"sample_models/{sample.as_posix()}/{rel.as_posix()}"] = path.read_bytes()
     return out
-
-
-def rendered(desc: Descriptor, devices: str = "all") -> dict[str, str | bytes]:
-    """Everything init writes for one model besides its bookkeeping."""
-    return rendered_models([(desc, devices)])
 
 
 def rendered_models(models: Sequence[tuple[Descriptor, str]]) -> dict[str, str | bytes]:

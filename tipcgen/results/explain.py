@@ -117,7 +117,7 @@ def _worker_crash(match: re.Match, kind: str, known: Known, lines: list[str]) ->
     arg = next((a for a in (reading.args if reading else ()) for name in _LOADER_FLAGS
                 if a.dest.lower() == name), None)
     if arg is not None:
-        return (f"a DataLoader worker crashed (shared memory, or a library that is not fork-safe): "
+        return ("a DataLoader worker crashed (shared memory, or a library that is not fork-safe): "
                 + _edit(kind, f"{arg.name} 0", known) + " to load data in the main process")
     where = _literal_workers(reading)
     at = f" ({where})" if where else ""

@@ -1,16 +1,30 @@
-"""JUnit XML, the one writer for `run` and `suite`: results as test suites of test cases (data), rendered by
-templates/report/junit.xml.j2 with every text through `xml_text`, so the file is well-formed whatever a log
-holds (ANSI colours, NUL, vertical tabs, lone surrogates)."""
+"""JUnit XML, the one writer for `run` and `suite`: results as test suites of test cases (data), built with
+xml.etree.ElementTree (as pytest's junitxml is), which escapes every text once. Before a text goes in, `xml_safe`
+drops ANSI escape sequences and writes each character XML 1.0 cannot hold as `#xNN`, so the file is well-formed
+whatever a log holds (ANSI colours, NUL, vertical tabs, lone surrogates)."""
 from __future__ import annotations
 
+import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from typing import Any
 
 from tipcgen.format.words import ERROR, FAILED, PASSED, SKIPPED
-from tipcgen.render import templating
 from tipcgen.results.results import Summary
-from tipcgen.results.summary_check import xml_text
 
 OUTCOMES = (PASSED, FAILED, SKIPPED, ERROR)  # a case's outcome: a step's status, or an error
+_ELEMENT = {FAILED: "failure", SKIPPED: SKIPPED, ERROR: ERROR}  # JUnit's element of each outcome but a pass
+
+# colour and cursor codes (CSI), window titles (OSC) and other escapes: dropped
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # outside XML 1.0's Char
+
+
+def xml_safe(value: Any) -> str:
+    """Text XML 1.0 can hold (not yet escaped: ElementTree does that): ANSI codes dropped, any other character
+    XML cannot hold (NUL, \\x0b, lone surrogates, U+FFFE) written as `#xNN`, as pytest's junitxml does."""
+    text = _ANSI.sub("", str(value))
+    return _NOT_XML.sub(lambda m: f"#x{ord(m.group()):02X}", text)
 
 
 @dataclass(frozen=True)
@@ -56,8 +70,34 @@ def summary_suite(summary: Summary, prefix: str | None = None, log_dir: str = ""
     return Suite(f"tipc.{summary.chain}.{summary.model}.{summary.mode}", cases, summary.wall_seconds, properties)
 
 
+def _element(parent: ET.Element | None, tag: str, text: str = "", **attributes: Any) -> ET.Element:
+    safe = {key: xml_safe(value) for key, value in attributes.items()}
+    node = ET.Element(tag, safe) if parent is None else ET.SubElement(parent, tag, safe)
+    if text:
+        node.text = xml_safe(text)
+    return node
+
+
+def _totals(suite: Suite) -> dict[str, str]:
+    return {"name": suite.name, "tests": str(len(suite.cases)), "failures": str(suite.count(FAILED)),
+            "skipped": str(suite.count(SKIPPED)), "errors": str(suite.count(ERROR)), "time": f"{suite.seconds:.3f}"}
+
+
 def junit_text(name: str, suites: list[Suite], seconds: float) -> str:
-    env = templating.environment()
-    env.filters["xml"] = xml_text
+    """The <testsuites> document: totals over every suite, then each suite with its properties and cases."""
     everything = Suite(name, [case for suite in suites for case in suite.cases], seconds)
-    return env.get_template("report/junit.xml.j2").render(all=everything, suites=suites)
+    root = _element(None, "testsuites", **_totals(everything))
+    for suite in suites:
+        node = _element(root, "testsuite", **_totals(suite))
+        if suite.properties:
+            properties = _element(node, "properties")
+            for key, value in suite.properties:
+                _element(properties, "property", name=key, value=value)
+        for case in suite.cases:
+            test = _element(node, "testcase", classname=case.classname, name=case.name, time=f"{case.seconds:.3f}")
+            if case.outcome in _ELEMENT:
+                _element(test, _ELEMENT[case.outcome], "" if case.outcome == SKIPPED else case.text, message=case.message)
+            if case.output:
+                _element(test, "system-out", case.output)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

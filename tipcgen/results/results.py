@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tipcgen.core.writes import write_file
-from tipcgen.descriptor import benchmark
 from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
 from tipcgen.format import words
 from tipcgen.format.words import (
@@ -31,7 +30,7 @@ from tipcgen.format.words import (
     SKIPPED,
     SPEED,
 )
-from tipcgen.results import autolog
+from tipcgen.results import autolog, speeds
 from tipcgen.results.summary_check import read_summary_data
 
 __all__ = ["JUNIT_XML", "RECORDS", "RESULTS_LOG", "SUMMARY_JSON"]  # re-exported: older imports read them here
@@ -80,6 +79,14 @@ class Step:
         """PASS, FAIL or SKIP: how every table shows the status."""
         return MARKS.get(self.status, self.status.upper())
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Step":
+        """A step of a summary.json (validated: summary_check) again; keys it does not know are left out."""
+        return cls(**{key: value for key, value in data.items() if key in cls.__dataclass_fields__})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
 
 def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
     """The step kinds a PASSED verdict needs; null_kinds: kinds the config turns off (command null)."""
@@ -102,7 +109,7 @@ class Summary:
     problems: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)  # tipcgen.provenance.collect
-    target: dict = field(default_factory=dict)  # tipcgen.target.TargetResult.to_dict(), whole_train_whole_infer only
+    target: dict = field(default_factory=dict)  # results.target_check.TargetResult.to_dict(), whole_train_whole_infer only
     notes: list[str] = field(default_factory=list)  # what the run cannot tell (submission mode: tipcgen.submission)
 
     def count(self, status: str) -> int:
@@ -137,6 +144,13 @@ class Summary:
         if self.interrupted:
             return 128 + _SIGNAL_NUMBERS.get(self.interrupted_by, 2)
         return 0 if self.ok else 1
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Summary":
+        """A summary.json (validated: summary_check) again: the derived fields (ok, exit_code, the counts) are
+        recomputed, keys it does not know are left out (as pytest's reports' `_from_json`)."""
+        known = {key: value for key, value in data.items() if key in cls.__dataclass_fields__ and key != "steps"}
+        return cls(**known, steps=[Step.from_dict(step) for step in data.get("steps", [])])
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -239,7 +253,7 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
         if step.kind == CHECK and step.log:
             step.check = check_result(log_tail(root / step.log, 200))
         if step.kind == SPEED and step.log:  # benchmark_train: the case's speed JSON
-            step.speed = benchmark.speed_of_log(log_tail(root / step.log, 50))
+            step.speed = speeds.speed_of_log(log_tail(root / step.log, 50))
         steps.append(step)
     return steps, problems
 
@@ -271,12 +285,7 @@ def environment_info() -> dict[str, str]:
 def load_summary(path: Path) -> Summary:
     """A summary.json (as write_json wrote it) → the Summary again; derived fields are recomputed.
     Anything write_json never writes is a SummaryFileError naming the file and the field (exit 2)."""
-    data = read_summary_data(path)
-    step_fields = {f for f in Step.__dataclass_fields__}
-    summary_fields = {f for f in Summary.__dataclass_fields__} - {"steps"}
-    summary = Summary(**{k: v for k, v in data.items() if k in summary_fields})
-    summary.steps = [Step(**{k: v for k, v in raw.items() if k in step_fields}) for raw in data.get("steps", [])]
-    return summary
+    return Summary.from_dict(read_summary_data(path))
 
 
 def write_json(summary: Summary, path: Path) -> None:

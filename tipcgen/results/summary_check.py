@@ -1,32 +1,27 @@
-"""Guards at the edges of a Summary: a summary.json (or an alignment report) read back is checked
-field by field, and any text that goes into junit.xml is made well-formed XML.
-
-For `tipcgen report` and `tipcgen golden`, which read a summary.json that anyone could have edited or
-truncated; and for `summary_text.write_junit`, whose step logs carry ANSI colours, NUL bytes and the like.
-Standard library and markupsafe (jinja2's) only.
+"""The guard at the edge of a Summary: a summary.json read back is validated against the published schema
+(tipcgen/summary.schema.json, with `jsonschema`), then the rules a schema cannot say are checked here: a step's
+name and log, and the config, stay inside their folders; the files a summary names are opened only through
+`inside` (bounded, links refused). For `report`, `golden`, `accept` and `suite`, which read a summary.json that
+anyone could have edited or truncated. Also the alignment report `report --align` reads.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
+import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup, escape
-
 from tipcgen.core import inputs
 from tipcgen.core.errors import InputError, SummaryFileError
-from tipcgen.format.paths import STEP_FIELDS, SUMMARY_JSON
-from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
-from tipcgen.results import summary_fields as shapes
+from tipcgen.format.paths import SUMMARY_JSON
 
 MAX_SUMMARY_BYTES = 64 << 20
-STATUSES = (PASSED, FAILED, SKIPPED)
-_MAX_SECONDS = 1e9  # about 30 years: anything larger is not a time a run took
-_MAX_EXIT = 1 << 31
-_TEXT_FIELDS = ("model", "mode", "config")
-_STEP_TEXT = ("log", "reason", "note", "hint", "command")
-_MAX_NAME = 4096  # a step name, kind or status: a path component or two, never longer
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "summary.schema.json"
+_TYPE_NAMES = {"string": "a text", "boolean": "true or false", "integer": "a whole number", "number": "a number",
+               "array": "a list", "object": "a mapping", "null": "null"}
 
 
 def confined(rel: str) -> bool:
@@ -48,10 +43,24 @@ def inside(base: Path, rel: str) -> Path | None:
         return None
 
 
+def kind(value: Any) -> str:
+    """What was found, named without echoing the value itself."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    names = {str: "a text", int: "a whole number", float: "a number", list: "a list", dict: "a mapping"}
+    return names.get(type(value), type(value).__name__)
+
+
+def plain(key: Any) -> str:
+    """A mapping key as it appears in a field path: escaped, at most 40 characters."""
+    text = repr(str(key))[1:-1]
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
 def read_summary_data(path: Any) -> dict:
     """A summary.json parsed and checked; SummaryFileError (exit 2) for anything tipcgen run never writes."""
-    import json
-
     source = str(path)
     raw = inputs.read_bytes(path, SUMMARY_JSON, MAX_SUMMARY_BYTES)  # a regular file (a FIFO never blocks), bounded
     try:
@@ -70,166 +79,110 @@ def read_summary_data(path: Any) -> dict:
     return data
 
 
+@lru_cache(maxsize=1)
+def _validator():
+    """The Draft 2020-12 validator of summary.schema.json: a whole number is an int (never 2.0, never true), and
+    format `finite` is asserted (a number neither infinite nor NaN; a schema's minimum cannot refuse NaN)."""
+    import jsonschema  # a dependency; imported when a summary is first read (about 0.1 s)
+
+    def finite(value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return True  # `type` says what else is wrong
+        try:
+            return math.isfinite(value)
+        except OverflowError:
+            return False
+
+    formats = jsonschema.FormatChecker(formats=())
+    formats.checks("finite")(finite)
+    base = jsonschema.Draft202012Validator
+    types = base.TYPE_CHECKER.redefine("integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool))
+    cls = jsonschema.validators.extend(base, type_checker=types)
+    return cls(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), format_checker=formats)
+
+
 def check_summary_data(data: Any, source: str) -> None:
-    """Raise SummaryFileError naming the first field of a parsed summary.json that tipcgen run never writes."""
+    """Raise SummaryFileError naming the first field of a parsed summary.json that tipcgen run never writes:
+    the schema first, then the confinement of the paths it names."""
     if not isinstance(data, dict):
-        raise SummaryFileError(source, "", f"expected a JSON object at the top, found {shapes.kind(data)}")
-    for key in _TEXT_FIELDS:
-        if key not in data:
-            raise SummaryFileError(source, key, "is missing")
-        _text(data[key], source, key)
-    if "chain" in data:
-        _text(data["chain"], source, "chain")
-    for key in (*_TEXT_FIELDS, "chain"):
-        if len(data.get(key, "")) > _MAX_NAME:
-            raise SummaryFileError(source, key, f"is {len(data[key])} characters long (at most {_MAX_NAME})")
+        raise SummaryFileError(source, "", f"expected a JSON object at the top, found {kind(data)}")
+    try:
+        error = next(iter(sorted(_validator().iter_errors(data), key=_order)), None)
+    except RecursionError:
+        raise SummaryFileError(source, "", "is nested too deeply") from None
+    if error is not None:
+        raise SummaryFileError(source, *_described(error))
     if not confined(data["config"]):  # accept reads <repository>/<config>
         raise SummaryFileError(source, "config", "must be a path inside the repository (test_tipc/configs/...)")
-    if "steps" not in data:
-        raise SummaryFileError(source, "steps", "is missing")
-    if not isinstance(data["steps"], list):
-        raise SummaryFileError(source, "steps", f"expected a list of steps, found {shapes.kind(data['steps'])}")
-    if len(data["steps"]) > shapes.MAX_ITEMS:
-        raise SummaryFileError(source, "steps", f"has {len(data['steps'])} steps (at most {shapes.MAX_ITEMS})")
     for number, step in enumerate(data["steps"]):
-        _check_step(step, source, f"steps[{number}]")
-    if "wall_seconds" in data:
-        _seconds(data["wall_seconds"], source, "wall_seconds")
-    if data.get("runner_exit_code") is not None:
-        _exit_code(data["runner_exit_code"], source, "runner_exit_code")
-    if "interrupted" in data and not isinstance(data["interrupted"], bool):
-        raise SummaryFileError(source, "interrupted", f"expected true or false, found {shapes.kind(data['interrupted'])}")
-    _texts(data.get("problems", []), source, "problems")
-    if "interrupted_by" in data:  # SIGINT, SIGTERM, SIGHUP or "": which signal stopped tipcgen run
-        _text(data["interrupted_by"], source, "interrupted_by")
-    _texts(data.get("required_kinds", []), source, "required_kinds")
-    environment = data.get("environment", {})
-    if not isinstance(environment, dict):
-        raise SummaryFileError(source, "environment", f"expected a mapping, found {shapes.kind(environment)}")
-    for key, value in environment.items():
-        _text(value, source, f"environment.{shapes.plain(key)}")
-    shapes.check(data, shapes.DERIVED, source, "")  # notes, provenance, ok, exit_code and the counts
-    if data.get("target"):  # {} when the run had no paper target
-        shapes.check(data["target"], shapes.TARGET, source, "target")
-    elif "target" in data and data["target"] != {}:
-        raise SummaryFileError(source, "target", f"expected a mapping, found {shapes.kind(data['target'])}")
+        where = f"steps[{number}]"
+        if not confined(step.get("log") or ""):
+            raise SummaryFileError(source, f"{where}.log", "must be a path inside the repository (tipcgen run "
+                                   "writes ./test_tipc/output/...): a summary never makes tipcgen read other files")
+        for key in ("training", "precision"):  # golden names its result files by them: one plain name each
+            value = step.get(key)
+            if value is not None and (re.search(r"[/\\\0]", value) or value in (".", "..")):
+                raise SummaryFileError(source, f"{where}.{key}", "must be a plain name (no '/', no '..'): golden "
+                                       "names files by it")
+        if not confined(step["name"]):  # report and accept read <run folder>/<name>/train.log
+            raise SummaryFileError(source, f"{where}.name", "must name a folder inside the run folder (no '..', "
+                                   "no absolute path): a summary never makes tipcgen read other files")
 
 
-def _check_step(step: Any, source: str, where: str) -> None:
-    if not isinstance(step, dict):
-        raise SummaryFileError(source, where, f"expected a mapping, found {shapes.kind(step)}")
-    for key in ("kind", "name", "status"):
-        if key not in step:
-            raise SummaryFileError(source, f"{where}.{key}", "is missing")
-        _text(step[key], source, f"{where}.{key}")
-        if len(step[key]) > _MAX_NAME:
-            raise SummaryFileError(source, f"{where}.{key}", f"is {len(step[key])} characters long (at most {_MAX_NAME})")
-    if step["status"] not in STATUSES:
-        raise SummaryFileError(source, f"{where}.status", f"expected one of {', '.join(STATUSES)}")
-    for key in _STEP_TEXT:
-        if key in step:
-            _text(step[key], source, f"{where}.{key}")
-    for key in STEP_FIELDS:  # a step's configuration: a text, or null where it does not apply
-        if step.get(key) is not None:
-            _text(step[key], source, f"{where}.{key}")
-    if not confined(step.get("log") or ""):
-        raise SummaryFileError(source, f"{where}.log", "must be a path inside the repository (tipcgen run "
-                               "writes ./test_tipc/output/...): a summary never makes tipcgen read other files")
-    for key in ("training", "precision"):  # golden names its result files by them: one plain name each
-        value = step.get(key)
-        if value is not None and (re.search(r"[/\\\0]", value) or value in (".", "..")):
-            raise SummaryFileError(source, f"{where}.{key}", "must be a plain name (no '/', no '..'): golden "
-                                   "names files by it")
-    if not confined(step["name"]):  # report and accept read <run folder>/<name>/train.log
-        raise SummaryFileError(source, f"{where}.name", "must name a folder inside the run folder (no '..', "
-                               "no absolute path): a summary never makes tipcgen read other files")
-    for key in _STEP_TEXT:
-        if key in step:
-            shapes.check(step[key], shapes.TEXT, source, f"{where}.{key}")  # and not longer than a text can be
-    speed = step.get("speed", {})
-    shapes.check(speed, shapes.SPEED_STEP if step["kind"] == SPEED and speed else shapes.SPEED,
-                  source, f"{where}.speed")
-    if step.get("exit_code") is not None:
-        _exit_code(step["exit_code"], source, f"{where}.exit_code")
-    if "seconds" in step:
-        _seconds(step["seconds"], source, f"{where}.seconds")
-    _texts(step.get("tail", []), source, f"{where}.tail")
-    metrics = step.get("metrics", {})
-    if not isinstance(metrics, dict):
-        raise SummaryFileError(source, f"{where}.metrics", f"expected a mapping, found {shapes.kind(metrics)}")
-    for key, value in metrics.items():
-        _number(value, source, f"{where}.metrics.{shapes.plain(key)}", finite=False)
-    _check_result(step.get("check", {}), source, f"{where}.check")
+def _order(error) -> tuple:
+    """The error to report first: the one earliest in the document, then the most specific."""
+    return (tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in error.absolute_path),
+            -len(error.context or ()))
 
 
-def _check_result(check: Any, source: str, where: str) -> None:
-    """The fields of a result check that the report formats as numbers."""
-    if not isinstance(check, dict):
-        raise SummaryFileError(source, where, f"expected a mapping, found {shapes.kind(check)}")
-    for key in ("atol", "rtol"):
-        if check.get(key) is not None:
-            _number(check[key], source, f"{where}.{key}")
-    for key in ("failures", "logs"):
-        if check.get(key) is not None and not _is_int(check[key]):
-            raise SummaryFileError(source, f"{where}.{key}", f"expected a whole number, found {shapes.kind(check[key])}")
-    for key in ("max_abs", "max_rel"):
-        values = check.get(key, {})
-        if not isinstance(values, dict):
-            raise SummaryFileError(source, f"{where}.{key}", f"expected a mapping, found {shapes.kind(values)}")
-        for name, value in values.items():
-            if value is not None or key == "max_abs":
-                _number(value, source, f"{where}.{key}.{shapes.plain(name)}", finite=False)
-    if check.get("max_abs") and (check.get("atol") is None or check.get("rtol") is None):
-        raise SummaryFileError(source, where, "has max_abs but no atol and rtol")
-    latency = check.get("latency_ms", {})  # check_inference.py: configuration -> {mean_ms, p50_ms, runs}
-    if not isinstance(latency, dict):
-        raise SummaryFileError(source, f"{where}.latency_ms", f"expected a mapping, found {shapes.kind(latency)}")
-    for name, figures in latency.items():
-        if not isinstance(figures, dict):
-            raise SummaryFileError(source, f"{where}.latency_ms.{shapes.plain(name)}", f"expected a mapping, found {shapes.kind(figures)}")
-        for key in ("mean_ms", "p50_ms", "runs"):
-            _number(figures.get(key), source, f"{where}.latency_ms.{shapes.plain(name)}.{key}")
+def _field(path) -> str:
+    where = ""
+    for part in path:
+        where += f"[{part}]" if isinstance(part, int) else (f".{plain(part)}" if where else plain(part))
+    return where
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _wants(schema: Any) -> list[str]:
+    """What a (sub)schema accepts, in words."""
+    if not isinstance(schema, dict):
+        return []
+    if "title" in schema:  # a named definition: "a finite number"
+        return [schema["title"]]
+    if "$ref" in schema:
+        return _wants(_validator().schema["$defs"].get(schema["$ref"].rsplit("/", 1)[-1]))
+    if "anyOf" in schema:
+        return [want for sub in schema["anyOf"] for want in _wants(sub)]
+    kinds = schema.get("type", [])
+    return [_TYPE_NAMES.get(k, k) for k in ([kinds] if isinstance(kinds, str) else kinds)]
 
 
-def _text(value: Any, source: str, where: str) -> None:
-    if not isinstance(value, str):
-        raise SummaryFileError(source, where, f"expected a text, found {shapes.kind(value)}")
-
-
-def _texts(value: Any, source: str, where: str) -> None:
-    if not isinstance(value, list):
-        raise SummaryFileError(source, where, f"expected a list of texts, found {shapes.kind(value)}")
-    if len(value) > shapes.MAX_ITEMS:
-        raise SummaryFileError(source, where, f"has {len(value)} entries (at most {shapes.MAX_ITEMS})")
-    for number, item in enumerate(value):
-        _text(item, source, f"{where}[{number}]")
-
-
-def _number(value: Any, source: str, where: str, finite: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SummaryFileError(source, where, f"expected a number, found {shapes.kind(value)}")
-    try:
-        number = float(value)
-    except OverflowError:
-        raise SummaryFileError(source, where, "is a number too large for any measurement") from None
-    if finite and not math.isfinite(number):
-        raise SummaryFileError(source, where, f"expected a finite number, found {number}")
-    return number
-
-
-def _seconds(value: Any, source: str, where: str) -> None:
-    number = _number(value, source, where)
-    if not 0 <= number <= _MAX_SECONDS:
-        raise SummaryFileError(source, where, f"expected seconds between 0 and {_MAX_SECONDS:g}")
-
-
-def _exit_code(value: Any, source: str, where: str) -> None:
-    if not _is_int(value) or not -_MAX_EXIT < value < _MAX_EXIT:
-        raise SummaryFileError(source, where, f"expected an exit code (a whole number), found {shapes.kind(value)}")
+def _described(error) -> tuple[str, str]:
+    """(field, problem) of a jsonschema error, in the words of the rest of tipcgen, never echoing a value."""
+    while error.validator == "anyOf" and any(e.validator != "type" for e in error.context or ()):
+        error = next(e for e in error.context if e.validator != "type")  # a branch of the right type: its detail
+    path, value, rule, limit = list(error.absolute_path), error.instance, error.validator, error.validator_value
+    if rule == "required":
+        missing = next(key for key in limit if key not in value)
+        return _field([*path, missing]), "is missing"
+    if rule in ("type", "anyOf", "not"):
+        wants = list(dict.fromkeys(_wants(error.schema)))
+        return _field(path), f"expected {' or '.join(wants) or 'something else'}, found {kind(value)}"
+    if rule == "format":
+        return _field(path), f"expected a finite number, found {value}"
+    if rule == "enum":
+        return _field(path), f"expected one of {', '.join(map(str, limit))}"
+    if rule == "maxLength":
+        return _field(path), f"is a text of {len(value)} characters (at most {limit})"
+    if rule in ("maxItems", "maxProperties"):
+        return _field(path), f"has {len(value)} entries (at most {limit})"
+    if rule in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        bounds = error.schema
+        low = bounds.get("minimum", bounds.get("exclusiveMinimum"))
+        high = bounds.get("maximum", bounds.get("exclusiveMaximum"))
+        if high == sys.float_info.max:
+            return _field(path), "is a number too large for any measurement"
+        return _field(path), f"is a number outside {low:g} .. {high:g}"
+    return _field(path), f"does not fit {SCHEMA_FILE.name} ({rule})"
 
 
 def check_alignment_data(data: Any, source: str) -> None:
@@ -237,15 +190,15 @@ def check_alignment_data(data: Any, source: str) -> None:
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise SummaryFileError(source, "", "not an alignment report (no rows)")
     if not isinstance(data.get("passed"), bool):
-        raise SummaryFileError(source, "passed", f"expected true or false, found {shapes.kind(data.get('passed'))}")
+        raise SummaryFileError(source, "passed", f"expected true or false, found {kind(data.get('passed'))}")
     for key in ("pass", "fail", "missing"):
         if not _is_int(data.get(key)):
-            raise SummaryFileError(source, key, f"expected a whole number, found {shapes.kind(data.get(key))}")
+            raise SummaryFileError(source, key, f"expected a whole number, found {kind(data.get(key))}")
     _text(data.get("folder"), source, "folder")
     for number, row in enumerate(data["rows"]):
         where = f"rows[{number}]"
         if not isinstance(row, dict):
-            raise SummaryFileError(source, where, f"expected a mapping, found {shapes.kind(row)}")
+            raise SummaryFileError(source, where, f"expected a mapping, found {kind(row)}")
         for key in ("checkpoint", "status", "detail"):
             _text(row.get(key), source, f"{where}.{key}")
         if row.get("threshold") is not None:
@@ -254,16 +207,22 @@ def check_alignment_data(data: Any, source: str) -> None:
             _number(row["worst"], source, f"{where}.worst", finite=False)
 
 
-# ---------------------------------------------------------------- text for XML
-
-# colour and cursor codes (CSI), window titles (OSC) and other escapes: dropped
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # outside XML 1.0's Char
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def xml_text(value: Any) -> Markup:
-    """Escaped text that is always well-formed XML 1.0: ANSI codes dropped, any other character XML
-    cannot hold (NUL, \\x0b, lone surrogates, U+FFFE) written as `#xNN`, as pytest's junitxml does."""
-    text = _ANSI.sub("", str(value))
-    text = _NOT_XML.sub(lambda m: f"#x{ord(m.group()):02X}", text)
-    return escape(text)
+def _text(value: Any, source: str, where: str) -> None:
+    if not isinstance(value, str):
+        raise SummaryFileError(source, where, f"expected a text, found {kind(value)}")
+
+
+def _number(value: Any, source: str, where: str, finite: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SummaryFileError(source, where, f"expected a number, found {kind(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise SummaryFileError(source, where, "is a number too large for any measurement") from None
+    if finite and not math.isfinite(number):
+        raise SummaryFileError(source, where, f"expected a finite number, found {number}")
+    return number

@@ -1,4 +1,5 @@
-"""A Summary as text: the terminal table and JUnit XML (templates/report/), one level above results.
+"""A Summary as text: the terminal table (templates/report/) and JUnit XML (`junit`, ElementTree), one level
+above results.
 
 results parses what a chain left behind into a Summary and stays pure (it imports no Jinja, no
 render); run, submission and cli write and print a Summary through here.
@@ -9,11 +10,10 @@ from pathlib import Path
 
 from tipcgen.core.text import paint, terminal
 from tipcgen.core.writes import write_file
-from tipcgen.descriptor import benchmark
-from tipcgen.format.words import FAILED, PASSED, SKIPPED, SPEED
+from tipcgen.format.words import CHECK, FAILED, PASSED, PREPARE, SKIPPED, SPEED
 from tipcgen.render import templating
-from tipcgen.results import junit
-from tipcgen.results.results import Summary, check_text
+from tipcgen.results import junit, speeds
+from tipcgen.results.results import RUN_CHECK_REFERENCES, Summary, check_text
 
 
 def write_junit(summary: Summary, path: Path) -> None:
@@ -32,17 +32,27 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         if step.metrics:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
         if step.kind == SPEED and step.speed:
-            detail = "; ".join(part for part in (benchmark.speed_text(step.speed), detail) if part)
+            detail = "; ".join(part for part in (speeds.speed_text(step.speed), detail) if part)
         rows.append((mark, terminal(step.kind), terminal(step.name),
                      f"{step.seconds:.1f}" if step.status != SKIPPED else "-", terminal(detail)))
     return templating.environment().get_template("report/summary.txt.j2").render(
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),
-        verdict=summary.verdict,
+        verdict=summary.verdict, runner_counts=_runner_counts(summary),
         target_lines=_target_lines(summary))
 
 
+def _runner_counts(summary: Summary) -> tuple[int, int, int] | None:
+    """(passed, failed, skipped) of the runner's own steps, as its closing line counts them, where tipcgen run
+    added steps around them (prepare, and the checks of the run itself: RUN_CHECK_REFERENCES); else None."""
+    own = [step for step in summary.steps
+           if not (step.kind == PREPARE or (step.kind == CHECK and step.reference in RUN_CHECK_REFERENCES))]
+    if len(own) == len(summary.steps):
+        return None
+    return tuple(sum(1 for step in own if step.status == status) for status in (PASSED, FAILED, SKIPPED))
+
+
 def _target_lines(summary: Summary) -> list[str]:
-    from tipcgen.descriptor.target import result_lines
+    from tipcgen.results.target_check import result_lines
 
     return result_lines(summary.target) if summary.target else []

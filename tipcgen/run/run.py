@@ -17,13 +17,12 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tipcgen.configs import submission
+from tipcgen.configs import flag_check, submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core.errors import RunError, ScriptError
 from tipcgen.core import writes
 from tipcgen.core.writes import write_file
 from tipcgen.core.text import quoted
-from tipcgen.descriptor import target
 from tipcgen.descriptor.schema import MODEL_NAME_HINT, is_model_name
 from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
@@ -42,6 +41,7 @@ from tipcgen.results.results import (
 )
 from tipcgen.results import explain
 from tipcgen.results.summary_text import write_junit
+from tipcgen.results import target_check
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, seeds, submission_run, tracked
 
@@ -77,13 +77,6 @@ def _layout_check_result(check: subprocess.Popen) -> None:
         raise ScriptError.from_lines(err.splitlines())
 
 
-def interpreter_of(text: str, env: dict[str, str]) -> tuple[str, str | None]:
-    """The chain's interpreter as the config (line python:) or TIPC_PYTHON names it, and its full path."""
-    python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                                              if line.startswith("python:")), "python")
-    return python, shutil.which(python, path=env.get("PATH"))
-
-
 def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mode: str,
               data_dir: str | None, desc: Any, desc_info: dict[str, Any]) -> tuple[str, dict]:
     """What would make every step fail, said once before any step runs (tipcgen doctor says more),
@@ -93,7 +86,7 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
 
     Returns the chain's interpreter (its full path) and the provenance record."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
-    python, found = interpreter_of(text, env)
+    python, found = flag_check.interpreter(text, env)
     check = _start_layout_check(config_path, root, chain, env, mode)
     probes = provenance.Probes(root, found, env)
     try:
@@ -123,11 +116,6 @@ def model_name_of(config_path: Path) -> str:
     if not is_model_name(model):  # the rule lint and init apply; the runner checks it again
         raise RunError(f"{config_path}: model_name {quoted(model)} cannot name the run's folder", MODEL_NAME_HINT)
     return model
-
-
-def run_dir_of(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
-    """Each chain and mode has its own output folder: two runs never share one."""
-    return paths.run_dir(root, model, mode, chain)
 
 
 class _Chain:
@@ -235,11 +223,11 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     model = model_name_of(root / config_path)
     # Before anything runs (prepare.sh and the runner write into test_tipc/output themselves): no link on the
     # way to the run folder, from the repository root down.
-    writes.check_no_links(root, run_dir_of(root, model, mode, chain), "the run folder", inside=True)
+    writes.check_no_links(root, paths.run_dir(root, model, mode, chain), "the run folder", inside=True)
     desc, desc_info = provenance.load_descriptor(root, model)
     if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
         check_config(root, config_path, dict(os.environ, **({"TIPC_PYTHON": python} if python else {})), desc)
-        return submission_run.run(mode, root, config_path, run_dir_of(root, model, mode, chain), on_line,
+        return submission_run.run(mode, root, config_path, paths.run_dir(root, model, mode, chain), on_line,
                                   (desc, desc_info))
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
@@ -267,7 +255,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
 
     notes = check_config(root, config_path, env, desc) or []
     found, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info)
-    run_dir = run_dir_of(root, model, mode, chain)
+    run_dir = paths.run_dir(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
                       required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
@@ -362,7 +350,7 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
     if code == 0 and missing and not summary.interrupted:
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                 f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
-    summary.target = target.check_run(ctx.desc, summary.mode, summary.chain,
+    summary.target = target_check.check_run(ctx.desc, summary.mode, summary.chain,
                                       [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
     summary.wall_seconds = round(time.perf_counter() - out.started, 3)
     write_json(summary, run_dir / SUMMARY_JSON)

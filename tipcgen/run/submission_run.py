@@ -226,10 +226,10 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     if not any(s.kind != PREPARE for s in steps):
         summary.problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
                                 + ", ".join(str(p.relative_to(root)) for p in logs) + " and the whole tree)")
-    missing = [kind for kind in summary.required_kinds if kind not in {s.kind for s in steps if s.status == PASSED}]
+    summary.steps = steps
+    missing = summary.missing_kinds()
     if missing:
         summary.problems.append(f"no {', no '.join(missing)} step passed, but {mode} needs {', '.join(summary.required_kinds)}")
-    summary.steps = steps
     summary.wall_seconds = round(time.perf_counter() - started, 3)
     writes.make_dirs(root, run_dir, "the run folder")
     write_json(summary, run_dir / SUMMARY_JSON)

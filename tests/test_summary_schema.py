@@ -1,0 +1,91 @@
+"""summary.json has a published JSON Schema (tipcgen/summary.schema.json, #37 item 4): the shipped file is a fresh
+generation of results/summary_schema.py, what `Summary.to_dict` writes fits it under any Draft 2020-12 validator,
+`Summary.from_dict` reads it back, and tipcgen's reader refuses what does not fit, naming the field."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tipcgen.core.errors import SummaryFileError
+from tipcgen.format.words import FAILED, PASSED, SKIPPED, STATUSES
+from tipcgen.results import summary_check, summary_schema
+from tipcgen.results.results import Step, Summary
+
+jsonschema = pytest.importorskip("jsonschema")
+
+
+def _summary() -> Summary:
+    steps = [Step("train", "norm_train", PASSED, 0, 1.5, "./test_tipc/output/m/x/train.log", gpu="-1", training="gpus_-1"),
+             Step("infer", "infer_cpu", FAILED, 1, 0.5, "./l.log", reason="exit code 1", tail=["a", "b"],
+                  speed={"inference_ms": 1.5, "precision": "fp32", "device": None}),
+             Step("check", "check_results", PASSED, 0, 0.1, "./c.log", metrics={"loss": float("nan")},
+                  check={"max_abs": {"logits": 1e-7}, "atol": 1e-5, "rtol": 1e-4, "logs": 2}),
+             Step("speed", "N1C1", SKIPPED, None, 0.0, "./s.log", speed={"ips": 12.5, "speed_unit": "samples/s"})]
+    return Summary("m", "lite_train_lite_infer", "test_tipc/configs/m/c.txt", steps=steps, wall_seconds=3.0,
+                   runner_exit_code=1, required_kinds=["train"], environment={"python": "3.11"},
+                   provenance={"git": {"commit": None, "dirty": False}, "data": [{"path": "d", "method": "size"}]},
+                   target={"reproduced": False, "metrics": [{"metric": "acc", "paper": 0.9, "measured": None,
+                                                             "bound": 0.88, "reproduced": False}]},
+                   notes=["a note"])
+
+
+def test_the_shipped_schema_is_a_fresh_generation_and_a_valid_schema():
+    assert summary_check.SCHEMA_FILE.read_text(encoding="utf-8") == summary_schema.json_text(), \
+        "regenerate: python -c 'from tipcgen.results import summary_schema as s; print(s.json_text(), end=\"\")' " \
+        "> tipcgen/summary.schema.json"
+    jsonschema.Draft202012Validator.check_schema(summary_schema.SCHEMA)
+    assert summary_schema.SCHEMA["$defs"]["step"]["properties"]["status"]["enum"] == list(STATUSES)
+
+
+def test_what_to_dict_writes_fits_any_validator_and_from_dict_reads_it_back():
+    summary = _summary()
+    data = json.loads(json.dumps(summary.to_dict()))
+    jsonschema.Draft202012Validator(summary_schema.SCHEMA).validate(data)  # a plain validator: the file is usable
+    summary_check.check_summary_data(data, "summary.json")
+    again = Summary.from_dict(data)
+    assert again.to_dict().keys() == summary.to_dict().keys() and again.ok == summary.ok
+    assert [s.to_dict() for s in again.steps][:2] == [s.to_dict() for s in summary.steps][:2]
+    assert math.isnan(again.steps[2].metrics["loss"]) and Step.from_dict({**data["steps"][0], "new": 1}).kind == "train"
+
+
+@pytest.mark.parametrize("change, field, words", [
+    (lambda d: d["steps"][1].update(exit_code=1.0), "steps[1].exit_code", "expected null or a whole number"),
+    (lambda d: d["steps"][0].update(seconds=float("nan")), "steps[0].seconds", "expected a finite number, found nan"),
+    (lambda d: d["steps"][3].update(speed={"speed_unit": "x"}), "steps[3].speed.ips", "is missing"),
+    (lambda d: d["steps"][2]["check"].pop("atol"), "steps[2].check.atol", "is missing"),
+    (lambda d: d["steps"][0].update(status="ok"), "steps[0].status", "expected one of"),
+    (lambda d: d["target"]["metrics"][0].update(paper=float("inf")), "target.metrics[0].paper", "finite"),
+    (lambda d: d["provenance"]["data"][0].update(method="sha256"), "provenance.data[0].sha256", "is missing"),
+    (lambda d: d["steps"][0].update(metrics={"loss": 10 ** 400}), "steps[0].metrics.loss", "too large"),
+    (lambda d: d.update(runner_exit_code=1 << 40), "runner_exit_code", "outside"),
+    (lambda d: d.update(wall_seconds=True), "wall_seconds", "expected a number, found a boolean"),
+    (lambda d: d["steps"][0].update(training="../x"), "steps[0].training", "must be a plain name"),
+    (lambda d: d["steps"][0].update(name="/etc"), "steps[0].name", "must name a folder inside the run folder"),
+])
+def test_what_does_not_fit_is_one_error_naming_the_field(change, field, words):
+    data = json.loads(json.dumps(_summary().to_dict()))
+    change(data)
+    with pytest.raises(SummaryFileError) as info:
+        summary_check.check_summary_data(data, "s.json")
+    assert info.value.message.startswith(f"s.json: {field}: ") and words in info.value.message, info.value.message
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                    max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["model", "config", "steps", "target", "provenance", "environment", "notes", "wall_seconds"]),
+       JSON, st.integers(0, 3), st.sampled_from(["kind", "speed", "check", "metrics", "tail", "seconds", "gpu"]))
+def test_any_value_anywhere_is_read_or_one_summary_error(top, value, number, key):
+    in_step = _summary().to_dict()
+    in_step["steps"][number][key] = value
+    for data in (dict(_summary().to_dict(), **{top: value}), in_step):
+        try:
+            summary_check.check_summary_data(json.loads(json.dumps(data)), "s.json")
+        except SummaryFileError as exc:
+            assert "\n" not in exc.message and len(exc.message) < 600
