@@ -133,7 +133,6 @@ def process_starts(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="the other modules move to core/process.py in the next commits")
 def test_no_module_starts_a_process_but_core_process():
     shipped = PACKAGE / "render" / "shipped"  # scripts copied into test_tipc/, importing nothing of tipcgen
     found = {str(p.relative_to(ROOT)): hits for p in sorted(PACKAGE.rglob("*.py"))

@@ -39,7 +39,7 @@ def import_file(path: str | Path, repo_root: str | Path | None = None) -> str:
     return import_descriptor(inputs.read_text(path, "config"), str(path), runner)[0]
 
 
-def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]:
+def flag_problems(path: str | Path, root: str | Path | None = None, unsandboxed: bool = False) -> list[str]:
     """``error: ...`` / ``note: ...`` lines for the keys the runner would pass that the scripts do not
     accept (configs/flag_check.py); root: the repository (default: the folder above test_tipc/)."""
     import os
@@ -54,7 +54,7 @@ def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]
     if cfg.TipcConfig.parse(text).kind not in layout.LAYOUT_OF_KIND:
         return []
     return [f"{p.severity}: {path}:{p.line}: {p.message}" + (f" ({p.fix})" if p.fix else "")
-            for p in flag_check.check_config(Path(root), text, dict(os.environ))]
+            for p in flag_check.check_config(Path(root), text, dict(os.environ), unsandboxed)]
 
 
 def import_config(text: str, source: str) -> str:

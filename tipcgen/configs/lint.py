@@ -276,13 +276,13 @@ class _Linter(SlotRules):
                          f"{slot.value[0]}: the runner passes it to the inference script as it is; check that the "
                          "script takes it")
 
-def _flag_findings(root: Path, text: str, path: str) -> list[Finding]:
+def _flag_findings(root: Path, text: str, path: str, unsandboxed: bool = False) -> list[Finding]:
     """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning)."""
     from tipcgen.configs import flag_check
 
     return [Finding(path, p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
                     "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
-            for p in flag_check.check_config(root, text, dict(os.environ))]
+            for p in flag_check.check_config(root, text, dict(os.environ), unsandboxed)]
 
 
 def _show_line(line: Line) -> str:
@@ -310,10 +310,11 @@ def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None)
 
 
 def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None,
-                check_flags: bool = False) -> list[Finding]:
+                check_flags: bool = False, unsandboxed: bool = False) -> list[Finding]:
     """``lint_paths`` plus, for each basic-chain config, an ``info`` finding (rule ``family``) that
     names the layout family it was read in and how it was picked (what ``tipcgen lint`` shows);
-    check_flags (``lint --root``): each script's --help against the keys the runner passes it."""
+    check_flags (``lint --root``): each script's --help against the keys the runner passes it, in the sandbox
+    (unsandboxed: also without one, ``--trust-repo``)."""
     root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
     cache: dict = {}
@@ -325,7 +326,7 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
         if linter.pick is not None:
             findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
-            found = sorted(found + _flag_findings(root, text, str(file)), key=lambda f: (f.line, f.rule))
+            found = sorted(found + _flag_findings(root, text, str(file), unsandboxed), key=lambda f: (f.line, f.rule))
         findings.extend(found)
     return findings
 

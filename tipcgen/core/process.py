@@ -192,7 +192,7 @@ class Running:
     def __init__(self, request: Request) -> None:
         self.request = request
         argv = [str(a) for a in request.argv]
-        self.argv = argv
+        self.argv = self.args = argv
         if request.sandbox is not None:
             argv = request.sandbox.wrap(argv, request.cwd)
         self.started = time.monotonic()
@@ -220,6 +220,8 @@ class Running:
 
     # ------------------------------------------------------------ the group
     def signal_group(self, sig: int) -> None:
+        if self._outcome is not None:
+            return  # reaped: its pid (the group's id) may be another's now
         try:
             os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -278,9 +280,9 @@ class Running:
             while selector.get_map():
                 now = time.monotonic()
                 if deadline is not None and now >= deadline and self.stopping_at is None:
-                    self.timed_out = until is None or (request.timeout is not None and now >= self.started + request.timeout)
-                    if request.grace > 0 and until is None:
-                        self.stop()
+                    self.timed_out = request.timeout is not None and now >= self.started + request.timeout
+                    if request.grace > 0:
+                        self.stop()  # SIGTERM now, SIGKILL after the grace
                     else:
                         break
                 if self.stopping_at is not None and now >= self.stopping_at:
@@ -297,12 +299,15 @@ class Running:
                 # the output ended, the leader runs on: wait for it within the time left
                 while not self.exited():
                     now = time.monotonic()
-                    ends = [t for t in (deadline, self.stopping_at) if t is not None]
-                    if ends and now >= min(ends):
-                        self.timed_out = self.timed_out or (request.timeout is not None and deadline is not None
-                                                            and now >= self.started + request.timeout)
+                    if self.stopping_at is None and deadline is not None and now >= deadline:
+                        self.timed_out = request.timeout is not None and now >= self.started + request.timeout
+                        if request.grace > 0:
+                            self.stop()
+                            continue
                         break
-                    time.sleep(0.02 if not ends else max(0.0, min(0.02, min(ends) - now)))
+                    if self.stopping_at is not None and now >= self.stopping_at:
+                        break
+                    time.sleep(0.02)
         finally:
             selector.close()
         return self._end()

@@ -62,14 +62,15 @@ def available() -> tuple[bool, str]:
     """(whether processes can be sandboxed here, why not). TIPCGEN_SANDBOX=off says no."""
     if os.environ.get(OFF_VAR, "").strip().lower() in ("off", "0", "no", "false"):
         return False, f"{OFF_VAR}=off is set"
-    return _probe()
-
-
-@lru_cache(maxsize=1)
-def _probe() -> tuple[bool, str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return False, "bwrap (bubblewrap) is not installed"
+    return _probe(bwrap)
+
+
+@lru_cache(maxsize=4)
+def _probe(bwrap: str) -> tuple[bool, str]:
+    """Whether this bwrap works here: one run of ``true`` in the sandbox, once per process and bwrap."""
     true = shutil.which("true") or "/bin/true"
     outcome = process.run(process.Request([*_base(bwrap), "--", true], stderr="separate", timeout=30,
                                           output_cap=1 << 14))

@@ -70,7 +70,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
                if (given := options.scripts.get(role)) is not None and given.lower() != "null"}
     model_name = options.model_name or ""
     for script in scripts.values():
-        script.flags = probe(script, root, options.python, options.probe_timeout)
+        script.flags = probe(script, root, options.python, options.probe_timeout, unsandboxed=True)
     notes: list[str] = []
     chosen = _choose_flags(scripts, options, notes)
     data_dir = f"./train_data/{model_name}"
