@@ -147,3 +147,16 @@ def test_the_process_start_finder_finds_each_way(tmp_path: Path):
                      "os.system('x')\nos.popen('x')\nos.spawnlp(0, 'x')\nos.execvp('x', [])\n", encoding="utf-8")
     hits = process_starts(probe)
     assert len(hits) == 7 and any("os.system" in h for h in hits) and any("pty" in h for h in hits)
+
+
+def test_a_bwrap_that_is_installed_but_fails_is_no_sandbox(tmp_path: Path, monkeypatch):
+    """In a container bwrap may exist and still fail (no user namespaces): then it is not available, with why."""
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv(sandbox.OFF_VAR, raising=False)
+    found, why = sandbox.available()
+    assert not found and "installed but fails here" in why and "No permissions" in why
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    assert sandbox.available() == (False, "bwrap (bubblewrap) is not installed")
