@@ -36,6 +36,11 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 if TYPE_CHECKING:
     from tipcgen.core.sandbox import Spec
 
+try:
+    import resource  # imported here, never in the forked child (an import there can deadlock on a thread's lock)
+except ImportError:  # not POSIX
+    resource = None  # type: ignore[assignment]
+
 OUTPUT_CAP = 4 << 20  # bytes of output kept by default (head and tail halves)
 LINE_CAP = 1 << 20  # a longer line is handed to on_line in pieces of this size
 LINGER = 1.0  # seconds the output is still read after the leader exited (its children may hold the pipe)
@@ -179,9 +184,7 @@ def _preexec(parent: int, request: Request) -> Callable[[], None]:
                 os._exit(143)
         if cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, cpus)
-        if memory:
-            import resource
-
+        if memory and resource is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     return setup
 
