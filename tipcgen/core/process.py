@@ -244,6 +244,10 @@ class Running:
             return True
         return info is not None and info.si_pid == self.pid
 
+    def poll(self) -> int | None:
+        """Its exit code once ``finish`` ended it, else None."""
+        return self._outcome.exit_code if self._outcome is not None else None
+
     def stop(self, grace: float | None = None) -> None:
         """SIGTERM to the group now, SIGKILL after ``grace`` seconds (read by ``finish``)."""
         self.signal_group(signal.SIGTERM)
