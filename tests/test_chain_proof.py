@@ -99,26 +99,29 @@ def _scripts(repo: Path) -> None:
 
 
 def test_a_key_the_script_does_not_accept_is_an_error_naming_the_line_and_the_script(tmp_path: Path, monkeypatch):
-    monkeypatch.delenv("TIPCGEN_CACHE_DIR")  # the default: the repository's own .tipcgen/cache/flags/
+    monkeypatch.delenv("TIPCGEN_CACHE_DIR")  # the default: the user's $XDG_CACHE_HOME/tipcgen/flags/
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     _scripts(tmp_path)
-    problems = flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]})
+    problems = flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]}, unsandboxed=True)
     errors = [(p.line, p.message) for p in problems if p.severity == "error"]
     assert [line for line, _ in errors] == [7, 8, 21], errors  # --output-dir, --batch-size (train), --pretrained (export)
     assert "train passes --batch-size=... (line 8) to train.py (line 14)" in errors[1][1]
     assert next(p.fix for p in problems if p.line == 8).startswith("make the key of train.batch_size (in tipc.yaml; line 8 of the config) the script's flag --batch_size")
     notes = [p.message for p in problems if p.severity == "note"]
     assert notes == ["infer.py does not use argparse (no ArgumentParser in it), so its flags are not checked"]
-    # Cached by content: a second check runs no script (a probe would fail now).
-    assert len(list((tmp_path / paths.FLAG_CACHE).glob("*.json"))) == 3
+    # Cached by content in the user's cache (the two probed scripts; a script without argparse is never run):
+    # a second check runs no script (a probe would fail now). Nothing is written into the repository.
+    assert len(list((tmp_path / "xdg" / "tipcgen" / "flags").glob("*.json"))) == 2
+    assert not (tmp_path / paths.FLAG_CACHE).exists()
 
     def no_probe(*args, **kwargs):
         raise AssertionError("probed again")
 
     monkeypatch.setattr(flag_check, "probe", no_probe)
-    assert flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]}) == problems
+    assert flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]}, unsandboxed=True) == problems
     (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text() + "# changed\n")
     with pytest.raises(AssertionError, match="probed again"):
-        flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]})
+        flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]}, unsandboxed=True)
 
 
 def test_the_cache_goes_where_tipcgen_cache_dir_says(tmp_path: Path, monkeypatch):
@@ -127,8 +130,8 @@ def test_the_cache_goes_where_tipcgen_cache_dir_says(tmp_path: Path, monkeypatch
     repo.mkdir()
     _scripts(repo)
     monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(shared))
-    flag_check.check_config(repo, TUTORIAL, {"PATH": os.environ["PATH"]})
-    assert len(list((shared / "flags").glob("*.json"))) == 3 and not (repo / ".tipcgen").exists()
+    flag_check.check_config(repo, TUTORIAL, {"PATH": os.environ["PATH"]}, unsandboxed=True)
+    assert len(list((shared / "flags").glob("*.json"))) == 2 and not (repo / ".tipcgen").exists()
 
 
 def test_lint_root_and_import_report_the_keys_too(tmp_path: Path):
@@ -136,13 +139,13 @@ def test_lint_root_and_import_report_the_keys_too(tmp_path: Path):
     config = tmp_path / "test_tipc/configs/m/train_infer_python.txt"
     config.parent.mkdir(parents=True)
     config.write_text(TUTORIAL)
-    lint = tipcgen("lint", str(config), "--root", str(tmp_path))
+    lint = tipcgen("lint", str(config), "--root", str(tmp_path), "--trust-repo")
     assert lint.returncode == 1
     assert [line.split(": ")[0].rsplit(":", 1)[1] + " " + line.split()[2] for line in lint.stdout.splitlines()
             if "unknown-flag" in line] == ["7 unknown-flag", "8 unknown-flag", "21 unknown-flag"]
     assert "flags-unchecked" in lint.stdout and "infer.py does not use argparse" in lint.stdout
     assert tipcgen("lint", str(config)).returncode == 0  # without --root no script is looked at
-    imported = tipcgen("import", str(config), "-o", str(tmp_path / "tipc.yaml"))
+    imported = tipcgen("import", str(config), "-o", str(tmp_path / "tipc.yaml"), "--trust-repo")
     assert imported.returncode == 1 and (tmp_path / "tipc.yaml").is_file()
     assert f"error: {config}:8: train passes --batch-size=..." in imported.stderr
 
@@ -202,7 +205,7 @@ def test_a_tracked_file_a_step_changes_fails_the_run_naming_it(stub_repo: Path):
 def test_a_script_whose_help_fails_is_said_so_never_guessed(tmp_path: Path):
     _scripts(tmp_path)
     (tmp_path / "export.py").write_text("import argparse\nraise SystemExit('needs a GPU to start')\n")
-    notes = [p.message for p in flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]})
+    notes = [p.message for p in flag_check.check_config(tmp_path, TUTORIAL, {"PATH": os.environ["PATH"]}, unsandboxed=True)
              if p.severity == "note"]
     assert any(n.startswith("export.py's flags are not checked: `") and "needs a GPU to start" in n for n in notes), notes
 

@@ -246,16 +246,16 @@ def _flag_rows(checks: list[Check]) -> list[Check]:
 
 def test_flags_row_counts_the_keys_and_scripts_checked_and_says_when_cached(tmp_path: Path, monkeypatch):
     repo = _flag_repo(tmp_path, monkeypatch)
-    [row] = _flag_rows(doctor.diagnose(repo, None, None))
+    [row] = _flag_rows(doctor.diagnose(repo, None, None, unsandboxed=True))
     assert row == Check("flags", "ok", "11 key(s) of 3 script(s) checked: each is a flag of its script's --help"), row
     assert len(list((tmp_path / "cache" / "flags").glob("*.json"))) == 3  # flag_check's cache, where run keeps it
-    [again] = _flag_rows(doctor.diagnose(repo, None, None))
+    [again] = _flag_rows(doctor.diagnose(repo, None, None, unsandboxed=True))
     assert again.status == "ok" and again.detail.endswith("--help (cached)"), again
 
 
 def test_a_misspelled_key_fails_naming_the_key_its_line_the_script_and_the_fix(tmp_path: Path, monkeypatch):
     repo = _flag_repo(tmp_path, monkeypatch, TUTORIAL.replace("--batch-size:lite", "--batch_size:lite"))
-    checks = doctor.diagnose(repo, None, None)
+    checks = doctor.diagnose(repo, None, None, unsandboxed=True)
     assert [row.status for row in _flag_rows(checks)] == ["fail"], "no ok row beside a failed key"
     [row] = _flag_rows(checks)
     assert row.detail == (f"{FLAG_CONFIG}:8: train passes --batch_size=... (line 8) to train.py (line 14), which does "
@@ -266,7 +266,7 @@ def test_a_misspelled_key_fails_naming_the_key_its_line_the_script_and_the_fix(t
 
 def test_a_script_without_argparse_is_said_so_and_never_run(tmp_path: Path, monkeypatch):
     repo = _flag_repo(tmp_path, monkeypatch, infer=_NO_ARGPARSE)
-    rows = doctor._flags(repo, Path(FLAG_CONFIG))
+    rows = doctor._flags(repo, Path(FLAG_CONFIG), unsandboxed=True)
     assert [(row.status, row.detail) for row in rows] == [
         ("ok", "6 key(s) of 2 script(s) checked: each is a flag of its script's --help"),
         ("warn", f"{FLAG_CONFIG}:27: infer.py does not use argparse (no ArgumentParser in it), so its flags are not checked"),
@@ -293,7 +293,7 @@ def test_the_flags_row_says_why_no_key_was_checked(case: str, tmp_path: Path, mo
     elif case == "paddle2onnx":
         (repo / FLAG_CONFIG).write_text((ROOT / "test_tipc/configs/bert_sst2/model_linux_gpu_normal_normal_paddle2onnx_"
                                          "python_linux_cpu.txt").read_text())
-    checks = doctor.diagnose(repo, FLAG_CONFIG, None)
+    checks = doctor.diagnose(repo, FLAG_CONFIG, None, unsandboxed=True)
     assert (case == "lint") == (by_name(checks)["lint"].status == "fail"), by_name(checks)["lint"]
     rows = _flag_rows(checks)
     words = {"interpreter": "the chain's interpreter 'python3.7-absent' is not on PATH (see the python row)",
@@ -319,16 +319,17 @@ def test_hostile_keys_run_nothing_and_are_shown_escaped_and_short(tmp_path: Path
                .replace("--img-path:", "--img\x1b]0;owned\x07-path:"))
     repo = _flag_repo(tmp_path, monkeypatch, hostile)
     commands: list[list[str]] = []
-    real_run = script_help.subprocess.run
+    real_run = script_help.process.run
 
-    def recorded(cmd, *args, **kwargs):
-        commands.append(list(cmd))
-        return real_run(cmd, *args, **kwargs)
+    def recorded(request):
+        commands.append(list(request.argv))
+        return real_run(request)
 
-    monkeypatch.setattr(script_help.subprocess, "run", recorded)
+    monkeypatch.setattr(script_help.process, "run", recorded)
     monkeypatch.chdir(repo)
-    rows = doctor._flags(repo, Path(FLAG_CONFIG))
-    assert sorted(c[1:] for c in commands) == [["export.py", "--help"], ["infer.py", "--help"], ["train.py", "--help"]]
+    rows = doctor._flags(repo, Path(FLAG_CONFIG), unsandboxed=True)
+    assert sorted(c[1:] for c in commands) == [["--", "export.py", "--help"], ["--", "infer.py", "--help"],
+                                               ["--", "train.py", "--help"]]
     assert sorted(p.name for p in repo.iterdir() if p.name.startswith("PWNED")) == []
     failed = [row for row in rows if row.status == "fail"]
     assert [row.detail.split(": ", 1)[0] for row in failed] == [f"{FLAG_CONFIG}:{n}" for n in (6, 20, 31)], rows
@@ -347,7 +348,7 @@ def test_the_cli_fails_on_a_misspelled_key_of_the_tutorial_project(tmp_path: Pat
     tipcgen("import", config, "-o", "tipc.yaml", cwd=repo, check=True)
     tipcgen("init", "tipc.yaml", "--force", cwd=repo, check=True)  # tipcgen's runner: the keys it passes are checked
     monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(tmp_path / "cache"))
-    clean = tipcgen("doctor", cwd=repo)
+    clean = tipcgen("doctor", "--trust-repo", cwd=repo)
     row = next(line for line in clean.stdout.splitlines() if " flags " in line)
     if HAS_PADDLE:  # the scripts import paddle before they parse their flags
         assert row.split() == ["ok", "flags", "11", "key(s)", "of", "3", "script(s)", "checked:", "each", "is", "a",
@@ -355,7 +356,7 @@ def test_the_cli_fails_on_a_misspelled_key_of_the_tutorial_project(tmp_path: Pat
         assert clean.returncode == 0, clean.stdout
     (repo / config).write_text((repo / config).read_text().replace("--batch-size:lite", "--batch_size:lite")
                                .replace("--img-path:", "--image-path:"))
-    proc = tipcgen("doctor", cwd=repo)
+    proc = tipcgen("doctor", "--trust-repo", cwd=repo)
     lines = proc.stdout.splitlines()
     if HAS_PADDLE:
         assert proc.returncode == 1 and [line.split()[1] for line in lines if line.startswith("FAIL")] == ["flags", "flags"]

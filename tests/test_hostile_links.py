@@ -157,12 +157,12 @@ def expects_refusal(repo: Path, command: str, component: str) -> bool:
     repository (TIPCGEN_CACHE_DIR empty, today's default); a cache in the user's folder is not reached through it."""
     if command not in ("lint", "doctor", "run-cache"):
         return True
-    from tipcgen.configs import flag_check
+    from tipcgen.configs import flag_cache
 
     saved = os.environ.get("TIPCGEN_CACHE_DIR")
     os.environ["TIPCGEN_CACHE_DIR"] = ""
     try:
-        cache = Path(os.path.abspath(flag_check.cache_dir(repo)))
+        cache = Path(os.path.abspath(flag_cache.cache_dir(repo)))
     except TypeError:  # the cache's place no longer depends on the repository
         return False
     finally:

@@ -231,10 +231,12 @@ def run(
     chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), or ptq (post-training quantization: calibrate, int8 inference, int8 vs float)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
     max_checkpoint_bytes: Optional[int] = typer.Option(None, "--max-checkpoint-bytes", min=1, help="The largest checkpoint the export check reads (default: a quarter of the machine's memory)."),
+    sandbox: bool = typer.Option(False, "--sandbox", help="Run prepare.sh and the runner in a sandbox (bubblewrap): only the repository and the run folder writable, no network; exit 2 where bubblewrap is missing."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 
     Writes summary.json and junit.xml next to results_python.log; exit code 0 only if every step passed.
+    This runs the repository's code with your rights; --sandbox confines the chain (docs/SECURITY.md).
 
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
     """
@@ -254,7 +256,8 @@ def run(
     summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
                                model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse,
                                python=python, check_run=functools.partial(export_check.check_run,
-                                                                          max_bytes=max_checkpoint_bytes))
+                                                                          max_bytes=max_checkpoint_bytes),
+                               sandbox=sandbox)
     echo(summary_text.terminal_text(summary, color=_color()))
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
     echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
@@ -300,9 +303,10 @@ def report(
 @app.command()
 def lint(
     configs: List[Path] = typer.Argument(..., help="Config files or folders (searched for *.txt)."),
-    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: check that the scripts the config names exist there, and that each accepts the keys the runner passes it (its --help, cached under .tipcgen/cache/)."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root: check that the scripts the config names exist there, and that each accepts the keys the runner passes it (its --help, run in a sandbox, cached in your cache folder)."),
     repo_root: Optional[Path] = typer.Option(None, "--repo-root", hidden=True, help="The old name of --root."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
+    trust_repo: bool = typer.Option(False, "--trust-repo", help="Run the repository's scripts' --help even where no sandbox (bubblewrap) can be had: their code runs with your rights (docs/SECURITY.md)."),
 ) -> None:
     """Find what upstream TIPC runners get silently wrong in configs (shifted lines, ':' in values, list lengths).
 
@@ -317,7 +321,7 @@ def lint(
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
     findings = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
-                                  check_flags=repo_root is not None)
+                                  check_flags=repo_root is not None, unsandboxed=trust_repo)
     if format is Format.json:
         echo(linter.findings_to_json(findings))
     else:
@@ -366,6 +370,7 @@ def doctor(
     config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to check (default: the only test_tipc/configs/*/train_infer_python.txt)."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set to check (default: $TIPC_DATA_DIR)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    trust_repo: bool = typer.Option(False, "--trust-repo", help="Run the repository's scripts' --help even where no sandbox (bubblewrap) can be had: their code runs with your rights (docs/SECURITY.md)."),
 ) -> None:
     """Check this machine before a run: Python, paddle and its export format, GPU, ONNX tools, scripts, flags, data.
 
@@ -375,7 +380,7 @@ def doctor(
     """
     from tipcgen.run import doctor as checkup
 
-    checks = checkup.diagnose(root, config, data_dir)
+    checks = checkup.diagnose(root, config, data_dir, unsandboxed=trust_repo)
     echo(checkup.format_checks(checks))
     raise typer.Exit(checkup.exit_code(checks))
 

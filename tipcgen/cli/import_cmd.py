@@ -19,6 +19,7 @@ def import_(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it); for a folder, the folder to write <model_name>/tipc.yaml into."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family, and each script the config names is probed (--help) for the keys the runner passes it (default: the test_tipc/ the config sits in)."),
+    trust_repo: bool = typer.Option(False, "--trust-repo", help="Run the repository's scripts' --help even where no sandbox (bubblewrap) can be had: their code runs with your rights (docs/SECURITY.md)."),
 ) -> None:
     """Turn existing TIPC configs into tipcgen descriptors.
 
@@ -65,7 +66,7 @@ def import_(
     else:
         document = importer.import_file(config, root)
         text, note = legacy_format.imported_env(document, Path("."))
-        problems = importer.flag_problems(config, root)
+        problems = importer.flag_problems(config, root, trust_repo)
         added = None
     if output is None:
         echo(text, nl=False)

@@ -69,6 +69,8 @@ def new(
 
     Missing scripts and names are asked for on a terminal; elsewhere (CI) the error names the option to pass.
     The descriptor loads and renders before it is written; then run tipcgen init on it.
+    This runs the repository's scripts (their --help) with your rights: in a sandbox where bubblewrap works,
+    unsandboxed where it does not (docs/SECURITY.md).
 
     Example: tipcgen new --model-name my_model --train tools/train.py --eval tools/eval.py --export tools/export_model.py --infer tools/infer.py --checkpoint best_model --train-data data/lite_train.txt
     """

@@ -33,11 +33,13 @@ def suite(
     ray: bool = typer.Option(False, "--ray", help="Run each chain as a Ray task (a local Ray, or the cluster of --address)."),
     address: Optional[str] = typer.Option(None, "--address", help="A running Ray cluster (e.g. 127.0.0.1:6379); implies --ray."),
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep each chain's working copy (under OUTPUT/work)."),
+    sandbox: bool = typer.Option(False, "--sandbox", help="Run each chain with tipcgen run --sandbox (bubblewrap: only its repository copy and run folder writable, no network); exit 2 where bubblewrap is missing."),
 ) -> None:
     """Run many TIPC chains: a lint gate, then each chain as `tipcgen run` in its own copy of its repository.
 
     Writes suite.json, junit.xml (a testsuite per model) and runs/<model>/<chain>/<mode>/ under --output;
-    exit code 0 only if no config was refused and every chain passed.
+    exit code 0 only if no config was refused and every chain passed. Without --lint-only this runs each
+    repository's code (prepare.sh, its scripts) with your rights; --sandbox confines it (docs/SECURITY.md).
 
     Example: tipcgen suite . ../other-model --jobs 2 --timeout 900
     """
@@ -60,6 +62,15 @@ def suite(
             echo(f"run     {item.key}  ({Path(item.root) / item.config})")
         echo(f"{len(chains)} chain(s) to run, {len(refused)} config(s) refused", err=True)
         raise typer.Exit(1 if refused else 0)
+    if sandbox:
+        from tipcgen.core import sandbox as confine
+
+        found, why = confine.available()
+        if not found:
+            raise TipcgenError(f"--sandbox: no sandbox can be had here ({why})",
+                               f"{confine.INSTALL_HINT}, or run without --sandbox")
+        if ray or address:
+            raise TipcgenError("--sandbox runs local chains only", "leave out --ray/--address, or --sandbox")
     result = report.SuiteResult(refused=refused, engine="ray" if ray or address else "local")
     if ray or address:
         from tipcgen.suite import ray_tasks as suite_ray
@@ -85,7 +96,8 @@ def suite(
                 result.results = suite_ray.run_ray(chains, out, address, cores_per_chain or 1,
                                                    gpus_per_chain, timeout, progress, result.notes)
             else:
-                result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work)
+                result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work,
+                                                   ("--sandbox",) if sandbox else ())
         except guard.Interrupted:  # before any chain started (joining Ray, shipping the repositories)
             result.results = planner.not_started(chains)
         signals.armed = False

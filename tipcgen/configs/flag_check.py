@@ -14,25 +14,28 @@ passes its device line or line 11, ``--data-path:``, to train). A key that does 
 (``Global.epoch_num``, a PaddleOCR ``-o`` override) is not an argparse option: it is not checked.
 
 A script whose text never mentions argparse is not run with ``--help`` (it might train instead); it
-and a script whose ``--help`` fails are said to be unchecked, never guessed. Probes are cached by the
-script's sha256 and the interpreter under ``.tipcgen/cache/flags/`` in the repository (written through
-``core/writes.py``), so a second run probes nothing.
+and a script whose ``--help`` fails are said to be unchecked, never guessed. The probe runs in the
+sandbox (``script_help.probe``); without one, the reading commands (lint, import, doctor) run no probe
+unless the user passes ``--trust-repo``, and say so in one note. The flags a finished probe read are
+cached in the user's cache folder (``flag_cache.cache_dir``; never the repository's: a committed cache must never
+vouch for a flag), keyed on the script, the interpreter and the repository files the script imports
+(``flag_cache.key``), so a second run probes nothing; a probe that failed or timed out is not cached.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import os
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from tipcgen.configs.script_reading import nearest_flag
-from tipcgen.configs.script_help import PROBE_TIMEOUT, Flag, Script, probe
-from tipcgen.core import inputs, writes
+from tipcgen.configs.script_help import PROBE_TIMEOUT, TRUST_OPTION, Flag, Script, checked_script, probe
+from tipcgen.configs import flag_cache
+from tipcgen.core import inputs, sandbox
 from tipcgen.core.errors import TipcgenError
-from tipcgen.format import chain, layout, paths
+from tipcgen.core.text import terminal
+from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig, is_null, parse_per_mode, split_list
 
 # Text a script that parses its flags with argparse (or PaddleOCR's ArgsParser) has in it.
@@ -183,9 +186,29 @@ def passed_flags(text: str, family: str | None = None, reads: frozenset[int] | N
 # ---------------------------------------------------------------- probing, cached
 
 def interpreter(text: str, env: dict[str, str]) -> tuple[str, str | None]:
-    """The chain's interpreter as TIPC_PYTHON or the config's python: line names it, and its full path."""
+    """The chain's interpreter as TIPC_PYTHON or the config's python: line names it, and its full path
+    (what the runner will run: ``run``'s concern; a probe uses ``probe_interpreter``)."""
     python = env.get("TIPC_PYTHON") or next((line.split(":", 1)[1].strip() for line in text.splitlines()
                                               if line.startswith("python:")), "python")
+    return python, shutil.which(python, path=env.get("PATH"))
+
+
+_COMMAND_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._+]*")
+
+
+def is_command_name(word: str) -> bool:
+    """A plain command name (python3.7), looked up on the user's PATH: no path, no option."""
+    return bool(_COMMAND_NAME.fullmatch(word))
+
+
+def probe_interpreter(text: str, env: dict[str, str]) -> tuple[str, str | None]:
+    """The interpreter a probe runs: the user's (TIPC_PYTHON, which --python sets), else the config's python:
+    word only when it is a plain command name found on the user's PATH (python3.7), else PATH's python. A
+    path the config names (``./tool.sh``, ``/opt/x/python``) or an option-like word never runs."""
+    if env.get("TIPC_PYTHON"):
+        return env["TIPC_PYTHON"], shutil.which(env["TIPC_PYTHON"], path=env.get("PATH"))
+    named = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("python:")), "")
+    python = named if is_command_name(named) else "python"
     return python, shutil.which(python, path=env.get("PATH"))
 
 
@@ -193,53 +216,39 @@ def _uses_argparse(text: str) -> bool:
     return any(word in text for word in _ARGPARSE_WORDS)
 
 
-def cache_dir(root: Path) -> Path:
-    """Where probes are cached: $TIPCGEN_CACHE_DIR/flags when set (a read-only checkout, CI, the tests, which
-    never write into the tree they test), else the repository's .tipcgen/cache/flags/."""
-    shared = os.environ.get("TIPCGEN_CACHE_DIR", "")
-    return Path(shared) / "flags" if shared else root / paths.FLAG_CACHE
-
-
-def check_cache(root: Path) -> None:
-    """Before any probe: the cache, where it lies in the repository, is reached through no link (a committed
-    ``.tipcgen -> ~/x``): refused (exit 2) rather than written through."""
-    writes.check_no_links(root, cache_dir(root), "the flag cache")
-
-
 def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT,
-                 role: str = "train") -> tuple[list[Flag] | str, bool]:
-    """The flags of a script's --help, or why they were not read (no argparse, a failing --help), and whether
-    the answer came from the cache (by the script's sha256 and the interpreter, under .tipcgen/cache/flags/)."""
-    path = root / script
+                 role: str = "train", unsandboxed: bool = False) -> tuple[list[Flag] | str, bool]:
+    """The flags of a script's --help, or why they were not read (no argparse, a failing --help, no
+    sandbox), and whether the answer came from the cache (the user's: ``cache_dir``). Only flags that a
+    finished probe read are cached; a timed-out or failed probe is asked again next time."""
+    path = checked_script(root, script)
     data = inputs.read_bytes(path, "script")
-    name = hashlib.sha256(data + b"\0" + python.encode()).hexdigest() + ".json"
-    cache = cache_dir(root)
-    cached = cache / name
-    if cached.is_file():
-        try:
-            record = json.loads(cached.read_text(encoding="utf-8"))
-            if "unchecked" in record:
-                return str(record["unchecked"]), True
-            return [Flag(tuple(f["names"]), bool(f["takes_value"])) for f in record["flags"]], True
-        except (ValueError, KeyError, TypeError):
-            pass  # a damaged cache entry: probe again
     text = data.decode("utf-8", errors="replace")
-    result: list[Flag] | str
     if not _uses_argparse(text):
-        result = f"{script} does not use argparse (no ArgumentParser in it), so its flags are not checked"
-    else:
-        try:
-            result = probe(Script(role, script), root, python, timeout)
-        except TipcgenError as exc:
-            result = f"{script}'s flags are not checked: {exc.message}"
-    record = ({"script": script, "unchecked": result} if isinstance(result, str) else
-              {"script": script, "flags": [{"names": list(f.names), "takes_value": f.takes_value} for f in result]})
+        return f"{script} does not use argparse (no ArgumentParser in it), so its flags are not checked", False
+    boxed = sandbox.available()[0]
+    cache = flag_cache.cache_dir()
+    keys = [flag_cache.key(root, script, data, python, True)] + ([flag_cache.key(root, script, data, python, False)]
+                                                            if unsandboxed and not boxed else [])
+    for name in keys:
+        found = flag_cache.read(cache / name)
+        if found is not None:
+            return found, True
     try:
-        writes.write_tree({name: json.dumps(record, indent=1) + "\n"}, cache, backup=False,
-                          owned=frozenset({name}), root=root)
-    except (TipcgenError, OSError):
-        pass  # a read-only checkout: the probe still counts, only the cache is lost
+        result: list[Flag] | str = probe(Script(role, script), root, python, timeout, unsandboxed=unsandboxed,
+                                         timeout_option="")
+    except TipcgenError as exc:
+        return f"{script}'s flags are not checked: {terminal(exc.message)}", False
+    name = keys[0] if boxed else keys[-1]
+    flag_cache.write(cache, name, script, result)
     return result, False
+
+
+def no_sandbox_note(trust_option: str = TRUST_OPTION) -> str:
+    """The one line a reading command prints when it did not run the probes (no sandbox, no trust option)."""
+    why = sandbox.available()[1]
+    return (f"the scripts' --help was not run, so no key was checked against its script: no sandbox here ({why}); "
+            f"{sandbox.INSTALL_HINT}, or pass {trust_option} to run the repository's scripts unsandboxed")
 
 
 def accepts(flags: list[Flag], key: str) -> bool:
@@ -252,23 +261,32 @@ def accepts(flags: list[Flag], key: str) -> bool:
     return word.startswith("--") and len(longs) == 1
 
 
-NO_INTERPRETER = "the chain's interpreter '{python}' is not on PATH, so no script's flags were checked"
+NO_INTERPRETER = "the interpreter '{python}' is not on PATH, so no script's flags were checked"
 
 
-def check_config(root: Path, text: str, env: dict[str, str], family: str | None = None,
+def check_config(root: Path, text: str, env: dict[str, str], unsandboxed: bool = False, family: str | None = None,
                  reads: frozenset[int] | None = None) -> list[Problem]:
-    """``check`` with the config's own interpreter (lint --root, import): a note when it is not on PATH (one
-    message per interpreter, which ``lint --root`` says once per repository). family, reads: ``_Lines``."""
-    python, found = interpreter(text, env)
+    """``check`` with the user's interpreter (lint --root, import): a note when it is not on PATH (one message
+    per interpreter, which ``lint --root`` says once per repository). unsandboxed: the user passed the trust
+    option (else the probes run only in a sandbox). family, reads: ``_Lines``."""
+    python, found = probe_interpreter(text, env)
     if found is None and any((root / p.script).is_file() for p in passed_flags(text, family, reads)):
-        return [Problem(1, "note", NO_INTERPRETER.format(python=python) + " (tipcgen run --python names another)")]
-    return survey(root, text, found, family=family, reads=reads).problems if found else []
+        return [Problem(1, "note", NO_INTERPRETER.format(python=terminal(python)) + " (TIPC_PYTHON names another)")]
+    return survey(root, text, found, unsandboxed=unsandboxed, family=family, reads=reads).problems if found else []
 
 
-def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT) -> list[Problem]:
+def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, unsandboxed: bool = False) -> list[Problem]:
     """Errors for every key a script refuses, notes for every script not checked, in config line order.
     ``python`` is the interpreter's full path (the caller says when there is none)."""
-    return survey(root, text, python, timeout).problems
+    return survey(root, text, python, timeout, unsandboxed).problems
+
+
+def _probed(root: Path, script: str) -> bool:
+    try:
+        checked_script(root, script)
+        return True
+    except TipcgenError:
+        return False
 
 
 def tolerant(root: Path, script: str) -> bool:
@@ -279,22 +297,28 @@ def tolerant(root: Path, script: str) -> bool:
         return False
 
 
-def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, family: str | None = None,
-           reads: frozenset[int] | None = None) -> Survey:
-    """``check``'s problems, with how many keys and scripts it checked and how many answers were cached."""
-    passed = [p for p in passed_flags(text, family, reads) if (root / p.script).is_file()]
-    if passed:
-        check_cache(root)
+def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, unsandboxed: bool = False,
+           family: str | None = None, reads: frozenset[int] | None = None) -> Survey:
+    """``check``'s problems, with how many keys and scripts it checked and how many answers were cached.
+    Without a sandbox and without ``unsandboxed`` no script runs: the answers the cache has are used, and
+    one note says how to have the others checked."""
+    passed = [p for p in passed_flags(text, family, reads) if _probed(root, p.script)]
     roles: dict[str, str] = {}
     for item in passed:
         roles.setdefault(item.script, item.step)  # the step that runs it first (its --help's hint names it)
     with ThreadPoolExecutor(max_workers=4) as pool:
-        answers = dict(zip(roles, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s]), roles)))
+        answers = dict(zip(roles, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s], unsandboxed),
+                                           roles)))
     flags = {script: found for script, (found, _) in answers.items()}
     lenient = {script for script in roles if tolerant(root, script)}
     problems: list[Problem] = []
     noted: set[str] = set()
     keys = 0
+    not_run = [script for script, found in flags.items() if isinstance(found, str) and "no sandbox here" in found]
+    if not_run:
+        first = min(p.script_line for p in passed if p.script in not_run)
+        problems.append(Problem(first, "note", no_sandbox_note()))
+        noted.update(not_run)
     for item in passed:
         found = flags[item.script]
         if isinstance(found, str):
@@ -306,12 +330,12 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, f
         keys += word.startswith("-")
         if not word.startswith("-") or accepts(found, item.key) or item.script in lenient:
             continue
-        names = sorted({name for flag in found for name in flag.names if name.startswith("-")})
+        names = sorted({terminal(name)[:_SHOWN] for flag in found for name in flag.names if name.startswith("-")})
         close = nearest_flag(word[:_SHOWN], names)
         where = f"the key of {item.field} (in tipc.yaml; line {item.line} of the config)" if item.field else f"the key on line {item.line}"
         fix = (f"make {where} the script's flag {close}" if close else
                f"make {where} one of the script's flags ({', '.join(names[:8]) or 'it has none'})")
-        shown = word if len(word) <= _SHOWN else f"{word[:_SHOWN]}... ({len(word)} characters)"
+        shown = terminal(word if len(word) <= _SHOWN else f"{word[:_SHOWN]}... ({len(word)} characters)")
         problems.append(Problem(item.line, "error", (
             f"{item.step} passes {shown}=... (line {item.line}) to {item.script} (line {item.script_line}), "
             f"which does not accept it: `{item.script} --help` has no {shown}"), fix + ", or null to pass nothing"))

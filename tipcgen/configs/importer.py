@@ -39,7 +39,7 @@ def import_file(path: str | Path, repo_root: str | Path | None = None) -> str:
     return import_descriptor(inputs.read_text(path, "config"), str(path), runner)[0]
 
 
-def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]:
+def flag_problems(path: str | Path, root: str | Path | None = None, unsandboxed: bool = False) -> list[str]:
     """``error: ...`` / ``note: ...`` lines for the keys the runner would pass that the scripts do not
     accept (configs/flag_check.py); root: the repository (default: the folder above test_tipc/)."""
     import os
@@ -59,7 +59,8 @@ def flag_problems(path: str | Path, root: str | Path | None = None) -> list[str]
     basic = next((s for s in family_pick.runner_specs(path, Path(root)) if s.name == Path(paths.BASIC_RUNNER).name), None)
     reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
     return [f"{p.severity}: {path}:{p.line}: {p.message}" + (f" ({p.fix})" if p.fix else "")
-            for p in flag_check.check_config(Path(root), text, dict(os.environ), pick.family.name if pick else None, reads)]
+            for p in flag_check.check_config(Path(root), text, dict(os.environ), unsandboxed,
+                                             pick.family.name if pick else None, reads)]
 
 
 def import_config(text: str, source: str) -> str:

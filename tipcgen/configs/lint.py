@@ -284,7 +284,7 @@ class _Linter:
                          f"{slot.value[0]}: the runner passes it to the inference script as it is; check that the "
                          "script takes it")
 
-def _flag_findings(root: Path, text: str, path: str, family: str | None = None,
+def _flag_findings(root: Path, text: str, path: str, unsandboxed: bool = False, family: str | None = None,
                    reads: frozenset[int] | None = None) -> list[Finding]:
     """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning); only the
     keys the config's own runner passes (its family, the lines its runner reads)."""
@@ -292,7 +292,7 @@ def _flag_findings(root: Path, text: str, path: str, family: str | None = None,
 
     return [Finding(path, p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
                     "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
-            for p in flag_check.check_config(root, text, dict(os.environ), family, reads)]
+            for p in flag_check.check_config(root, text, dict(os.environ), unsandboxed, family, reads)]
 
 
 def _show_line(line: Line) -> str:
@@ -322,10 +322,11 @@ def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None)
 
 
 def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None,
-                check_flags: bool = False) -> list[Finding]:
+                check_flags: bool = False, unsandboxed: bool = False) -> list[Finding]:
     """``lint_paths`` plus, for each basic-chain config, an ``info`` finding (rule ``family``) that
     names the layout family it was read in and how it was picked (what ``tipcgen lint`` shows);
-    check_flags (``lint --root``): each script's --help against the keys the runner passes it."""
+    check_flags (``lint --root``): each script's --help against the keys the runner passes it, in the sandbox
+    (unsandboxed: also without one, ``--trust-repo``)."""
     root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
     cache: dict = {}
@@ -340,7 +341,7 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
             basic = reading.basic_runner(linter.specs)
             reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
-            flags = _flag_findings(root, text, str(file), linter.pick.family.name if linter.pick else None, reads)
+            flags = _flag_findings(root, text, str(file), unsandboxed, linter.pick.family.name if linter.pick else None, reads)
             flags = [f for f in flags if f.rule != "flags-unchecked" or f.message not in said]  # once per repository
             said.update(f.message for f in flags if f.rule == "flags-unchecked")
             found = sorted(found + flags, key=lambda f: (f.line, f.rule))

@@ -142,7 +142,10 @@ def refuse(root: Path, config_path: Path, env: dict[str, str] | None = None,
     unchecked = flags_unchecked(root, text)
     if unchecked:
         return [f"{config_path}: {unchecked}, so the keys were not checked against the scripts' --help"]
-    problems = flag_check.check(root, text, found)
+    # run executes the repository's code anyway: its probe runs unsandboxed where no sandbox can be had,
+    # in the user's interpreter (TIPC_PYTHON, which --python sets, or PATH's; never a path the config names).
+    probe_python = flag_check.probe_interpreter(text, env)[1] or found
+    problems = flag_check.check(root, text, probe_python, unsandboxed=True)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         shown = "; ".join(f"{config_path}:{p.line}: {p.message}" for p in errors)

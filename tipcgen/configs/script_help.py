@@ -1,4 +1,4 @@
-"""A script's argparse-style ``--help``: run it (``python SCRIPT --help``, with a timeout) and read its flags.
+"""A script's argparse-style ``--help``: run it (``python -- SCRIPT --help``, sandboxed, bounded) and read its flags.
 
 ``tipcgen new`` maps the flags found here to TIPC slots; ``configs/flag_check`` checks a config's keys against them.
 """
@@ -7,14 +7,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tipcgen.core import inputs, process, sandbox
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.text import terminal
 
 PROBE_TIMEOUT = 60
+PROBE_OUTPUT = 4 << 20  # bytes of --help kept; a longer one is stopped there
+PROBE_MEMORY = 8 << 30  # bytes of address space a probe may take (paddle's import takes ~0.7 GB)
+TRUST_OPTION = "--trust-repo"  # lint, import, doctor: run the --help probes without a sandbox
 SCRIPT_OPTION = {"train": "--train", "eval": "--eval", "export": "--export", "infer": "--infer"}
 
 
@@ -142,28 +146,80 @@ def _required_in_usage(text: str) -> set[str]:
     return out
 
 
-def probe(script: Script, root: Path, python: str, timeout: float = PROBE_TIMEOUT) -> list[Flag]:
-    """``python SCRIPT --help`` in root → its flags; a script whose --help fails is an error."""
-    interpreter = shutil.which(python) or (sys.executable if python in ("python", "python3") else None)
+class NotSandboxed(TipcgenError):
+    """No sandbox here, and the command may not run the repository's code outside one."""
+
+
+def checked_script(root: Path, path: str) -> Path:
+    """The script a probe runs: a ``.py`` regular file inside the repository (no link out of it), named by a
+    relative path; anything else (an option-like word, a shell script, a link out) is refused."""
+    where = Path(path)
+    if not path.endswith(".py") or where.is_absolute() or ".." in where.parts or not path.strip():
+        raise TipcgenError(f"{terminal(path)[:120]} is not a .py file inside the repository, so it is not probed",
+                           "name the step's script by its path from the repository root (e.g. tools/train.py)")
+    full = root / where
+    try:
+        inputs.within(full, root)
+    except TipcgenError as exc:
+        raise TipcgenError(f"{terminal(path)[:120]} is not probed: {exc.message}", exc.hint) from None
+    if not full.is_file():
+        raise TipcgenError(f"{terminal(path)[:120]} is not a regular file in the repository, so it is not probed",
+                           "name the step's script by its path from the repository root")
+    return full
+
+
+def user_interpreter(python: str) -> str | None:
+    """The full path of the user's interpreter (--python, TIPC_PYTHON or PATH's python), or None."""
+    return shutil.which(python) or (sys.executable if python in ("python", "python3") else None)
+
+
+def probe_spec(root: Path, interpreter: str, env: dict[str, str]) -> sandbox.Spec:
+    """The probe's sandbox: nothing writable; what lies under /tmp (which the sandbox empties) and the
+    probe needs to see is bound back read-only: the repository, the interpreter's prefix, PYTHONPATH."""
+    seen = [str(root), str(Path(interpreter).parent.parent),
+            *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    return sandbox.Spec(readable=tuple(p for p in seen if os.path.realpath(p).startswith("/tmp")))
+
+
+def probe(script: Script, root: Path, python: str, timeout: float = PROBE_TIMEOUT, *, unsandboxed: bool = True,
+          timeout_option: str = "--probe-timeout") -> list[Flag]:
+    """``python -- SCRIPT --help`` in root → its flags; a script whose --help fails is an error.
+
+    The probe runs in the sandbox (core/sandbox.py: read-only filesystem, private /tmp, no network, its own
+    pid namespace) where one can be had, with time, output and memory limits, its whole group killed at the
+    end. Without a sandbox it runs only when ``unsandboxed`` (run, suite, new, or a reading command with
+    --trust-repo); else ``NotSandboxed``. ``python`` is the user's interpreter, never one a config names;
+    ``timeout_option`` is the option of the calling command that raises the time limit ("" when none)."""
+    interpreter = user_interpreter(python)
     if interpreter is None:
         where = "is not an executable file" if os.sep in python else "is not on PATH"
         raise TipcgenError(f"--python '{python}' {where}, so {script.path} --help cannot be probed",
                            "pass --python with an interpreter that has the model's packages (e.g. --python python3)")
+    checked_script(root, script.path)
+    boxed, why = sandbox.available()
+    if not boxed and not unsandboxed:
+        raise NotSandboxed(f"{script.path} --help was not run: no sandbox here ({why})",
+                           f"{sandbox.INSTALL_HINT}, or pass {TRUST_OPTION} to run the repository's scripts unsandboxed")
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", COLUMNS="200")
-    try:
-        proc = subprocess.run([interpreter, script.path, "--help"], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, errors="replace", timeout=timeout)
-    except OSError as exc:  # not a program (Exec format error), a missing #! interpreter, ...
-        raise TipcgenError(f"--python '{python}' cannot run {script.path} --help: {exc.strerror or exc}",
-                           "pass --python with a working Python interpreter (e.g. --python python3)") from None
-    except subprocess.TimeoutExpired:
+    request = process.Request([interpreter, "--", script.path, "--help"], cwd=root, env=env, timeout=timeout,
+                              output_cap=PROBE_OUTPUT, memory_cap=PROBE_MEMORY, stderr="separate", stop_at_cap=True,
+                              sandbox=probe_spec(root, interpreter, env) if boxed else None)
+    outcome = process.run(request)
+    if outcome.exit_code is None:  # not a program (Exec format error), a missing #! interpreter, ...
+        raise TipcgenError(f"--python '{python}' cannot run {script.path} --help: {outcome.error}",
+                           "pass --python with a working Python interpreter (e.g. --python python3)")
+    if outcome.timed_out:
         raise TipcgenError(f"{script.path} --help did not finish in {timeout:g} s",
-                           "a script should parse its arguments before loading models or data; "
-                           "raise the limit with --probe-timeout") from None
-    flags = parse_help(proc.stdout)
-    if proc.returncode != 0 or not flags and "usage:" not in proc.stdout.lower():
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        raise TipcgenError(f"`{python} {script.path} --help` exited {proc.returncode}: {tail or 'no output'}",
+                           "a script should parse its arguments before loading models or data"
+                           + (f"; raise the limit with {timeout_option}" if timeout_option else ""))
+    if outcome.truncated:
+        raise TipcgenError(f"{script.path} --help printed more than {PROBE_OUTPUT >> 20} MiB, so it was stopped",
+                           "a --help text is a few KB: check that the script parses its arguments first")
+    stdout = outcome.output
+    flags = parse_help(stdout)
+    if outcome.exit_code != 0 or not flags and "usage:" not in stdout.lower():
+        tail = terminal(" | ".join((outcome.errors or stdout).strip().splitlines()[-3:]))[:400]
+        raise TipcgenError(f"`{python} {script.path} --help` exited {outcome.exit_code}: {tail or 'no output'}",
                            f"make `{python} {script.path} --help` work from {root} (it must not need a GPU or data), "
                            f"or check {SCRIPT_OPTION[script.role]}")
     return flags

@@ -72,7 +72,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
                if (given := options.scripts.get(role)) is not None and given.lower() != "null"}
     model_name = options.model_name or ""
     for script in scripts.values():
-        script.flags = probe(script, root, options.python, options.probe_timeout)
+        script.flags = probe(script, root, options.python, options.probe_timeout, unsandboxed=True)
     readings = {s.path: script_reading.read_script(root, s.path) for s in scripts.values()}
     notes: list[str] = []
     chosen, owners = new_reading.choose_flags(scripts, options.flags, notes, readings)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import difflib
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tipcgen import __version__, descriptor
 from tipcgen.configs import submission
+from tipcgen.core import process
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core import writes
 from tipcgen.core.writes import write_file
@@ -160,15 +160,16 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, rel: str, marker_size: int =
             path = Path(tmp) / name
             write_file(path, data)
             paths.append(str(path))
-        proc = subprocess.run(
+        proc = process.run(process.Request(
             [git, "merge-file", "-p", f"--marker-size={marker_size}",
              "-L", f"{rel} (yours)", "-L", f"{rel} (last render)", "-L", f"{rel} (new render)", *paths],
-            capture_output=True, stdin=subprocess.DEVNULL)
-    if proc.returncode < 0 or proc.returncode > 127:
-        detail = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+            stderr="separate", output_cap=64 << 20))
+    code = -1 if proc.exit_code is None else proc.exit_code
+    if code < 0 or code > 127 or proc.truncated:
+        detail = proc.errors.strip() or proc.error or f"exit code {code}"
         raise TipcgenError(f"{rel}: git merge-file failed: {detail}",
                            "a binary file cannot be merged: take the render with tipcgen init --force, or keep yours")
-    return proc.stdout, proc.returncode
+    return proc.data, code
 
 
 def apply(update: UpdatePlan, markers: bool = False) -> list[render.Written]:

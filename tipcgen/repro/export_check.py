@@ -28,7 +28,6 @@ import os
 import re
 import shlex
 import stat
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tipcgen.core import process
 from tipcgen.core.errors import CheckpointError, TipcgenError
 from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
@@ -165,11 +165,14 @@ def read_export(prefix: Path, python: str, env: dict[str, str]) -> dict[str, np.
         env["FLAGS_enable_pir_api"] = "0"  # a .pdmodel program (the old IR): Paddle 3 reads it with PIR off
     with tempfile.TemporaryDirectory(prefix="tipcgen-export-") as tmp:
         out = Path(tmp) / "params.npz"
-        proc = subprocess.run([python, "-c", _READ_EXPORT, str(prefix), str(out)], env=env,
-                              capture_output=True, text=True, errors="replace", timeout=TIMEOUT, stdin=subprocess.DEVNULL)
-        if proc.returncode != 0 or not out.is_file():
-            tail = " | ".join(proc.stderr.strip().splitlines()[-2:])
-            raise CheckpointError(f"cannot read the exported parameters of {prefix}: {tail or f'exit {proc.returncode}'}",
+        proc = process.run(process.Request([python, "-c", _READ_EXPORT, str(prefix), str(out)], env=env,
+                                           timeout=TIMEOUT, stderr="separate", output_cap=1 << 20))
+        if proc.timed_out:
+            raise CheckpointError(f"reading the exported parameters of {prefix} did not finish in {TIMEOUT} s",
+                                  "check that the chain's interpreter has paddle (tipcgen doctor)")
+        if proc.exit_code != 0 or not out.is_file():
+            tail = " | ".join(proc.errors.strip().splitlines()[-2:]) or proc.error
+            raise CheckpointError(f"cannot read the exported parameters of {prefix}: {tail or f'exit {proc.exit_code}'}",
                                   "check that the chain's interpreter has paddle (tipcgen doctor)")
         with np.load(out, allow_pickle=False) as data:
             return {name: data[name] for name in data.files}
@@ -374,7 +377,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                 step.status, step.note = (PASSED, found) if passed else (FAILED, "")
                 step.reason = "" if passed else found
                 step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""
-            except (CheckpointError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
+            except (CheckpointError, OSError, ValueError) as exc:
                 step.status = FAILED
                 step.reason = getattr(exc, "message", None) or str(exc)
                 hint = getattr(exc, "hint", "")

@@ -11,17 +11,18 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tipcgen.configs import flag_check, legacy_format, lint
-from tipcgen.core import inputs, isolated
+from tipcgen.configs.flag_check import is_command_name
+from tipcgen.core import inputs, isolated, process
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import PREPARE_SH, RUNNERS
 from tipcgen.format.words import PADDLE_PIN
+from tipcgen.run import sandboxed
 
 STATUSES = ("ok", "warn", "fail")
 MIN_PYTHON = (3, 9)
@@ -76,22 +77,22 @@ class Check:
     fix: str = ""
 
 
-def diagnose(root: Path, config: str | None = None, data_dir: str | None = None) -> list[Check]:
-    """Every check: the interpreter and paddle, the tools the scripts call, the config, its scripts and the keys
-    passed to them, data."""
+def diagnose(root: Path, config: str | None = None, data_dir: str | None = None,
+             unsandboxed: bool = False) -> list[Check]:
+    """Every check: the interpreter and paddle, the tools the scripts call, the sandbox, the config, its scripts
+    and the keys passed to them (their --help in the sandbox; unsandboxed: also without one, --trust-repo), data."""
     if not root.is_dir():
         raise TipcgenError(f"--root {root}: no such folder" if not root.exists() else f"--root {root}: is not a folder",
                            "pass the repository root (the folder that holds test_tipc/)")
     root = root.resolve()
-    flag_check.check_cache(root)  # a link on the way to what doctor writes: refused before any check runs
     config_path, config_checks = _config(root, config)
     python, origin = _interpreter(root / config_path if config_path else None)
-    python_checks = _python_side(python, origin)
+    python_checks = _python_side(python, origin)  # below: the sandbox row says whether --help probes are boxed
     pir = any(c.name == "export format" and c.detail.startswith("PIR") for c in python_checks)
     lint_ok = not any(c.name == "lint" and c.status == "fail" for c in config_checks)
-    flags = _flags(root, config_path, lint_ok) if config_path else []
+    flags = _flags(root, config_path, lint_ok, unsandboxed) if config_path else []
     legacy = _legacy_format(root, config_path, pir) if config_path else []
-    return python_checks + _tools() + config_checks + flags + legacy + _data(root, config_path, data_dir)
+    return python_checks + _tools() + [Check("sandbox", *sandboxed.doctor_row())] + config_checks + flags + legacy + _data(root, config_path, data_dir)
 
 
 def exit_code(checks: list[Check]) -> int:
@@ -145,7 +146,8 @@ def _interpreter(config_file: Path | None) -> tuple[str, str]:
         return os.environ["TIPC_PYTHON"], "TIPC_PYTHON"
     if config_file is not None:
         named = TipcConfig.read(config_file).python
-        if named and named.strip() and named.strip() != "null":
+        # a plain name is looked up on the user's PATH; a path the config names (./tool.sh) is never run
+        if named and named.strip() and named.strip() != "null" and is_command_name(named.strip()):
             return named.strip(), f"python: line of {config_file.name}"
     return "python", "default"
 
@@ -170,15 +172,15 @@ def _python_side(python: str, origin: str) -> list[Check]:
 
 def _probe(path: str) -> dict | Check:
     """What the interpreter at path reports of itself and paddle (one subprocess), or the failed check."""
-    try:
-        proc = subprocess.run(isolated.command(path, _PROBE), check=False, capture_output=True, text=True, timeout=PROBE_TIMEOUT,
-                              stdin=subprocess.DEVNULL, errors="replace")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Check("python", "fail", f"{path} could not run a probe: {exc}", "check that it is a working Python")
-    line = next((line for line in reversed(proc.stdout.splitlines()) if line.startswith(_MARK)), None)
+    outcome = process.run(process.Request(isolated.command(path, _PROBE), timeout=PROBE_TIMEOUT, stderr="separate",
+                                          output_cap=1 << 20))
+    if outcome.exit_code is None or outcome.timed_out:
+        why = outcome.error or f"it did not finish in {PROBE_TIMEOUT} s"
+        return Check("python", "fail", f"{path} could not run a probe: {why}", "check that it is a working Python")
+    line = next((line for line in reversed(outcome.output.splitlines()) if line.startswith(_MARK)), None)
     if line is None:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return Check("python", "fail", f"{path} could not run a probe (exit code {proc.returncode}): {last}",
+        last = terminal((outcome.errors.strip().splitlines() or ["no output"])[-1])[:300]
+        return Check("python", "fail", f"{path} could not run a probe (exit code {outcome.exit_code}): {last}",
                      "check that it is a working Python 3")
     return json.loads(line[len(_MARK):])
 
@@ -270,17 +272,17 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
     return path, checks
 
 
-def _flags(root: Path, config_path: Path, lint_ok: bool = True) -> list[Check]:
+def _flags(root: Path, config_path: Path, lint_ok: bool = True, unsandboxed: bool = False) -> list[Check]:
     """run's last refusal (configs/preflight.py): each key the runner passes is a flag of its script's --help,
     probed in the chain's interpreter by configs/flag_check.py (cached where run caches it)."""
     from tipcgen.configs import preflight
 
     text = inputs.read_text(root / config_path, "config")
-    python, found = flag_check.interpreter(text, dict(os.environ))
+    python, found = flag_check.probe_interpreter(text, dict(os.environ))
     why = (preflight.flags_unchecked(root, text) or ("" if lint_ok else "tipcgen run stops at the lint errors first")
            or ("" if found else f"the chain's interpreter '{python}' is not on PATH (see the python row)"))
     try:
-        survey = None if why else flag_check.survey(root, text, found)
+        survey = None if why else flag_check.survey(root, text, found, unsandboxed=unsandboxed)
     except (TipcgenError, OSError) as exc:  # a script that cannot be read (a pipe, too long a name)
         survey, why = None, exc.message if isinstance(exc, TipcgenError) else str(exc)
     if survey is None:
@@ -388,11 +390,8 @@ def _md5(path: Path) -> str:
 
 
 def _run(cmd: list[str]) -> str | None:
-    try:
-        return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    outcome = process.run(process.Request(cmd, timeout=30, stderr="discard", output_cap=1 << 20))
+    return None if outcome.exit_code is None or outcome.timed_out else outcome.output.strip()
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:

@@ -8,7 +8,6 @@ terminal's Ctrl-C reaches tipcgen alone, which stops the run on purpose and writ
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -23,7 +22,6 @@ from tipcgen.core.errors import RunError
 
 RUN_ID_VAR = "TIPC_RUN_ID"
 GRACE_SECONDS = 5.0
-_PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -152,25 +150,6 @@ def _signal(pid: int, signum: int) -> None:
         os.kill(pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def die_with_parent(parent: int) -> Callable[[], None]:
-    """A preexec_fn: the child gets SIGTERM when tipcgen dies, even by SIGKILL (Linux
-    PR_SET_PDEATHSIG: the kernel delivers it, no polling); the scripts' TERM trap then stops their step."""
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
-    except (OSError, AttributeError):
-        prctl = None  # not Linux: the lock's stale-run cleanup is the fallback
-
-    def preexec() -> None:
-        if prctl is None:
-            return
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # tipcgen died before prctl took effect
-            os._exit(143)
-
-    return preexec
 
 
 class StopSignals:

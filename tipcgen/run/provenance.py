@@ -14,12 +14,11 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from tipcgen.core import isolated
+from tipcgen.core import isolated, process
 from tipcgen.run.seeds import seeds
 from tipcgen.format import paths
 
@@ -97,7 +96,7 @@ class Probes:
     def __init__(self, root: Path | None, python: str | None, env: dict[str, str] | None = None,
                  want: tuple[str, ...] = ("versions", "git", "gpus")) -> None:
         self.python, self.env, self.started = python, env, time.monotonic()
-        self._procs: dict[str, subprocess.Popen] = {}
+        self._procs: dict[str, process.Running] = {}
         self._done: dict[str, tuple[int, str] | None] = {}
         self.git_missing = shutil.which("git") is None
         self.smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH"))
@@ -111,8 +110,8 @@ class Probes:
 
     def _start(self, key: str, cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         try:
-            self._procs[key] = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                                stdin=subprocess.DEVNULL, text=True, errors="replace")
+            self._procs[key] = process.start(process.Request(cmd, cwd=cwd, env=env, stderr="discard",
+                                                             timeout=_PROBE_TIMEOUT, output_cap=1 << 22))
         except OSError:
             pass
 
@@ -121,20 +120,16 @@ class Probes:
         if key not in self._done:
             proc, result = self._procs.get(key), None
             if proc is not None:
-                try:
-                    out, _ = proc.communicate(timeout=max(0.1, _PROBE_TIMEOUT - (time.monotonic() - self.started)))
-                    result = (proc.returncode, out)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.communicate()
+                outcome = proc.finish()
+                result = None if outcome.timed_out else (outcome.exit_code, outcome.output)
             self._done[key] = result
         return self._done[key]
 
     def close(self) -> None:
         for key, proc in self._procs.items():
-            if key not in self._done and proc.poll() is None:
+            if key not in self._done:
                 proc.kill()
-            proc.communicate()
+            proc.finish()
 
     def versions(self) -> dict[str, Any]:
         """Python, paddle, paddlenlp and paddle's CUDA/cuDNN build, as the chain's interpreter sees them;

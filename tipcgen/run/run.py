@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import time
 import uuid
 from collections import deque
@@ -19,8 +18,10 @@ from typing import Any, Callable
 
 from tipcgen.configs import flag_check, submission
 from tipcgen.configs.locate import find_config
+from tipcgen.core import process
 from tipcgen.core.errors import RunError, ScriptError
 from tipcgen.core import writes
+from tipcgen.core.sandbox import Spec
 from tipcgen.core.writes import write_file
 from tipcgen.core.text import quoted
 from tipcgen.descriptor.schema import MODEL_NAME_HINT, is_model_name
@@ -43,7 +44,7 @@ from tipcgen.results import explain
 from tipcgen.results.summary_text import write_junit
 from tipcgen.results import target_check
 from tipcgen.run import guard as run_guard
-from tipcgen.run import provenance, seeds, submission_run, tracked
+from tipcgen.run import provenance, sandboxed, seeds, submission_run, tracked
 
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_DATA_MODES = (words.LITE_TRAIN_LITE_INFER, words.WHOLE_TRAIN_WHOLE_INFER)
@@ -58,27 +59,26 @@ def check_mode(mode: str) -> str:
     raise RunError(f"unknown mode '{mode}'", "use one of: " + ", ".join(words.MODES))
 
 
-def _start_layout_check(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str) -> subprocess.Popen:
+def _start_layout_check(config_path: Path, root: Path, chain: str, env: dict[str, str], mode: str,
+                        sandbox: Spec | None = None) -> process.Running:
     """The runner's own layout checks (the keys it was rendered with, which lint cannot know), no step:
     one bash start (~30 ms), run beside the probes so a bad config still fails before prepare.sh."""
-    return subprocess.Popen(["bash", RUNNERS[chain], str(config_path), mode], cwd=root, env=dict(env, TIPC_CHECK_ONLY="1"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                            errors="replace")
+    return process.start(process.Request(["bash", RUNNERS[chain], str(config_path), mode], cwd=root,
+                                         env=dict(env, TIPC_CHECK_ONLY="1"), stdout="discard", stderr="separate",
+                                         timeout=120, sandbox=sandbox))
 
 
-def _layout_check_result(check: subprocess.Popen) -> None:
-    try:
-        _, err = check.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        check.kill()
-        check.communicate()
+def _layout_check_result(check: process.Running) -> None:
+    outcome = check.finish()
+    if outcome.timed_out:
         return  # the runner itself checks again when it starts
-    if check.returncode == 2:
-        raise ScriptError.from_lines(err.splitlines())
+    if outcome.exit_code == 2:
+        raise ScriptError.from_lines(outcome.errors.splitlines())
 
 
 def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mode: str,
-              data_dir: str | None, desc: Any, desc_info: dict[str, Any]) -> tuple[str, dict]:
+              data_dir: str | None, desc: Any, desc_info: dict[str, Any],
+              sandbox: Spec | None = None) -> tuple[str, dict]:
     """What would make every step fail, said once before any step runs (tipcgen doctor says more),
     and the run's provenance. The runner's layout check, the interpreter probe (paddle found, versions)
     and git start together, beside the data hashing here: the wall time is the longest of them, not the
@@ -87,7 +87,7 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     Returns the chain's interpreter (its full path) and the provenance record."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     python, found = flag_check.interpreter(text, env)
-    check = _start_layout_check(config_path, root, chain, env, mode)
+    check = _start_layout_check(config_path, root, chain, env, mode, sandbox)
     probes = provenance.Probes(root, found, env)
     try:
         record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
@@ -103,9 +103,8 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
                            "tipcgen doctor checks the rest")
     finally:
         probes.close()
-        if check.poll() is None:
-            check.kill()
-        check.communicate()
+        check.kill()
+        check.finish()
     return found, record
 
 
@@ -119,40 +118,43 @@ def model_name_of(config_path: Path) -> str:
 
 
 class _Chain:
-    """One run of prepare.sh and the runner: each in its own session, streamed, stoppable as a whole."""
+    """One run of prepare.sh and the runner (core/process.py: each in its own session, streamed, its group
+    ended with it, in the sandbox with ``run --sandbox``), stoppable as a whole."""
 
-    def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None]) -> None:
-        self.root, self.env, self.on_line = root, env, on_line
-        self.proc: subprocess.Popen | None = None
+    def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None],
+                 sandbox: Spec | None = None) -> None:
+        self.root, self.env, self.on_line, self.sandbox = root, env, on_line, sandbox
+        self.proc: process.Running | None = None
+        self.keep: deque | None = None
+        self.stopping = False
         self.starts: list[tuple[float, str, str]] = []  # (time, kind, name) of each `[tipc] RUN` line
+
+    def _line(self, line: str) -> None:
+        if self.keep is not None:
+            self.keep.append(line)
+        if self.stopping:
+            return  # after an interrupt the lines are kept, not shown
+        if words.progress_mark(line) == words.STARTED and len(line.split()) >= 4:
+            self.starts.append((time.time(), *line.split()[2:4]))
+        self.on_line(line)
 
     def stream(self, cmd: list[str], keep: deque) -> int:
         """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N)."""
-        self.proc = subprocess.Popen(cmd, cwd=self.root, env=self.env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-                                     errors="replace", bufsize=1, start_new_session=True,
-                                     preexec_fn=run_guard.die_with_parent(os.getpid()))
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.rstrip("\n")
-            if words.progress_mark(line) == words.STARTED and len(line.split()) >= 4:
-                self.starts.append((time.time(), *line.split()[2:4]))
-            keep.append(line)
-            self.on_line(line)
-        return self.proc.wait()
+        self.keep = keep
+        self.proc = process.start(process.Request(cmd, cwd=self.root, env=self.env, on_line=self._line,
+                                                  output_cap=1 << 16, sandbox=self.sandbox, grace=1.0))
+        code = self.proc.finish().exit_code
+        return -1 if code is None else code
 
     def stop(self, keep: deque) -> int | None:
         """After an interrupt: let the script finish its records for a short grace, then stop every
         process of the run; the script's exit code, if it had started."""
         if self.proc is None:
             return None
-        try:
-            out, _ = self.proc.communicate(timeout=run_guard.GRACE_SECONDS)
-            keep.extend((out or "").splitlines())
-        except subprocess.TimeoutExpired:
-            pass
+        self.keep, self.stopping = keep, True
+        outcome = self.proc.finish(until=time.monotonic() + run_guard.GRACE_SECONDS)
         run_guard.stop_run_processes(self.env[run_guard.RUN_ID_VAR], grace=1.0)
-        return self.proc.wait()
+        return outcome.exit_code
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,7 @@ class RunContext:
     env: dict[str, str]
     desc: Any
     on_line: Callable[[str], None]
+    sandbox: Spec | None = None  # run --sandbox: the chain's sandbox (run/sandboxed.py)
 
 
 @dataclass
@@ -202,13 +205,15 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
               on_line: Callable[[str], None] = lambda line: None,
               check_config: Callable[..., list[str] | None] = lambda root, config_path, env, desc: None,
               python: str | None = None,
-              check_run: Callable[..., tuple[list[Step], list[str]]] = lambda *args, **kwargs: ([], [])) -> Summary:
+              check_run: Callable[..., tuple[list[Step], list[str]]] = lambda *args, **kwargs: ([], []),
+              sandbox: bool = False) -> Summary:
     """check_config(root, config path relative to it, the run's environment, the descriptor) refuses a
     config before anything starts, and returns notes the summary records (the CLI passes preflight.refuse:
     config-level checks live above this module). The descriptor is loaded once, here, and handed down.
     python: the interpreter for this run (TIPC_PYTHON), whatever the config's python: line says. check_run(root, steps, config text, interpreter, env,
     starts=[(time, kind, name) of each step's start]) gives the check steps and notes of a finished run (the CLI passes repro.export_check.check_run: it reads
-    checkpoints with repro's safe reader, which sits above this module)."""
+    checkpoints with repro's safe reader, which sits above this module). sandbox: prepare.sh and the runner
+    run in the sandbox (run/sandboxed.py; a RunError where none can be had)."""
     check_mode(mode)
     if chain not in RUNNERS:
         raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
@@ -227,8 +232,9 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     desc, desc_info = provenance.load_descriptor(root, model)
     if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
         check_config(root, config_path, dict(os.environ, **({"TIPC_PYTHON": python} if python else {})), desc)
-        return submission_run.run(mode, root, config_path, paths.run_dir(root, model, mode, chain), on_line,
-                                  (desc, desc_info))
+        run_dir = paths.run_dir(root, model, mode, chain)
+        spec = sandboxed.spec(root, run_dir, dict(os.environ), shutil.which(python or "python")) if sandbox else None
+        return submission_run.run(mode, root, config_path, run_dir, on_line, (desc, desc_info), sandbox=spec)
     if data_dir is not None and not Path(data_dir).is_dir():
         raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
     for script in (PREPARE_SH, RUNNERS[chain]):
@@ -253,15 +259,17 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     if step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
 
+    spec = (sandboxed.spec(root, paths.run_dir(root, model, mode, chain), env,
+                           shutil.which(env.get("TIPC_PYTHON", "python"), path=env.get("PATH"))) if sandbox else None)
     notes = check_config(root, config_path, env, desc) or []
-    found, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info)
+    found, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info, spec)
     run_dir = paths.run_dir(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
                       required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
                       provenance=record, notes=list(notes))
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
-    context = RunContext(root, config_path, chain, mode, prepare_mode, run_dir, env, desc, on_line)
+    context = RunContext(root, config_path, chain, mode, prepare_mode, run_dir, env, desc, on_line, spec)
     with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
         return _run(summary, context, signals,
                     lambda steps, starts: check_run(root, steps, text, found, env, starts=starts))
@@ -275,7 +283,7 @@ def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
     out = _Outputs(Step(kind=PREPARE, name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd)),
                    time.perf_counter())
     prepare, prepare_out, runner_out, t0 = out.prepare, out.prepare_out, out.runner_out, out.started
-    work = _Chain(root, env, ctx.on_line)
+    work = _Chain(root, env, ctx.on_line, ctx.sandbox)
     try:
         prepare.exit_code = work.stream(prepare_cmd, prepare_out)
         prepare.seconds = round(time.perf_counter() - t0, 3)
@@ -341,6 +349,8 @@ def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
                             "needs this proof" for step in summary.unproven())
     _explain_failures(summary, ctx)
     _note_seeds(summary, root)
+    if ctx.sandbox is not None:
+        sandboxed.explain_network(summary, root)
     code = summary.runner_exit_code
     if prepare.status == PASSED and not summary.interrupted and not steps:
         summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from tipcgen.configs.submission import edited
-from tipcgen.core import inputs
+from tipcgen.core import inputs, process
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core import writes
 from tipcgen.core.writes import write_file
@@ -163,10 +162,10 @@ def descriptor_env(loaded: tuple[Any, dict[str, Any]]) -> tuple[dict[str, str], 
 
 
 def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callable[[str], None],
-        loaded: tuple[Any, dict[str, Any]]) -> Summary:
+        loaded: tuple[Any, dict[str, Any]], sandbox: Any = None) -> Summary:
     """Drive the repository's prepare.sh (if any) and runner, as a reviewer would (the runner runs even when
     prepare fails); the summary from the status lines they write during the run. loaded: the descriptor
-    run_chain loaded (or None) and its record, for its env:."""
+    run_chain loaded (or None) and its record, for its env:. sandbox: run --sandbox's core/sandbox.Spec."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     values = _slot_values(text)
     model = values.get("model_name", "")
@@ -193,16 +192,16 @@ def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callab
     printed: list[str] = []
 
     def stream(cmd: list[str], keep: list[str] | None = None) -> int:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace")
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            on_line(line.rstrip("\n"))
+        def seen(line: str) -> None:
+            on_line(line)
             if keep is not None:
-                keep.append(line)
+                keep.append(line + "\n")
             elif _STATUS.search(_ANSI.sub("", line)):
-                printed.append(line.rstrip("\n"))
-        return proc.wait()
+                printed.append(line)
+
+        outcome = process.run(process.Request(cmd, cwd=root, env=env, on_line=seen, output_cap=1 << 16,
+                                              sandbox=sandbox, grace=1.0))
+        return -1 if outcome.exit_code is None else outcome.exit_code
 
     steps: list[Step] = []
     if (root / PREPARE_SH).is_file():

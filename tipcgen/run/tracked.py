@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
+from tipcgen.core import process
 from tipcgen.format.words import CHECK, FAILED, PASSED
 from tipcgen.results.results import Step
 
@@ -28,14 +28,12 @@ def snapshot(root: Path) -> dict[str, str] | None:
     """The tracked files that differ from HEAD, each with a hash of what is there now; None without git."""
     if shutil.which("git") is None:
         return None
-    try:
-        proc = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=no",
-                               "--ignore-submodules=all"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None  # not a git work tree
-    entries = proc.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    outcome = process.run(process.Request(["git", "-C", str(root), "status", "--porcelain=v1", "-z",
+                                           "--untracked-files=no", "--ignore-submodules=all"], timeout=60,
+                                          stderr="discard", output_cap=64 << 20))
+    if outcome.exit_code != 0 or outcome.timed_out or outcome.truncated:
+        return None  # not a git work tree (or no git, or no answer)
+    entries = outcome.data.decode("utf-8", errors="surrogateescape").split("\0")
     state: dict[str, str] = {}
     skip_next = False
     for entry in entries:

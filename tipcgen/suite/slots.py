@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 
+from tipcgen.core import process
 from tipcgen.core.errors import TipcgenError
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "CPU_NUM", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -34,12 +34,9 @@ def detect_gpus() -> list[str]:
     """GPU ids from nvidia-smi; none when it is missing or finds none."""
     if shutil.which("nvidia-smi") is None:
         return []
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []
+    out = process.run(process.Request(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], timeout=20,
+                                      stderr="discard", output_cap=1 << 20))
+    return [line.strip() for line in out.output.splitlines() if line.strip().isdigit()] if out.ok else []
 
 
 def slots(jobs: int, cores_per_chain: int | None, gpus: list[str], gpus_per_chain: int,

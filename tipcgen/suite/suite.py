@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from tipcgen.configs import lint
-from tipcgen.core import writes
+from tipcgen.core import process, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT, STATE, SUITE_RUNS, SUITE_WORK, SUMMARY_JSON, TEST_TIPC, run_rel
@@ -37,7 +36,7 @@ CHAIN_OF_NAME = {CONFIG_NAMES["basic"]: "basic", CONFIG_NAMES["paddle2onnx"]: "p
 OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", STATE, ".pytest_cache",
            ".hypothesis")
 _GRACE_SECONDS = 10
-_RUNNING: set[subprocess.Popen] = set()  # the chains this process runs now, for Ctrl-C
+_RUNNING: set[process.Running] = set()  # the chains this process runs now, for Ctrl-C
 _LOCK = threading.Lock()
 
 
@@ -175,18 +174,6 @@ def _run_dir(chain: Chain) -> str:
     return run_rel(chain.model, chain.mode, chain.chain)
 
 
-def _preexec(cores: list[int]) -> Callable[[], None]:
-    """In the chain's process: pin it to its cores, and let it die with its parent (a lost Ray worker)."""
-    def setup() -> None:
-        if cores and hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, cores)
-        if sys.platform.startswith("linux"):
-            import ctypes
-
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    return setup
-
-
 def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: float | None,
                   on_line: Callable[[str], None] = lambda line: None, extra_args: Iterable[str] = ()) -> ChainResult:
     """`tipcgen run` of one chain in workdir (a working copy); its run folder and log go to dest."""
@@ -198,36 +185,30 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
     started = time.monotonic()
     verdict = ""
     tail: list[str] = []
-    proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True,
-                            preexec_fn=_preexec(slot.cores))
-    with _LOCK:
-        _RUNNING.add(proc)
-    timer = None
-    if timeout:
-        def stop() -> None:
-            nonlocal verdict
-            verdict = TIMEOUT
-            _kill_group(proc)
-        timer = threading.Timer(timeout, stop)
-        timer.start()
-    try:
-        with _new_log(log_path) as log:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                log.write(line)
-                line = line.rstrip("\n")
-                tail = (tail + [line])[-12:]
-                on_line(line)
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        _kill_group(proc, signal.SIGINT)
-        rc, verdict = proc.wait(), INTERRUPTED
-    finally:
-        if timer is not None:
-            timer.cancel()
+    rc: int | None = None
+    with _new_log(log_path) as log:
+        def seen(line: str) -> None:
+            nonlocal tail
+            log.write(line + "\n")
+            tail = (tail + [line])[-12:]
+            on_line(line)
+
+        running = process.start(process.Request(cmd, cwd=workdir, env=env, on_line=seen, timeout=timeout or None,
+                                                grace=_GRACE_SECONDS, cpus=tuple(slot.cores or ()),
+                                                death_signal=signal.SIGKILL, output_cap=1 << 16))
         with _LOCK:
-            _RUNNING.discard(proc)
+            _RUNNING.add(running)
+        try:
+            outcome = running.finish()
+            rc = outcome.exit_code
+            if outcome.timed_out:
+                verdict = TIMEOUT
+        except KeyboardInterrupt:
+            running.signal_group(signal.SIGINT)
+            rc, verdict = running.finish().exit_code, INTERRUPTED
+        finally:
+            with _LOCK:
+                _RUNNING.discard(running)
     if rc == 130 and not verdict:
         verdict = INTERRUPTED
     result = ChainResult(chain, verdict, rc, round(time.monotonic() - started, 3), log=str(log_path), slot=slot)
@@ -260,17 +241,6 @@ def _new_log(path: Path):
     return os.fdopen(fd, "w", encoding="utf-8")
 
 
-def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    """Stop the chain's whole process group (tipcgen run, bash, the step), then kill what is left."""
-    try:
-        os.killpg(proc.pid, sig)
-        proc.wait(timeout=_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def not_started(chains: list[Chain]) -> list[ChainResult]:
     """The results of a suite stopped before its chains ran."""
     return [ChainResult(chain, INTERRUPTED, message="not started: the suite was interrupted") for chain in chains]
@@ -297,8 +267,9 @@ def waves(chains: list[Chain]) -> list[list[Chain]]:
 
 
 def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: float | None, progress,
-              keep_work: bool = False) -> list[ChainResult]:
-    """Run chains side by side, one per slot, wave after wave; results in plan order."""
+              keep_work: bool = False, extra_args: tuple[str, ...] = ()) -> list[ChainResult]:
+    """Run chains side by side, one per slot, wave after wave; results in plan order. extra_args: passed on
+    to each chain's `tipcgen run` (--sandbox)."""
     import queue
     from concurrent.futures import ThreadPoolExecutor
 
@@ -321,7 +292,7 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
                 return not_started([chain])[0]
             progress.start(chain, slot)
             result = execute_chain(chain, work, out / SUITE_RUNS / chain.key, slot, timeout,
-                                   on_line=lambda line: progress.line(chain, line))
+                                   on_line=lambda line: progress.line(chain, line), extra_args=extra_args)
             progress.done(result)
             return result
         finally:
@@ -344,10 +315,7 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
                 with _LOCK:
                     running = list(_RUNNING)
                 for proc in running:
-                    try:
-                        os.killpg(proc.pid, signal.SIGINT)
-                    except ProcessLookupError:
-                        pass
+                    proc.signal_group(signal.SIGINT)
                 results.update((key, future.result()) for key, future in futures.items())
     if not keep_work:
         try:

@@ -1,0 +1,122 @@
+"""The flag check's cache (configs/flag_check.py): the flags a finished ``--help`` probe read, in the user's
+cache folder, never the repository's (a committed cache must never vouch for a flag).
+
+An entry's name is ``key``: the sha256 of the script, the interpreter (its path, and what it resolves to
+with its size and time), the repository files the script imports (found with ``ast``, transitively,
+bounded) and whether the probe was sandboxed. An entry is read bounded (core/inputs.py) and checked
+field by field: anything else is ignored and the script probed again.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from tipcgen.configs.script_help import Flag
+from tipcgen.core import inputs, writes
+from tipcgen.core.errors import TipcgenError
+from tipcgen.core.text import terminal
+
+
+def cache_dir(root: Path | None = None) -> Path:
+    """Where probes are cached: the user's cache folder, never the repository (a committed cache must never
+    vouch for a flag): $TIPCGEN_CACHE_DIR/flags, else $XDG_CACHE_HOME/tipcgen/flags, else
+    ~/.cache/tipcgen/flags. ``root`` is ignored (kept for the callers that pass it)."""
+    shared = os.environ.get("TIPCGEN_CACHE_DIR", "")
+    if shared:
+        return Path(shared) / "flags"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "tipcgen" / "flags"
+
+
+_MAX_IMPORTED = 200  # repository files a cache key follows from a script's imports
+_ENTRY_BYTES = 1 << 20  # a cache entry is at most this big (a real one is a few KB)
+_NAME_CHARS = 200
+
+
+def _imported_files(root: Path, script: Path) -> list[Path]:
+    """The repository's .py files the script imports (ast; absolute imports from the repository root or the
+    script's folder, relative ones from the importing file), transitively, at most _MAX_IMPORTED."""
+    top = root.resolve()
+    seen: dict[Path, None] = {}
+    todo = [script]
+    while todo and len(seen) < _MAX_IMPORTED:
+        path = todo.pop()
+        try:
+            tree = ast.parse(inputs.read_bytes(path, "script"))
+        except (TipcgenError, SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            names: list[tuple[int, str]] = []
+            if isinstance(node, ast.Import):
+                names = [(0, alias.name) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                names = [(node.level, base)] + [(node.level, f"{base}.{a.name}" if base else a.name) for a in node.names]
+            for level, name in names:
+                bases = [path.parent] if level else [root, script.parent]
+                for base_dir in bases:
+                    for _ in range(max(0, level - 1)):
+                        base_dir = base_dir.parent
+                    stem = base_dir.joinpath(*[p for p in name.split(".") if p])
+                    for found in (stem.with_suffix(".py") if name else None, stem / "__init__.py"):
+                        if found is None or found in seen or found == script or not found.is_file():
+                            continue
+                        if not found.resolve().is_relative_to(top):
+                            continue
+                        seen[found] = None
+                        todo.append(found)
+    return sorted(seen)
+
+
+def key(root: Path, script: str, data: bytes, python: str, sandboxed: bool) -> str:
+    """sha256 of the script, the interpreter (its path, and what it resolves to with its size and time: a new
+    version is a new key), the repository files the script imports, and whether the probe was sandboxed."""
+    digest = hashlib.sha256(b"tipcgen-flags-2\0" + data + b"\0" + python.encode() + b"\0")
+    try:
+        real = os.path.realpath(python)
+        info = os.stat(real)
+        digest.update(f"{real}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    except OSError:
+        digest.update(b"?\0")
+    for path in _imported_files(root, root / script):
+        try:
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + inputs.read_bytes(path, "script") + b"\0")
+        except (TipcgenError, ValueError):
+            digest.update(b"?\0")
+    digest.update(b"sandboxed" if sandboxed else b"trusted")
+    return digest.hexdigest() + ".json"
+
+
+def read(path: Path) -> list[Flag] | None:
+    """A cache entry's flags, read bounded and checked; None for anything else (missing, bad: probe again)."""
+    if not path.is_file() or path.is_symlink():
+        return None
+    try:
+        record = json.loads(inputs.read_text(path, "cache entry", limit=_ENTRY_BYTES))
+        flags = record["flags"]
+        if not isinstance(flags, list):
+            return None
+        out = []
+        for item in flags:
+            names, takes = item["names"], item["takes_value"]
+            if (not isinstance(names, list) or not names or not isinstance(takes, bool)
+                    or not all(isinstance(n, str) and n.startswith("-") and 1 < len(n) <= _NAME_CHARS
+                               and terminal(n) == n and " " not in n for n in names)):
+                return None
+            out.append(Flag(tuple(names), takes))
+        return out
+    except (TipcgenError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write(cache: Path, name: str, script: str, flags: list[Flag]) -> None:
+    """Keep a finished probe's flags (through core/writes.py; an unwritable folder loses only the cache)."""
+    record = {"script": script, "flags": [{"names": list(f.names), "takes_value": f.takes_value} for f in flags]}
+    try:
+        writes.write_tree({name: json.dumps(record, indent=1) + "\n"}, cache, backup=False, owned=frozenset({name}))
+    except (TipcgenError, OSError):
+        pass

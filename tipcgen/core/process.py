@@ -1,0 +1,356 @@
+"""The one way tipcgen starts a process: a ``Request`` value in, an ``Outcome`` value out (tox's
+``ExecuteRequest``/``Execute``/``Outcome``).
+
+Every process, whatever starts it (a ``--help`` probe, git, nvidia-smi, prepare.sh and the runner, a
+suite's chains), gets the same guarantees:
+
+- its own session and process group (``start_new_session``), stdin from ``/dev/null``;
+- the parent-death signal (Linux ``PR_SET_PDEATHSIG``, best effort): it is told when tipcgen dies;
+- output read incrementally, at most ``output_cap`` bytes kept (the first and the last halves, with
+  ``truncated`` set): a ``--help`` printing 300 MB never costs 300 MB;
+- at the end (the leader exited, the time ran out, or the caller raised), the whole group is killed: a
+  child that outlives the leader while holding its stdout is waited for only ``linger`` seconds, then
+  killed, never for the whole timeout;
+- an address-space limit (``RLIMIT_AS``) where ``memory_cap`` asks for one;
+- optionally a sandbox (``core/sandbox.py``: bubblewrap, read-only filesystem, no network);
+- optionally each output line handed to ``on_line`` as it comes (streaming: ``tipcgen run``'s progress).
+
+``run(request)`` runs to the end. ``start(request)`` returns a ``Running`` for the callers that start
+several at once and read them later (provenance) or stop them from outside (run, suite): its
+``finish()`` reads to the end; using it as a context manager kills the group on the way out.
+"""
+from __future__ import annotations
+
+import codecs
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from tipcgen.core.sandbox import Spec
+
+try:
+    import resource  # imported here, never in the forked child (an import there can deadlock on a thread's lock)
+except ImportError:  # not POSIX
+    resource = None  # type: ignore[assignment]
+
+OUTPUT_CAP = 4 << 20  # bytes of output kept by default (head and tail halves)
+LINE_CAP = 1 << 20  # a longer line is handed to on_line in pieces of this size
+LINGER = 1.0  # seconds the output is still read after the leader exited (its children may hold the pipe)
+_CHUNK = 1 << 16
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to start and under which limits. ``stderr``: "merge" (into the output), "separate" (kept in
+    ``Outcome.err``) or "discard"; ``stdout`` "keep" or "discard". ``timeout`` counts from the start.
+    ``grace``: after a timeout (or ``stop``), seconds between SIGTERM to the group and SIGKILL."""
+
+    argv: Sequence[str]
+    cwd: str | Path | None = None
+    env: Mapping[str, str] | None = None
+    timeout: float | None = None
+    output_cap: int = OUTPUT_CAP
+    memory_cap: int | None = None  # bytes of address space (RLIMIT_AS)
+    sandbox: Spec | None = None
+    on_line: Callable[[str], None] | None = None
+    stderr: str = "merge"
+    stdout: str = "keep"
+    stop_at_cap: bool = False  # kill the group once output passed the cap (a probe: nothing useful follows)
+    grace: float = 0.0
+    linger: float = LINGER
+    cpus: tuple[int, ...] = ()  # pin the process to these cores (a suite's slot)
+    death_signal: int = signal.SIGTERM
+
+
+@dataclass
+class Outcome:
+    """What came of a request: the argv run, its exit code (``-N``: killed by signal N; None: it could not
+    start, ``error`` says why), the output kept (bytes; ``truncated`` when more came), whether the time ran
+    out, and the seconds it took."""
+
+    argv: list[str]
+    exit_code: int | None
+    data: bytes = b""
+    err: bytes = b""
+    truncated: bool = False
+    timed_out: bool = False
+    seconds: float = 0.0
+    error: str = ""
+    total_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def signal(self) -> int | None:
+        return -self.exit_code if self.exit_code is not None and self.exit_code < 0 else None
+
+    @property
+    def output(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+    @property
+    def errors(self) -> str:
+        return self.err.decode("utf-8", errors="replace")
+
+
+class _Kept:
+    """At most ``cap`` bytes of a stream: its first half and its last half."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = max(1, cap // 2)
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_bytes = 0
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail.append(chunk)
+        self.tail_bytes += len(chunk)
+        while self.tail_bytes - len(self.tail[0]) >= self.half:
+            self.tail_bytes -= len(self.tail.popleft())
+
+    def value(self) -> bytes:
+        tail = b"".join(self.tail)
+        return bytes(self.head) + tail[max(0, len(tail) - self.half):]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + min(self.tail_bytes, self.half)
+
+
+class _Lines:
+    """Bytes in, whole decoded lines out (a line longer than LINE_CAP in pieces)."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self.emit, self.buf = emit, bytearray()
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def add(self, chunk: bytes) -> None:
+        self.buf += chunk
+        while True:
+            cut = self.buf.find(b"\n")
+            if cut < 0:
+                if len(self.buf) >= LINE_CAP:
+                    self._send(bytes(self.buf[:LINE_CAP]))
+                    del self.buf[:LINE_CAP]
+                    continue
+                return
+            self._send(bytes(self.buf[:cut]))
+            del self.buf[:cut + 1]
+
+    def close(self) -> None:
+        if self.buf:
+            self._send(bytes(self.buf))
+            self.buf.clear()
+
+    def _send(self, line: bytes) -> None:
+        self.emit(self.decoder.decode(line, final=True).rstrip("\r"))
+
+
+def _preexec(parent: int, request: Request) -> Callable[[], None]:
+    """Run in the child before exec: the parent-death signal, the cores, the memory limit."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+        except (OSError, AttributeError):
+            prctl = None
+    memory, cpus, death = request.memory_cap, request.cpus, request.death_signal
+
+    def setup() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, int(death), 0, 0, 0)
+            if os.getppid() != parent:  # tipcgen died before prctl took effect
+                os._exit(143)
+        if cpus and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, cpus)
+        if memory and resource is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    return setup
+
+
+class Running:
+    """A started process: read it to its end with ``finish``, or stop it with ``stop``/``kill``."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        argv = [str(a) for a in request.argv]
+        self.argv = self.args = argv
+        if request.sandbox is not None:
+            argv = request.sandbox.wrap(argv, request.cwd)
+        self.started = time.monotonic()
+        self.timed_out = False
+        self.stopping_at: float | None = None
+        self.out, self.err = _Kept(request.output_cap), _Kept(request.output_cap)
+        self.lines = _Lines(request.on_line) if request.on_line else None
+        pipe_err = {"merge": subprocess.STDOUT, "separate": subprocess.PIPE, "discard": subprocess.DEVNULL}[request.stderr]
+        pipe_out = subprocess.PIPE if request.stdout == "keep" else subprocess.DEVNULL
+        if pipe_out == subprocess.DEVNULL and pipe_err == subprocess.STDOUT:
+            pipe_err = subprocess.DEVNULL
+        self.popen = subprocess.Popen(argv, cwd=request.cwd, env=dict(request.env) if request.env is not None else None,
+                                      stdin=subprocess.DEVNULL, stdout=pipe_out, stderr=pipe_err,
+                                      start_new_session=True, close_fds=True,
+                                      preexec_fn=_preexec(os.getpid(), request))
+        self.pid = self.popen.pid
+        self._streams: dict[int, _Kept] = {}
+        self._files = {}
+        for handle, kept in ((self.popen.stdout, self.out), (self.popen.stderr, self.err)):
+            if handle is not None:
+                os.set_blocking(handle.fileno(), False)
+                self._streams[handle.fileno()] = kept
+                self._files[handle.fileno()] = handle
+        self._outcome: Outcome | None = None
+
+    # ------------------------------------------------------------ the group
+    def signal_group(self, sig: int) -> None:
+        if self._outcome is not None:
+            return  # reaped: its pid (the group's id) may be another's now
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group (the leader and everything it left)."""
+        self.signal_group(signal.SIGKILL)
+
+    def exited(self) -> bool:
+        """The leader exited (not reaped yet: its pid, the group's id, stays reserved)."""
+        if self.popen.returncode is not None:
+            return True
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return info is not None and info.si_pid == self.pid
+
+    def poll(self) -> int | None:
+        """Its exit code once ``finish`` ended it, else None."""
+        return self._outcome.exit_code if self._outcome is not None else None
+
+    def stop(self, grace: float | None = None) -> None:
+        """SIGTERM to the group now, SIGKILL after ``grace`` seconds (read by ``finish``)."""
+        self.signal_group(signal.SIGTERM)
+        self.stopping_at = time.monotonic() + (self.request.grace if grace is None else grace)
+
+    # ------------------------------------------------------------ reading
+    def _read(self, fd: int, selector: selectors.BaseSelector) -> None:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            selector.unregister(fd)
+            return
+        self._streams[fd].add(chunk)
+        if self.lines is not None and fd == (self.popen.stdout.fileno() if self.popen.stdout else -1):
+            self.lines.add(chunk)
+        if self.request.stop_at_cap and self._streams[fd].total > self.request.output_cap:
+            self.kill()
+
+    def finish(self, until: float | None = None) -> Outcome:
+        """Read the output to its end (or until the timeout), kill the group, reap the leader: the Outcome.
+        ``until``: a time.monotonic() after which to give up reading and end it (a caller's grace)."""
+        if self._outcome is not None:
+            return self._outcome
+        request = self.request
+        deadline = self.started + request.timeout if request.timeout else None
+        if until is not None:
+            deadline = until if deadline is None else min(deadline, until)
+        selector = selectors.DefaultSelector()
+        for fd in self._streams:
+            selector.register(fd, selectors.EVENT_READ)
+        linger_until: float | None = None
+        try:
+            while selector.get_map():
+                now = time.monotonic()
+                if deadline is not None and now >= deadline and self.stopping_at is None:
+                    self.timed_out = request.timeout is not None and now >= self.started + request.timeout
+                    if request.grace > 0:
+                        self.stop()  # SIGTERM now, SIGKILL after the grace
+                    else:
+                        break
+                if self.stopping_at is not None and now >= self.stopping_at:
+                    break
+                if linger_until is None and self.exited():
+                    linger_until = now + request.linger
+                if linger_until is not None and now >= linger_until:
+                    break
+                limits = [0.1] + [t - now for t in (deadline if self.stopping_at is None else None,
+                                                    self.stopping_at, linger_until) if t is not None]
+                for key, _ in selector.select(max(0.0, min(limits))):
+                    self._read(key.fd, selector)
+            if not selector.get_map() and not self.exited():
+                # the output ended, the leader runs on: wait for it within the time left
+                while not self.exited():
+                    now = time.monotonic()
+                    if self.stopping_at is None and deadline is not None and now >= deadline:
+                        self.timed_out = request.timeout is not None and now >= self.started + request.timeout
+                        if request.grace > 0:
+                            self.stop()
+                            continue
+                        break
+                    if self.stopping_at is not None and now >= self.stopping_at:
+                        break
+                    time.sleep(0.02)
+        finally:
+            selector.close()
+        return self._end()
+
+    def _end(self) -> Outcome:
+        self.kill()
+        code = self.popen.wait()
+        if self.lines is not None:
+            self.lines.close()
+        for handle in self._files.values():
+            handle.close()
+        out, err = self.out, self.err
+        self._outcome = Outcome(self.argv, code, out.value(), err.value(), out.truncated or err.truncated,
+                                self.timed_out, round(time.monotonic() - self.started, 3), total_bytes=out.total)
+        return self._outcome
+
+    def __enter__(self) -> Running:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outcome is None:
+            self.kill()
+            self._end()
+
+
+def start(request: Request) -> Running:
+    """Start the process (OSError when it cannot start: not found, not executable)."""
+    return Running(request)
+
+
+def run(request: Request) -> Outcome:
+    """Run to the end under the request's limits. A process that cannot start is an Outcome with
+    exit_code None and ``error`` saying why (never an exception)."""
+    try:
+        running = start(request)
+    except OSError as exc:
+        return Outcome([str(a) for a in request.argv], None, error=exc.strerror or str(exc))
+    with running:
+        return running.finish()
