@@ -235,6 +235,13 @@ FIELDS: tuple[Field, ...] = (
           {"type": "number", "minimum": 0, "maximum": 1}),
     Field("ptq.tolerance", "`{atol, rtol}` for the int8 model's outputs against the float model's on fixed inputs: "
           "it fails above atol + rtol times the float outputs' largest magnitude (default atol 0, rtol 0.2); not a config line", _TOLERANCE),
+    Field("dy2static", "the dygraph-to-static chain, `train_dy2static_python.txt` ([CHAINS.md](CHAINS.md#the-dy2static-chain)): "
+          "`{}` renders it from the train block (needs `train.to_static` keyed `to_static_train`)"),
+    Field("dy2static.lines", "the config's lines as written (`tipcgen import` of a dy2static config writes them; `\"\"` "
+          "for a blank line)", {"type": "array", "items": {"type": "string"}}),
+    Field("dy2static.final_newline", "`false`: the file ends without a newline (default `true`)", {"type": "boolean"}),
+    Field("dy2static.tolerance", "`{atol, rtol}`: how far the static training's loss may be from the dygraph one's at "
+          "each logged step (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,
@@ -268,6 +275,7 @@ RUN_FIELDS = children("run")
 TARGET_FIELDS = children("target")
 BENCHMARK_FIELDS = children("benchmark")
 PTQ_FIELDS = children("ptq")
+DY2STATIC_FIELDS = children("dy2static")
 
 
 def _node(path: str) -> dict[str, Any]:

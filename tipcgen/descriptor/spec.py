@@ -108,6 +108,7 @@ class Descriptor:
     layout: str = "standard"  # the layout family (format/families.py): standard, tutorial, paddleseg, ...
     text: Any = None  # format.text_style.TextStyle: the config's lines as written (text:), or None
     ptq: Any = None  # descriptor.ptq.PtqSpec: train_ptq_infer_python.txt and its check (ptq:)
+    dy2static: Any = None  # descriptor.dy2static.Dy2staticSpec: train_dy2static_python.txt and its loss check
 
     def slot_of(self, fld: str) -> SlotValue:
         """The key and value of a descriptor field's line (code names slots by field: see chain.py)."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from tipcgen.core.errors import DescriptorError
 from tipcgen.descriptor import benchmark as benchmark_spec
+from tipcgen.descriptor import dy2static as dy2static_spec
 from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor import target as target_spec
 from tipcgen.descriptor.schema import (
@@ -27,7 +28,7 @@ from tipcgen.descriptor.schema import (
 )
 from tipcgen.descriptor.spec import Descriptor, SlotValue
 from tipcgen.descriptor.validate_fields import GroupChecks
-from tipcgen.format import chain, layout, layout_check, words
+from tipcgen.format import chain, dy2static, layout, layout_check, words
 
 
 class Validator(GroupChecks):
@@ -166,7 +167,23 @@ class Validator(GroupChecks):
             env=self._env(data.get("env")),
             text=self._text(data.get("text")),
             ptq=ptq_spec.parse(data.get("ptq"), self.source, self.lines),
+            dy2static=self._dy2static(data.get("dy2static"), slots, layout_name),
         )
+
+    def _dy2static(self, value: Any, slots: dict[str, SlotValue], layout_name: str) -> Any:
+        """The dy2static section; rendered from the basic config, that config must give the static training."""
+        spec = dy2static_spec.parse(value, self.source, self.lines)
+        if spec is None or spec.text is not None:
+            return spec
+        if layout_name != "standard":
+            raise self.fail("dy2static", f"renders from the standard layout's train block, not the {layout_name} layout's",
+                            "give the config's lines (dy2static.lines: tipcgen import writes them), or use layout: standard")
+        given = slots[chain.name_of("train.to_static")]
+        if given.key != dy2static.TO_STATIC_TRAINER or given.value is None or given.value.strip() in ("", "null"):
+            raise self.fail("train.to_static", f"must be the static training's switch, keyed {dy2static.TO_STATIC_TRAINER}, "
+                            "for the dy2static chain", f"train.to_static: {{key: {dy2static.TO_STATIC_TRAINER}, value: "
+                            "--to_static=True}} (what the train command gets to train through paddle.jit.to_static)")
+        return spec
 
     def _required_values(self, slots: dict[str, SlotValue]) -> None:
         """A slot the runner cannot do without must not render as null: it would run `null`, or train nothing."""

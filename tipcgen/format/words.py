@@ -57,7 +57,7 @@ REQUIRED_KINDS = {
               WHOLE_INFER: (INFER,)},
     "benchmark_train": {BENCHMARK_TRAIN: (TRAIN, SPEED)},
 }
-EVERY_MODE = {"paddle2onnx": (CONVERT, INFER), "ptq": (QUANT, INFER, CHECK)}
+EVERY_MODE = {"paddle2onnx": (CONVERT, INFER), "ptq": (QUANT, INFER, CHECK), "dy2static": (TRAIN, EXPORT, INFER, CHECK)}
 
 # A chain's verdict (summary.json's `verdict`, the summary's last line; tipcgen run's exit code follows it).
 CHAIN_PASSED, CHAIN_FAILED, CHAIN_INTERRUPTED = "PASSED", "FAILED", "INTERRUPTED"

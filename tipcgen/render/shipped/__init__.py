@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("check_inference.py", "compare_results.py", "tipc_compare.py", "benchmark_analysis.py", "check_quant.py")
+SCRIPTS = ("check_inference.py", "compare_results.py", "tipc_compare.py", "benchmark_analysis.py", "check_quant.py",
+           "check_dy2static.py")
 
 
 def source(name: str) -> str:
