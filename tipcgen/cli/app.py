@@ -279,7 +279,7 @@ def lint(
 
 @app.command("import")
 def import_(
-    config: Path = typer.Argument(..., help="An existing train_infer_python.txt (or train_ptq_infer_python.txt: its ptq section)."),
+    config: Path = typer.Argument(..., help="An existing train_infer_python.txt (or train_ptq_infer_python.txt / train_dy2static_python.txt: its ptq / dy2static section)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the descriptor here (default: print it)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     root: Optional[Path] = typer.Option(None, "--root", help="The repository root: its test_tipc/test_train_inference_python.sh picks the layout family, and each script the config names is probed (--help) for the keys the runner passes it (default: the test_tipc/ the config sits in)."),
@@ -293,22 +293,25 @@ def import_(
 
     Example: tipcgen import test_tipc/configs/my_model/train_infer_python.txt -o tipc.yaml
     """
-    from tipcgen.configs import import_compression, importer, legacy_format
+    from tipcgen.configs import import_compression, import_dy2static, importer, legacy_format
     from tipcgen.core import inputs, writes
 
     source = inputs.read_text(config, "config")
-    if import_compression.is_ptq(source):  # a PTQ config: the ptq section of the model's tipc.yaml
+    section = "ptq" if import_compression.is_ptq(source) else "dy2static" if import_dy2static.is_dy2static(source) else None
+    if section == "ptq":  # a PTQ config: the ptq section of the model's tipc.yaml
         text, note = import_compression.import_ptq(source, str(config)), None
         problems: list[str] = []
+    elif section == "dy2static":  # a dy2static config: the dy2static section of the model's tipc.yaml
+        text, note, problems = import_dy2static.import_dy2static(source, str(config)), None, []
     else:
         document = importer.import_file(config, root)
         text, note = legacy_format.imported_env(document, Path("."))
         problems = importer.flag_problems(config, root)
     if output is None:
         typer.echo(text, nl=False)
-    elif import_compression.is_ptq(source):
+    elif section is not None:
         writes.write_tree({output.name: text}, output.parent, force=force)
-        typer.echo(f"wrote {output}: add its ptq section to the model's tipc.yaml, then run tipcgen init on that")
+        typer.echo(f"wrote {output}: add its {section} section to the model's tipc.yaml, then run tipcgen init on that")
     else:
         writes.write_tree({output.name: text}, output.parent, force=force)
         family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")
