@@ -15,7 +15,8 @@ GPU_ID=${3:-}
 # layout shares; each model's flag names come from its own config, its settings from common_func.sh.
 tipc_check_layout "$CONFIG"
 tipc_begin "$(slot_value model_name)" "$(slot_value python)"
-tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
+# TIPC_RUN_FOLDER: another run folder (the dy2static runner runs this one on its two trainings there).
+tipc_start_run "${TIPC_RUN_FOLDER:-./test_tipc/output/$TIPC_MODEL/$MODE}" results_python.log "$MODE"
 
 # run_inference MODEL_DIR DATA IS_QUANT GPU TAG: the Paddle Inference matrix for one model, in upstream's
 # loop order: on the CPU mkldnn x threads x batch size x precision, on a GPU use_trt x precision x batch size.
