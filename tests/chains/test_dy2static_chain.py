@@ -62,6 +62,10 @@ def test_the_dy2static_chain_passes_on_a_model_where_both_agree(passing) -> None
     assert steps["export_params_gpus_-1_to_static_train_autocast_null"]["status"] == "passed"
     # The config was not edited; the trainings ran from the one the runner wrote into the run folder.
     assert (run / paths.DY2STATIC_CONFIG).read_text().count("trainer:norm_train|to_static_train") == 1
+    # The report draws both trainings' losses in one chart.
+    tipcgen("report", str(run), cwd=run.parents[4], check=True)
+    section = (run / paths.REPORT_MD).read_text().split("## Training loss", 1)[1].split("\n## ", 1)[0]
+    assert paths.LOSS_PNG in section and section.count("12 values over global_step 1 to 12") == 2
 
 
 def test_a_model_that_breaks_to_static_fails_naming_the_first_step_where_the_losses_part(drifting) -> None:
@@ -75,3 +79,5 @@ def test_a_model_that_breaks_to_static_fails_naming_the_first_step_where_the_los
     text = "\n".join(loss["tail"])
     assert "diverge first at step 4 (logged loss 4 of 12)" in text and "the 3 logged step(s) before it agree" in text
     assert "step 4" in proc.stdout
+    assert loss["check"]["failures"] == 1 and "step 4" in loss["check"]["messages"][0]
+    tipcgen("report", str(run), cwd=run.parents[4], check=True)  # a failed loss check reads back too

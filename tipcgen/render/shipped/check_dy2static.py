@@ -101,7 +101,8 @@ def main(argv=None):
     for failure in failures:
         print("FAILED: " + failure)
     print(MARKER + json.dumps({"max_abs": {f"loss ({name})": value for name, value in worst.items()},
-                               "atol": args.atol, "rtol": args.rtol, "logs": len(curves), "failures": failures}))
+                               "atol": args.atol, "rtol": args.rtol, "logs": len(curves), "failures": len(failures),
+                               "messages": failures}))
     return 1 if failures else 0
 
 
