@@ -242,6 +242,12 @@ FIELDS: tuple[Field, ...] = (
     Field("dy2static.final_newline", "`false`: the file ends without a newline (default `true`)", {"type": "boolean"}),
     Field("dy2static.tolerance", "`{atol, rtol}`: how far the static training's loss may be from the dygraph one's at "
           "each logged step (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
+    Field("fleet", "the multi-machine chain, `train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt` "
+          "([CHAINS.md](CHAINS.md#the-fleet-chain-multi-machine-on-one-host)): the basic config with a gpu_list naming machines"),
+    Field("fleet.gpu_list", "the machines and each one's devices, upstream's `ips;devices` (default `127.0.0.2,127.0.0.3;-1,-1`: "
+          "two machines, two CPU processes each); other addresses are simulated on loopback ones", {"type": "string"}),
+    Field("fleet.tolerance", "`{atol, rtol}`: how far the mean of the ranks' losses may be from a one-process run's at "
+          "each logged step (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,
@@ -276,6 +282,7 @@ TARGET_FIELDS = children("target")
 BENCHMARK_FIELDS = children("benchmark")
 PTQ_FIELDS = children("ptq")
 DY2STATIC_FIELDS = children("dy2static")
+FLEET_FIELDS = children("fleet")
 
 
 def _node(path: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 from tipcgen.core.errors import DescriptorError
 from tipcgen.descriptor import benchmark as benchmark_spec
 from tipcgen.descriptor import dy2static as dy2static_spec
+from tipcgen.descriptor import fleet as fleet_spec
 from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor import target as target_spec
 from tipcgen.descriptor.schema import (
@@ -168,6 +169,7 @@ class Validator(GroupChecks):
             text=self._text(data.get("text")),
             ptq=ptq_spec.parse(data.get("ptq"), self.source, self.lines),
             dy2static=self._dy2static(data.get("dy2static"), slots, layout_name),
+            fleet=fleet_spec.parse(data.get("fleet"), self.source, self.lines),
         )
 
     def _dy2static(self, value: Any, slots: dict[str, SlotValue], layout_name: str) -> Any:
