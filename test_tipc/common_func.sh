@@ -470,16 +470,16 @@ tipc_skip() {
 # Ctrl-C, SIGTERM or SIGHUP (also sent when tipcgen run dies): stop the running step's whole process
 # group (timeout made one), and KILL it if it is still there after a short grace.
 tipc_on_interrupt() {
-    local pid=$TIPC_STEP_PID
+    local pid
     TIPC_INTERRUPTED=1
-    if [ -n "$pid" ]; then
+    for pid in $TIPC_STEP_PID; do  # the fleet chain's nodes run at once: one pid each
         kill -TERM -- "-$pid" "$pid" 2> /dev/null
         (
             read -r -t "${TIPC_KILL_GRACE:-5}" -u "$TIPC_SLEEP_FD" _
             kill -KILL -- "-$pid" "$pid" 2> /dev/null
         ) < /dev/null > /dev/null 2>&1 &
         TIPC_KILLER_PID=$!
-    fi
+    done
 }
 
 # tipc_wait_step PID: wait for a step; sets rc and TIPC_STEP_SIGNAL (the signal that killed it, or

@@ -181,7 +181,7 @@ def run(
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only step results, not every output line."),
-    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), ptq (post-training quantization: calibrate, int8 inference, int8 vs float), or dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, then eval, export and inference)."),
+    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), ptq (post-training quantization: calibrate, int8 inference, int8 vs float), dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, then eval, export and inference), or fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback addresses; rank 0's model goes on)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
 ) -> None:
     """Prepare the data, run the chain's generated scripts, and summarise the results.

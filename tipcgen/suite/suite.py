@@ -31,8 +31,8 @@ from tipcgen.run.guard import Interrupted
 from tipcgen.suite.slots import Slot
 
 CHAIN_OF_NAME = {CONFIG_NAMES["basic"]: "basic", CONFIG_NAMES["paddle2onnx"]: "paddle2onnx",
-                 CONFIG_NAMES["dy2static"]: "dy2static"}
-TRAINING_CHAINS = ("dy2static",)  # chains that train: not planned in whole_infer (their runner refuses it)
+                 CONFIG_NAMES["dy2static"]: "dy2static", CONFIG_NAMES["fleet"]: "fleet"}
+TRAINING_CHAINS = ("dy2static", "fleet")  # chains that train: not planned in whole_infer (their runner refuses it)
 # What the TIPC scripts write in the repository root: never copied into a chain's working copy.
 OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", STATE, ".pytest_cache",
            ".hypothesis")
