@@ -162,7 +162,8 @@ trainer_commands() {
 
 # ---- The fleet chain (TIPC_MULTI_NODE=local, test_train_fleet_python.sh): the machines of an ips;devices entry
 # simulated on this host. Node k is its own paddle.distributed.launch, its own process group, started as the config
-# says (--ips, one process per listed device) with --host naming the node; CPU processes over gloo. Every address
+# says (--ips, one process per listed device) with --host naming the node; on a CPU machine, CPU processes over gloo
+# (on a GPU machine the launcher picks devices as it does upstream: not tested here). Every address
 # is a loopback one: an entry naming other machines (192.168.0.1,...) runs with node k at 127.0.0.(k+2), and no
 # address it names is ever connected to.
 FLEET_HOSTS=()

@@ -77,6 +77,11 @@ def test_two_machines_of_two_processes_pass_and_rank_0_goes_on(passing, repo) ->
         assert steps[f"{prefix}_nodes_2_{kind}"]["status"] == "passed"
     assert steps[f"export_params_gpus_{ENTRY}"]["status"] == "passed"  # the export holds rank 0's trained weights
     assert any(s["kind"] == "infer" and s["status"] == "passed" for s in summary["steps"])
+    # The report draws each node's losses (its launcher log: local rank 0) and the one-process run's.
+    run_dir = repo / paths.run_rel("dy2static_mlp", MODE, "fleet")
+    tipcgen("report", str(run_dir), cwd=repo, check=True)
+    section = (run_dir / paths.REPORT_MD).read_text().split("## Training loss", 1)[1].split("\n## ", 1)[0]
+    assert all(f"`{prefix}_{name}`" in section for name in ("node_0", "node_1", "single"))
 
 
 def test_other_machines_run_on_loopback_addresses_and_a_dying_node_is_named(repo) -> None:
