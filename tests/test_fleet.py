@@ -112,3 +112,21 @@ def test_the_mean_over_ranks_is_the_one_process_run(tmp_path: Path) -> None:
 def test_what_does_not_hold_is_named(tmp_path: Path, kwargs, single, expected) -> None:
     proc = _check(tmp_path, _nodes(tmp_path, RANKS, **kwargs), single)
     assert proc.returncode == 1 and expected in proc.stdout, proc.stdout
+
+
+def test_suite_plans_the_fleet_and_dy2static_chains_in_their_train_modes(tmp_path: Path) -> None:
+    from conftest import tipcgen
+    from tipcgen.suite import suite
+    import shutil
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    modes = ["lite_train_lite_infer", "whole_infer"]
+    planned, refused = suite.plan([str(repo)], repo, modes, ["basic", "dy2static", "fleet"])
+    assert refused == []
+    assert sorted((c.chain, c.mode) for c in planned) == [
+        ("basic", "lite_train_lite_infer"), ("basic", "whole_infer"), ("dy2static", "lite_train_lite_infer"),
+        ("fleet", "lite_train_lite_infer")]
+    planned, _ = suite.plan([str(repo)], repo, modes, ["basic"])
+    assert {c.chain for c in planned} == {"basic"}  # the other configs are left out, not refused
