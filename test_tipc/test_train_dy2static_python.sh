@@ -32,7 +32,7 @@ if [ "$MODE" = whole_infer ]; then
     tipc_die "the dy2static chain trains, and $MODE trains nothing" "run it in a train mode: lite_train_lite_infer (upstream's) or whole_train_whole_infer"
 fi
 # Every line the runner reads, checked before any step: no conflict marker, each anchor in place, no stray whitespace.
-tipc_use_layout standard  # slot_value reads idx 1-21 where the 51-line layout has them
+tipc_use_layout standard  # the slot helpers read idx 1-21 where the 51-line layout has them
 tipc_check_markers "$CONFIG"
 if [ "${#TIPC_LINES[@]}" -lt 22 ]; then
     tipc_die "$CONFIG has ${#TIPC_LINES[@]} non-blank lines; a dy2static config has 22 (a header and the train block)" \

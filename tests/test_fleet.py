@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conftest import ROOT
+from conftest import ROOT, fuzz_examples
 from layout_text import round_trip
 from tipcgen import descriptor
 from tipcgen.configs.lint import lint_text
@@ -130,3 +132,21 @@ def test_suite_plans_the_fleet_and_dy2static_chains_in_their_train_modes(tmp_pat
         ("fleet", "lite_train_lite_infer")]
     planned, _ = suite.plan([str(repo)], repo, modes, ["basic"])
     assert {c.chain for c in planned} == {"basic"}  # the other configs are left out, not refused
+
+
+@settings(max_examples=fuzz_examples(120), deadline=None)
+@given(entry=st.one_of(st.text(alphabet="0123456789.,;-1 ab:", max_size=40),
+                       st.lists(st.sampled_from(["127.0.0.2", "127.0.0.3", "192.168.0.1", "10.0.0.1", "", "a.b.c.d"]),
+                                min_size=1, max_size=4).map(",".join).flatmap(
+                           lambda ips: st.sampled_from([";-1", ";-1,-1", ";0,1", ";", ";x", ""]).map(lambda d: ips + d))))
+def test_any_machine_list_is_rendered_or_refused_naming_the_field(entry: str) -> None:
+    try:
+        desc = _descriptor(f"fleet: {{gpu_list: {json.dumps(entry)}}}\n")
+    except DescriptorError as exc:
+        assert "fleet.gpu_list" in str(exc)
+        return
+    ips, _, devices = entry.partition(";")
+    assert len(set(ips.split(","))) == len(ips.split(",")) and devices and all(
+        d == "-1" or d.isdigit() for d in devices.split(","))
+    text = render.render_repository([desc])[paths.config_rel(desc.model_name, "fleet")]
+    assert f"gpu_list:{entry}\n" in text
