@@ -213,7 +213,7 @@ fleet_nodes() {
 # launcher's output is its log; its workers' logs are under SAVE/node_K). A node that fails leaves its peers waiting
 # in their next collective: they are stopped TIPC_FLEET_GRACE seconds (default 20) later, and say so.
 fleet_train() {
-    local prefix=$1 save=$2 note=$3 limit=${TIPC_STEP_TIMEOUT:-600} max_mb=${TIPC_MAX_LOG_MB:-1024}
+    local prefix=$1 save=$2 note=$3 limit=${TIPC_STEP_TIMEOUT:-600}
     local grace=${TIPC_FLEET_GRACE:-20} k shown left first="" stop_at="" reason
     local -a cmd pids names logs shows rcs reasons starts seconds
     shift 4
@@ -226,10 +226,8 @@ fleet_train() {
         shows[k]=$shown
         printf '[tipc] RUN  %s %s\n' train "${names[k]}"
         starts[k]=$EPOCHREALTIME
-        (
-            ulimit -f $((max_mb * 1024))
-            exec timeout --kill-after=10 "$limit" "${cmd[@]}"
-        ) > "${logs[k]}" 2>&1 < /dev/null &
+        # No file-size limit: it would also stop the checkpoint rank 0 saves (a launcher's output is short).
+        ( exec timeout --kill-after=10 "$limit" "${cmd[@]}" ) > "${logs[k]}" 2>&1 < /dev/null &
         pids[k]=$!
     done
     TIPC_STEP_PID=${pids[*]}
