@@ -97,8 +97,9 @@ def test_other_machines_run_on_loopback_addresses_and_a_dying_node_is_named(repo
     prefix = "norm_train_gpus_192.168.0.1,192.168.0.2;-1_autocast_null_nodes_2"
     dead, peer = steps[f"{prefix}_node_1"], steps[f"{prefix}_node_0"]
     assert dead["status"] == "failed" and dead["reason"].startswith("node 1 (127.0.0.3) failed: exit code")
-    # Its peer either ends on its own when the dead node's connections close, or is stopped after the grace.
-    assert peer["status"] == "failed" and "after node 1 failed" in peer["reason"], peer["reason"]
+    # Its peer ends when the dead node's connections close (or is stopped after the grace); which of two nodes that
+    # end within a second of each other failed first is not claimed, so only its own failure is certain.
+    assert peer["status"] == "failed" and peer["reason"].startswith("node 0 (127.0.0.2)"), peer["reason"]
     for node, host in ((peer, "127.0.0.2"), (dead, "127.0.0.3")):  # the addresses passed: loopback ones only
         assert "--ips=127.0.0.2\\,127.0.0.3 " in node["command"] and f"--host={host} " in node["command"]
         assert "--ips=192" not in node["command"] and "--host=192" not in node["command"]
