@@ -69,7 +69,7 @@ tipc_model_settings() {
     TIPC_MODEL_KEYS=()
     case $1 in
         bert_sst2)
-            TIPC_MODEL_KEYS=(1:model_name 2:python 3:gpu_list 4:--device 5:--auto_cast 6:--epochs 7:--output_dir 8:--batch_size 9:--init_from_ckpt 10:train_model_name 11:train_infer_img_dir 12:--data_file 14:trainer 15:norm_train 16:pact_train 17:fpgm_train 18:distill_train 23:eval 24:--data_file 27:--output_path 28:--params_path 29:norm_export 30:quant_export 31:fpgm_export 32:distill_export 33:export1 34:export2 35:inference_dir 36:infer_model 37:infer_export 38:infer_quant 39:inference 40:--use_gpu 41:--enable_mkldnn 42:--cpu_threads 43:--batch_size 44:--use_tensorrt 45:--precision 46:--model_dir 47:--data_file 49:--benchmark)
+            TIPC_MODEL_KEYS=(1:model_name 2:python 3:gpu_list 4:--device 5:--auto_cast 6:--epochs 7:--output_dir 8:--batch_size 9:--init_from_ckpt 10:train_model_name 11:train_infer_img_dir 12:--data_file 14:trainer 15:norm_train 16:pact_train 17:fpgm_train 18:distill_train 19:to_static_train 23:eval 24:--data_file 27:--output_path 28:--params_path 29:norm_export 30:quant_export 31:fpgm_export 32:distill_export 33:export1 34:export2 35:inference_dir 36:infer_model 37:infer_export 38:infer_quant 39:inference 40:--use_gpu 41:--enable_mkldnn 42:--cpu_threads 43:--batch_size 44:--use_tensorrt 45:--precision 46:--model_dir 47:--data_file 49:--benchmark)
             ;;
     esac
 }
@@ -470,16 +470,16 @@ tipc_skip() {
 # Ctrl-C, SIGTERM or SIGHUP (also sent when tipcgen run dies): stop the running step's whole process
 # group (timeout made one), and KILL it if it is still there after a short grace.
 tipc_on_interrupt() {
-    local pid=$TIPC_STEP_PID
+    local pid
     TIPC_INTERRUPTED=1
-    if [ -n "$pid" ]; then
+    for pid in $TIPC_STEP_PID; do  # the fleet chain's nodes run at once: one pid each
         kill -TERM -- "-$pid" "$pid" 2> /dev/null
         (
             read -r -t "${TIPC_KILL_GRACE:-5}" -u "$TIPC_SLEEP_FD" _
             kill -KILL -- "-$pid" "$pid" 2> /dev/null
         ) < /dev/null > /dev/null 2>&1 &
         TIPC_KILLER_PID=$!
-    fi
+    done
 }
 
 # tipc_wait_step PID: wait for a step; sets rc and TIPC_STEP_SIGNAL (the signal that killed it, or

@@ -20,6 +20,10 @@ elif [ "$TIPC_FIRST" = ptq_params ] || [ "$TIPC_FIRST" = kl_quant_params ] \
     CHAIN=ptq
     TIPC_MODEL=$(config_value model_name)
     PYTHON=${TIPC_PYTHON:-$(config_value python)}
+elif [ "$TIPC_FIRST" = base_train ] || [ "$TIPC_FIRST" = amp_train ]; then  # the dy2static chain's (PaddleClas's) layout
+    CHAIN=dy2static
+    TIPC_MODEL=$(config_value model_name)
+    PYTHON=${TIPC_PYTHON:-$(config_value python)}
 else
     CHAIN=basic
     tipc_check_layout "$CONFIG"

@@ -15,7 +15,8 @@ GPU_ID=${3:-}
 # layout shares; each model's flag names come from its own config, its settings from common_func.sh.
 tipc_check_layout "$CONFIG"
 tipc_begin "$(slot_value model_name)" "$(slot_value python)"
-tipc_start_run "./test_tipc/output/$TIPC_MODEL/$MODE" results_python.log "$MODE"
+# TIPC_RUN_FOLDER: another run folder (the dy2static runner runs this one on its two trainings there).
+tipc_start_run "${TIPC_RUN_FOLDER:-./test_tipc/output/$TIPC_MODEL/$MODE}" results_python.log "$MODE"
 
 # run_inference MODEL_DIR DATA IS_QUANT GPU TAG: the Paddle Inference matrix for one model, in upstream's
 # loop order: on the CPU mkldnn x threads x batch size x precision, on a GPU use_trt x precision x batch size.
@@ -159,6 +160,159 @@ trainer_commands() {
     esac
 }
 
+# ---- The fleet chain (TIPC_MULTI_NODE=local, test_train_fleet_python.sh): the machines of an ips;devices entry
+# simulated on this host. Node k is its own paddle.distributed.launch, its own process group, started as the config
+# says (--ips, one process per listed device) with --host naming the node; on a CPU machine, CPU processes over gloo
+# (on a GPU machine the launcher picks devices as it does upstream: not tested here). Every address
+# is a loopback one: an entry naming other machines (192.168.0.1,...) runs with node k at 127.0.0.(k+2), and no
+# address it names is ever connected to.
+FLEET_HOSTS=()
+
+# fleet_nodes ENTRY: FLEET_HOSTS (each node's address here), FLEET_IPS (--ips), FLEET_PROCS (processes per node),
+# FLEET_PORT and FLEET_NOTE; a machine list that cannot run fails a train step naming the node, and returns 1.
+fleet_nodes() {
+    local entry=$1 ips=${1%%;*} devices=${1#*;} k j ip problem="" loopback=1
+    local -a given devs
+    FLEET_HOSTS=()
+    IFS=, read -r -a given <<< "$ips,"  # the comma keeps a last empty item: "a,b," is three machines
+    IFS=, read -r -a devs <<< "$devices,"
+    for k in "${!given[@]}"; do
+        ip=${given[k]}
+        if [[ ! $ip =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]]; then
+            problem="node $k: machine '$ip' in gpu_list entry '$entry' is not an IPv4 address"
+            break
+        fi
+        for ((j = 0; j < k; j++)); do
+            if [ "${given[j]}" = "$ip" ]; then problem="node $k: machine $ip is node $j too (gpu_list entry '$entry')"; fi
+        done
+        if [ -n "$problem" ]; then break; fi
+        if [[ $ip != 127.* ]]; then loopback=""; fi
+    done
+    for k in "${!devs[@]}"; do
+        if [ -z "$problem" ] && [[ ! ${devs[k]} =~ ^(-1|[0-9]+)$ ]]; then
+            problem="device $k '${devs[k]}' of gpu_list entry '$entry' is neither -1 (a CPU process) nor a device number"
+        fi
+    done
+    if [ -n "$problem" ]; then
+        TIPC_FAILED=$((TIPC_FAILED + 1))
+        printf '[tipc] FAIL train gpus_%s: %s\n' "$entry" "$problem"
+        tipc_record train "gpus_$entry" failed null 0 "" "$problem" "" ""
+        return 1
+    fi
+    for k in "${!given[@]}"; do
+        if [ -n "$loopback" ]; then FLEET_HOSTS+=("${given[k]}"); else FLEET_HOSTS+=("127.0.0.$((k + 2))"); fi
+    done
+    FLEET_IPS=$(IFS=,; printf '%s' "${FLEET_HOSTS[*]}")
+    FLEET_PROCS=${#devs[@]}
+    FLEET_PORT=${TIPC_FLEET_PORT:-$((20000 + RANDOM % 30000))}
+    FLEET_NOTE="simulated on this host: ${#FLEET_HOSTS[@]} node(s) x $FLEET_PROCS CPU process(es) over gloo, nodes at $FLEET_IPS"
+    if [ -z "$loopback" ]; then FLEET_NOTE+=" (standing for $ips, never connected to)"; fi
+}
+
+# fleet_train PREFIX SAVE NOTE -- TRAIN_WORDS...: the training on every node at once, one train step per node (its
+# launcher's output is its log; its workers' logs are under SAVE/node_K). A node that fails leaves its peers waiting
+# in their next collective: they are stopped TIPC_FLEET_GRACE seconds (default 20) later, and say so.
+fleet_train() {
+    local prefix=$1 save=$2 note=$3 limit=${TIPC_STEP_TIMEOUT:-600}
+    local grace=${TIPC_FLEET_GRACE:-20} k shown left first="" stop_at="" reason
+    local -a cmd pids names logs shows rcs reasons starts seconds ends
+    shift 4
+    # The last node first, node 0 last: node 0's step (its rank 0 saves the checkpoint eval and export get) then
+    # runs from its RUN line to the next step's, as tipcgen run times a step and finds what a training wrote.
+    for ((k = ${#FLEET_HOSTS[@]} - 1; k >= 0; k--)); do
+        names[k]=${prefix}_node_$k
+        logs[k]=$save.node_$k.log
+        cmd=("${env_prefix[@]}" "$PYTHON" -m paddle.distributed.launch "--ips=$FLEET_IPS" "--host=${FLEET_HOSTS[k]}" \
+            "--nproc_per_node=$FLEET_PROCS" "--start_port=$FLEET_PORT" --log_dir "$save/node_$k" --log_level WARNING "$@")
+        tipc_show_cmd shown "${cmd[@]}"
+        shows[k]=$shown
+        printf '[tipc] RUN  %s %s\n' train "${names[k]}"
+        starts[k]=$EPOCHREALTIME
+        # No file-size limit: it would also stop the checkpoint rank 0 saves (a launcher's output is short).
+        ( exec timeout --kill-after=10 "$limit" "${cmd[@]}" ) > "${logs[k]}" 2>&1 < /dev/null &
+        pids[k]=$!
+    done
+    TIPC_STEP_PID=${pids[*]}
+    left=${#pids[@]}
+    while [ "$left" -gt 0 ]; do
+        for k in "${!pids[@]}"; do
+            if [ -n "${rcs[k]:-}" ] || kill -0 "${pids[k]}" 2> /dev/null; then continue; fi
+            wait "${pids[k]}"
+            rcs[k]=$?
+            ends[k]=${EPOCHREALTIME//[!0-9]/}
+            tipc_elapsed "seconds[$k]" "${starts[k]}"
+            left=$((left - 1))
+            if [ "${rcs[k]}" -ne 0 ] && [ -z "$first" ] && [ -z "${reasons[k]:-}" ]; then first=$k stop_at=$((EPOCHSECONDS + grace)); fi
+        done
+        if [ -n "$stop_at" ] && [ "$EPOCHSECONDS" -ge "$stop_at" ]; then
+            for k in "${!pids[@]}"; do
+                if [ -z "${rcs[k]:-}" ]; then
+                    reasons[k]=stopped
+                    kill -TERM -- "-${pids[k]}" "${pids[k]}" 2> /dev/null
+                fi
+            done
+            stop_at=""
+        fi
+        if [ "$left" -gt 0 ]; then read -r -t 0.05 -u "$TIPC_SLEEP_FD" _ || :; fi
+    done
+    TIPC_STEP_PID=
+    for k in "${!pids[@]}"; do
+        tipc_case device=cpu use_gpu="$device" batch_size="$batch" model_dir="$save" device_num="N${#FLEET_HOSTS[@]}C$FLEET_PROCS"
+        # Node 0's step is the training eval and export are fed (rank 0's checkpoint); node k's is its own.
+        if [ "$k" -gt 0 ]; then TIPC_CASE[training]=${TIPC_AT[training]}_node_$k; fi
+        reason=${reasons[k]:-}
+        if [ "$reason" = stopped ]; then reason="stopped $grace s after node $first failed: its peers wait for it in every collective"; fi
+        if [ -n "$TIPC_INTERRUPTED" ]; then
+            reason=interrupted
+        elif [ -z "$reason" ] && [ "${rcs[k]}" -eq 124 ]; then
+            reason="timeout after $limit s"
+        elif [ -z "$reason" ] && [ "${rcs[k]}" -ne 0 ]; then
+            reason="node $k (${FLEET_HOSTS[k]}) failed: exit code ${rcs[k]} (its workers' logs: $save/node_$k/workerlog.*)"
+            # Said only when it ended 2 s or more after the first: a launcher reports its node's end up to a second late.
+            if [ "$k" != "$first" ] && [ $((10#${ends[k]} - 10#${ends[first]})) -ge 2000000 ]; then
+                reason+=", $(((10#${ends[k]} - 10#${ends[first]}) / 1000000)) s after node $first failed: a peer's end ends every collective"
+            fi
+        fi
+        if [ -z "$reason" ]; then
+            TIPC_PASSED=$((TIPC_PASSED + 1))
+            printf 'Run successfully with command - %s - %s - %s\n' "$TIPC_MODEL" "${shows[k]}" "${logs[k]}" >> "$TIPC_RESULTS"
+            printf '[tipc] PASS %s %s (%s s)\n' train "${names[k]}" "${seconds[k]}"
+            tipc_record train "${names[k]}" passed "${rcs[k]}" "${seconds[k]}" "${logs[k]}" "" "$note" "${shows[k]}"
+        else
+            TIPC_FAILED=$((TIPC_FAILED + 1))
+            printf 'Run failed with command - %s - %s - %s\n' "$TIPC_MODEL" "${shows[k]}" "${logs[k]}" >> "$TIPC_RESULTS"
+            printf '[tipc] FAIL %s %s (%s s): %s, log: %s\n' train "${names[k]}" "${seconds[k]:-0}" "$reason" "${logs[k]}"
+            tipc_record train "${names[k]}" failed "${rcs[k]:-null}" "${seconds[k]:-0}" "${logs[k]}" "$reason" "$note" "${shows[k]}"
+        fi
+    done
+    [ -z "$first" ] && [ -z "$TIPC_INTERRUPTED" ]
+}
+
+# fleet_check PREFIX SAVE BATCH: the same training in one process (batch BATCH x every process; no launcher), then
+# the chain's check (check_fleet.py): every rank started with its rank and the world size, and the mean of the ranks'
+# losses is the one-process run's at every logged step (TIPC_FLEET_ATOL, TIPC_FLEET_RTOL: the descriptor's fleet.tolerance).
+fleet_check() {
+    local prefix=$1 save=$2 batch=$3 world=$((${#FLEET_HOSTS[@]} * FLEET_PROCS)) k single_log=$2.single.log
+    local -a cmd nodes=()
+    for k in "${!FLEET_HOSTS[@]}"; do nodes+=("--node=$save/node_$k"); done
+    cmd=("${env_prefix[@]}" "$PYTHON")
+    tipc_add_words cmd "$TRAIN_CMD"
+    if [[ $batch =~ ^[0-9]+$ ]]; then
+        tipc_add_slots cmd train_use_gpu="$device" save_model="$save/single" epoch="$epoch" pretrain \
+            train_batch_size="$((batch * world))" autocast="$autocast" train_param
+        tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}_single"
+        tipc_case device=cpu use_gpu="$device" batch_size="$((batch * world))" model_dir="$save/single" device_num=N1C1
+        tipc_step train "${prefix}_single" "$single_log" "the one-process run the nodes are checked against: batch $batch x $world processes" -- "${cmd[@]}" || single_log=""
+    else
+        single_log=""  # no batch size to scale: the ranks are checked, not the losses
+    fi
+    tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}"
+    tipc_case reference=single device_num="N${#FLEET_HOSTS[@]}C$FLEET_PROCS" model_dir="$save"
+    tipc_step check "fleet_gpus_${gpu}${tag}" "$LOG_PATH/check_fleet_${prefix}.log" "" -- "$PYTHON" \
+        "$(dirname "${BASH_SOURCE[0]}")/check_fleet.py" "${nodes[@]}" "--procs=$FLEET_PROCS" ${single_log:+"--single=$single_log"} \
+        "--out=$save.losses.json" "--atol=${TIPC_FLEET_ATOL:-1e-5}" "--rtol=${TIPC_FLEET_RTOL:-1e-5}"
+}
+
 # run_train_chain: for each gpu_list entry, how it trains (launch, env_prefix), then each autocast x
 # trainer: run_training.
 run_train_chain() {
@@ -171,17 +325,22 @@ run_train_chain() {
     tipc_split autocasts "$(slot_value autocast)"
     tipc_split trainers "$(slot_value trainer)"
     for i in "${!gpus[@]}"; do
-        gpu=${gpus[i]} device=${devices[i]:-${devices[0]:-}} nodes=1 launch_note="" launch=() env_prefix=()
+        gpu=${gpus[i]} device=${devices[i]:-${devices[0]:-}} nodes=1 launch_note="" launch=() env_prefix=() FLEET_HOSTS=()
         tipc_at gpu="$gpu"
         if [[ $gpu == *";"* ]]; then  # ips;devices: several machines
             ips=${gpu%%;*}
             tipc_split list "${ips//,/|}"
             nodes=${#list[@]}
-            if [ -z "${TIPC_MULTI_NODE:-}" ]; then
+            if [ "${TIPC_MULTI_NODE:-}" = local ]; then  # the fleet chain: the machines simulated on this host
+                if ! fleet_nodes "$gpu"; then continue; fi
+                case ${device,,} in gpu) device=cpu ;; true) device=False ;; esac  # the device flag's CPU value
+                launch_note=$FLEET_NOTE
+            elif [ -z "${TIPC_MULTI_NODE:-}" ]; then
                 tipc_skip train "gpus_$gpu" "multi-machine entry '$gpu' runs on $nodes machines: run this script on each node with TIPC_MULTI_NODE=1"
                 continue
+            else
+                launch=(-m paddle.distributed.launch "--ips=$ips" "--devices=${gpu#*;}")
             fi
-            launch=(-m paddle.distributed.launch "--ips=$ips" "--devices=${gpu#*;}")
         elif [[ $gpu == *,* ]] && [ "$GPU_COUNT" -eq 0 ]; then
             # Several GPUs, none here: the same data-parallel path as CPU processes over gloo, on loopback.
             tipc_split list "${gpu//,/|}"
@@ -198,7 +357,7 @@ run_train_chain() {
             env_prefix=(env "CUDA_VISIBLE_DEVICES=$gpu")
         fi
         run_on=gpu
-        if [ "$gpu" = -1 ] || [ "$GPU_COUNT" -eq 0 ]; then run_on=cpu; fi
+        if [ "$gpu" = -1 ] || [ "$GPU_COUNT" -eq 0 ] || [ "${#FLEET_HOSTS[@]}" -gt 0 ]; then run_on=cpu; fi
         for autocast in "${autocasts[@]}"; do
             for trainer in "${trainers[@]}"; do
                 tag=""
@@ -235,7 +394,12 @@ run_training() {
     tipc_add_slots cmd train_use_gpu="$device" save_model="$save" epoch="$epoch" pretrain \
         train_batch_size="$batch" autocast="$autocast" train_param
     tipc_case device="$run_on" use_gpu="$device" batch_size="$batch" model_dir="$save"
-    if ! tipc_step train "$prefix" "$save.log" "$note" -- "${cmd[@]}"; then
+    if [ "${#FLEET_HOSTS[@]}" -gt 0 ]; then  # the fleet chain: every node at once, then the one-process run and the check
+        if ! fleet_train "$prefix" "$save" "$note" -- "${cmd[@]:${#env_prefix[@]}+1}" || ! fleet_check "$prefix" "$save" "$batch"; then
+            tipc_skip eval+export+infer "$prefix" "skipped because train $prefix did not pass on every node"
+            return
+        fi
+    elif ! tipc_step train "$prefix" "$save.log" "$note" -- "${cmd[@]}"; then
         tipc_skip eval+export+infer "$prefix" "skipped because train $prefix did not pass"
         return
     fi

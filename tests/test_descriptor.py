@@ -26,7 +26,7 @@ def test_sample_loads_with_every_slot():
     assert desc.model_name == "bert_sst2"
     assert desc.slots["epoch"].line == "--epochs:lite_train_lite_infer=10|lite_train_whole_infer=10|whole_train_whole_infer=1"
     assert desc.slots["infer_use_gpu"].line == "--use_gpu:True|False"
-    assert desc.slots["trainer_key1"].line == "null:null"
+    assert desc.slots["trainer_key1"].line == "to_static_train:--to_static=True"  # the dy2static chain's switch
     assert desc.slots["eval"].line == "eval:sample_models/bert-sst2/eval.py"
     assert desc.data and [f.name for f in desc.data.files] == ["train.tsv", "dev.tsv", "infer.tsv"]
 

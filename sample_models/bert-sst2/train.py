@@ -33,6 +33,8 @@ def parse_args(argv=None):
     p.add_argument("--init_from_ckpt", type=common.optional_path, default=None, help="checkpoint dir to start from (null: none)")
     p.add_argument("--auto_cast", choices=["null", "fp32", "amp", "fp16"], default="null",
                    help="amp/fp16: paddle.amp on GPU; on CPU training stays float32 (and the log says so)")
+    p.add_argument("--to_static", choices=["True", "False"], default="False",
+                   help="True: train through paddle.jit.to_static (the dy2static chain's static training)")
     p.add_argument("--max_steps", type=int, default=-1, help="stop after this many steps (-1: no limit)")
     p.add_argument("--learning_rate", type=common.positive_float, default=1e-3)
     p.add_argument("--warmup_proportion", type=float, default=0.1)
@@ -206,6 +208,9 @@ def _train(args, log, rank, world_size, vocab_file, ckpt_in, sentences, labels, 
         if amp_level == "O2":
             model, optimizer = paddle.amp.decorate(models=model, optimizers=optimizer, level="O2")
     raw_model = model
+    if args.to_static == "True":  # the same layers, run as a static program (raw_model keeps the parameters)
+        model = paddle.jit.to_static(model, full_graph=True)
+        log("to_static: training through paddle.jit.to_static")
     if world_size > 1:
         model = paddle.DataParallel(model)
 

@@ -25,13 +25,13 @@ def import_(
 
     `tipcgen init` of the result renders the same configs again, byte for byte. A basic-chain config
     becomes fields in the layout family (docs/LAYOUTS.md) its repository's own runner reads; a PTQ config
-    its ptq: section; every other kind (C++, serving, paddle2onnx, Lite, KL quantization, dy2static, ...) is
+    its ptq: section; a PaddleClas dy2static config its dy2static: section; every other kind (C++, serving, paddle2onnx, Lite, KL quantization, dy2static, ...) is
     kept line by line (kept:). A folder imports into one descriptor per model. Each key the runner would
     pass that its script does not accept is printed as an error (exit code 1; the descriptor is still written).
 
     Example: tipcgen import test_tipc/configs/ -o imported/
     """
-    from tipcgen.configs import family_pick, import_compression, import_kept, importer, legacy_format
+    from tipcgen.configs import family_pick, import_compression, import_dy2static, import_kept, importer, legacy_format
     from tipcgen.core import inputs, writes
     from tipcgen.core.errors import RenderConflictError
 
@@ -59,7 +59,9 @@ def import_(
     how = import_kept.route(source, family_pick.read_runner(config, root), family_pick.runner_specs(config, root), str(config))
     problems: list[str] = []
     note = None
-    if how == import_kept.PTQ:  # a PTQ config: the ptq section of the model's tipc.yaml
+    if import_dy2static.runs_here(source):  # PaddleClas's dy2static layout: the chain tipcgen runs (dy2static:)
+        text, added = import_dy2static.import_dy2static(source, str(config)), "dy2static"
+    elif how == import_kept.PTQ:  # a PTQ config: the ptq section of the model's tipc.yaml
         text, added = import_compression.import_ptq(source, str(config)), "ptq"
     elif how == import_kept.KEPT:  # any other kind: kept line by line
         text, added = import_kept.import_kept(source, str(config), import_kept.kept_file(config, source)), "kept"

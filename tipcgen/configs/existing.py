@@ -20,6 +20,8 @@ _WHY = {
     paths.PREPARE_SH: "prepares the data of the descriptor for the four basic modes only",
     paths.BASIC_RUNNER: "the generated runner of the basic chain",
     paths.RUNNERS["paddle2onnx"]: "the generated runner of the paddle2onnx chain",
+    paths.RUNNERS["dy2static"]: "the generated runner of the dy2static chain (it never edits the config, as upstream's does)",
+    paths.RUNNERS["fleet"]: "the generated runner of the fleet chain (the machines simulated on this host)",
     paths.README: "the generated overview of test_tipc/",
     paths.CHAIN_DOC: "the generated chain documentation",
 }

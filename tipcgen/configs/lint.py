@@ -77,7 +77,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tipcgen.configs import family_pick, lint_compression, reading
+from tipcgen.configs import family_pick, import_dy2static, lint_compression, reading
 from tipcgen.configs.lint_runners import RunnerRules
 from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
@@ -146,6 +146,8 @@ class _Linter:
             RunnerRules(self).run()
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
+        elif self.kind == "dy2static":  # PaddleClas's train_dy2static_python.txt
+            import_dy2static.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
 
     def nearest_shift(self) -> bool:

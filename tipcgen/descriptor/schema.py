@@ -253,6 +253,19 @@ FIELDS: tuple[Field, ...] = (
                              "kind": {"type": "string"},
                              "lines": {"type": ["array", "null"], "items": {"type": "string"}},
                              "final_newline": {"type": "boolean"}}}}),
+    Field("dy2static", "the dygraph-to-static chain, `train_dy2static_python.txt` ([CHAINS.md](CHAINS.md#the-dy2static-chain)): "
+          "`{}` renders it from the train block (needs `train.to_static` keyed `to_static_train`)"),
+    Field("dy2static.lines", "the config's lines as written (`tipcgen import` of a dy2static config writes them; `\"\"` "
+          "for a blank line)", {"type": "array", "items": {"type": "string"}}),
+    Field("dy2static.final_newline", "`false`: the file ends without a newline (default `true`)", {"type": "boolean"}),
+    Field("dy2static.tolerance", "`{atol, rtol}`: how far the static training's loss may be from the dygraph one's at "
+          "each logged step (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
+    Field("fleet", "the multi-machine chain, `train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt` "
+          "([CHAINS.md](CHAINS.md#the-fleet-chain-multi-machine-on-one-host)): the basic config with a gpu_list naming machines"),
+    Field("fleet.gpu_list", "the machines and each one's devices, upstream's `ips;devices` (default `127.0.0.2,127.0.0.3;-1,-1`: "
+          "two machines, two CPU processes each); other addresses are simulated on loopback ones", {"type": "string"}),
+    Field("fleet.tolerance", "`{atol, rtol}`: how far the mean of the ranks' losses may be from a one-process run's at "
+          "each logged step (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,
@@ -287,6 +300,8 @@ TARGET_FIELDS = children("target")
 BENCHMARK_FIELDS = children("benchmark")
 PTQ_FIELDS = children("ptq")
 KEPT_FIELDS = frozenset({"file", "kind", "lines", "final_newline"})
+DY2STATIC_FIELDS = children("dy2static")
+FLEET_FIELDS = children("fleet")
 
 
 def _node(path: str) -> dict[str, Any]:

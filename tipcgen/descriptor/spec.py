@@ -109,6 +109,8 @@ class Descriptor:
     text: Any = None  # format.text_style.TextStyle: the config's lines as written (text:), or None
     ptq: Any = None  # descriptor.ptq.PtqSpec: train_ptq_infer_python.txt and its check (ptq:)
     kept: tuple = ()  # descriptor.kept.KeptConfig: configs kept line by line (kept:)
+    dy2static: Any = None  # descriptor.dy2static.Dy2staticSpec: train_dy2static_python.txt and its loss check
+    fleet: Any = None  # descriptor.fleet.FleetSpec: the multi-machine config (its gpu_list) and its loss check
 
     def slot_of(self, fld: str) -> SlotValue:
         """The key and value of a descriptor field's line (code names slots by field: see chain.py)."""

@@ -14,6 +14,8 @@ from tipcgen.core.errors import DescriptorError
 from tipcgen.core.text import quoted
 from tipcgen.descriptor import benchmark as benchmark_spec
 from tipcgen.descriptor import kept as kept_spec
+from tipcgen.descriptor import dy2static as dy2static_spec
+from tipcgen.descriptor import fleet as fleet_spec
 from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor import target as target_spec
 from tipcgen.descriptor.schema import (
@@ -32,7 +34,7 @@ from tipcgen.descriptor.schema import (
 from tipcgen.descriptor.spec import Descriptor, SlotValue
 from tipcgen.descriptor.validate_fields import Groups
 from tipcgen.descriptor.validate_values import Checks
-from tipcgen.format import chain, layout, layout_check, words
+from tipcgen.format import chain, dy2static, layout, layout_check, words
 
 
 class Validator:
@@ -179,7 +181,24 @@ class Validator:
             text=self.groups.text(data.get("text")),
             ptq=ptq_spec.parse(data.get("ptq"), self.values.source, self.values.lines),
             kept=kept_spec.parse(data.get("kept"), self.values.source, self.values.lines),
+            dy2static=self._dy2static(data.get("dy2static"), slots, layout_name),
+            fleet=fleet_spec.parse(data.get("fleet"), self.values.source, self.values.lines),
         )
+
+    def _dy2static(self, value: Any, slots: dict[str, SlotValue], layout_name: str) -> Any:
+        """The dy2static section; rendered from the basic config, that config must give the static training."""
+        spec = dy2static_spec.parse(value, self.values.source, self.values.lines)
+        if spec is None or spec.text is not None:
+            return spec
+        if layout_name != "standard":
+            raise self.values.fail("dy2static", f"renders from the standard layout's train block, not the {layout_name} layout's",
+                            "give the config's lines (dy2static.lines: tipcgen import writes them), or use layout: standard")
+        given = slots[chain.name_of("train.to_static")]
+        if given.key != dy2static.TO_STATIC_TRAINER or given.value is None or given.value.strip() in ("", "null"):
+            raise self.values.fail("train.to_static", f"must be the static training's switch, keyed {dy2static.TO_STATIC_TRAINER}, "
+                            "for the dy2static chain", f"train.to_static: {{key: {dy2static.TO_STATIC_TRAINER}, value: "
+                            "--to_static=True}} (what the train command gets to train through paddle.jit.to_static)")
+        return spec
 
     def _required_values(self, slots: dict[str, SlotValue]) -> None:
         """A slot the runner cannot do without must not render as null: it would run `null`, or train nothing."""

@@ -24,22 +24,30 @@ PREPARE_SH = f"{TEST_TIPC}/prepare.sh"
 PREPARE_LOG = "prepare.log"  # prepare.sh's output, in the run folder
 COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"
 
-CHAINS = ("basic", "paddle2onnx", "benchmark_train", "ptq")
+CHAINS = ("basic", "paddle2onnx", "benchmark_train", "ptq", "dy2static", "fleet")
 RUNNERS = {"basic": f"{TEST_TIPC}/test_train_inference_python.sh", "paddle2onnx": f"{TEST_TIPC}/test_paddle2onnx.sh",
-           "benchmark_train": f"{TEST_TIPC}/benchmark_train.sh", "ptq": f"{TEST_TIPC}/test_ptq_inference_python.sh"}
+           "benchmark_train": f"{TEST_TIPC}/benchmark_train.sh", "ptq": f"{TEST_TIPC}/test_ptq_inference_python.sh",
+           "dy2static": f"{TEST_TIPC}/test_train_dy2static_python.sh", "fleet": f"{TEST_TIPC}/test_train_fleet_python.sh"}
 CONFIG_NAMES = {"basic": "train_infer_python.txt",
                 "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt",
-                "benchmark_train": "train_infer_python.txt", "ptq": "train_ptq_infer_python.txt"}
+                "benchmark_train": "train_infer_python.txt", "ptq": "train_ptq_infer_python.txt",
+                "dy2static": "train_dy2static_python.txt",
+                "fleet": "train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt"}
 # Each chain's status log in its run folder (upstream's names; reviewers read them).
 RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
-               "benchmark_train": "results_benchmark_train.log", "ptq": "results_ptq_python.log"}
+               "benchmark_train": "results_benchmark_train.log", "ptq": "results_ptq_python.log",
+               "dy2static": "results_python.log", "fleet": "results_python.log"}
+# The dy2static chain's training: the basic runner's run of both trainings, in this folder of its run folder,
+# on the config the dy2static runner writes there (the dy2static config's train block in the basic config).
+DY2STATIC_TRAIN_DIR, DY2STATIC_CONFIG = "train", "train_infer_python_dy2static.txt"
 RESULTS_LOG = RESULT_LOGS["basic"]
 BASIC_RUNNER = RUNNERS["basic"]  # the runner upstream's tools and reviewers call
 TRAIN_LOG = "train.log"  # <output_dir>/train.log, where the TIPC train scripts log (upstream's name)
 
 # The Python scripts test_tipc/ ships: copies of tipcgen/render/shipped/ under the same names.
 CHECK_INFERENCE, TIPC_COMPARE, COMPARE_RESULTS = "check_inference.py", "tipc_compare.py", "compare_results.py"
-CHECK_QUANT, BENCHMARK_ANALYSIS = "check_quant.py", "benchmark_analysis.py"
+CHECK_QUANT, BENCHMARK_ANALYSIS, CHECK_DY2STATIC = "check_quant.py", "benchmark_analysis.py", "check_dy2static.py"
+CHECK_FLEET = "check_fleet.py"
 UNPACK_ARCHIVE = "unpack_archive.py"  # prepare.sh's unpacker of a lite data archive
 
 # tipcgen's own files in a repository.
@@ -110,7 +118,11 @@ def runner_context() -> dict[str, str]:
             "basic_run": run["basic"], "basic_log": RESULT_LOGS["basic"],
             "paddle2onnx_run": run["paddle2onnx"], "paddle2onnx_log": RESULT_LOGS["paddle2onnx"],
             "benchmark_run": run["benchmark_train"], "benchmark_log": RESULT_LOGS["benchmark_train"],
-            "ptq_run": run["ptq"], "ptq_log": RESULT_LOGS["ptq"]}
+            "ptq_run": run["ptq"], "ptq_log": RESULT_LOGS["ptq"],
+            "dy2static_run": run["dy2static"], "dy2static_log": RESULT_LOGS["dy2static"],
+            "dy2static_train_dir": DY2STATIC_TRAIN_DIR, "dy2static_config": DY2STATIC_CONFIG,
+            "basic_config": CONFIG_NAMES["basic"], "basic_runner": RUNNERS["basic"], "check_dy2static": CHECK_DY2STATIC,
+            "fleet_run": run["fleet"], "check_fleet": CHECK_FLEET}
 
 # The configuration fields of a step record (steps.jsonl), beside kind/name/status/exit_code/seconds/
 # log/reason/note/command: tipc_record writes them (TIPC_FIELDS in common_func.sh), results reads them.

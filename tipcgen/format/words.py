@@ -56,8 +56,10 @@ REQUIRED_KINDS = {
               WHOLE_TRAIN_WHOLE_INFER: (TRAIN, EVAL, EXPORT, INFER),
               WHOLE_INFER: (INFER,)},
     "benchmark_train": {BENCHMARK_TRAIN: (TRAIN, SPEED)},
+    "fleet": {mode: (TRAIN, EVAL, EXPORT, INFER, CHECK) for mode in (LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER,
+                                                                   WHOLE_TRAIN_WHOLE_INFER)},
 }
-EVERY_MODE = {"paddle2onnx": (CONVERT, INFER), "ptq": (QUANT, INFER, CHECK)}
+EVERY_MODE = {"paddle2onnx": (CONVERT, INFER), "ptq": (QUANT, INFER, CHECK), "dy2static": (TRAIN, EXPORT, INFER, CHECK)}
 
 # A chain's verdict (summary.json's `verdict`, the summary's last line; tipcgen run's exit code follows it).
 CHAIN_PASSED, CHAIN_FAILED, CHAIN_INTERRUPTED = "PASSED", "FAILED", "INTERRUPTED"

@@ -202,7 +202,8 @@ def check_support_table(root: Path) -> Item:
 
 
 def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
-    title = "the chain passes (prepare.sh + test_train_inference_python.sh)"
+    runner = paths.RUNNERS.get(summary.chain if summary is not None else "basic", paths.BASIC_RUNNER).rsplit("/", 1)[-1]
+    title = f"the chain passes (prepare.sh + {runner})"  # a dy2static or fleet run (--run): its own runner
     if summary is None or run_dir is None:
         return Item("4.2.2-run", title, False, OUTPUT + "/", "no run found", _NO_RUN)
     where = _rel(run_dir / SUMMARY_JSON, root)

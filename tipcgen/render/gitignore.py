@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
+from tipcgen.core import process
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import Descriptor
 from tipcgen.format import paths
@@ -51,19 +51,19 @@ def _ignored_by_git(text: str, wanted: list[str]) -> set[str] | None:
     with tempfile.TemporaryDirectory(prefix="tipcgen-ignore-") as scratch:
         env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, HOME=scratch)
         write_file(Path(scratch) / paths.GITIGNORE, text, within=scratch)
-        names = "\0".join(entry.lstrip("/") for entry in wanted) + "\0"
-        try:
-            # The one process start of render/; it moves to core/process.py with the rest.
-            subprocess.run([git, "init", "-q", "--template=", scratch], env=env, capture_output=True, timeout=60,
-                           stdin=subprocess.DEVNULL, check=True)
-            proc = subprocess.run([git, "-C", scratch, "-c", "core.fsmonitor=false", "check-ignore", "--no-index",
-                                   "--stdin", "-z"], input=names.encode("utf-8", "surrogateescape"), env=env,
-                                  capture_output=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
+        names = [entry.lstrip("/") for entry in wanted]
+        if any(ord(ch) < 32 or ch in '"\\' for name in names for ch in name):
+            return None  # git would quote such a name in its answer: the literal match decides
+        init = process.run(process.Request([git, "init", "-q", "--template=", scratch], env=env, timeout=60))
+        if not init.ok:
             return None
-    if proc.returncode not in (0, 1):  # 1: none of them is ignored
+        # The entries follow `--`: paths to ask about, never options.
+        proc = process.run(process.Request([git, "-C", scratch, "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
+                                            "check-ignore", "--no-index", "--", *names], env=env, timeout=60,
+                                           stderr="discard"))
+    if proc.timed_out or proc.exit_code not in (0, 1):  # 1: none of them is ignored
         return None
-    return {name for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if name}
+    return {name for name in proc.data.decode("utf-8", "surrogateescape").splitlines() if name}
 
 
 def _covers(line: str, entry: str) -> bool:

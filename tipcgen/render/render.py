@@ -26,7 +26,7 @@ from tipcgen.descriptor.answers import (
 )
 from tipcgen.descriptor.answers import read as read_answers
 from tipcgen.format import chain, families, layout, paths, text_style, words
-from tipcgen.render import gitignore, ptq_runner, shipped
+from tipcgen.render import dy2static_runner, fleet_runner, gitignore, ptq_runner, shipped
 from tipcgen.render.templating import environment
 
 
@@ -182,6 +182,8 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
         files[paths.RUNNERS["paddle2onnx"]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
     files.update(ptq_runner.ptq_files(models, env))  # the PTQ chain: each model's config, one runner for all
     files.update(kept_files(models))  # configs kept line by line (kept:), each where it was
+    files.update(dy2static_runner.dy2static_files(models, env, lambda d: files[paths.config_rel(d.model_name)]))
+    files.update(fleet_runner.fleet_files(models, env, render_config))
     if any(d.benchmark is not None or any(name == benchmark.SECTION for name, _ in d.sections) for d in models):
         files[paths.RUNNERS["benchmark_train"]] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
         shipped_scripts.append(paths.BENCHMARK_ANALYSIS)

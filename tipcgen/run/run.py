@@ -266,7 +266,7 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     run_dir = paths.run_dir(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
-                      required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain == "basic" else set()),
+                      required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain in ("basic", "fleet") else set()),
                       provenance=record, notes=list(notes))
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
     context = RunContext(root, config_path, chain, mode, prepare_mode, run_dir, env, desc, on_line, spec)

@@ -31,7 +31,9 @@ from tipcgen.results.results import Summary, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.suite.slots import Slot
 
-CHAIN_OF_NAME = {CONFIG_NAMES["basic"]: "basic", CONFIG_NAMES["paddle2onnx"]: "paddle2onnx"}
+CHAIN_OF_NAME = {CONFIG_NAMES["basic"]: "basic", CONFIG_NAMES["paddle2onnx"]: "paddle2onnx",
+                 CONFIG_NAMES["dy2static"]: "dy2static", CONFIG_NAMES["fleet"]: "fleet"}
+TRAINING_CHAINS = ("dy2static", "fleet")  # chains that train: not planned in whole_infer (their runner refuses it)
 # What the TIPC scripts write in the repository root: never copied into a chain's working copy.
 OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", STATE, ".pytest_cache",
            ".hypothesis")
@@ -141,7 +143,8 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
         if chain is not None and chain not in chains:
             continue
         model = _model_name(text, config)
-        for mode in modes:
+        modes_here = [m for m in modes if not (chain in TRAINING_CHAINS and m == WHOLE_INFER)]
+        for mode in modes_here:
             key = f"{model}/{chain}/{mode}"
             if not reasons and key in seen:
                 reasons.append(f"{shown}: model_name {model} is also the model of {seen[key]}: run folders would clash")
@@ -149,7 +152,7 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
         if reasons:
             refused.append(Refused(shown, reasons))
             continue
-        planned.extend(Chain(str(repo), str(config.relative_to(repo)), chain, mode, model) for mode in modes)
+        planned.extend(Chain(str(repo), str(config.relative_to(repo)), chain, mode, model) for mode in modes_here)
     return planned, refused
 
 
