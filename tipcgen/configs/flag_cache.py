@@ -46,8 +46,10 @@ def _imported_files(root: Path, script: Path) -> list[Path]:
     while todo and len(seen) < _MAX_IMPORTED:
         path = todo.pop()
         try:
-            tree = ast.parse(inputs.read_bytes(path, "script"))
-        except (TipcgenError, SyntaxError, ValueError, RecursionError):
+            tree = inputs.python_tree(inputs.read_bytes(path, "script"))
+        except TipcgenError:
+            continue
+        if tree is None:
             continue
         for node in ast.walk(tree):
             names: list[tuple[int, str]] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipcgen.configs import family_pick, import_compression, importer, lint, reading
+from tipcgen.configs import family_pick, import_compression, importer, lint, lint_runners, reading
 from tipcgen.core import inputs
 from tipcgen.core.errors import ConfigImportError
 from tipcgen.descriptor import writer
@@ -36,7 +36,7 @@ def route(text: str, runner: family_pick.Runner | None = None, specs: reading.Sp
         if shift is not None:  # what lint calls shifted is never imported, with lint's message
             raise ConfigImportError(source, shift.line, shift.message,
                                     f"run `tipcgen lint {source}`, fix the line and import again")
-        if any(f.rule in ("other-runner", "unused-shift", lint.RUNNER_LAYOUT) or (f.rule == "null-value" and f.severity == "warning")
+        if any(f.rule in ("other-runner", "unused-shift", lint_runners.RUNNER_LAYOUT) or (f.rule == "null-value" and f.severity == "warning")
                for f in found):
             return KEPT
     if config.kind in layout.LAYOUT_OF_KIND:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tipcgen.core import inputs, process, sandbox
-from tipcgen.core.errors import TipcgenError
+from tipcgen.core.errors import NotSandboxed, TipcgenError
 from tipcgen.core.text import terminal
 
 PROBE_TIMEOUT = 60
@@ -146,10 +146,6 @@ def _required_in_usage(text: str) -> set[str]:
     return out
 
 
-class NotSandboxed(TipcgenError):
-    """No sandbox here, and the command may not run the repository's code outside one."""
-
-
 def checked_script(root: Path, path: str) -> Path:
     """The script a probe runs: a ``.py`` regular file inside the repository (no link out of it), named by a
     relative path; anything else (an option-like word, a shell script, a link out) is refused."""
@@ -181,6 +177,14 @@ def probe_spec(root: Path, interpreter: str, env: dict[str, str]) -> sandbox.Spe
     return sandbox.Spec(readable=tuple(p for p in seen if os.path.realpath(p).startswith("/tmp")))
 
 
+def _a_program(path: str) -> bool:
+    """The file starts as a program the kernel runs itself: a ``#!`` script or an ELF binary."""
+    try:
+        return inputs.read_bytes(path, "interpreter", limit=4, head=True).startswith((b"#!", b"\x7fELF"))
+    except TipcgenError:
+        return False
+
+
 def probe(script: Script, root: Path, python: str, timeout: float = PROBE_TIMEOUT, *, unsandboxed: bool = True,
           timeout_option: str = "--probe-timeout") -> list[Flag]:
     """``python -- SCRIPT --help`` in root → its flags; a script whose --help fails is an error.
@@ -196,6 +200,10 @@ def probe(script: Script, root: Path, python: str, timeout: float = PROBE_TIMEOU
         raise TipcgenError(f"--python '{python}' {where}, so {script.path} --help cannot be probed",
                            "pass --python with an interpreter that has the model's packages (e.g. --python python3)")
     checked_script(root, script.path)
+    if not _a_program(interpreter):  # bwrap (like execvp) would hand a file of no known format to /bin/sh
+        raise TipcgenError(f"--python '{python}' cannot run {script.path} --help: {interpreter} is not a program "
+                           "(no #! line, not an executable binary)",
+                           "pass --python with a working Python interpreter (e.g. --python python3)")
     boxed, why = sandbox.available()
     if not boxed and not unsandboxed:
         raise NotSandboxed(f"{script.path} --help was not run: no sandbox here ({why})",

@@ -174,20 +174,20 @@ def data_file_name(value: object) -> str | None:
 def read_source(text: str, path: str = "<source>", others: dict[str, str | None] | None = None) -> Reading:
     """The reading of a script's text; ``others``: local module name → its text (read for flag uses; None: a
     module that could not be read, which may read any flag)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = inputs.python_tree(text)
+    if tree is None:
         return Reading(path)
     args = tuple(_arguments(tree))
     dests = {a.dest for a in args}
     trees = [(path, tree)]
     unknown = False  # some code that may read the flags was not read
     for name, other in (others or {}).items():
-        try:
-            trees.append((name, ast.parse(other if other is not None else "")))
-            unknown = unknown or other is None
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        other_tree = inputs.python_tree(other if other is not None else "")
+        if other_tree is None:
             unknown = True
+        else:
+            trees.append((name, other_tree))
+            unknown = unknown or other is None
     used: set[str] | None = set()
     gates: list[Gate] = []
     files: list[tuple[str, str]] = []
@@ -213,8 +213,10 @@ def read_script(root: Path, rel: str) -> Reading:
     full = root / rel
     try:
         text = inputs.read_text(inputs.within(full, root), "script", limit=SOURCE_LIMIT)
-        tree = ast.parse(text)
-    except (InputError, SyntaxError, ValueError, RecursionError, MemoryError):
+    except InputError:
+        return Reading(rel)
+    tree = inputs.python_tree(text)
+    if tree is None:
         return Reading(rel)
     others: dict[str, str | None] = {}
     for module in _local_imports(tree):

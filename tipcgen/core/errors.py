@@ -132,3 +132,7 @@ def os_error(exc: OSError, doing: str = "cannot use") -> TipcgenError:
 def _short(path: str, limit: int = 160) -> str:
     """An over-long path shortened for a message (its head and tail stay recognisable)."""
     return path if len(path) <= limit else f"{path[:60]}...{path[-60:]} ({len(path)} characters)"
+
+
+class NotSandboxed(TipcgenError):
+    """No sandbox here, and the command may not run the repository's code outside one (a probe's --help)."""

@@ -8,8 +8,10 @@ no link on the way to it may lead outside that folder, or nowhere.
 """
 from __future__ import annotations
 
+import ast
 import os
 import stat
+import threading
 from pathlib import Path
 
 from tipcgen.core.errors import InputError, os_error
@@ -19,8 +21,9 @@ _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
               (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 
 
-def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; anything else is an ``InputError``."""
+def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES, head: bool = False) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; anything else is an ``InputError``. ``head``:
+    the first ``limit`` bytes of a file of any size (a program's magic number)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
@@ -32,13 +35,13 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES) -> 
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"{path}: is not a regular file (a pipe, device or socket), so it is not read as a {what}",
                              f"save the {what} to a file and pass that")
-        if info.st_size > limit:
+        if info.st_size > limit and not head:
             raise InputError(f"{path}: is {info.st_size} bytes; a {what} is at most {limit} bytes",
                              f"check that this is the {what} you meant")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=True) as handle:
             fd = -1
-            data = handle.read(limit + 1)
+            data = handle.read(limit if head else limit + 1)
     except OSError as exc:
         raise os_error(exc, f"cannot read the {what}") from None
     finally:
@@ -119,3 +122,18 @@ def whole_number(text: str, most: int = 10**MAX_DIGITS - 1) -> int | None:
         return None
     number = int(text)
     return number if number <= most else None
+
+
+_PARSING = threading.Lock()
+
+
+def python_tree(source: str | bytes) -> ast.Module | None:
+    """A user's Python source as a syntax tree, never run; None where it does not parse (a syntax error, a
+    nesting too deep, NUL bytes). One parse at a time: CPython 3.11's parser is not safe in threads (a
+    concurrent ``ast.parse`` can raise ``SystemError: AST constructor recursion depth mismatch``), and the
+    flag check reads scripts from a thread pool."""
+    with _PARSING:
+        try:
+            return ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
+            return None

@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from tipcgen.core import inputs, sandbox
+from tipcgen.core import inputs, sandbox, writes
 from tipcgen.core.errors import RunError, TipcgenError
 from tipcgen.format.words import FAILED
 from tipcgen.results.results import Summary
@@ -36,7 +36,7 @@ def spec(root: Path, run_dir: Path, env: dict[str, str], python: str | None = No
                        f"{sandbox.INSTALL_HINT}, or run without --sandbox")
     writable = [str(root)]
     if not run_dir.resolve().is_relative_to(root.resolve()):
-        run_dir.mkdir(parents=True, exist_ok=True)  # bwrap binds what exists
+        writes.make_dirs(writes.owned_root(run_dir), run_dir, "the run folder")  # bwrap binds what exists
         writable.append(str(run_dir))
     seen = [*(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p), env.get("TIPC_DATA_DIR", ""),
             env.get("TIPC_MODEL_DIR", ""), str(Path(python).resolve().parent.parent) if python else ""]
