@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tipcgen import descriptor
-from tipcgen.configs import family_pick, import_kept, lint
+from tipcgen.configs import family_pick, import_kept, lint, lint_runners
 from tipcgen.core.errors import ConfigImportError
 from tipcgen.format import runner_spec
 from tipcgen.render import render
@@ -114,7 +114,7 @@ def test_a_runner_of_its_own_longer_layout_is_its_specification(tmp_path: Path) 
                     "cd/bit/train_infer_cpp_linux_gpu_cpu.txt": "===========================cpp_infer_params===========================\nmodel_name:m\n"})
     config = root / "test_tipc/configs/cd/bit/train_infer_python.txt"
     assert errors(config) == []
-    info = [f for f in lint.lint_report([config]) if f.rule == lint.RUNNER_LAYOUT]
+    info = [f for f in lint.lint_report([config]) if f.rule == lint_runners.RUNNER_LAYOUT]
     assert info and "test_train_inference_python.sh reads it as intended" in info[0].message
     round_trip_folder(root, tmp_path)
     # A line deleted in the middle: the runner reads every later line from its neighbour.
@@ -416,7 +416,7 @@ def test_a_missing_interpreter_or_unchecked_script_is_said_once_per_repository(t
     assert [rule for where, rule in found if rule == "flags-unchecked"] == ["flags-unchecked"], found  # infer.py, once
     for model in ("m", "n"):
         config = repo / f"test_tipc/configs/{model}/train_infer_python.txt"
-        config.write_text(config.read_text().replace("python:python", "python:python3.7-absent-here"))
+        config.write_text(config.read_text().replace("python:python", "python:python3.7absent"))
     found = lint.lint_report([repo / "test_tipc/configs"], repo, check_flags=True)
     said = [f for f in found if "is not on PATH" in f.message]
     assert len(said) == 1, [f.message for f in said]
