@@ -47,3 +47,15 @@ def test_the_users_git_configuration_is_not_read(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / ".gitconfig"))
     assert _added("") == WANTED
+
+
+def test_a_data_folder_at_the_repository_root_is_never_ignored_and_init_stays_idempotent():
+    """data.dir '.' (the tutorial layout's data in the repository itself) adds no '/./' line: such a line matched
+    nothing for git, so every init appended it again (and an ignore of the root would hide the repository)."""
+    from types import SimpleNamespace
+
+    data = SimpleNamespace(dir=".", files=[], setup=[], trained_model="output/model_infer")
+    wanted = gitignore.entries(SimpleNamespace(data=data))
+    assert "/./" not in wanted and "/" not in wanted and "/output/model_infer" in wanted, wanted
+    text = gitignore.merged(None, wanted)
+    assert text is not None and gitignore.merged(text, wanted) is None

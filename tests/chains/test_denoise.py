@@ -53,7 +53,7 @@ def test_a_two_keys_the_scripts_do_not_accept_are_caught_before_the_run(tmp_path
     assert "2 key(s) the runner would pass are not flags of their script" in proc.stderr
     assert f"{CONFIG}:8: train passes --batch-size=... (line 8) to train.py (line 14)" in proc.stderr
     assert f"{CONFIG}:20: export passes --save-dir=... (line 20) to export_model.py (line 22)" in proc.stderr
-    assert "(--batch_size)" in proc.stderr and "(--save_dir)" in proc.stderr  # the fix names each script's flag
+    assert "the script's flag --batch_size" in proc.stderr and "the script's flag --save_dir" in proc.stderr  # the fix names each flag
     assert not (repo / "test_tipc/output").exists()  # nothing ran, not even prepare.sh
     lint = tipcgen("lint", CONFIG, "--root", ".", "--trust-repo", cwd=repo)
     assert lint.returncode == 1 and lint.stdout.count("unknown-flag") == 2

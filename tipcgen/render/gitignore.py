@@ -23,7 +23,9 @@ HEADER = "# tipcgen working folders: chain outputs, prepared data, backups (tipc
 
 
 def _anchored(path: str) -> str:
-    return "/" + posixpath.normpath(path).lstrip("/") + "/"
+    """``/path/`` from the repository root; the root itself (``.``, ``./``) is ``/``."""
+    inside = posixpath.normpath(path).lstrip("/")
+    return "/" if inside in ("", ".") else "/" + inside + "/"
 
 
 def entries(desc: Descriptor) -> list[str]:
@@ -34,9 +36,9 @@ def entries(desc: Descriptor) -> list[str]:
         shipped = [f.lite for f in data.files if f.lite] + [call[0] for call in data.setup]
         folder = _anchored(data.dir)
         # a data folder that also holds files the project ships is theirs to ignore, not ours
-        if not any(_anchored(path).startswith(folder) for path in shipped):
+        if folder != "/" and not any(_anchored(path).startswith(folder) for path in shipped):  # never the root
             out.append(folder)
-        if data.trained_model and not _anchored(data.trained_model).startswith(folder):
+        if data.trained_model and (folder == "/" or not _anchored(data.trained_model).startswith(folder)):
             out.append(_anchored(data.trained_model).rstrip("/"))
     return out
 
