@@ -128,6 +128,8 @@ def test_any_bytes_are_read_or_refused_never_anything_else(data: bytes, cut: int
 def test_the_export_check_falls_back_to_paddle_and_says_so_only_for_a_file_the_reader_refuses(tmp_path: Path):
     prefix = _export(tmp_path, {"w": np.ones((2, 2), np.float32)})
     assert export_check.read_exported(prefix, None, {}, 1 << 20)[1] == ""  # no interpreter needed
+    with pytest.raises(export_check.CheckpointError, match="over the 20 bytes this process reads"):
+        export_check.read_exported(prefix, None, {}, 20)  # over the limit: not read here (paddle would read it)
     Path(f"{prefix}.pdiparams").write_bytes(GOOD[:-1])
     with pytest.raises(export_check.CheckpointError, match="^no interpreter to read the export with: .*truncated|runs past"):
         export_check.read_exported(prefix, None, {}, 1 << 20)

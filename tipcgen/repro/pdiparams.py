@@ -171,9 +171,9 @@ def read_pdiparams(prefix: Path, max_bytes: int) -> dict[str, np.ndarray]:
                                 "read it with paddle")
     params_file = Path(f"{prefix}.pdiparams")
     size = params_file.stat().st_size
-    if size > max_bytes:
-        raise CheckpointError(f"{params_file}: is {size} bytes, over the limit of {max_bytes} bytes",
-                              f"raise it: tipcgen run --max-checkpoint-bytes {size}")
+    if size > max_bytes:  # not read into this process (paddle reads it in the chain's interpreter, as it did before)
+        raise ExportFormatError(f"{params_file}: is {size} bytes, over the {max_bytes} bytes this process reads",
+                                "read it with paddle")
     try:  # each read at most the file's size: read_bytes allocates its limit
         data = read_bytes(params_file, "exported parameters file", size)
         params = json_parameters(read_bytes(program, "exported program",
