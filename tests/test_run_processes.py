@@ -2,6 +2,7 @@
 once. Counted in process: every process tipcgen starts goes through tipcgen/core/process.py (Running)."""
 from __future__ import annotations
 
+import platform
 import subprocess
 import threading
 from pathlib import Path
@@ -22,16 +23,28 @@ def _git(repo: Path, *args: str) -> None:
 def started(monkeypatch) -> list[list[str]]:
     """The argv of every process tipcgen starts from now on, in order (threads included)."""
     seen: list[list[str]] = []
-    lock = threading.Lock()
-    real = process.Running.__init__
+    lock, inside = threading.Lock(), threading.local()
+    real, real_popen = process.Running.__init__, subprocess.Popen.__init__
 
     def spy(self, request):
         with lock:
             seen.append([str(a) for a in request.argv])
-        real(self, request)
+        inside.yes = True
+        try:
+            real(self, request)
+        finally:
+            inside.yes = False
+
+    def popen(self, args, *rest, **kwargs):
+        if not getattr(inside, "yes", False):  # a process started around core/process.py
+            with lock:
+                seen.append(["(not through core/process.py)", *map(str, args if isinstance(args, list) else [args])])
+        real_popen(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(process.Running, "__init__", spy)
+    monkeypatch.setattr(subprocess.Popen, "__init__", popen)
     sandbox._probe.cache_clear()  # a probe another test made in this process would hide one here
+    monkeypatch.setattr(platform, "_uname_cache", None)  # platform.platform() starts `uname -p` once per process
     return seen
 
 
@@ -49,9 +62,11 @@ def test_a_run_starts_each_thing_once_before_its_first_step(stub_repo: Path, sta
     _git(stub_repo, "init", "-q")
     _git(stub_repo, "add", "-A")
     _git(stub_repo, "commit", "-qm", "base")
+    started.clear()  # the test's own git commands
     proc = tipcgen("run", "--quiet", cwd=stub_repo)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     kinds = [_what(argv) for argv in started]
+    assert not [argv for argv in started if argv[0] == "(not through core/process.py)"], started
     first = kinds.index("bash prepare.sh")
     before = kinds[:first]
     # The flag check asks whether there is a sandbox from 4 threads: one probe. The provenance's git status
