@@ -2,9 +2,17 @@
 
     python bench/bench_chain.py [--runs 3] [--out bench/results/chain.json]
 
-Measured side by side in one run (medians, min and max over --runs; these machines are noisy):
-- `tipcgen run --mode lite_train_lite_infer` vs the generated prepare.sh + runner run directly
-  with bash, interleaved: their ratio is tipcgen's own overhead;
+Measured side by side in one run, interleaved run for run so that all three see the same load (medians,
+min and max over --runs; these machines are noisy; the load average is printed before and after):
+- `tipcgen run --mode lite_train_lite_infer`;
+- the generated prepare.sh + runner run directly with bash (the same scripts, the runner's own checks
+  included): tipcgen run / bash is tipcgen's own overhead;
+- the upstream-equivalent steps alone: the same prepare.sh + runner with bash, in a copy whose config turns
+  the runner's checks off (result_check fixed_inputs:null, compare:null): prepare, train, eval, export and
+  the inference cases, what an upstream TIPC runner runs; tipcgen run / upstream is the whole price of
+  tipcgen's proofs and bookkeeping;
+- the proofs' own seconds (every `check` step of summary.json: the runner's and tipcgen's) and their share
+  of tipcgen run's wall time;
 - the sum of the steps' own seconds (steps.jsonl) vs the chain's wall time;
 - per step kind: process start-up (interpreter + the imports that kind needs) vs the rest;
 - `tipcgen --help` and `tipcgen init bert-sst2` wall time;
@@ -38,7 +46,8 @@ STARTUP = {
     "infer (paddle.inference)": "import paddle.inference",
     "numpy": "import numpy",
 }
-KIND_STARTUP = {"train": "paddle+paddlenlp", "eval": "paddle+paddlenlp", "export": "paddle+paddlenlp",
+# The samples' train, eval and export import paddle only (sample_models/bert-sst2/modeling.py, no paddlenlp).
+KIND_STARTUP = {"train": "paddle", "eval": "paddle", "export": "paddle",
                 "infer": "infer (paddle.inference)", "check": "numpy"}
 
 
@@ -60,6 +69,27 @@ def direct_chain(repo: Path) -> float:
         subprocess.run(["bash", script, CONFIG, MODE], cwd=repo, env=ENV, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=True)
     return time.perf_counter() - start
+
+
+def upstream_copy(repo: Path, work: Path) -> Path:
+    """A copy of the rendered repository whose config runs no result check: the upstream-equivalent steps."""
+    copy = work / "upstream"
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns("output"))
+    config = copy / CONFIG
+    lines = [("compare:null" if line.startswith("compare:") else line) for line in config.read_text().splitlines()]
+    at = next(i for i, line in enumerate(lines) if line.startswith("compare:"))
+    lines.insert(at, "fixed_inputs:null")
+    config.write_text("\n".join(lines) + "\n")
+    return copy
+
+
+def summary_steps(repo: Path) -> list[dict]:
+    path = repo / "test_tipc/output/bert_sst2" / MODE / "summary.json"
+    return json.loads(path.read_text())["steps"]
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 def peak_rss_mb(repo: Path) -> float:
@@ -93,7 +123,9 @@ def main() -> int:
             init_t.append(timed([*TIPCGEN, "init", "bert-sst2", "--output", str(target)], work))
             shutil.rmtree(target)
         timed([*TIPCGEN, "init", "bert-sst2", "--output", str(repo)], work)
+        upstream = upstream_copy(repo, work)
         direct_chain(repo)  # warm the page cache once; not counted
+        upstream_t, proofs_t, proofs_by_name, loads = [], [], {}, [load()]
         for _ in range(args.runs):
             tipcgen_t.append(timed([*TIPCGEN, "run", "--mode", MODE, "--quiet"], repo))
             steps = records(repo)
@@ -101,7 +133,13 @@ def main() -> int:
             for step in steps:
                 if step["status"] == "passed":
                     step_kinds.setdefault(step["kind"], []).append(float(step["seconds"]))
+            checks = [s for s in summary_steps(repo) if s["kind"] == "check"]
+            proofs_t.append(sum(float(s.get("seconds") or 0) for s in checks))
+            for step in checks:
+                proofs_by_name.setdefault(step["name"], []).append(float(step.get("seconds") or 0))
             direct_t.append(direct_chain(repo))
+            upstream_t.append(direct_chain(upstream))
+            loads.append(load())
         startup = {name: stats([timed([sys.executable, "-c", code], work) for _ in range(args.runs)])
                    for name, code in STARTUP.items()}
         kinds = {}
@@ -114,9 +152,17 @@ def main() -> int:
         result = {
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
             "runs": args.runs,
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "load_average_1min": loads,
             "tipcgen_run_seconds": stats(tipcgen_t),
             "direct_bash_seconds": stats(direct_t),
+            "upstream_steps_seconds": stats(upstream_t),
             "overhead_ratio": round(statistics.median(tipcgen_t) / statistics.median(direct_t), 4),
+            "tipcgen_over_upstream": round(statistics.median(tipcgen_t) / statistics.median(upstream_t), 4),
+            "bash_over_upstream": round(statistics.median(direct_t) / statistics.median(upstream_t), 4),
+            "proofs_seconds": stats(proofs_t),
+            "proofs_share_of_wall": round(statistics.median(proofs_t) / statistics.median(tipcgen_t), 4),
+            "proofs": {name: stats(values) for name, values in proofs_by_name.items()},
             "steps_sum_seconds": stats(steps_sum),
             "steps_share_of_wall": round(statistics.median(steps_sum) / statistics.median(tipcgen_t), 4),
             "help_seconds": stats(help_t),
@@ -131,7 +177,9 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"{'measure':38} {'median':>9} {'min':>9} {'max':>9}")
-    for name in ("tipcgen_run_seconds", "direct_bash_seconds", "steps_sum_seconds", "help_seconds", "init_seconds"):
+    print(f"load average (1 min) before and after each round: {result['load_average_1min']} ({os.cpu_count()} CPUs)")
+    for name in ("tipcgen_run_seconds", "direct_bash_seconds", "upstream_steps_seconds", "steps_sum_seconds",
+                 "proofs_seconds", "help_seconds", "init_seconds"):
         row = result[name]
         print(f"{name:38} {row['median']:9.3f} {row['min']:9.3f} {row['max']:9.3f}")
     for name, row in result["startup_seconds"].items():
@@ -140,7 +188,12 @@ def main() -> int:
     for kind, row in kinds.items():
         print(f"{kind:10} {row['steps_per_run']:5d} {row['median_seconds']:9.3f} {row['startup_seconds']:10.3f} "
               f"{row['work_seconds']:8.3f} {100 * row['startup_share']:9.0f}%")
+    for name, row in result["proofs"].items():
+        print(f"{'proof: ' + name:38} {row['median']:9.3f} {row['min']:9.3f} {row['max']:9.3f}")
     print(f"\ntipcgen overhead (tipcgen run / direct bash): {result['overhead_ratio']:.3f}")
+    print(f"tipcgen run / upstream-equivalent steps: {result['tipcgen_over_upstream']:.3f}; "
+          f"bash / upstream: {result['bash_over_upstream']:.3f}")
+    print(f"proofs' own seconds / tipcgen run wall: {result['proofs_share_of_wall']:.3f}")
     print(f"steps' own time / chain wall: {result['steps_share_of_wall']:.3f}")
     print(f"peak RSS of the largest step: {result['peak_rss_mb_largest_step']} MB")
     print(f"wrote {out}")

@@ -62,11 +62,11 @@ def components(repo: Path, env: dict, runs: int) -> dict[str, list[float]]:
     code = f"""
 import os, subprocess, sys, time
 from pathlib import Path
-from tipcgen.configs import preflight
+from tipcgen.configs import flag_check, preflight
 from tipcgen.run import provenance, run
 root, config = Path({str(repo)!r}), Path("test_tipc/configs/bert_sst2/train_infer_python.txt")
 env = dict(os.environ)
-python = run.interpreter_of((root / config).read_text(), env)[1]
+python = flag_check.interpreter((root / config).read_text(), env)[1]
 def timed(f):
     t = time.perf_counter(); f(); return time.perf_counter() - t
 print(timed(lambda: preflight.refuse_lint_errors(root, config)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -65,7 +66,11 @@ def available() -> tuple[bool, str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return False, "bwrap (bubblewrap) is not installed"
-    return _probe(bwrap)
+    with _PROBE_LOCK:  # the flag check asks from 4 threads at once: one probe, not one per thread (issue #39)
+        return _probe(bwrap)
+
+
+_PROBE_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=4)

@@ -6,8 +6,10 @@ reads every checkpoint the training wrote (``*.pdparams`` under any name in its 
 modified while the train step ran: best, latest and EMA side by side, ``epoch_3/model.pdparams``; with
 ``checkpoint_io``'s safe reader, no pickle code runs, each at most ``--max-checkpoint-bytes``, by default a
 quarter of the machine's memory) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
-read by ``paddle.static.load_inference_model`` in the chain's own interpreter, written to an ``.npz``
-read back without pickle), and compares them by shape and value: Paddle 3's export renames every
+read with numpy in tipcgen's own process by ``pdiparams.read_pdiparams``, names from the ``.json`` program;
+a file that reader refuses, an old-IR ``.pdmodel`` export among them, is read by
+``paddle.static.load_inference_model`` in the chain's own interpreter, written to an ``.npz`` read back
+without pickle, and the step's note says so), and compares them by shape and value: Paddle 3's export renames every
 parameter (``fc.weight`` becomes ``linear_0.w_0``), so a trained parameter is found by its shape and its
 values. The check passes when the export holds one of those checkpoints; else it fails naming the nearest
 (fewest differing parameters, then the smallest difference) and how it differs. A trained parameter with no
@@ -41,6 +43,7 @@ from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.repro.checkpoint_io import read_paddle_state
+from tipcgen.repro.pdiparams import ExportFormatError, read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
 from tipcgen.results.results import Step
 
@@ -156,6 +159,20 @@ def passed_value(command: str, key: str | None) -> str | None:
 def _exported_prefix(export_dir: Path) -> Path | None:
     found = sorted(export_dir.rglob("*.pdiparams"), key=lambda p: (p.name != "inference.pdiparams", len(p.parts), p))
     return found[0].with_suffix("") if found else None
+
+
+def read_exported(prefix: Path, python: str | None, env: dict[str, str],
+                  max_bytes: int) -> tuple[dict[str, np.ndarray], str]:
+    """(the exported parameters, '' or why paddle read them): read with numpy in this process
+    (``pdiparams.read_pdiparams``, no interpreter start); a file that reader refuses (an old-IR ``.pdmodel``
+    export, a format it does not know) is read with paddle in the chain's interpreter instead."""
+    try:
+        return read_pdiparams(prefix, max_bytes), ""
+    except ExportFormatError as exc:
+        if python is None:
+            raise CheckpointError(f"no interpreter to read the export with: {exc.message}",
+                                  "check that the chain's interpreter has paddle (tipcgen doctor)") from None
+        return read_export(prefix, python, env), exc.message
 
 
 def read_export(prefix: Path, python: str, env: dict[str, str]) -> dict[str, np.ndarray]:
@@ -369,17 +386,18 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
         elif not checkpoints:
             step.reason = (f"the training wrote no .pdparams under {train.model_dir}: the exported parameters "
                            "cannot be compared with a checkpoint of this run")
-        elif python is None:
-            step.reason = "no interpreter to read the export with"
         else:
             try:
-                passed, found, checkpoint = compare_written(checkpoints, read_export(prefix, python, env), root, limit)
+                exported, fallback = read_exported(prefix, python, env, limit)
+                passed, found, checkpoint = compare_written(checkpoints, exported, root, limit)
+                if fallback:
+                    found += f" (the exported parameters were read with paddle: {fallback})"
                 step.status, step.note = (PASSED, found) if passed else (FAILED, "")
                 step.reason = "" if passed else found
                 step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""
             except (CheckpointError, OSError, ValueError) as exc:
                 step.status = FAILED
-                step.reason = getattr(exc, "message", None) or str(exc)
+                step.reason = (getattr(exc, "message", None) or str(exc)).replace(f"{root}{os.sep}", "")
                 hint = getattr(exc, "hint", "")
                 if MAX_BYTES_OPTION in hint:
                     step.reason += f": {hint}"

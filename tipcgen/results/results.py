@@ -279,7 +279,11 @@ def check_status_lines(run_dir: Path, steps: list[Step], results_log: str = RESU
 
 
 def environment_info() -> dict[str, str]:
-    return {"python": platform.python_version(), "platform": platform.platform(), "machine": platform.machine()}
+    """Python, the platform (``platform.platform()``'s text without its processor field, which Python reads
+    by starting ``uname -p``: a process outside core/process.py, before every run) and the machine."""
+    uname, libc = platform.uname(), "".join(platform.libc_ver())
+    shown = f"{uname.system}-{uname.release}-{uname.machine}" + (f"-with-{libc}" if libc else "")
+    return {"python": platform.python_version(), "platform": shown, "machine": uname.machine}
 
 
 def load_summary(path: Path) -> Summary:

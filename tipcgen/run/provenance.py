@@ -98,13 +98,15 @@ class Probes:
         self.python, self.env, self.started = python, env, time.monotonic()
         self._procs: dict[str, process.Running] = {}
         self._done: dict[str, tuple[int, str] | None] = {}
+        self._data: dict[str, bytes] = {}
         self.git_missing = shutil.which("git") is None
         self.smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH"))
         if "versions" in want and python:
             self._start("versions", isolated.command(python, _VERSIONS_PROBE), env=env)
         if "git" in want and root is not None and not self.git_missing:
-            # One process: the commit (# branch.oid) and the changed tracked files (v2 entry lines).
-            self._start("git", ["git", "status", "--porcelain=v2", "--branch", "--untracked-files=no"], cwd=root)
+            # One process: the commit (# branch.oid) and the changed tracked files (v2 entries, NUL-ended), which
+            # is also the run's first tracked-files snapshot (tracked.from_status): one git status, not two.
+            self._start("git", ["git", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=no"], cwd=root)
         if "gpus" in want and self.smi:
             self._start("gpus", [self.smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], env=env)
 
@@ -122,6 +124,8 @@ class Probes:
             if proc is not None:
                 outcome = proc.finish()
                 result = None if outcome.timed_out else (outcome.exit_code, outcome.output)
+                if result is not None and result[0] == 0 and not outcome.truncated:
+                    self._data[key] = outcome.data
             self._done[key] = result
         return self._done[key]
 
@@ -150,13 +154,24 @@ class Probes:
         if self.git_missing:
             return {"commit": None, "dirty": None, "note": "git is not installed"}
         result = self.output("git")
-        lines = result[1].splitlines() if result is not None and result[0] == 0 else []
+        lines = result[1].split("\0") if result is not None and result[0] == 0 else []
         commit = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), "(initial)")
         if commit == "(initial)":
             return {"commit": None, "dirty": None, "note": f"{root} is not in a git repository (or has no commit)"}
-        changed = [line for line in lines if line and not line.startswith("#")]
+        changed, source = [], False
+        for line in lines:
+            if source:  # a rename's or copy's source path, after its entry
+                source = False
+            elif line and not line.startswith("#"):
+                changed.append(line)
+                source = line.startswith("2 ")
         return {"commit": commit, "dirty": bool(changed), "changed_files": len(changed),
                 "note": "dirty: tracked files differ from the commit" if changed else ""}
+
+    def git_status(self) -> bytes | None:
+        """The git probe's whole answer (``git status --porcelain=v2 -z``), None where git gave none."""
+        self.output("git")
+        return self._data.get("git")
 
     def device(self) -> dict[str, Any]:
         """The GPUs nvidia-smi lists (name, driver), or that there is none; the CPU count either way."""

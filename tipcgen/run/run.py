@@ -78,13 +78,14 @@ def _layout_check_result(check: process.Running) -> None:
 
 def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mode: str,
               data_dir: str | None, desc: Any, desc_info: dict[str, Any],
-              sandbox: Spec | None = None) -> tuple[str, dict]:
+              sandbox: Spec | None = None) -> tuple[str, dict, bytes | None]:
     """What would make every step fail, said once before any step runs (tipcgen doctor says more),
     and the run's provenance. The runner's layout check, the interpreter probe (paddle found, versions)
     and git start together, beside the data hashing here: the wall time is the longest of them, not the
     sum. desc, desc_info: the descriptor run_chain loaded (or None) and its hashes (provenance.load_descriptor).
 
-    Returns the chain's interpreter (its full path) and the provenance record."""
+    Returns the chain's interpreter (its full path), the provenance record and the git probe's answer
+    (``git status --porcelain=v2 -z``; None without one): the run's first tracked-files snapshot."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     python, found = flag_check.interpreter(text, env)
     check = _start_layout_check(config_path, root, chain, env, mode, sandbox)
@@ -101,11 +102,12 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
             raise RunError(f"paddle is not installed for {found}",
                            f"pip install {PADDLE_PIN} (or pip install -e \".[paddle]\" for the tested stack); "
                            "tipcgen doctor checks the rest")
+        status = probes.git_status()
     finally:
         probes.close()
         check.kill()
         check.finish()
-    return found, record
+    return found, record, status
 
 
 def model_name_of(config_path: Path) -> str:
@@ -173,6 +175,7 @@ class RunContext:
     desc: Any
     on_line: Callable[[str], None]
     sandbox: Spec | None = None  # run --sandbox: the chain's sandbox (run/sandboxed.py)
+    git_status: bytes | None = None  # the preflight's git probe: the first tracked-files snapshot (None: take one)
 
 
 @dataclass
@@ -262,14 +265,14 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
     spec = (sandboxed.spec(root, paths.run_dir(root, model, mode, chain), env,
                            shutil.which(env.get("TIPC_PYTHON", "python"), path=env.get("PATH"))) if sandbox else None)
     notes = check_config(root, config_path, env, desc) or []
-    found, record = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info, spec)
+    found, record, status = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info, spec)
     run_dir = paths.run_dir(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
                       required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain in ("basic", "fleet") else set()),
                       provenance=record, notes=list(notes))
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
-    context = RunContext(root, config_path, chain, mode, prepare_mode, run_dir, env, desc, on_line, spec)
+    context = RunContext(root, config_path, chain, mode, prepare_mode, run_dir, env, desc, on_line, spec, status)
     with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
         return _run(summary, context, signals,
                     lambda steps, starts: check_run(root, steps, text, found, env, starts=starts))
@@ -278,7 +281,9 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
 def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
          check_run: Callable[[list[Step], list], tuple[list[Step], list[str]]]) -> Summary:
     root, env = ctx.root, ctx.env
-    parts = [("before the run", tracked.snapshot(root))]  # git status, to find tracked files a part changed
+    # git status, to find tracked files a part changed; the first is the preflight's git probe's answer
+    parts = [("before the run", tracked.from_status(root, ctx.git_status) if ctx.git_status is not None
+              else tracked.snapshot(root))]
     prepare_cmd = ["bash", PREPARE_SH, str(ctx.config_path), ctx.prepare_mode]
     out = _Outputs(Step(kind=PREPARE, name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd)),
                    time.perf_counter())

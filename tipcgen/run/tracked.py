@@ -28,22 +28,35 @@ def snapshot(root: Path) -> dict[str, str] | None:
     """The tracked files that differ from HEAD, each with a hash of what is there now; None without git."""
     if shutil.which("git") is None:
         return None
-    outcome = process.run(process.Request(["git", "-C", str(root), "status", "--porcelain=v1", "-z",
-                                           "--untracked-files=no", "--ignore-submodules=all"], timeout=60,
+    outcome = process.run(process.Request(["git", "-C", str(root), "status", "--porcelain=v2", "-z",
+                                           "--untracked-files=no"], timeout=60,
                                           stderr="discard", output_cap=64 << 20))
     if outcome.exit_code != 0 or outcome.timed_out or outcome.truncated:
         return None  # not a git work tree (or no git, or no answer)
-    entries = outcome.data.decode("utf-8", errors="surrogateescape").split("\0")
+    return from_status(root, outcome.data)
+
+
+# Fields before the path in a v2 entry: 1 XY sub mH mI mW hH hI PATH; 2 ... hI Xscore PATH\0ORIG; u ... h3 PATH.
+_V2_FIELDS = {"1": 8, "2": 9, "u": 10}
+
+
+def from_status(root: Path, data: bytes) -> dict[str, str]:
+    """The snapshot from ``git status --porcelain=v2 -z``'s answer (the run's provenance probe gives the first
+    one, so the run starts one git, not two): changed tracked files, submodules left out."""
+    entries = data.decode("utf-8", errors="surrogateescape").split("\0")
     state: dict[str, str] = {}
     skip_next = False
     for entry in entries:
         if skip_next:  # a rename's source path
             skip_next = False
             continue
-        if len(entry) < 4:
+        fields = entry.split(" ", _V2_FIELDS.get(entry[:1], 0))
+        if entry[:1] not in _V2_FIELDS or len(fields) <= _V2_FIELDS[entry[:1]]:
+            continue  # a header (# branch.oid) or nothing
+        skip_next = entry[0] == "2"
+        if fields[2].startswith("S"):  # a submodule: never looked at (--ignore-submodules=all before)
             continue
-        code, path = entry[:2], entry[3:]
-        skip_next = "R" in code or "C" in code
+        code, path = fields[1].replace(".", " "), fields[-1]
         file = root / path
         try:
             state[path] = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else code.strip() or "gone"
