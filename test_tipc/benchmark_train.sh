@@ -12,6 +12,8 @@
 set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
+# shellcheck source=tipc_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 TIPC_MODES=(benchmark_train)
 tipc_open "CONFIG benchmark_train [CASE]" "$@"

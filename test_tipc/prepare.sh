@@ -8,6 +8,8 @@
 set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
+# shellcheck source=tipc_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 tipc_open "CONFIG MODE" "$@"
 tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
@@ -51,7 +53,8 @@ whole_source() {
 # sparse members, a member under a name that is also a file, and a file that is both a zip and a tar:
 # a data file is never a way to write elsewhere. `-I`: a module in the current folder never runs.
 unpack_archive() {
-    "$PYTHON" -I - "$1" "$2" <<'UNPACK' || tipc_die "lite data $1 could not be unpacked safely" "see the message above; rebuild the archive from plain files and folders"
+    "$PYTHON" -I - "$1" "$2" <<'UNPACK' \
+        || tipc_die "lite data $1 could not be unpacked safely" "see the message above; rebuild the archive from plain files and folders"
 import os, shutil, sys, tarfile, zipfile
 archive, dest = sys.argv[1], sys.argv[2]
 into = dest + ".unpacking"
@@ -207,8 +210,15 @@ prepare_bert_sst2() {
         ln -s -- "$(cd -- "$SOURCE" && pwd)" "$TRAINED"
         printf '[prepare] %s -> %s (trained model)\n' "$TRAINED" "$SOURCE"
     fi
-    printf '[prepare] %s\n' 'python sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt'
-    "$PYTHON" sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt || tipc_die 'data setup failed: sample_models/bert-sst2/build_vocab.py' "see the output above"
+    local -a setup=(  # data.setup: a script and its arguments
+        sample_models/bert-sst2/build_vocab.py
+        --input
+        ./train_data/bert_sst2/train.tsv
+        --output
+        ./train_data/bert_sst2/vocab.txt
+    )
+    printf '[prepare] %s\n' "python ${setup[*]}"
+    "$PYTHON" "${setup[@]}" || tipc_die "data setup failed: ${setup[0]}" "see the output above"
 }
 
 case $TIPC_MODEL in
