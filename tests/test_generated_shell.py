@@ -1,0 +1,78 @@
+"""The generated shell reads top to bottom (#37 item 5): common_func.sh holds upstream's helpers and the slot
+readers (at most 200 lines), tipcgen's checks and step machinery are in tipc_steps.sh, a table holds one entry
+per line, and no line of any generated script is over 160 characters, for both samples and every fixture
+descriptor (each alone, and the stub models as one repository)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from tipcgen import descriptor
+from tipcgen.configs.existing import defined_functions
+from tipcgen.format import paths
+from tipcgen.render import render
+
+MAX_LINE, MAX_COMMON_FUNC = 160, 200
+SAMPLES = sorted(str(p) for p in (ROOT / "sample_models").glob("*/tipc.yaml"))
+FIXTURES = sorted(str(p) for p in (ROOT / "tests" / "fixtures").glob("*/tipc*.yaml"))
+REPOSITORY = [str(ROOT / "tests" / "fixtures" / name / "tipc.yaml") for name in ("stub", "stub_tutorial", "stub_variant")]
+RENDERS = [[path] for path in SAMPLES + FIXTURES] + [REPOSITORY]
+
+
+def _id(group: list[str]) -> str:
+    return "+".join(Path(p).relative_to(ROOT).as_posix() for p in group)
+
+
+def _shell(group: list[str]) -> dict[str, str]:
+    files = render.render_repository([descriptor.load(path) for path in group])
+    return {rel: text for rel, text in files.items() if rel.endswith(".sh") and isinstance(text, str)}
+
+
+def test_the_renders_cover_the_samples_and_fixtures():
+    assert len(SAMPLES) >= 2 and len(FIXTURES) >= 8, (SAMPLES, FIXTURES)
+
+
+@pytest.mark.parametrize("group", RENDERS, ids=_id)
+def test_no_generated_line_is_over_160_characters_and_common_func_is_short(group: list[str]):
+    shell = _shell(group)
+    assert paths.COMMON_FUNC in shell and paths.STEPS_SH in shell
+    long = [f"{rel}:{n}: {len(line)} characters" for rel, text in shell.items()
+            for n, line in enumerate(text.splitlines(), start=1) if len(line) > MAX_LINE]
+    assert long == []
+    assert len(shell[paths.COMMON_FUNC].splitlines()) <= MAX_COMMON_FUNC
+
+
+def test_common_func_holds_upstreams_helpers_and_the_slot_readers_only():
+    """What a reviewer finds where: upstream's helpers and the readers in common_func.sh, every step and check
+    in tipc_steps.sh, each function defined once; every runner sources both, common_func.sh first."""
+    shell = _shell([SAMPLES[0]])
+    common, steps = defined_functions(shell[paths.COMMON_FUNC]), defined_functions(shell[paths.STEPS_SH])
+    assert {"func_parser_key", "func_parser_value", "func_parser_value_lite", "func_parser_params", "func_set_params",
+            "func_set_amp_params", "status_check", "slot_value", "slot_key", "section_value", "tipc_add_slots"} <= common
+    assert {"tipc_step", "tipc_record", "tipc_check_layout", "tipc_check_keys", "tipc_check_shapes", "tipc_no_links",
+            "tipc_check_lock", "tipc_on_interrupt", "tipc_start_run", "tipc_finish"} <= steps
+    assert common & steps == set()
+    for rel, text in shell.items():
+        if rel not in (paths.COMMON_FUNC, paths.STEPS_SH):
+            sources = [line for line in text.splitlines() if line.startswith("source ")]
+            assert [s.rsplit("/", 1)[-1] for s in sources] == ['common_func.sh"', 'tipc_steps.sh"'], rel
+
+
+def test_a_layouts_slot_table_has_one_slot_per_line():
+    steps = _shell([SAMPLES[0]])[paths.STEPS_SH]
+    assert "\n                [model_name]=1\n                [python]=2\n" in steps
+    assert "\n                1:model_name\n                2:python\n" in steps
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+def test_common_func_and_tipc_steps_are_shellcheck_clean(tmp_path: Path):
+    for rel, text in _shell([SAMPLES[0]]).items():
+        if rel in (paths.COMMON_FUNC, paths.STEPS_SH):
+            (tmp_path / Path(rel).name).write_text(text)
+    proc = subprocess.run(["shellcheck", "-x", "common_func.sh", "tipc_steps.sh"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
