@@ -4,6 +4,7 @@ per line, and no line of any generated script is over 160 characters, for both s
 descriptor (each alone, and the stub models as one repository)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -76,3 +77,41 @@ def test_common_func_and_tipc_steps_are_shellcheck_clean(tmp_path: Path):
     proc = subprocess.run(["shellcheck", "-x", "common_func.sh", "tipc_steps.sh"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+_LOCAL = re.compile(r"^\s*local\s+(?:-[aAn]+\s+)*(.*)$")
+_FOR = re.compile(r"\bfor\s+(?:\(\(\s*)?([a-z_][a-z0-9_]*)")
+_READ = re.compile(r"\$\{?#?!?([a-z_][a-z0-9_]*)")
+
+
+def _functions(text: str) -> dict[str, list[str]]:
+    """Each top-level function of a script (`name() {` ... `}` at column 0): its body lines."""
+    out: dict[str, list[str]] = {}
+    name = None
+    for line in text.splitlines():
+        if (match := re.match(r"^([a-z_][a-z0-9_]*)\(\) \{$", line)):
+            name = match.group(1)
+            out[name] = []
+        elif line == "}":
+            name = None
+        elif name is not None:
+            out[name].append(line)
+    return out
+
+
+def test_the_basic_runners_functions_read_no_local_of_their_caller():
+    """run_training, infer_case and the others get their inputs as arguments (a value, or the name of an array
+    they read through local -n): every lower-case variable a function expands is one of its own locals or loop
+    variables (upper-case names are the run's globals: MODE, PYTHON, LOG_PATH, TIPC_*)."""
+    runner = _shell([SAMPLES[0]])[paths.BASIC_RUNNER]
+    functions = _functions(runner)
+    assert {"run_training", "infer_case", "run_inference", "run_export", "run_train_chain"} <= set(functions)
+    for name, body in functions.items():
+        own: set[str] = set()
+        for line in body:
+            if (match := _LOCAL.match(line)):
+                own |= {word.split("=", 1)[0] for word in re.findall(r"([a-z_][a-z0-9_]*(?:=\S*)?)", match.group(1))}
+            own |= set(_FOR.findall(line))
+        code = [re.sub(r"(^|\s)#.*", "", line) for line in body]
+        read = {var for line in code for var in _READ.findall(line.replace("'", " "))}
+        assert read <= own, (name, sorted(read - own))
