@@ -491,12 +491,12 @@ tipc_on_interrupt() {
     fi
 }
 
-# tipc_wait_step PID: wait for a step; sets rc and TIPC_STEP_SIGNAL (the signal that killed it, or
-# nothing). Bash gives 128+N both for a process killed by signal N and for one that ran `exit 128+N`;
+# tipc_wait_step PID VAR: wait for a step; its exit status into VAR, and TIPC_STEP_SIGNAL (the signal that
+# killed it, or nothing). Bash gives 128+N both for a process killed by signal N and for one that ran `exit 128+N`;
 # its job table knows which, so the status is read there (polling with a builtin read, no fork: every
 # 10 ms for the first half second, so a short step is not kept waiting, then every 50 ms).
 tipc_wait_step() {
-    local pid=$1 status_file=$LOG_PATH/.step_status delay=0.01 polls=0
+    local pid=$1 status_file=$LOG_PATH/.step_status delay=0.01 polls=0 code
     while kill -0 "$pid" 2> /dev/null; do
         read -r -t "$delay" -u "$TIPC_SLEEP_FD" _ || :
         polls=$((polls + 1))
@@ -504,16 +504,17 @@ tipc_wait_step() {
     done
     jobs -l > "$status_file" 2>&1  # `PID Exit 137` or `PID Killed` (the latter as a notice on stderr)
     wait "$pid"
-    rc=$?
+    code=$?
     TIPC_STEP_SIGNAL=
-    if [ "$rc" -gt 128 ]; then
+    if [ "$code" -gt 128 ]; then
         if grep -qE "(^|[^0-9])$pid +[A-Z]" "$status_file"; then
-            if ! grep -qE "(^|[^0-9])$pid +(Done|Exit)" "$status_file"; then TIPC_STEP_SIGNAL=$(kill -l "$rc"); fi
-        elif [ "$rc" -le $((128 + 64)) ]; then
-            TIPC_STEP_SIGNAL=$(kill -l "$rc")  # the job table had already reported it: 128+N read as signal N
+            if ! grep -qE "(^|[^0-9])$pid +(Done|Exit)" "$status_file"; then TIPC_STEP_SIGNAL=$(kill -l "$code"); fi
+        elif [ "$code" -le $((128 + 64)) ]; then
+            TIPC_STEP_SIGNAL=$(kill -l "$code")  # the job table had already reported it: 128+N read as signal N
         fi
     fi
     rm -f -- "$status_file"
+    printf -v "$2" '%s' "$code"
 }
 
 # tipc_elapsed VAR START: the seconds since START (an $EPOCHREALTIME) into VAR as S.mmm. Integer
@@ -556,7 +557,7 @@ tipc_step() {
     ) >&"$log_fd" 2>&1 < /dev/null &
     TIPC_STEP_PID=$!
     exec {log_fd}>&-
-    tipc_wait_step "$TIPC_STEP_PID"
+    tipc_wait_step "$TIPC_STEP_PID" rc
     if [ -n "$TIPC_INTERRUPTED" ]; then
         # timeout has exited: what is left of its group would be an orphan.
         kill -KILL -- "-$TIPC_STEP_PID" 2> /dev/null
