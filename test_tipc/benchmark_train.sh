@@ -89,7 +89,7 @@ done
 
 # run_case BATCH FP DEVICE_NUM: one training run and its speed JSON.
 run_case() {
-    local bs=$1 fp=$2 device_num=$3 machines cards autocast device name speed_name log train_log note="" place
+    local bs=$1 fp=$2 device_num=$3 machines cards autocast device name speed_name log note="" place
     local run_process_type run_mode=DP save memory analysed
     local -a launch=() env_prefix=(env) cmd
     machines=${device_num#N}

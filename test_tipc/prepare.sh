@@ -13,6 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 tipc_open "CONFIG MODE" "$@"
 tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
+# shellcheck disable=SC2034  # CHAIN is read where a model links a trained model (whole_infer, paddle2onnx)
 if [ "$TIPC_FIRST" = paddle2onnx_params ]; then
     CHAIN=paddle2onnx
     TIPC_MODEL=$(config_value model_name)

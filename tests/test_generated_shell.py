@@ -69,13 +69,14 @@ def test_a_layouts_slot_table_has_one_slot_per_line():
     assert "\n                1:model_name\n                2:python\n" in steps
 
 
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
-def test_common_func_and_tipc_steps_are_shellcheck_clean(tmp_path: Path):
-    for rel, text in _shell([SAMPLES[0]]).items():
-        if rel in (paths.COMMON_FUNC, paths.STEPS_SH):
-            (tmp_path / Path(rel).name).write_text(text)
-    proc = subprocess.run(["shellcheck", "-x", "common_func.sh", "tipc_steps.sh"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed (apt-get install shellcheck)")
+@pytest.mark.parametrize("group", RENDERS, ids=_id)
+def test_every_generated_script_is_shellcheck_clean(group: list[str], tmp_path: Path):
+    names = []
+    for rel, text in _shell(group).items():
+        (tmp_path / Path(rel).name).write_text(text)
+        names.append(Path(rel).name)
+    proc = subprocess.run(["shellcheck", "-x", *sorted(names)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
