@@ -49,7 +49,7 @@ def test_no_generated_line_is_over_160_characters_and_common_func_is_short(group
 
 def test_common_func_holds_upstreams_helpers_and_the_slot_readers_only():
     """What a reviewer finds where: upstream's helpers and the readers in common_func.sh, every step and check
-    in tipc_steps.sh, each function defined once; every runner sources both, common_func.sh first."""
+    in tipc_steps.sh, each function defined once."""
     shell = _shell([SAMPLES[0]])
     common, steps = defined_functions(shell[paths.COMMON_FUNC]), defined_functions(shell[paths.STEPS_SH])
     assert {"func_parser_key", "func_parser_value", "func_parser_value_lite", "func_parser_params", "func_set_params",
@@ -57,7 +57,11 @@ def test_common_func_holds_upstreams_helpers_and_the_slot_readers_only():
     assert {"tipc_step", "tipc_record", "tipc_check_layout", "tipc_check_keys", "tipc_check_shapes", "tipc_no_links",
             "tipc_check_lock", "tipc_on_interrupt", "tipc_start_run", "tipc_finish"} <= steps
     assert common & steps == set()
-    for rel, text in shell.items():
+
+
+@pytest.mark.parametrize("group", RENDERS, ids=_id)
+def test_every_generated_script_sources_common_func_then_tipc_steps(group: list[str]):
+    for rel, text in _shell(group).items():
         if rel not in (paths.COMMON_FUNC, paths.STEPS_SH):
             sources = [line for line in text.splitlines() if line.startswith("source ")]
             assert [s.rsplit("/", 1)[-1] for s in sources] == ['common_func.sh"', 'tipc_steps.sh"'], rel
