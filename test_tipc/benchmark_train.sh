@@ -12,6 +12,8 @@
 set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
+# shellcheck source=tipc_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 TIPC_MODES=(benchmark_train)
 tipc_open "CONFIG benchmark_train [CASE]" "$@"
@@ -87,7 +89,7 @@ done
 
 # run_case BATCH FP DEVICE_NUM: one training run and its speed JSON.
 run_case() {
-    local bs=$1 fp=$2 device_num=$3 machines cards autocast device name speed_name log train_log note="" place
+    local bs=$1 fp=$2 device_num=$3 machines cards autocast device name speed_name log note="" place
     local run_process_type run_mode=DP save memory analysed
     local -a launch=() env_prefix=(env) cmd
     machines=${device_num#N}

@@ -8,9 +8,12 @@
 set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
+# shellcheck source=tipc_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 tipc_open "CONFIG MODE" "$@"
 tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
+# shellcheck disable=SC2034  # CHAIN is read where a model links a trained model (whole_infer, paddle2onnx)
 if [ "$TIPC_FIRST" = paddle2onnx_params ]; then
     CHAIN=paddle2onnx
     TIPC_MODEL=$(config_value model_name)
@@ -159,8 +162,15 @@ prepare_bert_sst2() {
         ln -s -- "$(cd -- "$SOURCE" && pwd)" "$TRAINED"
         printf '[prepare] %s -> %s (trained model)\n' "$TRAINED" "$SOURCE"
     fi
-    printf '[prepare] %s\n' 'python sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt'
-    "$PYTHON" sample_models/bert-sst2/build_vocab.py --input ./train_data/bert_sst2/train.tsv --output ./train_data/bert_sst2/vocab.txt || tipc_die 'data setup failed: sample_models/bert-sst2/build_vocab.py' "see the output above"
+    local -a setup=(  # data.setup: a script and its arguments
+        sample_models/bert-sst2/build_vocab.py
+        --input
+        ./train_data/bert_sst2/train.tsv
+        --output
+        ./train_data/bert_sst2/vocab.txt
+    )
+    printf '[prepare] %s\n' "python ${setup[*]}"
+    "$PYTHON" "${setup[@]}" || tipc_die "data setup failed: ${setup[0]}" "see the output above"
 }
 
 case $TIPC_MODEL in

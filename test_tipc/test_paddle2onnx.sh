@@ -9,6 +9,8 @@
 set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
+# shellcheck source=tipc_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 tipc_open "CONFIG MODE" "$@"
 tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
@@ -41,7 +43,7 @@ done
 for key in model_name python 2onnx --model_dir --save_file inference "$onnx_key" "$use_gpu_key" "$model_dir_key" "$data_key"; do
     if [ "$key" != null ]; then tipc_has_key "$CONFIG" "$key"; fi
 done
-# The model's env: (common_func.sh) applies to the conversion, inference and check steps.
+# The model's env: (tipc_steps.sh) applies to the conversion, inference and check steps.
 tipc_begin "$(config_value model_name)" "$(config_value python)"
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/paddle2onnx/$MODE" results_paddle2onnx.log "paddle2onnx $MODE"
 
@@ -80,6 +82,7 @@ onnx_flag=$(value_after inference "$onnx_key")
 data=$(value_after inference "$data_key")
 reference=$(section_value result_check_params reference_file)
 compare=$(section_value result_check_params compare)
+use_gpus=()
 tipc_split use_gpus "$(value_after inference "$use_gpu_key")"
 for use_gpu in "${use_gpus[@]}"; do
     case ${use_gpu,,} in
@@ -98,7 +101,8 @@ for use_gpu in "${use_gpus[@]}"; do
     fi
     for engine in onnx paddle; do
         if [ "$engine" = onnx ] && [ "$onnx_key" = null ]; then
-            tipc_skip infer "paddle2onnx_infer_$place" "the inference script takes no ONNX flag (paddle2onnx.onnx_flag: null): the chain's own check runs the ONNX model"
+            tipc_skip infer "paddle2onnx_infer_$place" \
+                "the inference script takes no ONNX flag (paddle2onnx.onnx_flag: null): the chain's own check runs the ONNX model"
             continue
         fi
         cmd=(${TIPC_STEP_ENV[@]+"${TIPC_STEP_ENV[@]}"} "$PYTHON")

@@ -15,6 +15,8 @@
 set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
+# shellcheck source=tipc_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 # dy2static_settings MODEL: the tolerance of MODEL's loss check (check_args) from its descriptor
 # (dy2static.tolerance); a model no descriptor here rendered gets the check's defaults, and a note saying so.

@@ -5,14 +5,17 @@
 # Reads the same configs and modes as upstream runners; run it from the repository root.
 # Writes test_tipc/output/<model>/<MODE>/results_python.log (one status line per step), one log
 # per step and steps.jsonl (one record per step); exits 1 if any step failed.
+# shellcheck disable=SC2034  # arrays given to a function by name (local -n) are read there
 set -u
 # shellcheck source=common_func.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
+# shellcheck source=tipc_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 tipc_open "CONFIG MODE [GPU_ID]" "$@"
 GPU_ID=${3:-}
 # One runner for every model of the repository: the layout check reads what every config of its
-# layout shares; each model's flag names come from its own config, its settings from common_func.sh.
+# layout shares; each model's flag names come from its own config, its settings from tipc_steps.sh.
 tipc_check_layout "$CONFIG"
 tipc_begin "$(slot_value model_name)" "$(slot_value python)"
 # TIPC_RUN_FOLDER: another run folder (the dy2static runner runs this one on its two trainings there).
@@ -21,21 +24,24 @@ tipc_start_run "${TIPC_RUN_FOLDER:-./test_tipc/output/$TIPC_MODEL/$MODE}" result
 # run_inference MODEL_DIR DATA IS_QUANT GPU TAG: the Paddle Inference matrix for one model, in upstream's
 # loop order: on the CPU mkldnn x threads x batch size x precision, on a GPU use_trt x precision x batch size.
 run_inference() {
-    local model_dir=$1 data=$2 is_quant=$3 gpu=$4 tag=$5 script use_gpu switch threads bs precision
+    local model_dir=$1 script use_gpu switch threads bs precision
     local -a use_gpus switches threadss batch_sizes precisions
+    local -A inference=([model_dir]=$1 [data]=$2 [is_quant]=$3 [gpu]=$4 [tag]=$5)
     script=$(slot_value inference)
     if tipc_is_null "$script"; then return 0; fi
+    inference[script]=$script
     tipc_split use_gpus "$(slot_value infer_use_gpu)"
     tipc_split threadss "$(slot_value cpu_threads)"
     tipc_split batch_sizes "$(slot_value infer_batch_size)"
     tipc_split precisions "$(slot_value precision)"
     for use_gpu in "${use_gpus[@]}"; do
+        inference[use_gpu]=$use_gpu
         case ${use_gpu,,} in
             false | cpu)
                 tipc_split switches "$(slot_value enable_mkldnn)"
                 for switch in "${switches[@]}"; do for threads in "${threadss[@]}"; do
                     for bs in "${batch_sizes[@]}"; do for precision in "${precisions[@]}"; do
-                        infer_case cpu "$switch" "$threads" "$precision" "$bs"
+                        infer_case inference cpu "$switch" "$threads" "$precision" "$bs"
                     done; done
                 done; done
                 ;;
@@ -43,7 +49,7 @@ run_inference() {
                 tipc_split switches "$(slot_value use_trt)"
                 for switch in "${switches[@]}"; do for precision in "${precisions[@]}"; do
                     for bs in "${batch_sizes[@]}"; do
-                        infer_case gpu "$switch" "" "$precision" "$bs"
+                        infer_case inference gpu "$switch" "" "$precision" "$bs"
                     done
                 done; done
                 ;;
@@ -58,11 +64,15 @@ run_inference() {
     done
 }
 
-# infer_case PLACE SWITCH THREADS PRECISION BATCH: one inference configuration of run_inference (it reads
-# that function's script, use_gpu, model_dir, data, is_quant, gpu and tag): upstream's skip rules, or the
-# step, its flags in upstream's order. PLACE is cpu or gpu; SWITCH is mkldnn on the CPU, use_trt on a GPU.
+# infer_case INFERENCE PLACE SWITCH THREADS PRECISION BATCH: one inference configuration of run_inference:
+# upstream's skip rules, or the step, its flags in upstream's order. INFERENCE names run_inference's
+# associative array (script, use_gpu, model_dir, data, is_quant, gpu, tag); PLACE is cpu or gpu; SWITCH is
+# mkldnn on the CPU, use_trt on a GPU.
 infer_case() {
-    local place=$1 switch=$2 threads=$3 precision=$4 bs=$5 name skip=""
+    local -n tipc_inference=$1
+    local place=$2 switch=$3 threads=$4 precision=$5 bs=$6 name skip=""
+    local script=${tipc_inference[script]} use_gpu=${tipc_inference[use_gpu]} model_dir=${tipc_inference[model_dir]}
+    local data=${tipc_inference[data]} is_quant=${tipc_inference[is_quant]} gpu=${tipc_inference[gpu]} tag=${tipc_inference[tag]}
     local -a cmd
     if [ "$place" = cpu ]; then
         name=python_infer_cpu_gpus_${gpu}${tag}_usemkldnn_${switch}_threads_${threads}_precision_${precision}_batchsize_${bs}
@@ -138,14 +148,15 @@ run_checks() {
     fi
 }
 
-# run_export COMMAND WEIGHTS OUTPUT NAME: export WEIGHTS into OUTPUT with the config's export keys
-# (under the caller's env_prefix, e.g. CUDA_VISIBLE_DEVICES).
+# run_export ENV_PREFIX COMMAND WEIGHTS OUTPUT NAME: export WEIGHTS into OUTPUT with the config's export keys,
+# under ENV_PREFIX (the name of an array: an env prefix such as CUDA_VISIBLE_DEVICES, or none).
 run_export() {
-    local -a cmd=("${env_prefix[@]}" "${TIPC_STEP_ENV[@]}" "$PYTHON")
-    tipc_add_words cmd "$1"
-    tipc_add_slots cmd export_weight="$2" save_infer="$3"
-    tipc_case model_dir="$3"
-    tipc_step export "$4" "$LOG_PATH/$4.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
+    local -n tipc_export_env=$1
+    local -a cmd=("${tipc_export_env[@]}" "${TIPC_STEP_ENV[@]}" "$PYTHON")
+    tipc_add_words cmd "$2"
+    tipc_add_slots cmd export_weight="$3" save_infer="$4"
+    tipc_case model_dir="$4"
+    tipc_step export "$5" "$LOG_PATH/$5.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
 }
 
 # The train and export commands of a trainer (upstream's dispatch on the trainer name).
@@ -314,10 +325,11 @@ fleet_check() {
 }
 
 # run_train_chain: for each gpu_list entry, how it trains (launch, env_prefix), then each autocast x
-# trainer: run_training.
+# trainer: run_training, given the training's settings (an associative array) and the two arrays by name.
 run_train_chain() {
     local epoch batch gpu device run_on nodes ips launch_note autocast trainer tag i
     local -a gpus devices autocasts trainers launch env_prefix list
+    local -A training
     epoch=$(tipc_value_for_mode "$(slot_value epoch)" "$MODE")
     batch=$(tipc_value_for_mode "$(slot_value train_batch_size)" "$MODE")
     tipc_split gpus "$(slot_value gpu_list)"
@@ -362,15 +374,23 @@ run_train_chain() {
             for trainer in "${trainers[@]}"; do
                 tag=""
                 if [ ${#autocasts[@]} -gt 1 ] || [ ${#trainers[@]} -gt 1 ]; then tag=_${trainer}_autocast_${autocast}; fi
-                run_training
+                training=([trainer]=$trainer [autocast]=$autocast [tag]=$tag [gpu]=$gpu [device]=$device [run_on]=$run_on
+                    [nodes]=$nodes [note]=$launch_note [epoch]=$epoch [batch]=$batch)
+                run_training training launch env_prefix
             done
         done
     done
 }
 
-# run_training: one training of run_train_chain (it reads that function's locals) and what uses it:
-# train, then eval, export, inference and result checks on the trained model.
+# run_training TRAINING LAUNCH ENV_PREFIX: one training of run_train_chain and what uses it: train, then
+# eval, export, inference and result checks on the trained model. TRAINING names an associative array
+# (trainer, autocast, tag, gpu, device, run_on, nodes, note, epoch, batch); LAUNCH and ENV_PREFIX name
+# arrays: the launcher's arguments (-m paddle.distributed.launch ...) and the env prefix, or none.
 run_training() {
+    local -n tipc_training=$1 tipc_launch=$2 tipc_env=$3
+    local trainer=${tipc_training[trainer]} autocast=${tipc_training[autocast]} tag=${tipc_training[tag]}
+    local gpu=${tipc_training[gpu]} device=${tipc_training[device]} run_on=${tipc_training[run_on]}
+    local nodes=${tipc_training[nodes]} epoch=${tipc_training[epoch]} batch=${tipc_training[batch]}
     local prefix save note checkpoint eval_cmd model_dir inference_dir
     local -a cmd
     trainer_commands "$trainer"
@@ -382,14 +402,14 @@ run_training() {
         return
     fi
     save=$LOG_PATH/$prefix
-    note=$launch_note
+    note=${tipc_training[note]}
     if [ "$run_on" = cpu ]; then
         case ${autocast,,} in
             amp | fp16) note="${note:+$note; }autocast $autocast had no effect: CPU training runs in float32" ;;
         esac
     fi
-    cmd=("${env_prefix[@]}" "$PYTHON" "${launch[@]}")
-    if [ ${#launch[@]} -gt 0 ]; then cmd+=(--log_dir "$save/log"); fi
+    cmd=("${tipc_env[@]}" "$PYTHON" "${tipc_launch[@]}")
+    if [ ${#tipc_launch[@]} -gt 0 ]; then cmd+=(--log_dir "$save/log"); fi
     tipc_add_words cmd "$TRAIN_CMD"
     tipc_add_slots cmd train_use_gpu="$device" save_model="$save" epoch="$epoch" pretrain \
         train_batch_size="$batch" autocast="$autocast" train_param
@@ -406,14 +426,14 @@ run_training() {
     checkpoint=$save/$(slot_value train_model_name)
     eval_cmd=$(slot_value eval)
     if ! tipc_is_null "$eval_cmd"; then
-        cmd=("${env_prefix[@]}" "$PYTHON")
+        cmd=("${tipc_env[@]}" "$PYTHON")
         tipc_add_words cmd "$eval_cmd"
         tipc_add_slots cmd pretrain="$checkpoint" train_use_gpu="$device" eval_param
         tipc_case device="$run_on" use_gpu="$device" model_dir="$checkpoint"
         tipc_step eval "${prefix}_nodes_${nodes}_eval" "$LOG_PATH/${prefix}_nodes_${nodes}_eval.log" "" -- "${cmd[@]}"
     fi
     if tipc_is_null "$EXPORT_CMD"; then return; fi
-    if ! run_export "$EXPORT_CMD" "$checkpoint" "$save" "${prefix}_nodes_${nodes}_export"; then
+    if ! run_export "$3" "$EXPORT_CMD" "$checkpoint" "$save" "${prefix}_nodes_${nodes}_export"; then
         tipc_skip infer "$prefix" "skipped because export ${prefix} did not pass"
         return
     fi
@@ -445,7 +465,7 @@ run_whole_infer() {
         if [ "$TIPC_LAYOUT" = tutorial ]; then model_dir=$(slot_value save_infer); fi
         if ! tipc_is_null "$export_cmd" && [ "${export_cmd,,}" != false ]; then
             model_dir=$LOG_PATH/whole_infer_model_$count
-            if ! run_export "$export_cmd" "$model" "$model_dir" "whole_infer_export_$count"; then
+            if ! run_export env_prefix "$export_cmd" "$model" "$model_dir" "whole_infer_export_$count"; then
                 tipc_skip infer "whole_infer_$count" "export of $model did not pass"
                 continue
             fi

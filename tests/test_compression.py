@@ -313,7 +313,7 @@ def test_one_ptq_runner_serves_every_model_with_its_own_layout_and_settings(tmp_
     other = two_ptq_models(tmp_path / "other")  # the other order, one model after the other
     for name in ("tipc_kl_tol.yaml", "tipc_mobile.yaml"):
         tipcgen("init", name, cwd=other, check=True)
-    shared = (paths.RUNNERS["ptq"], paths.COMMON_FUNC, paths.PREPARE_SH, paths.shipped_rel(paths.CHECK_QUANT))
+    shared = (paths.RUNNERS["ptq"], paths.COMMON_FUNC, paths.STEPS_SH, paths.PREPARE_SH, paths.shipped_rel(paths.CHECK_QUANT))
     assert all((other / rel).read_bytes() == (repo / rel).read_bytes() for rel in shared)
     before = files_of(repo)
     for name in ("tipc_kl_tol.yaml", "tipc_mobile.yaml"):
@@ -361,10 +361,10 @@ def test_two_ptq_configs_of_one_model_name_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_ptq_config_named_otherwise_keeps_its_models_step_timeout() -> None:
-    """OCR's PTQ configs name the model `<model>_KL`: common_func.sh's arm for that name holds the descriptor's
+    """OCR's PTQ configs name the model `<model>_KL`: tipc_steps.sh's arm for that name holds the descriptor's
     step time limit, which tipc_begin reads by the config's model_name."""
     source = ptq_cnn("tipc_kl.yaml").replace("    model_name: model_name:ptq_cnn\n", "    model_name: model_name:ptq_cnn_KL\n")
     desc = descriptor.load_text(source + "run:\n  step_timeout: 300\n", source="tipc.yaml")
     files = render.render_files(desc)
-    assert "        ptq_cnn_KL)\n            TIPC_MODEL_TIMEOUT=300\n" in files[paths.COMMON_FUNC]
+    assert "        ptq_cnn_KL)\n            TIPC_MODEL_TIMEOUT=300\n" in files[paths.STEPS_SH]
     assert "        ptq_cnn_KL)\n" in files[paths.RUNNERS["ptq"]]

@@ -330,7 +330,7 @@ def test_new_value_that_is_no_usable_yaml(tmp_path: Path):
 
 
 def test_a_script_refusal_is_read_back_in_one_place():
-    """The lines common_func.sh's tipc_error writes become one ScriptError; the CLI hides exactly those lines."""
+    """The lines tipc_steps.sh's tipc_die writes become one ScriptError; the CLI hides exactly those lines."""
     from tipcgen.core.errors import RunError, ScriptError
 
     lines = ["[tipc] prepare", "tipc error: whole data folder not set", "  hint: pass --data-dir DIR", "exit"]
@@ -338,7 +338,7 @@ def test_a_script_refusal_is_read_back_in_one_place():
     assert isinstance(error, RunError) and str(error) == "whole data folder not set\n  hint: pass --data-dir DIR"
     assert [line for line in lines if ScriptError.is_own_line(line)] == lines[1:3]
     assert ScriptError.from_lines(["a", "b", "c", "d"]).message == "b | c | d"
-    template = (ROOT / "templates" / "runner" / "common_func.sh.j2").read_text()
+    template = (ROOT / "templates" / "runner" / "tipc_steps.sh.j2").read_text()
     assert f"printf '{ScriptError.ERROR_PREFIX}%s\\n'" in template and f"printf '{ScriptError.HINT_PREFIX}%s\\n'" in template
 
 

@@ -213,5 +213,5 @@ def test_import_adds_the_env_an_inference_pdmodel_script_needs(tmp_path: Path):
     text = (repo / "imported.yaml").read_text()
     assert text.endswith('env: {FLAGS_enable_pir_api: "0"}\n') and text.count("\nenv:") == 1
     tipcgen("init", "imported.yaml", "--force", cwd=repo, check=True)
-    common = (repo / "test_tipc/common_func.sh").read_text()  # each model's env: is its arm of tipc_model_settings
+    common = (repo / "test_tipc/tipc_steps.sh").read_text()  # each model's env: is its arm of tipc_model_settings
     assert "TIPC_STEP_ENV=(env FLAGS_enable_pir_api=0)" in common

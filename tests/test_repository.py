@@ -17,7 +17,7 @@ MODE = "lite_train_lite_infer"
 MODELS = {"stub_model": STUB / "tipc.yaml",
           "stub_variant": ROOT / "tests" / "fixtures" / "stub_variant" / "tipc.yaml",
           "stub_tutorial": ROOT / "tests" / "fixtures" / "stub_tutorial" / "tipc.yaml"}
-SHARED = ("test_tipc/test_train_inference_python.sh", "test_tipc/common_func.sh", "test_tipc/prepare.sh")
+SHARED = ("test_tipc/test_train_inference_python.sh", "test_tipc/common_func.sh", "test_tipc/tipc_steps.sh", "test_tipc/prepare.sh")
 SKIP = ("test_tipc/output", ".tipcgen/backup", ".tipcgen/cache")  # run outputs, backups, run's --help cache
 
 
@@ -67,10 +67,10 @@ def test_models_are_added_one_after_another_without_force(zoo):
         assert (repo / config(model)).is_file(), model
     answers = (repo / ".tipcgen-answers.yml").read_text()
     assert "stub_variant/tipc.yaml" in answers and "stub_tutorial/tipc.yaml" in answers
-    # One prepare.sh, dispatched on model_name; one common_func.sh with each model's own settings.
+    # One prepare.sh, dispatched on model_name; one tipc_steps.sh with each model's own settings.
     prepare = (repo / "test_tipc/prepare.sh").read_text()
     assert all(f"    {m}) prepare_{m} ;;" in prepare for m in MODELS)
-    common = (repo / "test_tipc/common_func.sh").read_text()
+    common = (repo / "test_tipc/tipc_steps.sh").read_text()
     assert "TIPC_STEP_ENV=(env STUB_TUTORIAL=1)" in common and "TIPC_MODEL_TIMEOUT=300" in common
 
 

@@ -91,6 +91,7 @@ def test_step_time_and_shown_command_need_no_fork_and_no_locale(stub_repo: Path)
     locale's (a comma in de_DE, fr_FR, ...), which awk read as the end of the number. The command a record
     shows is shell-quoted, never run. Both answer into a variable (no subshell per step)."""
     script = r"""source test_tipc/common_func.sh
+source test_tipc/tipc_steps.sh
 now=${EPOCHREALTIME//[!0-9]/}
 past=$((now - 1500000))
 start="$((past / 1000000)),$(printf %06d $((past % 1000000)))"

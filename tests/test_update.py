@@ -248,3 +248,47 @@ def test_answers_file_damage_is_an_error_naming_the_field(tmp_path: Path):
     with pytest.raises(TipcgenError, match="relative paths"):
         answers.parse("tipcgen_version: '1'\ndescriptor: d\ndescriptor_sha256: x\ndevices: all\nfiles: [../etc/passwd]\n",
                       "a.yml")
+
+
+# ---------------------------------------------------------------- a file whose functions moved
+
+COMMON, STEPS = paths.COMMON_FUNC, paths.STEPS_SH
+
+
+def rendered_before_the_split(repo: Path) -> str:
+    """The repository as a tipcgen before #37 rendered it: one common_func.sh with the checks and steps
+    (here: today's two files as one, the helpers last, as there), no tipc_steps.sh. Its text, also its merge base."""
+    one = (repo / STEPS).read_text(encoding="utf-8") + (repo / COMMON).read_text(encoding="utf-8")
+    for path in (repo / COMMON, repo / answers.base_path(COMMON)):
+        path.write_text(one, encoding="utf-8")
+    for path in (repo / STEPS, repo / answers.base_path(STEPS)):
+        path.unlink()
+    edit(repo / paths.ANSWERS, f'  - "{STEPS}"\n', "")
+    return one
+
+
+def test_an_edit_of_a_function_that_moved_is_a_conflict_naming_where_it_went(repo: Path):
+    """A user's edit of a step function in the old common_func.sh is never dropped silently: update leaves the
+    file as it is, reports a conflict that names tipc_steps.sh, and still writes tipc_steps.sh."""
+    rendered_before_the_split(repo)
+    edit(repo / COMMON, "        reason=\"exit code $rc\"\n", "        reason=\"exit code $rc (ours)\"\n")
+    mine = (repo / COMMON).read_bytes()
+    proc = tipcgen("update", cwd=repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if COMMON in line)
+    assert "conflict" in line and f"to {STEPS}: carry an edit of them there" in line and "tipc_" in line, proc.stdout
+    assert (repo / COMMON).read_bytes() == mine
+    assert "tipc_step() {" in (repo / STEPS).read_text(encoding="utf-8")
+
+
+def test_an_own_helper_added_to_the_old_common_func_is_kept_by_the_merge(repo: Path):
+    """An edit outside the moved functions (a helper of the user's own at the end) merges cleanly into the new,
+    short common_func.sh."""
+    rendered_before_the_split(repo)
+    text = (repo / COMMON).read_text(encoding="utf-8") + "\nmy_helper() { printf 'mine\\n'; }\n"
+    (repo / COMMON).write_text(text, encoding="utf-8")
+    proc = tipcgen("update", cwd=repo, check=True)
+    assert "conflict" not in proc.stdout.replace("0 conflict(s)", ""), proc.stdout
+    merged = (repo / COMMON).read_text(encoding="utf-8")
+    assert merged.endswith("\nmy_helper() { printf 'mine\\n'; }\n") and "tipc_step() {" not in merged
+    assert "tipc_step() {" in (repo / STEPS).read_text(encoding="utf-8")

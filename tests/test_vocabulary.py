@@ -327,4 +327,4 @@ def test_the_runner_refuses_the_model_names_init_refuses():
     """The runner's model_name rule is the descriptor's (schema.MODEL_NAME_RE), rendered from it."""
     from tipcgen.descriptor.schema import MODEL_NAME_RE
 
-    assert f"[[ ! $TIPC_MODEL =~ {MODEL_NAME_RE.pattern} ]]" in (ROOT / "test_tipc" / "common_func.sh").read_text(encoding="utf-8")
+    assert f"[[ ! $TIPC_MODEL =~ {MODEL_NAME_RE.pattern} ]]" in (ROOT / "test_tipc" / "tipc_steps.sh").read_text(encoding="utf-8")

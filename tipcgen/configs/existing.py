@@ -17,6 +17,7 @@ from tipcgen.format import paths, words
 
 _WHY = {
     paths.COMMON_FUNC: "the generated runner's shell helpers (it replaces the functions defined there)",
+    paths.STEPS_SH: "the generated runners' checks and step functions",
     paths.PREPARE_SH: "prepares the data of the descriptor for the four basic modes only",
     paths.BASIC_RUNNER: "the generated runner of the basic chain",
     paths.RUNNERS["paddle2onnx"]: "the generated runner of the paddle2onnx chain",

@@ -13,7 +13,7 @@ from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import COMMON_FUNC
+from tipcgen.format.paths import COMMON_FUNC, STEPS_SH
 
 FLAG = "FLAGS_enable_pir_api"
 ENV = {FLAG: "0"}
@@ -51,12 +51,12 @@ def needs_env(root: Path, command: str | None) -> bool:
 
 
 def runner_sets_flag(common_func_text: str, model: str) -> bool:
-    """Whether a generated common_func.sh exports FLAGS_enable_pir_api=0 to ``model``'s steps (the
-    descriptor's env:, in that model's arm of tipc_model_settings)."""
+    """Whether the generated shell (tipc_steps.sh, or the common_func.sh of a render before it) exports
+    FLAGS_enable_pir_api=0 to ``model``'s steps (the descriptor's env:, in that model's arm of tipc_model_settings)."""
     arm, lines = False, []
     for raw in common_func_text.splitlines():
         line = raw.strip()
-        if line.endswith(")") and not line.startswith(("TIPC_", "(", "case", "esac")):
+        if line.endswith(")") and not line.startswith(("TIPC_", "(", ")", "case", "esac")):
             arm = line[:-1].strip("'\"") == model  # an arm's label, as the template quotes it
         elif arm and line.startswith("TIPC_STEP_ENV=("):
             lines.append(line)
@@ -65,16 +65,18 @@ def runner_sets_flag(common_func_text: str, model: str) -> bool:
 
 def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
     """For doctor: the config's inference script when it loads inference.pdmodel (None otherwise), and whether
-    the repository's common_func.sh exports FLAGS_enable_pir_api=0 to the config's model."""
+    the repository's generated shell exports FLAGS_enable_pir_api=0 to the config's model."""
     config = TipcConfig.read(root / config_path)
     line = config.slot(chain.name_of("inference.script"))
     command = line.value if line is not None else None
     if not needs_env(root, command):
         return None
-    try:  # through the one reader: a regular file of bounded size (a FIFO there is not waited on)
-        common = inputs.read_bytes(root / COMMON_FUNC, COMMON_FUNC).decode("utf-8", errors="replace")
-    except TipcgenError:
-        common = ""
+    common = ""
+    for rel in (STEPS_SH, COMMON_FUNC):  # the model arms: tipc_steps.sh, or common_func.sh in a render before it
+        try:  # through the one reader: a regular file of bounded size (a FIFO there is not waited on)
+            common += inputs.read_bytes(root / rel, rel).decode("utf-8", errors="replace") + "\n"
+        except TipcgenError:
+            pass
     model = config.slot(chain.name_of("model_name"))
     return script_of(command) or "", runner_sets_flag(common, model.value if model is not None else "")
 

@@ -76,7 +76,7 @@ class RunError(TipcgenError):
 
 class ScriptError(RunError):
     """A generated script that refused to start (exit 2). The scripts say why on stderr in the lines
-    common_func.sh.j2's tipc_die writes, ``tipc error: WHAT`` and ``  hint: HOW``; this class is the
+    tipc_steps.sh.j2's tipc_die writes, ``tipc error: WHAT`` and ``  hint: HOW``; this class is the
     one place that reads them back."""
 
     ERROR_PREFIX = "tipc error: "

@@ -22,7 +22,8 @@ CHAIN_DOC = f"{TEST_TIPC}/docs/test_train_inference_python.md"  # the basic chai
 
 PREPARE_SH = f"{TEST_TIPC}/prepare.sh"
 PREPARE_LOG = "prepare.log"  # prepare.sh's output, in the run folder
-COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"
+COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"  # upstream's helpers and the slot readers (upstream's scripts source it)
+STEPS_SH = f"{TEST_TIPC}/tipc_steps.sh"  # tipcgen's checks and step machinery (tipcgen's runners source it too)
 
 CHAINS = ("basic", "paddle2onnx", "benchmark_train", "ptq", "dy2static", "fleet")
 RUNNERS = {"basic": f"{TEST_TIPC}/test_train_inference_python.sh", "paddle2onnx": f"{TEST_TIPC}/test_paddle2onnx.sh",
@@ -125,6 +126,6 @@ def runner_context() -> dict[str, str]:
             "fleet_run": run["fleet"], "check_fleet": CHECK_FLEET}
 
 # The configuration fields of a step record (steps.jsonl), beside kind/name/status/exit_code/seconds/
-# log/reason/note/command: tipc_record writes them (TIPC_FIELDS in common_func.sh), results reads them.
+# log/reason/note/command: tipc_record writes them (TIPC_FIELDS in tipc_steps.sh), results reads them.
 STEP_FIELDS = ("gpu", "trainer", "autocast", "training", "device", "use_gpu", "use_trt", "mkldnn", "threads",
                "precision", "batch_size", "model_dir", "reference", "device_num")

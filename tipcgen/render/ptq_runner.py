@@ -5,7 +5,7 @@ The runner holds the layouts of the models rendered here (read by position: ``pt
 one body, ``kl_quant`` has its own), tells a config's layout by its first line (and, for ``ptq_params``, where
 its ``trainer`` line is: ``compression.layout_of``), and picks the check's settings (``ptq.eval_data``,
 ``ptq.accuracy_drop``, ``ptq.tolerance``) by the config's model_name; the step time limit comes from
-``common_func.sh``'s model arm (``ptq_timeout_arms`` for a PTQ model_name no descriptor has). A config of a
+``tipc_steps.sh``'s model arm (``ptq_timeout_arms`` for a PTQ model_name no descriptor has). A config of a
 model no descriptor here rendered runs with its layout's checks alone and the check's defaults.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ def ptq_models(models: Sequence[Descriptor]) -> list[Descriptor]:
 
 
 def ptq_timeout_arms(models: Sequence[Descriptor]) -> list[dict]:
-    """common_func.sh's model arms for the PTQ configs whose model_name is not their descriptor's, where the
+    """tipc_steps.sh's model arms for the PTQ configs whose model_name is not their descriptor's, where the
     descriptor's step time limit is not the default (tipc_begin reads it by the config's model_name)."""
     return [{"name": ptq_name(d), "timeout": d.step_timeout, "env": (), "slot_keys": []} for d in ptq_models(models)
             if ptq_name(d) != d.model_name and d.step_timeout != Descriptor.step_timeout]

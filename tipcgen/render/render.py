@@ -86,7 +86,7 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
 
 
 def _layouts_context() -> list[dict]:
-    """families.runner_tables() for common_func.sh, each value-shape pattern a bash ERE (no ``\\d`` in ``[[ =~ ]]``)."""
+    """families.runner_tables() for tipc_steps.sh, each value-shape pattern a bash ERE (no ``\\d`` in ``[[ =~ ]]``)."""
     return [{**table, "shapes": [{"index": index, "what": what, "pattern": pattern.replace(r"\d", "[0-9]")}
                                  for index, what, pattern in table["shapes"]]} for table in families.runner_tables()]
 
@@ -153,7 +153,7 @@ def _models(descs: Sequence[Descriptor]) -> list[Descriptor]:
 
 def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     """Every generated file of test_tipc/ for the models of one repository: each model's configs, and
-    one runner, common_func.sh and prepare.sh for all of them (docs: the first model's)."""
+    one runner, common_func.sh, tipc_steps.sh and prepare.sh for all of them (docs: the first model's)."""
     env = environment()
     models = _models(descs)
     runner = _runner_context(models)
@@ -166,6 +166,7 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
                 "whole_files": sorted({f.whole for f in d.data.files if f.whole} if d.data else ())} for d in models]
     files.update({
         paths.COMMON_FUNC: env.get_template("runner/common_func.sh.j2").render(**runner),
+        paths.STEPS_SH: env.get_template("runner/tipc_steps.sh.j2").render(**runner),
         paths.BASIC_RUNNER: env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
         paths.PREPARE_SH: env.get_template("runner/prepare.sh.j2").render(
             models=prepare, any_data=any(d.data for d in models), unpack_script=paths.UNPACK_ARCHIVE,

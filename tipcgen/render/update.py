@@ -16,9 +16,9 @@ from pathlib import Path
 
 from tipcgen import __version__, descriptor
 from tipcgen.configs import submission
-from tipcgen.core import process
+from tipcgen.configs.existing import defined_functions
+from tipcgen.core import process, writes
 from tipcgen.core.errors import TipcgenError
-from tipcgen.core import writes
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor.answers import Answers, base_path, read, sha256_of, target_of
 from tipcgen.render import render
@@ -84,7 +84,22 @@ def plan(out_dir: Path, marker_size: int = 7) -> UpdatePlan:
         theirs = files.get(rel)
         result.files.append(_file_update(out_dir, rel, rel in old.files,
                                          None if theirs is None else _bytes(theirs), marker_size))
+        _say_where_functions_went(result.files[-1], out_dir, files)
     return result
+
+
+def _say_where_functions_went(item: FileUpdate, out_dir: Path, files: dict[str, str | bytes]) -> None:
+    """A conflict in a script whose functions the new render moved to another file (common_func.sh's steps and
+    checks to tipc_steps.sh) names that file: the user's edit of a moved function belongs there now."""
+    base = _read(out_dir / base_path(item.path))
+    if item.action != CONFLICT or base is None or item.new_base is None or not item.path.endswith(".sh"):
+        return
+    gone = defined_functions(base.decode("utf-8", "replace")) - defined_functions(item.new_base.decode("utf-8", "replace"))
+    moved = sorted(rel for rel, text in files.items() if rel != item.path and rel.endswith(".sh") and isinstance(text, str)
+                   and gone & defined_functions(text))
+    if moved:
+        item.reason += (f"; the new render moved functions of this file ({', '.join(sorted(gone)[:3])}"
+                        f"{', ...' if len(gone) > 3 else ''}) to {', '.join(moved)}: carry an edit of them there")
 
 
 def _bytes(content: str | bytes) -> bytes:
