@@ -220,20 +220,23 @@ fleet_nodes() {
     if [ -z "$loopback" ]; then FLEET_NOTE+=" (standing for $ips, never connected to)"; fi
 }
 
-# fleet_train PREFIX SAVE NOTE -- TRAIN_WORDS...: the training on every node at once, one train step per node (its
+# fleet_train PREFIX SAVE NOTE TRAINING ENV -- TRAIN_WORDS... (TRAINING, ENV: run_training's arrays by name): the
+# training on every node at once, one train step per node (its
 # launcher's output is its log; its workers' logs are under SAVE/node_K). A node that fails leaves its peers waiting
 # in their next collective: they are stopped TIPC_FLEET_GRACE seconds (default 20) later, and say so.
 fleet_train() {
+    local -n tipc_fleet_training=$4 tipc_fleet_env=$5
     local prefix=$1 save=$2 note=$3 limit=${TIPC_STEP_TIMEOUT:-600}
+    local device=${tipc_fleet_training[device]} batch=${tipc_fleet_training[batch]}
     local grace=${TIPC_FLEET_GRACE:-20} k shown left first="" stop_at="" reason
     local -a cmd pids names logs shows rcs reasons starts seconds ends
-    shift 4
+    shift 6
     # The last node first, node 0 last: node 0's step (its rank 0 saves the checkpoint eval and export get) then
     # runs from its RUN line to the next step's, as tipcgen run times a step and finds what a training wrote.
     for ((k = ${#FLEET_HOSTS[@]} - 1; k >= 0; k--)); do
         names[k]=${prefix}_node_$k
         logs[k]=$save.node_$k.log
-        cmd=("${env_prefix[@]}" "$PYTHON" -m paddle.distributed.launch "--ips=$FLEET_IPS" "--host=${FLEET_HOSTS[k]}" \
+        cmd=("${tipc_fleet_env[@]}" "$PYTHON" -m paddle.distributed.launch "--ips=$FLEET_IPS" "--host=${FLEET_HOSTS[k]}" \
             "--nproc_per_node=$FLEET_PROCS" "--start_port=$FLEET_PORT" --log_dir "$save/node_$k" --log_level WARNING "$@")
         tipc_show_cmd shown "${cmd[@]}"
         shows[k]=$shown
@@ -299,21 +302,26 @@ fleet_train() {
     [ -z "$first" ] && [ -z "$TIPC_INTERRUPTED" ]
 }
 
-# fleet_check PREFIX SAVE BATCH: the same training in one process (batch BATCH x every process; no launcher), then
+# fleet_check PREFIX SAVE TRAINING ENV: the same training in one process (its batch x every process; no launcher), then
 # the chain's check (check_fleet.py): every rank started with its rank and the world size, and the mean of the ranks'
 # losses is the one-process run's at every logged step (TIPC_FLEET_ATOL, TIPC_FLEET_RTOL: the descriptor's fleet.tolerance).
 fleet_check() {
-    local prefix=$1 save=$2 batch=$3 world=$((${#FLEET_HOSTS[@]} * FLEET_PROCS)) k single_log=$2.single.log
+    local -n tipc_fleet_training=$3 tipc_fleet_env=$4
+    local prefix=$1 save=$2 batch=${tipc_fleet_training[batch]} world=$((${#FLEET_HOSTS[@]} * FLEET_PROCS)) k
+    local single_log=$2.single.log device=${tipc_fleet_training[device]} epoch=${tipc_fleet_training[epoch]}
+    local autocast=${tipc_fleet_training[autocast]} gpu=${tipc_fleet_training[gpu]}
+    local trainer=${tipc_fleet_training[trainer]} tag=${tipc_fleet_training[tag]}
     local -a cmd nodes=()
     for k in "${!FLEET_HOSTS[@]}"; do nodes+=("--node=$save/node_$k"); done
-    cmd=("${env_prefix[@]}" "$PYTHON")
+    cmd=("${tipc_fleet_env[@]}" "$PYTHON")
     tipc_add_words cmd "$TRAIN_CMD"
     if [[ $batch =~ ^[0-9]+$ ]]; then
         tipc_add_slots cmd train_use_gpu="$device" save_model="$save/single" epoch="$epoch" pretrain \
             train_batch_size="$((batch * world))" autocast="$autocast" train_param
         tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}_single"
         tipc_case device=cpu use_gpu="$device" batch_size="$((batch * world))" model_dir="$save/single" device_num=N1C1
-        tipc_step train "${prefix}_single" "$single_log" "the one-process run the nodes are checked against: batch $batch x $world processes" -- "${cmd[@]}" || single_log=""
+        tipc_step train "${prefix}_single" "$single_log" \
+            "the one-process run the nodes are checked against: batch $batch x $world processes" -- "${cmd[@]}" || single_log=""
     else
         single_log=""  # no batch size to scale: the ranks are checked, not the losses
     fi
@@ -415,7 +423,8 @@ run_training() {
         train_batch_size="$batch" autocast="$autocast" train_param
     tipc_case device="$run_on" use_gpu="$device" batch_size="$batch" model_dir="$save"
     if [ "${#FLEET_HOSTS[@]}" -gt 0 ]; then  # the fleet chain: every node at once, then the one-process run and the check
-        if ! fleet_train "$prefix" "$save" "$note" -- "${cmd[@]:${#env_prefix[@]}+1}" || ! fleet_check "$prefix" "$save" "$batch"; then
+        if ! fleet_train "$prefix" "$save" "$note" "$1" "$3" -- "${cmd[@]:${#tipc_env[@]}+1}" \
+            || ! fleet_check "$prefix" "$save" "$1" "$3"; then
             tipc_skip eval+export+infer "$prefix" "skipped because train $prefix did not pass on every node"
             return
         fi
