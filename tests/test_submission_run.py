@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen.format import paths
+from tipcgen.results.results import load_summary
 from tipcgen.run import submission_run
 
 from conftest import chain_env, tipcgen
@@ -188,8 +189,20 @@ def test_the_step_timeout_reaches_the_kept_runner(tmp_path: Path) -> None:
 def test_a_model_dir_the_kept_runner_cannot_take_is_refused_by_name(own_repo: Path) -> None:
     proc = tipcgen("run", "-q", "--model-dir", str(own_repo), cwd=own_repo)
     assert proc.returncode == 2 and "--model-dir cannot apply" in proc.stderr
-    proc = tipcgen("run", "-q", "--max-checkpoint-bytes", "10", cwd=own_repo)
-    assert proc.returncode == 2 and "--max-checkpoint-bytes cannot apply" in proc.stderr
+
+
+def test_the_export_check_runs_on_the_kept_runners_outputs(own_repo: Path) -> None:
+    """The export and training folders its status lines' commands name (train.output_dir, export.output_dir):
+    an export with no .pdiparams there fails the check, naming the folder (a stand-in model, paddle-free, is
+    not exempt here: TIPC_NO_PADDLE=0)."""
+    tipcgen("run", "-q", cwd=own_repo, env={"TIPC_NO_PADDLE": "0"})
+    summary = json.loads((own_repo / SUMMARY).read_text())
+    check = next(s for s in summary["steps"] if s["name"] == "export_params_train")
+    assert check["status"] == "failed"
+    assert "the export wrote no .pdiparams under test_tipc/output/own_model/norm_train_gpus_-1" in check["reason"]
+    train = summary["steps"][1]
+    assert (train["kind"], train["model_dir"]) == ("train", "test_tipc/output/own_model/norm_train_gpus_-1")
+    load_summary(own_repo / SUMMARY)
 
 
 def test_a_config_with_python37_runs_with_python(tmp_path: Path) -> None:
@@ -236,8 +249,9 @@ def test_a_gpu_case_on_a_machine_without_a_gpu_is_not_passed(tmp_path: Path) -> 
     summary = json.loads((repo / SUMMARY).read_text())
     infer = [s for s in summary["steps"] if s["kind"] == "infer"]
     assert [s["status"] for s in infer] == ["skipped", "failed"]
-    assert "GPU case on a machine with no GPU" in infer[0]["reason"]
+    assert "GPU case on a machine with no GPU" in infer[0]["reason"] and infer[0]["device"] == "gpu"
     assert summary["ok"] is False
+    load_summary(repo / SUMMARY)  # the one validated reader (suite, report) takes it
 
 
 def test_the_tracked_file_check_runs_on_a_kept_runner(tmp_path: Path) -> None:

@@ -296,10 +296,6 @@ def _check_options(request: RunRequest, kept: bool) -> None:
                        "models of whole_infer from its config, not from TIPC_MODEL_DIR",
                        "name the models in the descriptor's whole_infer.models and run tipcgen init --submission "
                        "again, or leave out --model-dir")
-    if request.max_checkpoint_bytes is not None:
-        raise RunError("--max-checkpoint-bytes cannot apply to the repository's own runner (init --submission): "
-                       "the export check does not run on its outputs (its status lines do not say where a training "
-                       "saved)", "leave out --max-checkpoint-bytes, or render tipcgen's runner (tipcgen init)")
 
 
 class _Pipeline:
@@ -367,6 +363,8 @@ class _Pipeline:
             if ctx.kept:
                 submission_run.judge_prepare(prepare, list(self.prepare_out))
         if prepare is None or prepare.status == PASSED or ctx.kept:
+            if self.kept is not None:
+                self.kept.runner_started = time.time()
             self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out)
             if self.parts[0][1] is not None:
                 self.parts.append(("the runner's steps", tracked.snapshot(root)))
@@ -407,10 +405,12 @@ class _Pipeline:
         parameters; not on a kept runner, whose status lines say nothing of where a training saved), then the
         tracked files."""
         ctx, notes, extra = self.ctx, [], []
-        if ctx.kept:
-            if self.prepare is None or self.prepare.status == PASSED or any(s.kind == EXPORT for s in steps):
-                notes.append("the export's parameters were not compared with the trained checkpoint: a kept "
-                             "runner's status lines do not say where a training saved (tipcgen's runner records it)")
+        if self.kept is not None:  # its outputs where its commands name them (submission_run.annotate)
+            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env,
+                                                 self.kept.starts(steps), ctx.request.max_checkpoint_bytes)
+            if any(s.kind == EXPORT and s.status == PASSED and not s.model_dir for s in steps):
+                notes.append("an export's parameters were not compared with the trained checkpoint: its status "
+                             "line's command does not name its output folder (export.output_dir's key)")
         elif self.prepare.status == PASSED:
             extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, list(self.work.starts),
                                                  ctx.request.max_checkpoint_bytes)

@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -195,10 +196,13 @@ class KeptRun:
         self.logs = _results_logs(root, values.get("model_name", ""), mode)
         self.before = _sizes_of_all_results_logs(root)
         self.printed: list[str] = []
+        self.printed_at: list[float] = []  # when each status line was printed (a step's end)
+        self.runner_started: float | None = None  # set by the pipeline as the runner starts
 
     def line(self, line: str) -> None:
         if _STATUS.search(_ANSI.sub("", line)):
             self.printed.append(line)
+            self.printed_at.append(time.time())
 
     def records(self) -> tuple[list[Step], list[str], list[str]]:
         """The steps of the status lines written during the run, the notes on where they were read, the problems."""
@@ -210,10 +214,63 @@ class KeptRun:
         if not grown and self.printed:
             steps += read_status_lines(self.printed, self.values, root)
             notes.append("no results_python.log grew during the run: the status lines are those the runner printed")
+        annotate(steps, self.values, root)
         if not steps:
             problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
                             + ", ".join(str(p.relative_to(root)) for p in self.logs) + " and the whole tree)")
         return steps, notes, problems
+
+
+    def starts(self, steps: list[Step]) -> list[tuple[float, str, str]]:
+        """(time, kind, name) of each step's start, as tipcgen's runner prints them: a step starts as the status
+        line before it is printed (the first, as the runner starts), when the runner printed one line per
+        step; else the runner's start for the first training alone (later files than that count)."""
+        if self.runner_started is None:
+            return []
+        if len(self.printed_at) == len(steps):
+            return [(at, step.kind, step.name) for at, step in zip([self.runner_started, *self.printed_at], steps)]
+        first = next((s for s in steps if s.kind == TRAIN), None)
+        return [(self.runner_started, TRAIN, first.name)] if first is not None else []
+
+
+def _passed(command: str, key: str) -> str | None:
+    """The value a status line's command passes as ``key=value`` (upstream's func_set_params), or None."""
+    if not key or key == "null":
+        return None
+    found = None
+    for word in command.split():
+        if word.startswith(key + "="):
+            found = word[len(key) + 1:]
+    return found
+
+
+def _inside_path(value: str | None, root: Path) -> str | None:
+    """A path a command passes, relative to the repository and inside it, or None."""
+    if not value:
+        return None
+    path = Path(os.path.normpath(value))
+    if path.is_absolute():
+        if not path.is_relative_to(root):
+            return None
+        path = path.relative_to(root)
+    return None if path.parts[:1] == ("..",) or str(path) == "." else path.as_posix()
+
+
+def annotate(steps: list[Step], values: dict[str, str], root: Path) -> None:
+    """Where a kept runner's steps wrote and read models, from their status lines' commands (the config's
+    keys as ``key=value``): a training's output folder (train.output_dir), the export's (export.output_dir),
+    an inference's model folder (inference.model_dir); each eval, export and inference belongs to the
+    training before it. What the export check (Proofs.check_run) needs to find the kept runner's outputs."""
+    keys = {TRAIN: values.get("train.output_dir:key", ""), EXPORT: values.get("export.output_dir:key", ""),
+            INFER: values.get("inference.model_dir:key", "")}
+    training = None
+    for step in steps:
+        if step.kind == TRAIN:
+            training = step.name
+        if step.kind in (TRAIN, EVAL, EXPORT, INFER):
+            step.training = training
+        if step.kind in keys:
+            step.model_dir = _inside_path(_passed(step.command, keys[step.kind]), root)
 
 
 # What a prepare.sh's output holds when something in it failed though the script went on (upstream's prepare.sh
@@ -261,7 +318,7 @@ def unverified_gpu_cases(steps: list[Step], values: dict[str, str], device: dict
             continue
         words = step.command.split()
         if any(word.partition("=")[0] in keys and _GPU_VALUE.match(word.partition("=")[2]) for word in words):
-            step.status = SKIPPED
+            step.status, step.device = SKIPPED, "gpu"
             step.reason = ("a GPU case on a machine with no GPU (" + (device.get("note") or "nvidia-smi lists none")
                            + "): not verified here; run it where a GPU and a GPU build of paddle are")
             count += 1
