@@ -12,6 +12,7 @@ import ast
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 
 from tipcgen.configs.script_help import Flag
@@ -37,6 +38,9 @@ _ENTRY_BYTES = 1 << 20  # a cache entry is at most this big (a real one is a few
 _NAME_CHARS = 200
 
 
+_PARSE_LOCK = threading.Lock()
+
+
 def _imported_files(root: Path, script: Path) -> list[Path]:
     """The repository's .py files the script imports (ast; absolute imports from the repository root or the
     script's folder, relative ones from the importing file), transitively, at most _MAX_IMPORTED."""
@@ -46,7 +50,9 @@ def _imported_files(root: Path, script: Path) -> list[Path]:
     while todo and len(seen) < _MAX_IMPORTED:
         path = todo.pop()
         try:
-            tree = ast.parse(inputs.read_bytes(path, "script"))
+            source = inputs.read_bytes(path, "script")
+            with _PARSE_LOCK:  # CPython 3.11's ast.parse is not thread-safe (a SystemError under flag_check's pool)
+                tree = ast.parse(source)
         except (TipcgenError, SyntaxError, ValueError, RecursionError):
             continue
         for node in ast.walk(tree):
