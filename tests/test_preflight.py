@@ -60,7 +60,7 @@ def _answers_name(repo: Path, reference: str) -> None:
 
 def test_one_run_loads_the_descriptor_once_and_hands_it_to_the_checks(stub_repo: Path, descriptor_loads: list):
     """issue #29: preflight.refuse (checks.own_weights), the provenance and the run's target check all use
-    the one descriptor run_chain loads; none of them walks the answers file again."""
+    the one descriptor the run loads; none of them walks the answers file again."""
     proc = tipcgen("run", "--quiet", cwd=stub_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [kind for kind, _ in descriptor_loads] == ["walk", "load"], descriptor_loads

@@ -10,14 +10,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tipcgen.format import paths
+from tipcgen.results.results import load_summary
 from tipcgen.run import submission_run
 
-from conftest import tipcgen
+from conftest import chain_env, tipcgen
 
 FIXTURE = Path(__file__).parent / "fixtures" / "own_runner"
 SUMMARY = "test_tipc/output/own_model/lite_train_lite_infer/summary.json"
@@ -116,3 +121,167 @@ def test_status_lines_in_paddleocr_form_name_their_log(tmp_path: Path) -> None:
     assert train.name == "train" and train.log == "" and train.note  # its log is not there: the status line is all
     assert (infer.kind, infer.status, infer.name) == ("infer", "failed", "python_infer_cpu")
     assert infer.log == "test_tipc/output/m/lite/python_infer_cpu.log"
+
+
+# --- the kept runner under the generated runner's guarantees (issue 35 item 4, issue 37 item 1) ---
+
+TRAIN_PROBE = '''
+import os as _os, sys as _sys, time as _time
+_time.sleep(float(_os.environ.get("OWN_SLEEP", "0")))
+with open("train_seen.txt", "w") as _f:
+    _f.write(f"data_dir={_os.environ.get('TIPC_DATA_DIR')} mark={_os.environ.get('PY_MARK')}\\n")
+'''
+
+
+def make_own_repo(tmp_path: Path, edit=None, git: bool = False) -> Path:
+    """The fixture copied, edited by `edit(repo)` before init --submission records its kept files."""
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    train = repo / "train.py"
+    train.write_text(train.read_text() + TRAIN_PROBE)
+    if edit is not None:
+        edit(repo)
+    if git:
+        for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]):
+            subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+    tipcgen("init", "tipc.yaml", "--submission", cwd=repo, check=True)
+    return repo
+
+
+def fake_python(tmp_path: Path, name: str = "mypython") -> Path:
+    """An interpreter of its own name: the tests' Python, with PY_MARK=1 set (what the scripts see of it)."""
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text(f'#!/bin/sh\nexport PY_MARK=1\nexec {sys.executable} "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def steps_of(summary: dict) -> list[tuple[str, str]]:
+    return [(s["kind"], s["status"]) for s in summary["steps"]]
+
+
+def test_python_and_data_dir_reach_the_kept_runner(tmp_path: Path) -> None:
+    repo = make_own_repo(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    python = fake_python(tmp_path)
+    proc = tipcgen("run", "-q", "--python", str(python), "--data-dir", str(data), cwd=repo)
+    summary = json.loads((repo / SUMMARY).read_text())
+    assert proc.returncode == 1, proc.stderr
+    assert (repo / "train_seen.txt").read_text() == f"data_dir={data.resolve()} mark=1\n"
+    assert any(n.startswith("--python: ") and str(python) in n for n in summary["notes"]), summary["notes"]
+    assert any(n.startswith("--data-dir: ") for n in summary["notes"])
+    assert not (repo / paths.SHIM_DIR).exists() or not any((repo / paths.SHIM_DIR).iterdir())  # removed after the run
+
+
+def test_the_step_timeout_reaches_the_kept_runner(tmp_path: Path) -> None:
+    repo = make_own_repo(tmp_path)
+    proc = tipcgen("run", "-q", "--step-timeout", "2", cwd=repo, env={"OWN_SLEEP": "60"})
+    summary = json.loads((repo / SUMMARY).read_text())
+    assert proc.returncode == 1, proc.stderr
+    assert steps_of(summary)[1] == ("train", "failed")  # killed by the limit, not trained after 60 s
+    assert not (repo / "train_seen.txt").exists()
+    assert any(n.startswith("--step-timeout: ") for n in summary["notes"])
+
+
+def test_a_model_dir_the_kept_runner_cannot_take_is_refused_by_name(own_repo: Path) -> None:
+    proc = tipcgen("run", "-q", "--model-dir", str(own_repo), cwd=own_repo)
+    assert proc.returncode == 2 and "--model-dir cannot apply" in proc.stderr
+
+
+def test_the_export_check_runs_on_the_kept_runners_outputs(own_repo: Path) -> None:
+    """The export and training folders its status lines' commands name (train.output_dir, export.output_dir):
+    an export with no .pdiparams there fails the check, naming the folder (a stand-in model, paddle-free, is
+    not exempt here: TIPC_NO_PADDLE=0)."""
+    tipcgen("run", "-q", cwd=own_repo, env={"TIPC_NO_PADDLE": "0"})
+    summary = json.loads((own_repo / SUMMARY).read_text())
+    check = next(s for s in summary["steps"] if s["name"] == "export_params_train")
+    assert check["status"] == "failed"
+    assert "the export wrote no .pdiparams under test_tipc/output/own_model/norm_train_gpus_-1" in check["reason"]
+    train = summary["steps"][1]
+    assert (train["kind"], train["model_dir"]) == ("train", "test_tipc/output/own_model/norm_train_gpus_-1")
+    load_summary(own_repo / SUMMARY)
+
+
+def test_a_config_with_python37_runs_with_python(tmp_path: Path) -> None:
+    """The models template's config says python:python3.7; --python makes it run (a shim first on PATH)."""
+    def edit(repo: Path) -> None:
+        desc = repo / "tipc.yaml"
+        desc.write_text(desc.read_text().replace("python: python\n", "python: python3.7\n"))
+
+    repo = make_own_repo(tmp_path, edit)
+    assert "python:python3.7" in (repo / "test_tipc/configs/own_model/train_infer_python.txt").read_text()
+    python = fake_python(tmp_path, "python3")
+    proc = tipcgen("run", "-q", "--python", str(python), cwd=repo)
+    summary = json.loads((repo / SUMMARY).read_text())
+    assert steps_of(summary) == EXPECTED, proc.stdout + proc.stderr
+    assert any("python3.7" in n and n.startswith("--python: ") for n in summary["notes"])
+
+
+def test_a_prepare_log_with_a_pip_failure_fails_though_it_exits_0(tmp_path: Path) -> None:
+    def edit(repo: Path) -> None:
+        prepare = repo / paths.PREPARE_SH
+        text = "\n".join(line for line in prepare.read_text().splitlines() if "wget" not in line)
+        prepare.write_text(text.replace(
+            "exit 4", "echo 'ERROR: Could not find a version that satisfies the requirement paddlex==9.9'\nexit 0"))
+
+    repo = make_own_repo(tmp_path, edit)
+    tipcgen("run", "-q", cwd=repo)
+    prepare = json.loads((repo / SUMMARY).read_text())["steps"][0]
+    assert (prepare["status"], prepare["exit_code"]) == ("failed", 0)
+    assert "ERROR: Could not find a version" in prepare["reason"]
+
+
+def test_a_gpu_case_on_a_machine_without_a_gpu_is_not_passed(tmp_path: Path) -> None:
+    """Paddle falls back to the CPU and the runner prints success: the case is SKIPPED, with the reason."""
+    def edit(repo: Path) -> None:
+        runner = repo / paths.BASIC_RUNNER
+        runner.write_text(runner.read_text().replace(
+            'infer_data_key=$(func_parser_key "${lines[47]}")',
+            'infer_data_key=$(func_parser_key "${lines[47]}")\nuse_gpu_key=$(func_parser_key "${lines[40]}")').replace(
+            '${set_infer_data} > ${_log}', '${set_infer_data} ${use_gpu_key}=True > ${_log}'))
+
+    repo = make_own_repo(tmp_path, edit)
+    tipcgen("run", "-q", cwd=repo, env={"PATH": os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "nvidia-smi").exists())})
+    summary = json.loads((repo / SUMMARY).read_text())
+    infer = [s for s in summary["steps"] if s["kind"] == "infer"]
+    assert [s["status"] for s in infer] == ["skipped", "failed"]
+    assert "GPU case on a machine with no GPU" in infer[0]["reason"] and infer[0]["device"] == "gpu"
+    assert summary["ok"] is False
+    load_summary(repo / SUMMARY)  # the one validated reader (suite, report) takes it
+
+
+def test_the_tracked_file_check_runs_on_a_kept_runner(tmp_path: Path) -> None:
+    def edit(repo: Path) -> None:
+        train = repo / "train.py"
+        train.write_text(train.read_text() + 'open("README.md", "a").write("trained\\n")\n')
+
+    repo = make_own_repo(tmp_path, edit, git=True)
+    tipcgen("run", "-q", cwd=repo)
+    summary = json.loads((repo / SUMMARY).read_text())
+    check = next(s for s in summary["steps"] if s["name"] == "tracked_files")
+    assert check["status"] == "failed" and "README.md" in check["reason"]
+
+
+def test_the_lock_refuses_a_second_run_and_a_signal_stops_the_first(tmp_path: Path) -> None:
+    repo = make_own_repo(tmp_path)
+    first = subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "-q"], cwd=repo,
+                             env=chain_env(OWN_SLEEP="300"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lock = repo / "test_tipc/output/own_model/lite_train_lite_infer.lock"
+        deadline = time.monotonic() + 300
+        while not (lock.is_file() and (repo / "train_data/own_model/lite.txt").exists()) \
+                and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert lock.is_file(), first.communicate()
+        second = tipcgen("run", "-q", cwd=repo)
+        assert second.returncode == 2 and "another tipcgen run" in second.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=300)
+    summary = json.loads((repo / SUMMARY).read_text())
+    assert summary["interrupted"] is True and summary["interrupted_by"] == "SIGTERM"
+    assert not lock.exists()

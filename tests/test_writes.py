@@ -38,7 +38,7 @@ ALLOWED = {
     ("suite/suite.py", "os.open"): "suite.log in the suite's own runs folder, O_NOFOLLOW",
     ("suite/suite.py", "os.fdopen"): "writes into the descriptor os.open just opened",
     # Deletes and folders (each removes a link as a link, or creates in a folder checked from its root first):
-    ("run/guard.py", "path.parent.mkdir"): "the run folder's parent: run_chain refused a link on the way before",
+    ("run/guard.py", "path.parent.mkdir"): "the run folder's parent: the run refused a link on the way before",
     ("run/guard.py", "path.unlink"): "the run's own lock file (unlink removes a link, never its target)",
     ("suite/suite.py", "dest.mkdir"): "runs/<chain> in the suite's output folder, checked by owned.checked_links",
     ("suite/suite.py", "path.unlink"): "a link at suite.log in the suite's own runs folder: the link itself",

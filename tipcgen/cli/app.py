@@ -219,6 +219,22 @@ def update(
     raise typer.Exit(1 if plan.conflicts else 0)
 
 
+class ChainProofs:
+    """The proofs of a run, which live above run/ (tests/test_layering.py): the config's refusals
+    (configs/preflight.refuse) and the export against the trained checkpoint (repro/export_check.check_run)."""
+
+    def refuse(self, root: Path, config_path: Path, env: dict, desc: object) -> list[str]:
+        from tipcgen.configs import preflight
+
+        return preflight.refuse(root, config_path, env, desc)
+
+    def check_run(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
+                  starts: list, max_bytes: Optional[int]) -> tuple[list, list[str]]:
+        from tipcgen.repro import export_check
+
+        return export_check.check_run(root, steps, config_text, python, env, starts=starts, max_bytes=max_bytes)
+
+
 @app.command()
 def run(
     mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help=", ".join(MODES[:-1]) + " or " + MODES[-1] + "."),
@@ -240,24 +256,20 @@ def run(
 
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
     """
-    import functools
-
-    from tipcgen.configs import preflight
-    from tipcgen.repro import export_check
     from tipcgen.results import summary_text
     from tipcgen.run import run as runner
+    from tipcgen.run.request import RunRequest
 
     def show(line: str) -> None:
         if ScriptError.is_own_line(line):
-            return  # a script that refuses to start: run_chain raises it as one error message
+            return  # a script that refuses to start: the run raises it as one error message
         if not quiet or progress_mark(line) is not None:  # quiet: the step lines, RUN as well as PASS/FAIL/SKIP
             echo(line)
 
-    summary = runner.run_chain(mode, root, config=config, data_dir=data_dir, step_timeout=step_timeout,
-                               model_dir=model_dir, chain=chain, on_line=show, check_config=preflight.refuse,
-                               python=python, check_run=functools.partial(export_check.check_run,
-                                                                          max_bytes=max_checkpoint_bytes),
-                               sandbox=sandbox)
+    request = RunRequest(mode=mode, root=root, config=config, chain=chain, data_dir=data_dir, model_dir=model_dir,
+                         step_timeout=step_timeout, python=python, sandbox=sandbox,
+                         max_checkpoint_bytes=max_checkpoint_bytes, quiet=quiet, on_line=show)
+    summary = runner.run(request, ChainProofs())
     echo(summary_text.terminal_text(summary, color=_color()))
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
     echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")

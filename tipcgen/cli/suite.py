@@ -96,8 +96,7 @@ def suite(
                 result.results = suite_ray.run_ray(chains, out, address, cores_per_chain or 1,
                                                    gpus_per_chain, timeout, progress, result.notes)
             else:
-                result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work,
-                                                   ("--sandbox",) if sandbox else ())
+                result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work, sandbox)
         except guard.Interrupted:  # before any chain started (joining Ray, shipping the repositories)
             result.results = planner.not_started(chains)
         signals.armed = False

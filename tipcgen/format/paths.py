@@ -59,6 +59,7 @@ BACKUP = BACKUP_DIR  # where a replaced file is kept: core/writes.py (below form
 CACHE = f"{STATE}/cache"
 FLAG_CACHE = f"{CACHE}/flags"  # the scripts' --help probes (configs/flag_check.py)
 SUBMISSION_RECORD = f"{STATE}/submission.json"  # init --submission: the sha256 of the kept runner files
+SHIM_DIR = f"{STATE}/bin"  # run: a kept runner's interpreter shim, one folder per run (removed after it)
 GITIGNORE = ".gitignore"  # init adds the working folders to it
 
 # What tipcgen report writes (into the run folder, or --output).

@@ -2,7 +2,8 @@
 
 Both scripts run as subprocesses from the repository root; their output is streamed line by
 line to a callback (progress), and the summary is read from what the runner leaves on disk.
-There is no private execution path.
+There is no private execution path. ``run(request, proofs)`` is the one pipeline (prepare → runner →
+records → proofs → outputs) for tipcgen's runner and a kept one (init --submission, run/submission_run.py).
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from tipcgen.results.summary_text import write_junit
 from tipcgen.results import target_check
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, sandboxed, seeds, submission_run, tracked
+from tipcgen.run.request import NO_PROOFS, Proofs, RunRequest
 
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_DATA_MODES = (words.LITE_TRAIN_LITE_INFER, words.WHOLE_TRAIN_WHOLE_INFER)
@@ -82,7 +84,7 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     """What would make every step fail, said once before any step runs (tipcgen doctor says more),
     and the run's provenance. The runner's layout check, the interpreter probe (paddle found, versions)
     and git start together, beside the data hashing here: the wall time is the longest of them, not the
-    sum. desc, desc_info: the descriptor run_chain loaded (or None) and its hashes (provenance.load_descriptor).
+    sum. desc, desc_info: the descriptor the run loaded (or None) and its hashes (provenance.load_descriptor).
 
     Returns the chain's interpreter (its full path), the provenance record and the git probe's answer
     (``git status --porcelain=v2 -z``; None without one): the run's first tracked-files snapshot."""
@@ -161,32 +163,30 @@ class _Chain:
 
 @dataclass(frozen=True)
 class RunContext:
-    """One run's fixed facts, handed down as one value: the repository, the config, the chain and mode
-    (prepare.sh's mode may differ: benchmark_train), the run folder, the steps' environment, the
-    descriptor (loaded once, by run_chain) and where progress lines go."""
+    """One run's fixed facts, handed down as one value: the request, the repository, the config (its path
+    and text), the chain and mode (prepare.sh's mode may differ: benchmark_train), the run folder, the steps'
+    environment, the descriptor (loaded once, by _prepare), the chain's interpreter and whether the runner is
+    the repository's own (init --submission)."""
 
+    request: RunRequest
     root: Path
     config_path: Path
+    text: str
     chain: str
     mode: str
     prepare_mode: str
     run_dir: Path
     env: dict[str, str]
     desc: Any
-    on_line: Callable[[str], None]
+    python: str | None = None  # the chain's interpreter (its full path), for the proofs
+    kept: bool = False  # the repository's own runner drives the chain (run/submission_run.py)
     sandbox: Spec | None = None  # run --sandbox: the chain's sandbox (run/sandboxed.py)
+    shim: dict[str, str] = field(default_factory=dict)  # a kept runner's interpreter names -> the one to run
     git_status: bytes | None = None  # the preflight's git probe: the first tracked-files snapshot (None: take one)
 
-
-@dataclass
-class _Outputs:
-    """What the scripts printed (prepare.sh's whole output for prepare.log, the runner's last lines) and the
-    prepare step being built; `started` times the whole run."""
-
-    prepare: Step
-    started: float
-    prepare_out: deque = field(default_factory=lambda: deque(maxlen=200_000))
-    runner_out: deque = field(default_factory=lambda: deque(maxlen=50))
+    @property
+    def on_line(self) -> Callable[[str], None]:
+        return self.request.line
 
 
 def _null_kinds(text: str) -> set[str]:
@@ -203,21 +203,23 @@ def _null_kinds(text: str) -> set[str]:
             if all(is_null(slot.name) for slot in slots_of_step(kind) if slot.shape == "command")}
 
 
-def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | None = None,
-              step_timeout: int | None = None, chain: str = "basic", model_dir: str | None = None,
-              on_line: Callable[[str], None] = lambda line: None,
-              check_config: Callable[..., list[str] | None] = lambda root, config_path, env, desc: None,
-              python: str | None = None,
-              check_run: Callable[..., tuple[list[Step], list[str]]] = lambda *args, **kwargs: ([], []),
-              sandbox: bool = False) -> Summary:
-    """check_config(root, config path relative to it, the run's environment, the descriptor) refuses a
-    config before anything starts, and returns notes the summary records (the CLI passes preflight.refuse:
-    config-level checks live above this module). The descriptor is loaded once, here, and handed down.
-    python: the interpreter for this run (TIPC_PYTHON), whatever the config's python: line says. check_run(root, steps, config text, interpreter, env,
-    starts=[(time, kind, name) of each step's start]) gives the check steps and notes of a finished run (the CLI passes repro.export_check.check_run: it reads
-    checkpoints with repro's safe reader, which sits above this module). sandbox: prepare.sh and the runner
-    run in the sandbox (run/sandboxed.py; a RunError where none can be had)."""
-    check_mode(mode)
+def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
+    """The one pipeline of a run, for tipcgen's runner and a kept one (init --submission) alike: prepare
+    (every refusal, the environment, the preflight) → the scripts (prepare.sh, the runner) → their records →
+    the proofs (``proofs.check_run``, the tracked files) → the outputs (summary.json, junit.xml); under the
+    run folder's lock, with SIGINT/SIGTERM/SIGHUP turned into an interrupted summary. proofs: the checks that
+    live above run/ (the CLI hands in configs/preflight.refuse and repro/export_check.check_run)."""
+    ctx, summary = _prepare(request, proofs)
+    with run_guard.run_lock(ctx.run_dir, ctx.env[run_guard.RUN_ID_VAR], ctx.on_line), \
+            run_guard.StopSignals() as signals:
+        return _Pipeline(ctx, summary, proofs, signals).run()
+
+
+def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
+    """Everything before a script starts: the request checked (each option that cannot apply refused by
+    name), the config found, the descriptor loaded once, the environment, the config's refusals and (for
+    tipcgen's runner) the preflight; the summary the run starts from. Writes nothing."""
+    mode, chain = check_mode(request.mode), request.chain
     if chain not in RUNNERS:
         raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
     prepare_mode = mode
@@ -226,21 +228,18 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
             raise RunError(f"--mode {mode} readies no training data for benchmark_train",
                            "use --mode " + " or --mode ".join(BENCHMARK_DATA_MODES) + " (the data the cases train on)")
         mode = words.BENCHMARK_TRAIN
-    root = root.resolve()
-    config_path = find_config(config, root, chain)
+    root = request.root.resolve()
+    config_path = find_config(request.config, root, chain)
     model = model_name_of(root / config_path)
+    run_dir = paths.run_dir(root, model, mode, chain)
     # Before anything runs (prepare.sh and the runner write into test_tipc/output themselves): no link on the
     # way to the run folder, from the repository root down.
-    writes.check_no_links(root, paths.run_dir(root, model, mode, chain), "the run folder", inside=True)
+    writes.check_no_links(root, run_dir, "the run folder", inside=True)
     desc, desc_info = provenance.load_descriptor(root, model)
-    if chain == "basic" and submission.is_submission(root):  # the repository's own runner (init --submission)
-        check_config(root, config_path, dict(os.environ, **({"TIPC_PYTHON": python} if python else {})), desc)
-        run_dir = paths.run_dir(root, model, mode, chain)
-        spec = sandboxed.spec(root, run_dir, dict(os.environ), shutil.which(python or "python")) if sandbox else None
-        return submission_run.run(mode, root, config_path, run_dir, on_line, (desc, desc_info), sandbox=spec)
-    if data_dir is not None and not Path(data_dir).is_dir():
-        raise RunError(f"--data-dir {data_dir} is not a folder", "name the folder that holds the whole data set")
-    for script in (PREPARE_SH, RUNNERS[chain]):
+    kept = chain == "basic" and submission.is_submission(root)  # the repository's own runner (init --submission)
+    _check_options(request, kept)
+    scripts = (RUNNERS[chain],) if kept else (PREPARE_SH, RUNNERS[chain])
+    for script in scripts:
         if not (root / script).is_file():
             if script == RUNNERS["benchmark_train"]:
                 raise RunError(f"{script} is missing under {root}: the descriptor has no benchmark section",
@@ -249,127 +248,233 @@ def run_chain(mode: str, root: Path, config: str | None = None, data_dir: str | 
             raise RunError(f"{script} is missing under {root}", "render it with tipcgen init, and run from the repository root")
     if shutil.which("bash") is None:
         raise RunError("bash is not installed", "the TIPC scripts are bash scripts: install bash")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env.setdefault("GLOG_minloglevel", "2")
-    if python is not None:
-        env["TIPC_PYTHON"] = python
-    if data_dir is not None:
-        env["TIPC_DATA_DIR"] = str(Path(data_dir).resolve())
-    if model_dir is not None:
-        if not Path(model_dir).is_dir():
-            raise RunError(f"--model-dir {model_dir} is not a folder", "name a train output folder (it holds the checkpoint)")
-        env["TIPC_MODEL_DIR"] = str(Path(model_dir).resolve())
-    if step_timeout is not None:
-        env["TIPC_STEP_TIMEOUT"] = str(step_timeout)
-
-    spec = (sandboxed.spec(root, paths.run_dir(root, model, mode, chain), env,
-                           shutil.which(env.get("TIPC_PYTHON", "python"), path=env.get("PATH"))) if sandbox else None)
-    notes = check_config(root, config_path, env, desc) or []
-    found, record, status = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info, spec)
-    run_dir = paths.run_dir(root, model, mode, chain)
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
-    summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
-                      required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain in ("basic", "fleet") else set()),
-                      provenance=record, notes=list(notes))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if kept:
+        env.update(submission_run.descriptor_env((desc, desc_info))[0])
+    else:
+        env.setdefault("GLOG_minloglevel", "2")
+    if request.python is not None:
+        env["TIPC_PYTHON"] = request.python
+    if request.data_dir is not None:
+        env["TIPC_DATA_DIR"] = str(Path(request.data_dir).resolve())
+    if request.model_dir is not None:
+        env["TIPC_MODEL_DIR"] = str(Path(request.model_dir).resolve())
+    if request.step_timeout is not None:
+        env["TIPC_STEP_TIMEOUT"] = str(request.step_timeout)
+    spec = (sandboxed.spec(root, run_dir, env, shutil.which(env.get("TIPC_PYTHON", "python"), path=env.get("PATH")))
+            if request.sandbox else None)
+    notes = proofs.refuse(root, config_path, env, desc) or []
+    status = None  # the preflight's git probe (tipcgen's runner only)
+    if kept:
+        values = submission_run.slot_values(text)
+        summary = submission_run.kept_summary(mode, root, config_path, values, (desc, desc_info),
+                                              submission_run.descriptor_env((desc, desc_info))[0])
+        summary.notes.extend(notes)
+        shim = submission_run.shim_plan(values, env, request.python, request.step_timeout)
+        if request.data_dir is not None:
+            summary.notes.append(f"--data-dir: the kept runner and its prepare.sh ran with TIPC_DATA_DIR={env['TIPC_DATA_DIR']}; "
+                                 "whether they read it is theirs to say (tipcgen's runner does)")
+        found = shim.get(values.get("python", "")) or flag_check.interpreter(text, env)[1]
+    else:
+        found, record, status = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info, spec)
+        summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
+                          required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain in ("basic", "fleet") else set()),
+                          provenance=record, notes=list(notes))
+        shim = {}
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
-    context = RunContext(root, config_path, chain, mode, prepare_mode, run_dir, env, desc, on_line, spec, status)
-    with run_guard.run_lock(run_dir, env[run_guard.RUN_ID_VAR], on_line), run_guard.StopSignals() as signals:
-        return _run(summary, context, signals,
-                    lambda steps, starts: check_run(root, steps, text, found, env, starts=starts))
+    return RunContext(request, root, config_path, text, chain, mode, prepare_mode, run_dir, env, desc, found, kept,
+                      spec, shim, status), summary
 
 
-def _run(summary: Summary, ctx: RunContext, signals: run_guard.StopSignals,
-         check_run: Callable[[list[Step], list], tuple[list[Step], list[str]]]) -> Summary:
-    root, env = ctx.root, ctx.env
-    # git status, to find tracked files a part changed; the first is the preflight's git probe's answer
-    parts = [("before the run", tracked.from_status(root, ctx.git_status) if ctx.git_status is not None
-              else tracked.snapshot(root))]
-    prepare_cmd = ["bash", PREPARE_SH, str(ctx.config_path), ctx.prepare_mode]
-    out = _Outputs(Step(kind=PREPARE, name="prepare", status=FAILED, log="", command=" ".join(prepare_cmd)),
-                   time.perf_counter())
-    prepare, prepare_out, runner_out, t0 = out.prepare, out.prepare_out, out.runner_out, out.started
-    work = _Chain(root, env, ctx.on_line, ctx.sandbox)
-    try:
-        prepare.exit_code = work.stream(prepare_cmd, prepare_out)
-        prepare.seconds = round(time.perf_counter() - t0, 3)
-        if parts[0][1] is not None:
-            parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
-        if prepare.exit_code == 0:
-            prepare.status = PASSED
-            summary.runner_exit_code = work.stream(["bash", RUNNERS[ctx.chain], str(ctx.config_path), ctx.mode], runner_out)
-            if parts[0][1] is not None:
-                parts.append(("the runner's steps", tracked.snapshot(root)))
-        signals.armed = False
-    except run_guard.Interrupted as exc:
-        signals.armed = False
-        summary.interrupted, summary.interrupted_by = True, signal.Signals(exc.signum).name
+def _check_options(request: RunRequest, kept: bool) -> None:
+    """Each option that names a folder names one; an option that cannot apply to a kept runner is refused by name."""
+    if request.data_dir is not None and not Path(request.data_dir).is_dir():
+        raise RunError(f"--data-dir {request.data_dir} is not a folder", "name the folder that holds the whole data set")
+    if request.model_dir is not None and not Path(request.model_dir).is_dir():
+        raise RunError(f"--model-dir {request.model_dir} is not a folder", "name a train output folder (it holds the checkpoint)")
+    if not kept:
+        return
+    if request.model_dir is not None:
+        raise RunError("--model-dir cannot apply to the repository's own runner (init --submission): it takes the "
+                       "models of whole_infer from its config, not from TIPC_MODEL_DIR",
+                       "name the models in the descriptor's whole_infer.models and run tipcgen init --submission "
+                       "again, or leave out --model-dir")
+
+
+class _Pipeline:
+    """One run's stages after _prepare, on one context: the scripts, their records, the proofs, the outputs."""
+
+    def __init__(self, ctx: RunContext, summary: Summary, proofs: Proofs, signals: run_guard.StopSignals) -> None:
+        self.ctx, self.summary, self.proofs, self.signals = ctx, summary, proofs, signals
+        self.problems = list(summary.problems)  # those known before the scripts (a kept runner's edited files)
+        self.prepare_cmd = ["bash", PREPARE_SH, str(ctx.config_path), ctx.prepare_mode]
+        self.runner_cmd = ["bash", RUNNERS[ctx.chain], str(ctx.config_path), ctx.mode]
+        self.prepare: Step | None = None  # a kept runner may come without prepare.sh
+        if not ctx.kept or (ctx.root / PREPARE_SH).is_file():
+            self.prepare = Step(kind=PREPARE, name="prepare", status=FAILED, log="", command=" ".join(self.prepare_cmd))
+        self.prepare_done = False
+        self.prepare_out: deque = deque(maxlen=200_000)  # prepare.sh's whole output, for prepare.log
+        self.runner_out: deque = deque(maxlen=50)  # the runner's last lines
+        self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
+                     if ctx.kept else None)
+        self.parts: list[tuple[str, dict[str, str] | None]] = []  # git status before and after each part
+        self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox)
+        self.shim_dir = ctx.root / paths.SHIM_DIR / ctx.env[run_guard.RUN_ID_VAR]
+        self.started = time.perf_counter()
+
+    def _line(self, line: str) -> None:
+        if self.kept is not None:
+            self.kept.line(line)
+        self.ctx.on_line(line)
+
+    def run(self) -> Summary:
+        ctx, summary = self.ctx, self.summary
+        try:
+            try:
+                self._scripts()
+            except run_guard.Interrupted as exc:
+                self._interrupted(exc.signum)
+            if self.signals.received is not None and not summary.interrupted:  # it came as the scripts ended
+                summary.interrupted, summary.interrupted_by = True, signal.Signals(self.signals.received).name
+            self._outputs(proofs=not summary.interrupted)
+        finally:
+            if ctx.shim:
+                writes.remove_tree(ctx.root, self.shim_dir, "the run's interpreter shim")
+        if not ctx.kept and not summary.interrupted:  # tipcgen's scripts exit 2 when they refuse to start
+            prepare = self.prepare
+            stopped = (self.prepare_out if prepare is not None and prepare.exit_code == 2 else
+                       self.runner_out if summary.runner_exit_code == 2 and not summary.steps[1:] else None)
+            if stopped is not None:
+                raise ScriptError.from_lines(list(stopped))
+        return summary
+
+    def _scripts(self) -> None:
+        """prepare.sh, then the runner: tipcgen's after a prepare that passed; a kept one whatever prepare did,
+        as a reviewer would run it. git status is read before and after each part (run/tracked.py)."""
+        ctx, prepare, root = self.ctx, self.prepare, self.ctx.root
+        if ctx.shim:
+            submission_run.write_shim(root, self.shim_dir, ctx.shim, ctx.request.step_timeout)
+            ctx.env["PATH"] = os.pathsep.join([str(self.shim_dir), ctx.env.get("PATH", os.defpath)])
+        # git status, to find tracked files a part changed; the first is the preflight's git probe's answer
+        self.parts = [("before the run", tracked.from_status(root, ctx.git_status) if ctx.git_status is not None
+                       else tracked.snapshot(root))]
+        if prepare is not None:
+            prepare.exit_code = self.work.stream(self.prepare_cmd, self.prepare_out)
+            prepare.seconds = round(time.perf_counter() - self.started, 3)
+            self.prepare_done = True
+            if self.parts[0][1] is not None:
+                self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
+            prepare.status = PASSED if prepare.exit_code == 0 else FAILED
+            if ctx.kept:
+                submission_run.judge_prepare(prepare, list(self.prepare_out))
+        if prepare is None or prepare.status == PASSED or ctx.kept:
+            if self.kept is not None:
+                self.kept.runner_started = time.time()
+            self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out)
+            if self.parts[0][1] is not None:
+                self.parts.append(("the runner's steps", tracked.snapshot(root)))
+        self.signals.armed = False
+
+    def _interrupted(self, signum: int) -> None:
+        """A stop signal while a script ran: the summary first (a CI cancel may KILL us soon), then every process
+        of the run stopped, then (in run) the final summary."""
+        summary, env, prepare = self.summary, self.ctx.env, self.prepare
+        self.signals.armed = False
+        summary.interrupted, summary.interrupted_by = True, signal.Signals(signum).name
         run_guard.signal_run_processes(env[run_guard.RUN_ID_VAR], signal.SIGTERM)
-        if prepare.status == FAILED:
-            prepare.seconds = round(time.perf_counter() - t0, 3)
-        # The summary first (a CI cancel may KILL us soon), then stop every process, then the final one.
-        _finish(summary, ctx, out)
-        runner_started = work.proc is not None and RUNNERS[ctx.chain] in work.proc.args
-        code = work.stop(runner_out if runner_started else prepare_out)
+        if prepare is not None and not self.prepare_done:
+            prepare.seconds = round(time.perf_counter() - self.started, 3)
+        self._outputs(proofs=False)
+        runner_started = self.work.proc is not None and RUNNERS[self.ctx.chain] in self.work.proc.args
+        code = self.work.stop(self.runner_out if runner_started else self.prepare_out)
         if runner_started:
             summary.runner_exit_code = code
-        elif prepare.status == FAILED:
+        elif prepare is not None and not self.prepare_done:
             prepare.exit_code = code
 
-    def checks(steps: list[Step]) -> tuple[list[Step], list[str]]:
-        extra, notes = check_run(steps, list(work.starts)) if prepare.status == PASSED else ([], [])
-        step = tracked.check_step(parts, root, steps, work.starts)
+    def _records(self) -> tuple[list[Step], list[str]]:
+        """The runner's steps and the problems its records show: tipcgen's steps.jsonl and status log, or a kept
+        runner's status lines (a GPU case on a machine with none: not verified)."""
+        ctx, summary, prepare = self.ctx, self.summary, self.prepare
+        if self.kept is not None:
+            steps, notes, problems = self.kept.records()
+            summary.notes.extend(note for note in notes if note not in summary.notes)
+            device = summary.provenance.get("device") or provenance.device_info(ctx.env)
+            submission_run.unverified_gpu_cases(steps, self.kept.values, device)
+            return steps, problems
+        steps, problems = read_records(ctx.run_dir, ctx.root) if prepare.status == PASSED else ([], [])
+        return steps, problems + check_status_lines(ctx.run_dir, steps, RESULT_LOGS[summary.chain])
+
+    def _proofs(self, steps: list[Step]) -> tuple[list[Step], list[str]]:
+        """The check steps of a run that ended without an interrupt: the proofs handed in (the export's
+        parameters; not on a kept runner, whose status lines say nothing of where a training saved), then the
+        tracked files."""
+        ctx, notes, extra = self.ctx, [], []
+        if self.kept is not None:  # its outputs where its commands name them (submission_run.annotate)
+            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env,
+                                                 self.kept.starts(steps), ctx.request.max_checkpoint_bytes)
+            if any(s.kind == EXPORT and s.status == PASSED and not s.model_dir for s in steps):
+                notes.append("an export's parameters were not compared with the trained checkpoint: its status "
+                             "line's command does not name its output folder (export.output_dir's key)")
+        elif self.prepare.status == PASSED:
+            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, list(self.work.starts),
+                                                 ctx.request.max_checkpoint_bytes)
+        step = tracked.check_step(self.parts, ctx.root, steps, self.work.starts)
         return [*extra, *([step] if step is not None else [])], notes
 
-    _finish(summary, ctx, out, checks)
-    if signals.received is not None and not summary.interrupted:  # it came as the scripts ended
-        summary.interrupted, summary.interrupted_by = True, signal.Signals(signals.received).name
-        _finish(summary, ctx, out)
-    stopped = prepare_out if prepare.exit_code == 2 else runner_out if summary.runner_exit_code == 2 and not summary.steps[1:] else None
-    if stopped is not None and not summary.interrupted:
-        raise ScriptError.from_lines(list(stopped))
-    return summary
-
-
-def _finish(summary: Summary, ctx: RunContext, out: _Outputs,
-            checks: Callable[[list[Step]], tuple[list[Step], list[str]]] | None = None) -> None:
-    """Build the summary from what the scripts left on disk, and write summary.json and junit.xml.
-    checks (the run's own checks after the scripts: the export's parameters, tracked files) runs
-    only once the run has ended without an interrupt."""
-    prepare, prepare_out, runner_out, root, run_dir = out.prepare, out.prepare_out, out.runner_out, ctx.root, ctx.run_dir
-    if prepare.status != PASSED:
-        writes.remove_tree(root, run_dir, "the run folder")  # no runner ran: an older run's files must not be read
-        prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
-        prepare.tail = list(prepare_out)[-20:]
-    writes.make_dirs(root, run_dir, "the run folder")
-    write_file(run_dir / PREPARE_LOG, "\n".join(prepare_out) + "\n", within=root)
-    prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
-    steps, problems = read_records(run_dir, root) if prepare.status == PASSED else ([], [])
-    summary.problems = problems + check_status_lines(run_dir, steps, RESULT_LOGS[summary.chain])
-    if checks is not None and not summary.interrupted:
-        extra, notes = checks(steps)
-        steps = [*steps, *extra]
-        summary.notes.extend(note for note in notes if note not in summary.notes)
-    summary.steps = [prepare, *steps]
-    summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or step.status}): a PASSED verdict "
-                            "needs this proof" for step in summary.unproven())
-    _explain_failures(summary, ctx)
-    _note_seeds(summary, root)
-    if ctx.sandbox is not None:
-        sandboxed.explain_network(summary, root)
-    code = summary.runner_exit_code
-    if prepare.status == PASSED and not summary.interrupted and not steps:
-        summary.problems.append("the runner stopped before any step: " + " | ".join(list(runner_out)[-5:]))
-    if code is not None and code not in (0, 1, 130) and steps:
-        summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(list(runner_out)[-3:]))
-    missing = summary.missing_kinds()
-    if code == 0 and missing and not summary.interrupted:
-        summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
-                                f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
-    summary.target = target_check.check_run(ctx.desc, summary.mode, summary.chain,
-                                      [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
-    summary.wall_seconds = round(time.perf_counter() - out.started, 3)
-    write_json(summary, run_dir / SUMMARY_JSON)
-    write_junit(summary, run_dir / JUNIT_XML)
+    def _outputs(self, proofs: bool) -> None:
+        """Build the summary from what the scripts left on disk (and the proofs, when asked: only once the
+        run has ended without an interrupt), and write prepare.log, summary.json and junit.xml."""
+        ctx, summary, prepare = self.ctx, self.summary, self.prepare
+        root, run_dir = ctx.root, ctx.run_dir
+        if prepare is not None and prepare.status != PASSED:
+            if not ctx.kept:  # no runner ran: an older run's files must not be read
+                writes.remove_tree(root, run_dir, "the run folder")
+            if not ctx.kept:
+                prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
+            elif not prepare.reason:  # judge_prepare names a failure its log shows
+                prepare.reason = "interrupted" if not self.prepare_done else exit_text(prepare.exit_code)
+            prepare.tail = list(self.prepare_out)[-20:]
+        writes.make_dirs(root, run_dir, "the run folder")
+        if prepare is not None:
+            write_file(run_dir / PREPARE_LOG, "\n".join(self.prepare_out) + "\n", within=root)
+            prepare.log = str((run_dir / PREPARE_LOG).relative_to(root))
+        steps, problems = self._records()
+        summary.problems = self.problems + problems
+        if proofs:
+            extra, notes = self._proofs(steps)
+            steps = [*steps, *extra]
+            summary.notes.extend(note for note in notes if note not in summary.notes)
+        summary.steps = [*([prepare] if prepare is not None else []), *steps]
+        summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or step.status}): a PASSED verdict "
+                                "needs this proof" for step in summary.unproven())
+        _explain_failures(summary, ctx)
+        _note_seeds(summary, root)
+        if ctx.sandbox is not None:
+            sandboxed.explain_network(summary, root)
+        if ctx.shim:
+            summary.notes.extend(note for note in submission_run.shim_notes(
+                ctx.shim, str(self.shim_dir.relative_to(root)), ctx.request.python, ctx.request.step_timeout,
+                submission_run.slot_values(ctx.text).get("python", "")) if note not in summary.notes)
+        code, missing = summary.runner_exit_code, summary.missing_kinds()
+        if ctx.kept:
+            if missing:
+                summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
+                                        f"{', '.join(summary.required_kinds)}")
+        else:
+            if prepare.status == PASSED and not summary.interrupted and not steps:
+                summary.problems.append("the runner stopped before any step: " + " | ".join(list(self.runner_out)[-5:]))
+            if code is not None and code not in (0, 1, 130) and steps:
+                summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(list(self.runner_out)[-3:]))
+            if code == 0 and missing and not summary.interrupted:
+                summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
+                                        f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
+            summary.target = target_check.check_run(ctx.desc, summary.mode, summary.chain,
+                                                    [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
+        summary.wall_seconds = round(time.perf_counter() - self.started, 3)
+        write_json(summary, run_dir / SUMMARY_JSON)
+        write_junit(summary, run_dir / JUNIT_XML)
 
 
 def _explain_failures(summary: Summary, ctx: RunContext) -> None:

@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tipcgen.configs.submission import edited
-from tipcgen.core import inputs, process
+from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core import writes
 from tipcgen.core.writes import write_file
 from tipcgen.format import layout, paths
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import JUNIT_XML, OUTPUT, PREPARE_LOG, PREPARE_SH, RESULTS_LOG, STATE, SUMMARY_JSON
-from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, PREPARE, TRAIN
-from tipcgen.results.results import Step, Summary, environment_info, required_kinds, write_json
-from tipcgen.results.summary_text import write_junit
+from tipcgen.format.paths import OUTPUT, RESULTS_LOG, STATE
+from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, SKIPPED, TRAIN
+from tipcgen.results.results import Step, Summary, environment_info, required_kinds
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STATUS = re.compile(r"Run (successfully|failed) with command - (.*)$")
@@ -39,12 +40,14 @@ NOTES = (
 )
 
 
-def _slot_values(text: str) -> dict[str, str]:
+def slot_values(text: str) -> dict[str, str]:
     config = TipcConfig.parse(text)
     table = layout.LAYOUTS[layout.LAYOUT_OF_KIND.get(config.kind, "standard")]
     logical = config.logical_lines()
-    return {slot.field: (logical[slot.index].value or "").strip() for slot in table
-            if slot.kind == "kv" and slot.index < len(logical)}
+    slots = [slot for slot in table if slot.kind == "kv" and slot.index < len(logical)]
+    # each slot's value under its field, and its key under "<field>:key" (the flag the runner passes)
+    return {**{slot.field: (logical[slot.index].value or "").strip() for slot in slots},
+            **{f"{slot.field}:key": logical[slot.index].key.strip() for slot in slots}}
 
 
 def _classify(command: str, values: dict[str, str]) -> str:
@@ -161,76 +164,206 @@ def descriptor_env(loaded: tuple[Any, dict[str, Any]]) -> tuple[dict[str, str], 
     return dict(desc.env), None
 
 
-def run(mode: str, root: Path, config_path: Path, run_dir: Path, on_line: Callable[[str], None],
-        loaded: tuple[Any, dict[str, Any]], sandbox: Any = None) -> Summary:
-    """Drive the repository's prepare.sh (if any) and runner, as a reviewer would (the runner runs even when
-    prepare fails); the summary from the status lines they write during the run. loaded: the descriptor
-    run_chain loaded (or None) and its record, for its env:. sandbox: run --sandbox's core/sandbox.Spec."""
-    text = (root / config_path).read_text(encoding="utf-8", errors="replace")
-    values = _slot_values(text)
-    model = values.get("model_name", "")
+def kept_summary(mode: str, root: Path, config_path: Path, values: dict[str, str], loaded: tuple[Any, dict[str, Any]],
+                 extra_env: dict[str, str]) -> Summary:
+    """The summary a kept runner's run starts from: what such a runner cannot tell (NOTES), the kept files
+    edited since init --submission recorded them, and the descriptor's env: it runs with."""
     null_kinds = {kind for kind, fld in ((EVAL, "eval.script"), (INFER, "inference.script"))
                   if values.get(fld, "null") in ("", "null")}
-    summary = Summary(model=model, mode=mode, config=str(config_path), environment=environment_info(),
-                      required_kinds=required_kinds("basic", mode, null_kinds))
+    summary = Summary(model=values.get("model_name", ""), mode=mode, config=str(config_path),
+                      environment=environment_info(), required_kinds=required_kinds("basic", mode, null_kinds))
     summary.notes = list(NOTES)
     for rel in edited(root):
         summary.problems.append(f"{rel} changed since tipcgen init --submission recorded it: a submission keeps "
                                 "the template's runner and common_func.sh unchanged (无需改动)")
     if not (root / paths.SUBMISSION_RECORD).is_file():
         summary.notes.append(f"{paths.BASIC_RUNNER} is not tipcgen's, and no init --submission recorded it: edits cannot be told")
-    extra_env, env_note = descriptor_env(loaded)
+    _, env_note = descriptor_env(loaded)
     if env_note:
         summary.notes.append(f"the descriptor's env: was not applied ({env_note})")
     elif extra_env:
         summary.notes.append("prepare.sh and the runner ran with the descriptor's env: "
                              + ", ".join(f"{k}={v}" for k, v in extra_env.items()))
-    logs = _results_logs(root, model, mode)
-    before = _sizes_of_all_results_logs(root)
-    started = time.perf_counter()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra_env)
-    printed: list[str] = []
-
-    def stream(cmd: list[str], keep: list[str] | None = None) -> int:
-        def seen(line: str) -> None:
-            on_line(line)
-            if keep is not None:
-                keep.append(line + "\n")
-            elif _STATUS.search(_ANSI.sub("", line)):
-                printed.append(line)
-
-        outcome = process.run(process.Request(cmd, cwd=root, env=env, on_line=seen, output_cap=1 << 16,
-                                              sandbox=sandbox, grace=1.0))
-        return -1 if outcome.exit_code is None else outcome.exit_code
-
-    steps: list[Step] = []
-    if (root / PREPARE_SH).is_file():
-        t0, output = time.perf_counter(), []
-        code = stream(["bash", PREPARE_SH, str(config_path), mode], output)
-        writes.make_dirs(root, run_dir, "the run folder")
-        write_file(run_dir / PREPARE_LOG, "".join(output[-_PREPARE_LINES:]), within=root)
-        steps.append(Step(kind=PREPARE, name="prepare", status=PASSED if code == 0 else FAILED, exit_code=code,
-                          seconds=round(time.perf_counter() - t0, 3), command=f"bash {PREPARE_SH} {config_path} {mode}",
-                          log=(run_dir / PREPARE_LOG).relative_to(root).as_posix()))
-        if code != 0:
-            steps[-1].note = f"prepare.sh exited {code}; the runner ran anyway, as a reviewer would run it"
-    summary.runner_exit_code = stream(["bash", paths.BASIC_RUNNER, str(config_path), mode])
-    grown = _grown(before, logs) or _grown(before, sorted(_sizes_of_all_results_logs(root)))
-    for path, lines in grown:
-        steps += read_status_lines(lines, values, root)
-        summary.notes.append(f"status lines read from {path.relative_to(root)}")
-    if not grown and printed:
-        steps += read_status_lines(printed, values, root)
-        summary.notes.append("no results_python.log grew during the run: the status lines are those the runner printed")
-    if not any(s.kind != PREPARE for s in steps):
-        summary.problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
-                                + ", ".join(str(p.relative_to(root)) for p in logs) + " and the whole tree)")
-    summary.steps = steps
-    missing = summary.missing_kinds()
-    if missing:
-        summary.problems.append(f"no {', no '.join(missing)} step passed, but {mode} needs {', '.join(summary.required_kinds)}")
-    summary.wall_seconds = round(time.perf_counter() - started, 3)
-    writes.make_dirs(root, run_dir, "the run folder")
-    write_json(summary, run_dir / SUMMARY_JSON)
-    write_junit(summary, run_dir / JUNIT_XML)
     return summary
+
+
+class KeptRun:
+    """A kept runner's records: the results_python.log files it may write, measured before the run (only
+    what grows during it counts), and the status lines it printed (read when no log grew)."""
+
+    def __init__(self, root: Path, mode: str, values: dict[str, str]) -> None:
+        self.root, self.values = root, values
+        self.logs = _results_logs(root, values.get("model_name", ""), mode)
+        self.before = _sizes_of_all_results_logs(root)
+        self.printed: list[str] = []
+        self.printed_at: list[float] = []  # when each status line was printed (a step's end)
+        self.runner_started: float | None = None  # set by the pipeline as the runner starts
+
+    def line(self, line: str) -> None:
+        if _STATUS.search(_ANSI.sub("", line)):
+            self.printed.append(line)
+            self.printed_at.append(time.time())
+
+    def records(self) -> tuple[list[Step], list[str], list[str]]:
+        """The steps of the status lines written during the run, the notes on where they were read, the problems."""
+        root, steps, notes, problems = self.root, [], [], []
+        grown = _grown(self.before, self.logs) or _grown(self.before, sorted(_sizes_of_all_results_logs(root)))
+        for path, lines in grown:
+            steps += read_status_lines(lines, self.values, root)
+            notes.append(f"status lines read from {path.relative_to(root)}")
+        if not grown and self.printed:
+            steps += read_status_lines(self.printed, self.values, root)
+            notes.append("no results_python.log grew during the run: the status lines are those the runner printed")
+        annotate(steps, self.values, root)
+        if not steps:
+            problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
+                            + ", ".join(str(p.relative_to(root)) for p in self.logs) + " and the whole tree)")
+        return steps, notes, problems
+
+
+    def starts(self, steps: list[Step]) -> list[tuple[float, str, str]]:
+        """(time, kind, name) of each step's start, as tipcgen's runner prints them: a step starts as the status
+        line before it is printed (the first, as the runner starts), when the runner printed one line per
+        step; else the runner's start for the first training alone (later files than that count)."""
+        if self.runner_started is None:
+            return []
+        if len(self.printed_at) == len(steps):
+            return [(at, step.kind, step.name) for at, step in zip([self.runner_started, *self.printed_at], steps)]
+        first = next((s for s in steps if s.kind == TRAIN), None)
+        return [(self.runner_started, TRAIN, first.name)] if first is not None else []
+
+
+def _passed(command: str, key: str) -> str | None:
+    """The value a status line's command passes as ``key=value`` (upstream's func_set_params), or None."""
+    if not key or key == "null":
+        return None
+    found = None
+    for word in command.split():
+        if word.startswith(key + "="):
+            found = word[len(key) + 1:]
+    return found
+
+
+def _inside_path(value: str | None, root: Path) -> str | None:
+    """A path a command passes, relative to the repository and inside it, or None."""
+    if not value:
+        return None
+    path = Path(os.path.normpath(value))
+    if path.is_absolute():
+        if not path.is_relative_to(root):
+            return None
+        path = path.relative_to(root)
+    return None if path.parts[:1] == ("..",) or str(path) == "." else path.as_posix()
+
+
+def annotate(steps: list[Step], values: dict[str, str], root: Path) -> None:
+    """Where a kept runner's steps wrote and read models, from their status lines' commands (the config's
+    keys as ``key=value``): a training's output folder (train.output_dir), the export's (export.output_dir),
+    an inference's model folder (inference.model_dir); each eval, export and inference belongs to the
+    training before it. What the export check (Proofs.check_run) needs to find the kept runner's outputs."""
+    keys = {TRAIN: values.get("train.output_dir:key", ""), EXPORT: values.get("export.output_dir:key", ""),
+            INFER: values.get("inference.model_dir:key", "")}
+    training = None
+    for step in steps:
+        if step.kind == TRAIN:
+            training = step.name
+        if step.kind in (TRAIN, EVAL, EXPORT, INFER):
+            step.training = training
+        if step.kind in keys:
+            step.model_dir = _inside_path(_passed(step.command, keys[step.kind]), root)
+
+
+# What a prepare.sh's output holds when something in it failed though the script went on (upstream's prepare.sh
+# runs each command whatever the last one did, and exits 0): pip's and wget's errors, a Python traceback, a
+# missing command or file, tar giving up.
+_PREPARE_FAILURES = re.compile(
+    r"^ERROR(?::| \d+:)|^E: |Traceback \(most recent call last\)|: command not found|No such file or directory"
+    r"|unable to resolve host|^tar: .*(?:Error|error)|^gzip: .*not in gzip format|: Permission denied"
+    r"|^Segmentation fault|^Killed$")
+
+
+def prepare_failures(lines: list[str]) -> list[str]:
+    """The lines of a prepare.sh's output that show a failure inside it, whatever it exited with."""
+    return [line for line in (_ANSI.sub("", raw).strip() for raw in lines) if _PREPARE_FAILURES.search(line)]
+
+
+def judge_prepare(step: Step, lines: list[str]) -> None:
+    """prepare.sh's step from its exit code and its output: a log that shows a failure fails it (an upstream
+    prepare.sh exits 0 after a failed pip install or download), naming the first such line."""
+    found = prepare_failures(lines)
+    if step.exit_code != 0:
+        step.note = f"prepare.sh exited {step.exit_code}; the runner ran anyway, as a reviewer would run it"
+    if found:
+        step.status = FAILED
+        step.reason = (f"its output shows a failure though prepare.sh exited {step.exit_code}: {found[0][:200]}"
+                       + (f" (and {len(found) - 1} more such line(s) in the log)" if len(found) > 1 else ""))
+        if step.exit_code == 0:
+            step.note = "upstream prepare.sh scripts exit 0 whatever their commands did: its log is what tells"
+
+
+_GPU_VALUE = re.compile(r"^(?:true|gpu|gpu:\d+|1)$", re.I)
+
+
+def unverified_gpu_cases(steps: list[Step], values: dict[str, str], device: dict[str, Any]) -> int:
+    """On a machine with no GPU, a kept runner's GPU case (the inference use_gpu key, or a train device key,
+    set to a GPU value in its command) is not verified here: paddle falls back to the CPU, or the runner
+    prints success for a case that never ran on a GPU. It is SKIPPED, with the reason, never PASSED;
+    how many were."""
+    if device.get("gpus"):
+        return 0
+    keys = {values.get(f"{fld}:key", "") for fld in ("inference.use_gpu", "train.device")} - {"", "null"}
+    count = 0
+    for step in steps:
+        if step.status != PASSED:
+            continue
+        words = step.command.split()
+        if any(word.partition("=")[0] in keys and _GPU_VALUE.match(word.partition("=")[2]) for word in words):
+            step.status, step.device = SKIPPED, "gpu"
+            step.reason = ("a GPU case on a machine with no GPU (" + (device.get("note") or "nvidia-smi lists none")
+                           + "): not verified here; run it where a GPU and a GPU build of paddle are")
+            count += 1
+    return count
+
+
+_SHIM_NAME = re.compile(r"^python[0-9.]*$")
+SHIM_SCRIPT = "#!/bin/sh\n# tipcgen run: this run's interpreter for a kept runner (a shim first on PATH)\nexec {limit}{target} \"$@\"\n"
+
+
+def shim_plan(values: dict[str, str], env: dict[str, str], python: str | None,
+              step_timeout: int | None) -> dict[str, str]:
+    """The interpreter names a kept runner may call (its config's python: value, python3, python) and the full
+    path each is to run: with --python, the chosen interpreter for all of them (a runner that hard-codes
+    python3.7 runs it); with only --step-timeout, each name's own (so the limit wraps it). Nothing otherwise."""
+    if python is None and step_timeout is None:
+        return {}
+    names = [n for n in dict.fromkeys((values.get("python", ""), "python3", "python")) if _SHIM_NAME.match(n)]
+    path = env.get("PATH", os.defpath)
+    chosen = shutil.which(python, path=path) if python is not None else None
+    out = {}
+    for name in names:
+        target = chosen or (None if python is not None else shutil.which(name, path=path))
+        if target is not None:
+            out[name] = os.path.abspath(target)
+    return out
+
+
+def write_shim(root: Path, folder: Path, plan: dict[str, str], step_timeout: int | None) -> None:
+    """The shim folder: one executable per name of the plan, running its interpreter (under ``timeout`` with
+    --step-timeout: each python command the runner starts is a step of it)."""
+    limit = f"timeout -k 10 {int(step_timeout)} " if step_timeout is not None and shutil.which("timeout") else ""
+    writes.make_dirs(root, folder, "the run's interpreter shim")
+    for name, target in plan.items():
+        write_file(folder / name, SHIM_SCRIPT.format(limit=limit, target=shlex.quote(target)), mode=0o755, within=root)
+
+
+def shim_notes(plan: dict[str, str], folder: str, python: str | None, step_timeout: int | None,
+               config_python: str) -> list[str]:
+    notes = []
+    if python is not None:
+        target = next(iter(plan.values()), python)
+        notes.append(f"--python: {', '.join(plan)} ran {target} for the kept runner (a shim folder, {folder}, first "
+                     f"on PATH; its config says python:{config_python}, left as it is)")
+    if step_timeout is not None:
+        notes.append(f"--step-timeout: each {' / '.join(plan) or 'python'} command the kept runner started was limited "
+                     f"to {step_timeout} s (the shim runs it under timeout); a command it runs otherwise is not")
+    return notes

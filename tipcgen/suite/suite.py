@@ -29,6 +29,7 @@ from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT, STATE, SUITE_RUN
 from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, TIMEOUT, WHOLE_INFER
 from tipcgen.results.results import Summary, load_summary
 from tipcgen.run.guard import Interrupted
+from tipcgen.run.request import RunRequest
 from tipcgen.suite.slots import Slot
 
 CHAIN_OF_NAME = {CONFIG_NAMES["basic"]: "basic", CONFIG_NAMES["paddle2onnx"]: "paddle2onnx",
@@ -177,11 +178,17 @@ def _run_dir(chain: Chain) -> str:
     return run_rel(chain.model, chain.mode, chain.chain)
 
 
+def run_request(chain: Chain, sandbox: bool = False) -> RunRequest:
+    """The request of one chain's `tipcgen run`, in its working copy (the current folder of that run)."""
+    return RunRequest(mode=chain.mode, root=Path("."), config=chain.config, chain=chain.chain, sandbox=sandbox,
+                      quiet=True)
+
+
 def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: float | None,
-                  on_line: Callable[[str], None] = lambda line: None, extra_args: Iterable[str] = ()) -> ChainResult:
-    """`tipcgen run` of one chain in workdir (a working copy); its run folder and log go to dest."""
-    cmd = [sys.executable, "-m", "tipcgen", "run", "--root", ".", "--config", chain.config, "--mode", chain.mode,
-           "--chain", chain.chain, "--quiet", *extra_args]
+                  on_line: Callable[[str], None] = lambda line: None, sandbox: bool = False) -> ChainResult:
+    """`tipcgen run` of one chain in workdir (a working copy), asked by run_request; its run folder and log
+    go to dest."""
+    cmd = [sys.executable, "-m", "tipcgen", "run", *run_request(chain, sandbox).args()]
     env = slot.env(dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1"))
     dest.mkdir(parents=True, exist_ok=True)
     log_path = dest / "suite.log"
@@ -270,9 +277,9 @@ def waves(chains: list[Chain]) -> list[list[Chain]]:
 
 
 def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: float | None, progress,
-              keep_work: bool = False, extra_args: tuple[str, ...] = ()) -> list[ChainResult]:
-    """Run chains side by side, one per slot, wave after wave; results in plan order. extra_args: passed on
-    to each chain's `tipcgen run` (--sandbox)."""
+              keep_work: bool = False, sandbox: bool = False) -> list[ChainResult]:
+    """Run chains side by side, one per slot, wave after wave; results in plan order. sandbox: each chain's
+    `tipcgen run --sandbox`."""
     import queue
     from concurrent.futures import ThreadPoolExecutor
 
@@ -295,7 +302,7 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
                 return not_started([chain])[0]
             progress.start(chain, slot)
             result = execute_chain(chain, work, out / SUITE_RUNS / chain.key, slot, timeout,
-                                   on_line=lambda line: progress.line(chain, line), extra_args=extra_args)
+                                   on_line=lambda line: progress.line(chain, line), sandbox=sandbox)
             progress.done(result)
             return result
         finally:

@@ -1,0 +1,79 @@
+"""What one ``tipcgen run`` is asked to do, as one value, and the proofs it is handed.
+
+``RunRequest`` is built by the CLI (``tipcgen run``'s options, one field each, under the same names) and by
+``tipcgen suite``, which starts each chain as ``tipcgen run`` with ``request.args()``: the arguments that the
+CLI parses back into the same request (tests/test_run_request.py). ``run.run.run`` takes it, for a generated
+runner and a kept one (init --submission) alike.
+
+``Proofs`` is what a run checks that lives above ``run/`` (the layering: ``run/`` never imports ``repro/``
+or ``configs/lint``): the CLI hands in an object with both methods; ``NO_PROOFS`` checks nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from tipcgen.format.words import LITE_TRAIN_LITE_INFER
+from tipcgen.results.results import Step
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One run: the mode, the repository and config, the chain, and each option of ``tipcgen run``."""
+
+    mode: str = LITE_TRAIN_LITE_INFER
+    root: Path = Path(".")
+    config: str | None = None
+    chain: str = "basic"
+    data_dir: str | None = None
+    model_dir: str | None = None
+    step_timeout: int | None = None
+    python: str | None = None
+    sandbox: bool = False
+    max_checkpoint_bytes: int | None = None
+    quiet: bool = False
+    # Where each output line of the scripts goes (the CLI's printer); not part of what is asked.
+    on_line: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+
+    def args(self) -> list[str]:
+        """The ``tipcgen run`` arguments that ask for this request (what ``suite`` starts)."""
+        out = ["--root", str(self.root), "--mode", self.mode, "--chain", self.chain]
+        for option, value in (("--config", self.config), ("--data-dir", self.data_dir),
+                              ("--model-dir", self.model_dir), ("--step-timeout", self.step_timeout),
+                              ("--python", self.python), ("--max-checkpoint-bytes", self.max_checkpoint_bytes)):
+            if value is not None:
+                out += [option, str(value)]
+        return out + (["--sandbox"] if self.sandbox else []) + (["--quiet"] if self.quiet else [])
+
+    def line(self, text: str) -> None:
+        if self.on_line is not None:
+            self.on_line(text)
+
+
+class Proofs(Protocol):
+    """The checks of a run that live above ``run/``: the config's refusals before anything starts
+    (configs/preflight.refuse) and the checks of a finished run (repro/export_check.check_run)."""
+
+    def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Any) -> list[str]:
+        """Raise a RunError for a config that would make every step fail; notes the summary records."""
+        ...
+
+    def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
+                  starts: list[tuple[float, str, str]], max_bytes: int | None) -> tuple[list[Step], list[str]]:
+        """The check steps and notes of a finished run."""
+        ...
+
+
+class NoProofs:
+    """Checks nothing: for a caller that has no proofs to hand in (tests of the pipeline alone)."""
+
+    def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Any) -> list[str]:
+        return []
+
+    def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
+                  starts: list[tuple[float, str, str]], max_bytes: int | None) -> tuple[list[Step], list[str]]:
+        return [], []
+
+
+NO_PROOFS = NoProofs()
