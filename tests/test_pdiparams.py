@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tipcgen.repro import export_check
-from tipcgen.repro.pdiparams import ExportFormatError, read_pdiparams, read_tensors
+from tipcgen.core.errors import ExportFormatError
+from tipcgen.repro.pdiparams import read_pdiparams, read_tensors
 
 CODES = {np.dtype("float32"): 5, np.dtype("float16"): 4, np.dtype("int64"): 3, np.dtype("int32"): 2,
          np.dtype("float64"): 6, np.dtype("uint8"): 20, np.dtype("bool"): 0}

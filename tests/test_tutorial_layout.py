@@ -219,7 +219,9 @@ def test_submission_mode_keeps_the_runner_and_run_drives_it(submission_repo: Pat
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ok"] is True and (out / "junit.xml").is_file()
     assert [(s["kind"], s["status"]) for s in summary["steps"]] == [
-        ("prepare", "passed"), ("train", "passed"), ("eval", "passed"), ("export", "passed"), ("infer", "passed")]
+        ("prepare", "passed"), ("train", "passed"), ("eval", "passed"), ("export", "passed"), ("infer", "passed"),
+        ("check", "passed")], [(s["kind"], s["name"], s["status"]) for s in summary["steps"]]
+    assert summary["steps"][5]["name"] == "export_params_train"  # the kept runner's export, checked like tipcgen's
     assert summary["steps"][4]["log"] == "log/tutorial_model/lite_train_lite_infer/norm_train_python_infer_cpu_batchsize_1.log"
     assert any("exit status is that of its last command" in note for note in summary["notes"])
     assert summary["steps"][1]["note"].startswith("no log of its own under this runner")
@@ -233,7 +235,7 @@ def test_submission_mode_keeps_the_runner_and_run_drives_it(submission_repo: Pat
     failed = tipcgen("run", "-q", cwd=submission_repo, env=RUNNER_ENV)
     assert failed.returncode == 1
     summary = json.loads((out / "summary.json").read_text())
-    assert [s["status"] for s in summary["steps"]] == ["passed", "passed", "passed", "passed", "failed"]
+    assert [s["status"] for s in summary["steps"]] == ["passed", "passed", "passed", "passed", "failed", "passed"]
 
 
 @pytest.mark.paddle

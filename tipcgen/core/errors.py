@@ -136,3 +136,8 @@ def _short(path: str, limit: int = 160) -> str:
 
 class NotSandboxed(TipcgenError):
     """No sandbox here, and the command may not run the repository's code outside one (a probe's --help)."""
+
+
+class ExportFormatError(CheckpointError):
+    """An exported ``.pdiparams`` is not a combined-params file repro/pdiparams.py reads (the export check then
+    reads it with paddle)."""

@@ -43,7 +43,8 @@ from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.repro.checkpoint_io import read_paddle_state
-from tipcgen.repro.pdiparams import ExportFormatError, read_pdiparams
+from tipcgen.core.errors import ExportFormatError
+from tipcgen.repro.pdiparams import read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
 from tipcgen.results.results import Step
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tipcgen.core.errors import CheckpointError, TipcgenError
+from tipcgen.core.errors import ExportFormatError, TipcgenError
 from tipcgen.core.inputs import read_bytes
 
 MAX_DIMS = 64  # a TensorDesc with more dims than this is not a parameter
@@ -35,10 +35,6 @@ MAX_PROGRAM = 1 << 28  # bytes of a .json program read for its parameters' names
 DTYPES = {0: np.dtype("bool"), 1: np.dtype("<i2"), 2: np.dtype("<i4"), 3: np.dtype("<i8"), 4: np.dtype("<f2"),
           5: np.dtype("<f4"), 6: np.dtype("<f8"), 20: np.dtype("u1"), 21: np.dtype("i1"), 22: "bfloat16",
           23: np.dtype("<c8"), 24: np.dtype("<c16")}
-
-
-class ExportFormatError(CheckpointError):
-    """The file is not a combined-params file this reader knows (the caller may read it with paddle)."""
 
 
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
