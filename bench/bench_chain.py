@@ -11,8 +11,10 @@ min and max over --runs; these machines are noisy; the load average is printed b
   the runner's checks off (result_check fixed_inputs:null, compare:null): prepare, train, eval, export and
   the inference cases, what an upstream TIPC runner runs; tipcgen run / upstream is the whole price of
   tipcgen's proofs and bookkeeping;
-- the proofs' own seconds (every `check` step of summary.json: the runner's and tipcgen's) and their share
-  of tipcgen run's wall time;
+- the proofs' own seconds (every `check` step of summary.json: the runner's and tipcgen's), the part of them
+  that ran beside the inference steps (the fixed-input check: a step started with tipc_step_beside), and the
+  proofs' wall cost: tipcgen run less the upstream-equivalent steps (what a user waits for them and for
+  tipcgen's bookkeeping), with its share of tipcgen run's wall time;
 - the sum of the steps' own seconds (steps.jsonl) vs the chain's wall time;
 - per step kind: process start-up (interpreter + the imports that kind needs) vs the rest;
 - `tipcgen --help` and `tipcgen init bert-sst2` wall time;
@@ -125,7 +127,7 @@ def main() -> int:
         timed([*TIPCGEN, "init", "bert-sst2", "--output", str(repo)], work)
         upstream = upstream_copy(repo, work)
         direct_chain(repo)  # warm the page cache once; not counted
-        upstream_t, proofs_t, proofs_by_name, loads = [], [], {}, [load()]
+        upstream_t, proofs_t, beside_t, proofs_by_name, loads = [], [], [], {}, [load()]
         for _ in range(args.runs):
             tipcgen_t.append(timed([*TIPCGEN, "run", "--mode", MODE, "--quiet"], repo))
             steps = records(repo)
@@ -135,6 +137,7 @@ def main() -> int:
                     step_kinds.setdefault(step["kind"], []).append(float(step["seconds"]))
             checks = [s for s in summary_steps(repo) if s["kind"] == "check"]
             proofs_t.append(sum(float(s.get("seconds") or 0) for s in checks))
+            beside_t.append(sum(float(s.get("seconds") or 0) for s in checks if s["name"].startswith("fixed_inputs")))
             for step in checks:
                 proofs_by_name.setdefault(step["name"], []).append(float(step.get("seconds") or 0))
             direct_t.append(direct_chain(repo))
@@ -162,6 +165,9 @@ def main() -> int:
             "bash_over_upstream": round(statistics.median(direct_t) / statistics.median(upstream_t), 4),
             "proofs_seconds": stats(proofs_t),
             "proofs_share_of_wall": round(statistics.median(proofs_t) / statistics.median(tipcgen_t), 4),
+            "proofs_beside_seconds": stats(beside_t),
+            "proofs_wall_cost_seconds": round(statistics.median(tipcgen_t) - statistics.median(upstream_t), 4),
+            "proofs_wall_cost_share": round(1 - statistics.median(upstream_t) / statistics.median(tipcgen_t), 4),
             "proofs": {name: stats(values) for name, values in proofs_by_name.items()},
             "steps_sum_seconds": stats(steps_sum),
             "steps_share_of_wall": round(statistics.median(steps_sum) / statistics.median(tipcgen_t), 4),
@@ -179,7 +185,7 @@ def main() -> int:
     print(f"{'measure':38} {'median':>9} {'min':>9} {'max':>9}")
     print(f"load average (1 min) before and after each round: {result['load_average_1min']} ({os.cpu_count()} CPUs)")
     for name in ("tipcgen_run_seconds", "direct_bash_seconds", "upstream_steps_seconds", "steps_sum_seconds",
-                 "proofs_seconds", "help_seconds", "init_seconds"):
+                 "proofs_seconds", "proofs_beside_seconds", "help_seconds", "init_seconds"):
         row = result[name]
         print(f"{name:38} {row['median']:9.3f} {row['min']:9.3f} {row['max']:9.3f}")
     for name, row in result["startup_seconds"].items():
@@ -193,7 +199,10 @@ def main() -> int:
     print(f"\ntipcgen overhead (tipcgen run / direct bash): {result['overhead_ratio']:.3f}")
     print(f"tipcgen run / upstream-equivalent steps: {result['tipcgen_over_upstream']:.3f}; "
           f"bash / upstream: {result['bash_over_upstream']:.3f}")
-    print(f"proofs' own seconds / tipcgen run wall: {result['proofs_share_of_wall']:.3f}")
+    print(f"proofs' own seconds / tipcgen run wall: {result['proofs_share_of_wall']:.3f} "
+          f"(of them beside the inference steps: {result['proofs_beside_seconds']['median']:.3f} s)")
+    print(f"proofs' wall cost (tipcgen run - upstream steps): {result['proofs_wall_cost_seconds']:.3f} s, "
+          f"{100 * result['proofs_wall_cost_share']:.1f} % of tipcgen run")
     print(f"steps' own time / chain wall: {result['steps_share_of_wall']:.3f}")
     print(f"peak RSS of the largest step: {result['peak_rss_mb_largest_step']} MB")
     print(f"wrote {out}")

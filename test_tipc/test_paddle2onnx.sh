@@ -124,7 +124,7 @@ for use_gpu in "${use_gpus[@]}"; do
     done
     if [ "$place" = cpu ]; then
         tipc_case model_dir="$paddle_dir"
-        tipc_fixed_check "onnx_fixed_inputs_$place" "$paddle_dir" "--onnx_file=$save_file" "--use_gpu=False"
+        tipc_fixed_check tipc_step "onnx_fixed_inputs_$place" "$paddle_dir" "--onnx_file=$save_file" "--use_gpu=False"
     fi
     if tipc_is_null "$compare"; then continue; fi
     if [ -f "$LOG_PATH/paddle2onnx_infer_$place.log" ] && [ -f "$LOG_PATH/paddle_infer_$place.log" ]; then

@@ -107,15 +107,23 @@ infer_case() {
     tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
 }
 
-# run_checks MODEL_DIR GPU TAG: the result checks of one model's inference: the chain's own (fixed
-# inputs), and, when the config asks for them, against the dygraph model's results (written by the
-# export step) and against the committed golden results of this training.
-run_checks() {
-    local model_dir=$1 gpu=$2 tag=$3 compare reference golden results fixed pattern logs=""
+# start_fixed_check MODEL_DIR GPU TAG: the chain's own check of one exported model (fixed inputs fed in every
+# inference configuration), started beside the inference matrix: it needs only the export, and runs at low CPU
+# priority while the inference steps run (run_checks collects it). One paddle start, hidden behind theirs.
+start_fixed_check() {
+    local model_dir=$1 gpu=$2 tag=$3
     tipc_case model_dir="$model_dir"
-    tipc_fixed_check "fixed_inputs_gpus_${gpu}${tag}" "$model_dir" "--use_gpu=$(slot_value infer_use_gpu)" \
+    tipc_fixed_check tipc_step_beside "fixed_inputs_gpus_${gpu}${tag}" "$model_dir" "--use_gpu=$(slot_value infer_use_gpu)" \
         "--enable_mkldnn=$(slot_value enable_mkldnn)" "--cpu_threads=$(slot_value cpu_threads)" \
         "--precision=$(slot_value precision)" "--use_trt=$(slot_value use_trt)" "--batch_size=$(slot_value infer_batch_size)"
+}
+
+# run_checks MODEL_DIR GPU TAG: the result checks of one model's inference: the chain's own (fixed
+# inputs: start_fixed_check's, collected here), and, when the config asks for them, against the dygraph model's
+# results (written by the export step) and against the committed golden results of this training.
+run_checks() {
+    local model_dir=$1 gpu=$2 tag=$3 compare reference golden results fixed pattern logs=""
+    tipc_step_collect
     compare=$(section_value result_check_params compare)
     if tipc_is_null "$compare"; then return 0; fi
     pattern="$LOG_PATH/python_infer_*_gpus_${gpu}${tag}_*.log"
@@ -449,6 +457,7 @@ run_training() {
     model_dir=$save
     inference_dir=$(slot_value inference_dir)
     if ! tipc_is_null "$inference_dir" && [ "$inference_dir" != "##" ]; then model_dir=$save/$inference_dir; fi
+    start_fixed_check "$model_dir" "$gpu" "$tag"
     run_inference "$model_dir" "$(slot_value train_infer_data)" "$IS_QUANT" "$gpu" "$tag"
     run_checks "$model_dir" "$gpu" "$tag"
 }
@@ -479,6 +488,7 @@ run_whole_infer() {
                 continue
             fi
         fi
+        start_fixed_check "$model_dir" "${GPU_ID:--1}" "_model_$count"
         run_inference "$model_dir" "$(slot_value infer_data)" "$is_quant" "${GPU_ID:--1}" "_model_$count"
         run_checks "$model_dir" "${GPU_ID:--1}" "_model_$count"
     done

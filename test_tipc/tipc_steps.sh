@@ -414,6 +414,9 @@ tipc_has_key() {
 
 TIPC_PASSED=0 TIPC_FAILED=0 TIPC_SKIPPED=0
 TIPC_INTERRUPTED="" TIPC_STEP_PID="" TIPC_STEP_SIGNAL="" TIPC_KILLER_PID=""
+# The one step that may run beside the next ones (tipc_step_beside: a proof started at low CPU priority while the
+# inference steps run), until tipc_step_collect records it: its pid, writer, start and end, what its record needs.
+declare -A TIPC_BESIDE=() TIPC_BESIDE_AT=() TIPC_BESIDE_CASE=()
 
 # A step's configuration, in its record as the config spells it (null where it does not apply): the
 # training it belongs to (tipc_at: gpu_list entry, trainer, autocast, and `training`, gpus_<entry>[_<tag>],
@@ -482,7 +485,7 @@ tipc_skip() {
 tipc_on_interrupt() {
     local pid
     TIPC_INTERRUPTED=1
-    for pid in $TIPC_STEP_PID; do  # the fleet chain's nodes run at once: one pid each
+    for pid in $TIPC_STEP_PID ${TIPC_BESIDE[pid]-}; do  # the fleet chain's nodes run at once: one pid each
         kill -TERM -- "-$pid" "$pid" 2> /dev/null
         (
             read -r -t "${TIPC_KILL_GRACE:-5}" -u "$TIPC_SLEEP_FD" _
@@ -500,6 +503,7 @@ tipc_wait_step() {
     local pid=$1 status_file=$LOG_PATH/.step_status delay=0.01 polls=0 code
     while kill -0 "$pid" 2> /dev/null; do
         read -r -t "$delay" -u "$TIPC_SLEEP_FD" _ || :
+        tipc_beside_poll
         polls=$((polls + 1))
         if [ "$polls" -eq 50 ]; then delay=0.05; fi
     done
@@ -518,10 +522,12 @@ tipc_wait_step() {
     printf -v "$2" '%s' "$code"
 }
 
-# tipc_elapsed VAR START: the seconds since START (an $EPOCHREALTIME) into VAR as S.mmm. Integer
-# microseconds, so no fork and no locale: EPOCHREALTIME's decimal point is the locale's (a comma in many).
+# tipc_elapsed VAR START [END]: the seconds from START to END (now when not given; both $EPOCHREALTIME values)
+# into VAR as S.mmm. Integer microseconds, so no fork and no locale: EPOCHREALTIME's decimal point is the
+# locale's (a comma in many).
 tipc_elapsed() {
-    local now=${EPOCHREALTIME//[!0-9]/} then=${2//[!0-9]/} us
+    local now=${3:-$EPOCHREALTIME} then=${2//[!0-9]/} us
+    now=${now//[!0-9]/}
     us=$((10#$now - 10#$then))
     if [ "$us" -lt 0 ]; then us=0; fi
     printf -v "$1" '%d.%03d' $((us / 1000000)) $((us % 1000000 / 1000))
@@ -539,34 +545,31 @@ tipc_wait_writer() {
     wait "$1" 2> /dev/null
 }
 
-# tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step under the time limit, its output written to LOG
-# through a writer that stops at TIPC_MAX_LOG_MB (the cap is on the log only, never on the files the step
-# saves: no ulimit -f), then write its status line to the results log and its record to steps.jsonl.
-# Returns 0 if it passed.
-tipc_step() {
-    local kind=$1 name=$2 log=$3 note=$4 limit=${TIPC_STEP_TIMEOUT:-600} max_mb=${TIPC_MAX_LOG_MB:-1024}
-    local shown start rc seconds reason="" log_fd writer
-    shift 5
-    if [ -n "$TIPC_INTERRUPTED" ]; then TIPC_CASE=(); return 130; fi
-    tipc_show_cmd shown "$@"
-    printf '[tipc] RUN  %s %s\n' "$kind" "$name"
-    start=$EPOCHREALTIME
+# tipc_spawn LOG NICENESS GO -- COMMAND...: start COMMAND in the background under the time limit (TIPC_STEP_TIMEOUT),
+# at NICENESS (0: as the runner), with TIPC_BESIDE_GO=GO in its environment when GO is given, its output written to
+# LOG through a writer that stops at TIPC_MAX_LOG_MB (the cap is on the log only, never on the files the step
+# saves: no ulimit -f). Its pid (timeout's, the leader of the step's process group) into TIPC_SPAWNED_PID, the
+# writer's into TIPC_SPAWNED_WRITER.
+tipc_spawn() {
+    local log=$1 niceness=$2 go=$3 limit=${TIPC_STEP_TIMEOUT:-600} max_mb=${TIPC_MAX_LOG_MB:-1024} log_fd
+    shift 4
     exec {log_fd}> >(exec head -c "$((max_mb * 1048576))" > "$log")
-    writer=$!
+    TIPC_SPAWNED_WRITER=$!
     (
+        if [ -n "$go" ]; then export TIPC_BESIDE_GO=$go; fi
+        if [ "$niceness" -ne 0 ]; then exec nice -n "$niceness" timeout --kill-after=10 "$limit" "$@"; fi
         exec timeout --kill-after=10 "$limit" "$@"
     ) >&"$log_fd" 2>&1 < /dev/null &
-    TIPC_STEP_PID=$!
+    TIPC_SPAWNED_PID=$!
     exec {log_fd}>&-
-    tipc_wait_step "$TIPC_STEP_PID" rc
-    if [ -n "$TIPC_INTERRUPTED" ]; then
-        # timeout has exited: what is left of its group would be an orphan.
-        kill -KILL -- "-$TIPC_STEP_PID" 2> /dev/null
-        if [ -n "$TIPC_KILLER_PID" ]; then kill "$TIPC_KILLER_PID" 2> /dev/null; fi
-    fi
-    TIPC_STEP_PID=
-    tipc_wait_writer "$writer"
-    tipc_elapsed seconds "$start"
+}
+
+# tipc_conclude KIND NAME LOG NOTE SHOWN RC SECONDS PROGRAM: a finished step's verdict (why it failed, from its exit status,
+# TIPC_STEP_SIGNAL and its log), its status line in the results log, its progress line and its record in
+# steps.jsonl. Returns 0 if it passed.
+tipc_conclude() {
+    local kind=$1 name=$2 log=$3 note=$4 shown=$5 rc=$6 seconds=$7 program=$8 reason=""
+    local limit=${TIPC_STEP_TIMEOUT:-600} max_mb=${TIPC_MAX_LOG_MB:-1024}
     if [ -n "$TIPC_INTERRUPTED" ]; then
         reason="interrupted"
     elif [ "$rc" -eq 124 ] || { [ "$TIPC_STEP_SIGNAL" = KILL ] && [ "${seconds%.*}" -ge "$limit" ]; }; then
@@ -580,7 +583,7 @@ tipc_step() {
             reason="log over $max_mb MB (TIPC_MAX_LOG_MB): the log stops there, and the step was killed by SIG$TIPC_STEP_SIGNAL when it wrote on"
         fi
     elif [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
-        reason="command not found or not executable: $1"
+        reason="command not found or not executable: $program"
     elif [ -n "$TIPC_STEP_SIGNAL" ]; then
         reason="killed by signal SIG$TIPC_STEP_SIGNAL"
     elif [ "$rc" -ne 0 ]; then
@@ -598,6 +601,103 @@ tipc_step() {
     printf '[tipc] FAIL %s %s (%s s): %s, log: %s\n' "$kind" "$name" "$seconds" "$reason" "$log"
     tipc_record "$kind" "$name" failed "$rc" "$seconds" "$log" "$reason" "$note" "$shown"
     return 1
+}
+
+# tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step (tipc_spawn), wait for it, and conclude it (tipc_conclude).
+# Returns 0 if it passed.
+tipc_step() {
+    local kind=$1 name=$2 log=$3 note=$4 shown start rc seconds writer
+    shift 5
+    if [ -n "$TIPC_INTERRUPTED" ]; then TIPC_CASE=(); return 130; fi
+    tipc_show_cmd shown "$@"
+    printf '[tipc] RUN  %s %s\n' "$kind" "$name"
+    start=$EPOCHREALTIME
+    tipc_spawn "$log" 0 "" -- "$@"
+    TIPC_STEP_PID=$TIPC_SPAWNED_PID writer=$TIPC_SPAWNED_WRITER
+    tipc_wait_step "$TIPC_STEP_PID" rc
+    if [ -n "$TIPC_INTERRUPTED" ]; then
+        # timeout has exited: what is left of its group would be an orphan.
+        kill -KILL -- "-$TIPC_STEP_PID" 2> /dev/null
+        if [ -n "$TIPC_KILLER_PID" ]; then kill "$TIPC_KILLER_PID" 2> /dev/null; fi
+    fi
+    TIPC_STEP_PID=
+    tipc_wait_writer "$writer"
+    tipc_elapsed seconds "$start"
+    tipc_conclude "$kind" "$name" "$log" "$note" "$shown" "$rc" "$seconds" "$1"
+}
+
+# tipc_step_beside KIND NAME LOG NOTE -- COMMAND...: start a step that runs beside the next steps (a proof that needs
+# only what the steps before it wrote), at low CPU priority (nice 10) so that the steps it runs beside keep their
+# speed; tipc_step_collect waits for it and records it, with the step configuration it was started with. One at a
+# time: a second one first collects the first. The step may prepare beside them and do its measured work after
+# them: its environment names a file, TIPC_BESIDE_GO, that tipc_step_collect creates; a step that waits for it
+# creates TIPC_BESIDE_GO.waiting first, and its record's seconds leave out the time it waited.
+tipc_step_beside() {
+    local shown
+    tipc_step_collect
+    if [ -n "$TIPC_INTERRUPTED" ]; then TIPC_CASE=(); return 130; fi
+    tipc_show_cmd shown "${@:6}"
+    printf '[tipc] RUN  %s %s (beside the next steps)\n' "$1" "$2"
+    TIPC_BESIDE=([kind]=$1 [name]=$2 [log]=$3 [note]=$4 [shown]=$shown [program]=$6 [go]=$LOG_PATH/.beside_$2.go
+        [start]=$EPOCHREALTIME)
+    tipc_spawn "$3" 10 "${TIPC_BESIDE[go]}" -- "${@:6}"
+    TIPC_BESIDE[pid]=$TIPC_SPAWNED_PID TIPC_BESIDE[writer]=$TIPC_SPAWNED_WRITER
+    tipc_copy_fields TIPC_BESIDE_AT TIPC_AT
+    tipc_copy_fields TIPC_BESIDE_CASE TIPC_CASE
+    TIPC_CASE=()
+}
+
+# tipc_beside_poll: when the step beside began to wait for its go, and when it ended, noted as they happen (called
+# while other steps are waited for, so that its seconds are its own, not the time until it was collected).
+tipc_beside_poll() {
+    if [ -z "${TIPC_BESIDE[pid]-}" ]; then return; fi
+    if [ -z "${TIPC_BESIDE[waiting]-}${TIPC_BESIDE[go_at]-}" ] && [ -e "${TIPC_BESIDE[go]}.waiting" ]; then
+        TIPC_BESIDE[waiting]=$EPOCHREALTIME
+    fi
+    if [ -z "${TIPC_BESIDE[end]-}" ] && ! kill -0 "${TIPC_BESIDE[pid]}" 2> /dev/null; then TIPC_BESIDE[end]=$EPOCHREALTIME; fi
+}
+
+# tipc_step_collect: wait for the step beside (if one runs) and conclude it under the step configuration it was
+# started with (the caller's tipc_at and tipc_case are kept for the caller's next record). Returns 0 if it passed
+# or none ran.
+tipc_step_collect() {
+    local rc seconds status=0 start end waited=0
+    local -A at=() case=()
+    if [ -z "${TIPC_BESIDE[pid]-}" ]; then return 0; fi
+    tipc_beside_poll
+    : > "${TIPC_BESIDE[go]}"
+    TIPC_BESIDE[go_at]=$EPOCHREALTIME
+    tipc_wait_step "${TIPC_BESIDE[pid]}" rc
+    tipc_beside_poll
+    if [ -n "$TIPC_INTERRUPTED" ]; then kill -KILL -- "-${TIPC_BESIDE[pid]}" 2> /dev/null; fi
+    tipc_wait_writer "${TIPC_BESIDE[writer]}"
+    rm -f -- "${TIPC_BESIDE[go]}" "${TIPC_BESIDE[go]}.waiting"
+    # Its own seconds: from its start to its end, less the time it waited for its go (microseconds, as tipc_elapsed).
+    start=${TIPC_BESIDE[start]//[!0-9]/} end=${TIPC_BESIDE[end]:-$EPOCHREALTIME}
+    end=${end//[!0-9]/}
+    if [ -n "${TIPC_BESIDE[waiting]-}" ]; then
+        waited=$((10#${TIPC_BESIDE[go_at]//[!0-9]/} - 10#${TIPC_BESIDE[waiting]//[!0-9]/}))
+    fi
+    end=$((10#$end - 10#$start - waited))
+    tipc_elapsed seconds 0 "$((end > 0 ? end : 0))"
+    tipc_copy_fields at TIPC_AT
+    tipc_copy_fields case TIPC_CASE
+    tipc_copy_fields TIPC_AT TIPC_BESIDE_AT
+    tipc_copy_fields TIPC_CASE TIPC_BESIDE_CASE
+    tipc_conclude "${TIPC_BESIDE[kind]}" "${TIPC_BESIDE[name]}" "${TIPC_BESIDE[log]}" "${TIPC_BESIDE[note]}" \
+        "${TIPC_BESIDE[shown]}" "$rc" "$seconds" "${TIPC_BESIDE[program]}" || status=1
+    tipc_copy_fields TIPC_AT at
+    tipc_copy_fields TIPC_CASE case
+    TIPC_BESIDE=()
+    return "$status"
+}
+
+# tipc_copy_fields TO FROM: the associative array FROM copied into TO (TO emptied first).
+tipc_copy_fields() {
+    local -n tipc_copy_to=$1 tipc_copy_from=$2
+    local key
+    tipc_copy_to=()
+    for key in "${!tipc_copy_from[@]}"; do tipc_copy_to["$key"]=${tipc_copy_from["$key"]}; done
 }
 
 # How many CUDA devices paddle can use here (TIPC_GPU_COUNT overrides; no nvidia-smi means none).
@@ -665,6 +765,7 @@ tipc_start_run() {
 
 # tipc_finish: the closing line, and the exit code (1 if a step failed or none ran, 130 if interrupted).
 tipc_finish() {
+    tipc_step_collect
     printf '[tipc] %s: %d passed, %d failed, %d skipped; results: %s\n' \
         "$TIPC_MODEL" "$TIPC_PASSED" "$TIPC_FAILED" "$TIPC_SKIPPED" "$TIPC_RESULTS"
     if [ -n "$TIPC_INTERRUPTED" ]; then exit 130; fi
@@ -686,13 +787,14 @@ tipc_compare_check() {
         "--diff_log=$LOG_PATH/check_${2}_diff.log"
 }
 
-# tipc_fixed_check NAME MODEL_DIR [ARG...]: the chain's own check (check_inference.py): the exported model fed
-# fixed inputs in every inference configuration (ARGs), outputs compared with the first CPU fp32 one's and
-# written to $LOG_PATH/NAME/ (golden results read them). The config's fixed_inputs: null turns it off, a .npz
-# is fed instead of inputs built from the model's input spec; output_names names the outputs.
+# tipc_fixed_check STEP NAME MODEL_DIR [ARG...]: the chain's own check (check_inference.py), run by STEP (tipc_step,
+# or tipc_step_beside to run it beside the next steps): the exported model fed fixed inputs in every inference
+# configuration (ARGs), outputs compared with the first CPU fp32 one's and written to $LOG_PATH/NAME/ (golden
+# results read them). The config's fixed_inputs: null turns it off, a .npz is fed instead of inputs built from
+# the model's input spec; output_names names the outputs.
 tipc_fixed_check() {
-    local name=$1 model_dir=$2 script inputs names
-    shift 2
+    local step=$1 name=$2 model_dir=$3 script inputs names
+    shift 3
     script=$(dirname "${BASH_SOURCE[0]}")/check_inference.py
     inputs=$(section_value result_check_params fixed_inputs)
     TIPC_CASE[reference]=fixed
@@ -703,6 +805,6 @@ tipc_fixed_check() {
     # No paddle.jit.save model there: nothing to feed (the verdict then says the results were not checked).
     if ! compgen -G "$model_dir/*.pdiparams" > /dev/null; then TIPC_CASE=(); return 0; fi
     # The descriptor's env: (TIPC_STEP_ENV) applies: this step loads the exported model too.
-    tipc_step check "$name" "$LOG_PATH/check_$name.log" "" -- ${TIPC_STEP_ENV[@]+"${TIPC_STEP_ENV[@]}"} "$PYTHON" "$script" \
+    "$step" check "$name" "$LOG_PATH/check_$name.log" "" -- ${TIPC_STEP_ENV[@]+"${TIPC_STEP_ENV[@]}"} "$PYTHON" "$script" \
         "--model_dir=$model_dir" "--results_dir=$LOG_PATH/$name" "$@"
 }

@@ -118,15 +118,16 @@ def build_inputs(spec, vocab, batch_size, seed):
     return arrays
 
 
-def timed(run, repeats):
-    """(first outputs, latency ms: mean, p50) over repeats runs after one warm-up run."""
-    outputs = run()
+def latency(run, repeats, warm_up=False):
+    """Latency ms (mean, p50) over repeats runs (after one more warm-up run with warm_up)."""
+    if warm_up:
+        run()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         run()
         times.append((time.perf_counter() - start) * 1000)
-    return outputs, {"mean_ms": round(float(np.mean(times)), 3), "p50_ms": round(float(np.median(times)), 3), "runs": repeats}
+    return {"mean_ms": round(float(np.mean(times)), 3), "p50_ms": round(float(np.median(times)), 3), "runs": repeats}
 
 
 def paddle_runner(files, inputs, place, mkldnn=False, threads=1, precision="fp32", trt=False, output_names=()):
@@ -257,6 +258,36 @@ def cases(args, gpu_count):
     return run, skipped
 
 
+HELD_BYTES = 1 << 30  # beside the inference steps: predictors held at once, at most this many bytes of model files in all
+
+
+def model_bytes(files):
+    """The size of the exported model's files (program and parameters)."""
+    return sum(os.path.getsize(path) for path in files)
+
+
+def failure_text(exc):
+    """An exception in one line: its type and the last line of its message."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[-1] if text else ''}"
+
+
+def wait_for_go():
+    """Run beside the inference steps (the runner's tipc_step_beside names a file in TIPC_BESIDE_GO), this check
+    imports paddle and builds its inputs meanwhile, then waits for that file, which the runner creates once they
+    have ended: the model is fed, and its latency measured, alone. Says so in TIPC_BESIDE_GO.waiting first (the
+    runner leaves the wait out of the step's seconds)."""
+    go = os.environ.get("TIPC_BESIDE_GO", "")
+    if not go:
+        return
+    with open(go + ".waiting", "w", encoding="utf-8"):
+        pass
+    start = time.perf_counter()
+    while not os.path.exists(go):
+        time.sleep(0.02)
+    print(f"waited {time.perf_counter() - start:.2f} s for the inference steps it ran beside")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", required=True)
@@ -329,17 +360,38 @@ def main():
     for name, reason in skipped:
         report["skipped"][name] = reason
         print(f"skipped {name}: {reason}")
+    # Beside the inference steps (TIPC_BESIDE_GO), every configuration's predictor is built and fed here, and held
+    # until the steps have ended; only the timed runs wait for them. A model too large to hold once per
+    # configuration waits first and runs one configuration at a time, as a check run alone does.
+    hold = bool(os.environ.get("TIPC_BESIDE_GO")) and model_bytes(files) * len(to_run) <= HELD_BYTES
+    if not hold:
+        wait_for_go()
+    ran, ref_names = [], None  # [case, place, options, run (held), outputs, latency]
     for case, place, options in to_run:
         try:
             if place == "onnx":
-                run = onnx_runner(args.onnx_file, inputs, list(reference))
+                run = onnx_runner(args.onnx_file, inputs, list(ref_names))
             else:
                 run = paddle_runner(files, inputs, place, output_names=output_names, **options)
-            outputs, latency = timed(run, args.repeats)
+            outputs = run()  # the warm-up run gives the outputs
+            measured = None if hold else latency(run, args.repeats)
         except Exception as exc:  # a configuration that cannot run fails the check, named
-            failures.append(f"{case}: did not run ({type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''})")
+            failures.append(f"{case}: did not run ({failure_text(exc)})")
             continue
-        report["latency_ms"][case] = latency
+        ref_names = list(outputs) if ref_names is None else ref_names
+        ran.append([case, place, options, run if hold else None, outputs, measured])
+    if hold:
+        wait_for_go()
+        for entry in ran:
+            try:
+                entry[5] = latency(entry[3], args.repeats, warm_up=True)
+            except Exception as exc:
+                failures.append(f"{entry[0]}: did not run ({failure_text(exc)})")
+            entry[3] = None
+    for case, place, options, _, outputs, measured in ran:
+        if measured is None:
+            continue
+        report["latency_ms"][case] = measured
         if args.results_dir:
             written.append({"case": case, "file": write_results(args.results_dir, case, outputs), "place": place,
                             "precision": options["precision"]})
@@ -351,14 +403,14 @@ def main():
             reference = {k: np.asarray(v) for k, v in outputs.items()}
             failures += [f"{case}: {label(k)} holds NaN or Inf" for k, v in reference.items()
                          if v.dtype.kind in "fc" and not np.all(np.isfinite(v))]
-            print(f"{case}: reference, latency {latency['mean_ms']:.3f} ms (p50 {latency['p50_ms']:.3f} ms)")
+            print(f"{case}: reference, latency {measured['mean_ms']:.3f} ms (p50 {measured['p50_ms']:.3f} ms)")
             continue
         atol, rtol = TOLERANCES.get(options["precision"], TOLERANCES["fp32"])
         found = compare(reference, outputs, atol, rtol, case, report)
         failures += found
         compared += 1
         print(f"{case}: {'FAILED' if found else 'passed'} against {ref_case[0]} (atol {atol:g}, rtol {rtol:g}), "
-              f"latency {latency['mean_ms']:.3f} ms (p50 {latency['p50_ms']:.3f} ms)")
+              f"latency {measured['mean_ms']:.3f} ms (p50 {measured['p50_ms']:.3f} ms)")
     if reference is not None and compared == 0 and not failures:
         rows = {np.asarray(v).shape[0] if np.ndim(v) else 0 for v in inputs.values()}
         batch_inputs = inputs if min(rows) >= 2 else (

@@ -1,0 +1,175 @@
+"""A step beside the next ones (tipc_step_beside / tipc_step_collect in tipc_steps.sh): the chain's fixed-input
+check starts after the export and runs at low CPU priority beside the inference steps (issue #39: one paddle start
+hidden behind theirs). Its record is what a step run alone would write: written when it is collected, after the
+steps it ran beside, with its own step configuration, its own seconds, its own failure, timeout or interruption,
+and no process of it left behind. Real bash over the generated tipc_steps.sh; the stand-in steps are sleeps.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import default_signals, make_stub_repo
+
+PRELUDE = r"""source test_tipc/common_func.sh
+source test_tipc/tipc_steps.sh
+TIPC_MODEL=stub_model CONFIG=test_tipc/configs/stub_model/train_infer_python.txt PYTHON=python
+tipc_start_run "$OUT" results_python.log beside
+tipc_at gpu=-1 training=gpus_-1
+"""
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A rendered stub repository: its test_tipc/ holds the generated common_func.sh and tipc_steps.sh."""
+    root = tmp_path_factory.mktemp("beside")
+    make_stub_repo(root)
+    return root
+
+
+def _script(body: str) -> str:
+    return PRELUDE + body + "\ntipc_finish\n"
+
+
+def _run(repo: Path, out: Path, body: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", _script(body)], cwd=repo, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OUT": str(out), **env})
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+
+
+def test_the_step_beside_is_recorded_after_the_steps_it_ran_beside_with_its_own_fields_and_seconds(repo, tmp_path):
+    out = tmp_path / "run"
+    proc = _run(repo, out, r"""
+tipc_case model_dir=/models/m reference=fixed
+tipc_step_beside check fixed "$OUT/fixed.log" "" -- python -c 'import os, time; time.sleep(1); print("nice", os.nice(0))'
+tipc_case device=cpu
+tipc_step infer first "$OUT/first.log" "" -- sleep 3
+tipc_step infer second "$OUT/second.log" "" -- sleep 0.2
+tipc_step_collect
+""")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = _records(out)
+    assert [r["name"] for r in records] == ["first", "second", "fixed"]
+    first, _, fixed = records
+    assert (fixed["status"], fixed["kind"], fixed["model_dir"], fixed["reference"]) == ("passed", "check", "/models/m", "fixed")
+    assert fixed["training"] == "gpus_-1" and first["device"] == "cpu" and first["reference"] is None
+    # Its own seconds (it ended during `first`), not the time until it was collected (after `second`).
+    assert 1.0 <= float(fixed["seconds"]) < float(first["seconds"]), records
+    assert "nice 10" in (out / "fixed.log").read_text(), "the step beside runs at low CPU priority"
+    lines = proc.stdout.splitlines()
+    assert lines.index("[tipc] RUN  check fixed (beside the next steps)") < lines.index("[tipc] RUN  infer first")
+    assert lines.index("[tipc] RUN  infer second") < next(i for i, l in enumerate(lines) if l.startswith("[tipc] PASS check fixed"))
+    assert "3 passed, 0 failed" in proc.stdout
+    assert (out / "results_python.log").read_text().count("Run successfully with command - stub_model - ") == 3
+
+
+def test_a_step_that_waits_for_its_go_does_its_work_after_the_steps_and_its_wait_is_not_its_seconds(repo, tmp_path):
+    """check_inference.py's way: prepare beside the steps, announce the wait, work once the runner says go."""
+    out = tmp_path / "run"
+    waiter = ("bash -c 'touch \"$TIPC_BESIDE_GO.waiting\"; while [ ! -e \"$TIPC_BESIDE_GO\" ]; do sleep 0.02; done; "
+              "date +%s%N > \"$OUT/worked_at\"; sleep 0.5'")
+    proc = _run(repo, out, f"""
+tipc_step_beside check fixed "$OUT/fixed.log" "" -- {waiter}
+tipc_step infer first "$OUT/first.log" "" -- bash -c 'sleep 2; date +%s%N > "$OUT/first_ended_at"'
+tipc_step_collect
+""")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, fixed = _records(out)
+    assert int((out / "worked_at").read_text()) > int((out / "first_ended_at").read_text()), "its work ran after"
+    assert 0.5 <= float(fixed["seconds"]) < float(first["seconds"]), (fixed, first)
+    assert not list(out.glob(".beside_*")), "the go files are removed"
+
+
+@pytest.mark.parametrize("command, reason", [
+    ("bash -c 'echo broken >&2; exit 3'", "exit code 3"),
+    ("sleep 30", "timeout after 1 s"),
+    ("no-such-program-tipcgen", "command not found or not executable: no-such-program-tipcgen"),
+    ("bash -c 'kill -SEGV $$'", "killed by signal SIGSEGV"),
+])
+def test_a_failing_step_beside_fails_the_chain_with_its_reason(repo, tmp_path, command, reason):
+    out = tmp_path / "run"
+    proc = _run(repo, out, f"""
+tipc_step_beside check fixed "$OUT/fixed.log" "" -- {command}
+tipc_step infer first "$OUT/first.log" "" -- sleep 0.1
+tipc_step_collect
+""", TIPC_STEP_TIMEOUT="1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    fixed = next(r for r in _records(out) if r["name"] == "fixed")
+    assert (fixed["status"], fixed["reason"]) == ("failed", reason), fixed
+    assert f"[tipc] FAIL check fixed" in proc.stdout and "1 passed, 1 failed" in proc.stdout
+
+
+def test_a_step_beside_left_uncollected_is_collected_by_the_closing_line(repo, tmp_path):
+    out = tmp_path / "run"
+    proc = _run(repo, out, """tipc_step_beside check fixed "$OUT/fixed.log" "" -- bash -c 'exit 4'""")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [(r["name"], r["reason"]) for r in _records(out)] == [("fixed", "exit code 4")]
+
+
+def test_a_second_step_beside_first_collects_the_first(repo, tmp_path):
+    out = tmp_path / "run"
+    proc = _run(repo, out, r"""
+tipc_case model_dir=one
+tipc_step_beside check one "$OUT/one.log" "" -- sleep 0.3
+tipc_case model_dir=two
+tipc_step_beside check two "$OUT/two.log" "" -- true
+tipc_step_collect
+""")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(r["name"], r["model_dir"]) for r in _records(out)] == [("one", "one"), ("two", "two")]
+
+
+def _left_behind(marker: str) -> list[str]:
+    """The live sleepers (and their timeouts) whose command line holds marker; the runner itself (bash -c, its
+    script holds the marker too) is not one."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                words = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if marker.encode() in words and words[0] != b"bash":
+                left.append(entry.name)
+    return left
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_stops_the_step_beside_too_and_records_it(repo, tmp_path, signum):
+    out = tmp_path / "run"
+    marker = f"beside-{os.getpid()}-{int(signum)}"  # an argument of both steps' sleepers: it names this test
+    sleeper = f"python -c 'import time; time.sleep(600)' {marker}"
+    body = f"""
+tipc_step_beside check fixed "$OUT/fixed.log" "" -- {sleeper}
+tipc_step infer first "$OUT/first.log" "" -- {sleeper}
+tipc_step_collect
+"""
+    proc = subprocess.Popen(["bash", "-c", _script(body)], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "OUT": str(out)}, start_new_session=True,
+                            preexec_fn=default_signals)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # wait for the event: the step in front has started
+        if line.startswith("[tipc] RUN  infer first"):
+            break
+    deadline = time.monotonic() + 120  # a ceiling for a loaded machine, not a bound
+    while len(_left_behind(marker)) < 4 and time.monotonic() < deadline:  # two sleepers, each under its timeout
+        time.sleep(0.05)
+    assert len(_left_behind(marker)) == 4, "both steps run at once"
+    proc.send_signal(signum)
+    rest, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, rest
+    records = {r["name"]: r for r in _records(out)}
+    assert records["fixed"]["reason"] == records["first"]["reason"] == "interrupted", records
+    deadline = time.monotonic() + 120
+    while _left_behind(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _left_behind(marker) == [], "no process of the step beside outlives the runner"
