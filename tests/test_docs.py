@@ -1,5 +1,6 @@
 """The docs' claims kept true after a change (#29: docs that match the code): every file path a doc names
-exists, every test a doc cites by name exists, the README's command table lists every command, and every module
+exists, every test a doc cites by name exists, the README's command table lists every command once, in
+`tipcgen --help`'s order, naming only options it has, and every module
 says its one job and is named in its package's row of docs/ARCHITECTURE.md. docs/PERFORMANCE.md is a dated log of measurements: what
 it says of files that are gone was true when it was written, so its paths are not checked."""
 from __future__ import annotations
@@ -58,6 +59,25 @@ def test_the_readme_lists_every_command():
     commands |= {g.name for g in app.registered_groups if g.name}
     assert commands - listed == set(), "add these commands to README.md's command table"
     assert listed - commands == set(), "README.md's command table lists commands that do not exist"
+
+
+def test_the_readme_table_lists_each_command_once_in_help_order_with_options_it_has():
+    """One row per command, in the order `tipcgen --help` lists them (cli.app.ORDER), and every option a row
+    names is one of that command's options (or of one of its subcommands: `align`)."""
+    from typer.main import get_command
+
+    from tipcgen.cli.app import ORDER, app
+
+    group = get_command(app)
+    rows = re.findall(r"^\| (`tipcgen ([a-z-]+).*?)(?<!\\)\| ", (ROOT / "README.md").read_text(encoding="utf-8"), re.MULTILINE)
+    assert [name for _, name in rows] == list(ORDER), "one row per command, in the order of tipcgen --help"
+    drift = []
+    for cell, name in rows:
+        command = group.commands[name]
+        options = {opt for c in (command, *getattr(command, "commands", {}).values())
+                   for param in c.params for opt in (*param.opts, *param.secondary_opts)}
+        drift += [f"{name} {opt}" for opt in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", cell) if opt not in options]
+    assert drift == [], "README.md's command table names options the commands do not have"
 
 
 def _package_rows() -> dict[str, str]:
