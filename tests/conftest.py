@@ -291,11 +291,14 @@ def stub_repo(tmp_path: Path) -> Path:
     return make_stub_repo(tmp_path)
 
 
-def make_stub_repo(root: Path, descriptor: Path = STUB / "tipc.yaml") -> Path:
+def make_stub_repo(root: Path, descriptor: Path = STUB / "tipc.yaml", *, init: bool = True) -> Path:
     """root as a repository: the stub model's scripts (root/stub/) and the test_tipc/ init renders from descriptor
-    (the stub's own by default). The one copy of the stub; the fixture `stub_repo` is this in tmp_path."""
+    (the stub's own by default; root / "stub" / "tipc.yaml", the copy, for an answers file that names it).
+    init=False: the copy only, for a test that edits the descriptor or runs init itself. The one copy of the
+    stub; the fixture `stub_repo` is this in tmp_path."""
     shutil.copytree(STUB, root / "stub")
-    tipcgen("init", str(descriptor), "--root", str(root), check=True)
+    if init:
+        tipcgen("init", str(descriptor), "--root", str(root), check=True)
     return root
 
 

@@ -28,7 +28,7 @@ from tipcgen.outputs import support_table
 from tipcgen.results.results import Step, Summary
 from tipcgen.format import paths
 
-from conftest import ROOT, edit, tipcgen
+from conftest import ROOT, edit, read_summary, tipcgen
 
 TOY = ROOT / "tests" / "fixtures" / "accept_project"
 MODE = "lite_train_lite_infer"
@@ -211,7 +211,7 @@ def test_toy_project_passes_and_its_summary_has_the_speed(toy_repo: Path):
     proc = tipcgen("accept", cwd=toy_repo)
     assert proc.returncode == 0, proc.stdout
     assert "ACCEPTED: 10 passed, 0 failed" in proc.stdout and "README.md:18" in proc.stdout
-    summary = json.loads((toy_repo / "test_tipc/output/toy_accept" / MODE / "summary.json").read_text())
+    summary = read_summary(toy_repo, "toy_accept", MODE)
     infer = [s for s in summary["steps"] if s["kind"] == "infer"]
     assert len(infer) == 1 and infer[0]["speed"]["inference_ms"] == 2.25 and infer[0]["speed"]["cpu_rss_mb"] == 12.5
 

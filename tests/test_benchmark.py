@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from tipcgen.outputs import report_bench
 from tipcgen.results import results
 from tipcgen.core.errors import DescriptorError
 
-from conftest import ROOT, chain_env, tipcgen
+from conftest import ROOT, chain_env, make_stub_repo, tipcgen
 
 SAMPLE = ROOT / "sample_models" / "bert-sst2" / "tipc.yaml"
 ANALYSIS = ROOT / "test_tipc" / "benchmark_analysis.py"
@@ -206,7 +205,7 @@ def test_an_imported_section_gets_the_script_and_both_at_once_are_refused(tmp_pa
 def test_a_train_that_logs_no_ips_is_failed(tmp_path: Path):
     """The stub trains without logging ips: values: its case must fail (upstream's JOB_FAIL_FLAG), never pass."""
     repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "tests" / "fixtures" / "stub", repo / "stub")
+    make_stub_repo(repo, init=False)
     desc = repo / "stub" / "tipc.yaml"
     desc.write_text(desc.read_text() + "benchmark: {batch_size: [8], fp_items: [fp32, fp16], epoch: 3, device_num: [N1C1]}\n")
     tipcgen("init", str(desc), "--output", str(repo), check=True)

@@ -7,17 +7,15 @@ interpreter stops the chain before any step; a missing script or paddle fails th
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import NO_PADDLE_PYTHON, chain_env, needs_plain_python, read_records, tipcgen
+from conftest import NO_PADDLE_PYTHON, chain_env, needs_plain_python, read_records, read_summary, tipcgen
 
 MODE = "lite_train_lite_infer"
-RUN_DIR = Path("test_tipc/output/stub_model") / MODE
 
 
 def run(repo: Path, env: dict) -> tuple[int, str, list[dict]]:
@@ -52,7 +50,7 @@ def test_a_step_killed_by_a_signal_names_the_signal(stub_repo: Path, signal_name
     step = only(records, "eval")
     assert step["status"] == "failed" and step["reason"] == f"killed by signal {signal_name}", step
     assert_rest_of_chain_ran(records)
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo, mode=MODE)
     assert summary["exit_code"] == 1 and not summary["ok"]
 
 
@@ -122,7 +120,7 @@ def test_a_script_that_disappears_fails_its_step_and_says_which(stub_repo: Path)
     proc = subprocess.run(["bash", "test_tipc/test_train_inference_python.sh", config, MODE], cwd=stub_repo,
                           capture_output=True, text=True)
     assert proc.returncode == 1
-    records = [json.loads(line) for line in (stub_repo / "test_tipc/output/stub_model" / MODE / "steps.jsonl").read_text().splitlines()]
+    records = read_records(stub_repo, "stub_model", MODE)
     step = only(records, "eval")
     assert step["reason"] == "exit code 2" and "stub/stub_eval.py" in (stub_repo / step["log"]).read_text()
     assert_rest_of_chain_ran(records)

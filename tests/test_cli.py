@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from tipcgen.cli import app as cli
 from tipcgen.core.text import shown
 
-from conftest import STUB
+from conftest import STUB, make_stub_repo
 
 
 def _commands():
@@ -75,7 +75,7 @@ def test_action_words_are_coloured_only_when_asked():
 
 
 def test_no_escape_codes_when_not_a_terminal(tmp_path: Path):
-    shutil.copytree(STUB, tmp_path / "stub")
+    make_stub_repo(tmp_path, init=False)
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}  # only "not a terminal" keeps colour off
     for args in (("init", "stub/tipc.yaml"), ("update", "--diff"), ("update",)):
         proc = subprocess.run([sys.executable, "-m", "tipcgen", *args], cwd=tmp_path, env=env,

@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import ROOT, STUB, tipcgen
+from conftest import ROOT, STUB, make_stub_repo, tipcgen
 from tipcgen.format import chain
 from tipcgen.format import layout
 from tipcgen.new import new
@@ -106,8 +106,7 @@ def test_renaming_every_slot_and_adding_one_is_one_edit_each_in_the_description(
     assert (tutorial / tutorial_config).read_bytes() == (ROOT / "tests" / "fixtures" / "tutorial" / tutorial_config).read_bytes()
 
     _add_a_slot(pkg)
-    repo = tmp_path / "repo"
-    shutil.copytree(STUB, repo / "stub")
+    repo = make_stub_repo(tmp_path / "repo", init=False)  # init below, by the changed package
     yaml_text = (STUB / "tipc.yaml").read_text().replace(
         "  benchmark: {key: --benchmark, value: true}\n",
         "  benchmark: {key: --benchmark, value: true}\n  warmup: {key: --warmup, value: 2}\n")

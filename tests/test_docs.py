@@ -1,7 +1,8 @@
 """The docs' claims kept true after a change (#29: docs that match the code): every file path a doc names
-exists, every test a doc cites by name exists, the README's command table lists every command, and every module
-says its one job and is named in its package's row of docs/ARCHITECTURE.md. docs/PERFORMANCE.md is a dated log of measurements: what
-it says of files that are gone was true when it was written, so its paths are not checked."""
+exists, every test a doc cites by name exists, the README's command table lists every command once, in
+`tipcgen --help`'s order, naming only options it has, and every module says its one job and is named in its
+package's row of docs/ARCHITECTURE.md (which names no module that is gone). docs/PERFORMANCE.md is a dated log of
+measurements: what it says of files that are gone was true when it was written, so its paths are not checked."""
 from __future__ import annotations
 
 import ast
@@ -60,6 +61,25 @@ def test_the_readme_lists_every_command():
     assert listed - commands == set(), "README.md's command table lists commands that do not exist"
 
 
+def test_the_readme_table_lists_each_command_once_in_help_order_with_options_it_has():
+    """One row per command, in the order `tipcgen --help` lists them (cli.app.ORDER), and every option a row
+    names is one of that command's options (or of one of its subcommands: `align`)."""
+    from typer.main import get_command
+
+    from tipcgen.cli.app import ORDER, app
+
+    group = get_command(app)
+    rows = re.findall(r"^\| (`tipcgen ([a-z-]+).*?)(?<!\\)\| ", (ROOT / "README.md").read_text(encoding="utf-8"), re.MULTILINE)
+    assert [name for _, name in rows] == list(ORDER), "one row per command, in the order of tipcgen --help"
+    drift = []
+    for cell, name in rows:
+        command = group.commands[name]
+        options = {opt for c in (command, *getattr(command, "commands", {}).values())
+                   for param in c.params for opt in (*param.opts, *param.secondary_opts)}
+        drift += [f"{name} {opt}" for opt in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", cell) if opt not in options]
+    assert drift == [], "README.md's command table names options the commands do not have"
+
+
 def _package_rows() -> dict[str, str]:
     """The job column of each package's row in docs/ARCHITECTURE.md's table."""
     doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
@@ -82,6 +102,40 @@ def test_every_module_says_its_one_job_and_its_package_names_it():
                 unnamed.append(rel.as_posix())
     assert silent == [], "open these modules with a docstring that names their one job"
     assert unnamed == [], "name these modules (and their job) in their package's row of docs/ARCHITECTURE.md"
+
+
+def _names_in_code(files: list[Path]) -> set[str]:
+    """Every name the code of FILES defines or uses: functions, classes, variables, attributes, keywords,
+    imported names, and word-like strings (a template's context key, a command's name)."""
+    names: set[str] = set()
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.keyword) and node.arg:
+                names.add(node.arg)
+            elif isinstance(node, ast.alias):
+                names.update((node.asname or node.name).split("."), node.name.split("."))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"[a-z_]+", node.value):
+                names.add(node.value)
+    return names
+
+
+def test_every_name_a_package_row_gives_is_still_in_its_package():
+    """The other way round: a row of docs/ARCHITECTURE.md names no module that is gone. Each name it puts in
+    backticks is a module of the package (or a family `name*`), or a name the package's code defines or uses
+    (`write_tree`, `RunRequest`); another package's module is written with its folder (`repro/align`)."""
+    stale = []
+    for package, job in _package_rows().items():
+        files = sorted((ROOT / "tipcgen" / package).rglob("*.py"))
+        modules, names = {p.stem for p in files}, _names_in_code(files)
+        stale += [f"{package}/: {name}" for name in re.findall(r"`([a-z_0-9]+\*?)`", job)
+                  if not any(fnmatch.fnmatch(m, name) for m in modules) and name not in names]
+    assert stale == [], "docs/ARCHITECTURE.md's package rows name modules that no longer exist there"
 
 
 def test_the_checks_can_fail(tmp_path: Path):

@@ -6,7 +6,6 @@ subprocess); the chain test runs the restore fixture (tests/fixtures/restore) as
 reads the hint under the failed step in the terminal summary and in summary.json."""
 from __future__ import annotations
 
-import json
 import shutil
 import textwrap
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, tipcgen
+from conftest import ROOT, read_summary, tipcgen
 from tipcgen.configs.script_reading import read_source
 from tipcgen.results import explain
 from tipcgen.results.explain import RULES, Known
@@ -180,7 +179,7 @@ def test_a_failed_chain_shows_the_hint_under_the_step_and_in_summary_json(tmp_pa
     assert run.returncode == 1
     hint = "hint: train.h5 is missing; --preprocess makes it (prepare_data at train.py:"
     assert hint in run.stdout and "add `--preprocess True` to train.norm in tipc.yaml" in run.stdout, run.stdout[-3000:]
-    summary = json.loads((repo / "test_tipc/output/restore/lite_train_lite_infer/summary.json").read_text())
+    summary = read_summary(repo, "restore")
     train = next(s for s in summary["steps"] if s["kind"] == "train")
     assert train["status"] == "failed" and "--preprocess True" in train["hint"]
     assert "hint: train.h5 is missing" in (repo / "test_tipc/output/restore/lite_train_lite_infer/junit.xml").read_text()

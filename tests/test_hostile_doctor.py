@@ -11,7 +11,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from conftest import STUB, make_stub_repo, tipcgen
+from conftest import STUB, make_stub_repo, read_summary, tipcgen
 from test_real_data import make_repo, prepare
 from tipcgen.core import isolated
 
@@ -71,6 +71,6 @@ def test_a_run_and_its_prepare_sh_run_none_of_them(tmp_path: Path):
     assert _pwned(repo) == [], "prepare.sh's unpacker imported a module of the repository"
     run = tipcgen("run", "--mode", "lite_train_lite_infer", "--quiet", cwd=repo)
     assert "Traceback" not in run.stderr
-    summary = json.loads((repo / "test_tipc/output/stub_model/lite_train_lite_infer/summary.json").read_text())
+    summary = read_summary(repo)
     assert summary["provenance"]["versions"].get("python") == sys.version.split()[0], summary["provenance"]
     assert _pwned(repo) == [], "a probe of tipcgen run imported a module of the repository"

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import STUB, chain_env, fuzz_examples, tipcgen
+from conftest import STUB, chain_env, fuzz_examples, make_stub_repo, tipcgen
 
 MODEL, MODE = "stub_model", "lite_train_lite_infer"
 RUN = f"test_tipc/output/{MODEL}/{MODE}"
@@ -59,8 +59,7 @@ def world(tmp_path_factory) -> Path:
     folder with a file in it; repo/elsewhere: a folder of the repository a link may lead to."""
     base = tmp_path_factory.mktemp("links")
     repo = base / "repo"
-    shutil.copytree(STUB, repo / "stub")
-    tipcgen("init", str(STUB / "tipc.yaml"), "--output", str(repo), check=True)
+    make_stub_repo(repo)
     proc = tipcgen("run", "--mode", MODE, "--quiet", cwd=repo)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     (repo / "reports" / "stub").mkdir(parents=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUB, chain_env, default_signals, edit, make_stub_repo, tipcgen
+from conftest import chain_env, default_signals, edit, make_stub_repo, read_summary, tipcgen
 
 MODE = "lite_train_lite_infer"
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
@@ -147,7 +147,7 @@ def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(s
     assert direct.returncode == 2 and f"pid {first.pid}" in direct.stderr, direct.stderr
     out, _ = first.communicate(timeout=120)
     assert first.returncode == 0, out
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     names = [(s["kind"], s["name"]) for s in summary["steps"]]
     assert summary["ok"] and len(names) == len(set(names)) == 8, names
     assert not (stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock").exists()
@@ -163,7 +163,7 @@ def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_proce
         proc.send_signal(getattr(signal, how))
     out, _ = proc.communicate(timeout=120)  # a ceiling: a loaded machine stops the chain more slowly
     assert proc.returncode == code, out
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     assert summary["interrupted"] and summary["interrupted_by"] == how.split()[-1] and not summary["ok"]
     assert summary["exit_code"] == code
     train = [s for s in summary["steps"] if s["kind"] == "train" and s["status"] != "skipped"]
@@ -180,7 +180,7 @@ def test_a_ci_cancel_gets_the_summary_before_its_kill(stub_repo: Path):
     time.sleep(1)
     proc.kill()
     proc.wait()
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     assert summary["interrupted"] and summary["interrupted_by"] == "SIGTERM" and not summary["ok"]
     assert _gone(stub_repo, 10) == [], "the runner KILLs the step's group after TIPC_KILL_GRACE"
 
@@ -231,7 +231,7 @@ def test_a_chain_whose_training_all_skipped_is_not_passed(stub_repo: Path):
     """Lint accepts a GPU-only gpu_list; on a machine without a GPU nothing trains, so nothing passes."""
     edit(stub_repo / CONFIG, "gpu_list:0|-1\n", "gpu_list:0\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     assert proc.returncode == 1 and "PASSED" not in proc.stdout, proc.stdout
     assert not summary["ok"] and summary["exit_code"] == 1
     assert not [s for s in summary["steps"] if s["kind"] == "train" and s["status"] == "passed"]
@@ -242,7 +242,7 @@ def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
     """Both inference devices are GPU ones on this CPU machine: every case is skipped."""
     edit(stub_repo / CONFIG, "--use_gpu:True|False\n", "--use_gpu:True\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env={"TIPC_GPU_COUNT": "0"}, timeout=120)
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     assert proc.returncode == 1 and not summary["ok"], proc.stdout
     assert summary["runner_exit_code"] == 0 and "no infer step passed" in " ".join(summary["problems"])
 
@@ -250,7 +250,7 @@ def test_a_chain_without_inference_cases_is_not_passed(stub_repo: Path):
 def test_a_config_without_inference_needs_none(stub_repo: Path):
     edit(stub_repo / CONFIG, "inference:stub/stub_infer.py\n", "inference:null\n")
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     assert proc.returncode == 0 and summary["ok"] and summary["required_kinds"] == ["train", "eval", "export"]
 
 
@@ -261,7 +261,7 @@ def test_a_config_without_inference_needs_none(stub_repo: Path):
 ])
 def test_exit_codes_and_signals_are_reported_as_what_they_are(stub_repo: Path, env, reason):
     proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, env=env, timeout=120)
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     step = next(s for s in summary["steps"] if s["kind"] == "eval")
     assert step["reason"] == reason, step
     assert proc.returncode == 1 and not summary["ok"]
@@ -300,8 +300,7 @@ def test_a_lock_held_by_a_reused_pid_is_stale(stub_repo: Path):
 @pytest.mark.skipif(shutil.which("git") is None, reason="update merges with git merge-file")
 def test_the_markers_tipcgen_update_writes_are_refused(tmp_path: Path):
     """A hand edit and a descriptor change on the same inference line: update --conflict markers."""
-    shutil.copytree(STUB, tmp_path / "stub")
-    tipcgen("init", "stub/tipc.yaml", cwd=tmp_path, check=True)
+    make_stub_repo(tmp_path, tmp_path / "stub" / "tipc.yaml")  # the copy: update reads it again
     config = tmp_path / CONFIG
     config.write_text(config.read_text().replace("--cpu_threads:1\n", "--cpu_threads:2\n"))
     descriptor = tmp_path / "stub" / "tipc.yaml"

@@ -131,7 +131,7 @@ def test_a_detection_runner_takes_its_run_modes_and_a_gan_runner_needs_gans_layo
     lines = standard_lines()
     lines[45] = "--run_mode:paddle|trt_fp32|trt_fp16|trt_int8"
     config = repository(tmp_path / "det", text_of(lines), runner_text(DETECTION_READS))
-    assert not lint.has_errors(lint.lint_paths([config]))
+    assert not lint.has_errors(lint.lint_report([config]))
     document = import_file(config)
     assert "\nlayout: paddledetection " in document
     assert render.render_config(descriptor.load_text(document, source="t.yaml")) == config.read_text()
@@ -155,7 +155,7 @@ def test_runner_reads_stop_at_the_klquant_block() -> None:
 def test_a_paddleseg_config_lints_clean_and_renders_back_from_layout_paddleseg(tmp_path: Path) -> None:
     text = (corpus_sweep.CORPORA[1] / SEG).read_text()
     config = repository(tmp_path, text, runner_text(STANDARD_READS))
-    assert not lint.has_errors(lint.lint_paths([config]))
+    assert not lint.has_errors(lint.lint_report([config]))
     document = import_file(config)
     assert "\nlayout: paddleseg " in document
     assert "headers sit where paddleseg has them" in document

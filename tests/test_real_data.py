@@ -13,15 +13,14 @@ from pathlib import Path
 
 import yaml
 
-from conftest import STUB, tipcgen
+from conftest import STUB, make_stub_repo, read_summary, tipcgen
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 
 
 def make_repo(tmp_path: Path, data: dict | None, **slots) -> Path:
     """The stub project with DATA as its descriptor's data: section (None: no section), rendered by init."""
-    repo = tmp_path / "repo"
-    shutil.copytree(STUB, repo / "stub")
+    repo = make_stub_repo(tmp_path / "repo", init=False)
     doc = yaml.safe_load((STUB / "tipc.yaml").read_text())
     doc.pop("data", None)
     if data is not None:
@@ -152,8 +151,6 @@ def test_init_ignores_the_working_folders_in_git_once(tmp_path: Path):
 def test_descriptor_env_reaches_export_and_inference_and_the_summary_says_so(tmp_path: Path):
     """A script that needs FLAGS_enable_pir_api=0 (one loading inference.pdmodel under Paddle 3) passes
     when the descriptor's env: says so, without the variable set by hand."""
-    import json
-
     repo = make_repo(tmp_path, None)
     assert tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo,
                    env={"STUB_NEED": "infer:FLAGS_enable_pir_api=0"}).returncode == 1, "the stand-in needs the flag"
@@ -164,7 +161,7 @@ def test_descriptor_env_reaches_export_and_inference_and_the_summary_says_so(tmp
     tipcgen("init", "stub/tipc.yaml", "--output", str(repo), "--force", cwd=repo, check=True)
     proc = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo, env={"STUB_NEED": "export,infer:FLAGS_enable_pir_api=0"})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
-    steps = json.loads((repo / "test_tipc/output/stub_model/lite_train_lite_infer/summary.json").read_text())["steps"]
+    steps = read_summary(repo)["steps"]
     noted = {s["kind"] for s in steps if "FLAGS_enable_pir_api=0" in (s.get("note") or "")}
     assert noted == {"export", "infer"}, steps
     assert not list(tmp_path.rglob("pwned")), "an env value ran as code"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, STUB, tipcgen
+from conftest import ROOT, STUB, make_stub_repo, tipcgen
 
 MODE = "lite_train_lite_infer"
 MODELS = {"stub_model": STUB / "tipc.yaml",
@@ -38,17 +38,11 @@ def steps(repo: Path, model: str) -> list[tuple]:
     return [(r["kind"], r["name"], r["status"], r["command"].replace(str(repo), "REPO")) for r in records]
 
 
-def new_repo(path: Path) -> Path:
-    path.mkdir()
-    shutil.copytree(STUB, path / "stub")
-    return path
-
-
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory) -> dict:
     """One repository, its models rendered one after another without --force. Before the second model
     comes in, the first model's chain runs once: its steps are what the later runs must repeat."""
-    repo = new_repo(tmp_path_factory.mktemp("zoo") / "repo")
+    repo = make_stub_repo(tmp_path_factory.mktemp("zoo") / "repo", init=False)
     first = tipcgen("init", str(MODELS["stub_model"]), "--root", str(repo), check=True)
     alone = tree(repo)
     tipcgen("run", "--mode", MODE, "--quiet", "--config", config("stub_model"), cwd=repo, check=True)
@@ -115,7 +109,7 @@ def test_rerendering_any_one_model_leaves_every_file_unchanged(zoo, model, tmp_p
 
 
 def test_several_descriptors_at_once_render_what_one_after_another_renders(zoo, tmp_path):
-    repo = new_repo(tmp_path / "repo")
+    repo = make_stub_repo(tmp_path / "repo", init=False)
     tipcgen("init", *(str(MODELS[m]) for m in ("stub_model", "stub_variant", "stub_tutorial")), "--root", str(repo),
             check=True)
     other = tree(zoo["repo"])
@@ -126,7 +120,7 @@ def test_several_descriptors_at_once_render_what_one_after_another_renders(zoo, 
             continue
         assert mine[rel] == other[rel], rel
     # In another order: the shared files do not depend on the order the models came in.
-    repo2 = new_repo(tmp_path / "repo2")
+    repo2 = make_stub_repo(tmp_path / "repo2", init=False)
     for model in ("stub_tutorial", "stub_model", "stub_variant"):
         tipcgen("init", str(MODELS[model]), "--root", str(repo2), check=True)
     assert all(tree(repo2)[rel] == other[rel] for rel in SHARED)
@@ -146,7 +140,7 @@ def test_an_edited_shared_file_is_never_overwritten_without_force(zoo, tmp_path)
 
 
 def test_a_model_whose_descriptor_is_gone_is_named_not_dropped(tmp_path):
-    repo = new_repo(tmp_path / "repo")
+    repo = make_stub_repo(tmp_path / "repo", init=False)
     gone = tmp_path / "gone.yaml"
     shutil.copy(MODELS["stub_variant"], gone)
     tipcgen("init", str(gone), "--root", str(repo), check=True)
@@ -176,7 +170,7 @@ def test_a_model_the_repository_does_not_know_is_refused_by_prepare(zoo, tmp_pat
 
 
 def test_update_re_renders_every_model_and_an_edit_reaches_only_its_own_config(tmp_path):
-    repo = new_repo(tmp_path / "repo")
+    repo = make_stub_repo(tmp_path / "repo", init=False)
     mine = repo / "variant.yaml"  # inside: an edited descriptor outside the repository is not loaded (issue 34)
     shutil.copy(MODELS["stub_variant"], mine)
     tipcgen("init", str(MODELS["stub_model"]), str(mine), "--root", str(repo), check=True)
@@ -198,7 +192,7 @@ def test_doctor_finds_each_models_own_descriptor(zoo):
 
 
 def test_a_damaged_answers_file_is_named_and_force_renders_the_models_named(tmp_path):
-    repo = new_repo(tmp_path / "repo")
+    repo = make_stub_repo(tmp_path / "repo", init=False)
     tipcgen("init", str(MODELS["stub_model"]), "--root", str(repo), check=True)
     answers = repo / ".tipcgen-answers.yml"
     answers.write_text("tipcgen_version: [unclosed\n")

@@ -1,14 +1,13 @@
 """The reproduction target (descriptor `target:`) and the provenance every summary.json carries."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
-from conftest import HAS_PADDLE, STUB, read_summary, tipcgen
+from conftest import HAS_PADDLE, make_stub_repo, read_summary, tipcgen
 from tipcgen.core.errors import DescriptorError
 from tipcgen.descriptor.target import Target, parse
 from tipcgen.results.target_check import check
@@ -17,7 +16,7 @@ WHOLE = "whole_train_whole_infer"
 
 
 def _stub_with_target(tmp_path: Path, target: str) -> Path:
-    shutil.copytree(STUB, tmp_path / "stub")
+    make_stub_repo(tmp_path, init=False)
     descriptor = tmp_path / "stub" / "tipc.yaml"
     descriptor.write_text(descriptor.read_text() + target)
     tipcgen("init", str(descriptor), "--output", str(tmp_path), check=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SST2, STUB, chain_env, default_signals, read_records, tipcgen
+from conftest import SST2, STUB, chain_env, default_signals, read_records, read_summary, tipcgen
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 RUN_DIR = Path("test_tipc/output/stub_model/lite_train_lite_infer")
@@ -36,7 +36,7 @@ def test_passing_chain_writes_every_artefact(stub_repo: Path):
     assert gpu_skips and all("CUDA device" in r["reason"] for r in gpu_skips)
     lines = (stub_repo / RUN_DIR / "results_python.log").read_text().splitlines()
     assert len(lines) == 5 and all(line.startswith("Run successfully with command - stub_model - ") for line in lines)
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     assert summary["ok"] and summary["exit_code"] == 0 and summary["passed"] == 6  # prepare + 5 steps
     suite = ET.parse(stub_repo / RUN_DIR / "junit.xml").getroot().find("testsuite")
     assert suite.get("failures") == "0" and suite.get("skipped") == str(len(gpu_skips))
@@ -236,7 +236,7 @@ def test_interrupt_leaves_a_summary(stub_repo: Path):
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, "".join(seen) + out
-    summary = json.loads((stub_repo / RUN_DIR / "summary.json").read_text())
+    summary = read_summary(stub_repo)
     assert summary["interrupted"] is True
     assert [s["kind"] for s in summary["steps"] if s["status"] == "passed"] == ["prepare", "train", "eval", "export"]
     assert "INTERRUPTED" in out

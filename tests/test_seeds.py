@@ -2,14 +2,13 @@
 run) and the training log; golden results from an unseeded run, and a golden mismatch after one, say so."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tipcgen.descriptor import samples_dir
 from tipcgen.results.results import Step, Summary, write_json
 from tipcgen.run import provenance, run, seeds
 
-from conftest import tipcgen
+from conftest import read_summary, tipcgen
 
 MODE = "lite_train_lite_infer"
 
@@ -33,7 +32,7 @@ def test_the_seed_a_training_log_prints_is_recorded(stub_repo: Path):
     train.write_text('print("batch_size=2, seed=1234")\n' + train.read_text())
     proc = tipcgen("run", "--mode", MODE, "-q", cwd=stub_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    record = json.loads((stub_repo / "test_tipc/output/stub_model" / MODE / "summary.json").read_text())["provenance"]
+    record = read_summary(stub_repo, mode=MODE)["provenance"]
     assert [value for key, value in record["seeds"].items() if key.startswith("seed printed in ")] == ["1234"]
     assert seeds.seeded(record) is True
 
@@ -41,7 +40,7 @@ def test_the_seed_a_training_log_prints_is_recorded(stub_repo: Path):
 def test_an_unseeded_run_says_a_second_run_may_differ(stub_repo: Path):
     proc = tipcgen("run", "--mode", MODE, "-q", cwd=stub_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    record = json.loads((stub_repo / "test_tipc/output/stub_model" / MODE / "summary.json").read_text())["provenance"]
+    record = read_summary(stub_repo, mode=MODE)["provenance"]
     assert record["seeds"] == {} and seeds.seeded(record) is False
     assert dict(provenance.rows(record))["seeds"].endswith("a second run may differ")
 

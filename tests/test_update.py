@@ -17,7 +17,7 @@ from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import paths
 
-from conftest import STUB, fail_nth_replace, tipcgen
+from conftest import fail_nth_replace, make_stub_repo, tipcgen
 
 README = "test_tipc/README.md"
 DOC = "test_tipc/docs/test_train_inference_python.md"
@@ -30,9 +30,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="update merg
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """The stub project with its descriptor inside, rendered by init."""
-    shutil.copytree(STUB, tmp_path / "stub")
-    tipcgen("init", "stub/tipc.yaml", cwd=tmp_path, check=True)
-    return tmp_path
+    return make_stub_repo(tmp_path, tmp_path / "stub" / "tipc.yaml")
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, STUB, tipcgen
+from conftest import ROOT, STUB, make_stub_repo, tipcgen
 from tipcgen.configs.existing import defined_functions
 
 CALLS = ROOT / "tests" / "fixtures" / "upstream_calls"
@@ -77,8 +77,7 @@ def models_template(tmp_path_factory) -> tuple[Path, set[str]]:
 def paddleocr_tree(tmp_path_factory) -> tuple[Path, set[str]]:
     """A repository shaped like PaddleOCR's test_tipc/ (its Lite, serving, C++ and benchmark scripts) after init."""
     repo = tmp_path_factory.mktemp("ocr") / "repo"
-    repo.mkdir()
-    shutil.copytree(STUB, repo / "stub")
+    make_stub_repo(repo, init=False)  # init below, after the upstream scripts
     known = _install(CALLS / "paddleocr", repo)
     proc = tipcgen("init", str(STUB / "tipc.yaml"), "--force", cwd=repo, check=True)
     assert "calls func_" not in proc.stderr and "calls status_check" not in proc.stderr, proc.stderr

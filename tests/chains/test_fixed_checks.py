@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, STUB, chain_env, read_records, tipcgen
+from conftest import ROOT, STUB, chain_env, make_stub_repo, read_records, tipcgen
 from grid import perturbed_weight_fails, run_grid, summary
 
 TWO_IO = ROOT / "tests" / "fixtures" / "two_io"
@@ -139,7 +139,7 @@ def test_a_perturbed_weight_fails_the_golden_check_naming_the_output(two_io_grid
 
 
 def _stub_with_checks(tmp_path: Path, checks: str) -> Path:
-    shutil.copytree(STUB, tmp_path / "stub")
+    make_stub_repo(tmp_path, init=False)
     (tmp_path / "stub/tipc.yaml").write_text((STUB / "tipc.yaml").read_text() + f"\nchecks:\n{checks}")
     return tmp_path / "stub/tipc.yaml"
 

@@ -318,15 +318,10 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def lint_paths(paths: Iterable[str | Path], repo_root: str | Path | None = None) -> list[Finding]:
-    """Lint files, and every ``*.txt`` below a directory."""
-    return [f for f in lint_report(paths, repo_root) if f.severity != "info"]
-
-
 def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None,
                 check_flags: bool = False, unsandboxed: bool = False) -> list[Finding]:
-    """``lint_paths`` plus, for each basic-chain config, an ``info`` finding (rule ``family``) that
-    names the layout family it was read in and how it was picked (what ``tipcgen lint`` shows);
+    """Lint files, and every ``*.txt`` below a directory; for each basic-chain config also an ``info`` finding
+    (rule ``family``) that names the layout family it was read in and how it was picked (what ``tipcgen lint`` shows);
     check_flags (``lint --root``): each script's --help against the keys the runner passes it, in the sandbox
     (unsandboxed: also without one, ``--trust-repo``)."""
     root = Path(repo_root) if repo_root is not None else None

@@ -90,10 +90,6 @@ class Reading:
         arg = self.arg(flag)
         return arg is not None and self.used is not None and arg.dest not in self.used
 
-    def gates_of(self, flag: str) -> list[Gate]:
-        arg = self.arg(flag)
-        return [g for g in self.gates if arg is not None and g.dest == arg.dest]
-
 
 def _norm(name: str) -> str:
     return name.lstrip("-").replace("-", "_").lower()
