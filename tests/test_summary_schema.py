@@ -89,3 +89,20 @@ def test_any_value_anywhere_is_read_or_one_summary_error(top, value, number, key
             summary_check.check_summary_data(json.loads(json.dumps(data)), "s.json")
         except SummaryFileError as exc:
             assert "\n" not in exc.message and len(exc.message) < 600
+
+
+def test_a_summary_that_passed_is_checked_again_once_its_bytes_change(tmp_path, monkeypatch):
+    """report, accept and golden read one summary several times: its check runs once per content (sha256), and a
+    file rewritten with a field tipcgen never writes is refused on the next read."""
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(_summary().to_dict()), encoding="utf-8")
+    calls = []
+    check = summary_check.check_summary_data
+    monkeypatch.setattr(summary_check, "check_summary_data", lambda data, source: calls.append(source) or check(data, source))
+    first = summary_check.read_summary_data(path)
+    assert summary_check.read_summary_data(path) == first and len(calls) == 1
+    first["steps"][0]["status"] = "maybe"
+    path.write_text(json.dumps(first), encoding="utf-8")
+    with pytest.raises(SummaryFileError, match=r"steps\[0\]\.status"):
+        summary_check.read_summary_data(path)
+    assert len(calls) == 2

@@ -6,6 +6,7 @@ anyone could have edited or truncated. Also the alignment report `report --align
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -75,8 +76,19 @@ def read_summary_data(path: Any) -> dict:
             from None
     except RecursionError:
         raise SummaryFileError(source, "", "is not valid JSON: nested too deeply") from None
-    check_summary_data(data, source)
+    digest = hashlib.sha256(raw).digest()
+    if digest not in _PASSED:  # the check is a function of the bytes: the same file passes once per process
+        check_summary_data(data, source)
+        _PASSED[digest] = None
+        while len(_PASSED) > PASSED_KEPT:
+            del _PASSED[next(iter(_PASSED))]
     return data
+
+
+# The digests (sha256) of the summary.json texts that passed check_summary_data in this process, oldest first:
+# report, accept and golden each read a run's summary more than once, and its schema check costs ~25 ms.
+_PASSED: dict[bytes, None] = {}
+PASSED_KEPT = 64
 
 
 @lru_cache(maxsize=1)
