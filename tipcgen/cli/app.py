@@ -234,6 +234,10 @@ class ChainProofs:
 
         return export_check.check_run(root, steps, config_text, python, env, starts=starts, max_bytes=max_bytes)
 
+    def load(self) -> None:
+        from tipcgen.repro import export_check  # noqa: F401 (numpy, the .pdiparams reader)
+        from tipcgen.results import summary_text  # noqa: F401 (jinja: the summary the CLI prints)
+
 
 @app.command()
 def run(

@@ -64,6 +64,11 @@ class Proofs(Protocol):
         """The check steps and notes of a finished run."""
         ...
 
+    def load(self) -> None:
+        """Import what check_run needs (numpy, ...): called in a thread while the scripts run, so that the
+        proofs start at once when the runner ends."""
+        ...
+
 
 class NoProofs:
     """Checks nothing: for a caller that has no proofs to hand in (tests of the pipeline alone)."""
@@ -74,6 +79,9 @@ class NoProofs:
     def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
                   starts: list[tuple[float, str, str]], max_bytes: int | None) -> tuple[list[Step], list[str]]:
         return [], []
+
+    def load(self) -> None:
+        return None
 
 
 NO_PROOFS = NoProofs()
