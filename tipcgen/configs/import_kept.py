@@ -30,6 +30,9 @@ def route(text: str, runner: family_pick.Runner | None = None, specs: reading.Sp
     every other kind, and a basic-kind config that lint reads as another runner's, or as trained only
     in a ${MODE} branch of its runner (one reading: lint's, configs/reading.py)."""
     config = TipcConfig.parse(text)
+    if config.kind not in layout.LAYOUT_OF_KIND and specs and any(
+            f.rule == "other-runner" for f in lint.lint_text(text, source, runner=runner, specs=specs)):
+        return KEPT  # another kind in a layout of its own runner (configs/lint_runners.other_kind)
     if config.kind in layout.LAYOUT_OF_KIND and specs:
         found = lint.lint_text(text, source, runner=runner, specs=specs)
         shift = next((f for f in found if f.rule == "slot-shift"), None)

@@ -146,6 +146,7 @@ class _Linter:
             RunnerRules(self).run()
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
+            RunnerRules(self).other_kind()  # a layout of its own runner (PaddleDetection's 20-line PTQ)
         elif self.kind == "dy2static":  # PaddleClas's train_dy2static_python.txt
             import_dy2static.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))

@@ -37,6 +37,21 @@ class RunnerRules:
             lines = {self.linter.line_of(i) for i in own}
             self.linter.findings = [f for f in self.linter.findings if not (f.rule == "colon-in-value" and f.line in lines)]
 
+    def other_kind(self) -> None:
+        """A config of another kind (PTQ, KL, ...) that a runner of its folder other than the basic one reads as
+        intended (configs/reading.other_runner: PaddleDetection's 20-line PTQ layout, read by its
+        test_ptq_inference_python.sh) is that runner's: tipcgen's own layout of the kind does not apply."""
+        if not self.linter.specs:
+            return
+        other = reading.other_runner(self.linter.text, self.linter.specs)
+        if other is None:
+            return
+        layout_rules = ("slot-shift", "unknown-layout", "anchor-key", "null-value", "infer-device")
+        self.linter.findings = [f for f in self.linter.findings if f.rule not in layout_rules]
+        self.linter.add(1, "other-runner", "warning",
+                        f"read by {other.name} as intended ({reading.describe(other, self.linter.text)}), not in "
+                        "tipcgen's layout of its kind: its slots are not checked against it; import keeps it line by line")
+
     def runner_reading(self) -> None:
         layout_rules = ("slot-shift", "unknown-layout")
         if any(f.rule in layout_rules for f in self.linter.findings):
@@ -63,6 +78,7 @@ class RunnerRules:
                      f"in no built-in layout family; {own.name} reads it as intended "
                      f"({reading.describe(own, self.linter.text)} in place): import keeps it line by line")
             return
+        self.untrained_mode()
         trainer = [f for f in self.linter.findings if f.rule == "null-value" and f.message.startswith("trainer ")]
         branch = reading.trained_in_mode(self.linter.text, self.linter.specs, len(self.linter.table)) if trainer else None
         if branch is not None:
@@ -74,6 +90,25 @@ class RunnerRules:
                 self.linter.add(f.line, "null-value", "warning",
                          f"{command.group(1) if command else 'the trainer'}: is null: the runner trains this config "
                          f"only in its {TRAINED_IN_MODE}={mode} branch ({read}); the other modes train nothing")
+
+    def untrained_mode(self) -> None:
+        """A null trainer line that the config's own ${MODE} never reads (runner_spec.tied_mode: PaddleDetection's
+        KL config runs in klquant_whole_infer, which trains nothing) is a warning, not an error."""
+        basic = reading.basic_runner(self.linter.specs)
+        index = self.linter.slot_index.get("trainer")
+        null = [f for f in self.linter.findings if f.rule == "null-value" and f.severity == "error"
+                and f.message.startswith("trainer:")]
+        if basic is None or index is None or not null:
+            return
+        tied = runner_spec.tied_mode(basic, self.linter.text, index)
+        if tied is None:
+            return
+        mode, var, value = tied
+        for finding in null:
+            self.linter.findings.remove(finding)
+            self.linter.add(finding.line, "null-value", "warning",
+                            f"trainer: is null: {basic.name} runs this config in its MODE={mode} branch ({var} is "
+                            f"{value}), which never reads the trainer line; the other modes train nothing")
 
     def unused_shift(self) -> None:
         """A shift only among lines the runner never uses for this config (every use under an ``if [ ${X} !=
@@ -91,7 +126,8 @@ class RunnerRules:
             why = sorted(set().union(*(unused[i] for i in after if i in unused)))
             # Only a null guard says a line goes unused: a line this runner uses nowhere may be used by what it
             # sources (common_func.sh), so it never makes a shift harmless on its own.
-            if why and all(i in unused for i in after) and all(guard_at.get(w, -1) < start for w in why):
+            at = {w: (runner_spec.guard_index(basic, w) if runner_spec.MEMBER in w else guard_at.get(w)) for w in why}
+            if why and all(i in unused for i in after) and all((i if i is not None else -1) < start for i in at.values()):
                 kept.append((finding, " and ".join(why)))
         for finding, named in kept:
             self.linter.findings.remove(finding)
