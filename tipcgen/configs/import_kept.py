@@ -102,6 +102,7 @@ class _Model:
     basic: tuple[Path, str] | None = None
     ptq: tuple[Path, str] | None = None
     kept: list[tuple[Path, str]] | None = None
+    dy2static: tuple[Path, str] | None = None
 
 
 def _files(folder: Path) -> list[Path]:
@@ -139,6 +140,31 @@ def import_folder(folder: Path, root: Path | None = None) -> dict[str, str]:
     return out
 
 
+def _canonical(path: Path, kind: str, model: str) -> bool:
+    """The file sits where init writes that kind of config for the model: configs/<model>/<kind's name>."""
+    return path.name == Path(paths.CONFIG_NAMES[kind]).name and path.parent.name == model
+
+
+def import_standalone(path: Path, text: str, how: str, root: Path | None = None) -> str:
+    """A descriptor that ``tipcgen init`` renders on its own for one config that is no basic config in fields (a
+    PTQ config, a PaddleClas dy2static config, any kept kind): the model's required fields as placeholders and
+    the config in its section (``ptq:``, ``dy2static:``, where it sits where init writes that kind; else ``kept:``,
+    written back byte for byte where it was)."""
+    from tipcgen.configs import import_dy2static
+
+    name = model_name_in(text) or path.parent.name
+    name = name if FILE_RE.match(name) and "/" not in name else path.parent.name or "model"
+    name = name if FILE_RE.match(name) and "/" not in name else "model"
+    model = _Model(name, kept=[])
+    if how == PTQ and _canonical(path, "ptq", name):
+        model.ptq = (path, text)
+    elif import_dy2static.runs_here(text) and _canonical(path, "dy2static", name):
+        model.dy2static = (path, text)
+    else:
+        model.kept.append((path, text))
+    return _descriptor(model, root, {})
+
+
 def _descriptor(model: _Model, root: Path | None, cache: dict) -> str:
     if model.basic is not None:
         path, text = model.basic
@@ -150,14 +176,20 @@ def _descriptor(model: _Model, root: Path | None, cache: dict) -> str:
             model.kept.insert(0, (path, text))
     else:
         document = "\n".join([
-            f"# tipcgen descriptor of {model.name}, imported by `tipcgen import`: the folder has no basic-chain",
-            "# config in a layout family, so the fields below are placeholders (init also renders a",
+            f"# tipcgen descriptor of {model.name}, imported by `tipcgen import`: what was imported holds no",
+            "# basic-chain config in a layout family, so the fields below are placeholders (init also renders a",
             "# train_infer_python.txt from them); kept: holds the model's configs as written.",
             "schema_version: 1", f"model_name: {writer.token(model.name, writer.TEXT_TYPES, False)}",
             "gpu_list: '-1'", "train:", "  norm: train.py", "inference:", "  script: null"]) + "\n"
     if model.ptq is not None:
         path, text = model.ptq
         section = import_compression.import_ptq(text, str(path))
+        document += "\n" + "".join(line + "\n" for line in section.splitlines() if not line.startswith("#"))
+    if model.dy2static is not None:
+        from tipcgen.configs import import_dy2static
+
+        path, text = model.dy2static
+        section = import_dy2static.import_dy2static(text, str(path))
         document += "\n" + "".join(line + "\n" for line in section.splitlines() if not line.startswith("#"))
     if model.kept:
         document += "\nkept:  # configs kept line by line, written back byte for byte (docs/LAYOUTS.md)\n"

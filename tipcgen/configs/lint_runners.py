@@ -128,9 +128,20 @@ class RunnerRules:
             # sources (common_func.sh), so it never makes a shift harmless on its own.
             at = {w: (runner_spec.guard_index(basic, w) if runner_spec.MEMBER in w else guard_at.get(w)) for w in why}
             if why and all(i in unused for i in after) and all((i if i is not None else -1) < start for i in at.values()):
-                kept.append((finding, " and ".join(why)))
+                kept.append((finding, _guards_words(why)))
         for finding, named in kept:
             self.linter.findings.remove(finding)
             self.linter.add(finding.line, "unused-shift", "warning",
                      f"{finding.message}; but {basic.name} never uses these lines for this config (it uses them only "
-                     f"where {named} is not null), so nothing is misread")
+                     f"where {named}), so nothing is misread")
+
+
+def _guards_words(guards: list[str]) -> str:
+    """The guards in words: ``X and Y is not null``, and (member guards ``X=a|b``) ``, or where X is a or b``."""
+    nulls = [g for g in guards if runner_spec.MEMBER not in g]
+    parts = [f"{' and '.join(nulls)} is not null"] if nulls else []
+    for guard in guards:
+        if runner_spec.MEMBER in guard:
+            var, values = guard.split(runner_spec.MEMBER, 1)
+            parts.append(f"{var} is {' or '.join(values.split('|'))}")
+    return ", or where ".join(parts)

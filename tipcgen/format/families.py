@@ -174,8 +174,13 @@ def pick(logical: Sequence[Line], runner: RunnerReads | None = None, runner_name
                                 f"{family.name} has them")
     for family in sorted(FAMILIES, key=lambda f: -len(f.header_marks)):
         if _structure_holds(logical, family):
-            return Pick(family, "from the headers" + (": " + ", ".join(
-                f"{name} at idx {index}" for index, name in family.header_marks) if family.header_marks else ""))
+            how = "from the headers" + (": " + ", ".join(
+                f"{name} at idx {index}" for index, name in family.header_marks) if family.header_marks else "")
+            if runner is not None and runner.last >= 0:  # the runner was read, and fits no family: say so
+                how += (f"; {runner_name or 'its runner'} reads lines[0..{runner.last}], which fits no family's "
+                        "layout (its own layout: the runner's reads decide, lint says runner-layout where it "
+                        "reads the file as intended)")
+            return Pick(family, how)
     return None
 
 
