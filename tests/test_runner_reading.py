@@ -425,6 +425,24 @@ def test_a_missing_interpreter_or_unchecked_script_is_said_once_per_repository(t
     assert len(said) == 1, [f.message for f in said]
 
 
+def test_scripts_failing_on_one_missing_module_are_probed_once_and_said_once(tmp_path: Path, monkeypatch) -> None:
+    """lint --root over a repository whose scripts' --help all fail on the same missing module: the first probe
+    finds it, the scripts that import it are not probed again (nor for a second config), and it is said once."""
+    from tipcgen.configs import flag_check
+
+    repo = _flag_repo(tmp_path)
+    for script in ("train.py", "export.py"):
+        (repo / script).write_text("import tipcgen_absent_module\n" + (repo / script).read_text())
+    probed: list[str] = []
+    real = flag_check.script_flags
+    monkeypatch.setattr(flag_check, "script_flags", lambda root, script, *a, **k: probed.append(script) or real(root, script, *a, **k))
+    found = lint.lint_report([repo / "test_tipc/configs"], repo, check_flags=True, unsandboxed=True)
+    unchecked = [f.message for f in found if f.rule == "flags-unchecked"]
+    assert sum("tipcgen_absent_module" in m for m in unchecked) == 1, unchecked
+    assert probed.count("train.py") + probed.count("export.py") <= 2 and len(probed) == len(set(probed)), probed
+    assert flag_check.cause(unchecked[0]) in ("missing module tipcgen_absent_module", unchecked[0])
+
+
 def test_a_second_colon_on_a_line_the_runner_splits_itself_is_no_warning() -> None:
     """PaddleRS's `model_name:cd:bit`, read by its own parse_first_value/parse_second_value: no colon-in-value."""
     lines, reads = own_layout()

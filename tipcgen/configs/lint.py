@@ -76,6 +76,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from tipcgen.configs import family_pick, import_dy2static, lint_compression, reading
 from tipcgen.configs.lint_runners import RunnerRules
@@ -288,14 +289,14 @@ class _Linter:
                          "script takes it")
 
 def _flag_findings(root: Path, text: str, path: str, unsandboxed: bool = False, family: str | None = None,
-                   reads: frozenset[int] | None = None) -> list[Finding]:
+                   reads: frozenset[int] | None = None, memo: Any = None) -> list[Finding]:
     """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning); only the
     keys the config's own runner passes (its family, the lines its runner reads)."""
     from tipcgen.configs import flag_check
 
     return [Finding(path, p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
                     "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
-            for p in flag_check.check_config(root, text, dict(os.environ), unsandboxed, family, reads)]
+            for p in flag_check.check_config(root, text, dict(os.environ), unsandboxed, family, reads, memo)]
 
 
 def _show_line(line: Line) -> str:
@@ -333,7 +334,10 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
     root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
     cache: dict = {}
-    said: set[str] = set()  # a flags-unchecked message (a missing interpreter, a script's failing --help) once
+    said: set[str] = set()  # a flags-unchecked cause (a missing interpreter or module, a script's failing --help) once
+    from tipcgen.configs import flag_check
+
+    memo = flag_check.Memo()  # each script probed once over the repository
     for file in _files(paths):
         runner = family_pick.read_runner(file, root, cache)
         text = inputs.read_text(file, "config")
@@ -344,9 +348,15 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
             basic = reading.basic_runner(linter.specs)
             reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
-            flags = _flag_findings(root, text, str(file), unsandboxed, linter.pick.family.name if linter.pick else None, reads)
-            flags = [f for f in flags if f.rule != "flags-unchecked" or f.message not in said]  # once per repository
-            said.update(f.message for f in flags if f.rule == "flags-unchecked")
+            flags = _flag_findings(root, text, str(file), unsandboxed, linter.pick.family.name if linter.pick else None,
+                                   reads, memo)
+            kept = []
+            for f in flags:  # a flags-unchecked cause once per repository
+                if f.rule == "flags-unchecked" and flag_check.cause(f.message) in said:
+                    continue
+                said.update([flag_check.cause(f.message)] if f.rule == "flags-unchecked" else [])
+                kept.append(f)
+            flags = kept
             found = sorted(found + flags, key=lambda f: (f.line, f.rule))
         findings.extend(found)
     return findings
