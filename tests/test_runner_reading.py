@@ -501,3 +501,135 @@ def test_a_shifted_line_in_a_corpus_config_is_caught_by_its_own_runner(data) -> 
     assert lint.has_errors(found), (at, [f.rule for f in found])
     with pytest.raises(ConfigImportError):
         import_kept.route("\n".join(shifted), runner_, specs, str(config))
+
+
+# ---------------------------------------------------------------- held-out layout classes (tests/fixtures/runner_layouts)
+
+LAYOUTS = ROOT / "tests/fixtures/runner_layouts"
+
+
+def _copy(name: str, tmp: Path) -> Path:
+    import shutil
+
+    shutil.copytree(LAYOUTS / name, tmp / name)
+    return tmp / name
+
+
+def _shifts(config: Path) -> list[tuple[str, int, str]]:
+    """Every line deleted, and an extra line added, among the lines of the file (after its first)."""
+    lines = config.read_text().split("\n")
+    written = [i for i, line in enumerate(lines) if line.strip()][1:]
+    return ([("deleted", at, "\n".join(lines[:at] + lines[at + 1:])) for at in written]
+            + [("added", at, "\n".join(lines[:at] + ["extra:1"] + lines[at:])) for at in written])
+
+
+def test_a_ptq_config_in_its_own_runners_layout_is_that_runners(tmp_path: Path) -> None:
+    """PaddleDetection-like: a 20-line PTQ layout tipcgen does not know, read line for line by the folder's
+    test_ptq_inference_python.sh (its reads skip exactly the headers and '##'): no error, kept on import, back byte
+    for byte; every line deleted or added is an error and a refusal."""
+    root = _copy("detection", tmp_path)
+    config = root / "test_tipc/configs/det_tiny/det_tiny_train_ptq_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [] and [f.rule for f in found if f.rule == "other-runner"] == ["other-runner"], found
+    assert "test_ptq_inference_python.sh as intended (it reads all 20 lines" in next(f.message for f in found if f.rule == "other-runner")
+    runner_, specs = family_pick.read_runner(config), family_pick.runner_specs(config)
+    assert import_kept.route(config.read_text(), runner_, specs, str(config)) == import_kept.KEPT
+    round_trip_folder(root, tmp_path)
+    for how, at, shifted in _shifts(config):
+        assert lint.has_errors(lint.lint_text(shifted, str(config), runner=runner_, specs=specs)), (how, at)
+        with pytest.raises(ConfigImportError):
+            import_kept.route(shifted, runner_, specs, str(config))
+
+
+def test_a_null_trainer_its_own_mode_never_reads_is_a_warning(tmp_path: Path) -> None:
+    """A KL config (trainer:null, infer_mode:kl_quant) its runner runs only in MODE=klquant_whole_infer, which reads
+    no trainer: a warning, kept on import. The same null trainer in a config of another infer_mode is an error."""
+    root = _copy("detection", tmp_path)
+    config = root / "test_tipc/configs/det_tiny/det_tiny_KL_train_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [], found
+    assert "runs this config in its MODE=klquant_whole_infer branch (infer_mode is kl_quant)" in next(
+        f.message for f in found if f.rule == "null-value")
+    config.write_text(config.read_text().replace("infer_mode:kl_quant", "infer_mode:norm"))
+    assert [f.rule for f in errors(config)] == ["null-value"]
+    config.write_text(config.read_text().replace("infer_mode:norm", "infer_mode:kl_quant"))
+    round_trip_folder(root, tmp_path)
+
+
+def test_a_detection_runners_own_configs_catch_every_shift(tmp_path: Path) -> None:
+    """The detection runner's basic config: every line deleted or added among those it reads is an error."""
+    root = _copy("detection", tmp_path)
+    config = root / "test_tipc/configs/det_tiny/train_infer_python.txt"
+    assert errors(config) == []
+    runner_, specs = family_pick.read_runner(config), family_pick.runner_specs(config)
+    missed = [(how, at) for how, at, shifted in _shifts(config) if at < 50
+              and not lint.has_errors(lint.lint_text(shifted, str(config), runner=runner_, specs=specs))]
+    assert missed == [], missed
+
+
+def test_a_short_inference_block_its_runner_uses_only_in_a_loop_that_runs_nothing_is_a_warning(tmp_path: Path) -> None:
+    """Paddle3D-like: the inference block one line short, its lines used only inside `for use_gpu in
+    ${use_gpu_list}` under `if [ ${use_gpu} = True ] || ...`, and the device list null: unused-shift, kept, back byte
+    for byte. With a device list the loop runs, and the same shift is an error."""
+    root = _copy("threed", tmp_path)
+    config = root / "test_tipc/configs/pillars/train_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [] and "unused-shift" in [f.rule for f in found], found
+    assert "or where use_gpu is False or cpu, or where use_gpu is True or gpu" in next(
+        f.message for f in found if f.rule == "unused-shift")
+    round_trip_folder(root, tmp_path)
+    lines = config.read_text().split("\n")
+    lines[40] = "--use_gpu:True|False"
+    config.write_text("\n".join(lines))
+    assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)
+
+
+def test_runner_spec_reads_loops_member_guards_and_mode_ties() -> None:
+    text = "\n".join([
+        "IFS=$'\\n'", "lines=(${dataline})", 'dev_list=$(func_parser_value "${lines[3]}")', 'mode_list=$(func_parser_value "${lines[4]}")',
+        'key9=$(func_parser_key "${lines[9]}")', 'for dev in ${dev_list[*]}; do',
+        '    if [ ${dev} = "cpu" ] || [ ${dev} = "False" ]; then', '        echo ${key9}', '    fi', 'done',
+        'if [ ${MODE} = "whole_infer" ] || [ ${MODE} = "kl_infer" ]; then',
+        '    if [ ${MODE} = "kl_infer" ] && [ ${mode_kind} != "kl" ]; then', '        continue', '    fi',
+        'else', '    echo ${key9}', 'fi'])
+    spec = runner_spec.parse(text, "r.sh")
+    assert ("dev", "dev_list") in spec.loops and spec.mode_ties == (("kl_infer", "mode_kind", "kl"),)
+    assert any("dev=cpu|False" in guards for _, var, guards in spec.uses if var == "key9")
+    config = "h\nm:a\np:b\ndev:null\nmode:x\n" + "".join(f"k{i}:v\n" for i in range(5, 10))
+    assert runner_spec.guard_index(spec, "dev=cpu|False") == 3
+
+
+def test_a_runner_reading_past_every_familys_layout_is_named_in_the_pick() -> None:
+    """A runner that reads lines[32] (33 lines) fits no family: the pick from the headers says so."""
+    from tipcgen.format import families
+    from tipcgen.format.config import TipcConfig
+
+    tutorial = (ROOT / "tests/fixtures/tutorial/test_tipc/configs").rglob("train_infer_python.txt")
+    text = next(tutorial).read_text()
+    reads = families.runner_reads(runner([(i, f"v{i}") for i in range(1, 33)]))
+    pick = families.pick(TipcConfig.parse(text).logical_lines(), reads, "r.sh")
+    assert pick is not None and "r.sh reads lines[0..32], which fits no family's layout" in pick.how, pick
+
+
+def test_refusals_of_another_kind_say_an_before_a_vowel() -> None:
+    from tipcgen.configs import import_compression, import_dy2static
+
+    for importer_ in (import_compression.import_ptq, import_dy2static.import_dy2static):
+        with pytest.raises(ConfigImportError, match="is an unknown config"):
+            importer_("some:thing\nelse:here\n", "c.txt")
+
+
+def test_a_runners_own_layout_keeps_a_shift_of_a_line_it_skips_as_the_family_does(tmp_path: Path) -> None:
+    """NAFNet-like: a runner reading lines[0..32] (the tutorial layout and one line more) reads its config as
+    intended (runner-layout); the tutorial family's '##' at idx 25 missing, a line the runner skips too, is still a
+    slot shift for both (the runner's own layout does not silence a shift the runner agrees with)."""
+    lines = (ROOT / "tests/fixtures/tutorial/test_tipc/configs/tutorial_model/train_infer_python.txt").read_text().split("\n")
+    lines = [line for line in lines if line] + ["--noise-dir:./images/noise.npy"]
+    reads = [(i, lines[i].split(":")[0].lstrip("-").replace("-", "_")) for i in range(1, len(lines)) if ":" in lines[i]]
+    root = project(tmp_path / "naf", {"test_train_inference_python.sh": runner(reads)},
+                   {"m/train_infer_python.txt": text(lines)})
+    config = root / "test_tipc/configs/m/train_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [] and lint_runners.RUNNER_LAYOUT in [f.rule for f in lint.lint_report([config])], found
+    config.write_text(text(lines[:25] + lines[26:]))
+    assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)

@@ -30,15 +30,14 @@ def route(text: str, runner: family_pick.Runner | None = None, specs: reading.Sp
     every other kind, and a basic-kind config that lint reads as another runner's, or as trained only
     in a ${MODE} branch of its runner (one reading: lint's, configs/reading.py)."""
     config = TipcConfig.parse(text)
-    if config.kind not in layout.LAYOUT_OF_KIND and specs and any(
-            f.rule == "other-runner" for f in lint.lint_text(text, source, runner=runner, specs=specs)):
+    found = lint.lint_text(text, source, runner=runner, specs=specs) if specs else []
+    shift = next((f for f in found if f.rule == "slot-shift" and f.severity == "error"), None)
+    if shift is not None:  # what lint calls shifted (read with its repository's runners) is never imported
+        raise ConfigImportError(source, shift.line, shift.message,
+                                f"run `tipcgen lint {source}`, fix the line and import again")
+    if config.kind not in layout.LAYOUT_OF_KIND and any(f.rule == "other-runner" for f in found):
         return KEPT  # another kind in a layout of its own runner (configs/lint_runners.other_kind)
     if config.kind in layout.LAYOUT_OF_KIND and specs:
-        found = lint.lint_text(text, source, runner=runner, specs=specs)
-        shift = next((f for f in found if f.rule == "slot-shift"), None)
-        if shift is not None:  # what lint calls shifted is never imported, with lint's message
-            raise ConfigImportError(source, shift.line, shift.message,
-                                    f"run `tipcgen lint {source}`, fix the line and import again")
         if any(f.rule in ("other-runner", "unused-shift", lint_runners.RUNNER_LAYOUT) or (f.rule == "null-value" and f.severity == "warning")
                for f in found):
             return KEPT

@@ -37,6 +37,10 @@ class RunnerRules:
             lines = {self.linter.line_of(i) for i in own}
             self.linter.findings = [f for f in self.linter.findings if not (f.rule == "colon-in-value" and f.line in lines)]
 
+    def _index(self, line: int) -> int | None:
+        """The logical index of an editor line (None: a blank line, or past the end)."""
+        return self.linter.numbers.index(line - 1) if line - 1 in self.linter.numbers else None
+
     def other_kind(self) -> None:
         """A config of another kind (PTQ, KL, ...) that a runner of its folder other than the basic one reads as
         intended (configs/reading.other_runner: PaddleDetection's 20-line PTQ layout, read by its
@@ -72,8 +76,16 @@ class RunnerRules:
                          reading.misread_message(reading.basic_runner(self.linter.specs).name, read, what))
             return
         own = reading.runner_layout(self.linter.text, self.linter.specs, len(self.linter.table))
-        if own is not None:  # the runner's own longer layout: the family's table would find shifts that are none
-            self.linter.findings = [f for f in self.linter.findings if f.rule not in (*layout_rules, "infer-value-shape", "anchor-key")]
+        if own is not None:  # the runner's own longer layout: the family's table would find shifts that are none,
+            # except where the runner agrees with the family: a header or '##' of the family's table at a line the runner
+            # skips, which the config holds elsewhere (a line missing or extra above it), is a shift for both
+            skipped = {i for i in range(runner_spec.span(own)) if i not in {r.index for r in own.reads if r.load == 1}}
+            agreed = [f for f in self.linter.findings if f.rule == "slot-shift" and self._index(f.line) in skipped
+                      and self._index(f.line) < runner_spec.main_span(own)]
+            self.linter.findings = [f for f in self.linter.findings if f in agreed or f.rule not in (
+                *layout_rules, "infer-value-shape", "anchor-key")]
+            if agreed:
+                return
             self.linter.add(1, RUNNER_LAYOUT, "info",
                      f"in no built-in layout family; {own.name} reads it as intended "
                      f"({reading.describe(own, self.linter.text)} in place): import keeps it line by line")
@@ -119,9 +131,11 @@ class RunnerRules:
             return
         unused = runner_spec.unused(basic, self.linter.text)
         guard_at = {r.var: r.index for r in basic.reads if r.load == 1}
-        kept = []
+        misread = reading.runner_misread(self.linter.text, self.linter.specs)  # where the runner's reading moves, if
+        kept = []  # earlier than the finding: a guard read below it is read from a neighbour too
         for finding in shifts:
             start = self.linter.numbers.index(finding.line - 1) if finding.line - 1 in self.linter.numbers else len(self.linter.logical) - 1
+            start = min(start, misread[0].index) if misread is not None else start
             after = sorted({r.index for r in basic.reads if r.load == 1 and r.index >= start})
             why = sorted(set().union(*(unused[i] for i in after if i in unused)))
             # Only a null guard says a line goes unused: a line this runner uses nowhere may be used by what it

@@ -315,8 +315,9 @@ def learn_keys(spec: Spec, texts: list[str], least: int = 3, agree: float = 0.9)
 
 
 def _key_misread(spec: Spec, text: str) -> tuple[int, str] | None:
-    """The first learned key out of place where the learned keys after it (at least two) all sit one line early,
-    or it and those after it one line late (a missing or an extra line, not a renamed key): ``(index, what)``."""
+    """The first learned key out of place where the learned keys after it (at least two, or every one to the last)
+    all sit one line early, or it and those after it one line late (a missing or an extra line, not a renamed key):
+    ``(index, what)``."""
     if not spec.keys:
         return None
     items = elements(text, spec.split)
@@ -329,7 +330,9 @@ def _key_misread(spec: Spec, text: str) -> tuple[int, str] | None:
             continue
         for offset in (-1, 1):  # a line missing at idx: the learned key there is gone, the next ones sit one early
             following = spec.keys[position + 1: position + 4] if offset < 0 else spec.keys[position: position + 3]
-            if len(following) >= 2 and all(key_at(i + offset) == k for i, k in following):
+            # at least two learned keys moved, or (at the end of the learned keys) every one after it
+            enough = len(following) >= 2 or (following and following[-1] == spec.keys[-1])
+            if enough and all(key_at(i + offset) == k for i, k in following):
                 at, moved = following[0]
                 return index, (f"{moved}: sits at idx {at + offset}, where the repository's other configs read by "
                                f"this runner have it at idx {at} (a line {'missing' if offset < 0 else 'extra'} "
