@@ -155,6 +155,10 @@ def import_standalone(path: Path, text: str, how: str, root: Path | None = None)
     name = name if FILE_RE.match(name) and "/" not in name else path.parent.name or "model"
     name = name if FILE_RE.match(name) and "/" not in name else "model"
     model = _Model(name, kept=[])
+    if how == PTQ:  # a PTQ layout tipcgen knows: a shifted one is refused (with its line), even where it would be kept
+        import_compression.import_ptq(text, str(path))
+    if import_dy2static.runs_here(text):
+        import_dy2static.import_dy2static(text, str(path))
     if how == PTQ and _canonical(path, "ptq", name):
         model.ptq = (path, text)
     elif import_dy2static.runs_here(text) and _canonical(path, "dy2static", name):
