@@ -49,11 +49,19 @@ def import_(
         if output is None:
             raise TipcgenError(f"{config} is a folder: its models import into one descriptor each",
                                f"name the folder to write them into: tipcgen import {config} -o DIR")
-        documents = import_kept.import_folder(config, root)
+        refused: list = []
+        documents = import_kept.import_folder(config, root, refused)
+        if not documents and refused:
+            raise refused[0]
         write(documents, output)
         for rel in sorted(documents):
             echo(f"wrote {output / rel}")
         echo(f"{len(documents)} descriptor(s); render one with: tipcgen init {output}/<model_name>/tipc.yaml")
+        for exc in refused:  # left out, never kept as if its runner read it right
+            echo(f"error: {exc.message}" + (f" ({exc.hint})" if exc.hint else "") + "; not imported", err=True)
+        if refused:
+            echo(f"{len(refused)} config(s) not imported: fix them and import the folder again", err=True)
+            raise typer.Exit(1)
         return
     source = inputs.read_text(config, "config")
     how = import_kept.route(source, family_pick.read_runner(config, root), family_pick.runner_specs(config, root), str(config))

@@ -108,28 +108,41 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.txt") if p.is_file() and not p.is_symlink())
 
 
-def import_folder(folder: Path, root: Path | None = None) -> dict[str, str]:
+def import_folder(folder: Path, root: Path | None = None,
+                  refused: list[ConfigImportError] | None = None) -> dict[str, str]:
     """``{<model_name>/tipc.yaml: descriptor}`` for every model of a configs/ folder: the basic config
     at ``<model_name>/train_infer_python.txt`` (else the first of the model in a family) in fields, its
     PTQ config in ``ptq:``, every other config in ``kept:``. A model without a basic config in a family
-    gets the descriptor's required fields as placeholders (its comment says so)."""
+    gets the descriptor's required fields as placeholders (its comment says so). A config that cannot be
+    imported (lint calls it shifted, a control character) is left out, never kept as if it ran: its refusal
+    goes to ``refused`` where given (the folder's other configs are imported), else it is raised."""
     cache: dict = {}
     models: dict[str, _Model] = {}
     for path in _files(folder):
         text = inputs.read_text(path, "config")
         runner = family_pick.read_runner(path, root, cache)
-        how = route(text, runner, family_pick.runner_specs(path, root, cache), str(path))
         name = model_name_in(text) or path.parent.name
         name = name if FILE_RE.match(name) and "/" not in name else path.parent.name or "model"
+        try:
+            how = route(text, runner, family_pick.runner_specs(path, root, cache), str(path))
+            if how == FIELDS:  # a shifted one is refused here, never kept as if it ran
+                importer.import_descriptor(text, str(path), runner)
+            elif how == PTQ:
+                import_compression.import_ptq(text, str(path))
+            else:
+                kept_item(text, str(path), kept_file(path, text))
+        except ConfigImportError as exc:
+            if refused is None:
+                raise
+            refused.append(exc)
+            continue
         model = models.setdefault(name, _Model(name, kept=[]))
         canonical = path.name == Path(paths.CONFIG_NAMES["basic"]).name
-        if how == FIELDS:  # a shifted one is refused here, never kept as if it ran
-            importer.import_descriptor(text, str(path), runner)
         if how == FIELDS and (model.basic is None or canonical):
             if model.basic is not None:
                 model.kept.append(model.basic)
             model.basic = (path, text)
-        elif how == PTQ and model.ptq is None and path.name == Path(paths.CONFIG_NAMES["ptq"]).name:
+        elif how == PTQ and model.ptq is None and _canonical(path, "ptq", name):
             model.ptq = (path, text)
         else:
             model.kept.append((path, text))
