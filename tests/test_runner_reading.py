@@ -542,6 +542,9 @@ def test_a_ptq_config_in_its_own_runners_layout_is_that_runners(tmp_path: Path) 
         assert lint.has_errors(lint.lint_text(shifted, str(config), runner=runner_, specs=specs)), (how, at)
         with pytest.raises(ConfigImportError):
             import_kept.route(shifted, runner_, specs, str(config))
+    # A trailing section after the layout is found by name: still the runner's layout.
+    trailing = config.read_text() + "\n===========================infer_benchmark_params===========================\nx:1\n"
+    assert not lint.has_errors(lint.lint_text(trailing, str(config), runner=runner_, specs=specs))
 
 
 def test_a_null_trainer_its_own_mode_never_reads_is_a_warning(tmp_path: Path) -> None:

@@ -255,10 +255,13 @@ def misreads(spec: Spec, text: str) -> list[tuple[Read, str]]:
 
 def layout_fit(spec: Spec, text: str) -> bool:
     """The runner's reads are the config's layout: it reads the config to its last line (its span is the
-    config's length), skips exactly its headers and ``##`` (at least two) and reads a key on every other line
-    (PaddleDetection's 20-line PTQ layout, read by its test_ptq_inference_python.sh)."""
+    config's length, or up to a trailing section's header), skips exactly its headers and ``##`` (at least two)
+    and reads a key on every other line (PaddleDetection's 20-line PTQ layout, read by its
+    test_ptq_inference_python.sh)."""
     items = elements(text, spec.split)
     read = {r.index for r in spec.reads if r.load == 1}
+    if len(items) > span(spec) and (_structural(items[span(spec)]) or "").endswith(" header"):
+        items = items[: span(spec)]  # a trailing section after the layout (found by name, not by position)
     if span(spec) != len(items) or not items:
         return False
     structural = {i for i, item in enumerate(items) if _structural(item) is not None}
