@@ -584,6 +584,11 @@ def test_a_short_inference_block_its_runner_uses_only_in_a_loop_that_runs_nothin
     assert "or where use_gpu is False or cpu, or where use_gpu is True or gpu" in next(
         f.message for f in found if f.rule == "unused-shift")
     round_trip_folder(root, tmp_path)
+    # Only the null inference block goes unused: a line deleted or added above it is an error.
+    runner_, specs = family_pick.read_runner(config), family_pick.runner_specs(config)
+    missed = [(how, at) for how, at, shifted in _shifts(config) if at < 38
+              and not lint.has_errors(lint.lint_text(shifted, str(config), runner=runner_, specs=specs))]
+    assert missed == [], missed
     lines = config.read_text().split("\n")
     lines[40] = "--use_gpu:True|False"
     config.write_text("\n".join(lines))
