@@ -644,3 +644,21 @@ def test_a_runners_own_layout_keeps_a_shift_of_a_line_it_skips_as_the_family_doe
     assert errors(config) == [] and lint_runners.RUNNER_LAYOUT in [f.rule for f in lint.lint_report([config])], found
     config.write_text(text(lines[:25] + lines[26:]))
     assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)
+
+
+def test_a_short_layout_of_its_own_runner_is_the_runners_not_unknown(tmp_path: Path) -> None:
+    """A reproduction repository's 14-line layout (in no family) that its runner reads as intended: runner-layout
+    (info), kept on import, not unknown-layout; a line deleted among those it reads is a slot shift."""
+    lines = [HEADER, "model_name:m", "python:python", "gpu_list:0", "use_gpu:True", "##", "norm_train:main.py --epoch=1",
+             "##", "===========================eval_params===========================", "eval:null", "null:null",
+             "===========================infer_params===========================", "infer_export:export.py",
+             "inference:infer.py --img x.jpg"]
+    reads = [(1, "model_name"), (2, "python"), (3, "gpu_list"), (4, "use_gpu"), (6, "trainer_py"), (12, "export_py"),
+             (13, "inference_py")]
+    root = project(tmp_path / "repro", {"test_train_inference_python.sh": runner(reads)}, {"m/train_infer_python.txt": text(lines)})
+    config = root / "test_tipc/configs/m/train_infer_python.txt"
+    rules = [f.rule for f in lint.lint_report([config])]
+    assert lint_runners.RUNNER_LAYOUT in rules and "unknown-layout" not in rules and errors(config) == [], rules
+    round_trip_folder(root, tmp_path)
+    config.write_text(text(lines[:5] + lines[6:]))
+    assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)

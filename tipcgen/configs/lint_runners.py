@@ -75,7 +75,8 @@ class RunnerRules:
                 self.linter.add(self.linter.line_of(min(read.index, len(self.linter.logical) - 1)), "slot-shift", "error",
                          reading.misread_message(reading.basic_runner(self.linter.specs).name, read, what))
             return
-        own = reading.runner_layout(self.linter.text, self.linter.specs, len(self.linter.table))
+        own = reading.runner_layout(self.linter.text, self.linter.specs, len(self.linter.table),
+                                    in_family=not any(f.rule == "unknown-layout" for f in self.linter.findings))
         if own is not None:  # the runner's own longer layout: the family's table would find shifts that are none,
             # except where the runner agrees with the family: a header or '##' of the family's table at a line the runner
             # skips, which the config holds elsewhere (a line missing or extra above it), is a shift for both

@@ -84,11 +84,12 @@ def runner_misread(text: str, specs: Specs) -> tuple[runner_spec.Read, str] | No
     return found[0] if found else None
 
 
-def runner_layout(text: str, specs: Specs, layout_lines: int) -> runner_spec.Spec | None:
-    """The basic runner, where it reads more lines in every mode than the layout family has and reads this
-    config as intended: the runner's own layout, which the family's slot table cannot check."""
+def runner_layout(text: str, specs: Specs, layout_lines: int, in_family: bool = True) -> runner_spec.Spec | None:
+    """The basic runner, where it reads more lines in every mode than the layout family has (or the config is
+    in no family: a short layout of a reproduction repository) and reads this config as intended: the runner's
+    own layout, which the family's slot table cannot check."""
     basic = basic_runner(specs)
-    if basic is None or runner_spec.main_span(basic) <= layout_lines:
+    if basic is None or (in_family and runner_spec.main_span(basic) <= layout_lines):
         return None
     return basic if runner_spec.reads_as_intended(basic, text) else None
 
