@@ -662,3 +662,18 @@ def test_a_short_layout_of_its_own_runner_is_the_runners_not_unknown(tmp_path: P
     round_trip_folder(root, tmp_path)
     config.write_text(text(lines[:5] + lines[6:]))
     assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)
+
+
+def test_a_short_runner_reading_the_tutorial_separators_is_no_tutorial_runner() -> None:
+    """A runner that reads 18 lines, among them lines the tutorial layout holds '##' at (11, 14): its reads fit no
+    family, so the family comes from the headers, and the pick says the runner fits none."""
+    from tipcgen.format import families
+    from tipcgen.format.config import TipcConfig
+
+    text_ = (ROOT / "tests/fixtures/tutorial/test_tipc/configs/tutorial_model/train_infer_python.txt").read_text()
+    logical = TipcConfig.parse(text_).logical_lines()
+    reads = families.runner_reads(runner([(i, f"v{i}") for i in range(1, 18) if i not in (6, 9)]))
+    pick = families.pick(logical, reads, "r.sh")
+    assert pick is not None and pick.how.startswith("from the headers") and "fits no family's layout" in pick.how
+    tutorial = families.runner_reads(runner([(i, f"v{i}") for i in range(1, 32) if i not in (11, 14, 15, 17, 18, 22, 25)]))
+    assert families.pick(logical, tutorial, "r.sh").how == "r.sh reads lines[0..31]"

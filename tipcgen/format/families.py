@@ -164,8 +164,10 @@ def pick(logical: Sequence[Line], runner: RunnerReads | None = None, runner_name
         read = ", ".join(f"lines[{i}] by func_parser_{p}" for i, p in sorted(marked.marks)) if marked else ""
         if marked is not None and _structure_holds(logical, marked):
             return Pick(marked, f"{runner_name} reads {read}")
+        tutorial_marks = {slot.index for slot in BY_NAME["tutorial"].table if slot.kind != "kv"}
         if runner.last < layout.TUTORIAL_32_LINES and runner.last >= 0:
-            if _structure_holds(logical, BY_NAME["tutorial"]):
+            # a tutorial runner reads no header or '##' of the tutorial layout (one that does reads another layout)
+            if _structure_holds(logical, BY_NAME["tutorial"]) and not {i for i, _ in runner.reads} & tutorial_marks:
                 return Pick(BY_NAME["tutorial"], f"{runner_name} reads lines[0..{runner.last}]")
         else:
             for family in FAMILIES:
