@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tipcgen.configs.script_reading import nearest_flag
@@ -253,12 +253,8 @@ class Memo:
     """What one reading of a repository learned from the probes: each script's answer (failures too), and the
     modules a failing --help found missing (module -> the script whose --help said so)."""
 
-    answers: dict = None  # (script, python, unsandboxed) -> (flags or why not, cached)
-    missing: dict = None
-
-    def __post_init__(self) -> None:
-        self.answers = {} if self.answers is None else self.answers
-        self.missing = {} if self.missing is None else self.missing
+    answers: dict[tuple[str, str, bool], tuple[list[Flag] | str, bool]] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # module -> the script whose --help found it missing
 
 
 def _answers(root: Path, roles: dict[str, str], python: str, timeout: float, unsandboxed: bool,

@@ -76,7 +76,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tipcgen.configs import family_pick, import_dy2static, lint_compression, reading
 from tipcgen.configs.lint_runners import RunnerRules
@@ -87,6 +87,9 @@ from tipcgen.core.text import json_text, quoted
 from tipcgen.format import compression, families, layout
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
+
+if TYPE_CHECKING:
+    from tipcgen.configs.flag_check import Memo
 
 # Full-width colon, vertical line, comma, equals sign, semicolon and the ideographic space.
 _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
@@ -289,7 +292,7 @@ class _Linter:
                          "script takes it")
 
 def _flag_findings(root: Path, text: str, path: str, unsandboxed: bool = False, family: str | None = None,
-                   reads: frozenset[int] | None = None, memo: Any = None) -> list[Finding]:
+                   reads: frozenset[int] | None = None, memo: Memo | None = None) -> list[Finding]:
     """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning); only the
     keys the config's own runner passes (its family, the lines its runner reads)."""
     from tipcgen.configs import flag_check

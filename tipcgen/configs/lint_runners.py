@@ -3,7 +3,9 @@
 An error stands only where the config's own runner misreads a line it reads: a config another runner of
 its folder reads as intended (``other-runner``), one its runner trains in a ``${MODE}`` branch of its own
 lines (``null-value`` warning), one in the runner's own longer layout (``runner-layout``, info) is no
-slot error; a line the runner misreads is a ``slot-shift``. Run by lint's ``_Linter`` (``RunnerRules(linter).run()``).
+slot error; a line the runner misreads is a ``slot-shift``. A config of another kind that another runner of its
+folder reads line for line is that runner's (``other-runner``); a null trainer its own ``${MODE}`` never reads is
+a warning. Run by lint's ``_Linter`` (``RunnerRules(linter).run()``).
 """
 from __future__ import annotations
 

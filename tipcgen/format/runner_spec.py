@@ -7,7 +7,11 @@ ${MODE} = "benchmark_train" ]``). How the array is split matters: after ``IFS=$'
 a line; without it (``dataline=`cat $1```) it is a whitespace-separated word, so a line holding spaces
 moves every later index. A variable named like a config key (``run_mode=... lines[3]`` where the
 file has ``run_mode:`` at that element) is an anchor learned from the runner: ``fit`` says whether a
-config is one that runner reads as intended (its anchors in place, none found elsewhere).
+config is one that runner reads as intended (its anchors in place, none found elsewhere); ``layout_fit`` says
+whether its reads are the config's layout line for line (another runner's own layout, a 20-line PTQ one).
+Besides the reads it keeps what decides whether a line is used for a config: ``if [ ${X} != "null" ]`` guards,
+member guards (``for use_gpu in ${use_gpu_list[*]}`` under ``if [ ${use_gpu} = "True" ] || ...``), the
+``${MODE}`` branches a variable is used in, and the tests tying a mode to a config value (``tied_mode``).
 Bounded: a runner of at most ``MAX_TEXT`` characters, indices of ASCII digits, at most ``MAX_DIGITS``.
 """
 from __future__ import annotations
