@@ -141,12 +141,21 @@ def test_every_ptq_config_imports_and_inits_back_byte_for_byte(path: Path) -> No
 def test_the_cli_imports_a_ptq_config_and_init_writes_it_back(tmp_path: Path) -> None:
     section = tmp_path / "ptq.yaml"
     proc = tipcgen("import", str(SHARED / OCR_KL), "-o", str(section))
-    assert proc.returncode == 0 and "add its ptq section to the model's tipc.yaml" in proc.stdout
-    (tmp_path / "tipc.yaml").write_text(with_ptq(section.read_text()))
-    tipcgen("init", str(tmp_path / "tipc.yaml"), "--root", str(tmp_path / "repo"), check=True)
-    written = tmp_path / "repo" / paths.config_rel("stub_model", "ptq")
-    assert written.read_bytes() == (SHARED / OCR_KL).read_bytes()
-    assert tipcgen("lint", str(written)).returncode == 0
+    # Not at configs/<model_name>/train_ptq_infer_python.txt: kept where it was, in a descriptor init renders alone.
+    assert proc.returncode == 0 and "render it with: tipcgen init" in proc.stdout, proc.stdout
+    tipcgen("init", str(section), "--root", str(tmp_path / "alone"), check=True)
+    written = [p for p in (tmp_path / "alone/test_tipc/configs").rglob("*.txt") if "ptq" in p.name]
+    assert [p.read_bytes() for p in written] == [(SHARED / OCR_KL).read_bytes()]
+    assert tipcgen("lint", str(written[0])).returncode == 0
+    # At configs/<model_name>/train_ptq_infer_python.txt: its ptq section, the PTQ chain tipcgen renders.
+    canonical = tmp_path / "repo/test_tipc/configs/ch_PP-OCRv3_det_KL/train_ptq_infer_python.txt"
+    canonical.parent.mkdir(parents=True)
+    canonical.write_bytes((SHARED / OCR_KL).read_bytes())
+    proc = tipcgen("import", str(canonical), "-o", str(tmp_path / "canonical.yaml"))
+    assert proc.returncode == 0 and "its ptq section" in proc.stdout, proc.stdout
+    tipcgen("init", str(tmp_path / "canonical.yaml"), "--root", str(tmp_path / "rendered"), check=True)
+    assert (tmp_path / "rendered" / canonical.relative_to(tmp_path / "repo")).read_bytes() == canonical.read_bytes()
+    assert (tmp_path / "rendered/test_tipc/test_ptq_inference_python.sh").is_file()
 
 
 @needs_corpus

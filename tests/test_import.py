@@ -161,7 +161,7 @@ def test_other_kinds_are_refused(text: str, kind: str) -> None:
 @pytest.mark.parametrize("kind, said", [("unknown", "an unknown"), ("infer_python", "an infer_python"),
                                         ("kl_quant", "a kl_quant"), ("serving", "a serving")])
 def test_the_refusal_says_a_or_an(kind: str, said: str) -> None:
-    from tipcgen.configs.importer import article
+    from tipcgen.core.text import article
     assert f"{article(kind)} {kind}" == said
 
 

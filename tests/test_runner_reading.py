@@ -126,8 +126,11 @@ def test_a_runner_of_its_own_longer_layout_is_its_specification(tmp_path: Path) 
     with pytest.raises(ConfigImportError) as caught:
         import_kept.route(text(shifted), None, family_pick.runner_specs(config), str(config))
     assert found[0].message in str(caught.value)  # one reading, one message
+    # The folder: the shifted config is left out (named, exit 1), never kept as if it ran; the others are imported.
     proc = tipcgen("import", str(root / "test_tipc/configs"), "-o", str(tmp_path / "again"), cwd=tmp_path)
-    assert proc.returncode == 2 and found[0].message in proc.stderr and not (tmp_path / "again").exists()
+    assert proc.returncode == 1 and found[0].message in proc.stderr and "not imported" in proc.stderr, proc.stderr
+    written = "".join(p.read_text() for p in (tmp_path / "again").glob("*/tipc.yaml"))
+    assert "train_infer_cpp_linux_gpu_cpu.txt" in written and "cd/bit/train_infer_python.txt" not in written
 
 
 def standard(trainer: str = "train.py") -> list[str]:
@@ -333,7 +336,10 @@ def test_import_of_a_kept_kind_and_onto_an_existing_file(tmp_path: Path) -> None
     config = tmp_path / "serving.txt"
     config.write_text("===========================serving_params===========================\nmodel_name:m \n--opt:a: b")
     proc = tipcgen("import", str(config), "-o", str(tmp_path / "kept.yaml"), cwd=tmp_path)
-    assert proc.returncode == 0 and "add its kept section to the model's tipc.yaml" in proc.stdout, proc.stderr
+    assert proc.returncode == 0 and "render it with: tipcgen init" in proc.stdout, proc.stderr
+    # A descriptor of its own: init renders it alone, and writes the config back byte for byte.
+    tipcgen("init", str(tmp_path / "kept.yaml"), "--root", str(tmp_path / "repo"), check=True)
+    assert (tmp_path / "repo/test_tipc/configs/m/serving.txt").read_bytes() == config.read_bytes()
     (tmp_path / "other.yaml").write_text("x: 1\n")
     proc = tipcgen("import", str(config), "-o", str(tmp_path / "other.yaml"), cwd=tmp_path)
     assert proc.returncode == 2 and "exists and differs from the imported descriptor; nothing was written" in proc.stderr
@@ -422,6 +428,24 @@ def test_a_missing_interpreter_or_unchecked_script_is_said_once_per_repository(t
     assert len(said) == 1, [f.message for f in said]
 
 
+def test_scripts_failing_on_one_missing_module_are_probed_once_and_said_once(tmp_path: Path, monkeypatch) -> None:
+    """lint --root over a repository whose scripts' --help all fail on the same missing module: the first probe
+    finds it, the scripts that import it are not probed again (nor for a second config), and it is said once."""
+    from tipcgen.configs import flag_check
+
+    repo = _flag_repo(tmp_path)
+    for script in ("train.py", "export.py"):
+        (repo / script).write_text("import tipcgen_absent_module\n" + (repo / script).read_text())
+    probed: list[str] = []
+    real = flag_check.script_flags
+    monkeypatch.setattr(flag_check, "script_flags", lambda root, script, *a, **k: probed.append(script) or real(root, script, *a, **k))
+    found = lint.lint_report([repo / "test_tipc/configs"], repo, check_flags=True, unsandboxed=True)
+    unchecked = [f.message for f in found if f.rule == "flags-unchecked"]
+    assert sum("tipcgen_absent_module" in m for m in unchecked) == 1, unchecked
+    assert probed.count("train.py") + probed.count("export.py") <= 2 and len(probed) == len(set(probed)), probed
+    assert flag_check.cause(unchecked[0]) in ("missing module tipcgen_absent_module", unchecked[0])
+
+
 def test_a_second_colon_on_a_line_the_runner_splits_itself_is_no_warning() -> None:
     """PaddleRS's `model_name:cd:bit`, read by its own parse_first_value/parse_second_value: no colon-in-value."""
     lines, reads = own_layout()
@@ -480,3 +504,176 @@ def test_a_shifted_line_in_a_corpus_config_is_caught_by_its_own_runner(data) -> 
     assert lint.has_errors(found), (at, [f.rule for f in found])
     with pytest.raises(ConfigImportError):
         import_kept.route("\n".join(shifted), runner_, specs, str(config))
+
+
+# ---------------------------------------------------------------- held-out layout classes (tests/fixtures/runner_layouts)
+
+LAYOUTS = ROOT / "tests/fixtures/runner_layouts"
+
+
+def _copy(name: str, tmp: Path) -> Path:
+    import shutil
+
+    shutil.copytree(LAYOUTS / name, tmp / name)
+    return tmp / name
+
+
+def _shifts(config: Path) -> list[tuple[str, int, str]]:
+    """Every line deleted, and an extra line added, among the lines of the file (after its first)."""
+    lines = config.read_text().split("\n")
+    written = [i for i, line in enumerate(lines) if line.strip()][1:]
+    return ([("deleted", at, "\n".join(lines[:at] + lines[at + 1:])) for at in written]
+            + [("added", at, "\n".join(lines[:at] + ["extra:1"] + lines[at:])) for at in written])
+
+
+def test_a_ptq_config_in_its_own_runners_layout_is_that_runners(tmp_path: Path) -> None:
+    """PaddleDetection-like: a 20-line PTQ layout tipcgen does not know, read line for line by the folder's
+    test_ptq_inference_python.sh (its reads skip exactly the headers and '##'): no error, kept on import, back byte
+    for byte; every line deleted or added is an error and a refusal."""
+    root = _copy("detection", tmp_path)
+    config = root / "test_tipc/configs/det_tiny/det_tiny_train_ptq_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [] and [f.rule for f in found if f.rule == "other-runner"] == ["other-runner"], found
+    assert "test_ptq_inference_python.sh as intended (it reads all 20 lines" in next(f.message for f in found if f.rule == "other-runner")
+    runner_, specs = family_pick.read_runner(config), family_pick.runner_specs(config)
+    assert import_kept.route(config.read_text(), runner_, specs, str(config)) == import_kept.KEPT
+    round_trip_folder(root, tmp_path)
+    for how, at, shifted in _shifts(config):
+        assert lint.has_errors(lint.lint_text(shifted, str(config), runner=runner_, specs=specs)), (how, at)
+        with pytest.raises(ConfigImportError):
+            import_kept.route(shifted, runner_, specs, str(config))
+    # A trailing section after the layout is found by name: still the runner's layout.
+    trailing = config.read_text() + "\n===========================infer_benchmark_params===========================\nx:1\n"
+    assert not lint.has_errors(lint.lint_text(trailing, str(config), runner=runner_, specs=specs))
+
+
+def test_a_null_trainer_its_own_mode_never_reads_is_a_warning(tmp_path: Path) -> None:
+    """A KL config (trainer:null, infer_mode:kl_quant) its runner runs only in MODE=klquant_whole_infer, which reads
+    no trainer: a warning, kept on import. The same null trainer in a config of another infer_mode is an error."""
+    root = _copy("detection", tmp_path)
+    config = root / "test_tipc/configs/det_tiny/det_tiny_KL_train_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [], found
+    assert "runs this config in its MODE=klquant_whole_infer branch (infer_mode is kl_quant)" in next(
+        f.message for f in found if f.rule == "null-value")
+    config.write_text(config.read_text().replace("infer_mode:kl_quant", "infer_mode:norm"))
+    assert [f.rule for f in errors(config)] == ["null-value"]
+    config.write_text(config.read_text().replace("infer_mode:norm", "infer_mode:kl_quant"))
+    round_trip_folder(root, tmp_path)
+
+
+def test_a_detection_runners_own_configs_catch_every_shift(tmp_path: Path) -> None:
+    """The detection runner's basic config: every line deleted or added among those it reads is an error."""
+    root = _copy("detection", tmp_path)
+    config = root / "test_tipc/configs/det_tiny/train_infer_python.txt"
+    assert errors(config) == []
+    runner_, specs = family_pick.read_runner(config), family_pick.runner_specs(config)
+    missed = [(how, at) for how, at, shifted in _shifts(config) if at < 50
+              and not lint.has_errors(lint.lint_text(shifted, str(config), runner=runner_, specs=specs))]
+    assert missed == [], missed
+
+
+def test_a_short_inference_block_its_runner_uses_only_in_a_loop_that_runs_nothing_is_a_warning(tmp_path: Path) -> None:
+    """Paddle3D-like: the inference block one line short, its lines used only inside `for use_gpu in
+    ${use_gpu_list}` under `if [ ${use_gpu} = True ] || ...`, and the device list null: unused-shift, kept, back byte
+    for byte. With a device list the loop runs, and the same shift is an error."""
+    root = _copy("threed", tmp_path)
+    config = root / "test_tipc/configs/pillars/train_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [] and "unused-shift" in [f.rule for f in found], found
+    assert "or where use_gpu is False or cpu, or where use_gpu is True or gpu" in next(
+        f.message for f in found if f.rule == "unused-shift")
+    round_trip_folder(root, tmp_path)
+    # Only the null inference block goes unused: a line deleted or added above it is an error.
+    runner_, specs = family_pick.read_runner(config), family_pick.runner_specs(config)
+    missed = [(how, at) for how, at, shifted in _shifts(config) if at < 38
+              and not lint.has_errors(lint.lint_text(shifted, str(config), runner=runner_, specs=specs))]
+    assert missed == [], missed
+    lines = config.read_text().split("\n")
+    lines[40] = "--use_gpu:True|False"
+    config.write_text("\n".join(lines))
+    assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)
+
+
+def test_runner_spec_reads_loops_member_guards_and_mode_ties() -> None:
+    text = "\n".join([
+        "IFS=$'\\n'", "lines=(${dataline})", 'dev_list=$(func_parser_value "${lines[3]}")', 'mode_list=$(func_parser_value "${lines[4]}")',
+        'key9=$(func_parser_key "${lines[9]}")', 'for dev in ${dev_list[*]}; do',
+        '    if [ ${dev} = "cpu" ] || [ ${dev} = "False" ]; then', '        echo ${key9}', '    fi', 'done',
+        'if [ ${MODE} = "whole_infer" ] || [ ${MODE} = "kl_infer" ]; then',
+        '    if [ ${MODE} = "kl_infer" ] && [ ${mode_kind} != "kl" ]; then', '        continue', '    fi',
+        'else', '    echo ${key9}', 'fi'])
+    spec = runner_spec.parse(text, "r.sh")
+    assert ("dev", "dev_list") in spec.loops and spec.mode_ties == (("kl_infer", "mode_kind", "kl"),)
+    assert any("dev=cpu|False" in guards for _, var, guards in spec.uses if var == "key9")
+    config = "h\nm:a\np:b\ndev:null\nmode:x\n" + "".join(f"k{i}:v\n" for i in range(5, 10))
+    assert runner_spec.guard_index(spec, "dev=cpu|False") == 3
+
+
+def test_a_runner_reading_past_every_familys_layout_is_named_in_the_pick() -> None:
+    """A runner that reads lines[32] (33 lines) fits no family: the pick from the headers says so."""
+    from tipcgen.format import families
+    from tipcgen.format.config import TipcConfig
+
+    tutorial = (ROOT / "tests/fixtures/tutorial/test_tipc/configs").rglob("train_infer_python.txt")
+    text = next(tutorial).read_text()
+    reads = families.runner_reads(runner([(i, f"v{i}") for i in range(1, 33)]))
+    pick = families.pick(TipcConfig.parse(text).logical_lines(), reads, "r.sh")
+    assert pick is not None and "r.sh reads lines[0..32], which fits no family's layout" in pick.how, pick
+
+
+def test_refusals_of_another_kind_say_an_before_a_vowel() -> None:
+    from tipcgen.configs import import_compression, import_dy2static
+
+    for importer_ in (import_compression.import_ptq, import_dy2static.import_dy2static):
+        with pytest.raises(ConfigImportError, match="is an unknown config"):
+            importer_("some:thing\nelse:here\n", "c.txt")
+
+
+def test_a_runners_own_layout_keeps_a_shift_of_a_line_it_skips_as_the_family_does(tmp_path: Path) -> None:
+    """NAFNet-like: a runner reading lines[0..32] (the tutorial layout and one line more) reads its config as
+    intended (runner-layout); the tutorial family's '##' at idx 25 missing, a line the runner skips too, is still a
+    slot shift for both (the runner's own layout does not silence a shift the runner agrees with)."""
+    lines = (ROOT / "tests/fixtures/tutorial/test_tipc/configs/tutorial_model/train_infer_python.txt").read_text().split("\n")
+    lines = [line for line in lines if line] + ["--noise-dir:./images/noise.npy"]
+    reads = [(i, lines[i].split(":")[0].lstrip("-").replace("-", "_")) for i in range(1, len(lines)) if ":" in lines[i]]
+    root = project(tmp_path / "naf", {"test_train_inference_python.sh": runner(reads)},
+                   {"m/train_infer_python.txt": text(lines)})
+    config = root / "test_tipc/configs/m/train_infer_python.txt"
+    found = lint_of(config)
+    assert errors(config) == [] and lint_runners.RUNNER_LAYOUT in [f.rule for f in lint.lint_report([config])], found
+    config.write_text(text(lines[:25] + lines[26:]))
+    assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)
+
+
+def test_a_short_layout_of_its_own_runner_is_the_runners_not_unknown(tmp_path: Path) -> None:
+    """A reproduction repository's 14-line layout (in no family) that its runner reads as intended: runner-layout
+    (info), kept on import, not unknown-layout; a line deleted among those it reads is a slot shift."""
+    lines = [HEADER, "model_name:m", "python:python", "gpu_list:0", "use_gpu:True", "##", "norm_train:main.py --epoch=1",
+             "##", "===========================eval_params===========================", "eval:null", "null:null",
+             "===========================infer_params===========================", "infer_export:export.py",
+             "inference:infer.py --img x.jpg"]
+    reads = [(1, "model_name"), (2, "python"), (3, "gpu_list"), (4, "use_gpu"), (6, "trainer_py"), (12, "export_py"),
+             (13, "inference_py")]
+    root = project(tmp_path / "repro", {"test_train_inference_python.sh": runner(reads)}, {"m/train_infer_python.txt": text(lines)})
+    config = root / "test_tipc/configs/m/train_infer_python.txt"
+    rules = [f.rule for f in lint.lint_report([config])]
+    assert lint_runners.RUNNER_LAYOUT in rules and "unknown-layout" not in rules and errors(config) == [], rules
+    round_trip_folder(root, tmp_path)
+    config.write_text(text(lines[:5] + lines[6:]))
+    assert [f.rule for f in errors(config)] == ["slot-shift"], lint_of(config)
+
+
+def test_a_short_runner_reading_the_tutorial_separators_is_no_tutorial_runner() -> None:
+    """A runner that reads 18 lines, among them lines the tutorial layout holds '##' at (11, 14): its reads fit no
+    family, so the family comes from the headers, and the pick says the runner fits none."""
+    from tipcgen.format import families
+    from tipcgen.format.config import TipcConfig
+
+    text_ = (ROOT / "tests/fixtures/tutorial/test_tipc/configs/tutorial_model/train_infer_python.txt").read_text()
+    logical = TipcConfig.parse(text_).logical_lines()
+    reads = families.runner_reads(runner([(i, f"v{i}") for i in range(1, 18) if i not in (6, 9)]))
+    pick = families.pick(logical, reads, "r.sh")
+    assert pick is not None and pick.how.startswith("from the headers") and "fits no family's layout" in pick.how
+    tutorial = families.runner_reads(runner([(i, f"v{i}") for i in range(1, 32) if i not in (11, 14, 15, 17, 18, 22, 25)]))
+    assert families.pick(logical, tutorial, "r.sh").how == "r.sh reads lines[0..31]"

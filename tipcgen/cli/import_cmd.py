@@ -31,7 +31,7 @@ def import_(
 
     Example: tipcgen import test_tipc/configs/ -o imported/
     """
-    from tipcgen.configs import family_pick, import_compression, import_dy2static, import_kept, importer, legacy_format
+    from tipcgen.configs import family_pick, import_dy2static, import_kept, importer, legacy_format
     from tipcgen.core import inputs, writes
     from tipcgen.core.errors import RenderConflictError
 
@@ -49,32 +49,38 @@ def import_(
         if output is None:
             raise TipcgenError(f"{config} is a folder: its models import into one descriptor each",
                                f"name the folder to write them into: tipcgen import {config} -o DIR")
-        documents = import_kept.import_folder(config, root)
+        refused: list = []
+        documents = import_kept.import_folder(config, root, refused)
+        if not documents and refused:
+            raise refused[0]
         write(documents, output)
         for rel in sorted(documents):
             echo(f"wrote {output / rel}")
         echo(f"{len(documents)} descriptor(s); render one with: tipcgen init {output}/<model_name>/tipc.yaml")
+        for exc in refused:  # left out, never kept as if its runner read it right
+            echo(f"error: {exc.message}" + (f" ({exc.hint})" if exc.hint else "") + "; not imported", err=True)
+        if refused:
+            echo(f"{len(refused)} config(s) not imported: fix them and import the folder again", err=True)
+            raise typer.Exit(1)
         return
     source = inputs.read_text(config, "config")
     how = import_kept.route(source, family_pick.read_runner(config, root), family_pick.runner_specs(config, root), str(config))
     problems: list[str] = []
     note = None
-    if import_dy2static.runs_here(source):  # PaddleClas's dy2static layout: the chain tipcgen runs (dy2static:)
-        text, added = import_dy2static.import_dy2static(source, str(config)), "dy2static"
-    elif how == import_kept.PTQ:  # a PTQ config: the ptq section of the model's tipc.yaml
-        text, added = import_compression.import_ptq(source, str(config)), "ptq"
-    elif how == import_kept.KEPT:  # any other kind: kept line by line
-        text, added = import_kept.import_kept(source, str(config), import_kept.kept_file(config, source)), "kept"
-    else:
+    if how == import_kept.FIELDS and not import_dy2static.runs_here(source):
         document = importer.import_file(config, root)
         text, note = legacy_format.imported_env(document, Path("."))
         problems = importer.flag_problems(config, root, trust_repo)
         added = None
+    else:  # a PTQ, dy2static or kept config: a descriptor of its own (placeholder fields), init renders it as it is
+        text = import_kept.import_standalone(config, source, how, root)
+        added = next((section for section in ("ptq", "dy2static") if f"\n{section}:" in text), "kept")
     if output is None:
         echo(text, nl=False)
     elif added is not None:
         write({output.name: text}, output.parent)
-        echo(f"wrote {output}: add its {added} section to the model's tipc.yaml, then run tipcgen init on that")
+        echo(f"wrote {output} (the config in its {added} section, the model's other fields placeholders); render it "
+             f"with: tipcgen init {output}, or add its {added} section to the model's tipc.yaml")
     else:
         write({output.name: text}, output.parent)
         family = next((line[2:] for line in text.splitlines() if line.startswith("# layout family ")), "")

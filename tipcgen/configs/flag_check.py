@@ -20,13 +20,16 @@ unless the user passes ``--trust-repo``, and say so in one note. The flags a fin
 cached in the user's cache folder (``flag_cache.cache_dir``; never the repository's: a committed cache must never
 vouch for a flag), keyed on the script, the interpreter and the repository files the script imports
 (``flag_cache.key``), so a second run probes nothing; a probe that failed or timed out is not cached.
+Within one reading of a repository (``Memo``: lint --root's files) each script is probed once, failures
+included, and a script that imports a module another script's ``--help`` found missing (``No module named
+'paddle'``) is not probed at all: the same cause, said once (``cause``).
 """
 from __future__ import annotations
 
 import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tipcgen.configs.script_reading import nearest_flag
@@ -216,6 +219,73 @@ def _uses_argparse(text: str) -> bool:
     return any(word in text for word in _ARGPARSE_WORDS)
 
 
+_MISSING = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+
+
+def cause(message: str) -> str:
+    """What a flags-unchecked message is about, to say it once per repository: a missing module's name
+    (every script that needs it fails the same way), else the message itself."""
+    missing = _MISSING.search(message)
+    return f"missing module {missing.group(1).split('.')[0]}" if missing else message
+
+
+def _top_imports(root: Path, script: str) -> frozenset[str]:
+    """The top-level module names a script imports (ast, absolute imports; nothing when it cannot be parsed)."""
+    import ast
+
+    try:
+        tree = inputs.python_tree(inputs.read_bytes(checked_script(root, script), "script"))
+    except TipcgenError:
+        return frozenset()
+    if tree is None:
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return frozenset(names)
+
+
+@dataclass
+class Memo:
+    """What one reading of a repository learned from the probes: each script's answer (failures too), and the
+    modules a failing --help found missing (module -> the script whose --help said so)."""
+
+    answers: dict[tuple[str, str, bool], tuple[list[Flag] | str, bool]] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # module -> the script whose --help found it missing
+
+
+def _answers(root: Path, roles: dict[str, str], python: str, timeout: float, unsandboxed: bool,
+             memo: Memo | None) -> dict[str, tuple[list[Flag] | str, bool]]:
+    """script_flags for each script, each probed once per Memo; a script importing a module a probe found
+    missing is not probed (its --help would fail the same way)."""
+    memo = Memo() if memo is None else memo
+    out: dict[str, tuple[list[Flag] | str, bool]] = {}
+    todo = []
+    for script in roles:
+        known = memo.answers.get((script, python, unsandboxed))
+        lacking = sorted(_top_imports(root, script) & memo.missing.keys()) if known is None else []
+        if known is not None:
+            out[script] = known
+        elif lacking:
+            first = memo.missing[lacking[0]]
+            out[script] = (f"{script}'s flags are not checked: it imports {lacking[0]}, and `{first} --help` "
+                           f"failed with No module named '{lacking[0]}' (not probed again)", False)
+        else:
+            todo.append(script)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        out.update(zip(todo, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s], unsandboxed), todo)))
+    for script in todo:
+        memo.answers[(script, python, unsandboxed)] = out[script]
+        found = out[script][0]
+        missing = _MISSING.search(found) if isinstance(found, str) else None
+        if missing:
+            memo.missing.setdefault(missing.group(1).split(".")[0], script)
+    return {script: out[script] for script in roles}
+
+
 def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TIMEOUT,
                  role: str = "train", unsandboxed: bool = False) -> tuple[list[Flag] | str, bool]:
     """The flags of a script's --help, or why they were not read (no argparse, a failing --help, no
@@ -265,14 +335,14 @@ NO_INTERPRETER = "the interpreter '{python}' is not on PATH, so no script's flag
 
 
 def check_config(root: Path, text: str, env: dict[str, str], unsandboxed: bool = False, family: str | None = None,
-                 reads: frozenset[int] | None = None) -> list[Problem]:
+                 reads: frozenset[int] | None = None, memo: Memo | None = None) -> list[Problem]:
     """``check`` with the user's interpreter (lint --root, import): a note when it is not on PATH (one message
     per interpreter, which ``lint --root`` says once per repository). unsandboxed: the user passed the trust
     option (else the probes run only in a sandbox). family, reads: ``_Lines``."""
     python, found = probe_interpreter(text, env)
     if found is None and any((root / p.script).is_file() for p in passed_flags(text, family, reads)):
         return [Problem(1, "note", NO_INTERPRETER.format(python=terminal(python)) + " (TIPC_PYTHON names another)")]
-    return survey(root, text, found, unsandboxed=unsandboxed, family=family, reads=reads).problems if found else []
+    return survey(root, text, found, unsandboxed=unsandboxed, family=family, reads=reads, memo=memo).problems if found else []
 
 
 def check(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, unsandboxed: bool = False) -> list[Problem]:
@@ -298,7 +368,7 @@ def tolerant(root: Path, script: str) -> bool:
 
 
 def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, unsandboxed: bool = False,
-           family: str | None = None, reads: frozenset[int] | None = None) -> Survey:
+           family: str | None = None, reads: frozenset[int] | None = None, memo: Memo | None = None) -> Survey:
     """``check``'s problems, with how many keys and scripts it checked and how many answers were cached.
     Without a sandbox and without ``unsandboxed`` no script runs: the answers the cache has are used, and
     one note says how to have the others checked."""
@@ -306,9 +376,7 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, u
     roles: dict[str, str] = {}
     for item in passed:
         roles.setdefault(item.script, item.step)  # the step that runs it first (its --help's hint names it)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        answers = dict(zip(roles, pool.map(lambda s: script_flags(root, s, python, timeout, roles[s], unsandboxed),
-                                           roles)))
+    answers = _answers(root, roles, python, timeout, unsandboxed, memo)
     flags = {script: found for script, (found, _) in answers.items()}
     lenient = {script for script in roles if tolerant(root, script)}
     problems: list[Problem] = []

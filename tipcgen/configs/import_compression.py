@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tipcgen.configs import lint_compression
 from tipcgen.core.errors import ConfigImportError
+from tipcgen.core.text import article
 from tipcgen.descriptor import writer
 from tipcgen.format import compression, layout
 from tipcgen.format.config import TipcConfig
@@ -25,7 +26,7 @@ def import_ptq(text: str, source: str) -> str:
     config = TipcConfig.parse(text)
     name = compression.layout_of(config)
     if name is None:
-        raise ConfigImportError(source, None, f"is a {config.kind} config, not a PTQ config",
+        raise ConfigImportError(source, None, f"is {article(config.kind)} {config.kind} config, not a PTQ config",
                                 "import train_ptq_infer_python.txt files of the ptq, ptq_video or kl_quant layout")
     shifts: list[tuple[int, str]] = []
 

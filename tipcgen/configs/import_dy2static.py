@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tipcgen.core.errors import ConfigImportError
+from tipcgen.core.text import article
 from tipcgen.descriptor import writer
 from tipcgen.format import dy2static, layout
 from tipcgen.format.config import TipcConfig, is_null
@@ -63,7 +64,7 @@ def import_dy2static(text: str, source: str) -> str:
     """The ``dy2static:`` section (YAML, with a comment saying where it goes) for a dy2static config text."""
     config = TipcConfig.parse(text)
     if not dy2static.is_dy2static(config):
-        raise ConfigImportError(source, None, f"is a {config.kind} config, not a dy2static config",
+        raise ConfigImportError(source, None, f"is {article(config.kind)} {config.kind} config, not a dy2static config",
                                 "import train_dy2static_python.txt files whose first line is a base_train header")
     if not _clas(config):
         raise ConfigImportError(source, 1, f"is {_OTHER}", "import PaddleClas's train_dy2static_python.txt files")

@@ -30,12 +30,14 @@ def route(text: str, runner: family_pick.Runner | None = None, specs: reading.Sp
     every other kind, and a basic-kind config that lint reads as another runner's, or as trained only
     in a ${MODE} branch of its runner (one reading: lint's, configs/reading.py)."""
     config = TipcConfig.parse(text)
+    found = lint.lint_text(text, source, runner=runner, specs=specs) if specs else []
+    shift = next((f for f in found if f.rule == "slot-shift" and f.severity == "error"), None)
+    if shift is not None:  # what lint calls shifted (read with its repository's runners) is never imported
+        raise ConfigImportError(source, shift.line, shift.message,
+                                f"run `tipcgen lint {source}`, fix the line and import again")
+    if config.kind not in layout.LAYOUT_OF_KIND and any(f.rule == "other-runner" for f in found):
+        return KEPT  # another kind in a layout of its own runner (configs/lint_runners.other_kind)
     if config.kind in layout.LAYOUT_OF_KIND and specs:
-        found = lint.lint_text(text, source, runner=runner, specs=specs)
-        shift = next((f for f in found if f.rule == "slot-shift"), None)
-        if shift is not None:  # what lint calls shifted is never imported, with lint's message
-            raise ConfigImportError(source, shift.line, shift.message,
-                                    f"run `tipcgen lint {source}`, fix the line and import again")
         if any(f.rule in ("other-runner", "unused-shift", lint_runners.RUNNER_LAYOUT) or (f.rule == "null-value" and f.severity == "warning")
                for f in found):
             return KEPT
@@ -99,34 +101,48 @@ class _Model:
     basic: tuple[Path, str] | None = None
     ptq: tuple[Path, str] | None = None
     kept: list[tuple[Path, str]] | None = None
+    dy2static: tuple[Path, str] | None = None
 
 
 def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.txt") if p.is_file() and not p.is_symlink())
 
 
-def import_folder(folder: Path, root: Path | None = None) -> dict[str, str]:
+def import_folder(folder: Path, root: Path | None = None,
+                  refused: list[ConfigImportError] | None = None) -> dict[str, str]:
     """``{<model_name>/tipc.yaml: descriptor}`` for every model of a configs/ folder: the basic config
     at ``<model_name>/train_infer_python.txt`` (else the first of the model in a family) in fields, its
     PTQ config in ``ptq:``, every other config in ``kept:``. A model without a basic config in a family
-    gets the descriptor's required fields as placeholders (its comment says so)."""
+    gets the descriptor's required fields as placeholders (its comment says so). A config that cannot be
+    imported (lint calls it shifted, a control character) is left out, never kept as if it ran: its refusal
+    goes to ``refused`` where given (the folder's other configs are imported), else it is raised."""
     cache: dict = {}
     models: dict[str, _Model] = {}
     for path in _files(folder):
         text = inputs.read_text(path, "config")
         runner = family_pick.read_runner(path, root, cache)
-        how = route(text, runner, family_pick.runner_specs(path, root, cache), str(path))
         name = model_name_in(text) or path.parent.name
         name = name if FILE_RE.match(name) and "/" not in name else path.parent.name or "model"
+        try:
+            how = route(text, runner, family_pick.runner_specs(path, root, cache), str(path))
+            if how == FIELDS:  # a shifted one is refused here, never kept as if it ran
+                importer.import_descriptor(text, str(path), runner)
+            elif how == PTQ:
+                import_compression.import_ptq(text, str(path))
+            else:
+                kept_item(text, str(path), kept_file(path, text))
+        except ConfigImportError as exc:
+            if refused is None:
+                raise
+            refused.append(exc)
+            continue
         model = models.setdefault(name, _Model(name, kept=[]))
         canonical = path.name == Path(paths.CONFIG_NAMES["basic"]).name
-        if how == FIELDS:  # a shifted one is refused here, never kept as if it ran
-            importer.import_descriptor(text, str(path), runner)
         if how == FIELDS and (model.basic is None or canonical):
             if model.basic is not None:
                 model.kept.append(model.basic)
             model.basic = (path, text)
-        elif how == PTQ and model.ptq is None and path.name == Path(paths.CONFIG_NAMES["ptq"]).name:
+        elif how == PTQ and model.ptq is None and _canonical(path, "ptq", name):
             model.ptq = (path, text)
         else:
             model.kept.append((path, text))
@@ -134,6 +150,35 @@ def import_folder(folder: Path, root: Path | None = None) -> dict[str, str]:
     for name, model in sorted(models.items()):
         out[f"{name}/tipc.yaml"] = _descriptor(model, root, cache)
     return out
+
+
+def _canonical(path: Path, kind: str, model: str) -> bool:
+    """The file sits where init writes that kind of config for the model: configs/<model>/<kind's name>."""
+    return path.name == Path(paths.CONFIG_NAMES[kind]).name and path.parent.name == model
+
+
+def import_standalone(path: Path, text: str, how: str, root: Path | None = None) -> str:
+    """A descriptor that ``tipcgen init`` renders on its own for one config that is no basic config in fields (a
+    PTQ config, a PaddleClas dy2static config, any kept kind): the model's required fields as placeholders and
+    the config in its section (``ptq:``, ``dy2static:``, where it sits where init writes that kind; else ``kept:``,
+    written back byte for byte where it was)."""
+    from tipcgen.configs import import_dy2static
+
+    name = model_name_in(text) or path.parent.name
+    name = name if FILE_RE.match(name) and "/" not in name else path.parent.name or "model"
+    name = name if FILE_RE.match(name) and "/" not in name else "model"
+    model = _Model(name, kept=[])
+    if how == PTQ:  # a PTQ layout tipcgen knows: a shifted one is refused (with its line), even where it would be kept
+        import_compression.import_ptq(text, str(path))
+    if import_dy2static.runs_here(text):
+        import_dy2static.import_dy2static(text, str(path))
+    if how == PTQ and _canonical(path, "ptq", name):
+        model.ptq = (path, text)
+    elif import_dy2static.runs_here(text) and _canonical(path, "dy2static", name):
+        model.dy2static = (path, text)
+    else:
+        model.kept.append((path, text))
+    return _descriptor(model, root, {})
 
 
 def _descriptor(model: _Model, root: Path | None, cache: dict) -> str:
@@ -147,14 +192,20 @@ def _descriptor(model: _Model, root: Path | None, cache: dict) -> str:
             model.kept.insert(0, (path, text))
     else:
         document = "\n".join([
-            f"# tipcgen descriptor of {model.name}, imported by `tipcgen import`: the folder has no basic-chain",
-            "# config in a layout family, so the fields below are placeholders (init also renders a",
+            f"# tipcgen descriptor of {model.name}, imported by `tipcgen import`: what was imported holds no",
+            "# basic-chain config in a layout family, so the fields below are placeholders (init also renders a",
             "# train_infer_python.txt from them); kept: holds the model's configs as written.",
             "schema_version: 1", f"model_name: {writer.token(model.name, writer.TEXT_TYPES, False)}",
             "gpu_list: '-1'", "train:", "  norm: train.py", "inference:", "  script: null"]) + "\n"
     if model.ptq is not None:
         path, text = model.ptq
         section = import_compression.import_ptq(text, str(path))
+        document += "\n" + "".join(line + "\n" for line in section.splitlines() if not line.startswith("#"))
+    if model.dy2static is not None:
+        from tipcgen.configs import import_dy2static
+
+        path, text = model.dy2static
+        section = import_dy2static.import_dy2static(text, str(path))
         document += "\n" + "".join(line + "\n" for line in section.splitlines() if not line.startswith("#"))
     if model.kept:
         document += "\nkept:  # configs kept line by line, written back byte for byte (docs/LAYOUTS.md)\n"

@@ -16,6 +16,7 @@ from tipcgen import descriptor
 from tipcgen.configs import family_pick
 from tipcgen.core import inputs
 from tipcgen.core.errors import ConfigImportError, DescriptorError
+from tipcgen.core.text import article
 from tipcgen.descriptor import writer
 from tipcgen.descriptor.schema import SCHEMA_VERSION
 from tipcgen.format import config as cfg
@@ -103,11 +104,6 @@ def _check_kind(config: cfg.TipcConfig, source: str) -> None:
             "config in a layout family of docs/LAYOUTS.md)",
             "`tipcgen import` of the file keeps it line by line (kept:, or ptq: for a PTQ config); "
             "`tipcgen import test_tipc/configs/ -o DIR` imports a whole folder")
-
-
-def article(word: str) -> str:
-    """``a`` or ``an`` before a word (``an unknown``, ``an infer_python``, ``a kl_quant``)."""
-    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 def _check_shift(text: str, source: str, runner: family_pick.Runner | None) -> None:

@@ -76,6 +76,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tipcgen.configs import family_pick, import_dy2static, lint_compression, reading
 from tipcgen.configs.lint_runners import RunnerRules
@@ -86,6 +87,9 @@ from tipcgen.core.text import json_text, quoted
 from tipcgen.format import compression, families, layout
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
+
+if TYPE_CHECKING:
+    from tipcgen.configs.flag_check import Memo
 
 # Full-width colon, vertical line, comma, equals sign, semicolon and the ideographic space.
 _FULLWIDTH = {"\uff1a": ":", "\uff5c": "|", "\uff0c": ",", "\uff1d": "=", "\uff1b": ";", "\u3000": " "}
@@ -146,6 +150,7 @@ class _Linter:
             RunnerRules(self).run()
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
+            RunnerRules(self).other_kind()  # a layout of its own runner (PaddleDetection's 20-line PTQ)
         elif self.kind == "dy2static":  # PaddleClas's train_dy2static_python.txt
             import_dy2static.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
@@ -287,14 +292,14 @@ class _Linter:
                          "script takes it")
 
 def _flag_findings(root: Path, text: str, path: str, unsandboxed: bool = False, family: str | None = None,
-                   reads: frozenset[int] | None = None) -> list[Finding]:
+                   reads: frozenset[int] | None = None, memo: Memo | None = None) -> list[Finding]:
     """configs/flag_check.py's problems as findings: unknown-flag (error), flags-unchecked (warning); only the
     keys the config's own runner passes (its family, the lines its runner reads)."""
     from tipcgen.configs import flag_check
 
     return [Finding(path, p.line, "unknown-flag" if p.severity == "error" else "flags-unchecked",
                     "error" if p.severity == "error" else "warning", p.message + (f"; {p.fix}" if p.fix else ""))
-            for p in flag_check.check_config(root, text, dict(os.environ), unsandboxed, family, reads)]
+            for p in flag_check.check_config(root, text, dict(os.environ), unsandboxed, family, reads, memo)]
 
 
 def _show_line(line: Line) -> str:
@@ -327,7 +332,10 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
     root = Path(repo_root) if repo_root is not None else None
     findings: list[Finding] = []
     cache: dict = {}
-    said: set[str] = set()  # a flags-unchecked message (a missing interpreter, a script's failing --help) once
+    said: set[str] = set()  # a flags-unchecked cause (a missing interpreter or module, a script's failing --help) once
+    from tipcgen.configs import flag_check
+
+    memo = flag_check.Memo()  # each script probed once over the repository
     for file in _files(paths):
         runner = family_pick.read_runner(file, root, cache)
         text = inputs.read_text(file, "config")
@@ -338,9 +346,15 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
             basic = reading.basic_runner(linter.specs)
             reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
-            flags = _flag_findings(root, text, str(file), unsandboxed, linter.pick.family.name if linter.pick else None, reads)
-            flags = [f for f in flags if f.rule != "flags-unchecked" or f.message not in said]  # once per repository
-            said.update(f.message for f in flags if f.rule == "flags-unchecked")
+            flags = _flag_findings(root, text, str(file), unsandboxed, linter.pick.family.name if linter.pick else None,
+                                   reads, memo)
+            kept = []
+            for f in flags:  # a flags-unchecked cause once per repository
+                if f.rule == "flags-unchecked" and flag_check.cause(f.message) in said:
+                    continue
+                said.update([flag_check.cause(f.message)] if f.rule == "flags-unchecked" else [])
+                kept.append(f)
+            flags = kept
             found = sorted(found + flags, key=lambda f: (f.line, f.rule))
         findings.extend(found)
     return findings

@@ -24,8 +24,10 @@ def other_runner(text: str, specs: Specs) -> runner_spec.Spec | None:
     basic = next((s for s in specs if s.name == _BASIC), None)
     if basic is not None and runner_spec.reads_as_intended(basic, text):
         return None
-    # Its anchors past the first lines (model_name, python: every config has them where every runner reads them).
-    return next((s for s in specs if s.name != _BASIC and runner_spec.reads_as_intended(s, text, first=3)), None)
+    # Its anchors past the first lines (model_name, python: every config has them where every runner reads them),
+    # or its reads the config's layout line for line (runner_spec.layout_fit), nothing misread.
+    return next((s for s in specs if s.name != _BASIC and (runner_spec.reads_as_intended(s, text, first=3) or (
+        runner_spec.layout_fit(s, text) and not runner_spec.misreads(s, text)))), None)
 
 
 def trained_in_mode(text: str, specs: Specs, layout_lines: int) -> tuple[str, tuple[runner_spec.Read, ...]] | None:
@@ -46,7 +48,11 @@ def trained_in_mode(text: str, specs: Specs, layout_lines: int) -> tuple[str, tu
 
 def describe(spec: runner_spec.Spec, text: str) -> str:
     held, _ = runner_spec.fit(spec, text)
-    return ", ".join(f"lines[{i}] {var}" for i, var in sorted({(r.index, r.var) for r in held}))
+    named = ", ".join(f"lines[{i}] {var}" for i, var in sorted({(r.index, r.var) for r in held}))
+    if runner_spec.layout_fit(spec, text):
+        lines = runner_spec.span(spec)
+        named = f"it reads all {lines} lines, skipping only the headers and '##'" + (f"; {named}" if named else "")
+    return named
 
 
 _TIPC_PARSERS = ("key", "value", "params", "value_lite")  # func_parser_*: split on every ':'
@@ -78,11 +84,12 @@ def runner_misread(text: str, specs: Specs) -> tuple[runner_spec.Read, str] | No
     return found[0] if found else None
 
 
-def runner_layout(text: str, specs: Specs, layout_lines: int) -> runner_spec.Spec | None:
-    """The basic runner, where it reads more lines in every mode than the layout family has and reads this
-    config as intended: the runner's own layout, which the family's slot table cannot check."""
+def runner_layout(text: str, specs: Specs, layout_lines: int, in_family: bool = True) -> runner_spec.Spec | None:
+    """The basic runner, where it reads more lines in every mode than the layout family has (or the config is
+    in no family: a short layout of a reproduction repository) and reads this config as intended: the runner's
+    own layout, which the family's slot table cannot check."""
     basic = basic_runner(specs)
-    if basic is None or runner_spec.main_span(basic) <= layout_lines:
+    if basic is None or (in_family and runner_spec.main_span(basic) <= layout_lines):
         return None
     return basic if runner_spec.reads_as_intended(basic, text) else None
 

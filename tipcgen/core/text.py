@@ -5,7 +5,7 @@ suite's progress lines): the whole text escaped, then tipcgen's own colours and 
 back. Those are written with ``code``/``paint`` as markers that hold a key drawn afresh by each
 process, so no file, log line or script output can spell one: a raw escape in printed text is always
 someone else's, and shown as ``\\x1b``. ``quoted`` is how an error message quotes a value: one line,
-shortened.
+shortened; ``article`` the ``a``/``an`` before a word a message names (``an unknown config``).
 """
 from __future__ import annotations
 
@@ -71,3 +71,8 @@ def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
     if len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def article(word: str) -> str:
+    """``a`` or ``an`` before a word (``an unknown``, ``an infer_python``, ``a kl_quant``)."""
+    return "an" if word[:1].lower() in "aeiou" else "a"

@@ -164,8 +164,10 @@ def pick(logical: Sequence[Line], runner: RunnerReads | None = None, runner_name
         read = ", ".join(f"lines[{i}] by func_parser_{p}" for i, p in sorted(marked.marks)) if marked else ""
         if marked is not None and _structure_holds(logical, marked):
             return Pick(marked, f"{runner_name} reads {read}")
+        tutorial_marks = {slot.index for slot in BY_NAME["tutorial"].table if slot.kind != "kv"}
         if runner.last < layout.TUTORIAL_32_LINES and runner.last >= 0:
-            if _structure_holds(logical, BY_NAME["tutorial"]):
+            # a tutorial runner reads no header or '##' of the tutorial layout (one that does reads another layout)
+            if _structure_holds(logical, BY_NAME["tutorial"]) and not {i for i, _ in runner.reads} & tutorial_marks:
                 return Pick(BY_NAME["tutorial"], f"{runner_name} reads lines[0..{runner.last}]")
         else:
             for family in FAMILIES:
@@ -174,8 +176,13 @@ def pick(logical: Sequence[Line], runner: RunnerReads | None = None, runner_name
                                 f"{family.name} has them")
     for family in sorted(FAMILIES, key=lambda f: -len(f.header_marks)):
         if _structure_holds(logical, family):
-            return Pick(family, "from the headers" + (": " + ", ".join(
-                f"{name} at idx {index}" for index, name in family.header_marks) if family.header_marks else ""))
+            how = "from the headers" + (": " + ", ".join(
+                f"{name} at idx {index}" for index, name in family.header_marks) if family.header_marks else "")
+            if runner is not None and runner.last >= 0:  # the runner was read, and fits no family: say so
+                how += (f"; {runner_name or 'its runner'} reads lines[0..{runner.last}], which fits no family's "
+                        "layout (its own layout: the runner's reads decide, lint says runner-layout where it "
+                        "reads the file as intended)")
+            return Pick(family, how)
     return None
 
 

@@ -7,7 +7,11 @@ ${MODE} = "benchmark_train" ]``). How the array is split matters: after ``IFS=$'
 a line; without it (``dataline=`cat $1```) it is a whitespace-separated word, so a line holding spaces
 moves every later index. A variable named like a config key (``run_mode=... lines[3]`` where the
 file has ``run_mode:`` at that element) is an anchor learned from the runner: ``fit`` says whether a
-config is one that runner reads as intended (its anchors in place, none found elsewhere).
+config is one that runner reads as intended (its anchors in place, none found elsewhere); ``layout_fit`` says
+whether its reads are the config's layout line for line (another runner's own layout, a 20-line PTQ one).
+Besides the reads it keeps what decides whether a line is used for a config: ``if [ ${X} != "null" ]`` guards,
+member guards (``for use_gpu in ${use_gpu_list[*]}`` under ``if [ ${use_gpu} = "True" ] || ...``), the
+``${MODE}`` branches a variable is used in, and the tests tying a mode to a config value (``tied_mode``).
 Bounded: a runner of at most ``MAX_TEXT`` characters, indices of ASCII digits, at most ``MAX_DIGITS``.
 """
 from __future__ import annotations
@@ -64,6 +68,11 @@ class Spec:
     # ``learn_structure``); a config with them elsewhere is misread. Empty: not learned.
     structure: tuple[tuple[int, str], ...] = ()
     keys: tuple[tuple[int, str], ...] = ()  # the keys most of those configs share by index (``learn_keys``)
+    loops: tuple[tuple[str, str], ...] = ()  # `for X in ${L[*]}`: X takes each '|'-separated item of L
+    # (variable, the ${MODE} conditions around a use of it: (modes, negated)); top level only
+    use_modes: tuple[tuple[str, tuple[tuple[frozenset[str], bool], ...]], ...] = ()
+    # `[ ${MODE} = "M" ] && [ ${X} != "v" ]`: in mode M only an X of v runs (M, X, v)
+    mode_ties: tuple[tuple[str, str, str], ...] = ()
 
 
 _FUNCTION = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*\)\s*\{?\s*$")
@@ -71,6 +80,33 @@ _NOT_NULL = re.compile(r"^\s*(?:el)?if\s+\[\[?\s+\"?\$\{?([A-Za-z_][A-Za-z0-9_]*
 _USE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _ALIAS = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=\(?\"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"?\)?\s*$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FOR = re.compile(r"^\s*for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+\"?\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[*@]\])?\}\"?\s*;")
+# One test of an `if`: `[ ${X} = "v" ]` / `[[ ${X} == "v" ]]`.
+_EQUALS = re.compile(r"\[\[?\s*\"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"?\s+==?\s+[\"']?([A-Za-z0-9_.-]+)[\"']?\s*\]\]?")
+_TIE = re.compile(r"\$\{?MODE\}?\"?\s+==?\s+\"?([A-Za-z0-9_]+)\"?\s*\]\]?\s*&&\s*\[\[?\s*\"?\$\{?([A-Za-z_][A-Za-z0-9_]*)"
+                  r"\}?\"?\s+!=\s+[\"']?([A-Za-z0-9_.-]+)[\"']?")
+MEMBER = "="  # a guard `X=a|b`: the branch runs only where X is a or b
+
+
+def _member_guard(code: str) -> str | None:
+    """``if [ ${X} = "a" ] || [ ${X} = "b" ]; then`` (every test of the condition on the same X, joined by ``||``):
+    the guard ``X=a|b``; else ``None``."""
+    condition = re.sub(r"^\s*(?:el)?if\s+", "", code).split(";", 1)[0]
+    tests = _EQUALS.findall(condition)
+    rest = _EQUALS.sub("", condition).replace("||", "").strip()
+    if not tests or rest or len({var for var, _ in tests}) != 1 or tests[0][0] == "MODE":
+        return None
+    return f"{tests[0][0]}{MEMBER}{'|'.join(value for _, value in tests)}"
+
+
+def _mode_condition(code: str) -> frozenset[str] | None:
+    """The ${MODE} values an ``if``/``elif`` condition made only of ``${MODE} = "x"`` tests joined by ``||`` admits."""
+    condition = re.sub(r"^\s*(?:el)?if\s+", "", code).split(";", 1)[0]
+    tests = _EQUALS.findall(condition)
+    rest = _EQUALS.sub("", condition).replace("||", "").strip()
+    if not tests or rest or any(var != "MODE" for var, _ in tests):
+        return None
+    return frozenset(value for _, value in tests)
 
 
 def parse(text: str, name: str) -> Spec | None:
@@ -85,6 +121,10 @@ def parse(text: str, name: str) -> Spec | None:
     uses: list[tuple[str | None, str, frozenset[str]]] = []
     calls: list[tuple[str | None, str, frozenset[str]]] = []
     sources: list[tuple[str, str]] = []
+    loops: list[tuple[str, str]] = []
+    modes: list[tuple[frozenset[str], bool] | None] = []  # per open `if`: the ${MODE} values it admits
+    use_modes: list[tuple[str, tuple[tuple[frozenset[str], bool], ...]]] = []
+    ties = [tie for tie in _TIE.findall(text)]
     lines_of = text.splitlines()
     functions = frozenset(m.group(1) for m in map(_FUNCTION.match, lines_of) if m)
     function: str | None = None
@@ -107,12 +147,21 @@ def parse(text: str, name: str) -> Spec | None:
             loaded = True
             loads += 1
         mode = _MODE_IF.match(code)
+        loop = _FOR.match(code)
+        if loop:
+            loops.append((loop.group(1), loop.group(2)))
         if _OPEN.match(code):
             stack.append(mode.group(2) if mode else None)
-            guards.append(guard.group(1) if guard else None)
+            guards.append(guard.group(1) if guard else _member_guard(code))
+            admitted = _mode_condition(code)
+            modes.append((admitted, False) if admitted else None)
         elif _ELSE.match(code) and stack:
             stack[-1] = mode.group(2) if mode and mode.group(1) else None
-            guards[-1] = guard.group(1) if guard else None
+            guards[-1] = guard.group(1) if guard else (_member_guard(code) if code.lstrip().startswith("elif") else None)
+            before = modes[-1]
+            admitted = _mode_condition(code) if code.lstrip().startswith("elif") else None
+            modes[-1] = ((admitted, False) if admitted else None) if code.lstrip().startswith("elif") else (
+                (before[0], True) if before is not None and not before[1] else None)
         held = frozenset(g for g in guards if g)
         found = _READ.findall(code)
         assigned = {digits for _, _, digits in found}
@@ -128,13 +177,18 @@ def parse(text: str, name: str) -> Spec | None:
             if alias:
                 sources.append((alias.group(1), alias.group(2)))
             uses += [(function, var, held) for var in _USE.findall(code) if var != "lines"]
+            if function is None:
+                around = tuple(m for m in modes if m is not None)
+                use_modes += [(var, around) for var in _USE.findall(code) if var != "lines"]
             calls += [(function, word, held) for word in _WORD.findall(code) if word in functions]
         if _CLOSE.match(code) and stack:
             stack.pop()
             guards.pop()
+            modes.pop()
     if not reads:
         return None
-    return Spec(name, split, tuple(reads), tuple(uses), tuple(calls), tuple(sources), functions)
+    return Spec(name, split, tuple(reads), tuple(uses), tuple(calls), tuple(sources), functions,
+                loops=tuple(loops), use_modes=tuple(use_modes), mode_ties=tuple(ties))
 
 
 def elements(text: str, split: str) -> list[str]:
@@ -203,6 +257,22 @@ def misreads(spec: Spec, text: str) -> list[tuple[Read, str]]:
     return [out[i] for i in sorted(out)]
 
 
+def layout_fit(spec: Spec, text: str) -> bool:
+    """The runner's reads are the config's layout: it reads the config to its last line (its span is the
+    config's length, or up to a trailing section's header), skips exactly its headers and ``##`` (at least two)
+    and reads a key on every other line (PaddleDetection's 20-line PTQ layout, read by its
+    test_ptq_inference_python.sh)."""
+    items = elements(text, spec.split)
+    read = {r.index for r in spec.reads if r.load == 1}
+    if len(items) > span(spec) and (_structural(items[span(spec)]) or "").endswith(" header"):
+        items = items[: span(spec)]  # a trailing section after the layout (found by name, not by position)
+    if span(spec) != len(items) or not items:
+        return False
+    structural = {i for i, item in enumerate(items) if _structural(item) is not None}
+    return (len(structural) >= 2 and all((i in structural) != (i in read) for i in range(len(items)))
+            and all(":" in items[i] for i in read))
+
+
 def reads_as_intended(spec: Spec, text: str, anchors: int = 2, first: int = 0) -> bool:
     """The config is one this runner reads: at least ``anchors`` of its named reads at index ``first`` or
     later in place, none moved."""
@@ -252,8 +322,9 @@ def learn_keys(spec: Spec, texts: list[str], least: int = 3, agree: float = 0.9)
 
 
 def _key_misread(spec: Spec, text: str) -> tuple[int, str] | None:
-    """The first learned key out of place where the learned keys after it (at least two) all sit one line early,
-    or it and those after it one line late (a missing or an extra line, not a renamed key): ``(index, what)``."""
+    """The first learned key out of place where the learned keys after it (at least two, or every one to the last)
+    all sit one line early, or it and those after it one line late (a missing or an extra line, not a renamed key):
+    ``(index, what)``."""
     if not spec.keys:
         return None
     items = elements(text, spec.split)
@@ -266,7 +337,9 @@ def _key_misread(spec: Spec, text: str) -> tuple[int, str] | None:
             continue
         for offset in (-1, 1):  # a line missing at idx: the learned key there is gone, the next ones sit one early
             following = spec.keys[position + 1: position + 4] if offset < 0 else spec.keys[position: position + 3]
-            if len(following) >= 2 and all(key_at(i + offset) == k for i, k in following):
+            # at least two learned keys moved, or (at the end of the learned keys) every one after it
+            enough = len(following) >= 2 or (following and following[-1] == spec.keys[-1])
+            if enough and all(key_at(i + offset) == k for i, k in following):
                 at, moved = following[0]
                 return index, (f"{moved}: sits at idx {at + offset}, where the repository's other configs read by "
                                f"this runner have it at idx {at} (a line {'missing' if offset < 0 else 'extra'} "
@@ -335,6 +408,62 @@ def _is_null(spec: Spec, items: list[str], var: str, depth: int = 0) -> bool:
     return bool(copied) and all(_is_null(spec, items, b, depth + 1) for b in copied)
 
 
+def _values(spec: Spec, items: list[str], var: str, depth: int = 0) -> set[str] | None:
+    """The values a variable takes for this config: a read value's '|'-separated items, a loop variable's list's
+    items, a copy's; ``None`` where that is not known (read in a branch, set by a command)."""
+    if depth > _MAX_DEPTH:
+        return None
+    read = [r for r in spec.reads if r.var == var and r.load == 1 and r.mode is None and r.parser == "value"]
+    if read and all(r.index < len(items) and ":" in items[r.index] for r in read):
+        return {v.strip() for r in read for v in items[r.index].split(":", 1)[1].split("|")}
+    listed = [lst for x, lst in spec.loops if x == var]
+    copied = [b for a, b in spec.sources if a == var]
+    if listed and not copied and len(set(listed)) == 1:
+        return _values(spec, items, listed[0], depth + 1)
+    return None
+
+
+def _member_blocked(spec: Spec, items: list[str], guard: str) -> bool:
+    """A guard ``X=a|b`` none of whose values X takes for this config (``use_gpu`` over a null ``use_gpu_list``)."""
+    var, wanted = guard.split(MEMBER, 1)
+    values = _values(spec, items, var)
+    return values is not None and not values & set(wanted.split("|"))
+
+
+def tied_mode(spec: Spec, text: str, index: int) -> tuple[str, str, str] | None:
+    """The ``${MODE}`` this config is run in where that mode never uses line ``index``: a runner test
+    ``[ ${MODE} = "M" ] && [ ${X} != "v" ]`` (in mode M only an X of v runs) whose X is v for this config, and
+    every top-level use of the line's variables sits in a ``${MODE}`` branch that M does not enter
+    (PaddleDetection's KL config: ``infer_mode:kl_quant`` runs in ``klquant_whole_infer``, which reads no trainer).
+    ``(M, X, v)``, else ``None``."""
+    items = elements(text, spec.split)
+    names = {r.var for r in spec.reads if r.index == index and r.load == 1 and r.var}
+    if not names or any(function is not None for function, var, _ in spec.uses if var in names):
+        return None
+    for mode, var, value in spec.mode_ties:
+        values = _values(spec, items, var)
+        if not values or value not in values:
+            continue
+        around = [contexts for used, contexts in spec.use_modes if used in names]
+        if around and all(any((mode in modes) == negated for modes, negated in contexts) for contexts in around):
+            return mode, var, value
+    return None
+
+
+def guard_index(spec: Spec, guard: str) -> int | None:
+    """The line a guard's variable is read from (a loop variable's list's line)."""
+    var = guard.split(MEMBER, 1)[0]
+    for _ in range(_MAX_DEPTH):
+        read = [r.index for r in spec.reads if r.var == var and r.load == 1]
+        if read:
+            return min(read)
+        listed = [lst for x, lst in spec.loops if x == var]
+        if not listed:
+            return None
+        var = listed[0]
+    return None
+
+
 def unused(spec: Spec, text: str) -> dict[int, frozenset[str]]:
     """The line indices the runner reads but, for this config, never uses: every use of the variable sits under
     an ``if [ ${X} != "null" ]`` whose X is null here (or in a function never called so); index -> those X
@@ -342,9 +471,9 @@ def unused(spec: Spec, text: str) -> dict[int, frozenset[str]]:
     items = elements(text, spec.split)
     null = {}
 
-    def is_null(var: str) -> bool:
+    def is_null(var: str) -> bool:  # a null guard's variable is null, a member guard's takes none of its values
         if var not in null:
-            null[var] = _is_null(spec, items, var)
+            null[var] = _member_blocked(spec, items, var) if MEMBER in var else _is_null(spec, items, var)
         return null[var]
 
     out: dict[int, frozenset[str]] = {}
