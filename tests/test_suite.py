@@ -265,12 +265,15 @@ def test_ctrl_c_stops_every_chain_and_still_writes_the_summary(stubs, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=chain_env(STUB_HANG="train"),
                             preexec_fn=default_signals)
     assert proc.stdout is not None
-    started = 0
+    training = set()  # wait for the event, not a time: both chains are in their hanging train step
     for line in proc.stdout:
-        started += line.startswith("[suite] start ")
-        if started == 2:
+        key, _, rest = line.removeprefix("[suite] ").partition(": ")
+        if rest.startswith("[tipc] RUN  train"):
+            training.add(key)
+        if len(training) == 2:
             break
-    time.sleep(1.5)  # both chains reach their hanging train step
+    assert len(training) == 2, "both chains reach their train step"
+    time.sleep(0.5)  # the step's process is now in its hang
     proc.send_signal(2)
     out = proc.stdout.read()
     assert proc.wait(timeout=60) == 130, out
