@@ -236,7 +236,6 @@ class ChainProofs:
 
     def load(self) -> None:
         from tipcgen.repro import export_check  # noqa: F401 (numpy, the .pdiparams reader)
-        from tipcgen.results import summary_text  # noqa: F401 (jinja: the summary the CLI prints)
 
 
 @app.command()
