@@ -266,7 +266,7 @@ def _answers(root: Path, roles: dict[str, str], python: str, timeout: float, uns
     todo = []
     for script in roles:
         known = memo.answers.get((script, python, unsandboxed))
-        lacking = sorted(_top_imports(root, script) & memo.missing.keys()) if known is None else []
+        lacking = sorted(_top_imports(root, script) & memo.missing.keys()) if known is None and memo.missing else []
         if known is not None:
             out[script] = known
         elif lacking:
@@ -296,12 +296,15 @@ def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TI
     text = data.decode("utf-8", errors="replace")
     if not _uses_argparse(text):
         return f"{script} does not use argparse (no ArgumentParser in it), so its flags are not checked", False
-    boxed = sandbox.available()[0]
     cache = flag_cache.cache_dir()
-    keys = [flag_cache.key(root, script, data, python, True)] + ([flag_cache.key(root, script, data, python, False)]
-                                                            if unsandboxed and not boxed else [])
-    for name in keys:
-        found = flag_cache.read(cache / name)
+    keys = [flag_cache.key(root, script, data, python, True)]
+    found = flag_cache.read(cache / keys[0])  # a sandboxed answer holds whether or not bwrap works now: no probe
+    if found is not None:
+        return found, True
+    boxed = sandbox.available()[0]
+    if unsandboxed and not boxed:
+        keys.append(flag_cache.key(root, script, data, python, False))
+        found = flag_cache.read(cache / keys[-1])
         if found is not None:
             return found, True
     try:
