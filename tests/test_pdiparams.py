@@ -69,10 +69,56 @@ def test_a_written_file_reads_back_with_its_names_dtypes_and_shapes(tmp_path: Pa
     assert bf16.dtype == np.float32 and bf16.tolist() == [1.0, -2.0]
 
 
-def test_an_old_ir_export_or_a_program_that_does_not_name_the_tensors_is_left_to_paddle(tmp_path: Path):
+def _field(number: int, payload: bytes | int) -> bytes:
+    if isinstance(payload, int):
+        return _varint(number << 3) + _varint(payload)
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _var(name: str, kind: int = 7, persistable: bool = True, dims: tuple = ()) -> bytes:
+    """A protobuf VarDesc: name, VarType (type; a dense tensor's TensorDesc), persistable."""
+    tensor = _field(1, _field(1, 5) + b"".join(_field(2, d) for d in dims)) if kind == 7 else b""
+    return _field(1, name.encode()) + _field(2, _field(1, kind) + (_field(3, tensor) if tensor else b"")) + (
+        _field(3, 1) if persistable else b"")
+
+
+def _pdmodel(folder: Path, arrays: dict[str, np.ndarray], blocks: int = 1) -> Path:
+    """An old-IR export: a .pdmodel ProgramDesc (its parameters, activations, feed and fetch) and its .pdiparams."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = list(arrays)
+    variables = [[_var("x", persistable=False, dims=(-1, 3)), _var("feed", 9), _var("fetch", 10), _var("raw", 17)]
+                 for _ in range(blocks)]
+    for i, name in enumerate(names):  # parameters spread over the blocks; a later block may repeat one
+        variables[i % blocks].append(_var(name, dims=arrays[name].shape))
+    variables[-1].append(_var(names[0], dims=arrays[names[0]].shape))
+    program = b"".join(_field(1, _field(1, i) + _field(2, -1) + b"".join(_field(3, v) for v in vs))
+                       for i, vs in enumerate(variables)) + _field(4, _field(1, 0))
+    (folder / "inference.pdmodel").write_bytes(program)
+    (folder / "inference.pdiparams").write_bytes(b"".join(_tensor(arrays[n]) for n in sorted(arrays)))
+    return folder / "inference"
+
+
+OLD_IR = {"linear_1.w_0": np.arange(8, dtype=np.float32).reshape(4, 2), "linear_0.b_0": np.ones(4, np.float32),
+          "batch_norm_0.w_1": np.full(4, 0.5, np.float32), "linear_0.w_0": np.arange(12, dtype=np.float32).reshape(3, 4)}
+
+
+@pytest.mark.parametrize("blocks", [1, 2])
+def test_an_old_ir_export_is_read_with_the_names_of_its_pdmodel(tmp_path: Path, blocks: int):
+    got = read_pdiparams(_pdmodel(tmp_path, OLD_IR, blocks), 1 << 20)
+    assert sorted(got) == sorted(OLD_IR) and all(np.array_equal(got[n], a) for n, a in OLD_IR.items())
+
+
+def test_a_program_that_does_not_parse_or_name_the_tensors_is_left_to_paddle(tmp_path: Path):
     prefix = _export(tmp_path / "a", {"w": np.ones((2, 2), np.float32)})
-    os.replace(f"{prefix}.json", f"{prefix}.pdmodel")
-    with pytest.raises(ExportFormatError, match="no .json program"):
+    os.replace(f"{prefix}.json", f"{prefix}.pdmodel")  # JSON text where a protobuf program belongs
+    with pytest.raises(ExportFormatError, match="not a combined-params file this reader knows"):
+        read_pdiparams(prefix, 1 << 20)
+    os.remove(f"{prefix}.pdmodel")
+    with pytest.raises(ExportFormatError, match="no .json or .pdmodel program"):
+        read_pdiparams(prefix, 1 << 20)
+    prefix = _pdmodel(tmp_path / "c", OLD_IR)  # the parameters file of another model
+    Path(f"{prefix}.pdiparams").write_bytes(_tensor(np.ones((2, 2), np.float32)))
+    with pytest.raises(ExportFormatError, match="not the 4 parameters inference.pdmodel names"):
         read_pdiparams(prefix, 1 << 20)
     prefix = _export(tmp_path / "b", {"w": np.ones((2, 2), np.float32), "v": np.ones(3, np.float32)})
     Path(f"{prefix}.pdiparams").write_bytes(_tensor(np.ones((2, 2), np.float32)) + _tensor(np.ones(3, np.float32)))
@@ -126,6 +172,31 @@ def test_any_bytes_are_read_or_refused_never_anything_else(data: bytes, cut: int
         assert sum(t.nbytes for t in tensors) <= 2 * len(blob)  # bfloat16 widens: twice its bytes at most
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10_000), st.binary(max_size=12), st.integers(0, 3))
+def test_any_change_to_a_pdmodel_is_read_right_or_refused(where: int, bytes_in: bytes, how: int):
+    """A .pdmodel cut, overwritten, grown or with bytes inserted anywhere: read, it gives the file's tensors in
+    the order of the names it holds (printable ones: a name changed in place is another name), else it is
+    refused with one ExportFormatError; nothing else is raised."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = _pdmodel(Path(tmp), OLD_IR, 2)
+        program = Path(f"{prefix}.pdmodel").read_bytes()
+        at = where % (len(program) + 1)
+        program = {0: program[:at], 1: program[:at] + bytes_in + program[at + len(bytes_in):],
+                   2: program + bytes_in, 3: program[:at] + bytes_in + program[at:]}[how]
+        Path(f"{prefix}.pdmodel").write_bytes(program)
+        try:
+            got = read_pdiparams(prefix, 1 << 20)
+        except ExportFormatError as exc:
+            assert "\n" not in exc.message
+            return
+        assert all(name.isprintable() for name in got)
+        tensors = [OLD_IR[n] for n in sorted(OLD_IR)]
+        assert len(got) == len(tensors) and all(np.array_equal(got[n], t) for n, t in zip(sorted(got), tensors))
+
+
 def test_the_export_check_falls_back_to_paddle_and_says_so_only_for_a_file_the_reader_refuses(tmp_path: Path):
     prefix = _export(tmp_path, {"w": np.ones((2, 2), np.float32)})
     assert export_check.read_exported(prefix, None, {}, 1 << 20)[1] == ""  # no interpreter needed
@@ -176,3 +247,28 @@ def test_numpy_reads_what_paddle_reads_from_real_exports(tmp_path: Path, sample_
                 assert np.array_equal(ours[name], array)
     assert {str(a.dtype) for a in read_pdiparams(tmp_path / "tiny/inference", 1 << 20).values()} == {
         "float32", "float16", "float64", "int64", "int32"}
+
+
+_OLD_IR = """
+import sys, paddle
+model = paddle.nn.Sequential(paddle.nn.Linear(3, 4), paddle.nn.BatchNorm1D(4), paddle.nn.ReLU(), paddle.nn.Linear(4, 2))
+model.eval()
+static = paddle.jit.to_static(model, input_spec=[paddle.static.InputSpec([None, 3], "float32", "x")])
+paddle.jit.save(static, sys.argv[1])
+"""
+
+
+@pytest.mark.paddle
+def test_numpy_reads_what_paddle_reads_from_a_real_old_ir_export(tmp_path: Path):
+    """paddle.jit.save with the old IR (FLAGS_enable_pir_api=0: a .pdmodel program, as older repositories and
+    the imgcls test project export): its parameters and the batch norm's running statistics, read with numpy."""
+    env = dict(os.environ, GLOG_minloglevel="3", FLAGS_enable_pir_api="0")
+    (tmp_path / "old.py").write_text(_OLD_IR)
+    subprocess.run([sys.executable, str(tmp_path / "old.py"), str(tmp_path / "old/inference")], env=env, check=True,
+                   capture_output=True, timeout=300)
+    prefix = tmp_path / "old/inference"
+    assert Path(f"{prefix}.pdmodel").is_file() and not Path(f"{prefix}.json").is_file()
+    ours, why = export_check.read_exported(prefix, None, {}, 1 << 30)  # no interpreter: numpy or nothing
+    paddles = export_check.read_export(prefix, sys.executable, env)
+    assert why == "" and sorted(ours) == sorted(paddles) and len(ours) == 8  # 2 x (w, b), bn: w, b, mean, variance
+    assert all(ours[name].dtype == a.dtype and np.array_equal(ours[name], a) for name, a in paddles.items())
