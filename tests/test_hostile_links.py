@@ -21,16 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import NO_PADDLE_PYTHON, STUB, chain_env, fuzz_examples, make_stub_repo, tipcgen
+from conftest import STUB, chain_env, fuzz_examples, make_stub_repo, tipcgen
 
 MODEL, MODE = "stub_model", "lite_train_lite_infer"
 RUN = f"test_tipc/output/{MODEL}/{MODE}"
 KINDS = ("outside", "file", "dangling", "chain", "inside")
 
-# doctor's interpreter probe: a Python without paddle where there is one (doctor then reports paddle missing). The
-# probe writes nothing and reads no link; with paddle it imports paddle in a child, ~1.8 s of CPU a case, the
-# most of this file's time. What doctor writes (the flag cache) and refuses is the same either way.
-DOCTOR_PYTHON = {"TIPC_PYTHON": NO_PADDLE_PYTHON} if NO_PADDLE_PYTHON else {}
 # command -> (the components one case may turn into a link, the command line, extra environment)
 CASES = {
     "run": (["test_tipc", "test_tipc/output", f"test_tipc/output/{MODEL}", RUN],
@@ -39,8 +35,7 @@ CASES = {
               ["suite", ".", "--root", ".", "--timeout", "120"], {}),
     "lint": ([".tipcgen", ".tipcgen/cache", ".tipcgen/cache/flags"],
              ["lint", "--root", ".", f"test_tipc/configs/{MODEL}/train_infer_python.txt"], {"TIPCGEN_CACHE_DIR": ""}),
-    "doctor": ([".tipcgen", ".tipcgen/cache", ".tipcgen/cache/flags"], ["doctor"],
-               {"TIPCGEN_CACHE_DIR": "", **DOCTOR_PYTHON}),
+    "doctor": ([".tipcgen", ".tipcgen/cache", ".tipcgen/cache/flags"], ["doctor"], {"TIPCGEN_CACHE_DIR": ""}),
     "run-cache": ([".tipcgen", ".tipcgen/cache", ".tipcgen/cache/flags"], ["run", "--mode", MODE, "--quiet"],
                   {"TIPCGEN_CACHE_DIR": ""}),
     "init": ([".tipcgen", ".tipcgen/backup", ".tipcgen/base", ".tipcgen-answers.yml", "test_tipc", "test_tipc/configs"],
@@ -56,6 +51,13 @@ READS = {"run": ["test_tipc"], "suite": ["test_tipc"], "update": [".tipcgen", ".
          "report-in-run": CASES["report-in-run"][0], "report": [], "init": ["test_tipc", ".tipcgen-answers.yml"],
          "accept": []}
 EDITED = "test_tipc/README.md"  # edited before each init --force, so that init backs its old content up
+
+
+@pytest.fixture(autouse=True)
+def _probe_each_interpreter_once(doctor_probes_once):
+    """doctor's probe of the interpreter itself (tipcgen's fixed code, which imports paddle in a child: ~1.8 s of
+    CPU, most of this file's time when every doctor case paid it) runs once per worker (conftest.doctor_probes_once):
+    it neither writes nor reads a link; what doctor writes (the flag cache) and refuses is checked each time."""
 
 
 @pytest.fixture(scope="module")
