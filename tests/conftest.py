@@ -302,6 +302,29 @@ def make_stub_repo(root: Path, descriptor: Path = STUB / "tipc.yaml", *, init: b
     return root
 
 
+_PROBED: dict[tuple, object] = {}
+
+
+@pytest.fixture
+def doctor_probes_once(monkeypatch):
+    """doctor's probe of an interpreter (tipcgen's own fixed code in a child that imports paddle: ~1.5 s of CPU
+    where paddle is installed) runs for real once per worker for each interpreter and environment it reads, and
+    its record is reused after: its output depends on nothing else, and no test that uses this is about the
+    probe itself (test_doctor_never_imports_paddle_in_process starts its own process). An interpreter chosen
+    wrongly (a config's `python:./tool.sh`) is another key, so it is still run, and seen."""
+    from tipcgen.run import doctor
+
+    real = doctor._probe
+
+    def once(path: str):
+        key = (path, os.environ.get("PYTHONPATH"), os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if key not in _PROBED:
+            _PROBED[key] = real(path)
+        return _PROBED[key]
+
+    monkeypatch.setattr(doctor, "_probe", once)
+
+
 @pytest.fixture
 def descriptor_loads(monkeypatch) -> list[tuple[str, str]]:
     """What reads a descriptor from now on, in this process: ("walk", model) for each walk of the answers

@@ -88,9 +88,14 @@ def _entry(root: Path, path: Path, cache: dict | None = None) -> Entry:
     picked = family_of(config, *(runner or (None, "")))
     basic = config.kind in ("train_infer_python", "tutorial_32") and not any(q in path.name for q in QUANT_NAMES)
     route, back = _back(text, raw, path, name, runner, specs)
+    if basic and cache is None:
+        # Taken by its fields without a runner, _back already computed _outcome's import and render (the same
+        # call, the same comparison): its answer is the outcome (half the sweep's time went to the repeat).
+        outcome = back if route == import_kept.FIELDS and runner is None else _outcome(text, raw, name)
+    else:
+        outcome = None
     return Entry(name, name.split("/", 1)[0], kind_of(config.kind, path.name), picked.family.name if picked else None,
-                 tuple(lint.lint_text(text, name, runner=runner, specs=specs)),
-                 _outcome(text, raw, name) if basic and cache is None else None, route, back)
+                 tuple(lint.lint_text(text, name, runner=runner, specs=specs)), outcome, route, back)
 
 
 # A train_params file's kind by its name (they share the basic layout): the siblings of the basic chain.

@@ -32,24 +32,11 @@ def only_python(tmp_path: Path) -> Path:
     return folder
 
 
-_PROBED: dict[tuple, object] = {}
-
-
 @pytest.fixture(autouse=True)
-def probe_each_interpreter_once(monkeypatch):
-    """Each interpreter is probed for real once per worker (a subprocess that imports paddle: ~1.5 s of CPU),
-    and its record reused by the tests after it: the probe's output depends only on the interpreter and the
-    environment it reads, and these tests are about what doctor makes of it. The subprocess tests
-    (test_doctor_never_imports_paddle_in_process) probe anew."""
-    real = doctor._probe
-
-    def once(path: str):
-        key = (path, os.environ.get("PYTHONPATH"), os.environ.get("CUDA_VISIBLE_DEVICES"))
-        if key not in _PROBED:
-            _PROBED[key] = real(path)
-        return _PROBED[key]
-
-    monkeypatch.setattr(doctor, "_probe", once)
+def probe_each_interpreter_once(doctor_probes_once):
+    """Each interpreter is probed for real once per worker (conftest.doctor_probes_once): these tests are about
+    what doctor makes of the probe's record. The subprocess tests (test_doctor_never_imports_paddle_in_process)
+    probe anew."""
 
 
 def by_name(checks: list[Check]) -> dict[str, Check]:

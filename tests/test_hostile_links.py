@@ -53,6 +53,13 @@ READS = {"run": ["test_tipc"], "suite": ["test_tipc"], "update": [".tipcgen", ".
 EDITED = "test_tipc/README.md"  # edited before each init --force, so that init backs its old content up
 
 
+@pytest.fixture(autouse=True)
+def _probe_each_interpreter_once(doctor_probes_once):
+    """doctor's probe of the interpreter itself (tipcgen's fixed code, which imports paddle in a child: ~1.8 s of
+    CPU, most of this file's time when every doctor case paid it) runs once per worker (conftest.doctor_probes_once):
+    it neither writes nor reads a link; what doctor writes (the flag cache) and refuses is checked each time."""
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> Path:
     """tmp/repo: the stub project, rendered, with one lite run and a report folder; tmp/outside: a user's

@@ -30,6 +30,13 @@ ARGPARSE = ("import argparse\np = argparse.ArgumentParser()\n"
             + "".join(f"p.add_argument({f!r})\n" for f in _FLAGS) + "p.parse_args()\n")
 
 
+@pytest.fixture(autouse=True)
+def _probe_each_interpreter_once(doctor_probes_once):
+    """doctor's probe of the interpreter itself (tipcgen's fixed code, which imports paddle) runs once per worker
+    (conftest.doctor_probes_once): these tests are about the repository's code, which that probe never runs;
+    every --help probe of a repository script still runs each time."""
+
+
 def _payload(outside: Path, kind: str) -> str:
     """Code that, if it ever runs, leaves a mark: a file in the repository, one outside, a network try."""
     marks = {"open": "open({p!r}, 'w').write('pwned')",

@@ -65,10 +65,29 @@ def _paths(value, prefix=()):
 STEP_VARIES = ("speed", "check", "name", "log", "status", "kind")
 ESCAPES = ("../../../{outside}/x", "/etc", "a/../../..", "..\\..\\x", "C:/x", "x\x00y")
 OTHER_TYPES = (None, True, 7, 2.5, "text", [], {}, [1, "a"], {"k": [None]})
+# The text fields that are a path, or a name a path is made of (a run folder, a step folder, a log): every
+# escape goes to each of them (mutations()).
+PATH_KEYS = ("name", "log", "config", "model", "mode", "chain", "source", "path", "model_dir", "reference",
+             "executable", "kind", "step", "training", "precision")
 
 
 def mutations(data: dict):
-    """(label, mutated summary) for every field: each other type, missing, huge, and path escapes."""
+    """(label, mutated summary) for every field: each other type, missing, huge, and path escapes.
+
+    Every field gets every type it does not have (OTHER_TYPES), `missing`, and a long list or mapping where it is
+    one. What is sampled: the mutations that only repeat a class on a field where it means nothing more:
+    - the empty list and mapping go to the list and mapping fields; on a field of another type each is one more
+      "found a list" ("found a mapping"), the class [1, "a"] ({"k": [None]}) already puts on that same field;
+    - the extreme numbers (10**30, 1e308, inf, -1) go to the fields that hold a number or null (where a bound or
+      the finite check reads them); on a text, list or mapping field each is one more "found a number", a class
+      7 and 2.5 of OTHER_TYPES already put on that same field;
+    - the 2 MiB text (past every maxLength of the schema) goes to the fields that hold a text or null; on any
+      other field it is one more "found a text", which "text" of OTHER_TYPES already puts there (and each case
+      writes, hashes and parses 2 MiB: a third of the test's time went to these repeats);
+    - the six path escapes go, all six, to every text field whose name is a path or a name a path is made of
+      (PATH_KEYS), and one of them, in turn, to each other text field (so each form still reaches about a
+      dozen fields of every part of the summary)."""
+    escape_turn = 0
     for path in _paths(data):
         if not path:
             continue
@@ -77,10 +96,18 @@ def mutations(data: dict):
         for part in parents:
             node = node[part]
         original = node[leaf]
-        values = [v for v in OTHER_TYPES if type(v) is not type(original)]
-        values += [HUGE_TEXT, 10 ** 30, 1e308, float("inf"), -1]
+        values = [v for v in OTHER_TYPES if type(v) is not type(original)
+                  and (v != [] and v != {} or isinstance(original, (list, dict)))]  # [], {}: list and mapping fields
+        if original is None or (isinstance(original, (int, float)) and not isinstance(original, bool)):
+            values += [10 ** 30, 1e308, float("inf"), -1]
+        if original is None or isinstance(original, str):
+            values.append(HUGE_TEXT)
         if isinstance(original, str):
-            values += list(ESCAPES)
+            if leaf in PATH_KEYS:
+                values += list(ESCAPES)
+            else:
+                values.append(ESCAPES[escape_turn % len(ESCAPES)])
+                escape_turn += 1
         if isinstance(original, (list, dict)):
             values.append(original * (500 // len(original)) if isinstance(original, list) and original else original)
         for value in values:
