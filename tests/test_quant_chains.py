@@ -5,10 +5,10 @@ Paddle Inference on CPU and checks it against the float one on fixed inputs. PAC
 trainer pact_train trains quantization-aware, exports with quant_export and infers int8. GPU cases are
 skipped with their reason on a CPU machine. One real run of each chain per project (10-40 s each on two
 shared cores), one more PTQ run of the second project with a descriptor tolerance (ptq.tolerance) no int8
-model meets, and two in one repository of a ptq and a kl_quant model (one runner, each model's own settings;
-the kl_quant layout's own test reads the second of these). KL calibration is most of a PTQ run's CPU (about
-40 s of the CNN's, pure Python in paddle): it runs twice, once per layout that names it (ptq, kl_quant); the
-tolerance test recalibrates the mobile project with hist."""
+model meets, and one PTQ run of a kl_quant model that the second project's repository also holds (one runner,
+each model's own settings: every run of the second project there is one of two models'). KL calibration is
+most of a PTQ run's CPU (about 40 s of the CNN's, pure Python in paddle): it runs twice, once per layout that
+names it (ptq, kl_quant); the tolerance test recalibrates the mobile project with hist."""
 from __future__ import annotations
 
 import json
@@ -30,41 +30,57 @@ RUN = "test_tipc/output/{model}/ptq/whole_infer"
 PACT_RUN = "test_tipc/output/{model}/lite_train_lite_infer"
 
 
+# The mobile project's repository also holds a second PTQ model of another layout: ptq_cnn from tipc_kl.yaml
+# (PaddleOCR's kl_quant layout) with ptq.tolerance rtol 0.3, initialised after ptq_mobile, so that every
+# ptq_mobile run is one of a repository's two models (the one runner, each model's own settings); its PTQ
+# chain runs once, for the kl_quant tests (two_ptq_models).
+KL_MODEL = "ptq_cnn"
+
+
 @pytest.fixture(scope="module", params=sorted(PROJECTS), ids=lambda name: PROJECTS[name][0])
 def quant_repo(request, tmp_path_factory) -> Path:
     pytest.importorskip("paddle")
     repo = tmp_path_factory.mktemp("quant") / "repo"
     shutil.copytree(FIXTURE, repo)
     tipcgen("init", request.param, cwd=repo, check=True)
+    if request.param == "tipc_mobile.yaml":
+        source = (FIXTURE / "tipc_kl.yaml").read_text()
+        (repo / "tipc_kl_tol.yaml").write_text(source.replace("\nptq:\n", "\nptq:\n  tolerance: {rtol: 0.3}\n", 1))
+        tipcgen("init", "tipc_kl_tol.yaml", cwd=repo, check=True)
     return repo
 
 
 def model_of(repo: Path) -> str:
-    """The project's model: init wrote one folder under test_tipc/configs."""
-    (folder,) = (repo / "test_tipc" / "configs").iterdir()
-    return folder.name
+    """The project's model: init wrote its folder under test_tipc/configs (the mobile project's repository
+    also has the kl_quant model's, ptq_cnn)."""
+    folders = sorted(folder.name for folder in (repo / "test_tipc" / "configs").iterdir())
+    return folders[0] if folders == [KL_MODEL] else next(name for name in folders if name != KL_MODEL)
+
+
+def config_options(repo: Path, chain: str = "ptq") -> list[str]:
+    """--config for a repository of two models (the mobile project's); none where the one config is the default."""
+    if len(list((repo / "test_tipc" / "configs").iterdir())) == 1:
+        return []
+    name = "train_ptq_infer_python.txt" if chain == "ptq" else "train_infer_python.txt"
+    return ["--config", f"test_tipc/configs/{model_of(repo)}/{name}"]
 
 
 @pytest.fixture(scope="module")
 def ptq_run(quant_repo: Path) -> tuple[Path, subprocess.CompletedProcess]:
-    return quant_repo, tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=quant_repo)
+    return quant_repo, tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", *config_options(quant_repo), cwd=quant_repo)
 
 
 @pytest.fixture(scope="module")
-def two_ptq_models(tmp_path_factory) -> tuple[Path, dict[str, subprocess.CompletedProcess]]:
-    """Two PTQ models of different layouts in one repository (ptq_mobile: ptq layout, hist, the default tolerance;
-    ptq_cnn: kl_quant layout, ptq.tolerance rtol 0.3), both initialised (the kl_quant one last), then each model's
-    PTQ chain run through its own config: model -> the finished run."""
-    pytest.importorskip("paddle")
-    repo = tmp_path_factory.mktemp("two_ptq") / "repo"
-    shutil.copytree(FIXTURE, repo)
-    tipcgen("init", "tipc_mobile.yaml", cwd=repo, check=True)
-    source = (FIXTURE / "tipc_kl.yaml").read_text()
-    (repo / "tipc_kl_tol.yaml").write_text(source.replace("\nptq:\n", "\nptq:\n  tolerance: {rtol: 0.3}\n", 1))
-    tipcgen("init", "tipc_kl_tol.yaml", cwd=repo, check=True)
-    return repo, {model: tipcgen("run", "--chain", "ptq", "--mode", "whole_infer",
-                                 "--config", f"test_tipc/configs/{model}/train_ptq_infer_python.txt", cwd=repo)
-                  for model in ("ptq_mobile", "ptq_cnn")}
+def two_ptq_models(ptq_run) -> tuple[Path, dict[str, subprocess.CompletedProcess]]:
+    """The mobile project's repository, two PTQ models of different layouts (ptq_mobile: ptq layout, hist, the
+    default tolerance; ptq_cnn: kl_quant layout, ptq.tolerance rtol 0.3), both initialised (the kl_quant one
+    last), then each model's PTQ chain run through its own config: model -> the finished run (ptq_mobile's is
+    the shared ptq_run). Tests that use it parametrize quant_repo to the mobile project."""
+    repo, mobile = ptq_run
+    assert model_of(repo) == "ptq_mobile", "two_ptq_models is the mobile project's repository"
+    return repo, {"ptq_mobile": mobile,
+                  KL_MODEL: tipcgen("run", "--chain", "ptq", "--mode", "whole_infer",
+                                    "--config", f"test_tipc/configs/{KL_MODEL}/train_ptq_infer_python.txt", cwd=repo)}
 
 
 def run_dir(repo: Path, run: str = RUN) -> Path:
@@ -157,7 +173,7 @@ def test_the_descriptor_tolerance_decides_the_check(ptq_run, tmp_path: Path) -> 
     source = (repo / "tipc_mobile.yaml").read_text()
     (repo / "tipc_mobile.yaml").write_text(source.replace("\nptq:\n", "\nptq:\n  tolerance: {rtol: 0, atol: 0}\n", 1))
     tipcgen("init", "tipc_mobile.yaml", "--force", cwd=repo, check=True)
-    proc = tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", cwd=repo)
+    proc = tipcgen("run", "--chain", "ptq", "--mode", "whole_infer", *config_options(repo), cwd=repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "FAILED: 4 passed, 1 failed, 2 skipped" in proc.stdout and "ptq_int8_vs_float" in proc.stdout
     check = records(repo)["ptq_int8_vs_float"]
@@ -172,6 +188,7 @@ def test_the_descriptor_tolerance_decides_the_check(ptq_run, tmp_path: Path) -> 
     assert " int8 vs float " in proc.stdout and "(atol 0, rtol 0)" in proc.stdout
 
 
+@pytest.mark.parametrize("quant_repo", ["tipc_mobile.yaml"], indirect=True, ids=["ptq_mobile"])  # its shared repository
 def test_one_ptq_runner_runs_each_models_config_with_its_own_settings(two_ptq_models) -> None:
     """Two PTQ models of different layouts in one repository (ptq_mobile: ptq layout, hist, the default tolerance;
     ptq_cnn: kl_quant layout, ptq.tolerance rtol 0.3): the one runner passes each model's config with that
@@ -198,7 +215,7 @@ def test_one_ptq_runner_runs_each_models_config_with_its_own_settings(two_ptq_mo
 
 def test_the_pact_chain_trains_exports_and_infers_int8(quant_repo: Path) -> None:
     repo = quant_repo
-    proc = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)
+    proc = tipcgen("run", "--mode", "lite_train_lite_infer", *config_options(repo, "basic"), cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASSED: 8 passed, 0 failed, 2 skipped" in proc.stdout  # 7 steps and the export_params check
     assert "export_params_gpus_-1" in proc.stdout and "trained parameters found in the export" in proc.stdout
@@ -225,6 +242,7 @@ def test_the_ptq_video_layout_runs_too(tmp_path: Path) -> None:
     assert "--algo=avg" in quant and "##" not in quant and "--batch_num=2" in quant
 
 
+@pytest.mark.parametrize("quant_repo", ["tipc_mobile.yaml"], indirect=True, ids=["ptq_mobile"])  # its shared repository
 def test_the_kl_quant_layout_runs_its_model_list(two_ptq_models) -> None:
     """PaddleOCR's kl_quant layout: per float model of infer_model, the infer_export command with the
     export_weight and save_infer keys (<model>_klquant), the CPU loops in int8 only, then the check. The
