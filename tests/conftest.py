@@ -92,6 +92,7 @@ SHARED_RUNS = {
     "paddleocr_tree": "{module}:trees",
     "quant_repo": "{module}:quant_repo",     # test_quant_chains.py (its PTQ and PACT runs share the project)
     "ptq_run": "{module}:quant_repo",
+    "two_ptq_models": "{module}:quant_repo",  # test_quant_chains.py: the mobile project's repository, its kl_quant model's run
     "checkpoint_folder_run": "{module}:checkpoint_folder_run",  # chains/test_checkpoints.py (its limit test reruns it)
 }
 
