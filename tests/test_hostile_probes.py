@@ -174,7 +174,13 @@ def test_a_committed_cache_entry_does_not_make_a_misspelt_key_pass(tmp_path: Pat
 
 
 @pytest.mark.parametrize("bad", ["not json", json.dumps({"flags": [{"names": ["--x\x1b]0;t\x07"], "takes_value": True}]}),
-                                 json.dumps({"flags": "all"}), json.dumps({"flags": [{"names": [], "takes_value": 1}]})])
+                                 json.dumps({"flags": "all"}), json.dumps({"flags": [{"names": [], "takes_value": 1}]}),
+                                 # an entry of the older format (no choices, help, required), and those of wrong types
+                                 json.dumps({"flags": [{"names": ["--x"], "takes_value": True}]}),
+                                 json.dumps({"flags": [{"names": ["--x"], "takes_value": True, "choices": "ab",
+                                                        "help": "", "required": False}]}),
+                                 json.dumps({"flags": [{"names": ["--x"], "takes_value": True, "choices": [],
+                                                        "help": None, "required": "yes"}]})])
 def test_a_bad_cache_entry_is_ignored_and_probed_again(tmp_path: Path, monkeypatch, bad: str):
     repo, _ = _repo(tmp_path)
     monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(tmp_path / "cache"))

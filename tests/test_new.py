@@ -6,6 +6,7 @@ Unit tests use small argparse scripts written here (real subprocesses, no paddle
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -106,6 +107,34 @@ def test_a_script_whose_help_fails_or_hangs_is_an_error(tmp_path: Path):
         script_help.probe(script_help.Script("train", "broken.py"), tmp_path, "python")
     with pytest.raises(TipcgenError, match="did not finish in 1 s"):
         script_help.probe(script_help.Script("train", "slow.py"), tmp_path, "python", timeout=1)
+
+
+def test_new_probes_through_the_flag_cache_and_the_run_after_it_probes_nothing(tmp_path: Path, monkeypatch):
+    """new's --help probes are written to the flag cache with every field new reads (a required flag, choices,
+    help), read back the same by a second new, and the flag check of the rendered config (what `tipcgen run`
+    and `lint --root` do before the chain) finds every script there: no --help runs twice."""
+    from tipcgen.configs import flag_check
+
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(tmp_path / "cache"))
+    repo = tmp_path / "repo"
+    write_scripts(repo, OCR_LIKE)
+    probed = []
+    real = flag_check.probe
+    monkeypatch.setattr(flag_check, "probe", lambda script, *a, **k: probed.append(script.path) or real(script, *a, **k))
+    options = ocr_options()
+    first = new.propose(options, repo)
+    assert sorted(probed) == sorted({"tools/train.py", "tools/eval.py", "tools/export_model.py", "tools/infer/predict.py"})
+    probed.clear()
+    assert new.propose(options, repo).text == first.text and probed == []  # the same flags, from the cache
+    options.scripts["train"] = "tools/train.py"  # without -c: its required --config comes back from the cache too
+    with pytest.raises(TipcgenError, match=r"the required flag --config fills no TIPC slot"):
+        new.propose(options, repo)
+    files = render.render_files(descriptor.load_text(first.text, base_dir=repo))
+    [config] = [text for path, text in files.items() if path.endswith("train_infer_python.txt")]
+    python = flag_check.probe_interpreter(config, dict(os.environ))[1]
+    found = flag_check.survey(repo, config, python, unsandboxed=True)
+    assert probed == [] and found.scripts == found.cached == 4 and found.keys > 0, found
+    assert not [p for p in found.problems if p.severity == "error"], found.problems
 
 
 # ---------------------------------------------------------------- mapping

@@ -77,7 +77,7 @@ def _imported_files(root: Path, script: Path) -> list[Path]:
 def key(root: Path, script: str, data: bytes, python: str, sandboxed: bool) -> str:
     """sha256 of the script, the interpreter (its path, and what it resolves to with its size and time: a new
     version is a new key), the repository files the script imports, and whether the probe was sandboxed."""
-    digest = hashlib.sha256(b"tipcgen-flags-2\0" + data + b"\0" + python.encode() + b"\0")
+    digest = hashlib.sha256(b"tipcgen-flags-3\0" + data + b"\0" + python.encode() + b"\0")
     try:
         real = os.path.realpath(python)
         info = os.stat(real)
@@ -105,11 +105,14 @@ def read(path: Path) -> list[Flag] | None:
         out = []
         for item in flags:
             names, takes = item["names"], item["takes_value"]
+            choices, text, required = item["choices"], item["help"], item["required"]
             if (not isinstance(names, list) or not names or not isinstance(takes, bool)
                     or not all(isinstance(n, str) and n.startswith("-") and 1 < len(n) <= _NAME_CHARS
-                               and terminal(n) == n and " " not in n for n in names)):
+                               and terminal(n) == n and " " not in n for n in names)
+                    or not isinstance(choices, list) or not all(isinstance(c, str) for c in choices)
+                    or not isinstance(text, str) or not isinstance(required, bool)):
                 return None
-            out.append(Flag(tuple(names), takes))
+            out.append(Flag(tuple(names), takes, tuple(choices), text, required))
         return out
     except (TipcgenError, ValueError, KeyError, TypeError):
         return None
@@ -117,7 +120,8 @@ def read(path: Path) -> list[Flag] | None:
 
 def write(cache: Path, name: str, script: str, flags: list[Flag]) -> None:
     """Keep a finished probe's flags (through core/writes.py; an unwritable folder loses only the cache)."""
-    record = {"script": script, "flags": [{"names": list(f.names), "takes_value": f.takes_value} for f in flags]}
+    record = {"script": script, "flags": [{"names": list(f.names), "takes_value": f.takes_value, "choices": list(f.choices),
+                                           "help": f.help, "required": f.required} for f in flags]}
     try:
         writes.write_tree({name: json.dumps(record, indent=1) + "\n"}, cache, backup=False, owned=frozenset({name}))
     except (TipcgenError, OSError):

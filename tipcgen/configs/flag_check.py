@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tipcgen.configs.script_reading import nearest_flag
-from tipcgen.configs.script_help import PROBE_TIMEOUT, TRUST_OPTION, Flag, Script, checked_script, probe
+from tipcgen.configs.script_help import PROBE_TIMEOUT, TRUST_OPTION, Flag, Script, checked_script, probe, user_interpreter
 from tipcgen.configs import flag_cache
 from tipcgen.core import inputs, sandbox
 from tipcgen.core.errors import TipcgenError
@@ -291,29 +291,39 @@ def script_flags(root: Path, script: str, python: str, timeout: float = PROBE_TI
     """The flags of a script's --help, or why they were not read (no argparse, a failing --help, no
     sandbox), and whether the answer came from the cache (the user's: ``cache_dir``). Only flags that a
     finished probe read are cached; a timed-out or failed probe is asked again next time."""
-    path = checked_script(root, script)
-    data = inputs.read_bytes(path, "script")
+    data = inputs.read_bytes(checked_script(root, script), "script")
     text = data.decode("utf-8", errors="replace")
     if not _uses_argparse(text):
         return f"{script} does not use argparse (no ArgumentParser in it), so its flags are not checked", False
+    try:
+        return cached_flags(root, Script(role, script), python, timeout, unsandboxed, data=data)
+    except TipcgenError as exc:
+        return f"{script}'s flags are not checked: {terminal(exc.message)}", False
+
+
+def cached_flags(root: Path, script: Script, python: str, timeout: float = PROBE_TIMEOUT, unsandboxed: bool = False,
+                 timeout_option: str = "", data: bytes | None = None) -> tuple[list[Flag], bool]:
+    """``probe``'s flags through the flag cache, and whether they came from it: a cached answer for this
+    script, interpreter and the repository files it imports is read (a sandboxed one first: it holds whether
+    or not bwrap works now, so no sandbox probe is needed for it); else the script is probed (its errors
+    raised as ``probe`` raises them) and a finished probe's flags are written for the next reader (run after
+    new, lint, import, doctor)."""
+    full = user_interpreter(python) or python  # the cache key names the interpreter's file, not a PATH word
+    if data is None:
+        data = inputs.read_bytes(checked_script(root, script.path), "script")
     cache = flag_cache.cache_dir()
-    keys = [flag_cache.key(root, script, data, python, True)]
-    found = flag_cache.read(cache / keys[0])  # a sandboxed answer holds whether or not bwrap works now: no probe
+    keys = [flag_cache.key(root, script.path, data, full, True)]
+    found = flag_cache.read(cache / keys[0])
     if found is not None:
         return found, True
     boxed = sandbox.available()[0]
     if unsandboxed and not boxed:
-        keys.append(flag_cache.key(root, script, data, python, False))
+        keys.append(flag_cache.key(root, script.path, data, full, False))
         found = flag_cache.read(cache / keys[-1])
         if found is not None:
             return found, True
-    try:
-        result: list[Flag] | str = probe(Script(role, script), root, python, timeout, unsandboxed=unsandboxed,
-                                         timeout_option="")
-    except TipcgenError as exc:
-        return f"{script}'s flags are not checked: {terminal(exc.message)}", False
-    name = keys[0] if boxed else keys[-1]
-    flag_cache.write(cache, name, script, result)
+    result = probe(script, root, python, timeout, unsandboxed=unsandboxed, timeout_option=timeout_option)
+    flag_cache.write(cache, keys[0] if boxed else keys[-1], script.path, result)
     return result, False
 
 

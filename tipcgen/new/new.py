@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -20,9 +21,9 @@ from tipcgen.descriptor import writer
 from tipcgen.format import layout
 from tipcgen.new import data as new_data
 from tipcgen.new import reading as new_reading
-from tipcgen.configs import script_reading
+from tipcgen.configs import flag_check, script_reading
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
-from tipcgen.configs.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm, probe
+from tipcgen.configs.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm
 from tipcgen.render import render
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER
 
@@ -71,8 +72,14 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     scripts = {role: _script(role, given, root) for role in ROLES
                if (given := options.scripts.get(role)) is not None and given.lower() != "null"}
     model_name = options.model_name or ""
-    for script in scripts.values():
-        script.flags = probe(script, root, options.python, options.probe_timeout, unsandboxed=True)
+    # Each --help at once (each a process that mostly imports the model's packages), through the flag cache that
+    # `tipcgen run`'s flag check reads next: a script probed here is not probed again there. An error is the
+    # first script's, in the order of ROLES, as when they ran one by one.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda s: flag_check.cached_flags(root, s, options.python, options.probe_timeout,
+                                                                  unsandboxed=True), scripts.values()))
+    for script, (flags, _) in zip(scripts.values(), answers):
+        script.flags = flags
     readings = {s.path: script_reading.read_script(root, s.path) for s in scripts.values()}
     notes: list[str] = []
     chosen, owners = new_reading.choose_flags(scripts, options.flags, notes, readings)
