@@ -220,13 +220,22 @@ def test_whole_train_whole_infer_reaches_080_on_sst2_dev(tmp_path: Path, sst2):
     """Full SST-2 train (67,349 rows), dev accuracy from the eval step (872 rows); docs/SST2.md."""
     repo = tmp_path / "repo"
     tipcgen("init", "bert-sst2", "--output", str(repo), check=True)
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = tipcgen("run", "--mode", "whole_train_whole_infer", "--data-dir", str(sst2), "--quiet", cwd=repo)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert proc.returncode == 0, proc.stdout[-4000:]
+    # The bound of the issue (<= 5 minutes of training on 2 cores) as work, not wall time, which a loaded machine
+    # stretches: the whole chain's processes (every step, each waited for) used at most 2 x 300 CPU seconds.
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    assert 0 < cpu <= 600, cpu
     summary = json.loads((repo / "test_tipc/output/bert_sst2/whole_train_whole_infer/summary.json").read_text())
     eval_step = next(s for s in summary["steps"] if s["kind"] == "eval")
     train_step = next(s for s in summary["steps"] if s["kind"] == "train" and s["status"] == "passed")
-    print(f"SST-2 dev accuracy {eval_step['metrics']['accuracy']:.4f}, train step {train_step['seconds']:.0f} s")
-    assert eval_step["metrics"]["accuracy"] >= 0.80  # (its seconds are printed, not bounded: a loaded machine)
+    print(f"SST-2 dev accuracy {eval_step['metrics']['accuracy']:.4f}, train step {train_step['seconds']:.0f} s, "
+          f"the chain's CPU {cpu:.0f} s")
+    assert eval_step["metrics"]["accuracy"] >= 0.80
     assert summary["target"]["reproduced"], summary["target"]  # the descriptor's target: accuracy 0.82, 2 % relative
     infers = [s for s in summary["steps"] if s["kind"] == "infer" and s["status"] == "passed"]
     assert len(infers) == 4 and all(  # every CPU configuration inferred the whole dev set
