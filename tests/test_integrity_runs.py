@@ -144,14 +144,17 @@ def _gone(repo: Path, seconds: float = 10) -> list[str]:
 def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(stub_repo: Path, tmp_path: Path):
     held = tmp_path / "train.pid"  # the first run's train step waits there until the test lets it go
     first = _start(stub_repo, STUB_HOLD=f"train:{held}")
-    _wait_for_training(first, held)
-    second = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=60)
-    assert second.returncode == 2, second.stdout + second.stderr
-    assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr, second.stderr
-    direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, capture_output=True, text=True, timeout=60)
-    assert direct.returncode == 2 and f"pid {first.pid}" in direct.stderr, direct.stderr
-    assert first.poll() is None, "the first run was still training while the second was refused"
-    Path(f"{held}.go").touch()
+    try:
+        _wait_for_training(first, held)
+        second = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=60)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr, second.stderr
+        direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, capture_output=True, text=True,
+                                timeout=60)
+        assert direct.returncode == 2 and f"pid {first.pid}" in direct.stderr, direct.stderr
+        assert first.poll() is None, "the first run was still training while the second was refused"
+    finally:
+        Path(f"{held}.go").touch()  # the first run goes on, whatever happened here
     out, _ = first.communicate(timeout=120)
     assert first.returncode == 0, out
     summary = read_summary(stub_repo)
