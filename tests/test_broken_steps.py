@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NO_PADDLE_PYTHON, chain_env, make_stub_repo, needs_plain_python, read_records, read_summary, tipcgen
+from conftest import (NO_PADDLE_PYTHON, chain_env, make_stub_repo, needs_plain_python, read_records, read_summary,
+                      tipcgen)
 
 MODE = "lite_train_lite_infer"
 

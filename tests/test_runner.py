@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SST2, STUB, chain_env, default_signals, make_stub_repo, read_records, read_summary, run_in_process, tipcgen
+from conftest import (SST2, STUB, chain_env, default_signals, make_stub_repo, read_records, read_summary, run_in_process,
+                      tipcgen)
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 RUN_DIR = Path("test_tipc/output/stub_model/lite_train_lite_infer")

@@ -274,7 +274,7 @@ def test_ctrl_c_stops_every_chain_and_still_writes_the_summary(stubs, tmp_path):
         if len(training) == 2:
             break
     assert len(training) == 2, "both chains reach their train step"
-    ceiling = time.monotonic() + 120  # a ceiling, not a bound: the steps' processes are in their hang once both pids are written
+    ceiling = time.monotonic() + 120  # a ceiling, not a bound: both steps are in their hang once their pids are written
     while len(list((tmp_path / "out").rglob("train.pid"))) < 2 and proc.poll() is None and time.monotonic() < ceiling:
         time.sleep(0.02)
     assert len(list((tmp_path / "out").rglob("train.pid"))) == 2, "both train steps reach their hang"
