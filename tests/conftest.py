@@ -87,6 +87,8 @@ SHARED_RUNS = {
     "cnn_inputs": "{module}:weights",
     "tutorial_repo": "{module}:tutorial_repo",  # test_tutorial_layout.py
     "separate_stubs": "stubs",               # test_suite.py
+    "plain_run": "{module}:plain_run",       # test_runner.py: one passing stub chain its readers share
+    "python_flood": "{module}:python_flood", # test_broken_steps.py: one chain flooding its log, read twice
     "zoo": "{module}:zoo",                   # test_repository.py (stub chains) and chains/test_repository_lite.py (paddle)
     "models_template": "{module}:trees",     # test_upstream_helpers.py
     "paddleocr_tree": "{module}:trees",

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NO_PADDLE_PYTHON, chain_env, needs_plain_python, read_records, read_summary, tipcgen
+from conftest import (NO_PADDLE_PYTHON, chain_env, make_stub_repo, needs_plain_python, read_records, read_summary,
+                      tipcgen)
 
 MODE = "lite_train_lite_infer"
 
@@ -82,9 +83,17 @@ def test_the_log_cap_never_limits_what_a_step_saves(stub_repo: Path):
                                "that started the run (ulimit -f 2048): raise it (ulimit -f unlimited) and run again")
 
 
-def test_a_python_step_flooding_its_log_stops_at_the_cap(stub_repo: Path):
+@pytest.fixture(scope="module")
+def python_flood(tmp_path_factory) -> tuple[Path, int, str, list[dict]]:
+    """One chain whose Python eval step floods its log past a 1 MB cap, for the tests that read it: the
+    repository, then what run() returns."""
+    repo = make_stub_repo(tmp_path_factory.mktemp("python_flood"))
+    return (repo, *run(repo, {"STUB_SPAM": "eval", "TIPC_MAX_LOG_MB": "1"}))
+
+
+def test_a_python_step_flooding_its_log_stops_at_the_cap(python_flood):
     """CPython ignores SIGPIPE, so the write fails (EPIPE) and the script exits non-zero: the cap still holds."""
-    rc, _, records = run(stub_repo, {"STUB_SPAM": "eval", "TIPC_MAX_LOG_MB": "1"})
+    stub_repo, rc, _, records = python_flood
     assert rc == 1
     step = only(records, "eval")
     assert step["status"] == "failed"
@@ -92,8 +101,8 @@ def test_a_python_step_flooding_its_log_stops_at_the_cap(stub_repo: Path):
     assert_rest_of_chain_ran(records)
 
 
-def test_a_python_step_flooding_its_log_says_why(stub_repo: Path):
-    _, _, records = run(stub_repo, {"STUB_SPAM": "eval", "TIPC_MAX_LOG_MB": "1"})
+def test_a_python_step_flooding_its_log_says_why(python_flood):
+    _, _, _, records = python_flood
     assert only(records, "eval")["reason"].startswith("log over 1 MB")
 
 

@@ -35,6 +35,34 @@ def _tar(path: Path, members: list[tuple[str, str, bytes]], mode: str = "w") -> 
     return path
 
 
+def _empty_files_tar_gz(path: Path, names: list[str]) -> Path:
+    """What _tar writes for empty regular files named names (GNU format), compressed as `tar -czf` does (gzip's
+    default level, 6; tarfile's 9 cost ~1.8 s more of setup at 80,000 members): each header is tarfile's header of
+    one such file with its name put in and its checksum recomputed, since TarInfo.tobuf (~23 us a member) was the
+    other half of the setup. The first and last headers are checked against tarfile's own."""
+    def tarfile_header(name: str) -> bytes:
+        info = tarfile.TarInfo(name)
+        info.type, info.size = tarfile.REGTYPE, 0
+        return info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+
+    base = bytearray(tarfile_header(""))
+    base[148:156] = b" " * 8  # the checksum is that of the header with its own field as eight spaces
+    base_sum, headers = sum(base), []
+    for name in names:
+        raw = name.encode("ascii")
+        assert 0 < len(raw) < 100, name  # a longer name takes a GNU long-name header
+        header = bytearray(base)
+        header[:len(raw)] = raw
+        header[148:155] = b"%06o\0" % (base_sum + sum(raw))  # as tarfile writes it: six digits, NUL, space
+        headers.append(bytes(header))
+    assert [headers[0], headers[-1]] == [tarfile_header(names[0]), tarfile_header(names[-1])]
+    body = b"".join(headers) + bytes(2 * tarfile.BLOCKSIZE)  # the end of the archive, padded to a record:
+    body += bytes(-len(body) % tarfile.RECORDSIZE)  # what tarfile's close writes
+    with gzip.open(path, "wb", compresslevel=6) as out:
+        out.write(body)
+    return path
+
+
 def _check(root: Path):
     """The check and the CPU seconds it took (what accept's budget counts: another process does not)."""
     started = time.process_time()
@@ -43,9 +71,9 @@ def _check(root: Path):
 
 
 def _timed_check(root: Path, count: int) -> tuple[float, str]:
-    members = [(f"{'outside' if i < count // 2 else 'lite_data'}/d{i // 1000}/f{i}.txt", "file", b"") for i in range(count)]
     root.mkdir()
-    _tar(root / "lite_data.tar.gz", members, "w:gz")
+    _empty_files_tar_gz(root / "lite_data.tar.gz",
+                        [f"{'outside' if i < count // 2 else 'lite_data'}/d{i // 1000}/f{i}.txt" for i in range(count)])
     item, seconds = _check(root)
     assert not item.passed and f"and {count // 2 - 5} more" in item.detail, item.detail
     return seconds, item.detail

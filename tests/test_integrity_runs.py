@@ -102,13 +102,17 @@ def _start(repo: Path, **env: str) -> subprocess.Popen:
                             start_new_session=True, preexec_fn=default_signals)
 
 
-def _wait_for_training(proc: subprocess.Popen) -> list[str]:
+def _wait_for_training(proc: subprocess.Popen, held: Path) -> list[str]:
+    """Until the train step is in its wait: it has written its pid to held (STUB_HANG_ONCE, STUB_HOLD)."""
     seen = []
     assert proc.stdout is not None
     for line in proc.stdout:
         seen.append(line)
         if line.startswith("[tipc] RUN  train"):
-            time.sleep(0.5)  # the train step is now in its sleep
+            ceiling = time.monotonic() + 120  # a ceiling, not a bound: a loaded machine gets there later
+            while not held.exists() and proc.poll() is None and time.monotonic() < ceiling:
+                time.sleep(0.02)
+            assert held.exists(), "the train step never started its wait:\n" + "".join(seen)
             return seen
     raise AssertionError("training never started:\n" + "".join(seen))
 
@@ -137,14 +141,20 @@ def _gone(repo: Path, seconds: float = 10) -> list[str]:
     return left
 
 
-def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(stub_repo: Path):
-    first = _start(stub_repo, STUB_SLEEP="train:3")
-    _wait_for_training(first)
-    second = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=60)
-    assert second.returncode == 2, second.stdout + second.stderr
-    assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr, second.stderr
-    direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, capture_output=True, text=True, timeout=60)
-    assert direct.returncode == 2 and f"pid {first.pid}" in direct.stderr, direct.stderr
+def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(stub_repo: Path, tmp_path: Path):
+    held = tmp_path / "train.pid"  # the first run's train step waits there until the test lets it go
+    first = _start(stub_repo, STUB_HOLD=f"train:{held}")
+    try:
+        _wait_for_training(first, held)
+        second = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=60)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr, second.stderr
+        direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, capture_output=True, text=True,
+                                timeout=60)
+        assert direct.returncode == 2 and f"pid {first.pid}" in direct.stderr, direct.stderr
+        assert first.poll() is None, "the first run was still training while the second was refused"
+    finally:
+        Path(f"{held}.go").touch()  # the first run goes on, whatever happened here
     out, _ = first.communicate(timeout=120)
     assert first.returncode == 0, out
     summary = read_summary(stub_repo)
@@ -154,9 +164,11 @@ def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(s
 
 
 @pytest.mark.parametrize("how, code", [("SIGTERM", 143), ("SIGHUP", 129), ("group SIGINT", 130)])
-def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_process(stub_repo: Path, how, code):
-    proc = _start(stub_repo, STUB_SLEEP="train:60")
-    _wait_for_training(proc)
+def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_process(stub_repo: Path, tmp_path: Path,
+                                                                                    how, code):
+    held = tmp_path / "train.pid"  # the train step writes its pid there, then sleeps
+    proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}")
+    _wait_for_training(proc, held)
     if how == "group SIGINT":  # Ctrl-C in a terminal: the whole foreground process group
         os.killpg(proc.pid, signal.SIGINT)
     else:
@@ -172,10 +184,11 @@ def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_proce
     assert _gone(stub_repo, 5) == []
 
 
-def test_a_ci_cancel_gets_the_summary_before_its_kill(stub_repo: Path):
+def test_a_ci_cancel_gets_the_summary_before_its_kill(stub_repo: Path, tmp_path: Path):
     """SIGTERM, then SIGKILL a second later (a CI cancel), while the step ignores SIGTERM."""
-    proc = _start(stub_repo, STUB_SLEEP="train:60", STUB_IGNORE_TERM="train", TIPC_KILL_GRACE="2")
-    _wait_for_training(proc)
+    held = tmp_path / "train.pid"
+    proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}", STUB_IGNORE_TERM="train", TIPC_KILL_GRACE="2")
+    _wait_for_training(proc, held)
     proc.send_signal(signal.SIGTERM)
     time.sleep(1)
     proc.kill()
@@ -185,9 +198,10 @@ def test_a_ci_cancel_gets_the_summary_before_its_kill(stub_repo: Path):
     assert _gone(stub_repo, 10) == [], "the runner KILLs the step's group after TIPC_KILL_GRACE"
 
 
-def test_kill_9_of_tipcgen_run_leaves_no_process_and_a_rerun_recovers_the_lock(stub_repo: Path):
-    proc = _start(stub_repo, STUB_SLEEP="train:60")
-    _wait_for_training(proc)
+def test_kill_9_of_tipcgen_run_leaves_no_process_and_a_rerun_recovers_the_lock(stub_repo: Path, tmp_path: Path):
+    held = tmp_path / "train.pid"
+    proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}")
+    _wait_for_training(proc, held)
     proc.kill()
     proc.wait()
     assert _gone(stub_repo, 5) == [], "the runner and its steps must not outlive tipcgen run"

@@ -186,7 +186,8 @@ def test_update_re_renders_every_model_and_an_edit_reaches_only_its_own_config(t
     assert "--epochs:lite_train_lite_infer=2|" in (repo / config("stub_variant")).read_text()
 
 
-def test_doctor_finds_each_models_own_descriptor(zoo):
+def test_doctor_finds_each_models_own_descriptor(zoo, doctor_probes_once):
+    """What doctor reads of each model's descriptor (not its probe of the interpreter: that runs once a worker)."""
     proc = tipcgen("doctor", "--config", config("stub_tutorial"), cwd=zoo["repo"])
     assert "stub_tutorial: the descriptor names no data" in proc.stdout, proc.stdout
 

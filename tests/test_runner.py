@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SST2, STUB, chain_env, default_signals, read_records, read_summary, tipcgen
+from conftest import (SST2, STUB, chain_env, default_signals, make_stub_repo, read_records, read_summary, run_in_process,
+                      tipcgen)
 
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
 RUN_DIR = Path("test_tipc/output/stub_model/lite_train_lite_infer")
@@ -25,8 +26,18 @@ def run(repo: Path, *args: str, env: dict | None = None) -> subprocess.Completed
     return tipcgen("run", "--mode", "lite_train_lite_infer", *args, cwd=repo, env=env)
 
 
-def test_passing_chain_writes_every_artefact(stub_repo: Path):
-    proc = run(stub_repo)
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess, Path]:
+    """One passing chain of the stub, as it is rendered, for the tests that only read what it left: the
+    repository, the finished `tipcgen run` and the argv each step got (STUB_ARGV, a file outside the repository:
+    the stub appends to it and changes nothing else)."""
+    root = tmp_path_factory.mktemp("plain_run")
+    repo, argv_file = make_stub_repo(root / "repo"), root / "argv.jsonl"
+    return repo, run(repo, env={"STUB_ARGV": str(argv_file)}), argv_file
+
+
+def test_passing_chain_writes_every_artefact(plain_run):
+    stub_repo, proc, _ = plain_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
     kinds = [(r["kind"], r["status"]) for r in records]
@@ -49,10 +60,11 @@ RECORD_FIELDS = {"kind", "name", "status", "exit_code", "seconds", "log", "reaso
                  "model_dir", "reference", "device_num"}
 
 
-def test_every_record_carries_its_fields(stub_repo: Path):
+def test_every_record_carries_its_fields(plain_run):
     """steps.jsonl says what each step ran as data (no reader parses a step or log name): every record has
     every field, null where it does not apply; a CPU inference step's are the values its command got."""
-    assert run(stub_repo).returncode == 0
+    stub_repo, proc, _ = plain_run
+    assert proc.returncode == 0
     records = read_records(stub_repo, "stub_model", "lite_train_lite_infer")
     for record in records:
         assert set(record) == RECORD_FIELDS, record
@@ -75,9 +87,9 @@ def test_every_record_carries_its_fields(stub_repo: Path):
     assert gpu_infer["command"] == "" and gpu_infer["exit_code"] is None
 
 
-def test_flags_reach_the_scripts_as_key_value(stub_repo: Path, tmp_path: Path):
-    argv_file = tmp_path / "argv.jsonl"
-    assert run(stub_repo, env={"STUB_ARGV": str(argv_file)}).returncode == 0
+def test_flags_reach_the_scripts_as_key_value(plain_run):
+    _, proc, argv_file = plain_run
+    assert proc.returncode == 0
     calls = [json.loads(line) for line in argv_file.read_text().splitlines()]
     train = next(c for c in calls if c[0] == "train")
     assert "--epochs=1" in train and "--batch_size=2" in train and "--device=cpu" in train
@@ -222,8 +234,9 @@ def test_hostile_values_are_data_never_code(tmp_path: Path):
             f"{field} must arrive whole, as data"
 
 
-def test_interrupt_leaves_a_summary(stub_repo: Path):
-    env = chain_env(STUB_HANG="infer")
+def test_interrupt_leaves_a_summary(stub_repo: Path, tmp_path: Path):
+    hanging = tmp_path / "infer.pid"  # the first infer step writes its pid there, then hangs (STUB_HANG_ONCE)
+    env = chain_env(STUB_HANG_ONCE=f"infer:{hanging}")
     proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "run", "--mode", "lite_train_lite_infer"], cwd=stub_repo,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=default_signals)
@@ -232,7 +245,10 @@ def test_interrupt_leaves_a_summary(stub_repo: Path):
         seen.append(line)
         if line.startswith("[tipc] RUN  infer"):
             break
-    time.sleep(0.5)
+    deadline = time.monotonic() + 120  # a ceiling: the step is in its hang once its pid is written
+    while not hanging.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert hanging.exists(), "".join(seen)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, "".join(seen) + out
@@ -249,8 +265,7 @@ def test_whole_modes_stop_at_once_without_data(tmp_path: Path, mode):
     data.mkdir(parents=True)
     (data / "dev.tsv").write_text("1\tthe data of an earlier run\n")  # prepare.sh checks every source first
     env = {k: v for k, v in chain_env().items() if k != "TIPC_DATA_DIR"}
-    proc = subprocess.run([sys.executable, "-m", "tipcgen", "run", "--mode", mode], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = run_in_process(["run", "--mode", mode], tmp_path, env)  # tipcgen() keeps TIPC_DATA_DIR where it is set
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "TIPC_DATA_DIR" in proc.stderr and "--data-dir" in proc.stderr and "Traceback" not in proc.stderr
     assert "[tipc] RUN" not in proc.stdout, "no step may run"
@@ -306,12 +321,12 @@ def test_a_second_run_replaces_the_first_cleanly_and_modes_never_share_a_folder(
     assert other.is_dir() and (stub_repo / RUN_DIR / "summary.json").is_file(), "each mode keeps its own folder"
 
 
-def test_the_closing_line_agrees_with_the_runners_own_count(stub_repo: Path):
+def test_the_closing_line_agrees_with_the_runners_own_count(plain_run):
     """The runner counts its steps ("5 passed"); tipcgen run's table adds prepare and its own checks of the run
     ("6 passed"): the closing line says both, so the two figures a person sees never disagree unexplained."""
     import re
 
-    proc = run(stub_repo, "--mode", "lite_train_lite_infer")
+    _, proc, _ = plain_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runner = re.search(r"stub_model: (\d+) passed, (\d+) failed, (\d+) skipped; results:", proc.stdout)
     closing = re.search(r"^PASSED[^:]*: (\d+) passed, (\d+) failed, (\d+) skipped in [\d.]+ s \(prepare and tipcgen's "

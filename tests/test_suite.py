@@ -262,8 +262,9 @@ def test_ctrl_c_stops_every_chain_and_still_writes_the_summary(stubs, tmp_path):
 
     proc = subprocess.Popen([sys.executable, "-m", "tipcgen", "suite", str(stubs / "stub"), str(stubs / "variant"),
                              "--jobs", "2", "-o", str(tmp_path / "out")], cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=chain_env(STUB_HANG="train"),
-                            preexec_fn=default_signals)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            # a relative file: each chain's train step writes its pid in its own work copy, then hangs
+                            env=chain_env(STUB_HANG_ONCE="train:train.pid"), preexec_fn=default_signals)
     assert proc.stdout is not None
     training = set()  # wait for the event, not a time: both chains are in their hanging train step
     for line in proc.stdout:
@@ -273,7 +274,10 @@ def test_ctrl_c_stops_every_chain_and_still_writes_the_summary(stubs, tmp_path):
         if len(training) == 2:
             break
     assert len(training) == 2, "both chains reach their train step"
-    time.sleep(0.5)  # the step's process is now in its hang
+    ceiling = time.monotonic() + 120  # a ceiling, not a bound: both steps are in their hang once their pids are written
+    while len(list((tmp_path / "out").rglob("train.pid"))) < 2 and proc.poll() is None and time.monotonic() < ceiling:
+        time.sleep(0.02)
+    assert len(list((tmp_path / "out").rglob("train.pid"))) == 2, "both train steps reach their hang"
     proc.send_signal(2)
     out = proc.stdout.read()
     assert proc.wait(timeout=60) == 130, out
