@@ -173,3 +173,31 @@ tipc_step_collect
     while _left_behind(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _left_behind(marker) == [], "no process of the step beside outlives the runner"
+
+
+
+_ZOMBIE = """import subprocess, sys, time
+step = subprocess.Popen(["true"])  # a child that ends at once and is not waited for: a zombie of this process
+while open(f"/proc/{step.pid}/stat").read().rsplit(") ", 1)[1][0] != "Z":
+    time.sleep(0.01)
+live = subprocess.Popen(["sleep", "60"])
+print(subprocess.run(["bash", "-c", sys.argv[1], "-", str(step.pid), str(live.pid)], capture_output=True, text=True).stdout)
+live.kill()
+"""
+
+
+def test_a_step_that_ended_but_was_not_reaped_is_seen_to_have_ended(repo):
+    """tipc_running, which every wait of the runner polls: a process that has exited and not been reaped (a zombie)
+    has ended, though `kill -0` succeeds on it. bash reaps its children in the background only when a SIGCHLD
+    reaches it; a runner under load (two busy loops, 3 test workers) was seen with SIGCHLD blocked, polling its
+    golden step's zombie with `kill -0` until the CI run's time would have run out."""
+    script = PRELUDE.split("\n", 2)[1] + r"""
+kill -0 "$1" && echo "kill -0: the zombie runs"
+tipc_running "$1" || echo "tipc_running: the zombie ended"
+tipc_running "$2" && echo "tipc_running: the sleep runs"
+tipc_running 999999999 || echo "tipc_running: no such process ended"
+"""
+    proc = subprocess.run([os.environ.get("PYTHON", "python"), "-c", _ZOMBIE, script], cwd=repo, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.stdout.split("\n")[:4] == ["kill -0: the zombie runs", "tipc_running: the zombie ended",
+                                           "tipc_running: the sleep runs", "tipc_running: no such process ended"], proc
