@@ -258,7 +258,7 @@ fleet_train() {
     left=${#pids[@]}
     while [ "$left" -gt 0 ]; do
         for k in "${!pids[@]}"; do
-            if [ -n "${rcs[k]:-}" ] || kill -0 "${pids[k]}" 2> /dev/null; then continue; fi
+            if [ -n "${rcs[k]:-}" ] || tipc_running "${pids[k]}"; then continue; fi
             wait "${pids[k]}"
             rcs[k]=$?
             ends[k]=${EPOCHREALTIME//[!0-9]/}

@@ -495,13 +495,26 @@ tipc_on_interrupt() {
     done
 }
 
+# tipc_running PID: whether a child still runs. `kill -0` alone is not enough: it succeeds on a child that has
+# exited and not been reaped (a zombie), and bash reaps in the background only when SIGCHLD reaches it, which
+# it does not always (a runner was seen polling a zombie step for ever under load). The state in /proc (no fork)
+# says Z for one; the caller's `wait` then reaps it.
+tipc_running() {
+    local stat
+    kill -0 "$1" 2> /dev/null || return 1
+    if [ -r "/proc/$1/stat" ] && IFS= read -r stat 2> /dev/null < "/proc/$1/stat"; then
+        stat=${stat##*) }  # the fields after the command's name, which may hold spaces and parentheses
+        [ "${stat%% *}" != Z ] || return 1
+    fi
+}
+
 # tipc_wait_step PID VAR: wait for a step; its exit status into VAR, and TIPC_STEP_SIGNAL (the signal that
 # killed it, or nothing). Bash gives 128+N both for a process killed by signal N and for one that ran `exit 128+N`;
 # its job table knows which, so the status is read there (polling with a builtin read, no fork: every
 # 10 ms for the first half second, so a short step is not kept waiting, then every 50 ms).
 tipc_wait_step() {
     local pid=$1 status_file=$LOG_PATH/.step_status delay=0.01 polls=0 code
-    while kill -0 "$pid" 2> /dev/null; do
+    while tipc_running "$pid"; do
         read -r -t "$delay" -u "$TIPC_SLEEP_FD" _ || :
         tipc_beside_poll
         polls=$((polls + 1))
@@ -537,7 +550,7 @@ tipc_elapsed() {
 # every process holding its output have closed it); one left after 5 s by a process the step left behind is stopped.
 tipc_wait_writer() {
     local polls=0
-    while kill -0 "$1" 2> /dev/null && [ "$polls" -lt 500 ]; do
+    while tipc_running "$1" && [ "$polls" -lt 500 ]; do
         read -r -t 0.01 -u "$TIPC_SLEEP_FD" _ || :
         polls=$((polls + 1))
     done
@@ -654,7 +667,7 @@ tipc_beside_poll() {
     if [ -z "${TIPC_BESIDE[waiting]-}${TIPC_BESIDE[go_at]-}" ] && [ -e "${TIPC_BESIDE[go]}.waiting" ]; then
         TIPC_BESIDE[waiting]=$EPOCHREALTIME
     fi
-    if [ -z "${TIPC_BESIDE[end]-}" ] && ! kill -0 "${TIPC_BESIDE[pid]}" 2> /dev/null; then TIPC_BESIDE[end]=$EPOCHREALTIME; fi
+    if [ -z "${TIPC_BESIDE[end]-}" ] && ! tipc_running "${TIPC_BESIDE[pid]}"; then TIPC_BESIDE[end]=$EPOCHREALTIME; fi
 }
 
 # tipc_step_collect: wait for the step beside (if one runs) and conclude it under the step configuration it was
