@@ -61,35 +61,18 @@ def _signed(value: int) -> int:
 def tensor_desc(data: bytes, pos: int, end: int) -> tuple[int, list[int]]:
     """(data_type, dims) of a protobuf VarType.TensorDesc in data[pos:end]; unknown fields are skipped."""
     dtype, dims = None, []
-    while pos < end:
-        key, pos = _varint(data, pos, end)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(data, pos, end)
-            if number == 1:
-                dtype = value
-            elif number == 2:
-                dims.append(_signed(value))
-        elif wire == 2:
-            size, pos = _varint(data, pos, end)
-            if size > end - pos:
-                raise ValueError("a field runs past its message")
-            if number == 2:  # packed dims
-                stop, pos = pos + size, pos
-                while pos < stop:
-                    value, pos = _varint(data, pos, stop)
-                    dims.append(_signed(value))
-            pos += size if number != 2 else 0
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise ValueError(f"wire type {wire} is not in a TensorDesc")
+    for number, wire, value in _fields(data, pos, end):
+        if number == 1 and wire == 0:
+            dtype = value
+        elif number == 2 and wire == 0:
+            dims.append(_signed(value))
+        elif number == 2 and wire == 2:  # packed dims
+            at, stop = value
+            while at < stop:
+                dim, at = _varint(data, at, stop)
+                dims.append(_signed(dim))
         if len(dims) > MAX_DIMS:
             raise ValueError(f"more than {MAX_DIMS} dims")
-    if pos != end:
-        raise ValueError("a field runs past its message")
     if dtype is None:
         raise ValueError("the TensorDesc has no data type")
     return dtype, dims
@@ -158,7 +141,7 @@ def _fields(data: bytes, pos: int, end: int):
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
         else:
-            raise ValueError(f"wire type {wire} is not in a program")
+            raise ValueError(f"wire type {wire} is not in a Paddle message")
         if size > end - pos:
             raise ValueError("a field runs past its message")
         if wire == 2:
