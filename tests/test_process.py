@@ -66,6 +66,24 @@ def test_a_timeout_kills_the_whole_group(tmp_path: Path):
     assert _gone(int(pidfile.read_text()))
 
 
+def test_a_silence_longer_than_allowed_ends_the_group_and_output_keeps_it_alive(tmp_path: Path):
+    """``silence`` bounds the time between two outputs, not the whole run: a process that prints now and then
+    runs past it (its silences are shorter), one that stops printing is ended as silent, its group with it."""
+    talker = process.run(process.Request(["sh", "-c", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.2; done"],
+                                         silence=30, timeout=600))
+    assert talker.ok and talker.output.split() == list("123456") and not talker.silent
+    pidfile = tmp_path / "pid"
+    started = time.monotonic()
+    quiet = process.run(process.Request(["sh", "-c", f"echo hello; sleep 600 & echo $! > {pidfile}; wait"],
+                                        silence=0.5, timeout=600, grace=0.5))
+    assert quiet.silent and not quiet.timed_out and not quiet.ok and quiet.output == "hello\n"
+    assert quiet.signal in (signal.SIGTERM, signal.SIGKILL) and time.monotonic() - started < 300
+    assert _gone(int(pidfile.read_text()))
+    stderr_talker = process.run(process.Request(["sh", "-c", "for i in 1 2 3 4; do echo $i >&2; sleep 0.2; done"],
+                                                stderr="separate", silence=30))
+    assert stderr_talker.ok and not stderr_talker.silent  # output on either stream is a sign of life
+
+
 def test_a_child_holding_stdout_does_not_keep_the_reader_waiting(tmp_path: Path):
     """The leader exits; its child keeps the pipe open: the reader stops after the linger and kills it
     (counted by what happened to the child, not by wall time)."""

@@ -52,7 +52,9 @@ _PR_SET_PDEATHSIG = 1
 class Request:
     """What to start and under which limits. ``stderr``: "merge" (into the output), "separate" (kept in
     ``Outcome.err``) or "discard"; ``stdout`` "keep" or "discard". ``timeout`` counts from the start.
-    ``grace``: after a timeout (or ``stop``), seconds between SIGTERM to the group and SIGKILL."""
+    ``grace``: after a timeout (or ``stop``), seconds between SIGTERM to the group and SIGKILL. ``silence``:
+    seconds without a byte of output after which the process is taken as stuck and ended like a timeout
+    (``Outcome.silent``): a runner whose every step is bounded never stays silent longer than a step."""
 
     argv: Sequence[str]
     cwd: str | Path | None = None
@@ -69,13 +71,14 @@ class Request:
     linger: float = LINGER
     cpus: tuple[int, ...] = ()  # pin the process to these cores (a suite's slot)
     death_signal: int = signal.SIGTERM
+    silence: float | None = None
 
 
 @dataclass
 class Outcome:
     """What came of a request: the argv run, its exit code (``-N``: killed by signal N; None: it could not
     start, ``error`` says why), the output kept (bytes; ``truncated`` when more came), whether the time ran
-    out, and the seconds it took."""
+    out or the output stopped for longer than the request's ``silence`` (``silent``), and the seconds it took."""
 
     argv: list[str]
     exit_code: int | None
@@ -86,10 +89,11 @@ class Outcome:
     seconds: float = 0.0
     error: str = ""
     total_bytes: int = 0
+    silent: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.silent
 
     @property
     def signal(self) -> int | None:
@@ -198,8 +202,8 @@ class Running:
         self.argv = self.args = argv
         if request.sandbox is not None:
             argv = request.sandbox.wrap(argv, request.cwd)
-        self.started = time.monotonic()
-        self.timed_out = False
+        self.started = self.last_output = time.monotonic()
+        self.timed_out = self.silent = False
         self.stopping_at: float | None = None
         self.out, self.err = _Kept(request.output_cap), _Kept(request.output_cap)
         self.lines = _Lines(request.on_line) if request.on_line else None
@@ -265,20 +269,19 @@ class Running:
             selector.unregister(fd)
             return
         self._streams[fd].add(chunk)
+        self.last_output = time.monotonic()
         if self.lines is not None and fd == (self.popen.stdout.fileno() if self.popen.stdout else -1):
             self.lines.add(chunk)
         if self.request.stop_at_cap and self._streams[fd].total > self.request.output_cap:
             self.kill()
 
     def finish(self, until: float | None = None) -> Outcome:
-        """Read the output to its end (or until the timeout), kill the group, reap the leader: the Outcome.
-        ``until``: a time.monotonic() after which to give up reading and end it (a caller's grace)."""
+        """Read the output to its end (or until the timeout, or a silence longer than the request's), kill the
+        group, reap the leader: the Outcome. ``until``: a time.monotonic() after which to give up reading and
+        end it (a caller's grace)."""
         if self._outcome is not None:
             return self._outcome
         request = self.request
-        deadline = self.started + request.timeout if request.timeout else None
-        if until is not None:
-            deadline = until if deadline is None else min(deadline, until)
         selector = selectors.DefaultSelector()
         for fd in self._streams:
             selector.register(fd, selectors.EVENT_READ)
@@ -286,8 +289,7 @@ class Running:
         try:
             while selector.get_map():
                 now = time.monotonic()
-                if deadline is not None and now >= deadline and self.stopping_at is None:
-                    self.timed_out = request.timeout is not None and now >= self.started + request.timeout
+                if self.stopping_at is None and self._due(now, until):
                     if request.grace > 0:
                         self.stop()  # SIGTERM now, SIGKILL after the grace
                     else:
@@ -298,7 +300,7 @@ class Running:
                     linger_until = now + request.linger
                 if linger_until is not None and now >= linger_until:
                     break
-                limits = [0.1] + [t - now for t in (deadline if self.stopping_at is None else None,
+                limits = [0.1] + [t - now for t in (self._next_limit(until) if self.stopping_at is None else None,
                                                     self.stopping_at, linger_until) if t is not None]
                 for key, _ in selector.select(max(0.0, min(limits))):
                     self._read(key.fd, selector)
@@ -306,8 +308,7 @@ class Running:
                 # the output ended, the leader runs on: wait for it within the time left
                 while not self.exited():
                     now = time.monotonic()
-                    if self.stopping_at is None and deadline is not None and now >= deadline:
-                        self.timed_out = request.timeout is not None and now >= self.started + request.timeout
+                    if self.stopping_at is None and self._due(now, until):
                         if request.grace > 0:
                             self.stop()
                             continue
@@ -319,6 +320,23 @@ class Running:
             selector.close()
         return self._end()
 
+    def _next_limit(self, until: float | None) -> float | None:
+        """The earliest of the time limit, the end of the allowed silence and the caller's ``until``."""
+        request = self.request
+        limits = [t for t in (self.started + request.timeout if request.timeout else None,
+                              self.last_output + request.silence if request.silence else None, until) if t is not None]
+        return min(limits) if limits else None
+
+    def _due(self, now: float, until: float | None) -> bool:
+        """A limit is reached: ``timed_out`` or ``silent`` says which of the request's (neither: the caller's)."""
+        limit = self._next_limit(until)
+        if limit is None or now < limit:
+            return False
+        request = self.request
+        self.timed_out = request.timeout is not None and now >= self.started + request.timeout
+        self.silent = not self.timed_out and request.silence is not None and now >= self.last_output + request.silence
+        return True
+
     def _end(self) -> Outcome:
         self.kill()
         code = self.popen.wait()
@@ -328,7 +346,8 @@ class Running:
             handle.close()
         out, err = self.out, self.err
         self._outcome = Outcome(self.argv, code, out.value(), err.value(), out.truncated or err.truncated,
-                                self.timed_out, round(time.monotonic() - self.started, 3), total_bytes=out.total)
+                                self.timed_out, round(time.monotonic() - self.started, 3), total_bytes=out.total,
+                                silent=self.silent)
         return self._outcome
 
     def __enter__(self) -> Running:

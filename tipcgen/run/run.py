@@ -8,6 +8,7 @@ records → proofs → outputs) for tipcgen's runner and a kept one (init --subm
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import threading
@@ -30,7 +31,7 @@ from tipcgen.descriptor.schema import MODEL_NAME_HINT, is_model_name
 from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
-from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RESULT_LOGS, RUNNERS, SUMMARY_JSON
+from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import (
     Step,
@@ -50,6 +51,28 @@ from tipcgen.run.request import NO_PROOFS, Proofs, RunRequest
 
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_DATA_MODES = (words.LITE_TRAIN_LITE_INFER, words.WHOLE_TRAIN_WHOLE_INFER)
+# Seconds a script may print nothing beyond the step time limit before the run takes it as stuck: every step of
+# tipcgen's runner is bounded, and the runner prints a line as each starts and ends, so a longer silence is the
+# runner's own machinery hung (a wait on a child that never ends), never a step at work.
+SILENCE_MARGIN = 300
+STUCK = "it was stopped as stuck"
+
+
+def silence_limit(request: RunRequest, env: dict[str, str], root: Path, kept: bool) -> int | None:
+    """The longest silence of prepare.sh or the runner before the run stops them as stuck: the step time limit
+    the runner applies (--step-timeout, else TIPC_STEP_TIMEOUT from the environment, else the largest of the
+    models' limits tipc_steps.sh was rendered with) plus SILENCE_MARGIN. None for a kept runner without
+    --step-timeout: its steps have no limit, and a whole training may print nothing for hours."""
+    if request.step_timeout is not None:
+        return request.step_timeout + SILENCE_MARGIN
+    if kept:
+        return None
+    given = env.get("TIPC_STEP_TIMEOUT", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given) + SILENCE_MARGIN
+    steps = root / STEPS_SH
+    rendered = steps.read_text(encoding="utf-8", errors="replace") if steps.is_file() else ""
+    return max([words.DEFAULT_STEP_TIMEOUT, *(int(n) for n in re.findall(r"TIPC_MODEL_TIMEOUT=(\d+)", rendered))]) + SILENCE_MARGIN
 
 
 def check_mode(mode: str) -> str:
@@ -126,9 +149,10 @@ class _Chain:
     ended with it, in the sandbox with ``run --sandbox``), stoppable as a whole."""
 
     def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None],
-                 sandbox: Spec | None = None) -> None:
-        self.root, self.env, self.on_line, self.sandbox = root, env, on_line, sandbox
+                 sandbox: Spec | None = None, silence: int | None = None) -> None:
+        self.root, self.env, self.on_line, self.sandbox, self.silence = root, env, on_line, sandbox, silence
         self.proc: process.Running | None = None
+        self.stuck: str | None = None  # the script stopped for its silence (run.silence_limit)
         self.keep: deque | None = None
         self.stopping = False
         self.starts: list[tuple[float, str, str]] = []  # (time, kind, name) of each `[tipc] RUN` line
@@ -143,12 +167,18 @@ class _Chain:
         self.on_line(line)
 
     def stream(self, cmd: list[str], keep: deque) -> int:
-        """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N)."""
+        """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N). A
+        script silent for longer than ``silence`` is stopped with every process of the run (``stuck`` says so)."""
         self.keep = keep
         self.proc = process.start(process.Request(cmd, cwd=self.root, env=self.env, on_line=self._line,
-                                                  output_cap=1 << 16, sandbox=self.sandbox, grace=1.0))
-        code = self.proc.finish().exit_code
-        return -1 if code is None else code
+                                                  output_cap=1 << 16, sandbox=self.sandbox, grace=1.0,
+                                                  silence=self.silence))
+        outcome = self.proc.finish()
+        if outcome.silent:
+            self.stuck = (f"{cmd[1].rsplit('/', 1)[-1]} printed nothing for {self.silence} s, longer than a step may "
+                          f"run (the step time limit + {SILENCE_MARGIN} s): {STUCK}")
+            run_guard.stop_run_processes(self.env[run_guard.RUN_ID_VAR], grace=1.0)
+        return -1 if outcome.exit_code is None else outcome.exit_code
 
     def stop(self, keep: deque) -> int | None:
         """After an interrupt: let the script finish its records for a short grace, then stop every
@@ -319,7 +349,8 @@ class _Pipeline:
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
                      if ctx.kept else None)
         self.parts: list[tuple[str, dict[str, str] | None]] = []  # git status before and after each part
-        self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox)
+        self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox,
+                           silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept))
         self.shim_dir = ctx.root / paths.SHIM_DIR / ctx.env[run_guard.RUN_ID_VAR]
         self.started = time.perf_counter()
 
@@ -365,6 +396,8 @@ class _Pipeline:
             prepare.exit_code = self.work.stream(self.prepare_cmd, self.prepare_out)
             prepare.seconds = round(time.perf_counter() - self.started, 3)
             self.prepare_done = True
+            if self.work.stuck is not None:
+                prepare.reason, self.work.stuck = self.work.stuck, None
             if self.parts[0][1] is not None:
                 self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
             prepare.status = PASSED if prepare.exit_code == 0 else FAILED
@@ -374,6 +407,8 @@ class _Pipeline:
             if self.kept is not None:
                 self.kept.runner_started = time.time()
             self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out)
+            if self.work.stuck is not None:
+                self.problems.append(self.work.stuck)
             if self.parts[0][1] is not None:
                 self.parts.append(("the runner's steps", tracked.snapshot(root)))
         self.signals.armed = False
@@ -433,7 +468,7 @@ class _Pipeline:
         if prepare is not None and prepare.status != PASSED:
             if not ctx.kept:  # no runner ran: an older run's files must not be read
                 writes.remove_tree(root, run_dir, "the run folder")
-            if not ctx.kept:
+            if not ctx.kept and not (prepare.reason and self.prepare_done):  # a stuck prepare.sh keeps its reason
                 prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
             elif not prepare.reason:  # judge_prepare names a failure its log shows
                 prepare.reason = "interrupted" if not self.prepare_done else exit_text(prepare.exit_code)
@@ -465,9 +500,10 @@ class _Pipeline:
                 summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                         f"{', '.join(summary.required_kinds)}")
         else:
-            if prepare.status == PASSED and not summary.interrupted and not steps:
+            stuck = any(problem.endswith(STUCK) for problem in self.problems)  # said once, not again here
+            if prepare.status == PASSED and not summary.interrupted and not steps and not stuck:
                 summary.problems.append("the runner stopped before any step: " + " | ".join(list(self.runner_out)[-5:]))
-            if code is not None and code not in (0, 1, 130) and steps:
+            if code is not None and code not in (0, 1, 130) and steps and not stuck:
                 summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(list(self.runner_out)[-3:]))
             if code == 0 and missing and not summary.interrupted:
                 summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
