@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -341,6 +342,11 @@ def test_an_honest_small_broadcast_still_converts(tmp_path: Path):
                        {"0": b"\0" * 16})
     proc = tipcgen("align", "convert", str(source), "--rules", "bn-cnn", "-o", str(tmp_path / "o.pdparams"))
     assert "expands" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    if importlib.util.find_spec("paddle") is not None:
+        assert proc.returncode == 0 and (tmp_path / "o.pdparams").is_file(), proc.stdout + proc.stderr
+    else:  # the paddle-free layer: one clear error before any work (it was a ModuleNotFoundError traceback)
+        assert proc.returncode == 2 and "needs paddle, which is not installed" in proc.stderr, proc.stderr
+        assert "pip install paddlepaddle==" in proc.stderr and not (tmp_path / "o.pdparams").exists()
 
 
 def test_a_descriptor_kept_outside_is_rendered_by_name_once_edited(tmp_path: Path):

@@ -116,7 +116,8 @@ def test_the_sandbox_is_read_only_with_a_private_tmp_and_no_network(tmp_path: Pa
               "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=5); print('net')\n"
               "except OSError as e:\n    print('nonet', e)\n") % (str(tmp_path / "closed"), str(tmp_path / "open" / "f"))
     outcome = process.run(process.Request([sys.executable, "-c", script], sandbox=sandbox.Spec(
-        writable=(str(tmp_path / "open"),), readable=(str(tmp_path),)), cwd=tmp_path, timeout=120))
+        writable=(str(tmp_path / "open"),), readable=(str(tmp_path), sys.prefix)), cwd=tmp_path, timeout=120))
+    # sys.prefix: a venv under /tmp (hidden inside by the private /tmp) is bound back, as run/sandboxed.py does
     assert f"refused {tmp_path / 'closed'}" in outcome.output
     assert f"wrote {tmp_path / 'open' / 'f'}" in outcome.output and "wrote /tmp/t" in outcome.output
     assert "nonet" in outcome.output and not (tmp_path / "closed").exists()
