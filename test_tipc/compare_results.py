@@ -22,7 +22,8 @@ import re
 import sys
 import time
 
-from tipc_compare import MARKER, Outcome, compare_outputs
+sys.dont_write_bytecode = True  # importing tipc_compare leaves no __pycache__ in the repository's test_tipc/
+from tipc_compare import MARKER, Outcome, compare_outputs  # noqa: E402
 
 PRECISIONS = ("fp32", "fp16", "int8")
 MAX_SHOWN = 10  # failures printed one by one; all are counted

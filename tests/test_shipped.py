@@ -95,3 +95,27 @@ def test_align_and_trace_use_the_shipped_difference():
 
     assert align.abs_diff is tipc_compare.abs_diff or align.abs_diff.__module__ == "tipcgen.render.shipped.tipc_compare"
     assert trace.abs_diff.__module__ == "tipcgen.render.shipped.tipc_compare"
+
+
+def test_the_scripts_leave_no_bytecode_in_the_repositorys_test_tipc(tmp_path):
+    """A script that imports tipc_compare (beside it in test_tipc/) writes no __pycache__ there, whatever
+    PYTHONDONTWRITEBYTECODE says: a run leaves nothing in the repository but its output folder (a loaded
+    test run without that variable found test_tipc/__pycache__ in this repository's own tree)."""
+    import os
+    import subprocess
+
+    from conftest import tipcgen
+
+    tipcgen("init", "bert-sst2", "--output", str(tmp_path), check=True)
+    test_tipc = tmp_path / "test_tipc"
+    importers = sorted(p for p in test_tipc.glob("*.py") if "from tipc_compare import" in p.read_text())
+    assert {p.name for p in importers} >= {"check_inference.py", "compare_results.py"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for script in importers:
+        proc = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0 and "usage:" in proc.stdout, (script.name, proc.stderr[-2000:])
+    assert not list(test_tipc.rglob("__pycache__")), "a shipped script left bytecode in test_tipc/"
+    # the check sees bytecode where it is written: importing tipc_compare as those scripts did, before
+    subprocess.run([sys.executable, "-c", "import tipc_compare"], cwd=test_tipc, env=env, check=True, timeout=300)
+    assert list(test_tipc.rglob("__pycache__"))

@@ -26,7 +26,9 @@ import sys
 import time
 
 import numpy as np
-from tipc_compare import MARKER, Outcome, compare_outputs, label
+
+sys.dont_write_bytecode = True  # importing tipc_compare leaves no __pycache__ in the repository's test_tipc/
+from tipc_compare import MARKER, Outcome, compare_outputs, label  # noqa: E402
 
 TOLERANCES = {"fp32": (1e-4, 1e-3), "fp16": (1e-2, 1e-2), "bf16": (5e-2, 5e-2), "int8": (1e-1, 1e-1), "onnx": (1e-4, 1e-3)}
 SMALL_DIM = 4  # the size of a dynamic dimension other than the batch

@@ -23,6 +23,7 @@ os.environ.setdefault("FLAGS_enable_pir_api", "0")  # PTQ models are legacy prog
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
 import paddle.inference as pi  # noqa: E402
+sys.dont_write_bytecode = True  # importing tipc_compare leaves no __pycache__ in the repository's test_tipc/
 from tipc_compare import MARKER, abs_diff  # noqa: E402  (beside this script in test_tipc/)
 
 
