@@ -15,6 +15,7 @@ import typer
 from tipcgen.cli.echo import echo
 from tipcgen.core import needs
 from tipcgen.core.text import terminal
+from tipcgen.format.words import PADDLE_PIN
 
 DEFAULT_MAX_BYTES = 1 << 30  # tipcgen.repro.pickles.DEFAULT_MAX_BYTES (numpy is imported only when a command runs)
 MAX_BYTES_HELP = ("Refuse a weights or inputs file, its members or storages together, or the arrays built from it, "
@@ -51,7 +52,7 @@ def convert(
         raise ConvertError(f"--format {format}: unknown", "use text or json")
     if os.path.lexists(output) and not force:
         raise ConvertError(f"{output} exists", "pass --force to replace it, or choose another --output")
-    needs.paddle_for("tipcgen align convert (it writes the .pdparams with paddle.save)")
+    needs.paddle_for("tipcgen align convert (it writes the .pdparams with paddle.save)", PADDLE_PIN)
     result = convert_file(source, load_rules(rules), check, allow, max_bytes)
     if result.passed:
         write_paddle_state(result.state, output)

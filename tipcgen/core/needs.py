@@ -13,12 +13,11 @@ def numpy_for(what: str) -> None:
                            "pip install numpy  (or: pip install 'tipcgen[align]')") from None
 
 
-def paddle_for(what: str) -> None:
-    """A command that writes Paddle's own files (paddle.save) needs paddle; looked up, not imported (1.5 s)."""
+def paddle_for(what: str, pin: str) -> None:
+    """A command that writes Paddle's own files (paddle.save) needs paddle; looked up, not imported (1.5 s).
+    pin: the requirement to name (words.PADDLE_PIN: core imports nothing of format/)."""
     import importlib.util
 
     if importlib.util.find_spec("paddle") is None:
-        from tipcgen.format.words import PADDLE_PIN
-
         raise TipcgenError(f"{what} needs paddle, which is not installed in this Python",
-                           f"pip install {PADDLE_PIN}  (or: pip install 'tipcgen[paddle]')")
+                           f"pip install {pin}  (or: pip install 'tipcgen[paddle]')")
