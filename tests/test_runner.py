@@ -152,6 +152,38 @@ def test_a_hanging_step_is_killed_at_its_limit(stub_repo: Path):
     assert all(r["status"] == "passed" for r in records if r["kind"] in ("train", "eval", "export") and r["status"] != "skipped")
 
 
+def test_the_allowed_silence_is_the_step_limit_the_runner_applies_plus_the_margin(tmp_path: Path):
+    """--step-timeout, else TIPC_STEP_TIMEOUT as the runner reads it, else the largest model limit tipc_steps.sh
+    was rendered with; a kept runner has none without --step-timeout (its steps are unbounded)."""
+    from tipcgen.format.paths import STEPS_SH
+    from tipcgen.run.request import RunRequest
+    from tipcgen.run.run import SILENCE_MARGIN, silence_limit
+
+    steps = tmp_path / STEPS_SH
+    steps.parent.mkdir(parents=True)
+    steps.write_text("TIPC_MODEL_TIMEOUT=600\n    big) TIPC_MODEL_TIMEOUT=7200\n    x) TIPC_MODEL_TIMEOUT=99999999999\n")
+    assert silence_limit(RunRequest(), {}, tmp_path, False) == 7200 + SILENCE_MARGIN  # past 24 h: not a limit
+    assert silence_limit(RunRequest(step_timeout=5), {"TIPC_STEP_TIMEOUT": "50"}, tmp_path, True) == 5 + SILENCE_MARGIN
+    assert silence_limit(RunRequest(), {"TIPC_STEP_TIMEOUT": "50"}, tmp_path, False) == 50 + SILENCE_MARGIN
+    for bogus in ("", "0", "-5", "５０", "1e3", "9" * 5000):  # refused by run before this (next test)
+        assert silence_limit(RunRequest(), {"TIPC_STEP_TIMEOUT": bogus}, tmp_path, False) == 7200 + SILENCE_MARGIN
+    assert silence_limit(RunRequest(), {}, tmp_path, True) is None
+    steps.unlink()
+    steps.mkdir()  # unreadable as a file: the default limit (the runner itself refuses to start)
+    assert silence_limit(RunRequest(), {}, tmp_path, False) == 600 + SILENCE_MARGIN
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "-5", "５０", "1e3", "9" * 5000])
+def test_a_step_limit_in_the_environment_that_is_none_is_refused_before_anything_runs(stub_repo: Path, value):
+    """The runner hands TIPC_STEP_TIMEOUT to `timeout`: 0 would lift every limit, text would fail every step with
+    timeout's own words. run refuses it by name (exit 2, nothing run); --step-timeout takes its place."""
+    proc = run(stub_repo, env={"TIPC_STEP_TIMEOUT": value})
+    assert proc.returncode == 2 and "in the environment is not a step time limit" in proc.stderr, proc.stderr
+    assert "--step-timeout SECONDS" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (stub_repo / RUN_DIR).exists()
+    assert run(stub_repo, "--step-timeout", "30", env={"TIPC_STEP_TIMEOUT": value}).returncode == 0
+
+
 @pytest.mark.parametrize("script", ["prepare.sh", "test_train_inference_python.sh"])
 def test_a_script_stuck_outside_any_step_is_stopped_and_fails_the_run(stub_repo: Path, monkeypatch, script):
     """A script that hangs where no step runs (a wait on a child that never ends: the zombie hang of stop 42)

@@ -21,13 +21,13 @@ from typing import Any, Callable
 
 from tipcgen.configs import flag_check, submission
 from tipcgen.configs.locate import find_config
-from tipcgen.core import process
-from tipcgen.core.errors import RunError, ScriptError
+from tipcgen.core import inputs, process
+from tipcgen.core.errors import RunError, ScriptError, TipcgenError
 from tipcgen.core import writes
 from tipcgen.core.sandbox import Spec
 from tipcgen.core.writes import write_file
 from tipcgen.core.text import quoted
-from tipcgen.descriptor.schema import MODEL_NAME_HINT, is_model_name
+from tipcgen.descriptor.schema import MAX_STEP_TIMEOUT, MODEL_NAME_HINT, is_model_name
 from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
@@ -67,12 +67,15 @@ def silence_limit(request: RunRequest, env: dict[str, str], root: Path, kept: bo
         return request.step_timeout + SILENCE_MARGIN
     if kept:
         return None
-    given = env.get("TIPC_STEP_TIMEOUT", "")
-    if given.isdigit() and int(given) > 0:
-        return int(given) + SILENCE_MARGIN
-    steps = root / STEPS_SH
-    rendered = steps.read_text(encoding="utf-8", errors="replace") if steps.is_file() else ""
-    return max([words.DEFAULT_STEP_TIMEOUT, *(int(n) for n in re.findall(r"TIPC_MODEL_TIMEOUT=(\d+)", rendered))]) + SILENCE_MARGIN
+    given = inputs.whole_number(env.get("TIPC_STEP_TIMEOUT", ""), MAX_STEP_TIMEOUT)  # _prepare refused any other
+    if given:
+        return given + SILENCE_MARGIN
+    try:
+        rendered = inputs.read_bytes(root / STEPS_SH, "tipc_steps.sh", limit=1 << 20).decode("utf-8", errors="replace")
+    except TipcgenError:
+        rendered = ""  # the runner refuses to start without it, and says so
+    limits = (inputs.whole_number(n, MAX_STEP_TIMEOUT) for n in re.findall(r"TIPC_MODEL_TIMEOUT=(\d+)", rendered))
+    return max([words.DEFAULT_STEP_TIMEOUT, *(n for n in limits if n)]) + SILENCE_MARGIN
 
 
 def check_mode(mode: str) -> str:
@@ -292,6 +295,10 @@ def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
         env["TIPC_MODEL_DIR"] = str(Path(request.model_dir).resolve())
     if request.step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(request.step_timeout)
+    elif not kept and env.get("TIPC_STEP_TIMEOUT") and not inputs.whole_number(env["TIPC_STEP_TIMEOUT"], MAX_STEP_TIMEOUT):
+        # tipcgen's runner hands it to `timeout` (empty: unset): 0 would lift every limit, other text fail every step
+        raise RunError(f"TIPC_STEP_TIMEOUT={quoted(env['TIPC_STEP_TIMEOUT'][:40])} in the environment is not a step time limit",
+                       f"unset it, or pass --step-timeout SECONDS (whole seconds between 1 and {MAX_STEP_TIMEOUT})")
     spec = (sandboxed.spec(root, run_dir, env, shutil.which(env.get("TIPC_PYTHON", "python"), path=env.get("PATH")))
             if request.sandbox else None)
     notes = proofs.refuse(root, config_path, env, desc) or []
