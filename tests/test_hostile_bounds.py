@@ -344,7 +344,7 @@ def test_an_honest_small_broadcast_still_converts(tmp_path: Path):
     assert "expands" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     if importlib.util.find_spec("paddle") is not None:
         assert proc.returncode == 0 and (tmp_path / "o.pdparams").is_file(), proc.stdout + proc.stderr
-    else:  # the paddle-free layer: one clear error before any work (it was a ModuleNotFoundError traceback)
+    else:  # the paddle-free layer: one clear error before the write (it was a ModuleNotFoundError traceback)
         assert proc.returncode == 2 and "needs paddle, which is not installed" in proc.stderr, proc.stderr
         assert "pip install paddlepaddle==" in proc.stderr and not (tmp_path / "o.pdparams").exists()
 

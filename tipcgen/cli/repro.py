@@ -52,9 +52,9 @@ def convert(
         raise ConvertError(f"--format {format}: unknown", "use text or json")
     if os.path.lexists(output) and not force:
         raise ConvertError(f"{output} exists", "pass --force to replace it, or choose another --output")
-    needs.paddle_for("tipcgen align convert (it writes the .pdparams with paddle.save)", PADDLE_PIN)
     result = convert_file(source, load_rules(rules), check, allow, max_bytes)
-    if result.passed:
+    if result.passed:  # reading and checking need no paddle; writing the .pdparams does
+        needs.paddle_for("tipcgen align convert (it writes the .pdparams with paddle.save)", PADDLE_PIN)
         write_paddle_state(result.state, output)
         if map_out is not None:
             write_file(map_out, json.dumps(result.name_map(), indent=2) + "\n")

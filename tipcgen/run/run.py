@@ -71,7 +71,7 @@ def silence_limit(request: RunRequest, env: dict[str, str], root: Path, kept: bo
     if given:
         return given + SILENCE_MARGIN
     try:
-        rendered = inputs.read_bytes(root / STEPS_SH, "tipc_steps.sh", limit=1 << 20).decode("utf-8", errors="replace")
+        rendered = inputs.read_bytes(root / STEPS_SH, STEPS_SH, limit=1 << 20).decode("utf-8", errors="replace")
     except TipcgenError:
         rendered = ""  # the runner refuses to start without it, and says so
     limits = (inputs.whole_number(n, MAX_STEP_TIMEOUT) for n in re.findall(r"TIPC_MODEL_TIMEOUT=(\d+)", rendered))
