@@ -55,7 +55,6 @@ BENCHMARK_DATA_MODES = (words.LITE_TRAIN_LITE_INFER, words.WHOLE_TRAIN_WHOLE_INF
 # tipcgen's runner is bounded, and the runner prints a line as each starts and ends, so a longer silence is the
 # runner's own machinery hung (a wait on a child that never ends), never a step at work.
 SILENCE_MARGIN = 300
-STUCK = "it was stopped as stuck"
 
 
 def silence_limit(request: RunRequest, env: dict[str, str], root: Path, kept: bool) -> int | None:
@@ -155,7 +154,7 @@ class _Chain:
                  sandbox: Spec | None = None, silence: int | None = None) -> None:
         self.root, self.env, self.on_line, self.sandbox, self.silence = root, env, on_line, sandbox, silence
         self.proc: process.Running | None = None
-        self.stuck: str | None = None  # the script stopped for its silence (run.silence_limit)
+        self.stuck: str | None = None  # why the last script streamed was stopped for its silence (run.silence_limit)
         self.keep: deque | None = None
         self.stopping = False
         self.starts: list[tuple[float, str, str]] = []  # (time, kind, name) of each `[tipc] RUN` line
@@ -172,14 +171,14 @@ class _Chain:
     def stream(self, cmd: list[str], keep: deque) -> int:
         """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N). A
         script silent for longer than ``silence`` is stopped with every process of the run (``stuck`` says so)."""
-        self.keep = keep
+        self.keep, self.stuck = keep, None
         self.proc = process.start(process.Request(cmd, cwd=self.root, env=self.env, on_line=self._line,
                                                   output_cap=1 << 16, sandbox=self.sandbox, grace=1.0,
                                                   silence=self.silence))
         outcome = self.proc.finish()
         if outcome.silent:
             self.stuck = (f"{cmd[1].rsplit('/', 1)[-1]} printed nothing for {self.silence} s, longer than a step may "
-                          f"run (the step time limit + {SILENCE_MARGIN} s): {STUCK}")
+                          f"run (the step time limit + {SILENCE_MARGIN} s): it was stopped as stuck")
             run_guard.stop_run_processes(self.env[run_guard.RUN_ID_VAR], grace=1.0)
         return -1 if outcome.exit_code is None else outcome.exit_code
 
@@ -351,6 +350,8 @@ class _Pipeline:
         if not ctx.kept or (ctx.root / PREPARE_SH).is_file():
             self.prepare = Step(kind=PREPARE, name="prepare", status=FAILED, log="", command=" ".join(self.prepare_cmd))
         self.prepare_done = False
+        self.prepare_stuck: str | None = None  # why prepare.sh was stopped for its silence
+        self.runner_stuck = False  # the runner was (its problem line says so)
         self.prepare_out: deque = deque(maxlen=200_000)  # prepare.sh's whole output, for prepare.log
         self.runner_out: deque = deque(maxlen=50)  # the runner's last lines
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
@@ -403,8 +404,7 @@ class _Pipeline:
             prepare.exit_code = self.work.stream(self.prepare_cmd, self.prepare_out)
             prepare.seconds = round(time.perf_counter() - self.started, 3)
             self.prepare_done = True
-            if self.work.stuck is not None:
-                prepare.reason, self.work.stuck = self.work.stuck, None
+            self.prepare_stuck = self.work.stuck
             if self.parts[0][1] is not None:
                 self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
             prepare.status = PASSED if prepare.exit_code == 0 else FAILED
@@ -415,6 +415,7 @@ class _Pipeline:
                 self.kept.runner_started = time.time()
             self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out)
             if self.work.stuck is not None:
+                self.runner_stuck = True
                 self.problems.append(self.work.stuck)
             if self.parts[0][1] is not None:
                 self.parts.append(("the runner's steps", tracked.snapshot(root)))
@@ -475,10 +476,10 @@ class _Pipeline:
         if prepare is not None and prepare.status != PASSED:
             if not ctx.kept:  # no runner ran: an older run's files must not be read
                 writes.remove_tree(root, run_dir, "the run folder")
-            if not ctx.kept and not (prepare.reason and self.prepare_done):  # a stuck prepare.sh keeps its reason
-                prepare.reason = "interrupted" if summary.interrupted else exit_text(prepare.exit_code)
+            if not ctx.kept:
+                prepare.reason = "interrupted" if summary.interrupted else self.prepare_stuck or exit_text(prepare.exit_code)
             elif not prepare.reason:  # judge_prepare names a failure its log shows
-                prepare.reason = "interrupted" if not self.prepare_done else exit_text(prepare.exit_code)
+                prepare.reason = "interrupted" if not self.prepare_done else self.prepare_stuck or exit_text(prepare.exit_code)
             prepare.tail = list(self.prepare_out)[-20:]
         writes.make_dirs(root, run_dir, "the run folder")
         if prepare is not None:
@@ -507,7 +508,7 @@ class _Pipeline:
                 summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                         f"{', '.join(summary.required_kinds)}")
         else:
-            stuck = any(problem.endswith(STUCK) for problem in self.problems)  # said once, not again here
+            stuck = self.runner_stuck  # its problem line says why the runner stopped: not again here
             if prepare.status == PASSED and not summary.interrupted and not steps and not stuck:
                 summary.problems.append("the runner stopped before any step: " + " | ".join(list(self.runner_out)[-5:]))
             if code is not None and code not in (0, 1, 130) and steps and not stuck:
