@@ -189,6 +189,19 @@ def _python_without_paddle() -> str | None:
 
 
 NO_PADDLE_PYTHON = _python_without_paddle()
+
+
+def _sandbox_works() -> bool:
+    from tipcgen.core import sandbox
+
+    return sandbox.available()[0]
+
+
+# A working bubblewrap here (CI installs it where it can, never failing when it cannot): the sandboxed probes
+# run only then; a test of the sandbox itself is skipped without it, a test of what a probe finds probes
+# unsandboxed (the same finding).
+SANDBOX = _sandbox_works()
+needs_bwrap = pytest.mark.skipif(not SANDBOX, reason="no working bubblewrap here")
 needs_plain_python = pytest.mark.skipif(NO_PADDLE_PYTHON is None, reason="no Python without paddle on this machine")
 
 

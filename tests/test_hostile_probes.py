@@ -17,13 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, fuzz_examples, tipcgen
+from conftest import ROOT, fuzz_examples, needs_bwrap, tipcgen
 from test_chain_proof import TUTORIAL
 from tipcgen.configs import flag_cache, flag_check, script_help
 from tipcgen.core import sandbox
 
 CONFIG = "test_tipc/configs/m/train_infer_python.txt"
-needs_bwrap = pytest.mark.skipif(not sandbox.available()[0], reason="no working bubblewrap here")
 NO_SANDBOX = {sandbox.OFF_VAR: "off"}
 _FLAGS = ("--epochs", "--output-dir", "--batch-size", "--pretrained", "--test-only", "--save-inference-dir")
 ARGPARSE = ("import argparse\np = argparse.ArgumentParser()\n"

@@ -8,13 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
-from conftest import ROOT
+from conftest import ROOT, needs_bwrap
 from tipcgen.core import process, sandbox
 
 PACKAGE = ROOT / "tipcgen"
-needs_bwrap = pytest.mark.skipif(not sandbox.available()[0], reason="no working bubblewrap here")
 
 
 def _gone(pid: int, ceiling: float = 30.0) -> bool:

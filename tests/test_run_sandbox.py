@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
-from conftest import tipcgen
+from conftest import needs_bwrap, tipcgen
 from tipcgen.core import sandbox
 from tipcgen.format.words import FAILED, PREPARE
 from tipcgen.results.results import Step, Summary
 from tipcgen.run import sandboxed
 
-needs_bwrap = pytest.mark.skipif(not sandbox.available()[0], reason="no working bubblewrap here")
 SUMMARY = "test_tipc/output/stub_model/lite_train_lite_infer/summary.json"
 
 

@@ -67,7 +67,7 @@ tipc_step_collect
     assert "nice 10" in (out / "fixed.log").read_text(), "the step beside runs at low CPU priority"
     lines = proc.stdout.splitlines()
     assert lines.index("[tipc] RUN  check fixed (beside the next steps)") < lines.index("[tipc] RUN  infer first")
-    assert lines.index("[tipc] RUN  infer second") < next(i for i, l in enumerate(lines) if l.startswith("[tipc] PASS check fixed"))
+    assert lines.index("[tipc] RUN  infer second") < next(i for i, line in enumerate(lines) if line.startswith("[tipc] PASS check fixed"))
     assert "3 passed, 0 failed" in proc.stdout
     assert (out / "results_python.log").read_text().count("Run successfully with command - stub_model - ") == 3
 
@@ -105,7 +105,7 @@ tipc_step_collect
     assert proc.returncode == 1, proc.stdout + proc.stderr
     fixed = next(r for r in _records(out) if r["name"] == "fixed")
     assert (fixed["status"], fixed["reason"]) == ("failed", reason), fixed
-    assert f"[tipc] FAIL check fixed" in proc.stdout and "1 passed, 1 failed" in proc.stdout
+    assert "[tipc] FAIL check fixed" in proc.stdout and "1 passed, 1 failed" in proc.stdout
 
 
 def test_a_step_beside_left_uncollected_is_collected_by_the_closing_line(repo, tmp_path):
