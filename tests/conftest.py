@@ -10,6 +10,11 @@ Without paddle installed, every `paddle` test is skipped with the install hint, 
 `python -m pytest -m "not paddle"` runs the rest (the stub chains need bash and Python only:
 TIPC_NO_PADDLE=1 below).
 
+The full run (docs/PERFORMANCE.md, "Two runs of the suite"): a test marked `full` proves again, on another
+project, another layout or the whole data set, what a test of every run already proves once on real Paddle. A
+run of the whole suite leaves them out (so the README's and CI's `python -m pytest -q` stays within CI's time),
+`TIPCGEN_TESTS=full python -m pytest -q` runs them too, and a run that names their files or `-m full` runs them.
+
 Parallel runs (pytest-xdist, the `test` extra): a run of the whole suite (no test paths named, so
 pytest takes `testpaths`) gets one worker more than the CPUs it may use (`-n <cpus + 1> --dist
 loadgroup`: a worker waiting on a chain's processes leaves a CPU idle, the extra one fills it; 2 CPUs:
@@ -23,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -60,14 +66,25 @@ if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
 # The flag check caches each script's --help (configs/flag_check.py): here in a folder of this process, never
 # under a repository the tests read in place (tests/fixtures/*, the checkout itself).
 os.environ.setdefault("TIPCGEN_CACHE_DIR", tempfile.mkdtemp(prefix="tipcgen-test-cache-"))
-# The fuzz tests run a quarter of their examples by default (seconds, not minutes, in every run of the
-# suite); TIPCGEN_FUZZ=full runs all of them (docs/PERFORMANCE.md, "The test suite").
-FUZZ_SHARE = 1.0 if os.environ.get("TIPCGEN_FUZZ", "") == "full" else 0.25
+# TIPCGEN_TESTS=full: the whole suite with the `full` tests too (the docstring above).
+FULL_RUN = os.environ.get("TIPCGEN_TESTS", "") == "full"
+# The fuzz tests and the generated batteries run a quarter of their examples by default (seconds, not minutes,
+# in every run of the suite); TIPCGEN_FUZZ=full, or the full run, runs all of them (docs/PERFORMANCE.md).
+FUZZ_SHARE = 1.0 if FULL_RUN or os.environ.get("TIPCGEN_FUZZ", "") == "full" else 0.25
 
 
 def fuzz_examples(full: int) -> int:
     """How many examples a fuzz test that would run `full` of them runs now (FUZZ_SHARE of them, at least 20)."""
     return max(20, round(full * FUZZ_SHARE))
+
+
+def fuzz_sample(cases: list) -> tuple[list, str]:
+    """The cases of a generated battery this run checks: all of them in a full share, else every k-th
+    (k = 1 / FUZZ_SHARE) from an offset drawn per run, so that runs of the suite take turns over the whole
+    battery. Returns them and a label for assertion messages (the offset, to repeat a failed sample)."""
+    stride = max(1, round(1 / FUZZ_SHARE))
+    offset = int(os.environ.get("TIPCGEN_FUZZ_OFFSET", "") or random.randrange(stride)) % stride
+    return cases[offset::stride], f"{len(cases[offset::stride])} of {len(cases)} cases (TIPCGEN_FUZZ_OFFSET={offset})"
 
 
 # Shared runs, first match wins (a test of test_chain.py's `lite_run` also uses `sample_lite_run`):
@@ -99,6 +116,25 @@ SHARED_RUNS = {
 }
 
 
+def _leaves_out_full(config) -> bool:
+    """Whether this run leaves the `full` tests out: a run of the whole suite (no test paths named), without
+    TIPCGEN_TESTS=full or a -m that names them. An xdist worker is told by the controller (it re-reads argv)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return bool(workerinput.get("tipcgen_leave_full"))
+    whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    return whole_suite and not FULL_RUN and "full" not in (config.option.markexpr or "")
+
+
+_LEFT_OUT = "the full run's tests were left out: TIPCGEN_TESTS=full python -m pytest -q runs them too"
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Say that the run left the `full` tests out (their count is among the deselected), once, on the controller."""
+    if _leaves_out_full(config) and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(f"tipcgen: {_LEFT_OUT}")
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n (only initial conftests get this hook)
 def pytest_cmdline_main(config):
     option = config.option
@@ -123,6 +159,7 @@ def pytest_configure_node(node):
     it (a whole-suite run): tell the worker, so that its tests carry their group."""
     if node.config.option.dist == "loadgroup":
         node.workerinput["tipcgen_loadgroup"] = True
+    node.workerinput["tipcgen_leave_full"] = _leaves_out_full(node.config)
 
 
 @pytest.hookimpl(tryfirst=True)  # after every collection_modifyitems, before the xdist worker sends the ids
@@ -166,6 +203,11 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(mark)
         if not HAS_PADDLE and item.get_closest_marker("paddle") is not None:
             item.add_marker(skip)
+    if _leaves_out_full(config):
+        left_out = [item for item in items if item.get_closest_marker("full") is not None]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item.get_closest_marker("full") is None]
     if hasattr(config, "workerinput"):  # under xdist: the longest units first, so they start at once, on two workers
         items.sort(key=_start_order)
 

@@ -270,6 +270,7 @@ def test_cli_writes_a_descriptor_that_init_renders(tmp_path: Path):
 
 @pytest.mark.paddle
 @pytest.mark.chain
+@pytest.mark.full  # new -> a passing chain on real Paddle: two_io's grid and the zoo's new'd models in every run
 def test_new_on_the_bert_sst2_scripts_yields_a_passing_chain(tmp_path: Path):
     pytest.importorskip("paddle")
     # An existing repository: the sample's scripts and lite data, no test_tipc/ yet.

@@ -255,6 +255,7 @@ def test_predict_writes_one_label_per_pair(lite_run, tmp_path: Path):
 
 @pytest.mark.paddle
 @pytest.mark.chain
+@pytest.mark.full  # the paddle2onnx chain on real Paddle: bert-sst2's and two_io's in every run
 def test_paddle2onnx_chain_passes(lite_run):
     pytest.importorskip("paddle2onnx")
     pytest.importorskip("onnxruntime")

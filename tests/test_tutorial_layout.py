@@ -127,6 +127,7 @@ def test_init_keeps_the_tutorial_config_byte_identical(tutorial_repo: Path) -> N
 
 @pytest.mark.paddle
 @pytest.mark.chain
+@pytest.mark.full  # the grid again (two_io's in every run); the tutorial's lite chain: the zoo's, its own runner: the submission tests
 def test_import_of_the_tutorial_project_passes_the_grid(tutorial_repo: Path, tmp_path: Path) -> None:
     """The four modes and the paddle2onnx chain under the generated runner; lite_train_lite_infer and
     whole_infer under the template's own runner; a perturbed exported weight failing naming the output."""

@@ -216,6 +216,7 @@ def test_a_perturbed_exported_weight_fails_the_checks(lite_run, tmp_path: Path):
 
 
 @pytest.mark.xdist_group("sst2_whole")  # the longest test: its own worker, never behind the shared lite run
+@pytest.mark.full  # the sample's recipe on the whole data set (docs/SST2.md); the whole-data modes: two_io's grid in every run
 def test_whole_train_whole_infer_reaches_080_on_sst2_dev(tmp_path: Path, sst2):
     """Full SST-2 train (67,349 rows), dev accuracy from the eval step (872 rows); docs/SST2.md."""
     repo = tmp_path / "repo"

@@ -19,6 +19,7 @@ PIR_OFF = "FLAGS_enable_pir_api=0"
 
 
 
+@pytest.mark.full  # the grid again (two_io's in every run); imgcls's lite chain: the zoo's, in every run
 def test_new_on_an_image_classifier_passes_the_grid(tmp_path: Path):
     pytest.importorskip("paddle")
     pytest.importorskip("paddle2onnx")
