@@ -126,13 +126,11 @@ def _leaves_out_full(config) -> bool:
     return whole_suite and not FULL_RUN and "full" not in (config.option.markexpr or "")
 
 
-_LEFT_OUT = "the full run's tests were left out: TIPCGEN_TESTS=full python -m pytest -q runs them too"
-
-
 def pytest_terminal_summary(terminalreporter, config):
     """Say that the run left the `full` tests out (their count is among the deselected), once, on the controller."""
     if _leaves_out_full(config) and not hasattr(config, "workerinput"):
-        terminalreporter.write_line(f"tipcgen: {_LEFT_OUT}")
+        terminalreporter.write_line("tipcgen: the full run's tests were left out: "
+                                    "TIPCGEN_TESTS=full python -m pytest -q runs them too")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n (only initial conftests get this hook)

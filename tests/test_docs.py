@@ -144,3 +144,37 @@ def test_the_checks_can_fail(tmp_path: Path):
     assert [m.group(1) for m in _PATH.finditer(doc.read_text())] == ["tipcgen/no_such_module.py"]
     assert not (ROOT / "tipcgen/no_such_module.py").exists()
     assert _TEST.search(doc.read_text()).groups() == ("test_cli.py", "test_that_never_was")
+
+
+def _full_tests() -> set[str]:
+    """file::test of every test decorated @pytest.mark.full (read from the sources: no collection)."""
+    found = set()
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and any(ast.unparse(d) == "pytest.mark.full" for d in node.decorator_list):
+                found.add(f"{path.name}::{node.name}")
+    return found
+
+
+def test_the_full_runs_tests_are_the_ones_performance_md_lists():
+    """docs/PERFORMANCE.md's table of the full run names every `full` test, and no other, with what every run keeps."""
+    text = (ROOT / "docs" / "PERFORMANCE.md").read_text(encoding="utf-8")
+    section = text.split("### Two runs of the suite", 1)[1].split("\n#", 1)[0]
+    listed = set(re.findall(r"^\| `(test_\w+\.py::test_\w+)` \|", section, re.MULTILINE))
+    assert listed == _full_tests() and len(listed) >= 1, "update the table in docs/PERFORMANCE.md, Two runs of the suite"
+
+
+@pytest.mark.parametrize("whole_suite, full_env, markexpr, left_out", [
+    (True, False, "", True), (True, True, "", False), (True, False, "full", False), (True, False, "not ray", True),
+    (False, False, "", False)])
+def test_a_whole_suite_run_leaves_the_full_tests_out_unless_asked(monkeypatch, whole_suite, full_env, markexpr, left_out):
+    import types
+
+    import conftest
+
+    monkeypatch.setattr(conftest, "FULL_RUN", full_env)
+    source = pytest.Config.ArgsSource.TESTPATHS if whole_suite else pytest.Config.ArgsSource.ARGS
+    config = types.SimpleNamespace(args_source=source, option=types.SimpleNamespace(markexpr=markexpr))
+    assert conftest._leaves_out_full(config) is left_out
+    worker = types.SimpleNamespace(workerinput={"tipcgen_leave_full": left_out})  # a worker does as it is told
+    assert conftest._leaves_out_full(worker) is left_out
