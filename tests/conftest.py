@@ -38,6 +38,8 @@ from pathlib import Path
 
 import pytest
 
+from tipcgen.core import sandbox as _sandbox
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(Path(__file__).resolve().parent) not in sys.path:  # helper modules (grid, upstream_runner, ...) for tests/chains/
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -84,7 +86,8 @@ def fuzz_sample(cases: list) -> tuple[list, str]:
     battery. Returns them and a label for assertion messages (the offset, to repeat a failed sample)."""
     stride = max(1, round(1 / FUZZ_SHARE))
     offset = int(os.environ.get("TIPCGEN_FUZZ_OFFSET", "") or random.randrange(stride)) % stride
-    return cases[offset::stride], f"{len(cases[offset::stride])} of {len(cases)} cases (TIPCGEN_FUZZ_OFFSET={offset})"
+    sample = cases[offset::stride]
+    return sample, f"{len(sample)} of {len(cases)} cases (TIPCGEN_FUZZ_OFFSET={offset})"
 
 
 # Shared runs, first match wins (a test of test_chain.py's `lite_run` also uses `sample_lite_run`):
@@ -230,17 +233,10 @@ def _python_without_paddle() -> str | None:
 
 NO_PADDLE_PYTHON = _python_without_paddle()
 
-
-def _sandbox_works() -> bool:
-    from tipcgen.core import sandbox
-
-    return sandbox.available()[0]
-
-
 # A working bubblewrap here (CI installs it where it can, never failing when it cannot): the sandboxed probes
 # run only then; a test of the sandbox itself is skipped without it, a test of what a probe finds probes
 # unsandboxed (the same finding).
-SANDBOX = _sandbox_works()
+SANDBOX = _sandbox.available()[0]
 needs_bwrap = pytest.mark.skipif(not SANDBOX, reason="no working bubblewrap here")
 needs_plain_python = pytest.mark.skipif(NO_PADDLE_PYTHON is None, reason="no Python without paddle on this machine")
 
