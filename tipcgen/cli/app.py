@@ -5,6 +5,7 @@ nothing here ever imports paddle.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import sys
@@ -400,6 +401,13 @@ def doctor(
     raise typer.Exit(checkup.exit_code(checks))
 
 
+@functools.cache
+def _command() -> click.Command:
+    """The click command Typer builds from `app` (what `app()` builds anew on every call: a tenth of an in-process
+    call's CPU in the tests, which call main() many times in one interpreter)."""
+    return typer.main.get_command(app)
+
+
 def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
     """Run the CLI on argv (default: the command line) as prog_name (default: how it was started). A user's
     mistake (TipcgenError) or an operating-system error on a path they gave (too long, a link loop, no
@@ -409,7 +417,7 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
         if hasattr(stream, "reconfigure"):  # a path or config text the terminal cannot encode is escaped, not fatal
             stream.reconfigure(errors="backslashreplace")
     try:
-        app(args=argv, prog_name=prog_name)
+        _command()(args=argv, prog_name=prog_name)
     except TipcgenError as exc:  # one error, its control characters and escapes shown, never acted on
         echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
