@@ -43,12 +43,31 @@ def entries(desc: Descriptor) -> list[str]:
     return out
 
 
-def _ignored_by_git(text: str, wanted: list[str]) -> set[str] | None:
-    """The entries of wanted that the .gitignore text ignores, by git; None where git cannot say. The scratch
-    repository reads no configuration of the user's or the system's (no fsmonitor, no hook: git runs nothing)."""
+# git's answers by (git, .gitignore text, names): a question asked again in one process (a suite, the tests: many
+# repositories with the same .gitignore) is answered without two more processes; the answer depends on nothing else.
+_ANSWERS: dict[tuple[str, str, tuple[str, ...]], frozenset[str]] = {}
+_MAX_ANSWERS = 64
+
+
+def _ignored_by_git(text: str, wanted: list[str]) -> frozenset[str] | None:
+    """The entries of wanted that the .gitignore text ignores, by git; None where git cannot say."""
     git = shutil.which("git")
     if git is None:
         return None
+    question = (git, text, tuple(wanted))
+    if question not in _ANSWERS:
+        answer = _ask_git(git, text, wanted)
+        if answer is None:
+            return None
+        if len(_ANSWERS) >= _MAX_ANSWERS:
+            _ANSWERS.clear()
+        _ANSWERS[question] = answer
+    return _ANSWERS[question]
+
+
+def _ask_git(git: str, text: str, wanted: list[str]) -> frozenset[str] | None:
+    """git check-ignore's answer in a scratch repository that holds only the .gitignore text, and reads no
+    configuration of the user's or the system's (no fsmonitor, no hook: git runs nothing)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     with tempfile.TemporaryDirectory(prefix="tipcgen-ignore-") as scratch:
         env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, HOME=scratch)
@@ -65,7 +84,7 @@ def _ignored_by_git(text: str, wanted: list[str]) -> set[str] | None:
                                            stderr="discard"))
     if proc.timed_out or proc.exit_code not in (0, 1):  # 1: none of them is ignored
         return None
-    return {name for name in proc.data.decode("utf-8", "surrogateescape").splitlines() if name}
+    return frozenset(name for name in proc.data.decode("utf-8", "surrogateescape").splitlines() if name)
 
 
 def _covers(line: str, entry: str) -> bool:
