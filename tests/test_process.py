@@ -8,8 +8,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
-from conftest import ROOT, needs_bwrap
+from conftest import ROOT, needs_bwrap, parsed
 from tipcgen.core import process, sandbox
 
 PACKAGE = ROOT / "tipcgen"
@@ -41,6 +42,64 @@ def test_outcome_has_exit_code_output_and_signal():
 def test_a_program_that_cannot_start_is_an_outcome_not_an_exception(tmp_path: Path):
     outcome = process.run(process.Request([str(tmp_path / "missing")]))
     assert outcome.exit_code is None and outcome.error
+
+
+# PR_GET_PDEATHSIG read by the child itself: the signal it gets when tipcgen dies, however it was set
+_DEATH_SIGNAL = ("import ctypes; v = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(v)); print(v.value)")
+_LAUNCHES = {"setpriv": {}, "python in the child": {"memory_cap": 1 << 40}, "no setpriv": {"no_setpriv": True}}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("launch", sorted(_LAUNCHES))
+@pytest.mark.parametrize("death", [signal.SIGTERM, signal.SIGKILL, signal.SIGHUP], ids=lambda s: s.name)
+def test_every_process_gets_the_death_signal_whichever_way_it_is_set(launch, death, monkeypatch):
+    options = dict(_LAUNCHES[launch])
+    if options.pop("no_setpriv", False):
+        monkeypatch.setattr(process, "_setpriv", lambda: None)
+    elif launch == "setpriv" and process._setpriv() is None:
+        pytest.skip("no setpriv with --pdeathsig here (util-linux 2.33+)")
+    outcome = process.run(process.Request([sys.executable, "-c", _DEATH_SIGNAL], death_signal=death, **options))
+    assert outcome.ok and outcome.output.split() == [str(int(death))], outcome
+
+
+def test_setpriv_is_used_only_where_the_child_needs_nothing_else(tmp_path: Path, monkeypatch):
+    if process._setpriv() is None:
+        pytest.skip("no setpriv with --pdeathsig here (util-linux 2.33+)")
+    (tmp_path / "tool").write_text("#!/bin/sh\necho tool\n")
+    (tmp_path / "tool").chmod(0o755)
+    plain = process._launcher(process.Request(["tool"], env={"PATH": str(tmp_path)}), ["tool"])
+    assert plain == ([process._setpriv(), "--pdeathsig", "TERM", "--", "tool"], None)
+    for options in ({"memory_cap": 1 << 30}, {"cpus": (0,)}):
+        argv, preexec = process._launcher(process.Request(["tool"], env={"PATH": str(tmp_path)}, **options), ["tool"])
+        assert argv == ["tool"] and preexec is not None, options
+    boxed = process._launcher(process.Request(["tool"], sandbox=sandbox.Spec()), ["bwrap", "--die-with-parent", "tool"])
+    assert boxed == (["bwrap", "--die-with-parent", "tool"], None)
+
+
+def _programs(root: Path) -> dict[str, Path]:
+    """Files exec cannot run, one of each way: each must fail as Popen fails, with or without setpriv."""
+    out = {"missing": root / "missing", "folder": root / "folder"}
+    out["folder"].mkdir()
+    for name, text, mode in (("not executable", "#!/bin/sh\n", 0o644), ("no shebang", "echo hi\n", 0o755),
+                             ("empty", "", 0o755), ("shebang to nothing", "#!/no/such/interpreter\n", 0o755),
+                             ("shebang to a folder", f"#!{root}\n", 0o755), ("bare shebang", "#!\n", 0o755),
+                             ("shebang to a script", f"#!{root / 'no_shebang'}\n", 0o755),
+                             ("relative shebang", "#!sh\n", 0o755)):
+        out[name] = root / name.replace(" ", "_")
+        out[name].write_text(text)
+        out[name].chmod(mode)
+    return out
+
+
+def test_a_program_exec_cannot_run_fails_the_same_way_with_or_without_setpriv(tmp_path: Path, monkeypatch):
+    programs = _programs(tmp_path)
+    with_setpriv = {name: process.run(process.Request([str(path)])) for name, path in programs.items()}
+    monkeypatch.setattr(process, "_setpriv", lambda: None)
+    without = {name: process.run(process.Request([str(path)])) for name, path in programs.items()}
+    for name in programs:
+        got, want = with_setpriv[name], without[name]
+        assert (got.exit_code, got.error, got.output) == (want.exit_code, want.error, want.output), name
+    assert with_setpriv["missing"].exit_code is None and with_setpriv["not executable"].exit_code is None
 
 
 def test_output_is_capped_head_and_tail(tmp_path: Path):
@@ -136,7 +195,7 @@ def process_starts(path: Path) -> list[str]:
     """Where a module starts a process other than through core/process.py: subprocess, pty, os.system,
     os.popen, os.exec*, os.spawn*, os.fork, os.posix_spawn (imported or called)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] in ("subprocess", "pty")]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("subprocess", "pty"):
