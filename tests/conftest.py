@@ -25,7 +25,9 @@ xdist_group and runs on one worker; a test may set its own group (the whole-SST-
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import importlib.util
 import os
 import random
@@ -78,6 +80,18 @@ FUZZ_SHARE = 1.0 if FULL_RUN or os.environ.get("TIPCGEN_FUZZ", "") == "full" els
 def fuzz_examples(full: int) -> int:
     """How many examples a fuzz test that would run `full` of them runs now (FUZZ_SHARE of them, at least 20)."""
     return max(20, round(full * FUZZ_SHARE))
+
+
+def parsed(path: Path) -> ast.Module:
+    """path's syntax tree, parsed once per worker while the file stays as it is (the tests that walk the package
+    read each of its modules several times): one tree shared by them all, so read it, never change it."""
+    info = path.stat()
+    return _parsed(str(path), info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: str, *_stamp: int) -> ast.Module:
+    return ast.parse(Path(path).read_text(encoding="utf-8"))
 
 
 def fuzz_sample(cases: list) -> tuple[list, str]:

@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, parsed
 
 PACKAGE = ROOT / "tipcgen"
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
@@ -42,7 +42,7 @@ def modules(package: Path = PACKAGE) -> dict[str, Path]:
 
 def imports(path: Path, known: set[str], package: Path = PACKAGE) -> set[str]:
     """The tipcgen modules a file imports at run time, at the top or inside a function (relative or absolute)."""
-    found, tree = set(), ast.parse(path.read_text(encoding="utf-8"))
+    found, tree = set(), parsed(path)
     here = path.relative_to(package).parent.parts
     typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
                    and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
@@ -153,7 +153,7 @@ ALIAS_ALLOWED = {"format.paths.BACKUP"}
 
 def aliases(path: Path, package: Path = PACKAGE) -> list[str]:
     """Module-level `NAME = imported` or `NAME = module.NAME` where the right side comes from tipcgen."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     imported, modules_imported = set(), set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("tipcgen")):
@@ -193,10 +193,10 @@ def test_no_class_extends_another_of_tipcgen_but_the_errors():
     import ast
 
     classes = {node.name: path for path in (ROOT / "tipcgen").rglob("*.py")
-               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)}
+               for node in ast.walk(parsed(path)) if isinstance(node, ast.ClassDef)}
     chained = []
     for path in sorted((ROOT / "tipcgen").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ClassDef):
                 own = [base for base in (ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases) if base in classes]
                 if own and classes[own[0]].name != "errors.py":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, parsed
 from tipcgen.format import paths, words
 
 PACKAGE = ROOT / "tipcgen"
@@ -22,7 +22,7 @@ _QUOTED = re.compile(r"""(?<!attr\()['"](passed|failed|skipped)['"]""")  # selec
 
 def strings(path: Path):
     """(node, parent) for each string constant of a module, docstrings and f-string pieces left out."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
         parent = parents.get(id(node))
@@ -90,7 +90,7 @@ def test_defaults_and_section_names_are_spelt_once():
         rel = path.relative_to(PACKAGE).as_posix()
         if rel.startswith(EXEMPT):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Constant) and (node.value == words.DEFAULT_STEP_TIMEOUT and type(node.value) is int
                                                    or isinstance(node.value, str) and words.PADDLE_PIN in node.value):
                 found.append(f"{rel}:{node.lineno}")
@@ -143,7 +143,7 @@ def _kind_position(target: ast.AST) -> int | None | bool:
 def kind_literals(path: Path) -> list[str]:
     """Kind words written as literals where a step's kind is meant."""
     found: list[ast.Constant] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Compare) and any(_is_kind(n) for n in [node.left, *node.comparators]):
             found += [c for n in [node.left, *node.comparators] for c in _kind_constants(n)]
         elif isinstance(node, ast.Call):
@@ -206,7 +206,7 @@ def generated_names() -> set[str]:
 
 def path_literals(path: Path, names: set[str]) -> list[str]:
     rel = path.relative_to(PACKAGE).as_posix()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
     under = (paths.TEST_TIPC + "/", paths.STATE + "/")
     found = []
