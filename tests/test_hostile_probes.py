@@ -224,6 +224,61 @@ def test_the_cache_key_follows_the_repository_files_the_script_imports(tmp_path:
     assert flag_cache.key(repo, "train.py", data, python, True) != key
 
 
+def _imports_by_hand(root: Path, script: Path) -> list[Path]:
+    """What the key follows, the plain way: every import's candidate files looked at one by one."""
+    import ast
+
+    top, seen, todo = root.resolve(), {}, [script]
+    while todo and len(seen) < flag_cache._MAX_IMPORTED:
+        path = todo.pop()
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError, OSError):
+            continue
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [(0, alias.name) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                names = [(node.level, base)] + [(node.level, f"{base}.{a.name}" if base else a.name) for a in node.names]
+            for level, name in names:
+                for base_dir in [path.parent] if level else [root, script.parent]:
+                    for _ in range(max(0, level - 1)):
+                        base_dir = base_dir.parent
+                    stem = base_dir.joinpath(*[p for p in name.split(".") if p])
+                    for found in (stem.with_suffix(".py") if name else None, stem / "__init__.py"):
+                        if (found is not None and found not in seen and found != script and found.is_file()
+                                and found.resolve().is_relative_to(top)):
+                            seen[found] = None
+                            todo.append(found)
+    return sorted(seen)
+
+
+_MODULES = st.sampled_from(["helper", "pkg", "pkg.mod", "pkg.sub.deep", "os", "sys", "paddle", "tools.x", "missing"])
+_IMPORT_LINES = st.one_of(
+    _MODULES.map(lambda m: f"import {m}"),
+    st.tuples(_MODULES, st.sampled_from(["mod", "deep", "x", "*", "helper"])).map(lambda t: f"from {t[0]} import {t[1]}"),
+    st.tuples(st.integers(1, 3), st.sampled_from(["", "mod", "sub", "sub.deep"]), st.sampled_from(["deep", "mod", "y"]))
+    .map(lambda t: f"from {'.' * t[0]}{t[1]} import {t[2]}"))
+
+
+@settings(max_examples=fuzz_examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.dictionaries(st.sampled_from(["train.py", "helper.py", "pkg/__init__.py", "pkg/mod.py",
+                                              "pkg/sub/__init__.py", "pkg/sub/deep.py", "tools/x.py", "tools/train.py"]),
+                             st.lists(_IMPORT_LINES, max_size=4).map("\n".join), min_size=1),
+       broken=st.booleans())
+def test_the_files_the_key_follows_are_every_import_looked_at_one_by_one(tmp_path_factory, files, broken):
+    """The key skips a name whose first part a folder does not hold (os, paddle): generated repositories of
+    packages, relative imports and missing modules give the same files as looking at every candidate."""
+    repo = tmp_path_factory.mktemp("imports")
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text + ("\nimport (" if broken and name == "helper.py" else "") + "\n")
+    for script in [repo / name for name in files]:
+        assert flag_cache._imported_files(repo, script) == _imports_by_hand(repo, script), (script, files)
+
+
 def test_a_timed_out_probe_is_not_cached(tmp_path: Path, monkeypatch):
     slow = "import os, time\nif not os.environ.get('FAST_HELP'):\n    time.sleep(600)\n" + ARGPARSE
     repo, _ = _repo(tmp_path, slow)

@@ -9,6 +9,7 @@ field by field: anything else is ignored and the script probed again.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -37,40 +38,62 @@ _ENTRY_BYTES = 1 << 20  # a cache entry is at most this big (a real one is a few
 _NAME_CHARS = 200
 
 
+@functools.lru_cache(maxsize=256)
+def _import_names(source: bytes) -> tuple[tuple[int, str], ...]:
+    """(level, dotted name) of each import of a Python source: the module, and each name taken from it; () where
+    it does not parse. Kept per source: one script is keyed again and again (init, lint, run, a suite's chains)."""
+    tree = inputs.python_tree(source)
+    if tree is None:
+        return ()
+    names: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [(0, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names += [(node.level, base)] + [(node.level, f"{base}.{a.name}" if base else a.name) for a in node.names]
+    return tuple(names)
+
+
 def _imported_files(root: Path, script: Path) -> list[Path]:
     """The repository's .py files the script imports (ast; absolute imports from the repository root or the
-    script's folder, relative ones from the importing file), transitively, at most _MAX_IMPORTED."""
+    script's folder, relative ones from the importing file), transitively, at most _MAX_IMPORTED. A name whose
+    first part a folder does not hold (``os``, ``paddle``: most of them) is not looked for there file by file."""
     top = root.resolve()
     seen: dict[Path, None] = {}
+    listings: dict[Path, frozenset[str]] = {}
+
+    def holds(folder: Path, first: str) -> bool:
+        if folder not in listings:
+            try:
+                listings[folder] = frozenset(os.listdir(folder))
+            except OSError:
+                listings[folder] = frozenset()
+        return first in listings[folder] or first + ".py" in listings[folder]
+
     todo = [script]
     while todo and len(seen) < _MAX_IMPORTED:
         path = todo.pop()
         try:
-            tree = inputs.python_tree(inputs.read_bytes(path, "script"))
+            names = _import_names(inputs.read_bytes(path, "script"))
         except TipcgenError:
             continue
-        if tree is None:
-            continue
-        for node in ast.walk(tree):
-            names: list[tuple[int, str]] = []
-            if isinstance(node, ast.Import):
-                names = [(0, alias.name) for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                names = [(node.level, base)] + [(node.level, f"{base}.{a.name}" if base else a.name) for a in node.names]
-            for level, name in names:
-                bases = [path.parent] if level else [root, script.parent]
-                for base_dir in bases:
-                    for _ in range(max(0, level - 1)):
-                        base_dir = base_dir.parent
-                    stem = base_dir.joinpath(*[p for p in name.split(".") if p])
-                    for found in (stem.with_suffix(".py") if name else None, stem / "__init__.py"):
-                        if found is None or found in seen or found == script or not found.is_file():
-                            continue
-                        if not found.resolve().is_relative_to(top):
-                            continue
-                        seen[found] = None
-                        todo.append(found)
+        for level, name in names:
+            parts = [p for p in name.split(".") if p]
+            bases = [path.parent] if level else [root, script.parent]
+            for base_dir in bases:
+                for _ in range(max(0, level - 1)):
+                    base_dir = base_dir.parent
+                if parts and not holds(base_dir, parts[0]):
+                    continue
+                stem = base_dir.joinpath(*parts)
+                for found in (stem.with_suffix(".py") if name else None, stem / "__init__.py"):
+                    if found is None or found in seen or found == script or not found.is_file():
+                        continue
+                    if not found.resolve().is_relative_to(top):
+                        continue
+                    seen[found] = None
+                    todo.append(found)
     return sorted(seen)
 
 
