@@ -9,7 +9,6 @@ field by field: anything else is ignored and the script probed again.
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import json
 import os
@@ -38,10 +37,24 @@ _ENTRY_BYTES = 1 << 20  # a cache entry is at most this big (a real one is a few
 _NAME_CHARS = 200
 
 
-@functools.lru_cache(maxsize=256)
+# a source's sha256 -> its import names: one script is keyed again and again (init, lint, run, a suite's chains);
+# by digest, so that no source is kept (one may be 16 MiB), at most _MAX_SOURCES of them
+_NAMES: dict[bytes, tuple[tuple[int, str], ...]] = {}
+_MAX_SOURCES = 256
+
+
 def _import_names(source: bytes) -> tuple[tuple[int, str], ...]:
     """(level, dotted name) of each import of a Python source: the module, and each name taken from it; () where
-    it does not parse. Kept per source: one script is keyed again and again (init, lint, run, a suite's chains)."""
+    it does not parse."""
+    digest = hashlib.sha256(source).digest()
+    if digest not in _NAMES:
+        if len(_NAMES) >= _MAX_SOURCES:
+            _NAMES.clear()
+        _NAMES[digest] = _names_in(source)
+    return _NAMES[digest]
+
+
+def _names_in(source: bytes) -> tuple[tuple[int, str], ...]:
     tree = inputs.python_tree(source)
     if tree is None:
         return ()

@@ -179,10 +179,7 @@ def probe_spec(root: Path, interpreter: str, env: dict[str, str]) -> sandbox.Spe
 
 def _a_program(path: str) -> bool:
     """The file starts as a program the kernel runs itself: a ``#!`` script or an ELF binary."""
-    try:
-        return inputs.read_bytes(path, "interpreter", limit=4, head=True).startswith((b"#!", b"\x7fELF"))
-    except TipcgenError:
-        return False
+    return inputs.program_head(path).startswith((b"#!", b"\x7fELF"))
 
 
 def probe(script: Script, root: Path, python: str, timeout: float = PROBE_TIMEOUT, *, unsandboxed: bool = True,

@@ -14,7 +14,7 @@ import stat
 import threading
 from pathlib import Path
 
-from tipcgen.core.errors import InputError, os_error
+from tipcgen.core.errors import InputError, TipcgenError, os_error
 
 MAX_BYTES = 16 << 20  # a 51-line config is 2 KB and the corpus's largest file 40 KB
 _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
@@ -51,6 +51,15 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES, hea
         raise InputError(f"{path}: is more than {limit} bytes; a {what} is at most that",
                          f"check that this is the {what} you meant")
     return data
+
+
+def program_head(path: str | Path) -> bytes:
+    """The first bytes of a file to be run as a program (its ``#!`` line, or ELF's magic number ``\\x7fELF``);
+    b"" where it is not a regular file that can be read."""
+    try:
+        return read_bytes(path, "program", limit=256, head=True)
+    except TipcgenError:  # os_error's, or InputError's (a folder, a pipe)
+        return b""
 
 
 def decode(data: bytes, path: str | Path, what: str = "file") -> str:

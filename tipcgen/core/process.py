@@ -189,35 +189,22 @@ def _setpriv() -> str | None:
         return None
 
 
-def _program(argv0: str, cwd: str | Path | None, env: Mapping[str, str] | None) -> str | None:
-    """The file exec would run for argv0, where exec will run it: an executable ELF program, or a script whose
-    ``#!`` names one; None for anything else (not found, not executable, another format, an interpreter that
-    is missing or a script itself), which is then started without setpriv, so that its error is Popen's."""
+def _exec_runs(argv0: str, cwd: str | Path | None, env: Mapping[str, str] | None) -> bool:
+    """Whether exec will run what argv0 names (found as Popen finds it): an executable ELF program, or a script
+    whose ``#!`` names one. Anything else (not found, not executable, another format, an interpreter that is
+    missing or a script itself) is started without setpriv, so that its error is Popen's."""
     base = os.fspath(cwd) if cwd is not None else os.getcwd()
-    if "/" in argv0:
-        candidates = [os.path.join(base, argv0)]
-    else:
-        candidates = [os.path.join(base, folder or ".", argv0) for folder in os.get_exec_path(env)]
-    for path in candidates:
+    folders = [""] if "/" in argv0 else [folder or "." for folder in os.get_exec_path(env)]
+    for path in (os.path.join(base, folder, argv0) for folder in folders):
         if os.path.isfile(path) and os.access(path, os.X_OK):
-            head = _head(path)
+            head = inputs.program_head(path)
             if head.startswith(b"#!"):
                 words = head[2:].split(b"\n", 1)[0].split()
                 interpreter = os.fsdecode(words[0]) if words else ""
-                return path if os.path.isabs(interpreter) and _is_elf_program(interpreter) else None
-            return path if head.startswith(b"\x7fELF") else None
-    return None
-
-
-def _head(path: str) -> bytes:
-    try:
-        return inputs.read_bytes(path, "program", limit=256, head=True)
-    except TipcgenError:
-        return b""
-
-
-def _is_elf_program(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK) and _head(path).startswith(b"\x7fELF")
+                runs = os.path.isabs(interpreter) and os.access(interpreter, os.X_OK)
+                head = inputs.program_head(interpreter) if runs else b""
+            return head.startswith(b"\x7fELF")
+    return False
 
 
 def _launcher(request: Request, argv: list[str]) -> tuple[list[str], Callable[[], None] | None]:
@@ -234,7 +221,7 @@ def _launcher(request: Request, argv: list[str]) -> tuple[list[str], Callable[[]
         if request.sandbox is not None:
             return argv, None
         setpriv = _setpriv()
-        if setpriv is not None and _program(argv[0], request.cwd, request.env) is not None:
+        if setpriv is not None and _exec_runs(argv[0], request.cwd, request.env):
             name = signal.Signals(request.death_signal).name.removeprefix("SIG")
             return [setpriv, "--pdeathsig", name, "--", *argv], None
     return argv, _preexec(os.getpid(), request)

@@ -8,6 +8,7 @@ names that folder or a folder above it.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import shutil
@@ -43,9 +44,10 @@ def entries(desc: Descriptor) -> list[str]:
     return out
 
 
-# git's answers by (git, .gitignore text, names): a question asked again in one process (a suite, the tests: many
-# repositories with the same .gitignore) is answered without two more processes; the answer depends on nothing else.
-_ANSWERS: dict[tuple[str, str, tuple[str, ...]], frozenset[str]] = {}
+# git's answers by (git, the .gitignore text's sha256, names): a question asked again in one process (a suite, the
+# tests: many repositories with the same .gitignore) is answered without two more processes; the answer depends on
+# nothing else. By digest, so that no text is kept.
+_ANSWERS: dict[tuple[str, bytes, tuple[str, ...]], frozenset[str]] = {}
 _MAX_ANSWERS = 64
 
 
@@ -54,7 +56,7 @@ def _ignored_by_git(text: str, wanted: list[str]) -> frozenset[str] | None:
     git = shutil.which("git")
     if git is None:
         return None
-    question = (git, text, tuple(wanted))
+    question = (git, hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest(), tuple(wanted))
     if question not in _ANSWERS:
         answer = _ask_git(git, text, wanted)
         if answer is None:
