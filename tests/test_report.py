@@ -188,3 +188,49 @@ def test_paddle_from_the_environment_and_cpu_processes_shown_as_cpu(tmp_path: Pa
     assert rows["Paddle"] == "3.3.1", "no AutoLog block: the version comes from the environment"
     assert rows["device"].startswith("CPU, 2 processes (gpu_list 0,1, no CUDA device), CPU (gpu_list -1)"), rows["device"]
     assert "GPU 0,1" not in rows["device"]
+
+
+def test_every_picture_keeps_all_its_text_inside_and_clear_of_its_axes(tmp_path: Path):
+    """The pictures are laid out in one pass from their own text (outputs/plot_layout.py), not by
+    constrained layout: over generated reports (1 to 40 steps, names from 1 to 200 characters, '$' and
+    newlines in model names, loss curves from 1e-9 to 1e9, speed rows), everything the drawn figure shows lies
+    inside the picture (its bars' value labels too), the y tick labels end left of the axes, and the axes keep a height of their own."""
+    pytest.importorskip("matplotlib")
+    import random
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from tipcgen.outputs import report_bench
+    from tipcgen.outputs.report_logs import TrainCurve
+
+    built = report.build(fake_run(tmp_path))
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyz_-0123456789$ /ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    for case in range(12):
+        n = rng.choice([1, 2, 5, 40])
+        built.rows = [report.Row(number=i + 1, status=rng.choice(["PASS", "FAIL"]), kind="train",
+                                 name="".join(rng.choice(letters) for _ in range(rng.choice([1, 30, 200]))),
+                                 seconds=f"{rng.uniform(0, 10 ** rng.randint(0, 4)):.1f}", detail="", command="", log="")
+                      for i in range(n)]
+        built.summary.model = rng.choice(["m", "model$with$dollars", "two\nlines", "x" * 120])
+        scale = 10.0 ** rng.randint(-9, 9)
+        built.curves = [TrainCurve(step="t" * rng.choice([1, 90]), source="l", x_label="global_step",
+                                   points=[(i, scale * rng.random()) for i in range(rng.choice([1, 3, 50]))])]
+        speeds = [report_bench.SpeedRow(case="c", device_num="N1C1", fp_item="fp32", batch_size=str(b),
+                                        ips=rng.uniform(0.1, 1e6), unit="samples/s", records="", peak_memory="",
+                                        note="") for b in range(rng.choice([1, 6]))]
+        figures = [report._timing_figure(Figure, built), report._loss_figure(Figure, built),
+                   report_bench.ips_figure(Figure, speeds, built.summary)]
+        for fig in figures:
+            renderer = FigureCanvasAgg(fig).get_renderer()
+            fig.draw(renderer)
+            ax = fig.axes[0]
+            drawn = fig.get_tightbbox(renderer)  # inches: every artist drawn, text included, ticks past the limits not
+            width, height = fig.get_size_inches()
+            where = f"case {case}: the drawn picture spans {drawn}, the figure is {width} x {height} in"
+            assert drawn.x0 >= -0.02 and drawn.y0 >= -0.02 and drawn.x1 <= width + 0.02 and drawn.y1 <= height + 0.02, where
+            for label in ax.get_yticklabels():
+                if label.get_text():
+                    assert label.get_window_extent(renderer).x1 <= ax.bbox.x0, f"case {case}: {label.get_text()[:40]!r}"
+            assert ax.bbox.height > 0.05 * fig.bbox.height, f"case {case}: the axes were squeezed to {ax.bbox}"

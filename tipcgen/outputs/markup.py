@@ -20,6 +20,14 @@ def plot_text(value: object) -> str:
     return terminal(value, one_line=False).replace("$", r"\$")
 
 
+def plot_name(name: str, width: int = 84) -> str:
+    """A name (a step's, a model's) as a picture shows it: on one line, shortened in the middle to at most width
+    characters, as plot text (plot_text). A title or label never runs past the picture's edge."""
+    name = terminal(name, one_line=True)
+    name = name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2 - 1):]
+    return plot_text(name)
+
+
 def md_text(value: object) -> str:
     """Log text as Markdown text (a table cell, a list item): one line, every character that could
     start markup (emphasis, links, HTML, code, a table cell) backslash-escaped."""

@@ -19,7 +19,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
 from tipcgen.format.paths import BACKUP, LOSS_PNG, OUTPUT, PREPARE_SH, REPORT_HTML, REPORT_MD, RUNNERS, SUMMARY_JSON, TEST_TIPC
 from tipcgen.format.words import SKIPPED, TRAIN
-from tipcgen.outputs import markup, report_bench, report_checks
+from tipcgen.outputs import markup, plot_layout, report_bench, report_checks
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
     TrainCurve,
@@ -236,7 +236,7 @@ def draw(report: Report) -> dict[str, bytes]:
     """The PNGs (file name → bytes): per-step time, and the loss curve when a train log has one.
     Empty, with a note, when matplotlib is not installed."""
     try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.backends import backend_agg  # noqa: F401  (the canvas plot_layout measures and draws on)
         from matplotlib.figure import Figure
     except ImportError:
         report.notes.append("matplotlib is not installed, so this report has no pictures (pip install matplotlib)")
@@ -244,7 +244,6 @@ def draw(report: Report) -> dict[str, bytes]:
     import io
 
     def png(fig: Figure) -> bytes:
-        FigureCanvasAgg(fig)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
         return buffer.getvalue()
@@ -267,49 +266,47 @@ def draw(report: Report) -> dict[str, bytes]:
 _COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
 
 
-def _short(name: str, width: int = 84) -> str:
-    """A name for a picture, shortened in the middle, as plot text (markup.plot_text)."""
-    name = name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2 - 1):]
-    return markup.plot_text(name)
-
-
 def _label(row: Row) -> str:
-    return f"{row.number}. {_short(row.name)}" if row.kind in row.name else f"{row.number}. {_short(row.kind)}: {_short(row.name)}"
+    return f"{row.number}. {markup.plot_name(row.name)}" if row.kind in row.name else f"{row.number}. {markup.plot_name(row.kind)}: {markup.plot_name(row.name)}"
 
 
 def _timing_figure(figure, report: Report):
     rows = [row for row in report.rows if row.status != "SKIP"]
     if not rows:
         return None
-    fig = figure(figsize=(12, 1.1 + 0.28 * len(rows)), layout="constrained")
+    fig = figure(figsize=(12, 1.1 + 0.28 * len(rows)))
     ax = fig.add_subplot()
     seconds = [float(row.seconds) for row in rows]
     positions = list(range(len(rows)))[::-1]
+    labels = [_label(row) for row in rows]
     ax.barh(positions, seconds, color=[_COLOURS.get(row.status, "#1565c0") for row in rows], height=0.65)
-    ax.set_yticks(positions, [_label(row) for row in rows], fontsize=8)
+    ax.set_yticks(positions, labels, fontsize=8)
     for y, value, row in zip(positions, seconds, rows):
         ax.text(value, y, f" {value:.1f} s" + ("  FAILED" if row.status == "FAIL" else ""), va="center", fontsize=8)
     ax.set_xlabel("seconds")
     ax.set_xlim(0, max(seconds + [0.1]) * 1.18)
     s = report.summary
-    ax.set_title(f"Time per step: {markup.plot_text(s.model)} / {markup.plot_text(s.mode)}\n{sum(seconds):.1f} s in steps, {s.wall_seconds:.1f} s wall; "
-                 f"skipped steps not shown", fontsize=10)
+    title = (f"Time per step: {markup.plot_name(s.model, 60)} / {markup.plot_name(s.mode, 40)}\n{sum(seconds):.1f} s in steps, "
+             f"{s.wall_seconds:.1f} s wall; skipped steps not shown")
     ax.grid(axis="x", alpha=0.3)
+    plot_layout.fit(fig, ax, tick_labels=labels, tick_size=8, title=title, xlabel="seconds")
     return fig
 
 
 def _loss_figure(figure, report: Report):
-    fig = figure(figsize=(12, 3.8), layout="constrained")
+    fig = figure(figsize=(12, 3.8))
     ax = fig.add_subplot()
     for curve in report.curves:
         xs = [x for x, _ in curve.points]
         ys = [y if math.isfinite(y) else float("nan") for _, y in curve.points]
-        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5, label=_short(curve.step, 60))
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5, label=markup.plot_name(curve.step, 60))
     ax.set_xlabel(markup.plot_text(report.curves[0].x_label))
     ax.set_ylabel("loss")
-    ax.set_title(f"Training loss: {markup.plot_text(report.summary.model)} / {markup.plot_text(report.summary.mode)}", fontsize=10)
+    title = f"Training loss: {markup.plot_name(report.summary.model, 60)} / {markup.plot_name(report.summary.mode, 40)}"
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    ticks = ax.yaxis.get_major_formatter().format_ticks(ax.get_yticks())  # the labels the y axis will show
+    plot_layout.fit(fig, ax, tick_labels=ticks, title=title, xlabel=ax.get_xlabel(), ylabel="loss")
     return fig
 
 

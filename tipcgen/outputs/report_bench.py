@@ -10,7 +10,8 @@ from pathlib import Path
 
 from tipcgen.results import speeds
 from tipcgen.format.words import SKIPPED, TRAIN
-from tipcgen.outputs.markup import plot_text
+from tipcgen.outputs import plot_layout
+from tipcgen.outputs.markup import plot_name, plot_text
 from tipcgen.results.results import Summary
 
 IPS_PNG = "report-ips.png"
@@ -54,17 +55,19 @@ def ips_figure(figure, rows: list[SpeedRow], summary: Summary):
     ran = [row for row in rows if row.ips is not None]
     if not ran:
         return None
-    fig = figure(figsize=(10, 1.4 + 0.45 * len(ran)), layout="constrained")
+    fig = figure(figsize=(10, 1.4 + 0.45 * len(ran)))
     ax = fig.add_subplot()
     positions = list(range(len(ran)))[::-1]
     values = [row.ips for row in ran]
+    labels = [plot_text(f"bs{r.batch_size} {r.fp_item} {r.device_num}") for r in ran]
     ax.barh(positions, values, color="#1565c0", height=0.6)
-    ax.set_yticks(positions, [plot_text(f"bs{r.batch_size} {r.fp_item} {r.device_num}") for r in ran], fontsize=9)
+    ax.set_yticks(positions, labels, fontsize=9)
     for y, row in zip(positions, ran):
         ax.text(row.ips, y, plot_text(f" {row.ips:g} {row.unit}"), va="center", fontsize=8)
     ax.set_xlim(0, max(values + [0.1]) * 1.3)
     ax.set_xlabel(plot_text(ran[0].unit or "ips"))
-    ax.set_title(f"Training speed per case: {plot_text(summary.model)} / {plot_text(summary.mode)}\n"
-                 "ips: mean of the logged ips: values after the first 2 (upstream's analysis)", fontsize=10)
+    title = (f"Training speed per case: {plot_name(summary.model, 60)} / {plot_name(summary.mode, 40)}\n"
+             "ips: mean of the logged ips: values after the first 2 (upstream's analysis)")
     ax.grid(axis="x", alpha=0.3)
+    plot_layout.fit(fig, ax, tick_labels=labels, tick_size=9, title=title, xlabel=ax.get_xlabel())
     return fig

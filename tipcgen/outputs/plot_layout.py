@@ -1,0 +1,70 @@
+"""Where a report picture's axes sit: margins measured from the picture's own text in one pass, then one draw.
+
+matplotlib's constrained layout draws a figure twice to place its axes (once to measure every artist, once to
+paint): most of `tipcgen report`'s time. The report's pictures have one axes each, whose only text outside it is
+known before drawing (the tick labels, the axis labels, a title), so the margins are those texts' measured sizes
+plus matplotlib's own paddings, and the figure is drawn once.
+"""
+from __future__ import annotations
+
+PAD = 0.06  # inches: around the figure's edge, and between an axis label and the tick labels it sits beside
+
+
+def fit(fig, ax, *, tick_labels: list[str] = (), tick_size: float | None = None, title: str = "", title_size: float = 10,
+        xlabel: str = "", ylabel: str = "") -> None:
+    """Set the margins of fig (one axes, ax) so that its y tick labels (tick_labels at tick_size points), the y and
+    x axis labels, the x tick labels and the title (set here, centred on the picture) fit, as constrained layout
+    would place them (tick_size: matplotlib's default for y tick labels when None); text in the axes that would
+    end past the right edge (a bar's value) narrows the axes.
+    The picture's size is not changed; an axes never gets less than a tenth of it."""
+    from matplotlib import rcParams
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.font_manager import FontProperties
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    dpi = fig.dpi
+
+    def size(text: str, points: float) -> tuple[float, float]:
+        """(width, height) in inches of text as matplotlib lays it out: every line, the line spacing included."""
+        if not text:
+            return 0.0, 0.0
+        lines = text.replace(r"\$", "$").split("\n")
+        prop = FontProperties(size=points)
+        widths = [renderer.get_text_width_height_descent(line or " ", prop, ismath=False)[0] for line in lines]
+        _, line_height, _ = renderer.get_text_width_height_descent("lp", prop, ismath=False)
+        return max(widths) / dpi, line_height * (1 + 1.2 * (len(lines) - 1)) / dpi  # matplotlib's line spacing: 1.2
+
+    tick_size = _points(rcParams["ytick.labelsize"] if tick_size is None else tick_size)
+    label_size = _points(rcParams["axes.labelsize"])
+    x_tick_size = _points(rcParams["xtick.labelsize"])
+    tick_room = (rcParams["ytick.major.size"] + rcParams["ytick.major.pad"]) / 72
+    left = PAD + tick_room + max((size(label, tick_size)[0] for label in tick_labels), default=size("0.0", tick_size)[0])
+    if ylabel:
+        left += size(ylabel, label_size)[1] + PAD
+    bottom = PAD + tick_room + size("0", x_tick_size)[1] + (size(xlabel, label_size)[1] + PAD if xlabel else 0)
+    top = PAD + (size(title, title_size)[1] + rcParams["axes.titlepad"] / 72 if title else 0)
+    if title:  # centred on the picture, not on the axes: a long name on the left never pushes it past the edge
+        fig.suptitle(title, fontsize=title_size, y=1 - PAD / fig.get_size_inches()[1], va="top")
+    right = PAD + size("0", x_tick_size)[0]  # the last x tick label is centred on the axes' right edge
+    width, height = fig.get_size_inches()
+    left, bottom = min(left / width, 0.9), min(bottom / height, 0.9)
+    right, top = max(1 - right / width, left + 0.1), max(1 - top / height, bottom + 0.1)
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
+    # Text in the axes (a bar's value at its end) may reach past the figure's right edge: the axes are narrowed
+    # so that each such text ends inside, its place scaling with the axes' width (x = x0 + share * width).
+    x0, axes_width, limit = ax.bbox.x0, ax.bbox.width, (width - PAD) * dpi
+    narrowest = axes_width
+    for text in ax.texts:
+        box = text.get_window_extent(renderer)
+        share = (box.x0 - x0) / axes_width if axes_width > 0 else 0
+        if box.x1 > limit and share > 0:
+            narrowest = min(narrowest, (limit - box.width - x0) / share)
+    if narrowest < axes_width:
+        fig.subplots_adjust(right=max(left + (narrowest / dpi) / width, left + 0.1))
+
+
+def _points(value) -> float:
+    """A font size from rcParams ('medium', 'large', 10) in points."""
+    from matplotlib.font_manager import FontProperties
+
+    return FontProperties(size=value).get_size_in_points()
