@@ -110,9 +110,9 @@ SHARED_RUNS = {
     "sample_lite_run": "sample_lite_run",   # conftest: bert-sst2's lite chain, once per session
     "sample_p2o_run": "sample_lite_run",    # conftest: its paddle2onnx chain
     "two_io_grid": "two_io_grid",            # chains/test_fixed_checks.py: the two_io project's whole grid
-    "corpus_findings": "{module}:corpus",    # test_lint.py: lint over the corpus once
-    "sweep": "{module}:sweep",               # test_import.py: import over the corpus once
-    "corpus_all": "{module}:corpus_all",     # test_runner_reading.py: the sweep over the three corpus folders
+    "corpus_entries": "corpus_sweep",        # conftest: lint, import and init of every corpus config, once
+    "corpus_findings": "corpus_sweep",       # test_lint.py: lint over the corpus (the sweep's)
+    "corpus_all": "corpus_sweep",            # test_runner_reading.py: the sweep with the third folder's runners
     "lite_run": "{module}:lite_run",         # test_question_matching.py (test_chain.py's is a copy of the above)
     "toy_repo": "{module}:toy_repo",         # test_accept.py
     "bench_run": "{module}:bench_run",       # test_benchmark.py
@@ -349,6 +349,16 @@ def run_in_process(argv: list[str], cwd: Path, env: dict) -> subprocess.Complete
             stream.detach()  # keep the bytes: a collected wrapper would close them
     stdout, stderr = (b.getvalue().decode("utf-8", "replace") for b in raw)
     return subprocess.CompletedProcess(["python", "-m", "tipcgen", *argv], code, stdout, stderr)
+
+
+@pytest.fixture(scope="session")
+def corpus_entries():
+    """The sweep over ../shared's tipc-corpus and tipc-corpus-2 (tests/corpus_sweep.py: lint, import and init of
+    every config, ~3 s), computed once per worker; SHARED_RUNS puts every test that uses it, or the sweep with
+    the third folder (test_runner_reading's corpus_all), on one worker."""
+    import corpus_sweep
+
+    return corpus_sweep.sweep()
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ class Entry:
     outcome: str | None  # basic configs: "byte" (byte for byte), "differs", or the refusal's first line
     route: str = ""  # how import takes it: fields, ptq or kept (import_kept.route)
     back: str = ""  # every file: "byte" when import → init gives it back byte for byte, else why not
+    corpus: str = ""  # the corpus folder it is in (tipc-corpus, tipc-corpus-2, tipc-corpus-3)
 
     @property
     def basic(self) -> bool:
@@ -95,7 +96,7 @@ def _entry(root: Path, path: Path, cache: dict | None = None) -> Entry:
     else:
         outcome = None
     return Entry(name, name.split("/", 1)[0], kind_of(config.kind, path.name), picked.family.name if picked else None,
-                 tuple(lint.lint_text(text, name, runner=runner, specs=specs)), outcome, route, back)
+                 tuple(lint.lint_text(text, name, runner=runner, specs=specs)), outcome, route, back, root.name)
 
 
 # A train_params file's kind by its name (they share the basic layout): the siblings of the basic chain.

@@ -31,10 +31,10 @@ BERT_SST2 = sample_slots()
 # ---------------------------------------------------------------- the corpus
 
 @needs_corpus
-def test_every_basic_config_of_both_corpus_folders_comes_back_byte_for_byte() -> None:
+def test_every_basic_config_of_both_corpus_folders_comes_back_byte_for_byte(corpus_entries) -> None:
     """import → init over ../shared/tipc-corpus and tipc-corpus-2 (the shared sweep): every basic-chain
     config but the shifted OCR one renders back byte for byte (docs/LAYOUTS.md has the counts)."""
-    basic = [entry for entry in corpus_sweep.sweep() if entry.basic]
+    basic = [entry for entry in corpus_entries if entry.basic]
     not_back = {entry.name: entry.outcome for entry in basic if entry.outcome != "byte"}
     assert not_back.keys() == {corpus_sweep.SHIFTED}, "\n".join(f"{n}: {o}" for n, o in sorted(not_back.items()))
     assert "1 line missing after idx 14 (the last anchor in place)" in not_back[corpus_sweep.SHIFTED]  # lint's message

@@ -74,17 +74,17 @@ def repository(tmp_path: Path, config: str, runner: str | None) -> Path:
 # ---------------------------------------------------------------- the corpus (one shared sweep)
 
 @needs_corpus
-def test_lint_over_both_corpus_folders_errors_only_on_the_shifted_ocr_config() -> None:
-    erring = {e.name: [f.message for f in e.findings if f.severity == "error"] for e in corpus_sweep.sweep()
+def test_lint_over_both_corpus_folders_errors_only_on_the_shifted_ocr_config(corpus_entries) -> None:
+    erring = {e.name: [f.message for f in e.findings if f.severity == "error"] for e in corpus_entries
               if lint.has_errors(e.findings)}
     assert list(erring) == [corpus_sweep.SHIFTED], erring
     assert "'fpgm_train:' sits at idx 16 instead of 17: 1 line missing" in erring[corpus_sweep.SHIFTED][0]
-    assert len(corpus_sweep.sweep()) == 909 + 199
+    assert len(corpus_entries) == 909 + 199
 
 
 @needs_corpus
-def test_every_basic_config_is_in_a_family_and_comes_back_byte_for_byte_per_suite() -> None:
-    basic = [e for e in corpus_sweep.sweep() if e.basic]
+def test_every_basic_config_is_in_a_family_and_comes_back_byte_for_byte_per_suite(corpus_entries) -> None:
+    basic = [e for e in corpus_entries if e.basic]
     families_of = Counter((e.suite, e.family) for e in basic)
     assert families_of == {
         ("PaddleClas", "standard"): 491, ("PaddleOCR", "standard"): 85, ("PaddleOCR", None): 1,
@@ -97,10 +97,10 @@ def test_every_basic_config_is_in_a_family_and_comes_back_byte_for_byte_per_suit
 
 
 @needs_corpus
-def test_docs_layouts_holds_the_sweep_tables() -> None:
+def test_docs_layouts_holds_the_sweep_tables(corpus_entries) -> None:
     text = (ROOT / "docs" / "LAYOUTS.md").read_text()
     assert corpus_sweep.family_table() in text, "paste the output of: python tests/corpus_sweep.py"
-    assert corpus_sweep.table(corpus_sweep.sweep()) in text, "paste the output of: python tests/corpus_sweep.py"
+    assert corpus_sweep.table(corpus_entries) in text, "paste the output of: python tests/corpus_sweep.py"
 
 
 # ---------------------------------------------------------------- picking the family

@@ -250,12 +250,11 @@ def test_output_formats(tmp_path: Path) -> None:
 corpus_only = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
 
 
-@pytest.fixture(scope="module")
-def corpus_findings() -> dict[str, list[Finding]]:
-    return {
-        str(path.relative_to(CORPUS)): lint_text(path.read_bytes().decode("utf-8"), str(path.relative_to(CORPUS)))
-        for path in sorted(CORPUS.rglob("*.txt"))
-    }
+@pytest.fixture
+def corpus_findings(corpus_entries) -> dict[str, list[Finding]]:
+    """lint_text of every file of ../shared/tipc-corpus, by its path there: the shared sweep's (conftest's
+    corpus_entries), which lints each file as this would."""
+    return {entry.name: list(entry.findings) for entry in corpus_entries if entry.corpus == CORPUS.name}
 
 
 @corpus_only

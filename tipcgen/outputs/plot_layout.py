@@ -38,14 +38,19 @@ def fit(fig, ax, *, tick_labels: list[str] = (), tick_size: float | None = None,
     label_size = _points(rcParams["axes.labelsize"])
     x_tick_size = _points(rcParams["xtick.labelsize"])
     tick_room = (rcParams["ytick.major.size"] + rcParams["ytick.major.pad"]) / 72
+    x_labels, x_offset = _tick_texts(ax.xaxis, ax.get_xlim())
+    _, y_offset = _tick_texts(ax.yaxis, ax.get_ylim())
     left = PAD + tick_room + max((size(label, tick_size)[0] for label in tick_labels), default=size("0.0", tick_size)[0])
     if ylabel:
         left += size(ylabel, label_size)[1] + PAD
-    bottom = PAD + tick_room + size("0", x_tick_size)[1] + (size(xlabel, label_size)[1] + PAD if xlabel else 0)
-    top = PAD + (size(title, title_size)[1] + rcParams["axes.titlepad"] / 72 if title else 0)
+    # The x offset text ("1e6") sits right-aligned under the tick labels, the y one above the axes' top left.
+    bottom = PAD + tick_room + size("0", x_tick_size)[1] + size(x_offset, x_tick_size)[1] \
+        + (size(xlabel, label_size)[1] + PAD if xlabel else 0)
+    top = PAD + max(size(title, title_size)[1] + rcParams["axes.titlepad"] / 72 if title else 0,
+                    size(y_offset, tick_size)[1] + PAD)
     if title:  # centred on the picture, not on the axes: a long name on the left never pushes it past the edge
         fig.suptitle(title, fontsize=title_size, y=1 - PAD / fig.get_size_inches()[1], va="top")
-    right = PAD + size("0", x_tick_size)[0]  # the last x tick label is centred on the axes' right edge
+    right = PAD + size(x_labels[-1] if x_labels else "0", x_tick_size)[0] / 2  # centred on its tick, maybe the edge
     width, height = fig.get_size_inches()
     left, bottom = min(left / width, 0.9), min(bottom / height, 0.9)
     right, top = max(1 - right / width, left + 0.1), max(1 - top / height, bottom + 0.1)
@@ -61,6 +66,16 @@ def fit(fig, ax, *, tick_labels: list[str] = (), tick_size: float | None = None,
             narrowest = min(narrowest, (limit - box.width - x0) / share)
     if narrowest < axes_width:
         fig.subplots_adjust(right=max(left + (narrowest / dpi) / width, left + 0.1))
+
+
+def _tick_texts(axis, limits: tuple[float, float]) -> tuple[list[str], str]:
+    """The labels of the major ticks axis will show within limits, in order, and its offset text ("1e6", or "")."""
+    locations = list(axis.get_majorticklocs())
+    formatter = axis.get_major_formatter()
+    labels = formatter.format_ticks(locations)  # as matplotlib does: all locations, then the visible ones drawn
+    low, high = min(limits), max(limits)
+    shown = [label for value, label in zip(locations, labels) if low <= value <= high]
+    return shown, formatter.get_offset() if hasattr(formatter, "get_offset") else ""
 
 
 def _points(value) -> float:
