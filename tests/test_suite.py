@@ -60,7 +60,7 @@ def separate_stubs(stubs, tmp_path_factory) -> dict[str, dict]:
     return {s["model"]: s for s in (_separate(stubs / name, scratch) for name in ("stub", "variant"))}
 
 
-@pytest.mark.full  # suite over real chains: the zoo's five models in every run (chains/test_repository_lite.py)
+@pytest.mark.full  # suite over real chains: the zoo's imgcls and tutorial chains in every run (chains/test_repository_lite.py)
 def test_three_models_in_one_command_have_the_verdicts_of_separate_runs(stubs, separate_stubs, sample_lite_run,
                                                                         sample_p2o_run, tmp_path):
     """bert-sst2 (basic and paddle2onnx) and two stub models in one suite: each chain's verdict and steps
