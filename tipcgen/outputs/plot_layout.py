@@ -1,9 +1,10 @@
 """Where a report picture's axes sit: margins measured from the picture's own text in one pass, then one draw.
 
 matplotlib's constrained layout draws a figure twice to place its axes (once to measure every artist, once to
-paint): most of `tipcgen report`'s time. The report's pictures have one axes each, whose only text outside it is
-known before drawing (the tick labels, the axis labels, a title), so the margins are those texts' measured sizes
-plus matplotlib's own paddings, and the figure is drawn once.
+paint): a quarter of the pictures' CPU (bench/bench_report.py). The report's pictures have one axes each, whose
+text outside it is known before drawing (the tick labels and the axes' offset texts, the axis labels, a title),
+so the margins are those texts' measured sizes plus matplotlib's own paddings, and the figure is drawn once; a
+text inside the axes that would end past the picture's edge (a bar's value) narrows the axes.
 """
 from __future__ import annotations
 
