@@ -11,12 +11,12 @@ from __future__ import annotations
 PAD = 0.06  # inches: around the figure's edge, and between an axis label and the tick labels it sits beside
 
 
-def fit(fig, ax, *, tick_labels: list[str] = (), tick_size: float | None = None, title: str = "", title_size: float = 10,
+def fit(fig, ax, *, tick_labels: list[str] | None = None, tick_size: float | None = None, title: str = "", title_size: float = 10,
         xlabel: str = "", ylabel: str = "") -> None:
-    """Set the margins of fig (one axes, ax) so that its y tick labels (tick_labels at tick_size points), the y and
-    x axis labels, the x tick labels and the title (set here, centred on the picture) fit, as constrained layout
-    would place them (tick_size: matplotlib's default for y tick labels when None); text in the axes that would
-    end past the right edge (a bar's value) narrows the axes.
+    """Set the margins of fig (one axes, ax) so that its y tick labels (tick_labels at tick_size points; None: the
+    labels the axis's formatter gives, at matplotlib's default size), the y and x axis labels, the x tick labels
+    and the title (set here, centred on the picture) fit, as constrained layout would place them; text in the axes
+    that would end past the right edge (a bar's value) narrows the axes.
     The picture's size is not changed; an axes never gets less than a tenth of it."""
     from matplotlib import rcParams
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -39,8 +39,13 @@ def fit(fig, ax, *, tick_labels: list[str] = (), tick_size: float | None = None,
     label_size = _points(rcParams["axes.labelsize"])
     x_tick_size = _points(rcParams["xtick.labelsize"])
     tick_room = (rcParams["ytick.major.size"] + rcParams["ytick.major.pad"]) / 72
-    x_labels, x_offset = _tick_texts(ax.xaxis, ax.get_xlim())
-    _, y_offset = _tick_texts(ax.yaxis, ax.get_ylim())
+    width, height = fig.get_size_inches()
+    x_ticks, x_offset = _ticks(ax.xaxis)
+    y_ticks, y_offset = _ticks(ax.yaxis)
+    if tick_labels is None:
+        tick_labels = [label for _, label in y_ticks]
+    low, high = sorted(ax.get_xlim())
+    x_last = max(((value, label) for value, label in x_ticks if low <= value <= high), default=(0, "0"))[1]
     left = PAD + tick_room + max((size(label, tick_size)[0] for label in tick_labels), default=size("0.0", tick_size)[0])
     if ylabel:
         left += size(ylabel, label_size)[1] + PAD
@@ -50,9 +55,8 @@ def fit(fig, ax, *, tick_labels: list[str] = (), tick_size: float | None = None,
     top = PAD + max(size(title, title_size)[1] + rcParams["axes.titlepad"] / 72 if title else 0,
                     size(y_offset, tick_size)[1] + PAD)
     if title:  # centred on the picture, not on the axes: a long name on the left never pushes it past the edge
-        fig.suptitle(title, fontsize=title_size, y=1 - PAD / fig.get_size_inches()[1], va="top")
-    right = PAD + size(x_labels[-1] if x_labels else "0", x_tick_size)[0] / 2  # centred on its tick, maybe the edge
-    width, height = fig.get_size_inches()
+        fig.suptitle(title, fontsize=title_size, y=1 - PAD / height, va="top")
+    right = PAD + size(x_last, x_tick_size)[0] / 2  # the rightmost label drawn: centred on its tick, maybe the edge
     left, bottom = min(left / width, 0.9), min(bottom / height, 0.9)
     right, top = max(1 - right / width, left + 0.1), max(1 - top / height, bottom + 0.1)
     fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
@@ -69,14 +73,13 @@ def fit(fig, ax, *, tick_labels: list[str] = (), tick_size: float | None = None,
         fig.subplots_adjust(right=max(left + (narrowest / dpi) / width, left + 0.1))
 
 
-def _tick_texts(axis, limits: tuple[float, float]) -> tuple[list[str], str]:
-    """The labels of the major ticks axis will show within limits, in order, and its offset text ("1e6", or "")."""
+def _ticks(axis) -> tuple[list[tuple[float, str]], str]:
+    """(location, label) of each of axis's major ticks (those past the limits too, as the axis makes them), and
+    its offset text ("1e6", or "")."""
     locations = list(axis.get_majorticklocs())
     formatter = axis.get_major_formatter()
-    labels = formatter.format_ticks(locations)  # as matplotlib does: all locations, then the visible ones drawn
-    low, high = min(limits), max(limits)
-    shown = [label for value, label in zip(locations, labels) if low <= value <= high]
-    return shown, formatter.get_offset() if hasattr(formatter, "get_offset") else ""
+    labels = formatter.format_ticks(locations)
+    return list(zip(locations, labels)), formatter.get_offset() if hasattr(formatter, "get_offset") else ""
 
 
 def _points(value) -> float:

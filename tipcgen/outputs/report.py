@@ -305,8 +305,7 @@ def _loss_figure(figure, report: Report):
     title = f"Training loss: {markup.plot_name(report.summary.model, 60)} / {markup.plot_name(report.summary.mode, 40)}"
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ticks = ax.yaxis.get_major_formatter().format_ticks(ax.get_yticks())  # the labels the y axis will show
-    plot_layout.fit(fig, ax, tick_labels=ticks, title=title, xlabel=ax.get_xlabel(), ylabel="loss")
+    plot_layout.fit(fig, ax, title=title, xlabel=ax.get_xlabel(), ylabel="loss")
     return fig
 
 
