@@ -188,18 +188,19 @@ def test_a_step_limit_in_the_environment_that_is_none_is_refused_before_anything
 def test_a_script_stuck_outside_any_step_is_stopped_and_fails_the_run(stub_repo: Path, monkeypatch, script):
     """A script that hangs where no step runs (a wait on a child that never ends: the zombie hang of stop 42)
     is bounded too: silent for longer than a step may run, it is stopped with everything it started, and the
-    run fails naming it. The margin is cut from 300 s to 5 s so that the test waits 10 s."""
+    run fails naming it. The margin is cut from 300 s to 1 s and the step limit to 3 s (a stub step takes ~40 ms
+    of CPU), so that the test waits 4 s."""
     from tipcgen.run import run as run_mod
 
-    monkeypatch.setattr(run_mod, "SILENCE_MARGIN", 5)
+    monkeypatch.setattr(run_mod, "SILENCE_MARGIN", 1)
     path = stub_repo / "test_tipc" / script
     lines = path.read_text().splitlines(keepends=True)
     marker = f"{3000 + len(script)}.25"  # a sleep no other test starts, to find it afterwards
     path.write_text(lines[0] + f'[[ -n ${{TIPC_CHECK_ONLY:-}} ]] || sleep {marker}\n' + "".join(lines[1:]))
-    proc = run(stub_repo, "--step-timeout", "5")
+    proc = run(stub_repo, "--step-timeout", "3")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = read_summary(stub_repo)
-    said = f"{script} printed nothing for 10 s, longer than a step may run (the step time limit + 5 s): it was stopped as stuck"
+    said = f"{script} printed nothing for 4 s, longer than a step may run (the step time limit + 1 s): it was stopped as stuck"
     if script == "prepare.sh":
         assert summary["steps"][0]["reason"] == said and summary["steps"][0]["status"] == "failed"
     else:
