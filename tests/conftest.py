@@ -22,7 +22,8 @@ tests without paddle on 2026-12-01: 59 s -> 55 s, 316 s -> 302 s with it; 1,446 
 workers 108 s, four 117 s) unless -n, --dist, -p no:xdist or --pdb says
 otherwise; a run of named files stays in one process. A session or module fixture runs once per
 worker, so every test that uses an expensive shared run (SHARED_RUNS) is put in that run's
-xdist_group and runs on one worker; a test may set its own group (the whole-SST-2 test does).
+xdist_group and runs on one worker; a test may set its own group (the whole-SST-2 test does). The tests
+marked `waits` share one group too (WAITS_GROUP): one worker waits on their clocks while the others work.
 """
 from __future__ import annotations
 
@@ -134,6 +135,13 @@ SHARED_RUNS = {
 }
 
 
+# The tests marked `waits` (most of their wall time on a clock: a step limit, a silence, a sleep they must outlast)
+# run one after another on one worker, which then leaves the CPUs to the other two: spread by the scheduler, the
+# sleepers of one module ran on all three workers at once and left both cores idle for seconds (docs/PERFORMANCE.md,
+# "Stop 48"). A waiting test that uses a shared run stays in that run's group (the Ray cluster's).
+WAITS_GROUP = "waits"
+
+
 def _leaves_out_full(config) -> bool:
     """Whether this run leaves the `full` tests out: a run of the whole suite (no test paths named), without
     TIPCGEN_TESTS=full or a -m that names them. An xdist worker is told by the controller (it re-reads argv)."""
@@ -198,10 +206,13 @@ def pytest_collection_finish(session):
 
 
 def pytest_itemcollected(item):
-    """The xdist group of a test that uses a shared run (SHARED_RUNS), set as the test is collected."""
+    """The xdist group of a test that uses a shared run (SHARED_RUNS), or of a test that waits (WAITS_GROUP), set
+    as the test is collected."""
     if item.get_closest_marker("xdist_group") is None:
         names = getattr(item, "fixturenames", ())
         group = next((g for f, g in SHARED_RUNS.items() if f in names), None)
+        if group is None and item.get_closest_marker("waits") is not None:
+            group = WAITS_GROUP
         if group:
             item.add_marker(pytest.mark.xdist_group(group.format(module=item.path.name)))
 

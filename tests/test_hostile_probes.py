@@ -279,6 +279,7 @@ def test_the_files_the_key_follows_are_every_import_looked_at_one_by_one(tmp_pat
         assert flag_cache._imported_files(repo, script) == _imports_by_hand(repo, script), (script, files)
 
 
+@pytest.mark.waits
 def test_a_timed_out_probe_is_not_cached(tmp_path: Path, monkeypatch):
     slow = "import os, time\nif not os.environ.get('FAST_HELP'):\n    time.sleep(600)\n" + ARGPARSE
     repo, _ = _repo(tmp_path, slow)
@@ -348,6 +349,7 @@ def _none_left(token: str, ceiling: float = 60.0) -> bool:
     return True
 
 
+@pytest.mark.waits
 def test_a_child_holding_stdout_is_killed_and_the_probe_answers(tmp_path: Path, monkeypatch):
     """--help forks a child that keeps stdout open; the leader prints the help and exits: the probe answers with
     the flags (no timeout) and the child, found by its pid, is dead afterwards."""

@@ -184,6 +184,7 @@ def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_proce
     assert _gone(stub_repo, 5) == []
 
 
+@pytest.mark.waits
 def test_a_ci_cancel_gets_the_summary_before_its_kill(stub_repo: Path, tmp_path: Path):
     """SIGTERM, then SIGKILL a second later (a CI cancel), while the step ignores SIGTERM."""
     held = tmp_path / "train.pid"

@@ -100,6 +100,7 @@ def test_parse_help_of_a_real_argparse_script(tmp_path: Path):
     assert by_name["--out-dir"].required and by_name["--out-dir"].help.endswith("words")
 
 
+@pytest.mark.waits
 def test_a_script_whose_help_fails_or_hangs_is_an_error(tmp_path: Path):
     (tmp_path / "broken.py").write_text("import no_such_module_here\n")
     (tmp_path / "slow.py").write_text("import time\ntime.sleep(30)\n")

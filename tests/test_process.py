@@ -116,6 +116,7 @@ def test_lines_are_streamed_to_the_callback():
     assert lines == ["a", "b", "c"]
 
 
+@pytest.mark.waits
 def test_a_timeout_kills_the_whole_group(tmp_path: Path):
     pidfile = tmp_path / "pid"
     outcome = process.run(process.Request(["sh", "-c", f"sleep 600 & echo $! > {pidfile}; wait"], timeout=1))
@@ -123,6 +124,7 @@ def test_a_timeout_kills_the_whole_group(tmp_path: Path):
     assert _gone(int(pidfile.read_text()))
 
 
+@pytest.mark.waits
 def test_a_silence_longer_than_allowed_ends_the_group_and_output_keeps_it_alive(tmp_path: Path):
     """``silence`` bounds the time between two outputs, not the whole run: a process that prints now and then
     runs past it (its silences are shorter), one that stops printing is ended as silent, its group with it."""
@@ -141,6 +143,7 @@ def test_a_silence_longer_than_allowed_ends_the_group_and_output_keeps_it_alive(
     assert stderr_talker.ok and not stderr_talker.silent  # output on either stream is a sign of life
 
 
+@pytest.mark.waits
 def test_a_child_holding_stdout_does_not_keep_the_reader_waiting(tmp_path: Path):
     """The leader exits; its child keeps the pipe open: the reader stops after the linger and kills it
     (counted by what happened to the child, not by wall time)."""

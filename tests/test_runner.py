@@ -141,6 +141,7 @@ def test_failed_train_skips_its_dependents(stub_repo: Path):
     assert any("did not pass" in r["reason"] for r in records if r["status"] == "skipped")
 
 
+@pytest.mark.waits
 def test_a_hanging_step_is_killed_at_its_limit(stub_repo: Path):
     start = time.monotonic()
     proc = run(stub_repo, "--step-timeout", "1", env={"STUB_HANG": "infer"})
@@ -184,6 +185,7 @@ def test_a_step_limit_in_the_environment_that_is_none_is_refused_before_anything
     assert run(stub_repo, "--step-timeout", "30", env={"TIPC_STEP_TIMEOUT": value}).returncode == 0
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("script", ["prepare.sh", "test_train_inference_python.sh"])
 def test_a_script_stuck_outside_any_step_is_stopped_and_fails_the_run(stub_repo: Path, monkeypatch, script):
     """A script that hangs where no step runs (a wait on a child that never ends: the zombie hang of stop 42)

@@ -46,6 +46,7 @@ def _records(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.waits
 def test_the_step_beside_is_recorded_after_the_steps_it_ran_beside_with_its_own_fields_and_seconds(repo, tmp_path):
     out = tmp_path / "run"
     proc = _run(repo, out, r"""
@@ -72,6 +73,7 @@ tipc_step_collect
     assert (out / "results_python.log").read_text().count("Run successfully with command - stub_model - ") == 3
 
 
+@pytest.mark.waits
 def test_a_step_that_waits_for_its_go_does_its_work_after_the_steps_and_its_wait_is_not_its_seconds(repo, tmp_path):
     """check_inference.py's way: prepare beside the steps, announce the wait, work once the runner says go."""
     out = tmp_path / "run"
@@ -95,6 +97,7 @@ tipc_step_collect
     ("no-such-program-tipcgen", "command not found or not executable: no-such-program-tipcgen"),
     ("bash -c 'kill -SEGV $$'", "killed by signal SIGSEGV"),
 ])
+@pytest.mark.waits
 def test_a_failing_step_beside_fails_the_chain_with_its_reason(repo, tmp_path, command, reason):
     out = tmp_path / "run"
     proc = _run(repo, out, f"""

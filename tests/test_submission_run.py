@@ -176,6 +176,7 @@ def test_python_and_data_dir_reach_the_kept_runner(tmp_path: Path) -> None:
     assert not (repo / paths.SHIM_DIR).exists() or not any((repo / paths.SHIM_DIR).iterdir())  # removed after the run
 
 
+@pytest.mark.waits
 def test_the_step_timeout_reaches_the_kept_runner(tmp_path: Path) -> None:
     repo = make_own_repo(tmp_path)
     proc = tipcgen("run", "-q", "--step-timeout", "2", cwd=repo, env={"OWN_SLEEP": "60"})

@@ -130,6 +130,7 @@ def test_a_failed_chain_fails_the_suite_and_the_others_are_kept(stubs, tmp_path)
     assert junit[0].get("failures") == "1"
 
 
+@pytest.mark.waits
 def test_a_chain_over_its_time_limit_is_killed_and_reported(stubs, tmp_path):
     started = time.monotonic()
     proc = tipcgen("suite", str(stubs / "stub"), "--timeout", "3", cwd=tmp_path, env={"STUB_HANG": "train"})
