@@ -96,6 +96,28 @@ def _parsed(path: str, *_stamp: int) -> ast.Module:
     return ast.parse(Path(path).read_text(encoding="utf-8"))
 
 
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of parsed(path), in ast.walk's order, listed once per worker: the package-walking tests walk
+    each module several times, and a walk (a generator over every field of every node) cost more than the
+    checks made on its nodes."""
+    return _nodes(parsed(path))
+
+
+def parents(path: Path) -> dict[int, ast.AST]:
+    """The parent of each node of parsed(path), by id(node); once per worker, as nodes()."""
+    return _parents(parsed(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _nodes(tree: ast.Module) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(tree))
+
+
+@functools.lru_cache(maxsize=None)
+def _parents(tree: ast.Module) -> dict[int, ast.AST]:
+    return {id(child): node for node in _nodes(tree) for child in ast.iter_child_nodes(node)}
+
+
 def fuzz_sample(cases: list) -> tuple[list, str]:
     """The cases of a generated battery this run checks: all of them in a full share, else every k-th
     (k = 1 / FUZZ_SHARE) from an offset drawn per run, so that runs of the suite take turns over the whole
@@ -132,6 +154,9 @@ SHARED_RUNS = {
     "ptq_run": "{module}:quant_repo",
     "two_ptq_models": "{module}:quant_repo",  # test_quant_chains.py: the mobile project's repository, its kl_quant model's run
     "checkpoint_folder_run": "{module}:checkpoint_folder_run",  # chains/test_checkpoints.py (its limit test reruns it)
+    "battery": "{module}:battery",           # test_hostile_align.py: every hostile file, every case in one process
+    "world": "{module}:world",               # test_hostile_links.py: a rendered stub project after one run
+    "stub_run": "{module}:stub_run",         # test_hostile_report.py: the same
 }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, parsed
+from conftest import ROOT, nodes, parsed
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CHECKED = [doc for doc in DOCS if doc.name != "PERFORMANCE.md"]
@@ -109,7 +109,7 @@ def _names_in_code(files: list[Path]) -> set[str]:
     imported names, and word-like strings (a template's context key, a command's name)."""
     names: set[str] = set()
     for path in files:
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)
             elif isinstance(node, ast.Name):
@@ -150,7 +150,7 @@ def _full_tests() -> set[str]:
     """file::test of every test decorated @pytest.mark.full (read from the sources: no collection)."""
     found = set()
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if isinstance(node, ast.FunctionDef) and any(ast.unparse(d) == "pytest.mark.full" for d in node.decorator_list):
                 found.add(f"{path.name}::{node.name}")
     return found

@@ -30,7 +30,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, STUB, fuzz_examples, parsed, run_in_process, tipcgen
+from conftest import ROOT, STUB, fuzz_examples, nodes, run_in_process, tipcgen
 from tipcgen.core import inputs, text
 from tipcgen.descriptor import answers
 from tipcgen.descriptor.schema import MODEL_NAME_RE, is_model_name
@@ -56,7 +56,7 @@ def _raw(out: str) -> list[str]:
 def _printing_calls(path: Path) -> list[str]:
     """Calls in a module that write to the terminal themselves: typer.echo/secho, click.echo, print, sys.std*.write."""
     found = []
-    for node in ast.walk(parsed(path)):
+    for node in nodes(path):
         if not isinstance(node, ast.Call):
             continue
         func = node.func

@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from conftest import ROOT, parsed
+from conftest import ROOT, nodes, parsed
 
 PACKAGE = ROOT / "tipcgen"
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
@@ -42,12 +42,12 @@ def modules(package: Path = PACKAGE) -> dict[str, Path]:
 
 def imports(path: Path, known: set[str], package: Path = PACKAGE) -> set[str]:
     """The tipcgen modules a file imports at run time, at the top or inside a function (relative or absolute)."""
-    found, tree = set(), parsed(path)
+    found = set()
     here = path.relative_to(package).parent.parts
-    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+    typing_only = {id(n) for block in nodes(path) if isinstance(block, ast.If)
                    and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
                    for n in ast.walk(block)}  # `if TYPE_CHECKING:` imports run only for type checkers
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if id(node) in typing_only:
             continue
         if isinstance(node, ast.ImportFrom):
@@ -193,10 +193,10 @@ def test_no_class_extends_another_of_tipcgen_but_the_errors():
     import ast
 
     classes = {node.name: path for path in (ROOT / "tipcgen").rglob("*.py")
-               for node in ast.walk(parsed(path)) if isinstance(node, ast.ClassDef)}
+               for node in nodes(path) if isinstance(node, ast.ClassDef)}
     chained = []
     for path in sorted((ROOT / "tipcgen").rglob("*.py")):
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if isinstance(node, ast.ClassDef):
                 own = [base for base in (ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases) if base in classes]
                 if own and classes[own[0]].name != "errors.py":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, needs_bwrap, parsed
+from conftest import ROOT, needs_bwrap, nodes
 from tipcgen.core import process, sandbox
 
 PACKAGE = ROOT / "tipcgen"
@@ -198,7 +198,7 @@ def process_starts(path: Path) -> list[str]:
     """Where a module starts a process other than through core/process.py: subprocess, pty, os.system,
     os.popen, os.exec*, os.spawn*, os.fork, os.posix_spawn (imported or called)."""
     found = []
-    for node in ast.walk(parsed(path)):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] in ("subprocess", "pty")]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("subprocess", "pty"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, parsed
+from conftest import ROOT, nodes, parents
 from tipcgen.format import paths, words
 
 PACKAGE = ROOT / "tipcgen"
@@ -22,10 +22,9 @@ _QUOTED = re.compile(r"""(?<!attr\()['"](passed|failed|skipped)['"]""")  # selec
 
 def strings(path: Path):
     """(node, parent) for each string constant of a module, docstrings and f-string pieces left out."""
-    tree = parsed(path)
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(tree):
-        parent = parents.get(id(node))
+    up = parents(path)
+    for node in nodes(path):
+        parent = up.get(id(node))
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and not isinstance(parent, (ast.Expr, ast.JoinedStr)):
             yield node, parent
 
@@ -90,7 +89,7 @@ def test_defaults_and_section_names_are_spelt_once():
         rel = path.relative_to(PACKAGE).as_posix()
         if rel.startswith(EXEMPT):
             continue
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if isinstance(node, ast.Constant) and (node.value == words.DEFAULT_STEP_TIMEOUT and type(node.value) is int
                                                    or isinstance(node.value, str) and words.PADDLE_PIN in node.value):
                 found.append(f"{rel}:{node.lineno}")
@@ -143,7 +142,7 @@ def _kind_position(target: ast.AST) -> int | None | bool:
 def kind_literals(path: Path) -> list[str]:
     """Kind words written as literals where a step's kind is meant."""
     found: list[ast.Constant] = []
-    for node in ast.walk(parsed(path)):
+    for node in nodes(path):
         if isinstance(node, ast.Compare) and any(_is_kind(n) for n in [node.left, *node.comparators]):
             found += [c for n in [node.left, *node.comparators] for c in _kind_constants(n)]
         elif isinstance(node, ast.Call):
@@ -206,11 +205,10 @@ def generated_names() -> set[str]:
 
 def path_literals(path: Path, names: set[str]) -> list[str]:
     rel = path.relative_to(PACKAGE).as_posix()
-    tree = parsed(path)
-    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    docstrings = {id(node.value) for node in nodes(path) if isinstance(node, ast.Expr)}
     under = (paths.TEST_TIPC + "/", paths.STATE + "/")
     found = []
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docstrings \
                 or any(c.isspace() for c in node.value) or node.value in SPELT_BELOW.get(rel, ()):
             continue

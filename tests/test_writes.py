@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import parsed
+from conftest import nodes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import check_no_links, make_dirs, remove_tree, staged_path, write_file, write_tree
 
@@ -117,7 +117,7 @@ def write_calls() -> list[tuple[str, str, int]]:
         rel = path.relative_to(PACKAGE).as_posix()
         if rel.startswith(SHIPPED):
             continue
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if isinstance(node, ast.Call) and _writes(node):
                 found.append((rel, _dotted(node.func), node.lineno))
     return found
