@@ -222,7 +222,9 @@ def test_ray_cluster_on_loopback_retries_a_lost_worker_once(stubs, separate_stub
         # Not the shared ~/.ray: a token found there turns on token authentication for the head only.
         export HOME={tmp_path}/home RAY_AUTH_MODE=disabled
         export TMPDIR={tmp_path}/tmp  # the copies of killed tasks stay behind: here, not in /tmp
-        node="--node-ip-address 127.0.0.1 --num-cpus 1 --temp-dir {ray_tmp}"
+        # No log monitor: it streams the workers' logs to drivers, and tipcgen's driver takes none (log_to_driver
+        # off; progress comes through its own actor). Each node's monitor polled its logs: 4 s of CPU here.
+        node="--node-ip-address 127.0.0.1 --num-cpus 1 --temp-dir {ray_tmp} --include-log-monitor=false"
         # Ray gives a starting node 30 s to register, fixed in its code: a loaded machine can miss that, so the
         # cluster is started anew up to three times (an event with a generous ceiling, not one wall bound).
         for attempt in 1 2 3; do
