@@ -16,6 +16,7 @@ Bounded: a runner of at most ``MAX_TEXT`` characters, indices of ASCII digits, a
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -109,12 +110,28 @@ def _mode_condition(code: str) -> frozenset[str] | None:
     return frozenset(value for _, value in tests)
 
 
+# (sha256 of a runner's text, its name) -> its Spec: the same runner is read again and again (every lint, run and
+# import of a repository reads all of its test_tipc/*.sh; a suite's configs share one runner; every repository tipcgen
+# rendered holds the same scripts). By digest, so that no text is kept; at most _MAX_PARSED of them.
+_PARSED: dict[tuple[bytes, str], Spec | None] = {}
+_MAX_PARSED = 256
+
+
 def parse(text: str, name: str) -> Spec | None:
     """The reads of a runner's text; ``None`` when it reads no ``lines[N]`` (or is too large to read).
     Besides the reads: where each variable is used, inside which ``if [ ${X} != "null" ]`` guards and which
     function, which functions each function calls (under which guards), and ``A=${B}`` copies."""
     if len(text) > MAX_TEXT:
         return None
+    key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), name)
+    if key not in _PARSED:
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[key] = _parse(text, name)
+    return _PARSED[key]
+
+
+def _parse(text: str, name: str) -> Spec | None:
     reads: list[Read] = []
     stack: list[str | None] = []  # per open `if`: its MODE value (None: another condition)
     guards: list[str | None] = []  # per open `if`: the variable it requires not null (None: another condition)
