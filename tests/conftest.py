@@ -69,9 +69,12 @@ os.environ.setdefault("TIPC_NO_PADDLE", "1")
 _BIN = str(Path(sys.executable).parent)
 if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
     os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
-# The flag check caches each script's --help (configs/flag_check.py): here in a folder of this process, never
-# under a repository the tests read in place (tests/fixtures/*, the checkout itself).
-os.environ.setdefault("TIPCGEN_CACHE_DIR", tempfile.mkdtemp(prefix="tipcgen-test-cache-"))
+# The flag check caches each script's --help (configs/flag_check.py): here in a folder of this run, never under a
+# repository the tests read in place (tests/fixtures/*, the checkout itself). The process that made it (the xdist
+# controller: its workers inherit the variable, and so share the probes) removes it when the run ends.
+_OWN_CACHE = None
+if "TIPCGEN_CACHE_DIR" not in os.environ:
+    os.environ["TIPCGEN_CACHE_DIR"] = _OWN_CACHE = tempfile.mkdtemp(prefix="tipcgen-test-cache-")
 # TIPCGEN_TESTS=full: the whole suite with the `full` tests too (the docstring above).
 FULL_RUN = os.environ.get("TIPCGEN_TESTS", "") == "full"
 # The fuzz tests and the generated batteries run a quarter of their examples by default (seconds, not minutes,
@@ -192,6 +195,11 @@ def pytest_cmdline_main(config):
             and not option.usepdb and not option.collectonly and not hasattr(config, "workerinput")):
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         option.numprocesses, option.dist = cpus + 1, "loadgroup"
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 def pytest_configure(config):
