@@ -309,6 +309,20 @@ def test_indices_are_ascii_digits_of_bounded_length() -> None:
     assert runner_spec.parse("a" * (runner_spec.MAX_TEXT + 1), "r.sh") is None
 
 
+def test_a_runner_is_read_once_per_text_and_an_edited_one_anew() -> None:
+    """parse keeps each runner's reading by its text's digest: the same text is the same reading, an edit (one
+    character) is read anew, the name is part of the key, and the memory is bounded."""
+    first = runner([(1, "model_name"), (2, "python")])
+    spec = runner_spec.parse(first, "r.sh")
+    assert runner_spec.parse(first, "r.sh") is spec
+    edited = runner_spec.parse(first.replace("lines[2]", "lines[3]"), "r.sh")
+    assert {r.index for r in edited.reads if r.load == 1} == {1, 3} and {r.index for r in spec.reads if r.load == 1} == {1, 2}
+    assert runner_spec.parse(first, "other.sh").name == "other.sh"
+    for i in range(runner_spec._MAX_PARSED + 5):
+        runner_spec.parse(first + f"# {i}\n", "r.sh")
+    assert len(runner_spec._PARSED) <= runner_spec._MAX_PARSED
+
+
 def test_reads_know_their_mode_branch_and_reload() -> None:
     spec = runner_spec.parse(runner([(1, "model_name")], mode_reads=((55, "run_mode_value"),)), "r.sh")
     by_var = {r.var: r for r in spec.reads}
