@@ -11,9 +11,8 @@ import shlex
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -30,6 +29,9 @@ from tipcgen.core.text import paint, terminal
 from tipcgen.format import paths
 from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED, progress_mark
 
+if TYPE_CHECKING:  # typer 0.29 vendors click (typer._click); tipcgen depends on typer alone, never on click itself
+    from typer._click.formatting import HelpFormatter
+
 # The built-in samples, named here so that --help does not load the descriptor package (a quarter of a second);
 # tests/test_cli.py checks the list against descriptor.samples.sample_names().
 SAMPLES = "bert-sst2, question-matching"
@@ -42,11 +44,11 @@ class _Commands(TyperGroup):
     """`tipcgen --help`'s command list: in ORDER, each with its whole first sentence (click cuts it with '...'
     to fit 80 columns)."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: ORDER.index(name) if name in ORDER else len(ORDER))
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: typer.Context, formatter: HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
@@ -402,7 +404,7 @@ def doctor(
 
 
 @functools.cache
-def _command() -> click.Command:
+def _command() -> TyperGroup:
     """The click command Typer builds from `app` (what `app()` builds anew on every call: a tenth of an in-process
     call's CPU in the tests, which call main() many times in one interpreter)."""
     return typer.main.get_command(app)
