@@ -171,18 +171,22 @@ def read_source(text: str, path: str = "<source>", others: dict[str, str | None]
     """The reading of a script's text; ``others``: local module name → its text (read for flag uses; None: a
     module that could not be read, which may read any flag)."""
     tree = inputs.python_tree(text)
-    if tree is None:
-        return Reading(path)
-    args = tuple(_arguments(tree))
+    return Reading(path) if tree is None else _reading(tree, path, others)
+
+
+def _reading(tree: ast.Module, path: str, others: dict[str, str | None] | None) -> Reading:
+    """The reading of a parsed script (read_source, read_script: each text is parsed once)."""
+    nodes = list(ast.walk(tree))  # each tree is walked once; every reading below scans this list
+    args = tuple(_arguments(nodes))
     dests = {a.dest for a in args}
-    trees = [(path, tree)]
+    trees = [(path, nodes)]
     unknown = False  # some code that may read the flags was not read
     for name, other in (others or {}).items():
         other_tree = inputs.python_tree(other if other is not None else "")
         if other_tree is None:
             unknown = True
         else:
-            trees.append((name, other_tree))
+            trees.append((name, list(ast.walk(other_tree))))
             unknown = unknown or other is None
     used: set[str] | None = set()
     gates: list[Gate] = []
@@ -194,7 +198,7 @@ def read_source(text: str, path: str = "<source>", others: dict[str, str | None]
         found = _uses(one, dests)
         used = None if found is None or used is None else used | found
         gates.extend(_gates(one, dests, where))
-        reads, written = _file_literals(one, where, {a.line for a in args} if one is tree else set())
+        reads, written = _file_literals(one, where, {a.line for a in args} if one is nodes else set())
         files.extend(reads)
         made.update(written)
     if not used or unknown or _handed_on(trees):
@@ -229,12 +233,13 @@ def read_script(root: Path, rel: str) -> Reading:
             except (InputError, ValueError):
                 others[key] = None  # a module outside the root, or not text: it may read any flag
             break
-    return read_source(text, rel, others)
+    return _reading(tree, rel, others)
 
 
 def _local_imports(tree: ast.AST) -> list[str]:
-    names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
-    names += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+    nodes = list(ast.walk(tree))
+    names = [alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names]
+    names += [node.module for node in nodes if isinstance(node, ast.ImportFrom) and node.module]
     return list(dict.fromkeys(names))
 
 
@@ -256,9 +261,9 @@ def _call_name(node: ast.AST) -> str:
     return ""
 
 
-def _arguments(tree: ast.AST) -> list[Arg]:
+def _arguments(nodes: list[ast.AST]) -> list[Arg]:
     out = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if not (isinstance(node, ast.Call) and _call_name(node) == "add_argument"):
             continue
         names = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
@@ -281,10 +286,10 @@ def _arguments(tree: ast.AST) -> list[Arg]:
     return out
 
 
-def _uses(tree: ast.AST, dests: set[str]) -> set[str] | None:
+def _uses(nodes: list[ast.AST], dests: set[str]) -> set[str] | None:
     """The dests the code reads (``x.dest``, ``getattr(x, 'dest')``, ``x['dest']``); None: it may read any."""
     used: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and node.attr in dests and not isinstance(node.ctx, ast.Store):
             used.add(node.attr)
         elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
@@ -309,12 +314,12 @@ def _uses(tree: ast.AST, dests: set[str]) -> set[str] | None:
 _HARMLESS = {"print", "str", "repr", "info", "debug", "warning", "log", "format", "pprint", "vars", "getattr", "setattr"}
 
 
-def _handed_on(trees: list[tuple[str, ast.AST]]) -> bool:
+def _handed_on(trees: list[tuple[str, list[ast.AST]]]) -> bool:
     """The parsed namespace (``args = p.parse_args()``) passed whole to a function none of the read files defines."""
     names: set[str] = set()
     defined: set[str] = set()
-    for _, tree in trees:
-        for node in ast.walk(tree):
+    for _, nodes in trees:
+        for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defined.add(node.name)
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
@@ -323,18 +328,19 @@ def _handed_on(trees: list[tuple[str, ast.AST]]) -> bool:
                     for one in ast.walk(target):
                         if isinstance(one, ast.Name):
                             names.add(one.id)
-    for _, tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _call_name(node) not in defined | _HARMLESS:
+    skip = defined | _HARMLESS
+    for _, nodes in trees:
+        for node in nodes:
+            if isinstance(node, ast.Call) and _call_name(node) not in skip:
                 passed = [*node.args, *(kw.value for kw in node.keywords)]
                 if any(isinstance(a, ast.Name) and a.id in names for a in passed):
                     return True
     return False
 
 
-def _workers(tree: ast.AST, where: str) -> str:
+def _workers(nodes: list[ast.AST], where: str) -> str:
     """A ``num_workers=<literal>`` keyword above 0 in a call (a DataLoader built with a fixed worker count)."""
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call):
             for kw in node.keywords:
                 value = _literal(kw.value) if kw.arg == "num_workers" else None
@@ -347,9 +353,9 @@ def _reads(node: ast.AST, dests: set[str]) -> set[str]:
     return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr in dests}
 
 
-def _gates(tree: ast.AST, dests: set[str], where: str) -> list[Gate]:
+def _gates(nodes: list[ast.AST], dests: set[str], where: str) -> list[Gate]:
     out = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.If):
             continue
         read = _reads(node.test, dests)
@@ -379,11 +385,11 @@ def _mode(node: ast.Call) -> str:
     return mode if isinstance(mode, str) else "r"
 
 
-def _file_literals(tree: ast.AST, where: str, skip_lines: set[int]) -> tuple[list[tuple[str, str]], set[str]]:
+def _file_literals(nodes: list[ast.AST], where: str, skip_lines: set[int]) -> tuple[list[tuple[str, str]], set[str]]:
     """Data files the code opens for reading by a literal name (``h5py.File('train.h5', 'r')``), outside
     add_argument lines; and the names it opens for writing (it makes them, perhaps only behind a flag)."""
     reads, written = [], set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if not (isinstance(node, ast.Call) and _call_name(node) in _READ_CALLS and node.args):
             continue
         name = data_file_name(_literal(node.args[0]))
