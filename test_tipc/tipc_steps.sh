@@ -481,15 +481,22 @@ tipc_skip() {
 }
 
 # Ctrl-C, SIGTERM or SIGHUP (also sent when tipcgen run dies): stop the running step's whole process
-# group (timeout made one), and KILL it if it is still there after a short grace.
+# group (timeout made one), and KILL it if it is still there after a short grace (TIPC_KILL_GRACE seconds, 5).
+# A second signal finds the stop under way and changes nothing (a second killer would be left waiting out its
+# grace). Each killer ends as soon as its step is gone: one left behind (a runner that died first) never waits.
 tipc_on_interrupt() {
-    local pid
+    local pid tenths
+    if [ -n "$TIPC_INTERRUPTED" ]; then return; fi
     TIPC_INTERRUPTED=1
+    printf -v tenths '%.0f' "${TIPC_KILL_GRACE:-5}e1" 2> /dev/null || tenths=50
     for pid in $TIPC_STEP_PID ${TIPC_BESIDE[pid]-}; do  # the fleet chain's nodes run at once: one pid each
         kill -TERM -- "-$pid" "$pid" 2> /dev/null
         (
-            read -r -t "${TIPC_KILL_GRACE:-5}" -u "$TIPC_SLEEP_FD" _
-            kill -KILL -- "-$pid" "$pid" 2> /dev/null
+            while [ "$tenths" -gt 0 ] && { kill -0 -- "-$pid" || kill -0 "$pid"; } 2> /dev/null; do
+                read -r -t 0.1 -u "$TIPC_SLEEP_FD" _
+                tenths=$((tenths - 1))
+            done
+            if [ "$tenths" -le 0 ]; then kill -KILL -- "-$pid" "$pid" 2> /dev/null; fi
         ) < /dev/null > /dev/null 2>&1 &
         TIPC_KILLER_PID=$!
     done

@@ -134,7 +134,9 @@ def _left_behind(repo: Path) -> list[str]:
     return left
 
 
-def _gone(repo: Path, seconds: float = 10) -> list[str]:
+def _gone(repo: Path, seconds: float = 60) -> list[str]:
+    """What is left of the repository's processes once they are all gone, or after a ceiling (not a bound: the
+    tests that stop a run set TIPC_KILL_GRACE=600, so that a killer left behind would stay far longer)."""
     deadline = time.monotonic() + seconds
     while (left := _left_behind(repo)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -167,7 +169,7 @@ def test_a_second_run_on_the_same_folder_is_refused_and_the_first_is_untouched(s
 def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_process(stub_repo: Path, tmp_path: Path,
                                                                                     how, code):
     held = tmp_path / "train.pid"  # the train step writes its pid there, then sleeps
-    proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}")
+    proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}", TIPC_KILL_GRACE="600")
     _wait_for_training(proc, held)
     if how == "group SIGINT":  # Ctrl-C in a terminal: the whole foreground process group
         os.killpg(proc.pid, signal.SIGINT)
@@ -181,7 +183,7 @@ def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_proce
     train = [s for s in summary["steps"] if s["kind"] == "train" and s["status"] != "skipped"]
     assert [s["reason"] for s in train] == ["interrupted"], train
     assert "INTERRUPTED" in out and "PASSED" not in out
-    assert _gone(stub_repo, 5) == []
+    assert _gone(stub_repo) == []
 
 
 @pytest.mark.waits
@@ -196,16 +198,39 @@ def test_a_ci_cancel_gets_the_summary_before_its_kill(stub_repo: Path, tmp_path:
     proc.wait()
     summary = read_summary(stub_repo)
     assert summary["interrupted"] and summary["interrupted_by"] == "SIGTERM" and not summary["ok"]
-    assert _gone(stub_repo, 10) == [], "the runner KILLs the step's group after TIPC_KILL_GRACE"
+    assert _gone(stub_repo) == [], "the runner KILLs the step's group after TIPC_KILL_GRACE"
+
+
+@pytest.mark.waits
+def test_a_second_signal_to_the_runner_leaves_no_killer_behind(stub_repo: Path, tmp_path: Path):
+    """Ctrl-C twice, a CI's TERM after a HUP, or tipcgen's death (its parent-death TERM) beside another signal:
+    the second finds the stop under way. Each signal used to start a killer and the runner ended only the last,
+    so the first was left waiting out TIPC_KILL_GRACE (600 s here); seen after kill -9 of tipcgen run."""
+    held = tmp_path / "train.pid"  # the train step ignores SIGTERM and waits there until the test lets it go
+    env = chain_env(STUB_HOLD=f"train:{held}", STUB_IGNORE_TERM="train", TIPC_KILL_GRACE="600")
+    runner = subprocess.Popen(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=default_signals)
+    try:
+        ceiling = time.monotonic() + 120  # a ceiling, not a bound
+        while not held.exists() and runner.poll() is None and time.monotonic() < ceiling:
+            time.sleep(0.02)
+        assert held.exists(), "the train step never started its wait"
+        runner.send_signal(signal.SIGTERM)
+        time.sleep(0.5)  # order only: sent sooner, the second is still a trap of its own (another signal)
+        runner.send_signal(signal.SIGINT)
+    finally:
+        Path(f"{held}.go").touch()  # the step, which ignored the TERM, ends on its own
+    assert runner.wait(timeout=120) == 130
+    assert _gone(stub_repo) == [], "a killer was left waiting out its grace"
 
 
 def test_kill_9_of_tipcgen_run_leaves_no_process_and_a_rerun_recovers_the_lock(stub_repo: Path, tmp_path: Path):
     held = tmp_path / "train.pid"
-    proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}")
+    proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}", TIPC_KILL_GRACE="600")
     _wait_for_training(proc, held)
     proc.kill()
     proc.wait()
-    assert _gone(stub_repo, 5) == [], "the runner and its steps must not outlive tipcgen run"
+    assert _gone(stub_repo) == [], "the runner and its steps must not outlive tipcgen run"
     lock = stub_repo / "test_tipc/output/stub_model/lite_train_lite_infer.lock"
     assert json.loads(lock.read_text())["pid"] == proc.pid  # kill -9 left it
     again = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=120)
