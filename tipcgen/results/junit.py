@@ -17,7 +17,10 @@ _ELEMENT = {FAILED: "failure", SKIPPED: SKIPPED, ERROR: ERROR}  # JUnit's elemen
 
 # colour and cursor codes (CSI), window titles (OSC) and other escapes: dropped
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # outside XML 1.0's Char
+# Outside XML 1.0's Char ([^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]), written as what it leaves out:
+# the same characters (test_integrity_reports.py checks every code point), compiled in 0.4 ms where that negated
+# class took 16 ms in every process that imports this module.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def xml_safe(value: Any) -> str:
