@@ -171,12 +171,12 @@ def read_source(text: str, path: str = "<source>", others: dict[str, str | None]
     """The reading of a script's text; ``others``: local module name → its text (read for flag uses; None: a
     module that could not be read, which may read any flag)."""
     tree = inputs.python_tree(text)
-    return Reading(path) if tree is None else _reading(tree, path, others)
+    return Reading(path) if tree is None else _reading(list(ast.walk(tree)), path, others)
 
 
-def _reading(tree: ast.Module, path: str, others: dict[str, str | None] | None) -> Reading:
-    """The reading of a parsed script (read_source, read_script: each text is parsed once)."""
-    nodes = list(ast.walk(tree))  # each tree is walked once; every reading below scans this list
+def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | None) -> Reading:
+    """The reading of a parsed script from its nodes (read_source, read_script: each text is parsed and walked
+    once; every reading below scans this one list)."""
     args = tuple(_arguments(nodes))
     dests = {a.dest for a in args}
     trees = [(path, nodes)]
@@ -218,8 +218,9 @@ def read_script(root: Path, rel: str) -> Reading:
     tree = inputs.python_tree(text)
     if tree is None:
         return Reading(rel)
+    nodes = list(ast.walk(tree))
     others: dict[str, str | None] = {}
-    for module in _local_imports(tree):
+    for module in _local_imports(nodes):
         if len(others) >= MAX_MODULES:
             others["..."] = None  # more local modules than are read: one of them may read any flag
             break
@@ -233,11 +234,10 @@ def read_script(root: Path, rel: str) -> Reading:
             except (InputError, ValueError):
                 others[key] = None  # a module outside the root, or not text: it may read any flag
             break
-    return _reading(tree, rel, others)
+    return _reading(nodes, rel, others)
 
 
-def _local_imports(tree: ast.AST) -> list[str]:
-    nodes = list(ast.walk(tree))
+def _local_imports(nodes: list[ast.AST]) -> list[str]:
     names = [alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names]
     names += [node.module for node in nodes if isinstance(node, ast.ImportFrom) and node.module]
     return list(dict.fromkeys(names))
