@@ -139,8 +139,8 @@ def _kind_position(target: ast.AST) -> int | None | bool:
     return False
 
 
-def kind_literals(path: Path) -> list[str]:
-    """Kind words written as literals where a step's kind is meant."""
+def kind_literals(path: Path, rel: str = "") -> list[str]:
+    """Kind words written as literals where a step's kind is meant; rel: as path_literals."""
     found: list[ast.Constant] = []
     for node in nodes(path):
         if isinstance(node, ast.Compare) and any(_is_kind(n) for n in [node.left, *node.comparators]):
@@ -153,8 +153,8 @@ def kind_literals(path: Path) -> list[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_is_kind(t) or isinstance(t, ast.Name) and t.id.lower().endswith("kinds") for t in targets):
                 found += _kind_constants(node.value, 0 if isinstance(node.value, (ast.List, ast.BinOp)) else None)
-    return [f"{path.relative_to(PACKAGE).as_posix()}:{c.lineno}: {c.value!r}"
-            for c in sorted(found, key=lambda c: (c.lineno, c.col_offset))]
+    rel = rel or path.relative_to(PACKAGE).as_posix()
+    return [f"{rel}:{c.lineno}: {c.value!r}" for c in sorted(found, key=lambda c: (c.lineno, c.col_offset))]
 
 
 def test_no_kind_literal_in_the_package():
@@ -171,19 +171,16 @@ def test_no_kind_literal_in_a_template(template: Path):
     assert hits == [], "write {{ kind.infer }} and the like"
 
 
-def test_the_checker_sees_a_kind_literal():
-    sample = PACKAGE / "results" / "_kind_probe.py"
-    try:
-        sample.write_text('a = step.kind == "train"\nb = Step(kind="check", name="check")\nc = s["kind"] in ("eval", "x")\n'
-                          'd = {k for k in ("infer",) if step.kind == k}\ne = [kind for kind in ("export", "a")]\n'
-                          'null_kinds = {kind for kind, f in (("eval", "eval.script"),)}\nkinds = [("speed", "train")]\n'
-                          'roles = ("train", "eval")\nx = slot.kind == "kv"\ny = {"train": 1}["train"]\nstep.kind = "prepare"\n')
-        assert kind_literals(sample) == ["results/_kind_probe.py:1: 'train'", "results/_kind_probe.py:2: 'check'",
-                                         "results/_kind_probe.py:3: 'eval'", "results/_kind_probe.py:5: 'export'",
-                                         "results/_kind_probe.py:6: 'eval'", "results/_kind_probe.py:7: 'speed'",
-                                         "results/_kind_probe.py:11: 'prepare'"]
-    finally:
-        sample.unlink()
+def test_the_checker_sees_a_kind_literal(tmp_path: Path):
+    sample = tmp_path / "_kind_probe.py"  # outside the checkout, as test_the_checker_sees_a_file_name's
+    sample.write_text('a = step.kind == "train"\nb = Step(kind="check", name="check")\nc = s["kind"] in ("eval", "x")\n'
+                      'd = {k for k in ("infer",) if step.kind == k}\ne = [kind for kind in ("export", "a")]\n'
+                      'null_kinds = {kind for kind, f in (("eval", "eval.script"),)}\nkinds = [("speed", "train")]\n'
+                      'roles = ("train", "eval")\nx = slot.kind == "kv"\ny = {"train": 1}["train"]\nstep.kind = "prepare"\n')
+    assert kind_literals(sample, "results/_kind_probe.py") == [
+        "results/_kind_probe.py:1: 'train'", "results/_kind_probe.py:2: 'check'", "results/_kind_probe.py:3: 'eval'",
+        "results/_kind_probe.py:5: 'export'", "results/_kind_probe.py:6: 'eval'", "results/_kind_probe.py:7: 'speed'",
+        "results/_kind_probe.py:11: 'prepare'"]
     assert _TEMPLATE_KIND.findall('{% if step.kind == "check" %}{{ s | selectattr("kind", "equalto", "infer") }}') \
         == ["check", "infer"]
 
@@ -203,8 +200,9 @@ def generated_names() -> set[str]:
     return names | {v.rsplit("/", 1)[-1] for v in names if "." in v.rsplit("/", 1)[-1]}
 
 
-def path_literals(path: Path, names: set[str]) -> list[str]:
-    rel = path.relative_to(PACKAGE).as_posix()
+def path_literals(path: Path, names: set[str], rel: str = "") -> list[str]:
+    """The generated names spelt in path's string constants; rel: its name under the package (by default where it is)."""
+    rel = rel or path.relative_to(PACKAGE).as_posix()
     docstrings = {id(node.value) for node in nodes(path) if isinstance(node, ast.Expr)}
     under = (paths.TEST_TIPC + "/", paths.STATE + "/")
     found = []
@@ -227,17 +225,16 @@ def test_no_generated_file_name_outside_paths():
     assert found == [], "use the names of tipcgen/format/paths.py"
 
 
-def test_the_checker_sees_a_file_name():
-    sample = PACKAGE / "results" / "_paths_probe.py"
-    try:
-        sample.write_text('"""Reads summary.json."""\na = run / "summary.json"\nb = "test_tipc/configs/"\nc = f"{m}/train_infer_python.txt"\n'
-                          'd = "test_tipc/check_quant.py"\ne = ".tipcgen/x.json"\nf = "no summary.json here"\ng = {"runs": 1}\n')
-        assert path_literals(sample, generated_names()) == [
-            "results/_paths_probe.py:2: 'summary.json'", "results/_paths_probe.py:3: 'test_tipc/configs/'",
-            "results/_paths_probe.py:4: '/train_infer_python.txt'", "results/_paths_probe.py:5: 'test_tipc/check_quant.py'",
-            "results/_paths_probe.py:6: '.tipcgen/x.json'"]
-    finally:
-        sample.unlink()
+def test_the_checker_sees_a_file_name(tmp_path: Path):
+    # written outside the checkout, read as a module of results/: a probe inside the package raced the walks of it
+    # on the other workers (test_no_generated_file_name_outside_paths globbed it, then found it gone)
+    sample = tmp_path / "_paths_probe.py"
+    sample.write_text('"""Reads summary.json."""\na = run / "summary.json"\nb = "test_tipc/configs/"\nc = f"{m}/train_infer_python.txt"\n'
+                      'd = "test_tipc/check_quant.py"\ne = ".tipcgen/x.json"\nf = "no summary.json here"\ng = {"runs": 1}\n')
+    assert path_literals(sample, generated_names(), "results/_paths_probe.py") == [
+        "results/_paths_probe.py:2: 'summary.json'", "results/_paths_probe.py:3: 'test_tipc/configs/'",
+        "results/_paths_probe.py:4: '/train_infer_python.txt'", "results/_paths_probe.py:5: 'test_tipc/check_quant.py'",
+        "results/_paths_probe.py:6: '.tipcgen/x.json'"]
 
 
 # Mode names: the basic chain's modes, upstream's legacy names and the extra ones real configs name.
@@ -247,13 +244,14 @@ _MODE_WORDS = (set(words.MODES) | set(words.LEGACY_MODES) | set(words.KNOWN_EXTR
     "infer", words.WHOLE_INFER, words.BENCHMARK_TRAIN}
 
 
-def mode_literals(path: Path) -> list[str]:
-    """Mode names written as string literals (docstrings and f-string pieces aside)."""
+def mode_literals(path: Path, rel: str = "") -> list[str]:
+    """Mode names written as string literals (docstrings and f-string pieces aside); rel: as path_literals."""
+    rel = rel or path.relative_to(PACKAGE).as_posix()
     found = []
     for node, parent in strings(path):
         compared_with_mode = (isinstance(parent, ast.Compare) and "mode" in ast.unparse(parent).replace(node.value, ""))
         if node.value in _MODE_WORDS or (node.value == words.WHOLE_INFER and compared_with_mode):
-            found.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: {node.value!r}")
+            found.append(f"{rel}:{node.lineno}: {node.value!r}")
     return found
 
 
@@ -264,15 +262,12 @@ def test_no_mode_name_literal_in_the_package():
     assert found == [], "use words.MODES and its names"
 
 
-def test_the_mode_checker_sees_a_literal():
-    sample = PACKAGE / "results" / "_mode_probe.py"
-    try:
-        sample.write_text('"""lite_train_lite_infer in a docstring."""\nA = ("lite_train_lite_infer",)\n'
-                          'if mode == "whole_infer":\n    pass\nSECTION = "whole_infer"\n')
-        assert mode_literals(sample) == ["results/_mode_probe.py:2: 'lite_train_lite_infer'",
-                                         "results/_mode_probe.py:3: 'whole_infer'"]
-    finally:
-        sample.unlink()
+def test_the_mode_checker_sees_a_literal(tmp_path: Path):
+    sample = tmp_path / "_mode_probe.py"  # outside the checkout, as test_the_checker_sees_a_file_name's
+    sample.write_text('"""lite_train_lite_infer in a docstring."""\nA = ("lite_train_lite_infer",)\n'
+                      'if mode == "whole_infer":\n    pass\nSECTION = "whole_infer"\n')
+    assert mode_literals(sample, "results/_mode_probe.py") == ["results/_mode_probe.py:2: 'lite_train_lite_infer'",
+                                                               "results/_mode_probe.py:3: 'whole_infer'"]
 
 
 def test_the_progress_line_is_read_through_words():
