@@ -10,6 +10,11 @@ waited for (every chain step: the generated scripts' children are waited for by 
 test) is counted from getrusage before and after it; a session or module fixture counts in the first
 test that uses it. Each xdist worker writes its rows; the controller merges them into
 bench/results/test_cpu.json and prints the largest tests and files.
+
+What getrusage cannot see is printed beside it: the whole machine's busy CPU over the session (/proc/stat, on
+Linux), and each worker's own CPU outside its tests (its start, collection, session teardown). The difference is
+what no test waited for: daemons (Ray's gcs_server, raylet, agents and workers count in no test's children),
+processes left to init, and anything else the machine ran meanwhile (measure on a quiet machine).
 """
 from __future__ import annotations
 
@@ -26,6 +31,16 @@ import pytest
 OUT = Path(__file__).resolve().parent / "results" / "test_cpu.json"
 _PARTS = Path(os.environ.get("PYTEST_CPU_DIR") or tempfile.gettempdir()) / "pytest_cpu_parts"
 _rows: list[dict] = []
+_MACHINE_START: list[float] = []
+
+
+def _machine_busy() -> float | None:
+    """The whole machine's busy CPU seconds since boot (/proc/stat's first line less idle and iowait), or None."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu() -> tuple[float, float]:
@@ -49,32 +64,48 @@ def pytest_sessionstart(session):
         _PARTS.mkdir(parents=True, exist_ok=True)
         for old in _PARTS.glob("*.json"):
             old.unlink()
+        busy = _machine_busy()
+        if busy is not None:
+            _MACHINE_START.append(busy)
 
 
 def pytest_sessionfinish(session):
     _PARTS.mkdir(parents=True, exist_ok=True)
-    (_PARTS / f"{os.getpid()}.json").write_text(json.dumps(_rows))
+    own, _children = _cpu()
+    in_tests = sum(r["own_cpu"] for r in _rows)
+    outside = {"test": None, "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "own_cpu_outside_tests":
+               round(own - in_tests, 3)}
+    (_PARTS / f"{os.getpid()}.json").write_text(json.dumps(_rows + [outside]))
 
 
 def pytest_terminal_summary(terminalreporter):
     if hasattr(terminalreporter.config, "workerinput"):
         return
-    rows = [row for part in sorted(_PARTS.glob("*.json")) for row in json.loads(part.read_text())]
+    parts = [row for part in sorted(_PARTS.glob("*.json")) for row in json.loads(part.read_text())]
+    rows = [row for row in parts if row["test"] is not None]
+    outside = sum(row["own_cpu_outside_tests"] for row in parts if row["test"] is None)
     if not rows:
         return
+    busy = _machine_busy()
+    machine = round(busy - _MACHINE_START[0], 1) if busy is not None and _MACHINE_START else None
     rows.sort(key=lambda r: -(r["own_cpu"] + r["children_cpu"]))
     total = sum(r["own_cpu"] + r["children_cpu"] for r in rows)
     by_file = Counter()
     for row in rows:
         by_file[row["test"].split("::")[0]] += row["own_cpu"] + row["children_cpu"]
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"tests": len(rows), "cpu_seconds": round(total, 1), "rows": rows}, indent=1) + "\n")
+    OUT.write_text(json.dumps({"tests": len(rows), "cpu_seconds": round(total, 1), "workers_outside_tests":
+                               round(outside, 1), "machine_cpu_seconds": machine, "rows": rows}, indent=1) + "\n")
     first = min(r["start"] for r in rows)
     ends = {}
     for row in rows:  # each worker's last test end, from the first test's start: the schedule's tail
         ends[row["worker"]] = max(ends.get(row["worker"], 0.0), row["start"] + row["wall"] - first)
     write = terminalreporter.write_line
     write(f"CPU by test: {total:.0f} s in {len(rows)} tests (own + waited-for children); {OUT}")
+    write(f"pytest's processes outside their tests (start, collection, teardown): {outside:.1f} s")
+    if machine is not None:
+        write(f"the machine, busy over the session: {machine:.0f} s; not counted above (what no test waited for: "
+              f"daemons such as Ray's, other load): {machine - total - outside:.0f} s")
     for row in rows[:15]:
         write(f"{row['own_cpu'] + row['children_cpu']:7.1f} s  {row['test']}")
     write("workers done at: " + ", ".join(f"{w} {t:.0f} s" for w, t in sorted(ends.items())))
