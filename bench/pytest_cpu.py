@@ -31,7 +31,7 @@ import pytest
 OUT = Path(__file__).resolve().parent / "results" / "test_cpu.json"
 _PARTS = Path(os.environ.get("PYTEST_CPU_DIR") or tempfile.gettempdir()) / "pytest_cpu_parts"
 _rows: list[dict] = []
-_MACHINE_START: list[float] = []
+_machine_start: float | None = None  # the controller's reading of _machine_busy() at the session's start
 
 
 def _machine_busy() -> float | None:
@@ -64,37 +64,34 @@ def pytest_sessionstart(session):
         _PARTS.mkdir(parents=True, exist_ok=True)
         for old in _PARTS.glob("*.json"):
             old.unlink()
-        busy = _machine_busy()
-        if busy is not None:
-            _MACHINE_START.append(busy)
+        global _machine_start
+        _machine_start = _machine_busy()
 
 
 def pytest_sessionfinish(session):
     _PARTS.mkdir(parents=True, exist_ok=True)
     own, _children = _cpu()
-    in_tests = sum(r["own_cpu"] for r in _rows)
-    outside = {"test": None, "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "own_cpu_outside_tests":
-               round(own - in_tests, 3)}
-    (_PARTS / f"{os.getpid()}.json").write_text(json.dumps(_rows + [outside]))
+    outside = round(own - sum(r["own_cpu"] for r in _rows), 3)
+    (_PARTS / f"{os.getpid()}.json").write_text(json.dumps({"rows": _rows, "outside_tests": outside}))
 
 
 def pytest_terminal_summary(terminalreporter):
     if hasattr(terminalreporter.config, "workerinput"):
         return
-    parts = [row for part in sorted(_PARTS.glob("*.json")) for row in json.loads(part.read_text())]
-    rows = [row for row in parts if row["test"] is not None]
-    outside = sum(row["own_cpu_outside_tests"] for row in parts if row["test"] is None)
+    parts = [json.loads(part.read_text()) for part in sorted(_PARTS.glob("*.json"))]
+    rows = [row for part in parts for row in part["rows"]]
+    outside = sum(part["outside_tests"] for part in parts)
     if not rows:
         return
     busy = _machine_busy()
-    machine = round(busy - _MACHINE_START[0], 1) if busy is not None and _MACHINE_START else None
+    machine = round(busy - _machine_start, 1) if busy is not None and _machine_start is not None else None
     rows.sort(key=lambda r: -(r["own_cpu"] + r["children_cpu"]))
     total = sum(r["own_cpu"] + r["children_cpu"] for r in rows)
     by_file = Counter()
     for row in rows:
         by_file[row["test"].split("::")[0]] += row["own_cpu"] + row["children_cpu"]
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"tests": len(rows), "cpu_seconds": round(total, 1), "workers_outside_tests":
+    OUT.write_text(json.dumps({"tests": len(rows), "cpu_seconds": round(total, 1), "pytest_outside_tests":
                                round(outside, 1), "machine_cpu_seconds": machine, "rows": rows}, indent=1) + "\n")
     first = min(r["start"] for r in rows)
     ends = {}
