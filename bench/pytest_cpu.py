@@ -1,7 +1,7 @@
 """CPU seconds per test, for deciding what the test suite spends its time on (docs/PERFORMANCE.md).
 
     PYTHONPATH=bench python -m pytest -q -p pytest_cpu                 # the whole suite, as CI runs it
-    PYTHONPATH=bench python -m pytest -q -m "not paddle" -p pytest_cpu
+    PYTHONPATH=bench python -m pytest -q -m "not paddle and not ray" -p pytest_cpu   # the unit layer
 
 On two cores the suite is CPU-bound, so its wall time is about its CPU time over the cores, and the
 CPU a test costs is what removing or sharing it would save; a test's wall time under xdist is not
