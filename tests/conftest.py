@@ -9,7 +9,7 @@ the real bert-sst2 chain. They are applied by where a test lives and what it use
 Without paddle installed, every `paddle` test is skipped with the install hint, never failed, and
 `python -m pytest -m "not paddle"` runs the rest (the stub chains need bash and Python only:
 TIPC_NO_PADDLE=1 below). The unit layer, `python -m pytest -q -m "not paddle and not ray"`, leaves out the Ray
-cluster test too (`ray`: two nodes' daemons, ~14 s of CPU); every run of the whole suite runs it.
+cluster test too (the `ray` marker in pyproject.toml); every run of the whole suite runs it.
 
 The full run (docs/PERFORMANCE.md, "Two runs of the suite"): a test marked `full` proves again, on another
 project, another layout or the whole data set, what a test of every run already proves once on real Paddle. A
