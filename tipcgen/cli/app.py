@@ -20,14 +20,15 @@ from tipcgen.cli.accept import accept as accept_command
 from tipcgen.cli.import_cmd import import_ as import_command
 from tipcgen.cli.align import align_app
 from tipcgen.cli.echo import echo
+from tipcgen.cli.progress import Color
 from tipcgen.cli.new import Devices, new
 from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
-from tipcgen.core.errors import ScriptError, TipcgenError, os_error
+from tipcgen.core.errors import TipcgenError, os_error
 from tipcgen.core.text import paint, terminal
 from tipcgen.format import paths
-from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED, progress_mark
+from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
 if TYPE_CHECKING:  # typer 0.29 vendors click (typer._click); tipcgen depends on typer alone, never on click itself
     from typer._click.formatting import HelpFormatter
@@ -119,8 +120,11 @@ def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> 
     return alias
 
 
-def _color() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+def _color(choice: str = "auto") -> bool:
+    """Whether a command colours its output (core/console.py: --color, FORCE_COLOR, NO_COLOR, a terminal)."""
+    from tipcgen.core.console import wants_color
+
+    return wants_color(choice)
 
 
 _PAINT = {"conflict": "red", "merged": "cyan", "updated": "green", "created": "green", "removed": "yellow",
@@ -249,7 +253,9 @@ def run(
     step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout); a script silent for 300 s longer is stopped as stuck."),
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not every output line."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not prepare.sh's output and the runner's other lines."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each step's log as it grows (the scripts' own output: the loss, the inference results)."),
+    color: Color = typer.Option(Color.auto, "--color", help="auto (a terminal, unless NO_COLOR; FORCE_COLOR gives colour to a log too), always or never."),
     chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), ptq (post-training quantization: calibrate, int8 inference, int8 vs float), dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, then eval, export and inference), or fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback addresses; rank 0's model goes on)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
     max_checkpoint_bytes: Optional[int] = typer.Option(None, "--max-checkpoint-bytes", min=1, help="The largest checkpoint the export check reads (default: a quarter of the machine's memory)."),
@@ -266,17 +272,18 @@ def run(
     from tipcgen.run import run as runner
     from tipcgen.run.request import RunRequest
 
-    def show(line: str) -> None:
-        if ScriptError.is_own_line(line):
-            return  # a script that refuses to start: the run raises it as one error message
-        if not quiet or progress_mark(line) is not None:  # quiet: the step lines, RUN as well as PASS/FAIL/SKIP
-            echo(line)
+    from tipcgen.cli.progress import RunDisplay
 
-    request = RunRequest(mode=mode, root=root, config=config, chain=chain, data_dir=data_dir, model_dir=model_dir,
-                         step_timeout=step_timeout, python=python, sandbox=sandbox,
-                         max_checkpoint_bytes=max_checkpoint_bytes, quiet=quiet, on_line=show)
-    summary = runner.run(request, ChainProofs())
-    echo(summary_text.terminal_text(summary, color=_color()))
+    if quiet and verbose:
+        raise TipcgenError("--quiet and --verbose ask for less and for more", "pass one of them")
+    with RunDisplay(quiet=quiet, verbose=verbose, color=color.value) as display:
+        request = RunRequest(mode=mode, root=root, config=config, chain=chain, data_dir=data_dir, model_dir=model_dir,
+                             step_timeout=step_timeout, python=python, sandbox=sandbox,
+                             max_checkpoint_bytes=max_checkpoint_bytes, quiet=quiet, on_line=display.on_line,
+                             on_run_dir=display.on_run_dir)
+        summary = runner.run(request, ChainProofs())
+    colored = _color(color.value)
+    echo(summary_text.terminal_text(summary, color=colored), color=colored or None)
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
     echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
     raise typer.Exit(summary.exit_code)

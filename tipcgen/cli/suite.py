@@ -13,6 +13,7 @@ from typing import List, Optional
 import typer
 
 from tipcgen.cli.echo import echo
+from tipcgen.cli.progress import Color
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import JUNIT_XML, SUITE_ELSEWHERE, SUITE_JSON, SUITE_OUTPUT, TEST_TIPC
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER
@@ -34,6 +35,7 @@ def suite(
     address: Optional[str] = typer.Option(None, "--address", help="A running Ray cluster (e.g. 127.0.0.1:6379); implies --ray."),
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep each chain's working copy (under OUTPUT/work)."),
     sandbox: bool = typer.Option(False, "--sandbox", help="Run each chain with tipcgen run --sandbox (bubblewrap: only its repository copy and run folder writable, no network); exit 2 where bubblewrap is missing."),
+    color: Color = typer.Option(Color.auto, "--color", help="auto (a terminal, unless NO_COLOR; FORCE_COLOR gives colour to a log too), always or never."),
 ) -> None:
     """Run many TIPC chains: a lint gate, then each chain as `tipcgen run` in its own copy of its repository.
 
@@ -86,7 +88,7 @@ def suite(
     owned.check_output(out, [Path(chain.root) for chain in chains])
     # Nothing is written before here: a mistake above leaves the last suite's results as they were.
     owned.claim_output(out)
-    progress = report.Progress(len(chains))
+    progress = report.Progress(len(chains), color=color.value)
     started = time.monotonic()
     # SIGINT, SIGTERM and SIGHUP (one not ignored at start) stop the chains, which still write their
     # summaries, and the suite still writes suite.json: run's guard, the same for both commands.
