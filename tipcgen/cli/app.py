@@ -21,6 +21,7 @@ from tipcgen.cli.import_cmd import import_ as import_command
 from tipcgen.cli.align import align_app
 from tipcgen.cli.echo import echo
 from tipcgen.cli.progress import Color
+from tipcgen.configs.locate import ROOT_HELP, find_root
 from tipcgen.cli.new import Devices, new
 from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
@@ -182,7 +183,7 @@ def _next_runs(root: Path, models: list[str]) -> list[str]:
 
 @app.command()
 def update(
-    root: Path = typer.Option(Path("."), "--root", help="The repository root tipcgen init rendered into (it holds .tipcgen-answers.yml)."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root tipcgen init rendered into, which holds .tipcgen-answers.yml (default: found from the current folder up, as for run)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
     diff: bool = typer.Option(False, "--diff", help="Print what would change as unified diffs, and write nothing."),
     conflict: ConflictMode = typer.Option(ConflictMode.keep, "--conflict", help="keep: leave a conflicting file untouched; markers: write it with conflict markers to resolve by hand."),
@@ -196,7 +197,7 @@ def update(
     """
     from tipcgen.render import update as updater
 
-    output = _repository_root(root, output, "--output")
+    output = find_root(_repository_root(root, output, "--output"))
     plan = updater.plan(output)
     color = _color()
     if plan.descriptor_changed:
@@ -248,11 +249,11 @@ class ChainProofs:
 @app.command()
 def run(
     mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help=", ".join(MODES[:-1]) + " or " + MODES[-1] + "."),
-    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run (default: the only test_tipc/configs/*/train_infer_python.txt)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run: a model's name (its folder under test_tipc/configs: -c bert_sst2) or the config file (default: the only test_tipc/configs/*/train_infer_python.txt, or the chain's)."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set for whole-data modes (sets TIPC_DATA_DIR)."),
     step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout); a script silent for 300 s longer is stopped as stuck."),
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not prepare.sh's output and the runner's other lines."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each step's log as it grows (the scripts' own output: the loss, the inference results)."),
     color: Color = typer.Option(Color.auto, "--color", help="auto (a terminal, unless NO_COLOR; FORCE_COLOR gives colour to a log too), always or never."),
@@ -274,6 +275,7 @@ def run(
 
     from tipcgen.cli.progress import RunDisplay
 
+    root = find_root(root)
     if quiet and verbose:
         raise TipcgenError("--quiet and --verbose ask for less and for more", "pass one of them")
     with RunDisplay(quiet=quiet, verbose=verbose, color=color.value) as display:
@@ -295,7 +297,7 @@ def report(
     format: ReportFormat = typer.Option(ReportFormat.all, "--format", help="md, html, or all (both)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="The folder to write into (default: the run folder, next to summary.json)."),
     align: Optional[Path] = typer.Option(None, "--align", help="Add the alignment table: the JSON of tipcgen align report --json, or the reproduction folder (default: align_report.json in the run folder, if any)."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
     force: bool = typer.Option(False, "--force", help="Replace a different report already in --output (the old one is kept under .tipcgen/backup/)."),
 ) -> None:
     """Write one document (Markdown and HTML) of a run, for a submission or a pull request.
@@ -312,6 +314,7 @@ def report(
     from tipcgen.outputs import accept
     from tipcgen.outputs import report as reporter
 
+    root = find_root(root)
     folder = run_dir if run_dir is not None else reporter.find_run(root)
     formats = reporter.FORMATS if format is ReportFormat.all else (format.value,)
     acceptance = accept.for_report(folder, root if run_dir is None else reporter.root_of(folder))
@@ -365,7 +368,7 @@ app.command(name="import")(import_command)  # cli/import_cmd.py
 def golden(
     target: str = typer.Argument(..., help="The descriptor (sample name or path) whose golden results to write."),
     mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help="The mode whose last passing run gives the results."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Write golden inference results from the last passing run, on purpose.
 
@@ -380,6 +383,7 @@ def golden(
     from tipcgen.run.run import check_mode
 
     check_mode(mode)
+    root = find_root(root)
     desc = descriptor.load(target)
     written = goldens.regenerate(desc, root, mode)
     for item in written:
@@ -392,12 +396,13 @@ def golden(
 
 @app.command()
 def doctor(
-    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to check (default: the only test_tipc/configs/*/train_infer_python.txt)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to check: a model's name (-c bert_sst2) or the config file (default: the only test_tipc/configs/*/train_infer_python.txt)."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set to check (default: $TIPC_DATA_DIR)."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
     trust_repo: bool = typer.Option(False, "--trust-repo", help="Run the repository's scripts' --help even where no sandbox (bubblewrap) can be had: their code runs with your rights (docs/SECURITY.md)."),
+    format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines (each check's name, status, detail and fix)."),
 ) -> None:
-    """Check this machine before a run: Python, paddle and its export format, GPU, ONNX tools, scripts, flags, data.
+    """Check this machine before a run: Python, paddle (also inside run --sandbox's sandbox), GPU, ONNX tools, git, scripts, flags, descriptor, data.
 
     Exit code 1 if any check failed (its fix is printed under it), 0 otherwise.
 
@@ -405,8 +410,8 @@ def doctor(
     """
     from tipcgen.run import doctor as checkup
 
-    checks = checkup.diagnose(root, config, data_dir, unsandboxed=trust_repo)
-    echo(checkup.format_checks(checks))
+    checks = checkup.diagnose(find_root(root), config, data_dir, unsandboxed=trust_repo)
+    echo(checkup.checks_json(checks) if format is Format.json else checkup.format_checks(checks))
     raise typer.Exit(checkup.exit_code(checks))
 
 

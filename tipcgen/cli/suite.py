@@ -14,6 +14,7 @@ import typer
 
 from tipcgen.cli.echo import echo
 from tipcgen.cli.progress import Color
+from tipcgen.configs.locate import find_root
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import JUNIT_XML, SUITE_ELSEWHERE, SUITE_JSON, SUITE_OUTPUT, TEST_TIPC
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER
@@ -29,7 +30,7 @@ def suite(
     share_gpus: bool = typer.Option(False, "--share-gpus", help="Let chains share GPUs (default: never two chains on one GPU)."),
     timeout: float = typer.Option(3600, "--timeout", help="Seconds a chain may run before it is killed and reported as a timeout (finite, above 0)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder for suite.json, junit.xml and each chain's run folder (default: --root's test_tipc/output/suite, or ./tipc-suite where --root has no test_tipc/)."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository of configs that lie in no test_tipc/ folder, and the default configs."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository of configs that lie in no test_tipc/ folder, and the default configs (default: found from the current folder up, as for run)."),
     lint_only: bool = typer.Option(False, "--lint-only", help="Only the lint gate and the plan: name each refused config, run nothing."),
     ray: bool = typer.Option(False, "--ray", help="Run each chain as a Ray task (a local Ray, or the cluster of --address)."),
     address: Optional[str] = typer.Option(None, "--address", help="A running Ray cluster (e.g. 127.0.0.1:6379); implies --ray."),
@@ -50,6 +51,7 @@ def suite(
     from tipcgen.suite import slots as machine
     from tipcgen.suite import suite as planner
 
+    root = find_root(root)
     owned.check_limits(timeout, jobs)
     owned.check_modes(mode)
     owned.check_chains(chain)
