@@ -27,7 +27,7 @@ from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import suite
 from tipcgen.core.errors import TipcgenError, os_error
-from tipcgen.core.text import paint, terminal
+from tipcgen.core.text import json_text, paint, terminal
 from tipcgen.format import paths
 from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
@@ -335,6 +335,9 @@ def lint(
     repo_root: Optional[Path] = typer.Option(None, "--repo-root", hidden=True, help="The old name of --root."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
     trust_repo: bool = typer.Option(False, "--trust-repo", help="Run the repository's scripts' --help even where no sandbox (bubblewrap) can be had: their code runs with your rights (docs/SECURITY.md)."),
+    select: List[str] = typer.Option([], "--select", metavar="RULE", help="Report only these rules (repeatable, or comma-separated)."),
+    ignore: List[str] = typer.Option([], "--ignore", metavar="RULE", help="Leave out these rules (repeatable, or comma-separated); an ignored error no longer fails the exit code."),
+    statistics: bool = typer.Option(False, "--statistics", help="Print how many findings each rule has (most first) instead of the findings."),
 ) -> None:
     """Find what upstream TIPC runners get silently wrong in configs (shifted lines, ':' in values, list lengths).
 
@@ -348,16 +351,28 @@ def lint(
     for path in configs:
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
-    findings = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
-                                  check_flags=repo_root is not None, unsandboxed=trust_repo)
-    if format is Format.json:
+    chosen, left_out = linter.check_rules(select, "--select"), linter.check_rules(ignore, "--ignore")
+    findings = linter.chosen(linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
+                                                check_flags=repo_root is not None, unsandboxed=trust_repo),
+                             chosen, left_out)
+    if statistics:
+        rows = linter.statistics(findings)
+        if format is Format.json:
+            echo(json_text([{"rule": rule, "severity": severity, "count": n} for n, rule, severity in rows]))
+        else:
+            for n, rule, severity in rows:
+                echo(f"{n:>7}  {rule:<22}  {severity}")
+    elif format is Format.json:
         echo(linter.findings_to_json(findings))
     else:
         for finding in findings:
             echo(linter.format_finding(finding))
+    if format is Format.text:
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
-        echo(f"{errors} error(s), {warnings} warning(s)", err=True)
+        unchecked = sum(1 for f in findings if f.rule == "not-position-checked")
+        echo(f"{errors} error(s), {warnings} warning(s)" + (f"; {unchecked} file(s) whose lines' positions were not "
+                                                           "checked (not-position-checked)" if unchecked else ""), err=True)
     raise typer.Exit(1 if linter.has_errors(findings) else 0)
 
 
