@@ -25,7 +25,7 @@ from tipcgen.configs.locate import ROOT_HELP, find_root
 from tipcgen.cli.new import Devices, new
 from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
-from tipcgen.cli.suite import suite
+from tipcgen.cli.suite import completing, suite
 from tipcgen.core.errors import TipcgenError, os_error
 from tipcgen.core.text import json_text, paint, terminal
 from tipcgen.format import paths
@@ -63,7 +63,8 @@ class _Commands(TyperGroup):
 
 app = typer.Typer(
     cls=_Commands,
-    context_settings={"max_content_width": 120},  # a wide terminal gets each command's sentence on one line
+    # a wide terminal gets each command's sentence on one line; -h as well as --help, on every command
+    context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
     add_completion=True,
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -111,6 +112,11 @@ class ConflictMode(str, Enum):
     markers = "markers"
 
 
+COMPLETE_MODES = completing(MODES)
+COMPLETE_CHAINS = completing(list(paths.RUNNERS))
+COMPLETE_SAMPLES = completing(SAMPLES.split(", "))
+
+
 def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path:
     """--root, or its old name (kept hidden so that existing scripts work); both, if they differ, is a mistake."""
     if alias is None:
@@ -140,7 +146,7 @@ def _action(word: str, color: bool) -> str:
 
 @app.command()
 def init(
-    targets: List[str] = typer.Argument(..., metavar="SAMPLE_OR_DESCRIPTOR", help=f"Built-in sample names ({SAMPLES}) or paths "
+    targets: List[str] = typer.Argument(..., metavar="SAMPLE_OR_DESCRIPTOR", autocompletion=COMPLETE_SAMPLES, help=f"Built-in sample names ({SAMPLES}) or paths "
                                         "to descriptor .yaml files: each model is added beside those rendered there before."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root to write test_tipc/ into."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
@@ -248,7 +254,7 @@ class ChainProofs:
 
 @app.command()
 def run(
-    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help=", ".join(MODES[:-1]) + " or " + MODES[-1] + "."),
+    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", autocompletion=COMPLETE_MODES, help=", ".join(MODES[:-1]) + " or " + MODES[-1] + "."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run: a model's name (its folder under test_tipc/configs: -c bert_sst2) or the config file (default: the only test_tipc/configs/*/train_infer_python.txt, or the chain's)."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set for whole-data modes (sets TIPC_DATA_DIR)."),
     step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout); a script silent for 300 s longer is stopped as stuck."),
@@ -257,7 +263,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not prepare.sh's output and the runner's other lines."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each step's log as it grows (the scripts' own output: the loss, the inference results)."),
     color: Color = typer.Option(Color.auto, "--color", help="auto (a terminal, unless NO_COLOR; FORCE_COLOR gives colour to a log too), always or never."),
-    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), ptq (post-training quantization: calibrate, int8 inference, int8 vs float), dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, then eval, export and inference), or fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback addresses; rank 0's model goes on)."),
+    chain: str = typer.Option("basic", "--chain", autocompletion=COMPLETE_CHAINS, help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), ptq (post-training quantization: calibrate, int8 inference, int8 vs float), dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, then eval, export and inference), or fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback addresses; rank 0's model goes on)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
     max_checkpoint_bytes: Optional[int] = typer.Option(None, "--max-checkpoint-bytes", min=1, help="The largest checkpoint the export check reads (default: a quarter of the machine's memory)."),
     sandbox: bool = typer.Option(False, "--sandbox", help="Run prepare.sh and the runner in a sandbox (bubblewrap): only the repository and the run folder writable, no network; exit 2 where bubblewrap is missing."),
@@ -382,7 +388,7 @@ app.command(name="import")(import_command)  # cli/import_cmd.py
 @app.command()
 def golden(
     target: str = typer.Argument(..., help="The descriptor (sample name or path) whose golden results to write."),
-    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help="The mode whose last passing run gives the results."),
+    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", autocompletion=COMPLETE_MODES, help="The mode whose last passing run gives the results."),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Write golden inference results from the last passing run, on purpose.
@@ -433,8 +439,24 @@ def doctor(
 @functools.cache
 def _command() -> TyperGroup:
     """The click command Typer builds from `app` (what `app()` builds anew on every call: a tenth of an in-process
-    call's CPU in the tests, which call main() many times in one interpreter)."""
-    return typer.main.get_command(app)
+    call's CPU in the tests, which call main() many times in one interpreter), with _metavars' names."""
+    command = typer.main.get_command(app)
+    _metavars(command)
+    return command
+
+
+def _metavars(command: object) -> None:
+    """Every value's placeholder in --help as its name in capitals (`--mode MODE`, `CONFIGS...`), not Typer's
+    type names (`<str>`, `<list[str]>`, `<float range>`, `{configs}...`); a choice keeps its list of choices."""
+    for param in getattr(command, "params", []):
+        descriptor = getattr(param, "type_descriptor", None)
+        if param.metavar is None and not getattr(param, "is_flag", False) and param.name \
+                and not getattr(descriptor, "is_choice", False):
+            param.metavar = param.name.upper()
+        if getattr(param, "param_type_name", "") == "argument" and not getattr(descriptor, "is_choice", False):
+            param.display_type = lambda ctx: ""  # the help's argument row: its name only, not `<list[str]>`
+    for sub in getattr(command, "commands", {}).values():
+        _metavars(sub)
 
 
 def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:

@@ -13,6 +13,7 @@ shown, never acted on.
 """
 from __future__ import annotations
 
+import re
 import threading
 from enum import Enum
 from pathlib import Path
@@ -28,6 +29,9 @@ from tipcgen.run.watch import StepWatch, clock, heartbeat_seconds
 # The colour of a step line's mark, where colour is wanted.
 MARK_COLORS = {words.MARKS[words.PASSED]: "green", words.MARKS[words.FAILED]: "red",
                words.MARKS[words.SKIPPED]: "yellow", words.STARTED: "cyan"}
+# The runner's closing count (`[tipc] MODEL: 5 passed, 0 failed, 2 skipped; results: ...`): the run's own closing line
+# counts the same steps with prepare and tipcgen's checks of the run, so this one is left out (one count on screen).
+RUNNER_COUNT = re.compile(re.escape(words.PROGRESS) + r"\S+: \d+ passed, \d+ failed, \d+ skipped; results: ")
 FOLLOW_SECONDS = 0.25  # how often --verbose looks at the step's log
 REFRESH_PER_SECOND = 4  # the live line's redraws
 
@@ -102,6 +106,8 @@ class RunDisplay:
             if self.verbose and mark not in (None, words.STARTED):
                 self._follow(end=True)  # the step's last log lines before its PASS/FAIL line
             self.watch.line(line)
+            if RUNNER_COUNT.match(line) and not self.verbose:
+                return
             if not self.quiet or mark is not None:
                 self._print(marked(line, mark, self.color))
 

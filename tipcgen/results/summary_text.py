@@ -44,7 +44,9 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
 
 def _runner_counts(summary: Summary) -> tuple[int, int, int] | None:
     """(passed, failed, skipped) of the runner's own steps, as its closing line counts them, where tipcgen run
-    added steps around them (prepare, and the checks of the run itself: RUN_CHECK_REFERENCES); else None."""
+    added steps around them (prepare, and the checks of the run itself: RUN_CHECK_REFERENCES); else None. The
+    closing line then says what its count includes; run's display leaves the runner's own count line out
+    (cli/progress.py), so that the last line is the one count a person reads."""
     own = [step for step in summary.steps
            if not (step.kind == PREPARE or (step.kind == CHECK and step.reference in RUN_CHECK_REFERENCES))]
     if len(own) == len(summary.steps):

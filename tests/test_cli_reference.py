@@ -1,0 +1,53 @@
+"""docs/CLI.md is what tipcgen/cli/reference.py writes from the commands' own --help (issue #57 item 5), and the
+help speaks in placeholders a user reads: `-h`, MODE, CONFIG (no `<str>`, `<list[str]>`, `<float range>`)."""
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT, tipcgen
+
+
+def test_the_committed_cli_page_is_current():
+    from tipcgen.cli.reference import markdown
+
+    page = (ROOT / "docs" / "CLI.md").read_text(encoding="utf-8")
+    assert page == markdown(), "docs/CLI.md is stale: python -m tipcgen.cli.reference > docs/CLI.md"
+
+
+def test_every_command_has_minus_h_and_names_its_values_in_capitals():
+    from tipcgen.cli.app import ORDER
+
+    for name in ORDER:
+        short, long = tipcgen(name, "-h"), tipcgen(name, "--help")
+        assert short.returncode == 0 and short.stdout == long.stdout, name
+        assert not re.search(r"<(str|int|float|path|list\[|float range|int range)", short.stdout), (name, short.stdout)
+    run = tipcgen("run", "-h").stdout
+    assert "--mode MODE" in run and "--config CONFIG" in run and "--color [auto|always|never]" in run or \
+        "--color <auto|always|never>" in run, run
+
+
+def test_mode_chain_and_sample_values_complete():
+    from tipcgen.cli import app
+    from tipcgen.format.words import MODES
+
+    group = app._command()
+
+    def completions(command: str, option: str, text: str) -> list[str]:
+        cmd = group.commands[command]
+        ctx = cmd.make_context(command, [], resilient_parsing=True)
+        param = next(p for p in cmd.params if p.name == option)
+        return [getattr(item, "value", item) for item in param.shell_complete(ctx, text)]
+
+    assert completions("run", "mode", "") == list(MODES)
+    assert completions("run", "mode", "whole_i") == ["whole_infer"]
+    assert "paddle2onnx" in completions("run", "chain", "p") and completions("run", "chain", "zz") == []
+    assert completions("suite", "mode", "lite_train_w") == ["lite_train_whole_infer"]
+    assert completions("init", "targets", "") == app.SAMPLES.split(", ")
+    assert completions("lint", "format", "j") == ["json"]
+
+
+def test_suite_completes_the_chains_it_runs():
+    from tipcgen.cli.suite import SUITE_CHAINS
+    from tipcgen.suite.suite import CHAIN_OF_NAME
+
+    assert sorted(SUITE_CHAINS) == sorted(set(CHAIN_OF_NAME.values()))
