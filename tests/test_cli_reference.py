@@ -51,3 +51,42 @@ def test_suite_completes_the_chains_it_runs():
     from tipcgen.suite.suite import CHAIN_OF_NAME
 
     assert sorted(SUITE_CHAINS) == sorted(set(CHAIN_OF_NAME.values()))
+
+
+def test_ctrl_c_at_news_prompt_is_interrupted_130_not_aborted_1(tmp_path):
+    """On a terminal `new` asks for what is missing; Ctrl-C there was `Aborted!` and exit 1, where run says
+    `interrupted` and 130. A real pty (pty.fork: the child's controlling terminal turns ^C into SIGINT)."""
+    import os
+    import pty
+    import signal
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a terminal's foreground job
+        try:
+            os.chdir(tmp_path)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.execvp(sys.executable, [sys.executable, "-m", "tipcgen", "new"])
+        finally:
+            os._exit(127)
+    out, ceiling = b"", time.monotonic() + 300
+    while b"(--train)" not in out and time.monotonic() < ceiling:
+        try:
+            out += os.read(fd, 4096)
+        except OSError:
+            break
+    assert b"(--train)" in out, out
+    os.write(fd, b"\x03")
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 130, out
+    assert b"interrupted: nothing was written" in out and b"Aborted!" not in out
+    assert not list(tmp_path.iterdir()), "nothing written"
