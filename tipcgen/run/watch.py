@@ -142,7 +142,7 @@ class StepWatch:
                 log = self._find_log()
                 text = _last_line(inputs.read_tail(log, TAIL_BYTES)[0]) if log is not None else ""
                 self._tail = (text, time.monotonic())
-            return text or terminal(self.last)[:LINE_CHARS]
+            return text or terminal(self.last.replace("\t", " "))[:LINE_CHARS]
 
     def new_lines(self) -> list[str]:
         """The lines the running step's log gained since the last call (for -v): at most FOLLOW_BYTES read per
@@ -186,5 +186,5 @@ def _last_line(data: bytes) -> str:
     for chunk in reversed(data.split(b"\n")):
         text = _decoded(chunk).strip()
         if text:
-            return terminal(text)[:LINE_CHARS]
+            return terminal(text.replace("\t", " "))[:LINE_CHARS]  # one line of fixed width: no tab either
     return ""
