@@ -26,6 +26,25 @@ def progress_mark(line: str) -> str | None:
     return mark if mark == STARTED or mark in MARKS.values() else None
 
 
+# The runner's handshake with tipcgen run (run/run.py): where tipcgen gave it an answer pipe (ANSWER_FD_VAR names
+# its descriptor), the runner prints `[tipc] WAIT start KIND NAME` before a train, eval or export step starts and
+# `[tipc] WAIT ended train NAME` after a training, then reads one line from the pipe: tipcgen records what it
+# must (repro/record.py) while no step runs. Without the pipe (a reviewer running the shell) it never waits.
+WAIT = "WAIT"
+WAIT_START, WAIT_ENDED = "start", "ended"
+ANSWER_FD_VAR = "TIPC_ANSWER_FD"
+
+
+def handshake_of(line: str) -> tuple[str, str, str] | None:
+    """(start or ended, kind, name) when ``line`` is the runner's handshake, else None."""
+    if not line.startswith(PROGRESS + WAIT + " "):
+        return None
+    fields = line[len(PROGRESS) + len(WAIT) + 1:].split(" ", 2)
+    if len(fields) != 3 or fields[0] not in (WAIT_START, WAIT_ENDED) or not fields[1] or not fields[2]:
+        return None
+    return fields[0], fields[1], fields[2]
+
+
 # The modes of the basic chain (the runners' second argument; a config's per-mode values are keyed by them),
 # the old names upstream runners still accept, and modes real per-mode values name that no basic runner has a
 # branch for. benchmark_train is also the benchmark_train chain's one mode.
@@ -84,7 +103,8 @@ def template_context() -> dict[str, object]:
     """The words as the templates name them: {{ status.passed }}, {{ kind.train }}, {{ mode.whole_infer }}, {{ verdicts.passed }},
     {{ section_names.result_check }} ({{ kind.after_train }}: SKIPPED_AFTER_TRAIN)."""
     return {"status": {word: word for word in STATUSES},
-            "progress": {"prefix": PROGRESS, "started": STARTED, **{word: MARKS[word] for word in STATUSES}},
+            "progress": {"prefix": PROGRESS, "started": STARTED, **{word: MARKS[word] for word in STATUSES},
+                         "wait": WAIT, "wait_start": WAIT_START, "wait_ended": WAIT_ENDED, "answer_fd": ANSWER_FD_VAR},
             "mode": {name: name for name in (*MODES, BENCHMARK_TRAIN)},
             "kind": {**{word: word for word in KINDS if word != SKIPPED_AFTER_TRAIN}, "after_train": SKIPPED_AFTER_TRAIN},
             "verdicts": {"passed": CHAIN_PASSED, "failed": CHAIN_FAILED, "interrupted": CHAIN_INTERRUPTED},

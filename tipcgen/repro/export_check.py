@@ -2,10 +2,13 @@
 
 A chain whose eval and export load weights the repository ships (a null or wrong checkpoint key) passes
 every step while the trained model is never used. For each training whose export passed, this check
-reads every checkpoint the training wrote (``*.pdparams`` under any name in its output folder and below,
-modified while the train step ran: best, latest and EMA side by side, ``epoch_3/model.pdparams``; with
-``checkpoint_io``'s safe reader, no pickle code runs, each at most ``--max-checkpoint-bytes``, by default a
-quarter of the machine's memory) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
+takes every checkpoint the training wrote as recorded when the train step ended, before any other step ran
+(repro/record.py: ``*.pdparams`` under any name in its output folder and below, best, latest and EMA side by
+side, ``epoch_3/model.pdparams``; read with ``checkpoint_io``'s safe reader, no pickle code runs, each at most
+``--max-checkpoint-bytes``, by default a quarter of the machine's memory), keeps those the training trained
+(some parameter in none of the weight files there before it: never a copy, link or re-save of committed
+weights), reads each as it is now only while it still holds the recorded bytes (else the recorded parameter
+digests are what the export is compared with, and the change is named) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
 read with numpy in tipcgen's own process by ``pdiparams.read_pdiparams``, names from the ``.json`` program;
 a file that reader refuses, an old-IR ``.pdmodel`` export among them, is read by
 ``paddle.static.load_inference_model`` in the chain's own interpreter, written to an ``.npz`` read back
@@ -25,7 +28,6 @@ export's folder (the run's own export), or the check fails naming them. The resu
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
@@ -43,6 +45,7 @@ from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig
 from tipcgen.repro.checkpoint_io import read_paddle_state
+from tipcgen.repro.record import Recorder, Training, Weights, digest as _digest, trained_text
 from tipcgen.core.errors import ExportFormatError
 from tipcgen.repro.pdiparams import read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
@@ -53,7 +56,6 @@ MAX_BYTES_OPTION = "--max-checkpoint-bytes"  # tipcgen run's option for the larg
 MAX_CHECKPOINTS = 200  # .pdparams files of one training compared with the export, at most
 MAX_SAME_SHAPE = 16  # exported parameters of one shape a trained one is measured against, at most
 DIFF_BUDGET = 1 << 30  # array elements measured per checkpoint (beyond it a parameter without an exact copy differs)
-MTIME_SLACK = 2.0  # seconds: a file's time against the train step's start as tipcgen read its progress line
 SHOWN = 5
 _READ_EXPORT = """
 import sys, numpy as np, paddle
@@ -97,11 +99,10 @@ def default_max_bytes() -> int:
     return max(1 << 30, int(match.group(1)) * 1024 // 4) if match else 1 << 30
 
 
-def written_checkpoints(save: Path, since: float | None = None, until: float | None = None) -> list[Path]:
-    """Every ``*.pdparams`` the training wrote: under its output folder and below (best, latest and EMA side
-    by side, ``epoch_3/model.pdparams``), any name, modified while the train step ran (from ``since``, its
-    start, to ``until``, the next step's start): a file already there before, such as committed weights,
-    never counts, nor one a later step (an export) wrote there. Links are not followed."""
+def written_checkpoints(save: Path) -> list[Path]:
+    """Every ``*.pdparams`` under a training's output folder and below as it is now (best, latest and EMA side
+    by side, ``epoch_3/model.pdparams``), any name; links are not followed. Only for a training without a
+    record (a kept runner's, which does not wait for tipcgen): a recorded one's are its record's."""
     found: list[Path] = []
     if not save.is_dir() or save.is_symlink():
         return found
@@ -115,8 +116,7 @@ def written_checkpoints(save: Path, since: float | None = None, until: float | N
                 info = path.stat()
             except OSError:
                 continue
-            if (stat.S_ISREG(info.st_mode) and (since is None or info.st_mtime >= since - MTIME_SLACK)
-                    and (until is None or info.st_mtime <= until)):
+            if stat.S_ISREG(info.st_mode):
                 found.append(path)
         if len(found) >= MAX_CHECKPOINTS:
             break
@@ -232,10 +232,6 @@ class Match:
                        if self.folded else "")
 
 
-def _digest(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array.astype(np.float32)).tobytes()).hexdigest() + str(array.shape)
-
-
 def match(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray],
           digests: set[str] | None = None) -> Match:
     """Every trained parameter looked for in the export, by shape and value (digests: the export's, if known)."""
@@ -275,13 +271,27 @@ def compare(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray]) -> 
 
 
 def compare_written(checkpoints: list[Path], exported: dict[str, np.ndarray], root: Path,
-                    max_bytes: int) -> tuple[bool, str, Path | None]:
+                    max_bytes: int, changed: dict[Path, tuple[Weights, str]] | None = None) -> tuple[bool, str, Path | None]:
     """(passed, what was found, the checkpoint it names): the export holds one of the checkpoints the
     training wrote (the first that matches), else the nearest is named with how it differs. Each is read
-    with checkpoint_io's safe reader, one at a time, refused over max_bytes (--max-checkpoint-bytes)."""
+    with checkpoint_io's safe reader, one at a time, refused over max_bytes (--max-checkpoint-bytes); one that
+    no longer holds the bytes recorded as the training ended (``changed``: its record, what it holds now) is
+    not read: its recorded parameter digests are looked for in the export instead."""
     digests = {_digest(a) for a in exported.values() if np.issubdtype(a.dtype, np.floating)}
     tried: list[tuple[tuple, Path, str]] = []
     for path in checkpoints:
+        if changed and path in changed:
+            weights, now = changed[path]
+            params = weights.params or {}
+            missing = [n for n, d in params.items() if d not in digests]
+            if params and not missing:
+                return True, (f"{len(params)} of {len(params)} trained parameters (as recorded when the training "
+                              f"ended) found in the export; {weights.path} changed after: {now}"), path
+            tried.append(((0, len(missing) or 1, float("inf")), path, (
+                f"{weights.path} changed after the training ended ({now}): {len(missing)} of {len(params)} parameters "
+                f"the training wrote (recorded as it ended) are not in the export"
+                + (f", {missing[0]} among them" if missing else "") + ", so export did not use the trained checkpoint")))
+            continue
         size = path.stat().st_size
         if size > max_bytes:
             raise CheckpointError(f"checkpoint {os.path.relpath(path, root)} is {size} bytes, over the limit of "
@@ -314,16 +324,6 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def _window(starts, train: Step) -> tuple[float | None, float | None]:
-    """When the train step ran: its ``[tipc] RUN train NAME`` line and the next step's, as tipcgen run read
-    them (the next line is printed after the training ended; None where there is none)."""
-    starts = list(starts)
-    index = next((i for i in range(len(starts) - 1, -1, -1) if starts[i][1:] == (TRAIN, train.name)), None)
-    if index is None:
-        return None, None
-    return starts[index][0], starts[index + 1][0] if index + 1 < len(starts) else None
-
-
 def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, export_key: str | None) -> str:
     """Why eval and export were not given the same checkpoint (their recorded commands), or ''."""
     given = passed_value(export.command, export_key)
@@ -337,23 +337,92 @@ def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, expo
     return ""
 
 
+def _training_of(train: Step, root: Path, records: Recorder | None) -> tuple[Training | None, list[Path], str]:
+    """(the training's record, the checkpoints it wrote, '' or why it has none): its record, taken as the train
+    step ended; a training of a runner that does not wait for tipcgen (a kept one) read now, judged against the
+    weights there before the runner started (those in its own output folder left out); no records at all (a
+    caller without a run): the files as they are, nothing judged."""
+    save = root / train.model_dir
+    if records is None:
+        return None, written_checkpoints(save), ""
+    training = records.trainings.get(train.name)
+    if training is not None and training.written is not None:
+        return training, [root / w.path for w in training.written if w.path.endswith(".pdparams")], ""
+    if records.handshake:
+        return None, [], (f"tipcgen holds no record of what training {train.name} wrote: the runner did not wait for "
+                          "it after the step (a runner rendered before the handshake: tipcgen update)")
+    start = records.trainings.get("*")
+    now = Training(train.name, start.before if start else [], start.unrecorded if start else 0, train.model_dir,
+                   records.weights_in(save))
+    records.trainings[train.name] = now
+    return now, [root / w.path for w in now.written if w.path.endswith(".pdparams")], ""
+
+
+def _judge(training: Training, checkpoints: list[Path], root: Path, records: Recorder,
+           outside: str | None) -> tuple[list[Path], dict[Path, tuple[Weights, str]], list[str], str, str]:
+    """Of the checkpoints a training wrote: those it trained, those changed since their record (what each
+    holds now), why each other is not trained, why the record fails (a checkpoint changed before an eval or
+    export started) and what training changed (the note)."""
+    by_path = {root / w.path: w for w in training.written or []}
+    shas = training.before_shas(outside)
+    trained, changed, untrained, counts = [], {}, [], []
+    for path in checkpoints:
+        weights = by_path.get(path)
+        if weights is None:
+            continue
+        n, total, why = trained_text(weights, training, outside)
+        if why:
+            untrained.append(why)
+            continue
+        trained.append(path)
+        if total:
+            counts.append(f"{n} of {total} in {weights.path}")
+        now = records.now(weights) if records.handshake else weights.sha256
+        if now != weights.sha256:
+            changed[path] = (weights, _holds(now, shas))
+    failed = "; ".join(f"checkpoint {p} changed after the training ended, before {step} started ({_holds(now, shas)})"
+                       for p, now, step in training.changed)
+    note = (f"parameters the training changed (the others hold values of weights there before it): "
+            f"{', '.join(counts[:SHOWN])}") if counts else ""
+    return trained, changed, untrained, failed, note
+
+
+def _holds(sha: str, shas: dict[str, str]) -> str:
+    if not sha:
+        return "it is gone or unreadable"
+    if sha in shas:
+        return f"it now holds the bytes of {shas[sha]}, a weight file there before the train step"
+    return "it now holds other bytes"
+
+
 def check_run(root: Path, steps: list[Step], config_text: str, python: str | None,
-              env: dict[str, str], starts=(), max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
+              env: dict[str, str], records: Recorder | None = None,
+              max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
     """The check steps for every passed export of a trained model, and notes where none could run.
 
-    starts: (time, kind, name) of each step's start (tipcgen run's progress lines), so that only the
-    checkpoints a training wrote count. A training whose eval or export the config feeds, but which did
-    not write the checkpoint the config names (train_model_name), fails here, naming the file. A check
-    that cannot run fails (never a skip): only a stand-in chain (TIPC_NO_PADDLE=1) whose export wrote no
-    ``.pdiparams`` gets a note instead."""
+    records: what tipcgen recorded at the runner's handshakes (repro/record.py): each training's checkpoints
+    as it ended and the weights there before it; only those it trained count, and the export is compared with
+    their recorded content. None (a caller without a run): the files as they are, nothing judged. A training
+    whose eval or export the config feeds, but which did not write the checkpoint the config names
+    (train_model_name), fails here, naming the file. A check that cannot run fails (never a skip): only a
+    stand-in chain (TIPC_NO_PADDLE=1) whose export wrote no ``.pdiparams`` and whose record shows nothing
+    wrong gets a note instead."""
     name = checkpoint_name(config_text)
     eval_key, export_key = _slot_line(config_text, "train.pretrained")[0], _slot_line(config_text, "export.weights")[0]
     limit = max_bytes or default_max_bytes()
     fed = {s.training for s in steps if s.kind in (EVAL, EXPORT)}
     written: dict[str, list[Path]] = {}
+    judged: dict[str, tuple] = {}
     for train in (s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir and s.training in fed):
         save = root / train.model_dir
-        written[train.training] = written_checkpoints(save, *_window(starts, train))
+        training, written[train.training], unrecorded = _training_of(train, root, records)
+        if training is not None and records is not None:
+            outside = None if records.handshake else train.model_dir
+            judged[train.training] = _judge(training, written[train.training], root, records, outside)
+        elif unrecorded:
+            judged[train.training] = ([], {}, [], unrecorded, "")
+        if unrecorded:
+            continue
         missing = missing_checkpoint(save, name, written[train.training])
         if missing is not None:
             train.status = FAILED
@@ -372,7 +441,9 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             continue  # whole_infer: an export of given models, not of this run's training
         label = f"export_params_{export.training}"
         prefix = _exported_prefix(root / export.model_dir)
-        if prefix is None and env.get("TIPC_NO_PADDLE") == "1":
+        checkpoints = written[export.training]
+        trained, changed, untrained, failed, note = judged.get(export.training, (checkpoints, {}, [], "", ""))
+        if prefix is None and env.get("TIPC_NO_PADDLE") == "1" and not failed:
             notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir} (a stand-in chain, "
                          "TIPC_NO_PADDLE=1), so its parameters were not compared with the trained checkpoint")
             continue
@@ -380,19 +451,25 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                     model_dir=(str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
                     if prefix is not None else export.model_dir)
         started = time.perf_counter()
-        checkpoints = written[export.training]
-        if prefix is None:
+        if failed:
+            step.reason = failed
+        elif prefix is None:
             step.reason = (f"the export wrote no .pdiparams under {export.model_dir}: its parameters cannot be "
                            "compared with the trained checkpoint")
         elif not checkpoints:
             step.reason = (f"the training wrote no .pdparams under {train.model_dir}: the exported parameters "
                            "cannot be compared with a checkpoint of this run")
+        elif not trained:
+            step.reason = ("the training wrote no checkpoint of its own, judged by content against the weight files "
+                           "there before it: " + "; ".join(untrained[:SHOWN]))
         else:
             try:
                 exported, fallback = read_exported(prefix, python, env, limit)
-                passed, found, checkpoint = compare_written(checkpoints, exported, root, limit)
+                passed, found, checkpoint = compare_written(trained, exported, root, limit, changed)
                 if fallback:
                     found += f" (the exported parameters were read with paddle: {fallback})"
+                if passed and note:
+                    found += f"; {note}"
                 step.status, step.note = (PASSED, found) if passed else (FAILED, "")
                 step.reason = "" if passed else found
                 step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""

@@ -1,0 +1,256 @@
+"""What a training wrote, recorded when the claim is made (issue #59): the proofs read content, never a time.
+
+``tipcgen run`` hands the generated runner the read end of a pipe; the runner prints ``[tipc] WAIT ...`` and
+waits for tipcgen's answer before a train, eval or export step starts and after a training ends (words.WAIT,
+run/run.py), so that a ``Recorder`` takes each record while no step runs:
+
+- before a train step starts: every weight file already in the repository (``WEIGHT_SUFFIXES``, tracked or not,
+  links to files followed, outside the run's own folder and ``.git``; at most ``MAX_FILES`` files): its bytes'
+  sha256 always, its parameters' digests where ``state_of`` reads it (each at most the checkpoint limit, all of
+  them at most ``PARAM_BUDGET`` bytes);
+- after the train step ends: every weight file in its output folder and below, the same way: its record;
+- before an eval or export step starts: whether every recorded checkpoint still holds what was recorded (its
+  inode, size and change time, which no process can set back, else its sha256 again), noting each that changed.
+
+A checkpoint counts as trained only when some parameter of it (a float tensor of two elements or more) is in
+none of the weight files there before the step, and its bytes are none of theirs: a copy, a link or a re-save of
+committed weights is not trained, whatever its name, inode or time; a fine-tune of committed weights is (the
+parameters it changed are counted; frozen ones may keep their values). repro/export_check compares the export
+with the recorded content, never with the files as they are later.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tipcgen.core.errors import CheckpointError, TipcgenError
+from tipcgen.repro.checkpoint_io import read_paddle_state
+
+WEIGHT_SUFFIXES = (".pdparams", ".pdiparams", ".pth", ".pt", ".pd", ".safetensors")
+MAX_FILES = 1000  # weight files recorded before a training, at most (the rest are counted and said)
+PARAM_BUDGET = 4 << 30  # bytes of weight files whose parameters are read before one training, at most
+_SKIP_DIRS = (".git", "__pycache__")
+_CHUNK = 1 << 20
+
+
+def digest(array: np.ndarray) -> str:
+    """A parameter's value as one string: its float32 bytes' sha256 and its shape (names are left out: Paddle 3's
+    export renames every parameter)."""
+    return hashlib.sha256(np.ascontiguousarray(array.astype(np.float32)).tobytes()).hexdigest() + str(array.shape)
+
+
+def compared(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The parameters a proof compares: float tensors of two elements or more (a one-element one, a quantizer's
+    scale or a counter, says nothing of which weights were used)."""
+    return {n: a for n, a in state.items() if np.issubdtype(a.dtype, np.floating) and a.size > 1}
+
+
+def state_of(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
+    """The one way this module reads a weight file's parameters: an export's ``.pdiparams`` by its tensors
+    (repro/pdiparams), any other by checkpoint_io.read_paddle_state (no code runs). CheckpointError when it
+    cannot."""
+    if path.name.endswith(".pdiparams"):
+        from tipcgen.repro.pdiparams import read_tensors
+
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise CheckpointError(f"{path}: {size} bytes, over the limit of {max_bytes}", "")
+        try:
+            return {f"t_{i}": t for i, t in enumerate(read_tensors(path.read_bytes()))}
+        except (ValueError, OSError, struct.error) as exc:
+            raise CheckpointError(f"{path}: {exc}", "") from None
+    return read_paddle_state(path, max_bytes)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """One weight file's content as recorded: its path (relative to the repository), its bytes' sha256 and
+    size, its parameters' digests (name -> digest; None where not read, ``why`` says why), where a link led,
+    and the inode, size and change time it had when hashed (``key``: unchanged means the same bytes)."""
+
+    path: str
+    sha256: str
+    size: int
+    params: dict[str, str] | None
+    why: str = ""
+    link: str = ""
+    key: tuple = ()
+
+
+def _key(info: os.stat_result) -> tuple:
+    return info.st_dev, info.st_ino, info.st_size, info.st_ctime_ns
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
+class Training:
+    """One train step's record: the weight files there before it (``before``; ``unrecorded``: how many the
+    bounds left out), what it wrote (``written``, None until it ended) and each recorded checkpoint found
+    changed before a later eval or export step (``changed``: (path, what it now holds, the step))."""
+
+    name: str
+    before: list[Weights] = field(default_factory=list)
+    unrecorded: int = 0
+    model_dir: str | None = None
+    written: list[Weights] | None = None
+    changed: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def before_digests(self, outside: str | None = None) -> set[str]:
+        """Every parameter digest of the weights there before (those under ``outside``, a kept runner's output
+        folder, left out)."""
+        return {d for w in self._before(outside) if w.params for d in w.params.values()}
+
+    def before_shas(self, outside: str | None = None) -> dict[str, str]:
+        return {w.sha256: w.path for w in self._before(outside)}
+
+    def _before(self, outside: str | None) -> list[Weights]:
+        if not outside:
+            return self.before
+        return [w for w in self.before if not Path(w.path).is_relative_to(Path(outside))]
+
+
+class Recorder:
+    """The records of one run, taken at the runner's handshakes (run/run.py calls ``started`` and ``ended``):
+    ``trainings`` by train step name. ``handshake`` is False for a runner that does not wait (a kept one):
+    its trainings are then read after the run (export_check says so)."""
+
+    def __init__(self, root: Path, run_dir: Path, max_bytes: int, handshake: bool = True) -> None:
+        self.root, self.run_dir, self.max_bytes, self.handshake = root.resolve(), run_dir, max_bytes, handshake
+        self.trainings: dict[str, Training] = {}
+        self._cache: dict[tuple, Weights] = {}
+
+    # ---------------------------------------------------------------- the handshakes
+    def started(self, kind: str, name: str) -> None:
+        from tipcgen.format.words import EVAL, EXPORT, TRAIN
+
+        if kind == TRAIN:
+            before, left = self.weights_before()
+            self.trainings[name] = Training(name, before, left)
+        elif kind in (EVAL, EXPORT):
+            self.verify(f"{kind} {name}")
+
+    def ended(self, kind: str, name: str, model_dir: str | None) -> None:
+        training = self.trainings.setdefault(name, Training(name))
+        training.model_dir = model_dir
+        training.written = self.weights_in(self.root / model_dir) if model_dir else []
+
+    # ---------------------------------------------------------------- reading
+    def weights_before(self) -> tuple[list[Weights], int]:
+        """Every weight file in the repository now, outside the run folder (at most MAX_FILES; how many more)."""
+        found: list[Path] = []
+        skip = self.run_dir.resolve()
+        for folder, dirs, files in os.walk(self.root, followlinks=False):
+            here = Path(folder)
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and (here / d).resolve() != skip)
+            found.extend(here / f for f in sorted(files) if f.endswith(WEIGHT_SUFFIXES))
+        budget = PARAM_BUDGET
+        out = []
+        for path in found[:MAX_FILES]:
+            weights = self.weights(path, budget)
+            if weights is not None:
+                out.append(weights)
+                budget -= weights.size if weights.params is not None else 0
+        return out, max(0, len(found) - MAX_FILES)
+
+    def weights_in(self, folder: Path) -> list[Weights]:
+        """Every weight file in a training's output folder and below (links to files read where they lead)."""
+        if not folder.is_dir() or folder.is_symlink():
+            return []
+        out = []
+        for sub, dirs, files in os.walk(folder, followlinks=False):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(WEIGHT_SUFFIXES) and len(out) < MAX_FILES:
+                    weights = self.weights(Path(sub) / name, PARAM_BUDGET)
+                    if weights is not None:
+                        out.append(weights)
+        return out
+
+    def weights(self, path: Path, budget: int) -> Weights | None:
+        """One file's record (a link: where it leads, the file read there); None when it is no regular file."""
+        try:
+            info = path.stat()  # follows a link
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        rel = os.path.relpath(path, self.root)
+        link = os.path.relpath(os.path.realpath(path), self.root) if path.is_symlink() else ""
+        cached = self._cache.get(_key(info))
+        if cached is not None:
+            return Weights(rel, cached.sha256, cached.size, cached.params, cached.why, link, cached.key)
+        try:
+            sha = _sha256(path)
+        except OSError as exc:
+            return Weights(rel, "", info.st_size, None, f"unreadable: {exc.strerror or exc}", link, _key(info))
+        params, why = None, ""
+        if info.st_size > min(self.max_bytes, budget):
+            why = f"{info.st_size} bytes, over the bytes left to read ({min(self.max_bytes, budget)})"
+        else:
+            try:
+                params = {n: digest(a) for n, a in compared(state_of(path, self.max_bytes)).items()}
+            except (CheckpointError, TipcgenError, OSError, ValueError, MemoryError) as exc:
+                why = (getattr(exc, "message", None) or str(exc))[:200]
+        weights = Weights(rel, sha, info.st_size, params, why, link, _key(info))
+        self._cache[_key(info)] = weights
+        return weights
+
+    def verify(self, step: str) -> None:
+        """Before an eval or export step: each recorded checkpoint that no longer holds what was recorded."""
+        for training in self.trainings.values():
+            for weights in training.written or []:
+                now = self.now(weights)
+                if now != weights.sha256 and not any(c[0] == weights.path for c in training.changed):
+                    training.changed.append((weights.path, now, step))
+
+    def now(self, weights: Weights) -> str:
+        """The sha256 a recorded file holds now ('' where it is gone or unreadable); its recorded sha256 without
+        reading it while its inode, size and change time are the recorded ones."""
+        path = self.root / weights.path
+        try:
+            info = path.stat()
+        except OSError:
+            return ""
+        if weights.key and _key(info) == weights.key:
+            return weights.sha256
+        try:
+            return _sha256(path)
+        except OSError:
+            return ""
+
+
+def trained_text(weights: Weights, training: Training, outside: str | None = None) -> tuple[int, int, str]:
+    """(parameters the training changed, parameters compared, '' or why the checkpoint is not trained): its
+    bytes and parameters against every weight file there before the train step, by content (a file whose
+    parameters were not read: by its bytes alone, (0, 0, ''))."""
+    shas = training.before_shas(outside)
+    if weights.sha256 and weights.sha256 in shas:
+        how = f"a link to {weights.link}, " if weights.link else ""
+        return 0, len(weights.params or {}), (f"{weights.path} ({how}its bytes) is {shas[weights.sha256]}, a weight "
+                                               "file there before the train step")
+    if weights.params is None:  # not read (over a limit, a format the reader does not know): the export check
+        return 0, 0, ""  # reads it as it is now, and fails naming why where it cannot
+    before = training.before_digests(outside)
+    changed = [n for n, d in weights.params.items() if d not in before]
+    if changed:
+        return len(changed), len(weights.params), ""
+    if not weights.params:
+        return 0, 0, f"{weights.path} holds no parameter of two elements or more"
+    holder = max((w for w in training._before(outside) if w.params),
+                 key=lambda w: len(set(w.params.values()) & set(weights.params.values())), default=None)
+    where = f"those of {holder.path}" if holder is not None else "those of weight files"
+    return 0, len(weights.params), (f"{weights.path} holds no parameter of its own: all {len(weights.params)} are "
+                                    f"{where}, there before the train step")
