@@ -426,6 +426,8 @@ class _Pipeline:
                 self.records.started(kind, name)
             else:
                 self.records.ended(kind, name, last_model_dir(self.ctx.run_dir, kind, name))
+        except run_guard.Interrupted:
+            raise  # a stop signal: the run stops (never a record's failure)
         except Exception as exc:  # noqa: BLE001 - said as the run's problem, the proof then fails
             self.problems.append(f"tipcgen could not record what {kind} {name} wrote ({type(exc).__name__}: {exc})")
 
@@ -475,7 +477,6 @@ class _Pipeline:
         if prepare is None or prepare.status == PASSED or ctx.kept:
             if self.kept is not None:
                 self._wait(words.WAIT_START, TRAIN, "*")  # no handshake: the weights there before it starts
-                self.kept.runner_started = time.time()
             self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out, answer=not ctx.kept)
             if self.work.stuck is not None:
                 self.runner_stuck = True
