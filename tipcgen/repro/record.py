@@ -24,6 +24,7 @@ import hashlib
 import os
 import stat
 import struct
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,32 +131,72 @@ class Recorder:
     def __init__(self, root: Path, run_dir: Path, max_bytes: int, handshake: bool = True) -> None:
         self.root, self.run_dir, self.max_bytes, self.handshake = root.resolve(), run_dir, max_bytes, handshake
         self.trainings: dict[str, Training] = {}
-        self._cache: dict[tuple, Weights] = {}
+        self._cache: dict[tuple, Weights] = {}  # a file's record by its inode, size and change time
+        self._folders: dict[str, tuple[tuple, list[str], list[str]]] = {}  # a folder's listing by the same
+        self._lock = threading.Lock()  # prime runs in a thread beside prepare.sh
 
     # ---------------------------------------------------------------- the handshakes
+    def prime(self) -> None:
+        """Read the repository's weight files once beside prepare.sh (run/run.py): the first training's handshake
+        then reads again only what changed since (a folder's listing or a file's record is reused while its inode
+        and change time, which no process can set back, are the same)."""
+        with self._lock:
+            self.weights_before()
+
     def started(self, kind: str, name: str) -> None:
         from tipcgen.format.words import EVAL, EXPORT, TRAIN
 
-        if kind == TRAIN:
-            before, left = self.weights_before()
-            self.trainings[name] = Training(name, before, left)
-        elif kind in (EVAL, EXPORT):
-            self.verify(f"{kind} {name}")
+        with self._lock:
+            if kind == TRAIN:
+                before, left = self.weights_before()
+                self.trainings[name] = Training(name, before, left)
+            elif kind in (EVAL, EXPORT):
+                self.verify(f"{kind} {name}")
 
     def ended(self, kind: str, name: str, model_dir: str | None) -> None:
-        training = self.trainings.setdefault(name, Training(name))
-        training.model_dir = model_dir
-        training.written = self.weights_in(self.root / model_dir) if model_dir else []
+        with self._lock:
+            training = self.trainings.setdefault(name, Training(name))
+            training.model_dir = model_dir
+            training.written = self.weights_in(self.root / model_dir) if model_dir else []
 
     # ---------------------------------------------------------------- reading
+    def _listing(self, folder: str) -> tuple[list[str], list[str]]:
+        """(sub-folders, weight files) of a folder, links not followed; reused while the folder's inode and change
+        time are those it was listed with (an entry added, removed or renamed changes them)."""
+        try:
+            info = os.lstat(folder)
+        except OSError:
+            return [], []
+        key = (info.st_dev, info.st_ino, info.st_ctime_ns, info.st_mtime_ns)
+        cached = self._folders.get(folder)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        dirs, files = [], []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        dirs.append(entry.name)
+                    elif entry.name.endswith(WEIGHT_SUFFIXES):
+                        files.append(entry.name)
+        except OSError:
+            return [], []
+        dirs.sort()
+        files.sort()
+        self._folders[folder] = (key, dirs, files)
+        return dirs, files
+
     def weights_before(self) -> tuple[list[Weights], int]:
         """Every weight file in the repository now, outside the run folder (at most MAX_FILES; how many more)."""
         found: list[Path] = []
-        skip = self.run_dir.resolve()
-        for folder, dirs, files in os.walk(self.root, followlinks=False):
-            here = Path(folder)
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and (here / d).resolve() != skip)
-            found.extend(here / f for f in sorted(files) if f.endswith(WEIGHT_SUFFIXES))
+        skip = str(self.run_dir.resolve())
+        todo = [str(self.root)]
+        while todo:
+            folder = todo.pop()
+            dirs, files = self._listing(folder)
+            found.extend(Path(folder, f) for f in files)
+            todo.extend(sub for sub in (os.path.join(folder, d) for d in reversed(dirs) if d not in _SKIP_DIRS)
+                        if sub != skip)
         budget = PARAM_BUDGET
         out = []
         for path in found[:MAX_FILES]:

@@ -56,6 +56,10 @@ class RunRequest:
 class Records(Protocol):
     """What a run records while no step runs, at the runner's handshakes (repro/record.Recorder)."""
 
+    def prime(self) -> None:
+        """Read ahead, beside prepare.sh, what the first handshake will need (a cache: it changes no record)."""
+        ...
+
     def started(self, kind: str, name: str) -> None:
         """A train, eval or export step is about to start (a kept runner: ``train *`` before it starts)."""
         ...
@@ -91,6 +95,9 @@ class Proofs(Protocol):
 
 class NoRecords:
     """Records nothing."""
+
+    def prime(self) -> None:
+        return None
 
     def started(self, kind: str, name: str) -> None:
         return None

@@ -398,7 +398,8 @@ class _Pipeline:
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
                      if ctx.kept else None)
         self.parts: list[tuple[str, dict[str, str] | None]] = []  # git status before and after each part
-        self._recorder: Records | None = None  # made at the first handshake (its module loads beside prepare.sh)
+        self._recorder: Records | None = None  # made beside prepare.sh (_prime) or at the first handshake
+        self._recorder_lock = threading.Lock()
         self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox,
                            silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept), self._wait)
         self.shim_dir = ctx.root / paths.SHIM_DIR / ctx.env[run_guard.RUN_ID_VAR]
@@ -411,11 +412,19 @@ class _Pipeline:
 
     @property
     def records(self) -> Records:
-        """This run's records (Proofs.recorder), made when first needed."""
-        if self._recorder is None:
-            ctx = self.ctx
-            self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes, not ctx.kept)
-        return self._recorder
+        """This run's records (Proofs.recorder), made when first needed (by the thread that primes them, or the
+        first handshake)."""
+        with self._recorder_lock:
+            if self._recorder is None:
+                ctx = self.ctx
+                self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes, not ctx.kept)
+            return self._recorder
+
+    def _prime(self) -> None:
+        try:
+            self.records.prime()
+        except Exception:  # noqa: BLE001 - a cache only: the handshake reads again, and says what fails
+            pass
 
     def _wait(self, when: str, kind: str, name: str) -> None:
         """The runner's handshake: the records taken while it waits (a step about to start, a training ended:
@@ -458,6 +467,8 @@ class _Pipeline:
         ctx, prepare, root = self.ctx, self.prepare, self.ctx.root
         # What the proofs and the outputs import (numpy, jinja: ~0.4 s) loads while the scripts run, not after them.
         threading.Thread(target=_load_after_parts, args=(self.proofs,), name="tipcgen-load", daemon=True).start()
+        # The repository's weight files, read once beside prepare.sh: the first training's handshake rereads only changes.
+        threading.Thread(target=self._prime, name="tipcgen-prime", daemon=True).start()
         if ctx.shim:
             submission_run.write_shim(root, self.shim_dir, ctx.shim, ctx.request.step_timeout)
             ctx.env["PATH"] = os.pathsep.join([str(self.shim_dir), ctx.env.get("PATH", os.defpath)])
