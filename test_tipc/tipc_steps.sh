@@ -566,15 +566,19 @@ tipc_wait_writer() {
 }
 
 # tipc_handshake WHEN KIND NAME: under tipcgen run, which hands the runner the read end of a pipe (TIPC_ANSWER_FD,
-# checked by tipc_start_run), say `[tipc] WAIT WHEN KIND NAME` and wait for tipcgen's answer line: it
-# records what a training wrote (WHEN ended) and the weights there before one (start), while no
-# step runs. Without the pipe (the runner run by hand) it returns at once; once tipcgen is gone (the pipe's end
+# checked by tipc_start_run), say `[tipc] WAIT NONCE WHEN KIND NAME` and wait for tipcgen's answer, the line
+# NONCE: it records what a training wrote (WHEN ended) and the weights there before one (start),
+# while no step runs. NONCE is random each time: an answer to a line a step wrote into the runner's output is
+# read past. Without the pipe (the runner run by hand) it returns at once; once tipcgen is gone (the pipe's end
 # closed) the read ends and the runner never waits again.
 tipc_handshake() {
-    local answer
+    local answer nonce=${SRANDOM:-$RANDOM}$RANDOM
     if [ -z "$TIPC_ANSWER_FD" ]; then return 0; fi
-    printf '[tipc] WAIT %s %s %s\n' "$1" "$2" "$3"
-    IFS= read -r -u "$TIPC_ANSWER_FD" answer || tipc_close_answer
+    printf '[tipc] WAIT %s %s %s %s\n' "$nonce" "$1" "$2" "$3"
+    while IFS= read -r -u "$TIPC_ANSWER_FD" answer; do
+        if [ "$answer" = "$nonce" ]; then return 0; fi
+    done
+    tipc_close_answer
 }
 
 # tipc_close_answer: the answer pipe closed in this shell (a step or its log writer never holds it; the runner,

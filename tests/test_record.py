@@ -261,3 +261,15 @@ def test_generated_committed_weights_put_into_the_checkpoint_always_fail(committ
         else:
             assert check.reason.startswith("checkpoint out/t/latest.pdparams changed after the training ended, "
                                            "before eval t_eval started"), check.reason
+
+
+def test_the_handshake_line_is_read_through_words_and_nothing_else_is_one():
+    from tipcgen.format import words
+
+    assert words.handshake_of("[tipc] WAIT 123 start train norm_train_gpus_-1") == ("123", "start", "train",
+                                                                                   "norm_train_gpus_-1")
+    assert words.handshake_of("[tipc] WAIT 9 ended train a b") == ("9", "ended", "train", "a b")
+    for line in ("[tipc] WAIT start train x", "[tipc] WAIT x1 start train x", "[tipc] WAIT 1 begun train x",
+                 "[tipc] WAIT 1 start train", "[tipc] RUN  train x", "tipc WAIT 1 start train x"):
+        assert words.handshake_of(line) is None, line
+    assert words.progress_mark("[tipc] WAIT 1 start train x") is None  # not a step's progress line

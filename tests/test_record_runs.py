@@ -20,7 +20,8 @@ RUNNER = "test_tipc/test_train_inference_python.sh"
 SAVE = "test_tipc/output/stub_model/lite_train_lite_infer/norm_train_gpus_-1_autocast_fp32"
 
 # The train step notes what it was handed: the answer pipe's variable, its open descriptors, and the pipe the
-# runner (the ancestor started with TIPC_ANSWER_FD=N) reads tipcgen's answers from.
+# runner (the ancestor started with TIPC_ANSWER_FD=N) reads tipcgen's answers from; and it writes a handshake
+# line of its own into the runner's output, whose answer the runner must read past (not its nonce).
 _PEEK = """import json, os
 def _peek():
     fds = {fd: os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")}
@@ -30,6 +31,8 @@ def _peek():
             env = dict(e.split(b"=", 1) for e in f.read().split(b"\\0") if b"=" in e)
         if b"TIPC_ANSWER_FD" in env:
             answer = os.readlink(f"/proc/{pid}/fd/{int(env[b'TIPC_ANSWER_FD'])}")
+            with open(f"/proc/{pid}/fd/1", "w") as runner_out:  # a fake handshake in the runner's output
+                runner_out.write("[tipc] WAIT 7 ended train fake\\n")
         with open(f"/proc/{pid}/stat") as f:
             pid = int(f.read().rsplit(")", 1)[1].split()[1])
     with open("peek.json", "w") as f:

@@ -176,14 +176,15 @@ class _Chain:
             self.starts.append((time.time(), *line.split()[2:4]))
         self.on_line(line)
 
-    def _answer(self, when: str, kind: str, name: str) -> None:
-        """The runner waits: record what its handshake asks for (unless stopping), then let it go on."""
+    def _answer(self, nonce: str, when: str, kind: str, name: str) -> None:
+        """The runner waits: record what its handshake asks for (unless stopping), then let it go on (the line
+        NONCE: the runner reads past any other)."""
         try:
             if not self.stopping and self.on_wait is not None:
                 self.on_wait(when, kind, name)
         finally:
             try:
-                os.write(self.answer, b"go\n")
+                os.write(self.answer, f"{nonce}\n".encode())
             except OSError:
                 pass  # the runner is gone
 
