@@ -273,3 +273,37 @@ def test_the_handshake_line_is_read_through_words_and_nothing_else_is_one():
                  "[tipc] WAIT 1 start train", "[tipc] RUN  train x", "tipc WAIT 1 start train x"):
         assert words.handshake_of(line) is None, line
     assert words.progress_mark("[tipc] WAIT 1 start train x") is None  # not a step's progress line
+    steps = (Path(__file__).parents[1] / "templates/runner/tipc_steps.sh.j2").read_text()
+    assert steps.count(words.ANSWER_FD_VAR) >= 5  # the runner reads the variable run/run.py sets
+
+
+def test_a_kept_runner_s_training_is_judged_against_the_weights_before_it_started(chain: Chain):
+    """A kept runner (init --submission) does not wait for tipcgen: the weights are recorded before it starts and
+    its checkpoints read after the run. A copy of committed weights still fails; a training that wrote what an
+    earlier run had left in its own folder (a seeded training run again) is not judged against that."""
+    _save(chain.save / "latest.pdparams", _state(1))  # an earlier run's checkpoint, in the training's own folder
+    kept = record.Recorder(chain.root, chain.root / RUN_DIR, 1 << 30, handshake=False)
+    kept.started("train", "*")
+    _save(chain.save / "latest.pdparams", _state(1))  # the same seeded training again
+    chain.recorder = kept
+    (chain.save / "inference.pdiparams").write_bytes(b"")
+    chain.monkeypatch.setattr(export_check, "read_exported", lambda *a: (dict(_state(1)), ""))
+    (check,), _ = export_check.check_run(chain.root, _steps(), TUTORIAL, None, {}, records=kept)
+    assert check.status == "passed", check.reason
+    shutil.copyfile(chain.root / "pretrained/best.pdparams", chain.save / "latest.pdparams")
+    kept = record.Recorder(chain.root, chain.root / RUN_DIR, 1 << 30, handshake=False)
+    kept.started("train", "*")
+    chain.monkeypatch.setattr(export_check, "read_exported", lambda *a: (dict(_state(9)), ""))
+    (check,), _ = export_check.check_run(chain.root, _steps(), TUTORIAL, None, {}, records=kept)
+    assert check.status == "failed" and check.reason == (
+        "the training wrote no checkpoint of its own, judged by content against the weight files there before it: "
+        "out/t/latest.pdparams (its bytes) is pretrained/best.pdparams, a weight file there before the train step")
+
+
+def test_weight_files_beyond_the_record_s_bounds_are_counted_in_the_note(chain: Chain):
+    chain.monkeypatch.setattr(record, "MAX_FILES", 1)  # two committed files: one is recorded
+    chain.train(lambda save: _save(save / "latest.pdparams", _state(1)))
+    check, _ = chain.check(_state(1))
+    assert check.status == "passed", check.reason
+    assert check.note.endswith("1 weight file(s) in the repository were not recorded before the training (over 1 files "
+                               "or 32 GiB), so it was not compared with them")

@@ -106,7 +106,7 @@ def template_context() -> dict[str, object]:
     {{ section_names.result_check }} ({{ kind.after_train }}: SKIPPED_AFTER_TRAIN)."""
     return {"status": {word: word for word in STATUSES},
             "progress": {"prefix": PROGRESS, "started": STARTED, **{word: MARKS[word] for word in STATUSES},
-                         "wait": WAIT, "wait_start": WAIT_START, "wait_ended": WAIT_ENDED, "answer_fd": ANSWER_FD_VAR},
+                         "wait": WAIT, "wait_start": WAIT_START, "wait_ended": WAIT_ENDED},
             "mode": {name: name for name in (*MODES, BENCHMARK_TRAIN)},
             "kind": {**{word: word for word in KINDS if word != SKIPPED_AFTER_TRAIN}, "after_train": SKIPPED_AFTER_TRAIN},
             "verdicts": {"passed": CHAIN_PASSED, "failed": CHAIN_FAILED, "interrupted": CHAIN_INTERRUPTED},

@@ -44,9 +44,9 @@ from tipcgen.core.errors import CheckpointError, TipcgenError
 from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig
-from tipcgen.repro.checkpoint_io import read_paddle_state
-from tipcgen.repro.record import Recorder, Training, Weights, digest as _digest, trained_text
+from tipcgen.repro.record import Recorder, Training, Weights, digest as _digest, state_of, trained_text
 from tipcgen.core.errors import ExportFormatError
+from tipcgen.repro import record
 from tipcgen.repro.pdiparams import read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
 from tipcgen.results.results import Step
@@ -298,7 +298,7 @@ def compare_written(checkpoints: list[Path], exported: dict[str, np.ndarray], ro
                                   f"{max_bytes} bytes ({MAX_BYTES_OPTION})",
                                   f"raise it: tipcgen run {MAX_BYTES_OPTION} {size}")
         try:
-            found = match(read_paddle_state(path, max_bytes), exported, digests)
+            found = match(state_of(path, max_bytes), exported, digests)
         except CheckpointError as exc:
             if "limit" in exc.message:
                 raise CheckpointError(f"{exc.message} ({MAX_BYTES_OPTION})",
@@ -384,6 +384,10 @@ def _judge(training: Training, checkpoints: list[Path], root: Path, records: Rec
                        for p, now, step in training.changed)
     note = (f"parameters the training changed (the others hold values of weights there before it): "
             f"{', '.join(counts[:SHOWN])}") if counts else ""
+    if training.unrecorded:
+        note = "; ".join(filter(None, [note, (
+            f"{training.unrecorded} weight file(s) in the repository were not recorded before the training (over "
+            f"{record.MAX_FILES} files or {record.HASH_BUDGET >> 30} GiB), so it was not compared with them")]))
     return trained, changed, untrained, failed, note
 
 

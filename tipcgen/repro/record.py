@@ -5,9 +5,10 @@ waits for tipcgen's answer before a train, eval or export step starts and after 
 run/run.py), so that a ``Recorder`` takes each record while no step runs:
 
 - before a train step starts: every weight file already in the repository (``WEIGHT_SUFFIXES``, tracked or not,
-  links to files followed, outside the run's own folder and ``.git``; at most ``MAX_FILES`` files): its bytes'
-  sha256 always, its parameters' digests where ``state_of`` reads it (each at most the checkpoint limit, all of
-  them at most ``PARAM_BUDGET`` bytes);
+  links to files followed, outside the run's own folder and ``.git``; at most ``MAX_FILES`` files of at most
+  ``HASH_BUDGET`` bytes in all, the rest counted and said in the proof's note): its bytes' sha256 always, its
+  parameters' digests where ``state_of`` reads it (each at most the checkpoint limit, all of them at most
+  ``PARAM_BUDGET`` bytes);
 - after the train step ends: every weight file in its output folder and below, the same way: its record;
 - before an eval or export step starts: whether every recorded checkpoint still holds what was recorded (its
   inode, size and change time, which no process can set back, else its sha256 again), noting each that changed.
@@ -36,6 +37,7 @@ from tipcgen.repro.checkpoint_io import read_paddle_state
 WEIGHT_SUFFIXES = (".pdparams", ".pdiparams", ".pth", ".pt", ".pd", ".safetensors")
 MAX_FILES = 1000  # weight files recorded before a training, at most (the rest are counted and said)
 PARAM_BUDGET = 4 << 30  # bytes of weight files whose parameters are read before one training, at most
+HASH_BUDGET = 32 << 30  # bytes of weight files hashed before one training, at most (the rest are counted and said)
 _SKIP_DIRS = (".git", "__pycache__")
 _CHUNK = 1 << 20
 
@@ -197,14 +199,22 @@ class Recorder:
             found.extend(Path(folder, f) for f in files)
             todo.extend(sub for sub in (os.path.join(folder, d) for d in reversed(dirs) if d not in _SKIP_DIRS)
                         if sub != skip)
-        budget = PARAM_BUDGET
+        budget, hashed, left = PARAM_BUDGET, 0, max(0, len(found) - MAX_FILES)
         out = []
         for path in found[:MAX_FILES]:
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if hashed + size > HASH_BUDGET:
+                left += 1
+                continue
             weights = self.weights(path, budget)
             if weights is not None:
                 out.append(weights)
+                hashed += weights.size
                 budget -= weights.size if weights.params is not None else 0
-        return out, max(0, len(found) - MAX_FILES)
+        return out, left
 
     def weights_in(self, folder: Path) -> list[Weights]:
         """Every weight file in a training's output folder and below (links to files read where they lead)."""
