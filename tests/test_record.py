@@ -307,3 +307,22 @@ def test_weight_files_beyond_the_record_s_bounds_are_counted_in_the_note(chain: 
     assert check.status == "passed", check.reason
     assert check.note.endswith("1 weight file(s) in the repository were not recorded before the training (over 1 files "
                                "or 32 GiB), so it was not compared with them")
+
+
+def test_a_checkpoint_linked_to_weights_outside_the_repository_or_its_folder_is_not_trained(chain: Chain, tmp_path_factory):
+    """Weights from outside the repository (a downloaded cache) are never in the record of what was there before:
+    a link to them is still not the training's own. A link inside its folder (latest -> epoch_3) is."""
+    cache = tmp_path_factory.mktemp("home") / ".paddlenlp/model_state.pdparams"
+    _save(cache, _state(7))
+
+    def write(save: Path) -> None:
+        _save(save / "epoch_3/model.pdparams", _state(1))
+        (save / "best.pdparams").symlink_to(save / "epoch_3/model.pdparams")
+        (save / "latest.pdparams").symlink_to(cache)
+    chain.train(write)
+    check, _ = chain.check(_state(7))
+    assert check.status == "failed" and check.reason.startswith("the export equals none of the 2 checkpoints")
+    assert check.reason.endswith("; not counted as the training's own: out/t/latest.pdparams is a link to "
+                                 f"{os.path.relpath(cache, chain.root)}, outside the training's output folder")
+    check, _ = chain.check(_state(1))  # the export of its own epoch_3 (also reached through best.pdparams)
+    assert check.status == "passed", check.reason

@@ -352,8 +352,8 @@ def _training_of(train: Step, root: Path, records: Recorder | None) -> tuple[Tra
         return None, [], (f"tipcgen holds no record of what training {train.name} wrote: the runner did not wait for "
                           "it after the step (a runner rendered before the handshake: tipcgen update)")
     start = records.trainings.get("*")
-    now = Training(train.name, start.before if start else [], start.unrecorded if start else 0, train.model_dir,
-                   records.weights_in(save))
+    now = Training(train.name, start.before if start else [], start.unrecorded if start else 0,
+                   records.folder(train.model_dir), records.weights_in(save))
     records.trainings[train.name] = now
     return now, [root / w.path for w in now.written if w.path.endswith(".pdparams")], ""
 
@@ -421,7 +421,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
         save = root / train.model_dir
         training, written[train.training], unrecorded = _training_of(train, root, records)
         if training is not None and records is not None:
-            outside = None if records.handshake else train.model_dir
+            outside = None if records.handshake else training.model_dir
             judged[train.training] = _judge(training, written[train.training], root, records, outside)
         elif unrecorded:
             judged[train.training] = ([], {}, [], unrecorded, "")
@@ -475,7 +475,8 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                 if passed and note:
                     found += f"; {note}"
                 step.status, step.note = (PASSED, found) if passed else (FAILED, "")
-                step.reason = "" if passed else found
+                step.reason = "" if passed else "; ".join([found, *(
+                    [f"not counted as the training's own: {'; '.join(untrained[:SHOWN])}"] if untrained else [])])
                 step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""
             except (CheckpointError, OSError, ValueError) as exc:
                 step.status = FAILED

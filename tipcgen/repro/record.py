@@ -158,8 +158,12 @@ class Recorder:
     def ended(self, kind: str, name: str, model_dir: str | None) -> None:
         with self._lock:
             training = self.trainings.setdefault(name, Training(name))
-            training.model_dir = model_dir
+            training.model_dir = self.folder(model_dir) if model_dir else None
             training.written = self.weights_in(self.root / model_dir) if model_dir else []
+
+    def folder(self, model_dir: str) -> str:
+        """A training's output folder as the records name files: relative to the repository, links resolved."""
+        return os.path.relpath(os.path.realpath(self.root / model_dir), self.root)
 
     # ---------------------------------------------------------------- reading
     def _listing(self, folder: str) -> tuple[list[str], list[str]]:
@@ -243,6 +247,9 @@ class Recorder:
         cached = self._cache.get(_key(info))
         if cached is not None:
             return Weights(rel, cached.sha256, cached.size, cached.params, cached.why, link, cached.key)
+        if info.st_size > HASH_BUDGET:  # never read (a link to a device-sized file): its size is all that is said
+            return Weights(rel, "", info.st_size, None, f"{info.st_size} bytes, over {HASH_BUDGET} to hash", link,
+                           _key(info))
         try:
             sha = _sha256(path)
         except OSError as exc:
@@ -288,6 +295,9 @@ def trained_text(weights: Weights, training: Training, outside: str | None = Non
     bytes and parameters against every weight file there before the train step, by content (a file whose
     parameters were not read: by its bytes alone, (0, 0, ''))."""
     shas = training.before_shas(outside)
+    if weights.link and training.model_dir and not Path(weights.link).is_relative_to(Path(training.model_dir)):
+        return 0, len(weights.params or {}), (f"{weights.path} is a link to {weights.link}, outside the training's "
+                                              "output folder")
     if weights.sha256 and weights.sha256 in shas:
         how = f"a link to {weights.link}, " if weights.link else ""
         return 0, len(weights.params or {}), (f"{weights.path} ({how}its bytes) is {shas[weights.sha256]}, a weight "
