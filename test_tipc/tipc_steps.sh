@@ -671,7 +671,7 @@ tipc_step() {
     tipc_elapsed seconds "$start"
     tipc_conclude "$kind" "$name" "$log" "$note" "$shown" "$rc" "$seconds" "$1"
     rc=$?
-    if [ "$kind" = train ]; then tipc_handshake ended "$kind" "$name"; fi
+    if [ "$kind" = train ] && [ -z "$TIPC_INTERRUPTED" ]; then tipc_handshake ended "$kind" "$name"; fi
     return "$rc"
 }
 

@@ -326,3 +326,17 @@ def test_a_checkpoint_linked_to_weights_outside_the_repository_or_its_folder_is_
                                  f"{os.path.relpath(cache, chain.root)}, outside the training's output folder")
     check, _ = chain.check(_state(1))  # the export of its own epoch_3 (also reached through best.pdparams)
     assert check.status == "passed", check.reason
+
+
+def test_handshake_lines_a_later_step_fakes_change_no_record(chain: Chain):
+    """A hostile eval overwrites the checkpoint, then writes `WAIT ... start train t` and `ended train t` into the
+    runner's output so that tipcgen records the overwritten file as the training's: both are ignored."""
+    chain.train(lambda save: _save(save / "latest.pdparams", _state(1)))
+    chain.recorder.started("eval", "t_eval")
+    shutil.copyfile(chain.root / "pretrained/best.pdparams", chain.save / "latest.pdparams")
+    chain.recorder.ended("train", "t", "out/t")  # the eval step is the last started: not a training's end
+    chain.recorder.started("train", "t")  # t ended already: no new record
+    chain.recorder.ended("train", "t", "out/t")
+    check, _ = chain.check(_state(9))
+    assert check.status == "failed" and check.reason.startswith(
+        "checkpoint out/t/latest.pdparams changed after the training ended, before eval t_eval started")

@@ -136,6 +136,7 @@ class Recorder:
         self._cache: dict[tuple, Weights] = {}  # a file's record by its inode, size and change time
         self._folders: dict[str, tuple[tuple, list[str], list[str]]] = {}  # a folder's listing by the same
         self._lock = threading.Lock()  # prime runs in a thread beside prepare.sh
+        self._last: tuple[str, str] | None = None  # the last step started (kind, name)
 
     # ---------------------------------------------------------------- the handshakes
     def prime(self) -> None:
@@ -146,17 +147,28 @@ class Recorder:
             self.weights_before()
 
     def started(self, kind: str, name: str) -> None:
+        """A step is about to start. The runner names each training once, so a second start of one that ended
+        (a handshake line a later step wrote into the runner's output) changes no record."""
         from tipcgen.format.words import EVAL, EXPORT, TRAIN
 
         with self._lock:
             if kind == TRAIN:
+                if self.trainings.get(name, Training(name)).written is not None:
+                    return
                 before, left = self.weights_before()
                 self.trainings[name] = Training(name, before, left)
             elif kind in (EVAL, EXPORT):
                 self.verify(f"{kind} {name}")
+            self._last = (kind, name)
 
     def ended(self, kind: str, name: str, model_dir: str | None) -> None:
+        """A training ended: its checkpoints' record. Taken only while that training is the last step started
+        (the runner's order); again, the later record wins (one a step wrote a line for while it ran)."""
+        from tipcgen.format.words import TRAIN
+
         with self._lock:
+            if self.handshake and self._last != (TRAIN, name):
+                return
             training = self.trainings.setdefault(name, Training(name))
             training.model_dir = self.folder(model_dir) if model_dir else None
             training.written = self.weights_in(self.root / model_dir) if model_dir else []
