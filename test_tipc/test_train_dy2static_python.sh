@@ -132,7 +132,9 @@ TIPC_LINES[14]='trainer:norm_train|to_static_train'
 TRAIN_CONFIG=$LOG_PATH/train_infer_python_dy2static.txt
 TRAIN_DIR=$LOG_PATH/train
 printf '%s\n' "${TIPC_LINES[@]}" > "$TRAIN_CONFIG"
-TIPC_RUN_FOLDER=$TRAIN_DIR bash "$(dirname "${BASH_SOURCE[0]}")/test_train_inference_python.sh" "$TRAIN_CONFIG" "$MODE"
+# It waits for tipcgen run's records as this runner would (tipc_handshake): it gets the answer pipe, and its
+# records are under this run folder, where tipcgen looks for a training's output folder.
+TIPC_RUN_FOLDER=$TRAIN_DIR TIPC_ANSWER_FD=$TIPC_ANSWER_FD bash "$(dirname "${BASH_SOURCE[0]}")/test_train_inference_python.sh" "$TRAIN_CONFIG" "$MODE"
 rc=$?
 # The trainings' records and status lines are this chain's.
 for tipc_word in passed failed skipped; do

@@ -602,23 +602,24 @@ class _Pipeline:
 
 
 def last_model_dir(run_dir: Path, kind: str, name: str) -> str | None:
-    """The output folder (model_dir) of the runner's last record of step KIND NAME in steps.jsonl (the record
-    it wrote just before its handshake), or None."""
-    path = run_dir / RECORDS
-    try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, path.stat().st_size - (1 << 20)))
-            lines = handle.read().decode("utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
+    """The output folder (model_dir) of the runner's last record of step KIND NAME (the record it wrote just
+    before its handshake): in the run folder's steps.jsonl, else in one a folder below (the dy2static chain's
+    trainings run the basic runner there); None where there is none."""
+    for path in [run_dir / RECORDS, *sorted(run_dir.glob(f"*/{RECORDS}"))]:
         try:
-            raw = json.loads(line)
-        except ValueError:
+            with path.open("rb") as handle:
+                handle.seek(max(0, path.stat().st_size - (1 << 20)))
+                lines = handle.read().decode("utf-8", errors="replace").splitlines()
+        except OSError:
             continue
-        if isinstance(raw, dict) and raw.get("kind") == kind and raw.get("name") == name:
-            value = raw.get("model_dir")
-            return value if isinstance(value, str) and value else None
+        for line in reversed(lines):
+            try:
+                raw = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(raw, dict) and raw.get("kind") == kind and raw.get("name") == name:
+                value = raw.get("model_dir")
+                return value if isinstance(value, str) and value else None
     return None
 
 
