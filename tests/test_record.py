@@ -340,3 +340,19 @@ def test_handshake_lines_a_later_step_fakes_change_no_record(chain: Chain):
     check, _ = chain.check(_state(9))
     assert check.status == "failed" and check.reason.startswith(
         "checkpoint out/t/latest.pdparams changed after the training ended, before eval t_eval started")
+
+
+def test_an_earlier_run_s_checkpoint_is_not_a_weight_file_before_but_a_committed_one_in_the_output_folder_is(chain: Chain):
+    """A seeded training run in another mode writes the very same checkpoint: an earlier run's output (under
+    test_tipc/output, not tracked) is not among the weights before; a file git tracks there is."""
+    import subprocess
+
+    earlier = _save(chain.root / "test_tipc/output/m/lite_train_whole_infer/t/latest.pdparams", _state(1))
+    hidden = _save(chain.root / "test_tipc/output/m/committed/w.pdparams", _state(5))
+    subprocess.run(["git", "init", "-q"], cwd=chain.root, check=True)
+    subprocess.run(["git", "add", "-f", str(hidden)], cwd=chain.root, check=True)
+    chain.train(lambda save: _save(save / "latest.pdparams", _state(1)))  # the same seeded training again
+    before = {w.path for w in chain.recorder.trainings["t"].before}
+    assert os.path.relpath(earlier, chain.root) not in before and os.path.relpath(hidden, chain.root) in before
+    check, _ = chain.check(_state(1))
+    assert check.status == "passed", check.reason

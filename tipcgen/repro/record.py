@@ -5,7 +5,8 @@ waits for tipcgen's answer before a train, eval or export step starts and after 
 run/run.py), so that a ``Recorder`` takes each record while no step runs:
 
 - before a train step starts: every weight file already in the repository (``WEIGHT_SUFFIXES``, tracked or not,
-  links to files followed, outside the run's own folder and ``.git``; at most ``MAX_FILES`` files of at most
+  links to files followed, outside the run's own folder and ``.git``; under test_tipc/output, where earlier runs
+  left their checkpoints, only those git tracks; at most ``MAX_FILES`` files of at most
   ``HASH_BUDGET`` bytes in all, the rest counted and said in the proof's note): its bytes' sha256 always, its
   parameters' digests where ``state_of`` reads it (each at most the checkpoint limit, all of them at most
   ``PARAM_BUDGET`` bytes);
@@ -31,7 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tipcgen.core import process
 from tipcgen.core.errors import CheckpointError, TipcgenError
+from tipcgen.format.paths import OUTPUT
 from tipcgen.repro.checkpoint_io import read_paddle_state
 
 WEIGHT_SUFFIXES = (".pdparams", ".pdiparams", ".pth", ".pt", ".pd", ".safetensors")
@@ -137,6 +140,7 @@ class Recorder:
         self._folders: dict[str, tuple[tuple, list[str], list[str]]] = {}  # a folder's listing by the same
         self._lock = threading.Lock()  # prime runs in a thread beside prepare.sh
         self._last: tuple[str, str] | None = None  # the last step started (kind, name)
+        self._tracked: set[str] | None = None  # the files git tracks under test_tipc/output
 
     # ---------------------------------------------------------------- the handshakes
     def prime(self) -> None:
@@ -185,7 +189,7 @@ class Recorder:
             info = os.lstat(folder)
         except OSError:
             return [], []
-        key = (info.st_dev, info.st_ino, info.st_ctime_ns, info.st_mtime_ns)
+        key = (info.st_dev, info.st_ino, info.st_ctime_ns)
         cached = self._folders.get(folder)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
@@ -204,14 +208,29 @@ class Recorder:
         self._folders[folder] = (key, dirs, files)
         return dirs, files
 
+    def _tracked_outputs(self) -> set[str]:
+        """The files git tracks under test_tipc/output (asked once a run; none without git)."""
+        if self._tracked is None:
+            outcome = process.run(process.Request(["git", "ls-files", "-z", "--", OUTPUT], cwd=self.root, timeout=60,
+                                                  stderr="discard", output_cap=16 << 20))
+            names = outcome.output.split("\0") if outcome.ok and not outcome.truncated else []
+            self._tracked = {os.path.normpath(n) for n in names if n}
+        return self._tracked
+
     def weights_before(self) -> tuple[list[Weights], int]:
-        """Every weight file in the repository now, outside the run folder (at most MAX_FILES; how many more)."""
+        """Every weight file in the repository now, outside the run folder (at most MAX_FILES; how many more).
+        Under test_tipc/output only those git tracks: the rest are earlier runs' outputs (a seeded training of
+        another mode may write the very same checkpoint), never a repository's weights."""
         found: list[Path] = []
         skip = str(self.run_dir.resolve())
+        outputs = str(self.root / OUTPUT)
         todo = [str(self.root)]
         while todo:
             folder = todo.pop()
             dirs, files = self._listing(folder)
+            if folder == outputs or folder.startswith(outputs + os.sep):
+                tracked = self._tracked_outputs()
+                files = [f for f in files if os.path.relpath(os.path.join(folder, f), self.root) in tracked]
             found.extend(Path(folder, f) for f in files)
             todo.extend(sub for sub in (os.path.join(folder, d) for d in reversed(dirs) if d not in _SKIP_DIRS)
                         if sub != skip)
