@@ -131,7 +131,7 @@ class Training:
 class Recorder:
     """The records of one run, taken at the runner's handshakes (run/run.py calls ``started`` and ``ended``):
     ``trainings`` by train step name. ``handshake`` is False for a runner that does not wait (a kept one):
-    its trainings are then read after the run (export_check says so)."""
+    its trainings are then read after the run (export_check._training_of)."""
 
     def __init__(self, root: Path, run_dir: Path, max_bytes: int, handshake: bool = True) -> None:
         self.root, self.run_dir, self.max_bytes, self.handshake = root.resolve(), run_dir, max_bytes, handshake
