@@ -540,10 +540,10 @@ def _explain_failures(summary: Summary, ctx: RunContext) -> None:
     failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
     if not failed:
         return
-    known = explain.known_of(ctx.desc, ctx.root)
+    known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))
     for step in failed:
         lines = list(step.tail) if step.kind == PREPARE else log_tail(ctx.root / step.log, explain.TAIL_LINES) if step.log else []
-        step.hint = explain.explain([*lines, step.reason], step.kind, known)
+        step.hint = explain.explain([*lines, step.reason], step.kind, known, step.command)
 
 
 def _note_seeds(summary: Summary, root: Path) -> None:
