@@ -400,3 +400,28 @@ def _file_literals(nodes: list[ast.AST], where: str, skip_lines: set[int]) -> tu
         else:
             reads.append((name, f"{where}:{node.lineno}"))
     return reads, written
+
+
+MODEL_SUFFIXES = (".pdparams", ".pdiparams", ".pdmodel", ".pdopt", ".onnx", ".pth", ".ckpt")
+
+
+def model_file_literals(text: str) -> list[tuple[str, int]]:
+    """The model files a script names by a whole literal path ((literal, line)): ``paddle.load('w/best.pdparams')``,
+    never a part of a joined path (``os.path.join(args.model_dir, 'inference.pdmodel')``) nor a flag's default or help."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    joined = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _call_name(node) in ("join", "Path", "add_argument", "format"):
+            joined.update(id(a) for a in ast.walk(node) if isinstance(a, ast.Constant))
+        elif isinstance(node, (ast.BinOp, ast.JoinedStr)):  # dir + "/x.pdparams", f"{dir}/x.pdparams"
+            joined.update(id(a) for a in ast.walk(node) if isinstance(a, ast.Constant))
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in joined
+                and node.value.lower().endswith(MODEL_SUFFIXES) and len(node.value) < 300 and " " not in node.value
+                and "\n" not in node.value):
+            out.append((node.value, node.lineno))
+    return sorted(set(out), key=lambda item: item[1])
