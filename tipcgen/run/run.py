@@ -450,7 +450,7 @@ class _Pipeline:
             steps, notes, problems = self.kept.records()
             summary.notes.extend(note for note in notes if note not in summary.notes)
             device = summary.provenance.get("device") or provenance.device_info(ctx.env)
-            submission_run.unverified_gpu_cases(steps, self.kept.values, device)
+            submission_run.unverified_gpu_cases(steps, self.kept.values, device, summary.provenance.get("versions") or {})
             return steps, problems
         steps, problems = read_records(ctx.run_dir, ctx.root) if prepare.status == PASSED else ([], [])
         return steps, problems + check_status_lines(ctx.run_dir, steps, RESULT_LOGS[summary.chain])

@@ -302,26 +302,44 @@ def judge_prepare(step: Step, lines: list[str]) -> None:
 
 
 _GPU_VALUE = re.compile(r"^(?:true|gpu|gpu:\d+|1)$", re.I)
+# A step the runner names after a GPU entry of gpu_list (`norm_train_gpus_0_autocast_null`, `gpus_0,1`), not -1.
+# upstream's inference logs: `python_infer_gpu_usetrt_False_precision_fp32_batchsize_1`.
+_GPU_NAME = re.compile(r"(?:^|[_/])gpus?_(\d+(?:,\d+)*)(?=_|$|\.log)|(?:^|_)infer_gpu(?=_|$|\.log)")
 
 
-def unverified_gpu_cases(steps: list[Step], values: dict[str, str], device: dict[str, Any]) -> int:
-    """On a machine with no GPU, a kept runner's GPU case (the inference use_gpu key, or a train device key,
-    set to a GPU value in its command) is not verified here: paddle falls back to the CPU, or the runner
-    prints success for a case that never ran on a GPU. It is SKIPPED, with the reason, never PASSED;
-    how many were."""
-    if device.get("gpus"):
+def cpu_build(versions: dict[str, Any]) -> bool:
+    """The chain's paddle is a CPU build (its version file's cuda_version is False, or the CPU dist)."""
+    return str(versions.get("paddle_cuda_version")) == "False" or versions.get("paddle_dist") == "paddlepaddle"
+
+
+def gpu_case(step: Step, keys: set[str]) -> bool:
+    """A kept runner's GPU case: a GPU value for the inference use_gpu or a train device key in its command, or
+    a name (its log's) after a GPU entry of gpu_list."""
+    words = step.command.split()
+    if any(word.partition("=")[0] in keys and _GPU_VALUE.match(word.partition("=")[2]) for word in words):
+        return True
+    return bool(_GPU_NAME.search(step.name) or _GPU_NAME.search(Path(step.log).name if step.log else ""))
+
+
+def unverified_gpu_cases(steps: list[Step], values: dict[str, str], device: dict[str, Any],
+                         versions: dict[str, Any] | None = None) -> int:
+    """On a machine with no GPU, or with a CPU build of paddle, a kept runner's GPU case (``gpu_case``) is not
+    verified here: paddle runs it on the CPU, or the runner prints success for a case that never ran on a GPU.
+    It is SKIPPED, with the reason, never PASSED; how many were."""
+    cpu_paddle = cpu_build(versions or {})
+    if device.get("gpus") and not cpu_paddle:
         return 0
+    why = ("a GPU case run by a CPU build of paddle (" + str((versions or {}).get("paddle_dist") or "no CUDA") + ")"
+           if cpu_paddle and device.get("gpus") else
+           "a GPU case on a machine with no GPU (" + (device.get("note") or "nvidia-smi lists none") + ")")
     keys = {values.get(f"{fld}:key", "") for fld in ("inference.use_gpu", "train.device")} - {"", "null"}
     count = 0
     for step in steps:
-        if step.status != PASSED:
+        if step.status != PASSED or not gpu_case(step, keys):
             continue
-        words = step.command.split()
-        if any(word.partition("=")[0] in keys and _GPU_VALUE.match(word.partition("=")[2]) for word in words):
-            step.status, step.device = SKIPPED, "gpu"
-            step.reason = ("a GPU case on a machine with no GPU (" + (device.get("note") or "nvidia-smi lists none")
-                           + "): not verified here; run it where a GPU and a GPU build of paddle are")
-            count += 1
+        step.status, step.device = SKIPPED, "gpu"
+        step.reason = why + ": it ran on the CPU, not verified as a GPU case here; run it where a GPU and a GPU build of paddle are"
+        count += 1
     return count
 
 
