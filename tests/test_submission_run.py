@@ -317,3 +317,35 @@ def test_a_case_named_after_a_gpu_entry_is_never_passed_without_a_gpu_paddle(nam
         assert ("CPU build of paddle" in step.reason) == bool(device["gpus"]), step.reason
     else:
         assert count == 0 and step.status == "passed", (name, machine)
+
+
+def test_a_kept_runner_s_failure_gets_the_cause_and_hint_tipcgen_s_runner_gives(tmp_path: Path) -> None:
+    """The same output, the same hint: a training with no log of its own (its output is the runner's, before its
+    status line) that cannot open its data file, and an inference (its own log) refused by argparse."""
+    def edit(repo: Path) -> None:
+        train = repo / "train.py"
+        train.write_text(train.read_text().replace("with open(args.data_file) as f:",
+                                                   'with open("data/train_list.txt") as f:'))
+        infer = repo / "infer.py"
+        infer.write_text(infer.read_text().replace('p.add_argument("--batch_size", type=int, default=1)',
+                                                   'p.add_argument("--batch_size", type=int, choices=[1], default=1)'))
+
+    from tipcgen.results import explain
+
+    repo = make_own_repo(tmp_path, edit)
+    tipcgen("run", "-q", cwd=repo)
+    summary = json.loads((repo / SUMMARY).read_text())
+    steps = {s["name"]: s for s in summary["steps"]}
+    train = steps["train"]
+    assert train["status"] == "failed" and "FileNotFoundError" in train["reason"], train
+    assert train["hint"].startswith("data/train_list.txt is missing") and any("Traceback" in line for line in train["tail"])
+    # what tipcgen's runner's step gives for this output (its log's lines, its reason last)
+    from tipcgen.run import provenance
+
+    known = explain.known_of(provenance.load_descriptor(repo, "own_model")[0], repo)
+    assert train["hint"] == explain.explain([*train["tail"], train["reason"]], "train", known, train["command"])
+    infer = steps["python_infer_cpu_batchsize_2"]
+    assert "error: argument --batch_size: invalid choice" in infer["reason"] and "refuses --batch_size" in infer["hint"]
+    assert steps["python_infer_cpu_batchsize_1"]["status"] in ("failed", "passed")  # fed by the failed training
+    # a step that passed gets neither
+    assert all(not s.get("hint") for s in summary["steps"] if s["status"] == "passed")

@@ -584,7 +584,7 @@ def _explain_failures(summary: Summary, ctx: RunContext) -> None:
         return
     known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))
     for step in failed:
-        lines = list(step.tail) if step.kind == PREPARE else log_tail(ctx.root / step.log, explain.TAIL_LINES) if step.log else []
+        lines = list(step.tail) if step.kind == PREPARE or not step.log else log_tail(ctx.root / step.log, explain.TAIL_LINES)
         step.hint = explain.explain([*lines, step.reason], step.kind, known, step.command)
 
 

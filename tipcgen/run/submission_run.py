@@ -16,6 +16,7 @@ import re
 import shlex
 import shutil
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -198,11 +199,19 @@ class KeptRun:
         self.printed: list[str] = []
         self.printed_at: list[float] = []  # when each status line was printed (a step's end)
         self.runner_started: float | None = None  # set by the pipeline as the runner starts
+        self.segment: deque = deque(maxlen=SEGMENT_LINES)  # the runner's output since its last status line
+        self.outputs: list[list[str]] = []  # before each printed status line: its step's output, where printed
 
     def line(self, line: str) -> None:
+        if self.runner_started is None:
+            return  # prepare.sh's output: its own step's log
         if _STATUS.search(_ANSI.sub("", line)):
             self.printed.append(line)
             self.printed_at.append(time.time())
+            self.outputs.append(list(self.segment))
+            self.segment.clear()
+        else:
+            self.segment.append(line)
 
     def records(self) -> tuple[list[Step], list[str], list[str]]:
         """The steps of the status lines written during the run, the notes on where they were read, the problems."""
@@ -215,6 +224,7 @@ class KeptRun:
             steps += read_status_lines(self.printed, self.values, root)
             notes.append("no results_python.log grew during the run: the status lines are those the runner printed")
         annotate(steps, self.values, root)
+        explain_failed(steps, self.outputs if len(self.outputs) == len(steps) else [], root)
         if not steps:
             problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
                             + ", ".join(str(p.relative_to(root)) for p in self.logs) + " and the whole tree)")
@@ -231,6 +241,36 @@ class KeptRun:
             return [(at, step.kind, step.name) for at, step in zip([self.runner_started, *self.printed_at], steps)]
         first = next((s for s in steps if s.kind == TRAIN), None)
         return [(self.runner_started, TRAIN, first.name)] if first is not None else []
+
+
+SEGMENT_LINES = 200
+TAIL = 20
+# The line a failed step's output names its failure with: a Python exception, argparse's error, a shell's.
+_CAUSE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Exit|Interrupt)\b(?::.*)?|.*\berror: .+|.*: command not found"
+                    r"|Killed|Segmentation fault.*|.*No such file or directory.*)$")
+
+
+def explain_failed(steps: list[Step], outputs: list[list[str]], root: Path) -> None:
+    """A kept runner's failed step as tipcgen's runner gives it: the last lines of its output (its own log, else
+    what the runner printed before its status line: ``outputs``, one list per step, or none) under it, and the
+    cause, the line its output names the failure with (else what its status line alone says). The hint is
+    written from those lines as for any step (run._explain_failures)."""
+    from tipcgen.results.results import log_tail
+
+    for index, step in enumerate(steps):
+        if step.status != FAILED:
+            continue
+        lines = log_tail(root / step.log, SEGMENT_LINES) if step.log else outputs[index] if outputs else []
+        lines = [_ANSI.sub("", line).rstrip() for line in lines]
+        if not step.tail:
+            step.tail = [line for line in lines if line.strip()][-TAIL:]
+        if not step.reason:
+            cause = next((line.strip() for line in reversed(lines) if _CAUSE.match(line.strip())), "")
+            last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+            step.reason = (f"its output ends in: {cause[:200]}" if cause else
+                           f"its status line says it failed; its last line: {last[:200]}" if last else
+                           "its status line says it failed (the runner records no exit code, and it printed nothing "
+                           "for this step)")
 
 
 def _passed(command: str, key: str) -> str | None:
