@@ -427,3 +427,19 @@ def test_from_pretrained_offline_says_how_to_go_on(tmp_path: Path):
     assert "from_pretrained(bert-base-chinese)" in hint and "put that path where from_pretrained names bert-base-chinese" in hint
     # no from_pretrained in the traceback: the older advice
     assert "from_pretrained" not in explain.explain([log[0], log[1], "    x()", log[-1]], "train", k)
+
+
+
+@given(st.sampled_from(["https://paddle-imagenet-models-name.bj.bcebos.com/dygraph/" + "x" * 80 + "/ResNet50_pretrained.pdparams",
+                        "https://bj.bcebos.com/v1/ai-studio-online/netdisk/train_data.tar?authorization=bce-auth-v1%2F2024",
+                        "http://example.invalid/data.zip"]),
+       st.sampled_from(["\x1b[0m", "'", ").", "...", "\x1b[33m failed", "]"]))
+def test_a_download_url_is_shown_whole_or_by_its_host_and_file(url, after):
+    """wget/curl lines with colour codes and punctuation after the URL (the prepare.sh hint of issue #56 showed
+    one garbled): the hint names the host and the file, never a URL cut inside a name or an escape."""
+    log = [f"--2026-01-01 10:00:00--  {url}{after}", f"wget: unable to resolve host address; urlopen error [Errno -3] for {url}{after}"]
+    hint = explain.explain(log, "prepare", known())
+    shown = hint.split("download (", 1)[1].split("), offline", 1)[0]
+    assert "\x1b" not in hint and shown.startswith(url.split("/")[0] + "//" + url.split("/")[2])
+    assert shown == url or shown.endswith("/" + url.rsplit("/", 1)[-1].split("?")[0][-60:]) or shown.endswith("/..."), shown
+    assert "data.files in tipc.yaml" in hint and "--data-dir" in hint

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from tipcgen.configs import script_reading
 from tipcgen.configs.script_reading import Reading
 from tipcgen.format import layout
-from tipcgen.format.words import EVAL, EXPORT, INFER, TRAIN
+from tipcgen.format.words import EVAL, EXPORT, INFER, PREPARE, TRAIN
 
 TAIL_LINES = 200
 MAX_HINT = 400
@@ -324,11 +324,29 @@ def _literal_workers(reading: Reading | None) -> str:
     return reading.workers if reading is not None and reading.workers else ""
 
 
+# A URL as logs print it: never an ANSI escape, a bracket or a quote that follows it (wget, curl, tqdm, colour codes)
+_URL = re.compile(r"https?://[^\s'\"()<>\[\]{}|\\^`\x00-\x1f\x7f]+")
+
+
+def _url_text(url: str, size: int = 90) -> str:
+    """A URL shown whole, or as scheme://host/.../file when long: never cut inside a name."""
+    url = url.rstrip(".,;:!?*")
+    if len(url) <= size:
+        return url
+    head, _, rest = url.partition("://")
+    host, _, path = rest.partition("/")
+    name = path.rsplit("/", 1)[-1].split("?", 1)[0][-60:]
+    return f"{head}://{host}/.../{name}" if name else f"{head}://{host}/..."
+
+
 def _network(match: re.Match, kind: str, known: Known, lines: list[str]) -> str:
     reading = known.readings.get(kind)
-    urls = [u for line in lines for u in re.findall(r"https?://[^\s'\")>]+", line)]
-    url = re.search(r"https?://[^\s'\")>]+", match.string) or (re.match(r".+", urls[-1]) if urls else None)
-    what = (url.group(0) if url else match.group(0).strip())[:80]
+    urls = [u for line in lines for u in _URL.findall(line)]
+    found = _URL.search(match.string)
+    what = _url_text(found.group(0) if found else urls[-1]) if (found or urls) else _short(match.group(0).strip(), 80)
+    if kind == PREPARE:
+        return (f"prepare.sh tried to download ({what}), offline: ship that file as lite data (data.files in "
+                f"{known.descriptor}), or download it once and pass its folder as the whole data (tipcgen run --data-dir DIR)")
     for arg in (reading.args if reading else ()):
         off = script_reading.download_off(arg)
         if off is not None:
