@@ -349,3 +349,33 @@ def test_a_kept_runner_s_failure_gets_the_cause_and_hint_tipcgen_s_runner_gives(
     assert steps["python_infer_cpu_batchsize_1"]["status"] in ("failed", "passed")  # fed by the failed training
     # a step that passed gets neither
     assert all(not s.get("hint") for s in summary["steps"] if s["status"] == "passed")
+
+
+def test_the_keys_check_judges_a_kept_runner_by_what_it_passes(tmp_path: Path, monkeypatch) -> None:
+    """A key the kept runner reads into a variable no command uses is never passed: import and lint do not call it
+    an error (they did, issue #56); once a command passes it, both do."""
+    from tipcgen.configs import importer, lint
+
+    def reads_device(repo: Path) -> None:
+        runner = repo / paths.BASIC_RUNNER
+        runner.write_text(runner.read_text().replace('epoch_key=$(func_parser_key "${lines[6]}")',
+                                                     'device_key=$(func_parser_key "${lines[4]}")\n'
+                                                     'epoch_key=$(func_parser_key "${lines[6]}")'))
+        desc = repo / "tipc.yaml"
+        desc.write_text(desc.read_text().replace("device: {key: --device,", "device: {key: --no_such_flag,"))
+
+    repo = make_own_repo(tmp_path, reads_device)
+    monkeypatch.setenv("FLAGS_own_runner", "1")  # the scripts' --help needs it (the descriptor's env:)
+    config = repo / "test_tipc/configs/own_model/train_infer_python.txt"
+    assert "--no_such_flag" in config.read_text()
+    problems = importer.flag_problems(config, repo)
+    assert not any("--no_such_flag" in p or "exited" in p for p in problems), problems
+    findings = lint.lint_report([config], repo, check_flags=True)
+    assert not any("--no_such_flag" in f.message for f in findings), findings
+    # the runner passes it now: the same check reports it
+    runner = repo / paths.BASIC_RUNNER
+    runner.write_text(runner.read_text().replace('cmd="${python} ${norm_train} ${set_save}',
+                                                 'set_device=$(func_set_params "${device_key}" "cpu")\n'
+                                                 'cmd="${python} ${norm_train} ${set_device} ${set_save}'))
+    problems = importer.flag_problems(config, repo)
+    assert any("--no_such_flag" in p and p.startswith("error") for p in problems), problems
