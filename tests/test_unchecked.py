@@ -29,13 +29,13 @@ CHECKS = st.sampled_from([
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.sampled_from(["prepare", "train", "eval", "export", "infer"]), max_size=6),
        st.lists(st.tuples(CHECKS, st.sampled_from(["passed", "failed"]), st.sampled_from(["fixed", "golden", "trained", "git"])),
-                max_size=3))
-def test_the_summary_s_gaps_are_said_exactly_where_they_are(kinds, checks):
+                max_size=3), st.sampled_from(["basic", "benchmark"]))
+def test_the_summary_s_gaps_are_said_exactly_where_they_are(kinds, checks, chain):
     steps = [Step(kind=k, name=f"{k}_{i}", status="passed") for i, k in enumerate(kinds)]
     steps += [Step(kind="check", name=f"c{i}", status=status, reference=ref, check=check)
               for i, ((check, _), status, ref) in enumerate(checks)]
-    notes = unchecked.summary_notes(Summary(model="m", mode="lite_train_lite_infer", config="c", steps=steps))
-    assert any(NO_EVAL in n for n in notes) == ("train" in kinds and "eval" not in kinds)
+    notes = unchecked.summary_notes(Summary(model="m", mode="lite_train_lite_infer", config="c", steps=steps, chain=chain))
+    assert any(NO_EVAL in n for n in notes) == ("train" in kinds and "eval" not in kinds and chain == "basic")
     said = sum(NOTHING in n for n in notes)
     assert said == sum(1 for (_, empty), status, ref in checks if empty and status == "passed" and ref in ("fixed", "golden"))
     assert all(n.startswith(unchecked.PREFIX) for n in notes)

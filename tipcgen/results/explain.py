@@ -2,11 +2,16 @@
 
 ``RULES`` is the table: each rule has the log patterns that recognise a failure (a missing file, a
 download attempted offline, a DataLoader worker crash, an argparse refusal, a checkpoint the training did
-not write, the file size limit) and the function that writes the hint from what tipcgen knows: the
-descriptor's keys (which field passes which flag) and the scripts' source, read with ``ast``
-(``configs/script_reading``: a flag's default, a download switch, the flag whose block prepares a data
-file, the flag that gates saving). Only the log's tail is read (``results.log_tail``: at most 64 KiB).
-The first rule that matches wins; a failure no rule knows gets no hint.
+not write, the file size limit, a step timeout, paddle.fluid, Paddle 3's export and predictor traps, a bare
+assert on a flag) and the function that writes the hint from what tipcgen knows: the descriptor's keys
+(which field passes which flag) and env:, the scripts' source, read with ``ast`` (``configs/script_reading``:
+a flag's default, a download switch, the flag whose block prepares a data file, the flag that gates saving),
+the failed step's command (what it passed: no `--workers 0` advice to a step that passes 0), what the
+training left in its output folder, and which kinds failed in the run. A rule whose explanation finds that
+it does not apply returns '' and the next rule is tried: a hint that does not apply is worse than none.
+Only the log's tail is read (``results.log_tail``: at most 64 KiB); the runner's reason for the step is its
+last line (a ``last_only`` rule reads nothing else). The first rule that answers wins; a failure no rule
+knows gets no hint.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ def summary_notes(summary: Summary) -> list[str]:
     """The gaps the summary itself shows (each note begins with PREFIX)."""
     notes = []
     kinds = {step.kind for step in summary.steps}
-    if TRAIN in kinds and EVAL not in kinds:
+    if summary.chain == "basic" and TRAIN in kinds and EVAL not in kinds:  # benchmark_train times, never evaluates
         notes.append(PREFIX + "no eval step ran (eval: null in the descriptor, or no eval line in the config): the "
                      "run proves the training ran and exported, not what the trained model scores")
     for step in summary.steps:
