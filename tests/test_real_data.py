@@ -202,6 +202,12 @@ def test_doctor_notices_an_inference_script_that_loads_pdmodel(tmp_path: Path):
     [check] = doctor._legacy_format(repo, config, pir=True, old_ir=lambda: broke)
     assert check.status == "fail" and "the runner exports FLAGS_enable_pir_api=0" in check.detail
     assert "remove FLAGS_enable_pir_api from env: in the descriptor" in check.fix
+    # a script that reads inference.json under a runner that sets the flag: said only where the export breaks
+    infer.write_text(infer.read_text().replace('MODEL_FILE = "inference.pdmodel"', 'MODEL_FILE = "inference.json"'))
+    [check] = doctor._legacy_format(repo, config, pir=True, old_ir=lambda: broke)
+    assert check.status == "fail" and "does not need it" in check.detail and "remove FLAGS_enable_pir_api" in check.fix
+    assert doctor._legacy_format(repo, config, pir=True, old_ir=lambda: (True, "inference.pdmodel")) == []
+    assert doctor._legacy_format(repo, config, pir=False, old_ir=lambda: broke) == []
 
 
 def test_a_script_that_reads_both_formats_needs_no_flag(tmp_path: Path):

@@ -99,6 +99,12 @@ def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
     command = line.value if line is not None else None
     if not needs_env(root, command):
         return None
+    return script_of(command) or "", flag_in_runner(root, config_path)
+
+
+def flag_in_runner(root: Path, config_path: Path) -> bool:
+    """Whether the repository's generated shell exports FLAGS_enable_pir_api=0 to the config's model."""
+    config = TipcConfig.read(root / config_path)
     common = ""
     for rel in (STEPS_SH, COMMON_FUNC):  # the model arms: tipc_steps.sh, or common_func.sh in a render before it
         try:  # through the one reader: a regular file of bounded size (a FIFO there is not waited on)
@@ -106,7 +112,7 @@ def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
         except TipcgenError:
             pass
     model = config.slot(chain.name_of("model_name"))
-    return script_of(command) or "", runner_sets_flag(common, model.value if model is not None else "")
+    return runner_sets_flag(common, model.value if model is not None else "")
 
 
 def imported_env(text: str, root: Path) -> tuple[str, str | None]:

@@ -353,8 +353,14 @@ def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None) -> lis
     (a callable, asked only under PIR): whether an export under FLAGS_enable_pir_api=0 works with this paddle,
     so that the flag is advised only where it helps, and said to break the export where it is set and fails."""
     found = legacy_format.config_state(root, config_path)
-    if found is None:
-        return []
+    if found is None:  # a script that reads inference.json: the flag only costs, where the runner sets it
+        probe = old_ir() if pir and old_ir is not None and legacy_format.flag_in_runner(root, config_path) else None
+        if probe is None or probe[0]:
+            return []
+        return [Check("inference format", "fail", f"the runner exports {legacy_format.FLAG}=0 for export and inference, "
+                      f"but a probe export of a small model under it failed with this paddle ({probe[1]}), and the "
+                      "inference script does not need it (it does not load inference.pdmodel only)",
+                      f"remove {legacy_format.FLAG} from env: in the descriptor and re-render (tipcgen init DESCRIPTOR --force)")]
     script, runner_sets_flag = found
     at = legacy_format.pdmodel_line(root, script)
     where = f" ({at})" if at else ""
