@@ -325,6 +325,9 @@ def test_a_pdmodel_the_export_did_not_write_names_the_infer_line(tmp_path: Path)
     hint = explain.explain(log, "infer", repo_known(tmp_path))
     assert "the export wrote inference.json (Paddle 3's PIR format)" in hint and "(infer.py:10)" in hint
     assert "only if the export works under it" in hint
+    predictor = traceback("RuntimeError: (NotFound) Cannot open file ./out/export/inference.pdmodel, please confirm "
+                          "whether the file is normal.")  # Paddle 3.3.1's create_predictor, as it says it
+    assert "the export wrote inference.json (Paddle 3's PIR format)" in explain.explain(predictor, "infer", repo_known(tmp_path))
     hint = explain.explain(log, "infer", repo_known(tmp_path, env={"FLAGS_enable_pir_api": "0"}))
     assert "PIR format" not in hint  # the flag is set: the export should have written .pdmodel
     hint = explain.explain(log, "infer", repo_known(tmp_path, failed=frozenset({"export"})))

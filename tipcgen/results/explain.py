@@ -566,7 +566,8 @@ RULES: tuple[Rule, ...] = (
                             r"FileNotFoundError: (?:\[Errno 2\] )?(?:.*?)['\"]?([\w./-]+\.\w+)['\"]?(?: not found| does not exist|$)",
                             r"(?:file|path) ([\w./-]+\.\w+) (?:not found|does not exist)",
                             r"Unable to (?:open|synchronously open) file \(.*name = '([^']+)'",
-                            r"The ``path`` \(([^)]+)\) to load model not exists"), _missing_file),
+                            r"The ``path`` \(([^)]+)\) to load model not exists",
+                            r"\(NotFound\) Cannot open file ([^\s,]+), please confirm"), _missing_file),
     Rule("assertion", _c(r"^AssertionError\b"), _assertion),
 )
 
