@@ -265,6 +265,15 @@ def test_a_timeout_says_what_ran_and_how_far_it_got(log, kind, limit):
     assert ("train.epochs" in hint) == (kind == "train")
 
 
+def test_a_timeout_does_not_take_the_settings_for_progress():
+    log = ["Namespace(epoch=10, batch_size=8, step=5)", "{'epoch': 10, 'iters': 100}", "loading data",
+           "timeout after 600 s"]
+    hint = explain.explain(log, "train", known(), "python train.py")
+    assert "no epoch or iteration in its log; its last line: 'loading data'" in hint, hint
+    log = ["Namespace(epoch=10)", "Epoch [2/10] iter 30/200 loss 0.4", "timeout after 600 s"]
+    assert "last seen: epoch 2/10, iteration 30/200" in explain.explain(log, "train", known(), "python train.py")
+
+
 def test_a_timeout_is_read_from_the_runner_s_reason_only():
     """A log that prints `timeout after 30 s` (a retry loop's message) is not the step's timeout."""
     for log in (["timeout after 30 s", "ZeroDivisionError: division by zero", "exit code 1"],

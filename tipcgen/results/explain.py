@@ -150,13 +150,16 @@ def _where(frame: tuple[str, str] | None, known: Known) -> str:
     return f"{path}:{line}"
 
 
-_EPOCH = re.compile(r"\bepoch(?:_id|es|s)?\b\s*[:=#\[(]?\s*(\d+)(?:\s*(?:/|of)\s*(\d+))?", re.IGNORECASE)
+_EPOCH = re.compile(r"\bepoch(?:_id)?\b\s*[:=#\[(]?\s*\[?(\d+)(?:\s*(?:/|of)\s*(\d+))?", re.IGNORECASE)
 _ITER = re.compile(r"\b(?:iter(?:ation)?s?|step|batch(?:_id)?)\b\s*[:=#\[(]?\s*(\d+)(?:\s*(?:/|of)\s*(\d+))?", re.IGNORECASE)
+
+
+_SETTINGS = re.compile(r"Namespace\(|\bargs\b|\bconfig\b|\{'|\": ", re.IGNORECASE)  # a print of the settings
 
 
 def _last_seen(pattern: re.Pattern, lines: list[str]) -> str:
     for line in reversed(lines):
-        found = pattern.search(line)
+        found = pattern.search(line) if not _SETTINGS.search(line) else None
         if found:
             return found.group(1) + (f"/{found.group(2)}" if found.group(2) else "")
     return ""
