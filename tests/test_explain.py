@@ -455,3 +455,29 @@ def test_a_download_url_is_shown_whole_or_by_its_host_and_file(url, after):
     assert "\x1b" not in hint and shown.startswith(url.split("/")[0] + "//" + url.split("/")[2])
     assert shown == url or shown.endswith("/" + url.rsplit("/", 1)[-1].split("?")[0][-60:]) or shown.endswith("/..."), shown
     assert "data.files in tipc.yaml" in hint and "--data-dir" in hint
+
+
+FIXED_INTERVAL = textwrap.dedent('''
+    import argparse, paddle
+    p = argparse.ArgumentParser()
+    p.add_argument("--epochs", type=int, default=1)
+    args = p.parse_args()
+    for epoch in range(args.epochs):
+        if epoch % 2 == 0:
+            print("even epoch")
+        if (epoch + 1) % 10 == 0:
+            paddle.save(model.state_dict(), "out/model.pdparams")
+''')
+
+
+def test_a_save_at_a_fixed_interval_is_named_with_its_line(tmp_path: Path):
+    missing = traceback("FileNotFoundError: [Errno 2] No such file or directory: 'out/model.pdparams'")
+    hint = explain.explain(missing, "eval", Known(scripts={"train": "train.py"}, checkpoint="model.pdparams",
+                                                  readings={"train": read_source(FIXED_INTERVAL, "train.py")}))
+    assert "saves only at a fixed interval (every 10 at train.py:9)" in hint and "train.epochs in tipc.yaml" in hint, hint
+    # near misses: a flag's interval (the gate's hint), a modulo with no save under it, an interval of 1
+    for source in (TRAIN, FIXED_INTERVAL.replace("paddle.save(model.state_dict(), \"out/model.pdparams\")", "print(1)"),
+                   FIXED_INTERVAL.replace("% 10", "% 1")):
+        hint = explain.explain(missing, "eval", Known(scripts={"train": "train.py"}, checkpoint="model.pdparams",
+                                                      readings={"train": read_source(source, "train.py")}))
+        assert "fixed interval" not in hint, hint

@@ -80,6 +80,7 @@ class Reading:
     readable: bool = False
     workers: str = ""  # `num_workers=16 at train.py:40`: a loader's worker count set in code
     made: tuple[str, ...] = ()  # the data file names the code opens for writing
+    intervals: tuple[str, ...] = ()  # `every 10 epochs at train.py:57`: a save under `% <literal>`, no flag to change it
 
     def arg(self, flag: str) -> Arg | None:
         key = _norm(flag)
@@ -193,18 +194,20 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
     files: list[tuple[str, str]] = []
     workers = ""
     made: set[str] = set()
+    intervals: list[str] = []
     for where, one in trees:
         workers = workers or _workers(one, where)
         found = _uses(one, dests)
         used = None if found is None or used is None else used | found
         gates.extend(_gates(one, dests, where))
+        intervals.extend(_intervals(one, where))
         reads, written = _file_literals(one, where, {a.line for a in args} if one is nodes else set())
         files.extend(reads)
         made.update(written)
     if not used or unknown or _handed_on(trees):
         used = None  # no flag read by name (a stub), or the namespace handed to code not read here: say nothing
     return Reading(path, args, frozenset(used) if used is not None else None, tuple(gates), tuple(files), True, workers,
-                   tuple(sorted(made)))
+                   tuple(sorted(made)), tuple(intervals[:3]))
 
 
 def read_script(root: Path, rel: str) -> Reading:
@@ -347,6 +350,24 @@ def _workers(nodes: list[ast.AST], where: str) -> str:
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     return f"num_workers={value} at {where}:{node.lineno}"
     return ""
+
+
+def _intervals(nodes: list[ast.AST], where: str) -> list[str]:
+    """Saves under an ``if`` whose test is ``... % <int literal above 1>`` (``(epoch + 1) % 10 == 0``): a fixed
+    interval no flag changes, which a short run may never reach."""
+    out = []
+    for node in nodes:
+        if not isinstance(node, ast.If):
+            continue
+        every = next((n.right.value for n in ast.walk(node.test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                      and isinstance(n.right, ast.Constant) and isinstance(n.right.value, int)
+                      and not isinstance(n.right.value, bool) and n.right.value > 1), None)
+        if every is None:
+            continue
+        calls = [_call_name(n) for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+        if any(c and _SAVE_CALL.search(c) for c in calls):
+            out.append(f"every {every} at {where}:{node.lineno}")
+    return out
 
 
 def _reads(node: ast.AST, dests: set[str]) -> set[str]:

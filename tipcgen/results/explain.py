@@ -434,6 +434,11 @@ def _unsaved(name: str, folder: Path | None, known: Known) -> str:
             value = f"{arg.name} True" if arg.switch and arg.action != "store_true" else arg.name if arg.action == "store_true" else f"{arg.name} 1"
             return (f"the train step wrote no {name}: {_script_of(TRAIN, known)} saves only when {arg.name} says so "
                     f"({gate.where}); " + _edit(TRAIN, value, known))
+    fixed = train.intervals[0] if train is not None and train.intervals else ""
+    if fixed:
+        return (f"the train step wrote no {name}: {_script_of(TRAIN, known)} saves only at a fixed interval ({fixed}), "
+                "which this run's epochs or iterations may not reach: train for that many (train.epochs in "
+                f"{known.descriptor}), or make the interval a flag (or save at the last epoch too)")
     if folder is not None and folder.is_dir():
         return (f"the train step saved no checkpoint in its output folder ({_short(_rel(folder, known), 80)}): "
                 f"{_script_of(TRAIN, known)} saves elsewhere (a save-dir flag no field passes: train.output_dir's key) "
