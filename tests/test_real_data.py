@@ -278,3 +278,24 @@ def test_the_old_ir_probe_tells_what_this_paddle_does(tmp_path: Path):
     script.write_text(doctor._OLD_IR_PROBE.replace('os.environ["FLAGS_enable_pir_api"] = "0"', "", 1))
     under_pir = subprocess.run(["python", str(script)], capture_output=True, text=True, cwd=tmp_path)
     assert '"ok": true' in under_pir.stdout and "inference.json" in under_pir.stdout, under_pir.stdout[-500:]
+    # the hints' rules on what this paddle really says: the export under the flag, a predictor with memory_optim
+    from tipcgen.results import explain
+
+    if not found[0]:
+        hint = explain.explain(["Traceback (most recent call last):", found[1]], "export",
+                               explain.Known(env={"FLAGS_enable_pir_api": "0"}))
+        assert "the export failed under FLAGS_enable_pir_api=0" in hint, (found, hint)
+    predictor = tmp_path / "predictor.py"
+    predictor.write_text(
+        "import os, paddle, paddle.inference as pi\n"
+        "m = paddle.nn.Linear(4, 3)\nm.eval()\n"
+        "paddle.jit.save(m, 'out/inference', input_spec=[paddle.static.InputSpec([None, 4], 'float32')])\n"
+        "prefix = 'out/inference.json' if os.path.exists('out/inference.json') else 'out/inference.pdmodel'\n"
+        "c = pi.Config(prefix, 'out/inference.pdiparams')\nc.disable_gpu()\nc.enable_memory_optim()\n"
+        "pi.create_predictor(c)\nprint('built')\n")
+    built = subprocess.run(["python", str(predictor)], capture_output=True, text=True, cwd=tmp_path)
+    hint = explain.explain((built.stdout + built.stderr).splitlines(), "infer", explain.Known())
+    if paddle.__version__.startswith("3.3"):
+        assert built.returncode != 0 and "remove config.enable_memory_optim()" in hint, (built.stderr[-800:], hint)
+    else:
+        assert built.returncode != 0 or hint == ""
