@@ -480,3 +480,25 @@ def test_a_save_at_a_fixed_interval_is_named_with_its_line(tmp_path: Path):
         hint = explain.explain(missing, "eval", Known(scripts={"train": "train.py"}, checkpoint="model.pdparams",
                                                       readings={"train": read_source(source, "train.py")}))
         assert "fixed interval" not in hint, hint
+
+
+FRAGMENTS = ["timeout after 600 s", "AssertionError", "    assert args.val_dir", '  File "infer.py", line 9, in <module>',
+             "ModuleNotFoundError: No module named 'paddle.fluid'", "error: argument --x: Boolean value expected.",
+             "TypeError: matmul(): argument 'x' (position 0) must be Value, but got Variable",
+             "ValueError: (InvalidArgument) Not find predictor_id 0 and pass_name memory_optimize_pass",
+             "RuntimeError: ConvertPirAttribute2RuntimeAttribute not support", "    m = X.from_pretrained(args.model)",
+             "urlopen error [Errno -3]", "https://h.example/" + "p/" * 60 + "w.pdparams\x1b[0m",
+             "No such file or directory: '../../etc/passwd.pdparams'", "No such file or directory: '/abs/out/model.pdparams'",
+             "RuntimeError: (NotFound) Cannot open file ./out/inference.pdmodel, please confirm",
+             "it wrote no checkpoint ../x/model.pdparams (train_model_name 'model.pdparams', ...)", "Epoch [1/2] iter 3"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=80)), max_size=25),
+       st.sampled_from(["train", "eval", "export", "infer", "prepare", "check"]), st.text(max_size=120),
+       st.sampled_from([{}, {"FLAGS_enable_pir_api": "0"}]))
+def test_the_new_rules_on_any_mix_give_one_bounded_line_and_read_nothing_outside(tmp_path_factory, lines, kind, command, env):
+    root = tmp_path_factory.mktemp("repo")
+    hint = explain.explain(lines, kind, repo_known(root, env=env, failed=frozenset({"export"})), command)
+    assert "\n" not in hint and len(hint) <= explain.MAX_HINT and "\x1b" not in hint
+    assert "passwd" not in hint or "passwd.pdparams" in " ".join(lines)  # said only as the log said it

@@ -597,8 +597,11 @@ def explain(lines: list[str], kind: str, known: Known, command: str = "") -> str
             hint = rule.explain(found, kind, known, lines[-TAIL_LINES:])
             if hint:
                 hint = hint.replace("{field}", f"{SCRIPT_FIELD.get(kind, 'the script command')} in {known.descriptor}")
-                return " ".join(hint.split())[:MAX_HINT]
+                return " ".join(_CONTROL.sub("", hint).split())[:MAX_HINT]
     return ""
+
+
+_CONTROL = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # colour codes, control characters
 
 
 def _by_line(pattern: re.Pattern, lines: list[str]):
