@@ -228,6 +228,8 @@ def test_import_names_the_line_and_never_adds_the_flag_unasked(tmp_path: Path):
     assert "env:" not in plain
     (repo / "stub/stub_infer.py").write_text((repo / "stub/stub_infer.py").read_text() + "# loads inference.pdmodel\n"
                                              'PROGRAM = "inference.pdmodel"\n')
+    printed = tipcgen("import", CONFIG, cwd=repo, check=True)
+    assert "FLAGS_enable_pir_api" not in printed.stdout and "loads inference.pdmodel only" in printed.stderr
     proc = tipcgen("import", CONFIG, "-o", "imported.yaml", cwd=repo, check=True)
     assert "stub/stub_infer.py loads inference.pdmodel only" in proc.stdout
     assert "make it load inference.json when there is no .pdmodel (stub/stub_infer.py:" in proc.stdout
