@@ -97,5 +97,5 @@ def test_a_training_that_saves_nothing_fails_naming_the_checkpoint_it_did_not_wr
     assert proc.returncode == 1, proc.stdout + proc.stderr
     train = next(s for s in steps[""]["steps"] if s["kind"] == "train")  # a skip may share its name
     assert train["status"] == "failed" and train["reason"].startswith(
-        f"it wrote no .pdparams into {SAVE} (train_model_name '.', the descriptor's train.checkpoint)")
+        f"it wrote no checkpoint (.pdparams, .pth, .pd, .pt) into {SAVE} (train_model_name '.', the descriptor's train.checkpoint)")
     assert "the training saves (a flag that gates saving" in proc.stdout
