@@ -143,13 +143,15 @@ def written_checkpoints(save: Path, since: float | None = None, until: float | N
 def missing_checkpoint(save: Path, name: str | None, written: list[Path]) -> Path | None:
     """The checkpoint the config names (``<train output>/<train_model_name>``: a file of any name, the file
     with a ``CHECKPOINT_SUFFIXES`` suffix added (a script that saves ``name + '.pth'``), or a folder holding a
-    checkpoint file (``is_checkpoint_file``); ``.`` is the output folder itself) when the training did not write it; None when it did, or when the config names none."""
+    checkpoint file (``is_checkpoint_file``); ``.`` is the output folder itself) when the training did not
+    write it; None when it did, or when the config names none."""
     if not name:
         return None
     target = save / name
-    for candidate in (target, *(save / f"{name}{suffix}" for suffix in CHECKPOINT_SUFFIXES)):
-        if candidate in written or (candidate.is_file() and not candidate.name.endswith(".pdparams")):
-            return None
+    if any(candidate in written for candidate in (target, *(save / f"{name}{suffix}" for suffix in CHECKPOINT_SUFFIXES))):
+        return None
+    if target.is_file() and not target.name.endswith(CHECKPOINT_SUFFIXES):
+        return None  # a file of another name there before the training (as before issue #56: not judged by its time)
     if any(path.is_relative_to(target) for path in written):
         return None
     if target.is_dir() and not target.is_symlink() and any(target.glob("*.safetensors")):
