@@ -168,11 +168,12 @@ class _Unpickler(pickle.Unpickler):
     def __init__(self, handle: io.BytesIO, reader: _Reader) -> None:
         super().__init__(handle)
         self._globals = reader.globals()
+        self._allowed = "numpy arrays and plain values" if reader.checkpoint else "numpy arrays"
 
     def find_class(self, module: str, name: str) -> Any:
         found = self._globals.get((module, name))
         if found is None:
-            raise Refused(f"refusing to load {_plain(module)}.{_plain(name)}: only numpy arrays in a dict are allowed")
+            raise Refused(f"refusing to load {_plain(module)}.{_plain(name)}: only {self._allowed} in a dict are allowed")
         return found
 
 
@@ -339,10 +340,7 @@ class _Reader:
                 or isinstance(value, np.generic) and value.dtype.kind in _KINDS:
             return value
         if self.checkpoint:
-            if type(value) is str:
-                _check_key(value)
-                return value
-            if value is None or type(value) in (bytes, complex):
+            if type(value) in (str, bytes, complex) or value is None:  # a config's text, never printed
                 return value
             if type(value) in (tuple, list):  # a step's shape, a list of scores, (name, ndarray)
                 return type(value)(self.resolve(item, depth + 1) for item in value)
