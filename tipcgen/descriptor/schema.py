@@ -23,7 +23,8 @@ SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcge
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the generated runner checks TIPC_MODEL by it too
 MODEL_NAME_HINT = "use letters, digits, '_', '-' and '.', starting with a letter or digit (no '/', '..' or spaces)"
 PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]+$")
-GPU_ENTRY_RE = re.compile(r"^(-1|[0-9]+(,[0-9]+)*|[A-Za-z0-9_.,-]+;[0-9]+(,[0-9]+)*)$")
+# -1, a device, devices, or machines;devices (upstream's multi-machine form: a machine's device is -1 for a CPU process).
+GPU_ENTRY_RE = re.compile(r"^(-1|[0-9]+(,[0-9]+)*|[A-Za-z0-9_.,-]+;(-1|[0-9]+)(,(-1|[0-9]+))*)$")
 
 
 def is_model_name(name: str) -> bool:
