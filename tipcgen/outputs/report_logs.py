@@ -20,6 +20,10 @@ from tipcgen.results.summary_check import inside
 _LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
 _STEP = re.compile(r"(?<![\w.])(global_step|step|iter|iteration)\s*[:=]\s*([0-9]{1,15})(?![0-9])", re.IGNORECASE | re.ASCII)
 _IPS = re.compile(r"(?<![\w.])avg_ips\s*[:=]\s*([-+0-9.eE]+)")
+# paddle.jit's translator (the dy2static chain trains under TRANSLATOR_VERBOSITY=1) dumps programs and converted source
+# after a line naming it: those lines (indented, braces, def/class/decorators, blank) are code, never loss lines.
+_TRANSLATOR = "Dynamic-to-Static"
+_DUMPED = re.compile(r"^(?:\s|[{}]|def |async def |class |@|$)")
 # AutoLog's environment block in inference logs: `... INFO:  paddle_version: 3.3.1`.
 _AUTOLOG = re.compile(r"INFO:\s+(OS_version|CUDA_version|CUDNN_version|paddle_version|paddle_commit|"
                       r"runtime_device|inference_engine):\s*(.*?)\s*$")
@@ -54,13 +58,24 @@ def read_curve(step: Step, run_dir: Path, root: Path) -> TrainCurve | None:
     return None
 
 
+def _without_dumps(lines: Iterable[str]) -> Iterable[str]:
+    """The lines of a log without paddle.jit's dumps (as test_tipc/check_dy2static.py reads it)."""
+    dump = False
+    for line in lines:
+        if _TRANSLATOR in line:
+            dump = True
+        elif not (dump and _DUMPED.match(line)):
+            dump = False
+            yield line
+
+
 def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainCurve:
     """Loss lines (`global_step: 5, loss: 0.69`) → points; without a step counter, the line's order."""
     curve = TrainCurve(step=step, source=source, x_label="global_step")
     counters = set()
     offset, restarts = 0.0, 0
     last = stride = None  # the previous counter value and its usual increment
-    for line in text.splitlines() if isinstance(text, str) else text:
+    for line in _without_dumps(text.splitlines() if isinstance(text, str) else text):
         loss = _LOSS.search(line)
         if not loss:
             continue
