@@ -270,7 +270,10 @@ class Running:
         if pipe_out == subprocess.DEVNULL and pipe_err == subprocess.STDOUT:
             pipe_err = subprocess.DEVNULL
         argv, preexec = _launcher(request, argv)
-        self.popen = subprocess.Popen(argv, cwd=request.cwd, env=dict(request.env) if request.env is not None else None,
+        env = dict(request.env) if request.env is not None else None
+        if request.sandbox is not None:  # the sandbox's allow-list: no token of the caller's reaches it
+            env = request.sandbox.environment(os.environ if env is None else env)
+        self.popen = subprocess.Popen(argv, cwd=request.cwd, env=env,
                                       stdin=subprocess.DEVNULL, stdout=pipe_out, stderr=pipe_err,
                                       start_new_session=True, close_fds=True, preexec_fn=preexec)
         self.pid = self.popen.pid

@@ -16,11 +16,14 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tipcgen.core import isolated, process
+from tipcgen.core import git, isolated, process
 from tipcgen.run.seeds import seeds
 from tipcgen.format import paths
+
+if TYPE_CHECKING:
+    from tipcgen.core.sandbox import Spec
 
 HASH_LIMIT = 64 * 1024 * 1024  # files up to this size are hashed (sha256); larger ones get size + mtime
 HASH_BUDGET = 256 * 1024 * 1024  # at most this many bytes hashed per run, in all
@@ -94,25 +97,30 @@ class Probes:
     _PROBE_TIMEOUT from the start; ``close`` stops any still running."""
 
     def __init__(self, root: Path | None, python: str | None, env: dict[str, str] | None = None,
-                 want: tuple[str, ...] = ("versions", "git", "gpus")) -> None:
+                 want: tuple[str, ...] = ("versions", "git", "gpus"), sandbox: Spec | None = None) -> None:
         self.python, self.env, self.started = python, env, time.monotonic()
         self._procs: dict[str, process.Running] = {}
         self._done: dict[str, tuple[int, str] | None] = {}
         self._data: dict[str, bytes] = {}
-        self.git_missing = shutil.which("git") is None
+        self.git_missing = git.found() is None
         self.smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH"))
         if "versions" in want and python:
-            self._start("versions", isolated.command(python, _VERSIONS_PROBE), env=env)
+            self._start("versions", isolated.command(python, _VERSIONS_PROBE), env=env, sandbox=sandbox)
         if "git" in want and root is not None and not self.git_missing:
             # One process: the commit (# branch.oid) and the changed tracked files (v2 entries, NUL-ended), which
             # is also the run's first tracked-files snapshot (tracked.from_status): one git status, not two.
-            self._start("git", ["git", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=no"], cwd=root)
+            try:
+                self._procs["git"] = git.start(["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=no"],
+                                               root, timeout=_PROBE_TIMEOUT, output_cap=1 << 22)
+            except OSError:
+                pass
         if "gpus" in want and self.smi:
             self._start("gpus", [self.smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], env=env)
 
-    def _start(self, key: str, cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    def _start(self, key: str, cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
+               sandbox: Spec | None = None) -> None:
         try:
-            self._procs[key] = process.start(process.Request(cmd, cwd=cwd, env=env, stderr="discard",
+            self._procs[key] = process.start(process.Request(cmd, cwd=cwd, env=env, stderr="discard", sandbox=sandbox,
                                                              timeout=_PROBE_TIMEOUT, output_cap=1 << 22))
         except OSError:
             pass

@@ -115,8 +115,11 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     (``git status --porcelain=v2 -z``; None without one): the run's first tracked-files snapshot."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     python, found = flag_check.interpreter(text, env)
+    refused = flag_check.not_python(text, env, found, str(config_path))  # python:make never runs (issue #59)
+    if refused:
+        raise RunError(refused, flag_check.NOT_PYTHON_FIX)
     check = _start_layout_check(config_path, root, chain, env, mode, sandbox)
-    probes = provenance.Probes(root, found, env)
+    probes = provenance.Probes(root, found, env, sandbox=sandbox)
     try:
         record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
         _layout_check_result(check)

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
-from tipcgen.core import process
+from tipcgen.core import git
 from tipcgen.format.words import CHECK, FAILED, PASSED
 from tipcgen.results.results import Step
 
@@ -26,11 +25,9 @@ COMMAND = "git status --untracked-files=no, before and after each part of the ru
 
 def snapshot(root: Path) -> dict[str, str] | None:
     """The tracked files that differ from HEAD, each with a hash of what is there now; None without git."""
-    if shutil.which("git") is None:
+    if git.found() is None:
         return None
-    outcome = process.run(process.Request(["git", "-C", str(root), "status", "--porcelain=v2", "-z",
-                                           "--untracked-files=no"], timeout=60,
-                                          stderr="discard", output_cap=64 << 20))
+    outcome = git.run(["status", "--porcelain=v2", "-z", "--untracked-files=no"], root, output_cap=64 << 20)
     if outcome.exit_code != 0 or outcome.timed_out or outcome.truncated:
         return None  # not a git work tree (or no git, or no answer)
     return from_status(root, outcome.data)
