@@ -52,6 +52,7 @@ OUTPUT_CAP = 4 << 20  # bytes of output kept by default (head and tail halves)
 LINE_CAP = 1 << 20  # a longer line is handed to on_line in pieces of this size
 LINGER = 1.0  # seconds the output is still read after the leader exited (its children may hold the pipe)
 _CHUNK = 1 << 16
+_LIVE: set[int] = set()  # the pids of the processes started here and not yet reaped (live_pids)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -277,6 +278,7 @@ class Running:
                                       stdin=subprocess.DEVNULL, stdout=pipe_out, stderr=pipe_err,
                                       start_new_session=True, close_fds=True, preexec_fn=preexec)
         self.pid = self.popen.pid
+        _LIVE.add(self.pid)
         self._streams: dict[int, _Kept] = {}
         self._files = {}
         for handle, kept in ((self.popen.stdout, self.out), (self.popen.stderr, self.err)):
@@ -401,6 +403,7 @@ class Running:
     def _end(self) -> Outcome:
         self.kill()
         code = self.popen.wait()
+        _LIVE.discard(self.pid)
         if self.lines is not None:
             self.lines.close()
         for handle in self._files.values():
@@ -418,6 +421,11 @@ class Running:
         if self._outcome is None:
             self.kill()
             self._end()
+
+
+def live_pids() -> frozenset[int]:
+    """The processes this module started and has not reaped yet: never taken for an orphan (run/guard.py)."""
+    return frozenset(_LIVE)
 
 
 def start(request: Request) -> Running:

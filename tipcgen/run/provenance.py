@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tipcgen.core import git, isolated, process
+from tipcgen.core import git, inputs, isolated, process
+from tipcgen.core.errors import TipcgenError
 from tipcgen.run.seeds import seeds
 from tipcgen.format import paths
 
@@ -232,9 +233,14 @@ def file_checksum(path: Path, budget: list[int]) -> dict[str, Any]:
     entry = {"path": str(path), "size": stat.st_size}
     if stat.st_size <= HASH_LIMIT and stat.st_size <= budget[0]:
         digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        try:  # a regular file (a FIFO is never waited on, a device never read: core/inputs.py), at most its size
+            with inputs.open_binary(path, "data file") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+                    if handle.tell() > HASH_LIMIT:
+                        break
+        except TipcgenError as exc:
+            return {"path": str(path), "method": "missing", "note": exc.message}
         budget[0] -= stat.st_size
         entry.update(method="sha256", sha256=digest.hexdigest())
     else:
@@ -276,7 +282,6 @@ def load_descriptor(root: Path, model: str | None = None) -> tuple[Any, dict[str
     """The descriptor `tipcgen init` rendered this tree's ``model`` from (via the answers file; the
     first model without one, or when none matches), and its hashes. ``tipcgen run`` calls it once
     (run.run) and hands the descriptor down to the config's checks and the run."""
-    from tipcgen.core.errors import TipcgenError
     from tipcgen.descriptor import answers as answer_file
 
     if not (root / paths.ANSWERS).is_file():
@@ -306,7 +311,7 @@ def collect(root: Path, config_path: Path, probes: Probes, env: dict[str, str], 
     """The provenance record of one run (see the module docstring); `root` is the user's repository.
     The data is hashed here while the probes (started earlier) run; then their answers are read."""
     budget = [HASH_BUDGET]
-    config_text = config_path.read_text(encoding="utf-8", errors="replace")
+    config_text = inputs.read_bytes(config_path, "config").decode("utf-8", errors="replace")
     data = [dict(file_checksum(path, budget), path=_shown(path, root)) for path in data_files(root, desc, data_dir)]
     return {
         "descriptor": descriptor_info or {"note": "no descriptor"},
