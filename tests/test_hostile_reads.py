@@ -316,3 +316,20 @@ def test_a_steps_daemon_ends_with_the_run(tmp_path: Path, shape, sandboxed):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.text(max_size=300), max_size=200), maxlen=st.integers(1, 50), max_bytes=st.integers(1, 2000))
+def test_prepare_output_is_kept_bounded_and_its_end_whole(lines, maxlen, max_bytes):
+    """prepare.sh's output (prepare.log): bounded in lines and characters; what is kept is the stream's end."""
+    from tipcgen.core.process import LineTail
+
+    kept = LineTail(maxlen, max_bytes, line_cap=100)
+    for line in lines:
+        kept.append(line)
+    cut = [line[:100] for line in lines]
+    assert len(kept) <= maxlen and kept.size == sum(map(len, kept))
+    assert kept.size <= max_bytes or len(kept) == 1
+    assert list(kept) == cut[len(cut) - len(kept):]
+    if cut:
+        assert list(kept)[-1] == cut[-1]  # the last line is never dropped

@@ -148,6 +148,24 @@ class _Kept:
         return self.total > len(self.head) + min(self.tail_bytes, self.half)
 
 
+class LineTail(deque):
+    """The last lines of a stream, at most ``maxlen`` of them and ``max_bytes`` characters in all (a line longer
+    than ``line_cap`` is cut there): a script printing 400 MB never keeps 400 MB (``tipcgen run``'s prepare.log)."""
+
+    def __init__(self, maxlen: int, max_bytes: int, line_cap: int = 1 << 16) -> None:
+        super().__init__(maxlen=maxlen)
+        self.max_bytes, self.line_cap, self.size = max_bytes, line_cap, 0
+
+    def append(self, line: str) -> None:
+        line = line[:self.line_cap]
+        if self.maxlen is not None and len(self) == self.maxlen:
+            self.size -= len(self[0])
+        super().append(line)
+        self.size += len(line)
+        while self.size > self.max_bytes and len(self) > 1:
+            self.size -= len(self.popleft())
+
+
 class _Lines:
     """Bytes in, whole decoded lines out (a line longer than LINE_CAP in pieces)."""
 

@@ -359,7 +359,7 @@ class _Pipeline:
         self.prepare_done = False
         self.prepare_stuck: str | None = None  # why prepare.sh was stopped for its silence
         self.runner_stuck = False  # the runner was (its problem line says so)
-        self.prepare_out: deque = deque(maxlen=200_000)  # prepare.sh's whole output, for prepare.log
+        self.prepare_out: deque = process.LineTail(200_000, 16 << 20)  # prepare.sh's output (its last 16 MB): prepare.log
         self.runner_out: deque = deque(maxlen=50)  # the runner's last lines
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
                      if ctx.kept else None)
