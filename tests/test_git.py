@@ -195,3 +195,17 @@ def test_no_module_but_core_git_starts_git():
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert offenders == []
     assert _GIT_CALL.search('x = ["git", "-C", root]') and _GIT_CALL.search('shutil.which("git")')
+
+
+@pytest.mark.parametrize("state", SANDBOX_STATES)
+def test_a_linked_work_tree_under_tmp_still_answers(tmp_path, monkeypatch, state):
+    """Must not fire: a work tree made by `git worktree add` (its .git a file pointing into the main repository,
+    both under /tmp, which the sandbox empties) is still read."""
+    if state == "on" and not sandbox.available()[0]:
+        pytest.skip("no working bubblewrap here")
+    monkeypatch.setenv(sandbox.OFF_VAR, state)
+    repo, _ = _repository(tmp_path)
+    _git(repo, "worktree", "add", "-q", str(tmp_path / "linked"))
+    (tmp_path / "linked" / "g.py").write_text("print(3)\n")
+    assert set(tracked.snapshot(tmp_path / "linked")) == {"g.py"}
+    assert provenance.git_info(tmp_path / "linked")["dirty"] is True

@@ -248,16 +248,31 @@ def test_a_suite_copies_a_run_folder_holding_a_fifo_a_socket_and_a_link(tmp_path
 
 # ---------------------------------------------------------------- golden through a link
 
-def test_golden_never_writes_through_a_committed_link(tmp_path: Path):
-    from tipcgen.core.writes import write_tree
+@pytest.mark.parametrize("linked", [True, False])
+def test_golden_never_writes_through_a_committed_link(tmp_path: Path, monkeypatch, linked):
+    """golden regenerate with the descriptor's golden folder committed as a link to a folder outside: refused,
+    nothing written there; must not fire: a plain golden folder is written as before."""
+    from types import SimpleNamespace
 
-    base, outside = tmp_path / "model", tmp_path / "outside"
-    base.mkdir()
+    from tipcgen.outputs import golden
+
+    root, outside = tmp_path / "repo", tmp_path / "outside"
+    base = root / "model"
+    base.mkdir(parents=True)
     outside.mkdir()
-    (base / "golden").symlink_to(outside)
-    with pytest.raises(TipcgenError):
-        write_tree({"golden/python_m_results_fp32.txt": "x\n"}, base, force=True, backup=False)
-    assert list(outside.iterdir()) == []
+    if linked:
+        (base / "golden").symlink_to(outside)
+    desc = SimpleNamespace(base_dir=base, checks=SimpleNamespace(golden="golden"), model_name="m",
+                           source=str(base / "tipc.yaml"))
+    monkeypatch.setattr(golden, "collect", lambda *a: {"python_m_results_fp32.txt": "a\t{}\n"})
+    monkeypatch.setattr(golden, "builtin_sample", lambda d: None)
+    if linked:
+        with pytest.raises(TipcgenError):
+            golden.regenerate(desc, root, MODE)
+        assert list(outside.iterdir()) == []
+    else:
+        golden.regenerate(desc, root, MODE)
+        assert (base / "golden" / "python_m_results_fp32.txt").read_text() == "a\t{}\n"
 
 
 # ---------------------------------------------------------------- a step's daemon

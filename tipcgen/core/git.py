@@ -27,7 +27,8 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tipcgen.core import process, sandbox
+from tipcgen.core import inputs, process, sandbox
+from tipcgen.core.errors import TipcgenError
 
 # Variables that make git run a program, or reach out, turned off for every git tipcgen starts.
 NEUTRAL: tuple[tuple[str, str], ...] = (
@@ -84,6 +85,25 @@ def overrides(keys: Sequence[str]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(out))
 
 
+def _git_dirs(folder: Path) -> list[str]:
+    """Where a linked work tree's ``.git`` file points (``gitdir: ...``) and that folder's ``commondir``: bound
+    back into the sandbox when they lie under /tmp, which it empties. Read, bounded, never followed out."""
+    out: list[str] = []
+    try:
+        text = inputs.read_bytes(folder / ".git", ".git file", 1 << 12).decode("utf-8", "replace")
+    except TipcgenError:
+        return out  # a folder (the usual case), or none
+    if text.startswith("gitdir: "):
+        gitdir = (folder / text[len("gitdir: "):].strip()).resolve()
+        out.append(str(gitdir))
+        try:
+            common = inputs.read_bytes(gitdir / "commondir", "commondir", 1 << 12).decode("utf-8", "replace").strip()
+            out.append(str((gitdir / common).resolve()))
+        except TipcgenError:
+            pass
+    return out
+
+
 def request(args: Sequence[str], cwd: str | Path | None = None, *, env: Mapping[str, str] | None = None,
             timeout: float = _TIMEOUT, stderr: str = "discard", output_cap: int = process.OUTPUT_CAP,
             writable: Sequence[str | Path] = (), readable: Sequence[str | Path] = ()) -> process.Request:
@@ -98,7 +118,7 @@ def request(args: Sequence[str], cwd: str | Path | None = None, *, env: Mapping[
         base[f"GIT_CONFIG_KEY_{index}"], base[f"GIT_CONFIG_VALUE_{index}"] = key, value
     spec = None
     if sandbox.available()[0]:
-        seen = [str(p) for p in (*( [folder] if folder is not None else []), *readable)]
+        seen = [str(p) for p in (*([folder, *_git_dirs(folder)] if folder is not None else []), *readable)]
         spec = sandbox.Spec(writable=tuple(str(p) for p in writable), readable=tuple(seen), env_keep=("GIT_*",))
     return process.Request([git, "--no-pager", "--no-optional-locks", *[str(a) for a in args]], cwd=cwd, env=base,
                            timeout=timeout, stderr=stderr, output_cap=output_cap, sandbox=spec)

@@ -5,6 +5,10 @@ Every process of a run carries ``TIPC_RUN_ID=<id>`` in its environment (children
 "every child of the run" is found in /proc by that id whatever process group or session a step
 put itself in (``timeout`` makes its own group). The scripts run in their own session, so a
 terminal's Ctrl-C reaches tipcgen alone, which stops the run on purpose and writes the summary.
+
+A step's daemon that leaves its session and clears its environment (the run id with it) is still found:
+while the scripts run, tipcgen is the subreaper of what they orphan (``Leftovers``), and kills it, with its
+descendants, once they are over (issue #59 item 5).
 """
 from __future__ import annotations
 

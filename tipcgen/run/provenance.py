@@ -95,7 +95,9 @@ class Probes:
     """The look at the chain's interpreter (one process: paddle found, versions, CUDA build), the
     repository (one ``git status``) and the GPUs (``nvidia-smi``, where there is one), all started at
     once and read when needed, so they overlap each other and tipcgen's own work. Each is bounded by
-    _PROBE_TIMEOUT from the start; ``close`` stops any still running."""
+    _PROBE_TIMEOUT from the start; ``close`` stops any still running. ``sandbox``: run --sandbox's, in which the
+    interpreter probe runs too (the interpreter a config names is the repository's choice); git runs through
+    core/git.py."""
 
     def __init__(self, root: Path | None, python: str | None, env: dict[str, str] | None = None,
                  want: tuple[str, ...] = ("versions", "git", "gpus"), sandbox: Spec | None = None) -> None:
