@@ -348,3 +348,22 @@ def test_prepare_output_is_kept_bounded_and_its_end_whole(lines, maxlen, max_byt
     assert list(kept) == cut[len(cut) - len(kept):]
     if cut:
         assert list(kept)[-1] == cut[-1]  # the last line is never dropped
+
+
+@pytest.mark.parametrize("shape", ["one_line_gigabyte", "fifo", "generated"])
+def test_the_runner_is_judged_from_its_head(tmp_path: Path, shape):
+    """Whether a committed runner is tipcgen's (a kept runner's submission check) reads its first 4 KiB only: a
+    1 GiB one-line runner or a FIFO costs nothing; must not fire: a generated runner is still recognised."""
+    from tipcgen.configs import submission
+    from tipcgen.format import paths
+
+    runner = tmp_path / paths.BASIC_RUNNER
+    runner.parent.mkdir(parents=True)
+    if shape == "one_line_gigabyte":
+        with runner.open("wb") as handle:
+            handle.truncate(1 << 30)
+    elif shape == "fifo":
+        os.mkfifo(runner)
+    else:
+        runner.write_text(f"#!/usr/bin/env bash\n# {submission.GENERATED_MARK} 0.1.0\n")
+    assert _finishes(lambda: submission.is_generated(tmp_path)) is (shape == "generated")
