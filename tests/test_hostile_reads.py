@@ -367,3 +367,26 @@ def test_the_runner_is_judged_from_its_head(tmp_path: Path, shape):
     else:
         runner.write_text(f"#!/usr/bin/env bash\n# {submission.GENERATED_MARK} 0.1.0\n")
     assert _finishes(lambda: submission.is_generated(tmp_path)) is (shape == "generated")
+
+
+@pytest.mark.paddle
+def test_the_export_check_imports_no_module_of_the_folder_it_runs_in(tmp_path: Path, monkeypatch):
+    """The proof that reads an export in the chain's interpreter runs with -I: a committed numpy.py in the folder
+    tipcgen runs from never shadows numpy (before: `python -c` put that folder first on sys.path)."""
+    import test_pdiparams
+    from tipcgen.repro import export_check
+    from tipcgen.repro.pdiparams import read_pdiparams
+
+    env = dict(os.environ, GLOG_minloglevel="3")
+    (tmp_path / "tiny.py").write_text(test_pdiparams._GENERATE)
+    subprocess.run([sys.executable, str(tmp_path / "tiny.py"), str(tmp_path / "tiny/inference")], env=env, check=True,
+                   capture_output=True, timeout=600)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "numpy.py").write_text(f"open({str(tmp_path / 'SHADOWED')!r}, 'w')\nraise SystemExit(3)\n")
+    monkeypatch.chdir(repo)
+    read = export_check.read_export(tmp_path / "tiny/inference", sys.executable, env)
+    assert sorted(read) == sorted(read_pdiparams(tmp_path / "tiny/inference", 1 << 30))
+    assert not (tmp_path / "SHADOWED").exists()
+    with pytest.raises(TipcgenError, match="not a Python interpreter"):
+        export_check.read_export(tmp_path / "tiny/inference", shutil.which("bash"), env)
