@@ -209,3 +209,37 @@ def test_a_linked_work_tree_under_tmp_still_answers(tmp_path, monkeypatch, state
     (tmp_path / "linked" / "g.py").write_text("print(3)\n")
     assert set(tracked.snapshot(tmp_path / "linked")) == {"g.py"}
     assert provenance.git_info(tmp_path / "linked")["dirty"] is True
+
+
+@pytest.mark.parametrize("sandboxed", [False, True])
+def test_a_step_that_writes_the_git_configuration_runs_nothing_through_tipcgens_git(tmp_path, sandboxed):
+    """End to end: prepare.sh (a step of the chain) sets core.fsmonitor and a required clean filter in
+    .git/config; the run's tracked-files snapshots after it never run them, in or out of --sandbox, and the
+    tracked-files check still passes (the run changed no tracked file)."""
+    import json
+
+    from conftest import make_stub_repo, tipcgen
+
+    if sandboxed and not sandbox.available()[0]:
+        pytest.skip("no working bubblewrap here")
+    repo = make_stub_repo(tmp_path / "repo")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (repo / ".gitattributes").write_text("*.py filter=evil\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    prepare = repo / "test_tipc" / "prepare.sh"
+    lines = prepare.read_text().splitlines(keepends=True)
+    hostile = (f"git config core.fsmonitor 'touch {marks}/fsmonitor; false'\n"
+               f"git config filter.evil.clean 'touch {marks}/clean; cat'\ngit config filter.evil.required true\n"
+               "touch stub/*.py\n")  # a changed stat: git would clean (filter) each file again
+    prepare.write_text("".join([lines[0], hostile, *lines[1:]]))
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "hostile prepare")
+    proc = tipcgen("run", "--quiet", "--mode", "lite_train_lite_infer", *(["--sandbox"] if sandboxed else []),
+                   cwd=repo)
+    assert list(marks.iterdir()) == [], proc.stdout[-2000:]
+    summary = json.loads((repo / "test_tipc/output/stub_model/lite_train_lite_infer/summary.json").read_text())
+    check = next(s for s in summary["steps"] if s["name"] == "tracked_files")
+    assert check["status"] == "passed", check
+    assert "fsmonitor" in (repo / ".git" / "config").read_text()  # the step did write it
