@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import TRAIN_LOG
 from tipcgen.format.words import INFER, PASSED
 from tipcgen.results.results import Step, Summary
@@ -51,8 +53,10 @@ def read_curve(step: Step, run_dir: Path, root: Path) -> TrainCurve | None:
     for path in (inside(run_dir, f"{step.name}/{TRAIN_LOG}"), inside(root, step.log)):
         if path is None:
             continue
-        with path.open(encoding="utf-8", errors="replace") as lines:  # line by line: a whole-data log can be large
-            curve = parse_train_log(lines, step.name, _rel(path, root))
+        try:  # line by line, bounded (core/inputs.py): a whole-data log can be large, a hostile one a 1 GiB line
+            curve = parse_train_log(inputs.lines(path, "training log"), step.name, _rel(path, root))
+        except TipcgenError:
+            continue
         if curve.points:
             return curve
     return None
@@ -111,11 +115,13 @@ def autolog_info(summary: Summary, root: Path) -> dict[str, str]:
         path = inside(root, step.log) if step.kind == INFER and step.status == PASSED else None
         if path is not None:
             found = {}
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
+            try:
+                for line in inputs.lines(path, "inference log"):
                     match = _AUTOLOG.search(line)
                     if match:
                         found[match.group(1)] = match.group(2)
+            except TipcgenError:
+                continue
             if found:
                 return found
     return {}

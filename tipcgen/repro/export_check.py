@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tipcgen.core import process
+from tipcgen.core import isolated, process
 from tipcgen.core.errors import CheckpointError, TipcgenError
 from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
@@ -197,12 +197,16 @@ def read_exported(prefix: Path, python: str | None, env: dict[str, str],
 
 def read_export(prefix: Path, python: str, env: dict[str, str]) -> dict[str, np.ndarray]:
     """The exported model's parameters, read in the chain's interpreter (paddle), passed back as an .npz."""
+    if not isolated.is_python(python):  # the config's python:make is never run (issue #59 item 5)
+        raise CheckpointError(f"the chain's interpreter {python} is not a Python interpreter, so it does not read the "
+                              "exported parameters", "pass --python with the interpreter that has paddle")
     env = dict(env, GLOG_minloglevel="3")
     if not Path(f"{prefix}.json").is_file() and Path(f"{prefix}.pdmodel").is_file():
         env["FLAGS_enable_pir_api"] = "0"  # a .pdmodel program (the old IR): Paddle 3 reads it with PIR off
     with tempfile.TemporaryDirectory(prefix="tipcgen-export-") as tmp:
         out = Path(tmp) / "params.npz"
-        proc = process.run(process.Request([python, "-c", _READ_EXPORT, str(prefix), str(out)], env=env,
+        # -I: the repository's modules (a committed numpy.py, paddle/) never shadow the interpreter's own
+        proc = process.run(process.Request([*isolated.command(python, _READ_EXPORT), str(prefix), str(out)], env=env,
                                            timeout=TIMEOUT, stderr="separate", output_cap=1 << 20))
         if proc.timed_out:
             raise CheckpointError(f"reading the exported parameters of {prefix} did not finish in {TIMEOUT} s",
