@@ -35,7 +35,7 @@ from pathlib import Path
 from tipcgen.configs.script_reading import nearest_flag
 from tipcgen.configs.script_help import PROBE_TIMEOUT, TRUST_OPTION, Flag, Script, checked_script, probe, user_interpreter
 from tipcgen.configs import flag_cache
-from tipcgen.core import inputs, sandbox
+from tipcgen.core import inputs, isolated, sandbox
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format import chain, layout
@@ -211,8 +211,26 @@ def probe_interpreter(text: str, env: dict[str, str]) -> tuple[str, str | None]:
     if env.get("TIPC_PYTHON"):
         return env["TIPC_PYTHON"], shutil.which(env["TIPC_PYTHON"], path=env.get("PATH"))
     named = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("python:")), "")
-    python = named if is_command_name(named) else "python"
+    python = named if is_command_name(named) and isolated.is_python(shutil.which(named, path=env.get("PATH"))) \
+        else "python"
     return python, shutil.which(python, path=env.get("PATH"))
+
+
+NOT_PYTHON_FIX = ("pass --python python3 (or set TIPC_PYTHON to the interpreter with the model's packages), "
+                  "or write python:python in the config")
+
+
+def not_python(text: str, env: dict[str, str], found: str | None, where: str) -> str | None:
+    """Why the chain's interpreter must not be run (issue #59 item 5): the config's ``python:`` word (no
+    TIPC_PYTHON / --python given) finds a program that is not a Python interpreter (``python:make`` would run
+    the repository's Makefile); None where it is one, is the user's choice, or is not found (said elsewhere).
+    ``where``: the config's name, for the message."""
+    if env.get("TIPC_PYTHON") or found is None or isolated.is_python(found):
+        return None
+    number, word = next(((n, line.split(":", 1)[1].strip()) for n, line in enumerate(text.splitlines(), 1)
+                         if line.startswith("python:")), (0, "python"))
+    return (f"{where}:{number}: python:{terminal(word)[:80]} names {terminal(found)[:200]}, which is not a Python "
+            "interpreter, so it is not run")
 
 
 def _uses_argparse(text: str) -> bool:

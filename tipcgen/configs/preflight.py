@@ -52,7 +52,7 @@ def refuse_lint_errors(root: Path, config_path: Path) -> None:
 
 def refuse_missing_interpreter(config_path: Path, text: str, env: dict[str, str]) -> str:
     """The interpreter's full path; a RunError naming the fix when it is not on PATH."""
-    from tipcgen.configs.flag_check import interpreter
+    from tipcgen.configs.flag_check import NOT_PYTHON_FIX, interpreter, not_python
 
     python, found = interpreter(text, env)
     if found is None:
@@ -60,6 +60,9 @@ def refuse_missing_interpreter(config_path: Path, text: str, env: dict[str, str]
         raise RunError(f"the chain's interpreter '{python}' ({where}) is not on PATH, so every step would fail",
                        "pass --python python3 (or the interpreter with the model's packages) for this run, "
                        "or write python:python in the config")
+    refused = not_python(text, env, found, str(config_path))
+    if refused:
+        raise RunError(refused, NOT_PYTHON_FIX)
     return found
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tipcgen.configs import script_reading
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.configs.script_reading import Reading
 from tipcgen.format import layout
 from tipcgen.format.words import EVAL, EXPORT, INFER, PREPARE, TRAIN
@@ -104,9 +106,9 @@ def _source_at(known: Known, kind: str, pattern: str) -> str:
     script = known.scripts.get(kind)
     if not script or known.root is None:
         return ""
-    try:
-        raw = (known.root / script).read_bytes()[: 2 << 20]
-    except OSError:
+    try:  # a regular file inside the repository, bounded (core/inputs.py)
+        raw = inputs.read_bytes(known.root / script, "script", 2 << 20, head=True, folder=known.root)
+    except (TipcgenError, ValueError, OSError):
         return ""
     regex = re.compile(pattern)
     for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
@@ -477,7 +479,7 @@ def _checkpoints(folder: Path | None, limit: int = 400) -> list[str]:
             seen += 1
             if seen > limit:
                 break
-            if path.suffix in (".pdparams", ".pdparam", ".pth", ".pt", ".ckpt") and path.is_file():
+            if path.suffix in (".pdparams", ".pdparam", ".pth", ".pt", ".ckpt") and not path.is_symlink() and path.is_file():
                 found.append(str(path.relative_to(folder)))
     return sorted(found)
 

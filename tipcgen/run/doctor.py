@@ -119,7 +119,7 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None,
     root = root.resolve()
     config_path, config_checks = _config(root, config)
     python, origin = _interpreter(root / config_path if config_path else None)
-    python_checks = _python_side(python, origin)  # below: the sandbox row says whether --help probes are boxed
+    python_checks = _python_side(python, origin, root / config_path if config_path else None)  # below: the sandbox row says whether --help probes are boxed
     pir = any(c.name == "export format" and c.detail.startswith("PIR") for c in python_checks)
     lint_ok = not any(c.name == "lint" and c.status == "fail" for c in config_checks)
     flags = _flags(root, config_path, lint_ok, unsandboxed) if config_path else []
@@ -185,12 +185,21 @@ def _interpreter(config_file: Path | None) -> tuple[str, str]:
     return "python", "default"
 
 
-def _python_side(python: str, origin: str) -> list[Check]:
+def _python_side(python: str, origin: str, config_file: Path | None = None) -> list[Check]:
     path = shutil.which(python)
     if path is None:
         return [Check("python", "fail", f"'{python}' ({origin}) is not on PATH",
                       "install Python 3.9+ and activate it (python3 -m venv .venv && . .venv/bin/activate), "
                       "or set TIPC_PYTHON=/path/to/python")]
+    if config_file is not None and origin != "TIPC_PYTHON":  # the config's word: python:make is never run
+        try:
+            text = inputs.read_text(config_file, "config")
+        except TipcgenError:
+            text = ""  # the config row says why it cannot be read
+        refused = flag_check.not_python(text, {}, path, config_file.name)
+        if refused:
+            return [Check("python", "fail", refused, "set TIPC_PYTHON=/path/to/python (the interpreter with the "
+                                                     "model's packages), or write python:python in the config")]
     found = _probe(path)
     if isinstance(found, Check):
         return [found]

@@ -115,8 +115,11 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     (``git status --porcelain=v2 -z``; None without one): the run's first tracked-files snapshot."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     python, found = flag_check.interpreter(text, env)
+    refused = flag_check.not_python(text, env, found, str(config_path))  # python:make never runs (issue #59)
+    if refused:
+        raise RunError(refused, flag_check.NOT_PYTHON_FIX)
     check = _start_layout_check(config_path, root, chain, env, mode, sandbox)
-    probes = provenance.Probes(root, found, env)
+    probes = provenance.Probes(root, found, env, sandbox=sandbox)
     try:
         record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
         _layout_check_result(check)
@@ -243,8 +246,10 @@ def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
     live above run/ (the CLI hands in configs/preflight.refuse and repro/export_check.check_run)."""
     ctx, summary = _prepare(request, proofs)
     with run_guard.run_lock(ctx.run_dir, ctx.env[run_guard.RUN_ID_VAR], ctx.on_line), \
-            run_guard.StopSignals() as signals:
-        return _Pipeline(ctx, summary, proofs, signals).run()
+            run_guard.StopSignals() as signals, run_guard.Leftovers(ctx.env[run_guard.RUN_ID_VAR]) as leftovers:
+        pipeline = _Pipeline(ctx, summary, proofs, signals)
+        pipeline.leftovers = leftovers  # a step's daemon ends before the records are read (issue #59 item 4)
+        return pipeline.run()
 
 
 def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
@@ -341,6 +346,8 @@ def _check_options(request: RunRequest, kept: bool) -> None:
 class _Pipeline:
     """One run's stages after _prepare, on one context: the scripts, their records, the proofs, the outputs."""
 
+    leftovers: run_guard.Leftovers | None = None  # what the scripts left running, ended before the records
+
     def __init__(self, ctx: RunContext, summary: Summary, proofs: Proofs, signals: run_guard.StopSignals) -> None:
         self.ctx, self.summary, self.proofs, self.signals = ctx, summary, proofs, signals
         self.problems = list(summary.problems)  # those known before the scripts (a kept runner's edited files)
@@ -352,7 +359,7 @@ class _Pipeline:
         self.prepare_done = False
         self.prepare_stuck: str | None = None  # why prepare.sh was stopped for its silence
         self.runner_stuck = False  # the runner was (its problem line says so)
-        self.prepare_out: deque = deque(maxlen=200_000)  # prepare.sh's whole output, for prepare.log
+        self.prepare_out: deque = process.LineTail(200_000, 16 << 20)  # prepare.sh's output (its last 16 MB): prepare.log
         self.runner_out: deque = deque(maxlen=50)  # the runner's last lines
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
                      if ctx.kept else None)
@@ -375,6 +382,8 @@ class _Pipeline:
                 self._scripts()
             except run_guard.Interrupted as exc:
                 self._interrupted(exc.signum)
+            if self.leftovers is not None:
+                self.leftovers.end()
             if self.signals.received is not None and not summary.interrupted:  # it came as the scripts ended
                 summary.interrupted, summary.interrupted_by = True, signal.Signals(self.signals.received).name
             self._outputs(proofs=not summary.interrupted)
@@ -553,9 +562,9 @@ def _committed_reads(root: Path, script: str | None) -> list[tuple[str, str]]:
     """The committed model files ``script`` names by a literal path (relative to the root or to the script)."""
     if not script or not (root / script).is_file():
         return []
-    try:
-        text = inputs.read_text(root / script, script)
-    except TipcgenError:
+    try:  # a regular file inside the repository (core/inputs.py)
+        text = inputs.read_text(inputs.within(root / script, root), script)
+    except (TipcgenError, ValueError):
         return []
     found = {}
     for literal, line in script_reading.model_file_literals(text):
@@ -584,7 +593,8 @@ def _explain_failures(summary: Summary, ctx: RunContext) -> None:
         return
     known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))
     for step in failed:
-        lines = list(step.tail) if step.kind == PREPARE or not step.log else log_tail(ctx.root / step.log, explain.TAIL_LINES)
+        lines = (list(step.tail) if step.kind == PREPARE or not step.log
+                 else log_tail(ctx.root / step.log, explain.TAIL_LINES, ctx.root))
         step.hint = explain.explain([*lines, step.reason], step.kind, known, step.command)
 
 

@@ -101,6 +101,7 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _SKIP_DIRS = {".git", STATE, "node_modules", "__pycache__"}
 _PREPARE_LINES = 20_000  # the last lines of prepare.sh's output kept in prepare.log
 _WALK_LIMIT = 200_000  # entries looked at when searching the tree for results_python.log
+_GROWN_BYTES = 16 << 20  # of a status log's new part, the last this many bytes are read (its status lines end it)
 
 
 def _results_logs(root: Path, model: str, mode: str) -> list[Path]:
@@ -150,9 +151,13 @@ def _grown(before: dict[Path, int], paths: list[Path]) -> list[tuple[Path, list[
     for path in paths:
         offset = before.get(path, 0)
         if path.is_file() and path.stat().st_size > offset:
-            with path.open("rb") as handle:
-                handle.seek(offset)
-                out.append((path, handle.read().decode("utf-8", errors="replace").splitlines()))
+            try:  # a regular file (a FIFO never waits), at most its last _GROWN_BYTES: a 400 MB log is not kept
+                with inputs.open_binary(path, "status log") as handle:
+                    size = handle.seek(0, 2)
+                    handle.seek(max(offset, size - _GROWN_BYTES))
+                    out.append((path, handle.read(_GROWN_BYTES).decode("utf-8", errors="replace").splitlines()))
+            except (OSError, TipcgenError):
+                continue
     return out
 
 
@@ -260,7 +265,7 @@ def explain_failed(steps: list[Step], outputs: list[list[str]], root: Path) -> N
     for index, step in enumerate(steps):
         if step.status != FAILED:
             continue
-        lines = log_tail(root / step.log, SEGMENT_LINES) if step.log else outputs[index] if outputs else []
+        lines = log_tail(root / step.log, SEGMENT_LINES, root) if step.log else outputs[index] if outputs else []
         lines = [_ANSI.sub("", line).rstrip() for line in lines]
         if not step.tail:
             step.tail = [line for line in lines if line.strip()][-TAIL:]
