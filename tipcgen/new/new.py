@@ -20,6 +20,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor import writer
 from tipcgen.format import layout
 from tipcgen.new import data as new_data
+from tipcgen.new import lite
 from tipcgen.new import reading as new_reading
 from tipcgen.configs import flag_check, script_reading
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
@@ -59,6 +60,7 @@ class Options:
     values: dict[str, str] = field(default_factory=dict)    # field → YAML value
     probe_timeout: float = PROBE_TIMEOUT
     env: dict[str, str] = field(default_factory=dict)       # the descriptor's env: (only what was asked for)
+    checkpoint_guessed: bool = False                          # train.checkpoint read from the scripts' source
 
 
 def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | None = None) -> Proposal:
@@ -68,6 +70,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     it a missing value is an error that names the option to pass."""
     options = replace(options, scripts=dict(options.scripts))
     _setup_calls(options.setup)  # before any probing: a typo here should not cost a minute of --help runs
+    guessed = _guess_checkpoint(options, root)
     _ask_missing(options, root, ask)
     scripts = {role: _script(role, given, root) for role in ROLES
                if (given := options.scripts.get(role)) is not None and given.lower() != "null"}
@@ -81,7 +84,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     for script, (flags, _) in zip(scripts.values(), answers):
         script.flags = flags
     readings = {s.path: script_reading.read_script(root, s.path) for s in scripts.values()}
-    notes: list[str] = []
+    notes: list[str] = [guessed] if guessed and options.checkpoint_guessed else []
     chosen, owners = new_reading.choose_flags(scripts, options.flags, notes, readings)
     data_dir = f"./train_data/{model_name}"
     data_files = _data_files(options.data, data_dir, root)
@@ -89,8 +92,13 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     with new_reading.with_choices(notes):  # a refusal lists the slots left empty and the flags passed over
         _check(scripts, chosen, values, notes)
     epochs = values.get("train.epochs")
-    notes.extend(new_reading.notes(root, scripts, readings, chosen,
-                                   epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1))
+    lite_count = epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1
+    if not isinstance(lite_count, int) or isinstance(lite_count, bool):
+        lite_count = 1
+    steps = loose(chosen.get("train.epochs") or "") in {loose(n) for n in STEP_COUNTERS}
+    train_data = options.data.get("train")
+    notes.extend(lite.apply(scripts, lite.edits(root, scripts, readings, chosen, lite_count, steps, train_data)))
+    notes.extend(new_reading.notes(root, scripts, readings, chosen, lite_count))
     env = dict(options.env)
     notes.extend(new_reading.setup_notes(root, scripts, chosen, data_files, env, tuple(options.values)))
     text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env, notes)
@@ -103,6 +111,33 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
         owner = owners.get(fld) or scripts.get(role)
         mapping.append((fld, f"{flag} ({owner.path})" if flag and owner else flag or "-", origin if flag else "empty"))
     return Proposal(text, model_name, mapping, notes)
+
+
+def _guess_checkpoint(options: Options, root: Path) -> str:
+    """Without --checkpoint: what the train script saves by its flag's folder (``os.path.join(args.save_dir,
+    "model.pdparams")``) and how eval and export load it: ``.`` when they load that name inside a folder flag
+    (``--checkpoint .``: the runner passes the output folder), the name when they load a flag's path as is. Sets
+    options.checkpoint and returns the note that says so (a question when several names fit); "" when the
+    source does not say (then --checkpoint is asked for, as before)."""
+    if options.checkpoint is not None or not options.scripts.get("train"):
+        return ""
+    from tipcgen.new.lite import checkpoint_guess
+
+    def path(role: str) -> str | None:
+        given = options.scripts.get(role)
+        if not given or given.lower() == "null":
+            return None
+        try:
+            return (shlex.split(given) or [None])[0]
+        except ValueError:
+            return None
+
+    guess = checkpoint_guess(root, path("train"), [p for p in (path("eval"), path("export")) if p])
+    if guess is None:
+        return ""
+    options.checkpoint, note = guess
+    options.checkpoint_guessed = True
+    return note
 
 
 def _ask_missing(options: Options, root: Path, ask: Callable[[str, str, str], str] | None) -> None:
@@ -221,7 +256,7 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
         return [cpu] if cpu_only else [gpu, cpu]
 
     device_flag = chosen.get("train.device") or ""
-    is_switch = "gpu" in norm(device_flag)
+    is_switch = "gpu" in norm(device_flag) or "cuda" in norm(device_flag)  # --use_gpu, --cuda: True/False, never cpu
     values["train.device"] = device_values("train.device", True if is_switch else "gpu", False if is_switch else "cpu")
     autocast = _flag_of(scripts, "train.autocast", chosen)
     values["train.autocast"] = "fp32" if autocast is None else \

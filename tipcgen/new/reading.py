@@ -59,6 +59,9 @@ def choose(fld: str, names: tuple[str, ...], scripts: list[Script], readings: di
             if fld in _CHECKPOINT_FIELDS and arg is not None and download_switch(arg):
                 out.passed_over.append(f"{flag.name} in {script.path} (a download switch: {_said(arg)})")
                 continue
+            if fld in _DATA_FIELDS and (why := dataset_name(flag, arg)):
+                out.passed_over.append(f"{flag.name} in {script.path} ({why})")
+                continue
             out.flag, out.owner = flag, script
             return out
     fallback = _FALLBACK.get(fld)
@@ -73,6 +76,26 @@ def choose(fld: str, names: tuple[str, ...], scripts: list[Script], readings: di
                     out.by_name = True
                     return out
     return out
+
+
+_DATA_FIELDS = ("train.extra", "eval.extra", "inference.data")
+_PATH_HELP = re.compile(r"\b(path|dir|directory|folder|file|root|location)\b", re.IGNORECASE)
+_DATASET_NAME = re.compile(r"\d|cifar|mnist|imagenet|mvtec|coco|voc|sst|glue|cola|mrpc|qnli|imdb|chnsenticorp|div2k|"
+                           r"bsd|urban|icdar|totaltext|ctw|cub|flowers|stanford|cars|dogs|aircraft|celeba|ffhq", re.IGNORECASE)
+
+
+def dataset_name(flag: Flag, arg: Arg | None) -> str:
+    """Why a data flag takes a data-set *name* (``--data cifar10``, ``--dataset`` with choices), not a path; ""
+    when it may take a path. A name given as the path makes the script look up no data set it knows."""
+    if _PATH_HELP.search(flag.help):
+        return ""
+    if flag.choices:
+        return f"a data-set name: choices {', '.join(flag.choices[:6])}"
+    default = arg.default if arg is not None else None
+    if (isinstance(default, str) and default and "/" not in default and "." not in default and "\\" not in default
+            and _DATASET_NAME.search(default)):
+        return f"a data-set name: default {default!r}"
+    return ""
 
 
 # Field → (a loose flag name that fits, one that does not): the fallback when no listed name is there.
@@ -251,6 +274,10 @@ def choose_flags(scripts: dict[str, Script], flags: dict[str, str], notes: list,
             notes.append(f"{choice.owner.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
                          f"{fld} stays empty (make it take True/False, or pass --flag {fld}=FLAG)")
             flag = None
+        elif flag is None and fld == "train.device" and not choice.passed_over:
+            notes.append(f"{script.path} has no device flag: tipc.yaml has no train.device key, so the training runs "
+                         "where Paddle puts it (the GPU when there is one, else the CPU); if a flag under another "
+                         "name chooses the device, pass --flag train.device=FLAG")
         elif flag is None and (choice.passed_over or fld in _NOTED_EMPTY):
             notes.append(unfilled(fld, script, choice, names))
         elif choice.by_name:
