@@ -454,8 +454,8 @@ def _checkpoints(nodes: list[ast.AST], dests: set[str]) -> tuple[list[tuple[str,
             continue
         name = _call_name(node)
         pattern = _SAVES if _SAVES.match(name) else _LOADS if _LOADS.match(name) else None
-        if pattern is None:
-            continue
+        if pattern is None or (name in ("save", "load") and not isinstance(node.func, ast.Attribute)):
+            continue  # paddle.save / paddle.load; a bare load(...) is the repository's own (a data loader)
         for arg in [*node.args, *(kw.value for kw in node.keywords if kw.arg in ("path", "f", "file", "fname"))]:
             found = _flag_path(arg, dests, named)
             if found is not None:

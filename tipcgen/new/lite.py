@@ -27,6 +27,7 @@ _AUG_NAME = re.compile(r"^(aug(ment(ation)?)?_?(times|num|factor|mult|multiplier
 _CLASS_NAME = re.compile(r"^(type|category|categories|class|class_?name|classes|obj|object|object_?name|subset|cls|"
                          r"sub_?category|texture)$")
 _ALL = ("all", "everything", "*")
+_WEIGHTS_DEST = re.compile(r"ckpt|checkpoint|weight|model|param|pretrain|resume|state|load|init", re.IGNORECASE)
 _CHECKPOINT_SUFFIX = (".pdparams", ".pdckpt", ".ckpt", ".pth", ".pt")
 
 
@@ -202,7 +203,7 @@ def checkpoint_guess(root: Path, train: str | None, loaders: list[str]) -> tuple
         return None
     loads = [(path, load) for path in loaders for load in read_script(root, path).loads]
     in_folder = [(path, name) for path, (_, name) in loads if name and name in saved]
-    whole = [path for path, (_, name) in loads if not name]
+    whole = [path for path, (dest, name) in loads if not name and _WEIGHTS_DEST.search(dest)]
     if in_folder and not whole:
         path, name = in_folder[0]
         return ".", (f"train.checkpoint is '.' (the output folder): {train} saves {', '.join(saved)} in its output "
@@ -213,7 +214,7 @@ def checkpoint_guess(root: Path, train: str | None, loaders: list[str]) -> tuple
                                         not re.search(r"final|latest|last", n, re.IGNORECASE)))
     if len(best) == 1:
         return best[0], (f"train.checkpoint is {best[0]}: {train} saves it in its output folder and "
-                         f"{', '.join(dict.fromkeys(whole))} load the file their flag names")
+                         f"{' and '.join(dict.fromkeys(whole))} load{'s' if len(set(whole)) == 1 else ''} the file named by a flag")
     return best[0], (f"question: train.checkpoint is {best[0]}, one of the files {train} saves ({', '.join(best)}); "
                      f"eval and export load the one named: is it the right one? (tipcgen new --checkpoint NAME, "
                      "or train.checkpoint in tipc.yaml)")
