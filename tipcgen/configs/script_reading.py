@@ -44,6 +44,7 @@ class Arg:
     help: str = ""
     type: str = ""  # the type= callable's name (int, str, str2bool, ...)
     line: int = 0
+    nargs: str = ""  # '+', '*', '?' or a count, as written
 
     @property
     def name(self) -> str:
@@ -84,6 +85,7 @@ class Reading:
     # os.path.join(args.save_dir, "model.pdparams")) is ("save_dir", "model.pdparams"); paddle.load(args.ckpt) ("ckpt", "")
     saves: tuple[tuple[str, str], ...] = ()
     loads: tuple[tuple[str, str], ...] = ()
+    module_args: tuple[Arg, ...] = ()  # add_argument calls in the local modules read (an ArgsParser class there)
 
     def arg(self, flag: str) -> Arg | None:
         key = _norm(flag)
@@ -199,7 +201,10 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
     made: set[str] = set()
     saves: list[tuple[str, str]] = []
     loads: list[tuple[str, str]] = []
+    module_args: list[Arg] = []
     for where, one in trees:
+        if one is not nodes:
+            module_args += _arguments(one)
         one_saves, one_loads = _checkpoints(one, dests)
         saves += one_saves
         loads += one_loads
@@ -213,7 +218,7 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
     if not used or unknown or _handed_on(trees):
         used = None  # no flag read by name (a stub), or the namespace handed to code not read here: say nothing
     return Reading(path, args, frozenset(used) if used is not None else None, tuple(gates), tuple(files), True, workers,
-                   tuple(sorted(made)), tuple(dict.fromkeys(saves)), tuple(dict.fromkeys(loads)))
+                   tuple(sorted(made)), tuple(dict.fromkeys(saves)), tuple(dict.fromkeys(loads)), tuple(module_args))
 
 
 def read_script(root: Path, rel: str) -> Reading:
@@ -291,7 +296,8 @@ def _arguments(nodes: list[ast.AST]) -> list[Arg]:
         out.append(Arg(names, dest, action if isinstance(action, str) else "",
                        _literal(kw["default"]) if "default" in kw else (False if action == "store_true" else True if action == "store_false" else None),
                        help_text if isinstance(help_text, str) else "",
-                       _call_name(type_node) if type_node is not None else "", node.lineno))
+                       _call_name(type_node) if type_node is not None else "", node.lineno,
+                       str(nargs) if (nargs := _literal(kw.get("nargs"))) not in (None, UNKNOWN) else ""))
     return out
 
 
@@ -421,6 +427,8 @@ def _flag_path(node: ast.AST, dests: set[str], named: dict[str, tuple[str, str]]
     ``f"{args.d}/x.pdparams"``, ``args.d + '/x.pdparams'``, or a name assigned one of these."""
     if isinstance(node, ast.Attribute) and node.attr in dests:
         return node.attr, ""
+    if isinstance(node, ast.Subscript) and isinstance(key := _literal(node.slice), str) and key:
+        return key, ""  # config["Global"]["save_model_dir"]: a key of the config a -o script loads
     if isinstance(node, ast.Name) and node.id in named:
         return named[node.id]
     parts: list[ast.AST] = []

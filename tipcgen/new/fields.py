@@ -38,7 +38,7 @@ _FLAG_NAMES: dict[str, tuple[str, ...]] = {
     "inference.use_tensorrt": ("use_tensorrt", "use_trt", "enable_tensorrt"),
     "inference.precision": ("precision", "run_mode", "infer_precision"),
     "inference.model_dir": ("model_dir", "inference_model_dir", "model_path", "infer_model_dir",
-                            "model"),  # never --model_file: a file (inference.pdmodel), the runner passes a folder
+                            "model", "det_model_dir", "rec_model_dir", "cls_model_dir", "seg_model_dir"),  # never --model_file: a file (inference.pdmodel), the runner passes a folder
     "inference.data": ("data_file", "data", "image_dir", "input_file", "infer_data", "infer_file",
                        "data_dir", "input", "text_file", "data_path", "img_path", "image_path", "img_dir",
                        "images_dir", "image_file", "img_file", "infer_dir", "test_dir", "input_dir"),

@@ -93,7 +93,10 @@ def _intervals(train: Script, reading: Reading, free: list[Arg], lite_count: int
             value, note = "1", f"{arg.name} defaults to {default!r}, which skips {what}: set to 1"
         elif _int(default) is not None and default > lite_count and (gate is None or gate.modulo):
             value = "1"
-            note = f"{arg.name} defaults to {default}, above the lite run's {_unit(steps, lite_count)}: set to 1"
+            counts_steps = re.search(r"step|iter|batch", arg.dest, re.IGNORECASE) and not steps
+            note = (f"{arg.name} defaults to {default}: a lite run ({_unit(steps, lite_count)} on the lite data) may end "
+                    "before that many steps; set to 1") if counts_steps else \
+                f"{arg.name} defaults to {default}, above the lite run's {_unit(steps, lite_count)}: set to 1"
         else:
             continue
         seen.add(arg.dest)

@@ -20,7 +20,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor import writer
 from tipcgen.format import layout
 from tipcgen.new import data as new_data
-from tipcgen.new import lite
+from tipcgen.new import lite, overrides
 from tipcgen.new import reading as new_reading
 from tipcgen.configs import flag_check, script_reading
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
@@ -85,7 +85,9 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
         script.flags = flags
     readings = {s.path: script_reading.read_script(root, s.path) for s in scripts.values()}
     notes: list[str] = [guessed] if guessed and options.checkpoint_guessed else []
-    chosen, owners = new_reading.choose_flags(scripts, options.flags, notes, readings)
+    found = {role: ov for role, s in scripts.items() if (ov := overrides.detect(root, s, readings.get(s.path)))}
+    keyed = overrides.choose(scripts, found, options.flags, notes)  # -o scripts: keys of their YAML config
+    chosen, owners = new_reading.choose_flags(scripts, {**keyed, **options.flags}, notes, readings)
     data_dir = f"./train_data/{model_name}"
     data_files = _data_files(options.data, data_dir, root)
     values = _values(scripts, chosen, options, data_files, model_name)
@@ -95,8 +97,10 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     lite_count = epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1
     if not isinstance(lite_count, int) or isinstance(lite_count, bool):
         lite_count = 1
-    steps = loose(chosen.get("train.epochs") or "") in {loose(n) for n in STEP_COUNTERS}
+    steps = _counts_steps(chosen.get("train.epochs"))
     train_data = options.data.get("train")
+    notes.extend(overrides.lite_edits(root, scripts, found, options.data, data_dir,
+                                      {role: name for role, (name, _) in data_files.items()}, lite_count))
     notes.extend(lite.apply(scripts, lite.edits(root, scripts, readings, chosen, lite_count, steps, train_data)))
     notes.extend(new_reading.notes(root, scripts, readings, chosen, lite_count))
     env = dict(options.env)
@@ -261,7 +265,7 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     autocast = _flag_of(scripts, "train.autocast", chosen)
     values["train.autocast"] = "fp32" if autocast is None else \
         new_data.autocast_value(norm(autocast.name), autocast.help, autocast.choices)
-    steps = loose(chosen.get("train.epochs") or "") in {loose(n) for n in STEP_COUNTERS}
+    steps = _counts_steps(chosen.get("train.epochs"))
     lite = {LITE_TRAIN_LITE_INFER: 10 if steps else 1, LITE_TRAIN_WHOLE_INFER: 10 if steps else 1}
     values["train.epochs"] = lite  # whole_train_whole_infer: no value, so the script's own default
     values["train.batch_size"] = {LITE_TRAIN_LITE_INFER: 4, LITE_TRAIN_WHOLE_INFER: 4}
@@ -297,6 +301,11 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     if "inference.data" in options.values and "train.infer_data" not in options.values:
         values["train.infer_data"] = values["inference.data"]  # what inference reads after training
     return values
+
+
+def _counts_steps(key: str | None) -> bool:
+    """Whether the epochs key counts iterations (--iter, --max_steps, Global.max_iters)."""
+    return loose((key or "").rsplit(".", 1)[-1]) in {loose(n) for n in STEP_COUNTERS}
 
 
 def _flag_of(scripts: dict[str, Script], fld: str, chosen: dict[str, str | None]) -> Flag | None:
@@ -345,7 +354,7 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
     if "eval" in scripts:
         for fld, why in (("train.pretrained", "the checkpoint"), ("train.device", "the device")):
             key = chosen.get(fld)
-            if key and not scripts["eval"].accepts(key):
+            if key and key.startswith("-") and " " not in key and not scripts["eval"].accepts(key):  # not a -o key
                 problems.append(f"{scripts['eval'].path} has no {key}, but the runner passes {why} to eval with the "
                                 f"key of {fld}; add it to the eval script, or pass --eval null to skip eval")
         if not chosen.get("train.pretrained"):

@@ -281,8 +281,8 @@ def choose_flags(scripts: dict[str, Script], flags: dict[str, str], notes: list,
         elif flag is None and (choice.passed_over or fld in _NOTED_EMPTY):
             notes.append(unfilled(fld, script, choice, names))
         elif choice.by_name:
-            notes.append(f"{fld}: {flag.name} ({choice.owner.path}) chosen by its name alone (no usual name fits); "
-                         f"check it, or pass --flag {fld}=FLAG")
+            notes.append(f"question: {fld}: {flag.name} ({choice.owner.path}) chosen by its name alone (no usual name "
+                         f"fits): is it? candidates: {flag.name} or another flag (--flag {fld}=FLAG)")
         elif choice.passed_over:
             notes.append(f"{fld}: {flag.name} ({choice.owner.path}) chosen, passed over {'; '.join(choice.passed_over)}; "
                          f"if that is wrong, pass --flag {fld}=FLAG or edit {fld} in tipc.yaml")
