@@ -19,7 +19,7 @@ from pathlib import Path
 from tipcgen.configs.script_help import Flag, Script, loose
 from tipcgen.configs.script_reading import Arg, Reading
 from tipcgen.core import inputs
-from tipcgen.core.errors import InputError
+from tipcgen.core.errors import TipcgenError
 
 CONFIG_LIMIT = 1 << 20  # a model config is a few KB
 _OVERRIDE_NAMES = {"o", "opt", "opts", "override", "overrides", "options", "cfgoptions", "config_options"}
@@ -119,7 +119,7 @@ def detect(root: Path, script: Script, reading: Reading | None) -> Overrides | N
     try:
         text = inputs.read_text(inputs.within(root / path, root), "config", limit=CONFIG_LIMIT)
         data = yaml.safe_load(text)
-    except (InputError, ValueError, yaml.YAMLError, RecursionError):
+    except (TipcgenError, ValueError, yaml.YAMLError, RecursionError):  # not there, not text, not YAML: flags as before
         return None
     if not isinstance(data, dict):
         return None
