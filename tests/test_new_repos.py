@@ -22,7 +22,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, read_records, tipcgen
+from conftest import ROOT, fuzz_examples, read_records, tipcgen
 from tipcgen.configs.script_help import Flag, Script
 from tipcgen.configs.script_reading import read_source
 from tipcgen.new import lite, new, overrides
@@ -47,6 +47,7 @@ def run_new(repo: Path, model: str, *args: str) -> tuple[dict, str, str]:
 
 
 def lite_run(repo: Path, model: str) -> list[dict]:
+    pytest.importorskip("paddle")
     tipcgen("init", "tipc.yaml", cwd=repo, check=True)
     run = tipcgen("run", "--mode", "lite_train_lite_infer", "-q", cwd=repo)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr
@@ -60,6 +61,8 @@ def restore_args() -> tuple[str, ...]:
             "--train-data", "lite_data", "--eval-data", "lite_data", "--infer-data", "lite_data", *SMALL)
 
 
+@pytest.mark.paddle
+@pytest.mark.chain
 def test_a_restoration_repository_with_iterations_a_stride_and_no_device_flag(tmp_path: Path):
     repo = copy("new_restore", tmp_path)
     doc, text, out = run_new(repo, "dncnn", *restore_args())
@@ -79,6 +82,8 @@ def test_a_restoration_repository_with_iterations_a_stride_and_no_device_flag(tm
     assert "--stride 8" in log["command"] and "--iter=10" in log["command"]
 
 
+@pytest.mark.paddle
+@pytest.mark.chain
 def test_a_detection_repository_driven_by_o_overrides_over_a_yaml_config(tmp_path: Path):
     repo = copy("new_ocr", tmp_path)
     config = "-c configs/det/det_tiny.yml"
@@ -109,6 +114,8 @@ def test_a_detection_repository_driven_by_o_overrides_over_a_yaml_config(tmp_pat
     assert "Global.epoch_num=1" in train["command"] and " -o " in train["command"]
 
 
+@pytest.mark.paddle
+@pytest.mark.chain
 def test_an_anomaly_repository_with_a_class_filter_a_cuda_switch_and_checkpoint_folders(tmp_path: Path):
     repo = copy("new_anomaly", tmp_path)
     doc, text, out = run_new(repo, "stfpm", *restore_args()[:8], "--train-data", "lite_data", "--eval-data", "lite_data",
@@ -288,7 +295,7 @@ def reading_of(root: Path, rel: str):
     return read_script(root, rel)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=fuzz_examples(80), deadline=None)
 @given(st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=12)),
                     lambda inner: st.dictionaries(st.text(max_size=10), inner, max_size=4) | st.lists(inner, max_size=3),
                     max_leaves=25))
