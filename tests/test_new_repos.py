@@ -248,6 +248,12 @@ def test_the_checkpoint_name_read_from_the_source(tmp_path: Path):
     assert lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"]) is None
 
 
+def test_a_path_of_thousands_of_pluses_reads_as_no_checkpoint():
+    body = "p.add_argument('--out')\na = p.parse_args()\npaddle.save({}, a.out" + " + 'x'" * 2500 + ")\n"
+    found = reading(body)
+    assert found.readable and found.saves == ()
+
+
 def test_o_overrides_append_style_and_what_is_never_a_checkpoint_key(tmp_path: Path):
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "m.yaml").write_text(textwrap.dedent('''
@@ -287,6 +293,15 @@ def test_o_overrides_append_style_and_what_is_never_a_checkpoint_key(tmp_path: P
     assert overrides.detect(tmp_path, Script("train", "train.py", (), [Flag(("-c",), True)]), None) is None
     gone = Script("train", "train.py", ("-c", "configs/none.yaml"), script.flags)
     assert overrides.detect(tmp_path, gone, None) is None
+
+
+def test_a_config_of_aliases_shared_thousands_of_times_reads_in_bounded_time(tmp_path: Path):
+    shared = lambda i: ", ".join(f"k{j}: *a{i - 1}" for j in range(8))  # noqa: E731
+    lines = ["a0: &a0 {x: {}, y: {}}"] + [f"a{i}: &a{i} {{{shared(i)}}}" for i in range(1, 40)]
+    (tmp_path / "c.yml").write_text("\n".join(lines) + "\n")
+    script = Script("train", "t.py", ("-c", "c.yml"), [Flag(("-c",), True), Flag(("-o",), True)])
+    found = overrides.detect(tmp_path, script, None)  # 8**12 paths within the depth: a walk of each would not end
+    assert found is not None and overrides.find("train.epochs", found) is None
 
 
 def reading_of(root: Path, rel: str):

@@ -205,7 +205,10 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
     for where, one in trees:
         if one is not nodes:
             module_args += _arguments(one)
-        one_saves, one_loads = _checkpoints(one, dests)
+        try:
+            one_saves, one_loads = _checkpoints(one, dests)
+        except RecursionError:  # a path built of thousands of `+`: nothing said about its checkpoints
+            one_saves, one_loads = [], []
         saves += one_saves
         loads += one_loads
         workers = workers or _workers(one, where)

@@ -95,14 +95,17 @@ def _config_path(script: Script, reading: Reading | None) -> tuple[str, Flag | N
     return (arg.default if arg is not None and isinstance(arg.default, str) else ""), config_flag
 
 
-def _flatten(node: object, prefix: str, out: dict[str, object], depth: int = 0) -> None:
-    if depth > 12 or len(out) > 5000:
+def _flatten(node: object, prefix: str, out: dict[str, object], budget: list[int], depth: int = 0) -> None:
+    """Dotted key → leaf value; at most 12 deep and 20,000 nodes visited (YAML aliases may share a node
+    thousands of times: a walk of every path through them would never end)."""
+    budget[0] -= 1
+    if depth > 12 or budget[0] < 0:
         return
     if isinstance(node, dict):
         for key, value in node.items():
             if isinstance(key, str) and re.fullmatch(r"[A-Za-z0-9_\-]+", key):
-                _flatten(value, f"{prefix}.{key}" if prefix else key, out, depth + 1)
-    else:
+                _flatten(value, f"{prefix}.{key}" if prefix else key, out, budget, depth + 1)
+    elif prefix:
         out[prefix] = node
 
 
@@ -124,7 +127,7 @@ def detect(root: Path, script: Script, reading: Reading | None) -> Overrides | N
     if not isinstance(data, dict):
         return None
     keys: dict[str, object] = {}
-    _flatten(data, "", keys)
+    _flatten(data, "", keys, [20_000])
     args = [*(reading.args if reading else ()), *(reading.module_args if reading else ())]
     arg: Arg | None = next((a for a in args if set(a.names) & set(flag.names)), None)
     short = next((n for n in flag.names if not n.startswith("--")), flag.name)
