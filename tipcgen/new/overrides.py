@@ -145,30 +145,32 @@ def _checkpointish(value: object) -> bool:
     return value is None or (isinstance(value, str) and not value.startswith(("http://", "https://")))
 
 
-def find(fld: str, ov: Overrides) -> str | None:
-    """The dotted key of the config that fills a field, or None."""
+def candidates(fld: str, ov: Overrides) -> list[str]:
+    """The dotted keys of the config that may fill a field, best first."""
     keys = list(ov.keys)
     if fld == "train.batch_size":
         batch = [k for k in keys if _BATCH.match(_last(k))]
         train = [k for k in batch if _TRAIN_PART.search(k)]
-        return (train or (batch if len(batch) == 1 else []) or [None])[0]
+        return train or (batch if len(batch) == 1 else [])
     if fld in ("train.extra", "eval.extra"):
         part = _TRAIN_PART if fld == "train.extra" else _EVAL_PART
-        for name in _DATA_DIR:
-            hit = next((k for k in keys if _last(k) == name and part.search(k.rsplit(".", 1)[0] if "." in k else "")), None)
-            if hit:
-                return hit
-        return None
+        return [k for name in _DATA_DIR for k in keys
+                if _last(k) == name and part.search(k.rsplit(".", 1)[0] if "." in k else "")]
+    out = []
     for name in _KEYS.get(fld, ()):
         for key in keys:
             if _last(key) != name:
                 continue
-            value = ov.keys[key]
-            if fld in ("train.pretrained", "export.weights") and (not _checkpointish(value) or
+            if fld in ("train.pretrained", "export.weights") and (not _checkpointish(ov.keys[key]) or
                                                                  re.search(r"backbone|architecture|arch\.", key, re.IGNORECASE)):
                 continue
-            return key
-    return None
+            out.append(key)
+    return out
+
+
+def find(fld: str, ov: Overrides) -> str | None:
+    """The dotted key of the config that fills a field, or None."""
+    return next(iter(candidates(fld, ov)), None)
 
 
 def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[str, str],
@@ -180,9 +182,14 @@ def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[
         ov = found.get(role)
         if ov is None or fld in given:
             continue
-        key = find(fld, ov)
-        if key is not None:
-            out[fld] = key
+        found_keys = candidates(fld, ov)
+        if not found_keys:
+            continue
+        out[fld] = found_keys[0]
+        if len(found_keys) > 1:
+            notes.append(f"question: {fld} is {found_keys[0]} of {ov.config}; {', '.join(found_keys[1:4])} may fill it "
+                         f"too: is {found_keys[0]} the one? (candidates: {', '.join(found_keys[:4])}; "
+                         f"--flag {fld}=KEY, or {fld}'s key in tipc.yaml)")
     for role, ov in found.items():
         mapped = ", ".join(f"{fld} → {out[fld]}" for fld in out if _ROLE_OF[fld] == role)
         style = f"each key passed as `{ov.flag} KEY=VALUE` (action='append')" if ov.append else \
