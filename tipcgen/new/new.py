@@ -100,7 +100,8 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     steps = _counts_steps(chosen.get("train.epochs"))
     train_data = options.data.get("train")
     notes.extend(overrides.lite_edits(root, scripts, found, options.data, data_dir,
-                                      {role: name for role, (name, _) in data_files.items()}, lite_count))
+                                      {role: name for role, (name, _) in data_files.items()}, lite_count,
+                                      chosen.get("train.pretrained")))
     notes.extend(lite.apply(scripts, lite.edits(root, scripts, readings, chosen, lite_count, steps, train_data)))
     notes.extend(new_reading.notes(root, scripts, readings, chosen, lite_count))
     env = dict(options.env)

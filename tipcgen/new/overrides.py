@@ -34,9 +34,9 @@ _KEYS: dict[str, tuple[str, ...]] = {
                          "output", "weight_dir", "save_folder"),
     "train.device": ("use_gpu", "device"),
     "train.pretrained": ("pretrained_model", "checkpoints", "weights", "pretrain_weights", "init_checkpoint",
-                         "resume_weights", "checkpoint"),
+                         "finetune_checkpoint", "resume_weights", "resume_checkpoint", "checkpoint"),
     "export.weights": ("pretrained_model", "checkpoints", "weights", "pretrain_weights", "init_checkpoint",
-                       "checkpoint"),
+                       "finetune_checkpoint", "resume_checkpoint", "checkpoint"),
     "export.output_dir": ("save_inference_dir", "inference_dir", "export_dir", "output_dir", "save_dir"),
 }
 _BATCH = re.compile(r"^(batch_size(_per_card|_per_gpu)?|train_batch_size|batchsize|samples_per_gpu)$")
@@ -210,10 +210,18 @@ def end_with_flag(script: Script, ov: Overrides) -> None:
     script.args = tuple(words)
 
 
+def _missing_weights(root: Path, value: object) -> bool:
+    """A pretrained-weights path the repository does not hold (nor with .pdparams after it)."""
+    if not isinstance(value, str) or not value.strip() or value.startswith(("http://", "https://")):
+        return False
+    path = value.strip()
+    return not any((root / candidate).exists() for candidate in (path, path + ".pdparams"))
+
+
 def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Overrides], data: dict[str, str],
-               data_dir: str, data_names: dict[str, str], lite_count: int) -> list[str]:
-    """Fixed overrides for the lite run (save/eval intervals above it, label files the lite data ships), each
-    named in a note; and notes for what it only asks (a backbone download, a pretrained file not there)."""
+               data_dir: str, data_names: dict[str, str], lite_count: int, pretrained_key: str | None = None) -> list[str]:
+    """Fixed overrides for the lite run (save/eval intervals above it, label files the lite data ships, a
+    pretrained file the repository does not hold), each named in a note; and a note for a backbone download."""
     notes: list[str] = []
     for role, ov in found.items():
         script = scripts[role]
@@ -223,6 +231,13 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
             if f"{key}=" in passed:
                 continue
             last = _last(key)
+            if role == "train" and pretrained_key is not None and ov.key(key) == pretrained_key and \
+                    _missing_weights(root, value):
+                pairs.append((key, ""))
+                notes.append(f"{ov.config}: {key} is {value}, which is not in the repository: the train step would stop "
+                             f"loading it; set to nothing so the lite training starts from scratch (`{ov.key(key)}=` "
+                             "added to the train command in tipc.yaml); ship the file there to start from it")
+                continue
             if role == "train" and _INTERVAL.match(last) and isinstance(value, int) and not isinstance(value, bool) \
                     and value > lite_count:
                 pairs.append((key, "1"))
