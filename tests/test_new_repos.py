@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, fuzz_examples, read_records, tipcgen
 from tipcgen.configs.script_help import Flag, Script
 from tipcgen.configs.script_reading import read_source
-from tipcgen.new import lite, new, overrides
+from tipcgen.new import lite, overrides
 from tipcgen.new.reading import dataset_name
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -251,6 +251,33 @@ def test_the_checkpoint_name_read_from_the_source(tmp_path: Path):
     assert lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"]) is None
     write("train.py", 'p.add_argument("--out")\na = p.parse_args()\nnp.save(os.path.join(a.out, "x.npy"), x)\n')
     assert lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"]) is None
+
+
+def test_two_flags_that_fit_a_slot_make_a_question_and_one_that_cannot_does_not(tmp_path: Path):
+    from tipcgen.new import new
+
+    head = "import argparse\np = argparse.ArgumentParser()\n"
+    (tmp_path / "export.py").write_text(head + 'p.add_argument("--weights")\np.add_argument("--output_dir")\np.parse_args()\n')
+    (tmp_path / "infer.py").write_text(head + 'p.add_argument("--model_dir")\np.parse_args()\n')
+
+    def notes(steps: int) -> str:
+        (tmp_path / "train.py").write_text(head + textwrap.dedent(f'''
+            p.add_argument("--data_dir", default="data/train")
+            p.add_argument("--data_path", default="data/train.txt")
+            p.add_argument("--epochs", type=int, default=30)
+            p.add_argument("--max_steps", type=int, default={steps})
+            p.add_argument("--save_dir", default="out")
+            a = p.parse_args()
+            print(a.data_dir, a.data_path, a.epochs, a.max_steps, a.save_dir)
+        '''))
+        options = new.Options(model_name="m", scripts={"train": "train.py", "export": "export.py", "infer": "infer.py"},
+                              checkpoint="m.pdparams", devices="cpu")
+        return "\n".join(new.propose(options, tmp_path).notes)
+
+    said = notes(-1)  # --max_steps -1: no limit, it does not count this training
+    assert "question: train.extra is --data_dir (train.py); --data_path may fill it too" in said
+    assert "question: train.epochs" not in said
+    assert "question: train.epochs is --epochs (train.py); --max_steps may fill it too" in notes(1000)
 
 
 def test_a_path_of_thousands_of_pluses_reads_as_no_checkpoint():
