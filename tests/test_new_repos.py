@@ -336,6 +336,30 @@ def test_a_config_of_aliases_shared_thousands_of_times_reads_in_bounded_time(tmp
     assert found is not None and overrides.find("train.epochs", found) is None
 
 
+_NAMES = ["--stride", "--patch_size", "--aug_times", "--type", "--category", "--save_interval", "--test_epochs",
+          "--eval_freq", "--epochs", "--iter", "--crop_size", "--repeat", "--class_name", "--save_every"]
+
+
+@settings(max_examples=fuzz_examples(200), deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_NAMES), st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6),
+                                                            st.sampled_from(["all", "bottle", "", "ALL", "*"]),
+                                                            st.text(max_size=8))),
+                max_size=8, unique_by=lambda t: t[0]),
+       st.integers(1, 20), st.booleans(), st.booleans())
+def test_any_flags_and_defaults_give_edits_of_their_own_flags(args, lite_count, steps, gated):
+    body = "".join(f"p.add_argument({name!r}, default={default!r})\n" for name, default in args)
+    body += "a = p.parse_args()\n" + "".join(f"if step % a.{name.lstrip('-')} == 0:\n    paddle.save(m, 'x.pdparams')\n"
+                                              for name, _ in args if gated)
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "data" / "bottle").mkdir(parents=True)
+        found = edits_of(body, lite_count, steps, Path(folder), "data")
+    names = {name for name, _ in args}
+    for edit in found:
+        assert edit.flag in names or (edit.flag == "" and edit.note.startswith("question: "))
+        assert "\n" not in edit.note and edit.note
+    assert len({e.flag for e in found if e.flag}) == len([e for e in found if e.flag])  # one edit per flag
+
+
 def reading_of(root: Path, rel: str):
     from tipcgen.configs.script_reading import read_script
 
