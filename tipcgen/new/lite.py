@@ -64,10 +64,12 @@ def edits(root: Path, scripts: dict[str, Script], readings: dict[str, Reading], 
     slot_flags = {loose(f) for f in chosen.values() if f}
     free = [a for a in reading.args if not _given(train, a) and loose(a.name) not in slot_flags]
     out: list[Edit] = []
-    out += _intervals(train, reading, free, lite_count, steps)
-    out += _strides(train, free)
-    out += _augmentations(train, free)
-    out += _class_filters(root, scripts, readings, train, free, train_data)
+    for rule in (lambda left: _intervals(train, reading, left, lite_count, steps), lambda left: _strides(train, left),
+                 lambda left: _augmentations(train, left),
+                 lambda left: _class_filters(root, scripts, readings, train, left, train_data)):
+        out += rule(free)
+        edited = {e.flag for e in out if e.role == "train"}
+        free = [a for a in free if a.name not in edited]  # one edit a flag: the first rule that reads it
     return out
 
 
