@@ -214,6 +214,14 @@ def test_a_class_filter_asks_when_the_lite_data_does_not_say(tmp_path: Path):
     assert [(e.flag, e.value) for e in edits_of(body, root=tmp_path, data="data")] == [("--category", "cable")]
     assert edits_of('p.add_argument("--category", default="cable")\n', root=tmp_path, data="data") == []
     assert edits_of('p.add_argument("--mode", default="all")\n', root=tmp_path, data="data") == []  # not a class
+    # one class by default that the lite data does not hold (anomalib's --category leather)
+    assert [(e.flag, e.value) for e in edits_of('p.add_argument("--category", default="leather")\n', root=tmp_path,
+                                                data="data")] == [("--category", "cable")]
+    assert edits_of('p.add_argument("--backbone", default="resnet18")\n', root=tmp_path, data="data") == []
+    assert edits_of('p.add_argument("--type", default="resnet")\n', root=tmp_path, data="data") == []  # no choices
+    with_choices = [Flag(("--type",), True, ("leather", "cable", "screw"))]
+    assert [(e.flag, e.value) for e in edits_of('p.add_argument("--type", default="leather")\n', root=tmp_path,
+                                                data="data", flags_=with_choices)] == [("--type", "cable")]
 
 
 @pytest.mark.parametrize(("help_text", "choices", "default", "name"), [

@@ -26,6 +26,7 @@ _AUG_NAME = re.compile(r"^(aug(ment(ation)?)?_?(times|num|factor|mult|multiplier
                        r"(data(set)?_?)?repeats?(_?times)?|num_?repeats?)$")
 _CLASS_NAME = re.compile(r"^(type|category|categories|class|class_?name|classes|obj|object|object_?name|subset|cls|"
                          r"sub_?category|texture)$")
+_ONE_CLASS_NAME = re.compile(r"^(category|class_?name|obj|object_?name|sub_?category|texture|defect_?class)$")
 _ALL = ("all", "everything", "*")
 _WEIGHTS_DEST = re.compile(r"ckpt|checkpoint|weight|model|param|pretrain|resume|state|load|init", re.IGNORECASE)
 _CHECKPOINT_SUFFIX = (".pdparams", ".pdckpt", ".ckpt", ".pth", ".pt")
@@ -158,13 +159,25 @@ def _class_filters(root: Path, scripts: dict[str, Script], readings: dict[str, R
     """A class filter whose default is every class (``--type all``): the lite data's one class, in every script
     that has the same flag with the same default; a question with the candidates when the data does not say."""
     out = []
+    folders = _subfolders(root, train_data)
     for arg in free:
-        if not (isinstance(arg.default, str) and arg.default.lower() in _ALL):
+        if not isinstance(arg.default, str) or not arg.default:
             continue
         choices = _choices(scripts, "train", arg)
+        if arg.default.lower() not in _ALL:
+            # one class by default (--category leather) that the lite data does not hold, where it holds one
+            # the flag takes: its choices, or a class flag by its name (--category, --class_name)
+            named = [c for c in choices if c in folders] if choices else \
+                folders if _ONE_CLASS_NAME.match(arg.dest.lower()) else []
+            if not folders or arg.default in folders or len(named) != 1:
+                continue
+            value = named[0]
+            out += _set_everywhere(scripts, readings, arg, value,
+                                   f"(one class the lite data {train_data} does not hold) and the lite data holds the "
+                                   f"class {value} only")
+            continue
         if not (_CLASS_NAME.match(arg.dest.lower()) or (choices and arg.default in choices)):
             continue
-        folders = _subfolders(root, train_data)
         named = [c for c in choices if c in folders and c.lower() not in _ALL] if choices else folders
         if len(named) != 1:
             candidates = ", ".join((named or [c for c in choices if c.lower() not in _ALL])[:8]) or "none seen"
@@ -173,16 +186,22 @@ def _class_filters(root: Path, scripts: dict[str, Script], readings: dict[str, R
                             f"does the lite data hold? candidates: {candidates}; add `{arg.name} CLASS` to "
                             f"{SCRIPT_FIELD['train']} (and the other scripts that take it) in tipc.yaml"))
             continue
-        value = named[0]
-        for role, script in scripts.items():
-            reading = readings.get(script.path)
-            other = reading.arg(arg.name) if reading is not None else None
-            if other is None or _given(script, other) or other.default != arg.default:
-                continue
-            out.append(Edit(role, other.name, value,
-                            f"{script.path}: {other.name} defaults to {arg.default!r} (every class) and the lite data "
-                            f"{train_data} holds the class {value} only: set to {value}; added to {SCRIPT_FIELD[role]} "
-                            "in tipc.yaml"))
+        out += _set_everywhere(scripts, readings, arg, named[0],
+                               f"(every class) and the lite data {train_data} holds the class {named[0]} only")
+    return out
+
+
+def _set_everywhere(scripts: dict[str, Script], readings: dict[str, Reading], arg: Arg, value: str,
+                    why: str) -> list[Edit]:
+    """The class flag set to the lite data's class in every script that has it with the same default."""
+    out = []
+    for role, script in scripts.items():
+        reading = readings.get(script.path)
+        other = reading.arg(arg.name) if reading is not None else None
+        if other is None or _given(script, other) or other.default != arg.default:
+            continue
+        out.append(Edit(role, other.name, value, f"{script.path}: {other.name} defaults to {arg.default!r} {why}: set "
+                                                 f"to {value}; added to {SCRIPT_FIELD[role]} in tipc.yaml"))
     return out
 
 
