@@ -153,6 +153,21 @@ def test_an_nlp_repository_whose_pretrained_is_a_download_switch_and_data_a_task
     tipcgen("init", "tipc.yaml", cwd=repo, check=True)
 
 
+def test_a_config_key_is_refused_for_an_eval_script_without_o(tmp_path: Path):
+    from tipcgen.core.errors import TipcgenError
+    from tipcgen.new import new
+
+    repo = copy("new_ocr", tmp_path)
+    (repo / "eval.py").write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--weights')\n"
+                                  "p.parse_args()\n")
+    config = "-c configs/det/det_tiny.yml"
+    options = new.Options(model_name="det", scripts={"train": f"tools/train.py {config}", "eval": "eval.py",
+                                                     "export": f"tools/export_model.py {config}",
+                                                     "infer": "tools/infer/predict_det.py"}, devices="cpu")
+    with pytest.raises(TipcgenError, match=r"eval.py has no Global.use_gpu, but the runner passes the device to eval"):
+        new.propose(options, repo)
+
+
 def test_what_the_user_gives_stays_and_leaves_no_edit(tmp_path: Path):
     repo = copy("new_restore", tmp_path)
     args = [a if a != "train.py" else "train.py --stride 4 --save_interval 2" for a in restore_args()]

@@ -92,7 +92,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     data_files = _data_files(options.data, data_dir, root)
     values = _values(scripts, chosen, options, data_files, model_name)
     with new_reading.with_choices(notes):  # a refusal lists the slots left empty and the flags passed over
-        _check(scripts, chosen, values, notes)
+        _check(scripts, chosen, values, notes, eval_overrides="eval" in found)
     epochs = values.get("train.epochs")
     lite_count = epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1
     if not isinstance(lite_count, int) or isinstance(lite_count, bool):
@@ -329,8 +329,10 @@ def _passed_with_value(role: str, fld: str, values: dict[str, Any]) -> bool:
     return value not in (None, "", [], {})
 
 
-def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any], notes: list[str]) -> None:
-    """Errors for what would make the chain fail; notes for what the user should know."""
+def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any], notes: list[str],
+           eval_overrides: bool = False) -> None:
+    """Errors for what would make the chain fail; notes for what the user should know. ``eval_overrides``: the
+    eval script takes ``-o key=value`` (a config key passed to it is one of those, not a flag)."""
     problems = []
     passed: dict[str, dict[str, str]] = {role: {} for role in ROLES}  # role → {flag: the field that passes it}
     for fld, (role, _) in CANDIDATES.items():
@@ -355,7 +357,7 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
     if "eval" in scripts:
         for fld, why in (("train.pretrained", "the checkpoint"), ("train.device", "the device")):
             key = chosen.get(fld)
-            if key and key.startswith("-") and " " not in key and not scripts["eval"].accepts(key):  # not a -o key
+            if key and not (eval_overrides and (not key.startswith("-") or " " in key)) and not scripts["eval"].accepts(key):
                 problems.append(f"{scripts['eval'].path} has no {key}, but the runner passes {why} to eval with the "
                                 f"key of {fld}; add it to the eval script, or pass --eval null to skip eval")
         if not chosen.get("train.pretrained"):
