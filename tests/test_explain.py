@@ -187,8 +187,11 @@ def test_a_failed_chain_shows_the_hint_under_the_step_and_in_summary_json(tmp_pa
     report = tipcgen("report", cwd=repo)
     assert report.returncode == 0, report.stdout + report.stderr
     assert "hint: train.h5 is missing" in (repo / "test_tipc/output/restore/lite_train_lite_infer/report.md").read_text()
-    # The edit the hint names: now train passes, saves nothing (--test_epochs 0), and eval says so.
-    text = (repo / "tipc.yaml").read_text().replace("norm: train.py --pretrained False", "norm: train.py --pretrained False --preprocess True")
+    # The edit the hint names: now train passes. tipcgen new set --test_epochs 1 itself (its default 0 saves
+    # nothing); without it, as in a descriptor written by hand, train saves nothing and eval says so.
+    text = (repo / "tipc.yaml").read_text()
+    assert "norm: train.py --pretrained False --test_epochs 1" in text
+    text = text.replace("norm: train.py --pretrained False --test_epochs 1", "norm: train.py --pretrained False --preprocess True")
     (repo / "tipc.yaml").write_text(text)
     tipcgen("init", "tipc.yaml", "--force", cwd=repo, check=True)
     run = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)

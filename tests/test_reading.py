@@ -129,12 +129,13 @@ def test_new_on_a_reproduction_repository_names_every_edit_in_its_notes(tmp_path
                    "add `--pretrained False` to export.norm (export_model.py) in tipc.yaml",
                    "train.py reads train.h5 (dataset.py:17)",
                    "add `--preprocess True` to train.norm (train.py) in tipc.yaml",
-                   "add `--test_epochs 1` to train.norm (train.py) in tipc.yaml",
+                   "--test_epochs defaults to 0, which skips saving: set to 1 so the training saves",
                    "--num_of_layers: train.py defaults to 17, eval.py to 20",
                    "add `--num_of_layers 17` to eval.script (eval.py) in tipc.yaml"):
         assert needed in notes, needed
     # The notes are in the descriptor too, as comments, for whoever reads it later.
-    assert "#   - train.py: saving happens only when --test_epochs says so" in proposal.text
+    assert "#   - train.py: --test_epochs defaults to 0, which skips saving: set to 1" in proposal.text
+    assert doc["train"]["norm"] == "train.py --test_epochs 1"  # the edit is made, not only said
     # Who owns each flag: train.pretrained's flag is eval.py's.
     assert dict((f, s) for f, s, _ in proposal.mapping)["train.pretrained"] == "--checkpoint (eval.py)"
 

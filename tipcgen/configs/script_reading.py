@@ -44,6 +44,7 @@ class Arg:
     help: str = ""
     type: str = ""  # the type= callable's name (int, str, str2bool, ...)
     line: int = 0
+    nargs: str = ""  # '+', '*', '?' or a count, as written
 
     @property
     def name(self) -> str:
@@ -80,7 +81,12 @@ class Reading:
     readable: bool = False
     workers: str = ""  # `num_workers=16 at train.py:40`: a loader's worker count set in code
     made: tuple[str, ...] = ()  # the data file names the code opens for writing
-    intervals: tuple[str, ...] = ()  # `every 10 epochs at train.py:57`: a save under `% <literal>`, no flag to change it
+    # (dest, file name or "") of each checkpoint the code saves / loads by a flag: paddle.save(sd,
+    # os.path.join(args.save_dir, "model.pdparams")) is ("save_dir", "model.pdparams"); paddle.load(args.ckpt) ("ckpt", "")
+    saves: tuple[tuple[str, str], ...] = ()
+    loads: tuple[tuple[str, str], ...] = ()
+    module_args: tuple[Arg, ...] = ()  # add_argument calls in the local modules read (an ArgsParser class there)
+    intervals: tuple[str, ...] = ()  # `every 10 at train.py:57`: a save under `% <literal>`, no flag to change it
 
     def arg(self, flag: str) -> Arg | None:
         key = _norm(flag)
@@ -194,8 +200,19 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
     files: list[tuple[str, str]] = []
     workers = ""
     made: set[str] = set()
+    saves: list[tuple[str, str]] = []
+    loads: list[tuple[str, str]] = []
+    module_args: list[Arg] = []
     intervals: list[str] = []
     for where, one in trees:
+        if one is not nodes:
+            module_args += _arguments(one)
+        try:
+            one_saves, one_loads = _checkpoints(one, dests)
+        except RecursionError:  # a path built of thousands of `+`: nothing said about its checkpoints
+            one_saves, one_loads = [], []
+        saves += one_saves
+        loads += one_loads
         workers = workers or _workers(one, where)
         found = _uses(one, dests)
         used = None if found is None or used is None else used | found
@@ -207,7 +224,8 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
     if not used or unknown or _handed_on(trees):
         used = None  # no flag read by name (a stub), or the namespace handed to code not read here: say nothing
     return Reading(path, args, frozenset(used) if used is not None else None, tuple(gates), tuple(files), True, workers,
-                   tuple(sorted(made)), tuple(intervals[:3]))
+                   tuple(sorted(made)), tuple(dict.fromkeys(saves)), tuple(dict.fromkeys(loads)), tuple(module_args),
+                   tuple(intervals[:3]))
 
 
 def read_script(root: Path, rel: str) -> Reading:
@@ -285,7 +303,8 @@ def _arguments(nodes: list[ast.AST]) -> list[Arg]:
         out.append(Arg(names, dest, action if isinstance(action, str) else "",
                        _literal(kw["default"]) if "default" in kw else (False if action == "store_true" else True if action == "store_false" else None),
                        help_text if isinstance(help_text, str) else "",
-                       _call_name(type_node) if type_node is not None else "", node.lineno))
+                       _call_name(type_node) if type_node is not None else "", node.lineno,
+                       str(nargs) if (nargs := _literal(kw.get("nargs"))) not in (None, UNKNOWN) else ""))
     return out
 
 
@@ -421,6 +440,61 @@ def _file_literals(nodes: list[ast.AST], where: str, skip_lines: set[int]) -> tu
         else:
             reads.append((name, f"{where}:{node.lineno}"))
     return reads, written
+
+
+_SAVES = re.compile(r"^(save|save_model|save_checkpoint|save_state_dict|save_dict)$", re.IGNORECASE)
+_LOADS = re.compile(r"^(load|load_model|load_checkpoint|load_state_dict|load_dict|load_pretrained|load_weights)$",
+                    re.IGNORECASE)
+
+
+def _flag_path(node: ast.AST, dests: set[str], named: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
+    """(dest, file name) of a path built from a flag: ``args.d``, ``os.path.join(args.d, 'x.pdparams')``,
+    ``f"{args.d}/x.pdparams"``, ``args.d + '/x.pdparams'``, or a name assigned one of these."""
+    if isinstance(node, ast.Attribute) and node.attr in dests:
+        return node.attr, ""
+    if isinstance(node, ast.Subscript) and isinstance(key := _literal(node.slice), str) and key:
+        return key, ""  # config["Global"]["save_model_dir"]: a key of the config a -o script loads
+    if isinstance(node, ast.Name) and node.id in named:
+        return named[node.id]
+    parts: list[ast.AST] = []
+    if isinstance(node, ast.Call) and _call_name(node) == "join":
+        parts = list(node.args)
+    elif isinstance(node, ast.JoinedStr):
+        parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts = [node.left, node.right]
+    if not parts:
+        return None
+    head = _flag_path(parts[0], dests, named)
+    tail = _literal(parts[-1]) if len(parts) > 1 else None
+    if head is None or head[1]:
+        return None
+    name = tail.strip("/") if isinstance(tail, str) else ""
+    return head[0], name if len(parts) == 2 and name and "{" not in name else ""
+
+
+def _checkpoints(nodes: list[ast.AST], dests: set[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The checkpoints a file saves and loads by a flag's path (see Reading.saves)."""
+    named: dict[str, tuple[str, str]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found = _flag_path(node.value, dests, {})
+            if found is not None:
+                named[node.targets[0].id] = found
+    saves, loads = [], []
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        name = _call_name(node)
+        pattern = _SAVES if _SAVES.match(name) else _LOADS if _LOADS.match(name) else None
+        if pattern is None or (name in ("save", "load") and not isinstance(node.func, ast.Attribute)):
+            continue  # paddle.save / paddle.load; a bare load(...) is the repository's own (a data loader)
+        for arg in [*node.args, *(kw.value for kw in node.keywords if kw.arg in ("path", "f", "file", "fname"))]:
+            found = _flag_path(arg, dests, named)
+            if found is not None:
+                (saves if pattern is _SAVES else loads).append(found)
+                break
+    return saves, loads
 
 
 MODEL_SUFFIXES = (".pdparams", ".pdiparams", ".pdmodel", ".pdopt", ".onnx", ".pth", ".ckpt")
