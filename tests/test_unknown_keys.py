@@ -325,3 +325,45 @@ def test_run_goes_on_where_the_script_hands_the_rest_on(stub_repo: Path):
     _stub_train(stub_repo, "if unknown:\n    p.error('unrecognized arguments: ' + ' '.join(unknown))\n")
     with pytest.raises(RunError, match="which does not accept it"):  # it stops on it: the step would fail
         preflight.refuse(stub_repo, Path(CONFIG))
+
+
+# ---------------------------------------------------------------- hostile sources
+
+_DROPS = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs')\nargs, _ = p.parse_known_args()\n"
+
+
+def test_modules_out_of_reach_make_the_rest_unknown_never_an_error(tmp_path: Path):
+    """A module linked out of the repository, a FIFO, a relative import above it, circular imports, more local
+    files than are read: the reading stops, says what it could not read, and no key is an error."""
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (repo / "pkg").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.py").write_text("x = 1\n")
+    (repo / "secret.py").symlink_to(outside / "secret.py")
+    (repo / "train.py").write_text("import secret\n" + _DROPS)
+    found = script_rest.read(repo, "train.py")
+    assert found.fate == "forwards" and "secret.py (which it imports) could not be read" in found.why
+    (repo / "secret.py").unlink()
+    os.mkfifo(repo / "secret.py")
+    assert script_rest.read(repo, "train.py").fate == "forwards"  # never waited on
+    (repo / "secret.py").unlink()
+    (repo / "pkg/a.py").write_text("from . import b\nfrom .... import far\n")
+    (repo / "pkg/b.py").write_text("from . import a\n")
+    (repo / "train.py").write_text("from pkg import a\n" + _DROPS)
+    assert script_rest.read(repo, "train.py").fate == "drops"  # a cycle is read once
+    for i in range(script_rest.MAX_FILES + 1):
+        (repo / f"m{i}.py").write_text(f"import m{i + 1}\n")
+    (repo / "train.py").write_text("import m0\n" + _DROPS)
+    assert "more than 40 local files" in script_rest.read(repo, "train.py").why
+
+
+_PIECES = [*"()[]{}:=,._ \n\t'\"#*-+", "parse_known_args", "import ", "from ", "sys.argv", "args", "rest", "_", "[0]",
+           "return ", "def f(a):", "if ", "raise ", "print(", "p.", "x"]
+
+
+@settings(max_examples=fuzz_examples(300), deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=120).map("".join))
+def test_any_text_reads_to_a_fate_without_an_exception(text):
+    found = script_rest.read_source(text)
+    assert found.fate in ("refuses", "drops", "forwards")
+    assert found.fate != "drops" or "parse_known" in text

@@ -13,6 +13,12 @@ What is passed is the runner's, per layout (``layout.RUNNER_UNPASSED``: the tuto
 passes its device line or line 11, ``--data-path:``, to train). A key that does not start with ``-``
 (``Global.epoch_num``, a PaddleOCR ``-o`` override) is not an argparse option: it is not checked.
 
+A key the ``--help`` lacks is judged by what the script does with the keys its parser does not know
+(``script_rest``, its source read with ast): ``parse_args`` (or a rest that stops the script) fails the step,
+an error; ``parse_known_args`` whose rest is dropped loses the key without a word (issue #59: ``--epohcs``),
+an error too, with the nearest flag; a rest handed on to other code (``cfg.merge(rest)``, a second parser)
+may take it: a note. ``allow_abbrev=False`` on every parser: no prefix of a flag is taken.
+
 A script whose text never mentions argparse is not run with ``--help`` (it might train instead); it
 and a script whose ``--help`` fails are said to be unchecked, never guessed. The probe runs in the
 sandbox (``script_help.probe``); without one, the reading commands (lint, import, doctor) run no probe

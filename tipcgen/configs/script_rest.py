@@ -30,6 +30,7 @@ argparse in them: ``flag_check`` says they are unchecked).
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,23 +71,35 @@ class _File:
 def read(root: Path, rel: str) -> Rest:
     """The fate of an unknown key in ``root/rel`` (a path the flag check has already found to be a .py file
     inside the repository)."""
-    files, unread, text = _sources(root, rel)
-    return judge(files, unread, text, rel)
+    texts, unread = _sources(root, rel)
+    return _read_texts(texts, unread, rel)
 
 
 def read_source(text: str, rel: str = "train.py", modules: dict[str, str] | None = None) -> Rest:
     """``read`` over texts (the script's, and local modules' by their path): what the tests give it."""
-    files, unread = [], []
-    for name, source in [(rel, text), *(modules or {}).items()]:
+    return _read_texts([(rel, text), *(modules or {}).items()], [], rel)
+
+
+def _read_texts(texts: list[tuple[str, str]], unread: list[str], rel: str) -> Rest:
+    """A source none of whose files says parse_known refuses as argparse does (only the script itself is parsed,
+    for its flags); else every file is parsed and judged."""
+    text = texts[0][1] if texts and texts[0][0] == Path(rel).as_posix() else ""
+    if not any("parse_known" in source for _, source in texts):
+        tree = inputs.python_tree(text) if text else None
+        own = [_file(rel, tree)] if tree is not None else []
+        shown, hidden = _names(own)
+        return Rest("refuses", shown=shown, hidden=hidden, exact=_exact(own))
+    files = []
+    for name, source in texts:
         tree = inputs.python_tree(source)
         if tree is None:
             unread.append(name)
         else:
             files.append(_file(name, tree))
-    return judge(files, unread, text, rel)
+    return _decide(files, unread, text, rel)
 
 
-def judge(files: list[_File], unread: list[str], text: str, rel: str) -> Rest:
+def _decide(files: list[_File], unread: list[str], text: str, rel: str) -> Rest:
     if not files or files[0].rel != Path(rel).as_posix():  # the script itself did not parse
         return Rest("forwards", why=f"{rel} could not be read with ast") if "parse_known" in text else Rest("refuses")
     shown, hidden = _names(files)
@@ -128,19 +141,22 @@ def _file(rel: str, tree: ast.Module) -> _File:
     return _File(rel, nodes, parents)
 
 
-def _sources(root: Path, rel: str) -> tuple[list[_File], list[str], str]:
-    """The script and its local modules, parsed (breadth first, at most MAX_FILES); the files that could not be
-    read ("..." when there were more); the script's text ("" when it could not be read)."""
-    files: list[_File] = []
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))",
+                     re.MULTILINE)
+
+
+def _sources(root: Path, rel: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The texts of the script and its local modules (breadth first, at most MAX_FILES), by their path from the
+    root; the files that could not be read ("..." when there were more)."""
+    texts: list[tuple[str, str]] = []
     unread: list[str] = []
-    text = ""
     queue, seen = [root / rel], set()
     while queue:
         path = queue.pop(0)
         if path in seen:
             continue
         seen.add(path)
-        if len(files) + len(unread) >= MAX_FILES:
+        if len(texts) + len(unread) >= MAX_FILES:
             unread.append("...")
             break
         try:
@@ -153,35 +169,35 @@ def _sources(root: Path, rel: str) -> tuple[list[_File], list[str], str]:
         except (TipcgenError, ValueError, OSError):
             unread.append(name)
             continue
-        text = source if not files and not unread else text
-        tree = inputs.python_tree(source)
-        if tree is None:
-            unread.append(name)
-            continue
-        files.append(_file(name, tree))
-        queue.extend(_local(tree, path.parent, root))
-    return files, unread, text
+        texts.append((name, source))
+        queue.extend(_local(source, path.parent, root))
+    return texts, unread
 
 
-def _local(tree: ast.Module, here: Path, root: Path) -> list[Path]:
-    """The files of the local modules a module imports (``import a.b``, ``from a import b``, ``from .c import d``)."""
+def _local(source: str, here: Path, root: Path) -> list[Path]:
+    """The files of the local modules a text imports (``import a.b``, ``from a import b``, ``from .c import d``),
+    found by the import lines' text (no parse: a script that never says parse_known is not parsed at all)."""
     names: list[tuple[Path, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [(base, alias.name) for alias in node.names for base in (here, root)]
-        elif isinstance(node, ast.ImportFrom):
-            bases = [here.parents[node.level - 2] if node.level > 1 else here] if node.level else [here, root]
-            module = node.module or ""
-            for base in bases:
-                names += [(base, module)] if module else []
-                names += [(base, f"{module}.{alias.name}".strip(".")) for alias in node.names if alias.name != "*"]
+    for found in _IMPORT.finditer(source):
+        dots, module, listed, imported = found.groups()
+        if imported is not None:
+            names += [(base, word.split()[0]) for word in imported.split(",") if word.split() for base in (here, root)]
+            continue
+        level = len(dots)
+        if level > len(here.parents):  # above the filesystem's root: nothing to read
+            continue
+        bases = [here.parents[level - 2] if level > 1 else here] if level else [here, root]
+        aliases = [word.split()[0] for word in listed.strip("()").split(",") if word.split() and word.split()[0] != "*"]
+        for base in bases:
+            names += [(base, module)] if module else []
+            names += [(base, f"{module}.{alias}".strip(".")) for alias in aliases]
     out = []
     for base, name in names:
-        parts = name.split(".")
+        parts = [part for part in name.split(".") if part]
         for depth in range(1, len(parts) + 1):  # a.b.c runs a/__init__.py, a/b/__init__.py, a/b/c.py
             stem = base.joinpath(*parts[:depth])
             for candidate in (stem.with_name(stem.name + ".py"), stem / "__init__.py"):
-                if candidate.is_file():
+                if candidate.is_file() or (candidate.exists() and not candidate.is_dir()):  # a FIFO: unread, said
                     out.append(candidate)
     return out
 
