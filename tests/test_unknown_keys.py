@@ -229,8 +229,10 @@ def test_a_second_parser_in_an_imported_module_reads_the_command_line(tmp_path: 
     assert _read(tmp_path, {}).fate == "forwards"  # sys.argv read by hand
     (tmp_path / "options.py").write_text("import absl.flags\n")
     assert "absl" in _read(tmp_path, {}).why
-    (tmp_path / "options.py").write_text("def f(:\n")
+    (tmp_path / "options.py").write_text("def f(:\n    return sys.argv\n")  # a syntax this Python does not read
     assert "options.py (which it imports) could not be read" in _read(tmp_path, {}).why
+    (tmp_path / "options.py").write_text("def f(:\n")  # no parse, no flag, no argv: it takes no key'
+    assert _read(tmp_path, {}).fate == "drops"
     (tmp_path / "options.py").write_text("print('no parsing here')\n")
     assert _read(tmp_path, {}).fate == "drops"  # the one parse drops the rest: a finding
 
@@ -354,7 +356,7 @@ def test_modules_out_of_reach_make_the_rest_unknown_never_an_error(tmp_path: Pat
     for i in range(script_rest.MAX_FILES + 1):
         (repo / f"m{i}.py").write_text(f"import m{i + 1}\n")
     (repo / "train.py").write_text("import m0\n" + _DROPS)
-    assert "more than 40 local files" in script_rest.read(repo, "train.py").why
+    assert f"more than {script_rest.MAX_FILES} local files" in script_rest.read(repo, "train.py").why
 
 
 _PIECES = [*"()[]{}:=,._ \n\t'\"#*-+", "parse_known_args", "import ", "from ", "sys.argv", "args", "rest", "_", "[0]",
@@ -367,3 +369,14 @@ def test_any_text_reads_to_a_fate_without_an_exception(text):
     found = script_rest.read_source(text)
     assert found.fate in ("refuses", "drops", "forwards")
     assert found.fate != "drops" or "parse_known" in text
+
+
+def test_a_script_that_parses_with_parse_args_refuses_whatever_its_modules_do(tmp_path: Path):
+    """The script's own parse_args stops on an unknown key (as before issue #59), even where a module it imports
+    has a parse_known_args of its own (another tool's, say)."""
+    found = _read(tmp_path, {
+        "train.py": "import argparse\nimport helpers\np = argparse.ArgumentParser()\np.add_argument('--epochs')\n"
+                    "args = p.parse_args()\n",
+        "helpers.py": "import argparse\ndef other_tool():\n    q = argparse.ArgumentParser()\n"
+                      "    a, rest = q.parse_known_args()\n    run(rest)\n"})
+    assert found.fate == "refuses"

@@ -16,8 +16,11 @@ there ends the step where the script parses with ``parse_args`` (``unrecognized 
   read (a syntax error, a module outside the repository, more than ``MAX_FILES`` files).
 
 The script and the local modules it imports (beside it or from the repository root, followed down to ``MAX_FILES``
-files) are read; the parse may sit in one of them (``args = utils.parse_args()``) and the rest be returned by a
-function and dropped by its caller (followed two calls up). ``exact``: every ``ArgumentParser(...)`` of them says
+files, their import names as the flag cache's key reads them: ``flag_cache.import_names``) are read; the parse may
+sit in one of them (``args = utils.parse_args()``) and the rest be returned by a function and dropped by its caller
+(followed two calls up). Where no file says ``parse_known``, or the script itself parses with ``parse_args``, it
+refuses as argparse does (only the script is parsed, for its flags); else the files that mention a parse, a flag or
+``argv`` are parsed (a module without any of them takes no key). ``exact``: every ``ArgumentParser(...)`` of them says
 ``allow_abbrev=False``, so argparse takes no prefix of a long flag (``--epoch`` for ``--epochs`` goes to the rest).
 ``shown``: the option names their ``add_argument`` calls spell, save those with ``help=argparse.SUPPRESS``
 (``hidden``, which ``--help`` never lists but argparse takes): a ``--help`` that lacks one of ``shown`` was printed
@@ -30,17 +33,20 @@ argparse in them: ``flag_check`` says they are unchecked).
 from __future__ import annotations
 
 import ast
-import re
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tipcgen.configs import flag_cache
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 
-MAX_FILES = 40  # the script and the local modules it imports, transitively; more: not all read, nothing said
+MAX_FILES = 200  # the script and the local modules it imports, transitively (as the flag cache's key)
+MAX_READ = 64 << 20  # bytes of them read at most; more: not all read, nothing said of a key
 SOURCE_LIMIT = 2 << 20  # as script_reading's: a larger .py file is not read
 _PARSES = {"parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args"}
 _KNOWN = {"parse_known_args", "parse_known_intermixed_args"}
+_RELEVANT = ("argv", "parse_", "add_argument", "ArgumentParser")  # a module without any of these takes no key
 # Libraries that read the command line themselves: a key the argparse parser leaves may be theirs.
 CLI_MODULES = {"absl", "fire", "click", "typer", "hydra", "omegaconf", "docopt", "gflags", "jsonargparse",
                "simple_parsing", "tap", "tensorflow", "configargparse"}
@@ -89,23 +95,36 @@ def _read_texts(texts: list[tuple[str, str]], unread: list[str], rel: str) -> Re
         own = [_file(rel, tree)] if tree is not None else []
         shown, hidden = _names(own)
         return Rest("refuses", shown=shown, hidden=hidden, exact=_exact(own))
+    if unread:  # what was not read may take the key: say where the parse is, parse nothing more
+        name, source = next((name, source) for name, source in texts if "parse_known" in source)
+        where = f"{name}:{source[:source.index('parse_known')].count(chr(10)) + 1}"
+        why = (f"{unread[0]} (which it imports) could not be read" if unread[0] != "..." else
+               f"it imports more than {MAX_FILES} local files (not all read)")
+        return Rest("forwards", where, why)
     files = []
-    for name, source in texts:
+    for index, (name, source) in enumerate(texts):
+        if index and not any(word in source for word in _RELEVANT):
+            continue  # no parse, no flag, no argv in it: nothing here can take a key (its CLI imports: below)
         tree = inputs.python_tree(source)
         if tree is None:
             unread.append(name)
         else:
             files.append(_file(name, tree))
-    return _decide(files, unread, text, rel)
+    cli = sorted({name for _, source in texts for _, name in flag_cache.import_names(source.encode())
+                  if name.split(".")[0] in CLI_MODULES})
+    return _decide(files, unread, text, rel, cli)
 
 
-def _decide(files: list[_File], unread: list[str], text: str, rel: str) -> Rest:
+def _decide(files: list[_File], unread: list[str], text: str, rel: str, cli: list[str]) -> Rest:
     if not files or files[0].rel != Path(rel).as_posix():  # the script itself did not parse
         return Rest("forwards", why=f"{rel} could not be read with ast") if "parse_known" in text else Rest("refuses")
     shown, hidden = _names(files)
     exact = _exact(files)
     line = [(f, c) for f in files for c in f.nodes if _is_parse(f, c) and _command_line(f, c)]
     known = [(f, c) for f, c in line if c.func.attr in _KNOWN]
+    strict = [c for g, c in line if g is files[0] and c.func.attr not in _KNOWN]
+    if strict and "parse_known" not in text:  # the script's own parse_args: unknown keys stop it, whatever a module does
+        return Rest("refuses", shown=shown, hidden=hidden, exact=exact)
     if not known:
         if "parse_known" in text:  # on a list it builds itself: not followed
             return Rest("forwards", why="it calls parse_known_args on arguments it builds itself", shown=shown,
@@ -117,10 +136,8 @@ def _decide(files: list[_File], unread: list[str], text: str, rel: str) -> Rest:
     def forwards(why: str) -> Rest:
         return Rest("forwards", where, why, shown, hidden, exact)
 
-    if unread:
-        return forwards(f"{unread[0]} (which it imports) could not be read" if unread[0] != "..." else
-                        f"it imports more than {MAX_FILES} local files (not all read)")
-    cli = sorted({m for g in files for m in _imports(g) if m.split(".")[0] in CLI_MODULES})
+    if unread:  # a relevant module that does not parse
+        return forwards(f"{unread[0]} (which it imports) could not be read")
     if cli:
         return forwards(f"it imports {cli[0]}, which reads the command line too")
     if len(line) > 1:
@@ -141,22 +158,20 @@ def _file(rel: str, tree: ast.Module) -> _File:
     return _File(rel, nodes, parents)
 
 
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))",
-                     re.MULTILINE)
-
-
 def _sources(root: Path, rel: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """The texts of the script and its local modules (breadth first, at most MAX_FILES), by their path from the
-    root; the files that could not be read ("..." when there were more)."""
+    """The texts of the script and its local modules (breadth first, at most MAX_FILES files and MAX_READ bytes),
+    by their path from the root; the files that could not be read ("..." when there were more). The import names
+    are flag_cache's (``import_names``: parsed once per source, as the flag cache's key reads the same files)."""
     texts: list[tuple[str, str]] = []
     unread: list[str] = []
-    queue, seen = [root / rel], set()
+    queue, seen, read = [root / rel], set(), 0
+    listings: dict[Path, frozenset[str]] = {}
     while queue:
         path = queue.pop(0)
         if path in seen:
             continue
         seen.add(path)
-        if len(texts) + len(unread) >= MAX_FILES:
+        if len(texts) + len(unread) >= MAX_FILES or read > MAX_READ:
             unread.append("...")
             break
         try:
@@ -165,46 +180,49 @@ def _sources(root: Path, rel: str) -> tuple[list[tuple[str, str]], list[str]]:
             unread.append(path.name)
             continue
         try:
-            source = inputs.read_text(inputs.within(path, root), "script", limit=SOURCE_LIMIT)
+            data = inputs.read_bytes(inputs.within(path, root), "script", limit=SOURCE_LIMIT)
+            source = inputs.decode(data, path, "script")
         except (TipcgenError, ValueError, OSError):
             unread.append(name)
             continue
+        read += len(data)
         texts.append((name, source))
-        queue.extend(_local(source, path.parent, root))
+        queue.extend(_local(flag_cache.import_names(data), path.parent, root, listings))
     return texts, unread
 
 
-def _local(source: str, here: Path, root: Path) -> list[Path]:
-    """The files of the local modules a text imports (``import a.b``, ``from a import b``, ``from .c import d``),
-    found by the import lines' text (no parse: a script that never says parse_known is not parsed at all)."""
-    names: list[tuple[Path, str]] = []
-    for found in _IMPORT.finditer(source):
-        dots, module, listed, imported = found.groups()
-        if imported is not None:
-            names += [(base, word.split()[0]) for word in imported.split(",") if word.split() for base in (here, root)]
-            continue
-        level = len(dots)
+def _local(names: tuple[tuple[int, str], ...], here: Path, root: Path, listings: dict[Path, frozenset[str]]) -> list[Path]:
+    """The files of the local modules of these imports ((level, dotted name): ``import a.b``, ``from a import b``,
+    ``from .c import d``): beside the importing file or from the root; a.b.c runs a/__init__.py and a/b/__init__.py
+    too. Looked up in each folder's listing (one ``listdir`` a folder, as flag_cache does), so a FIFO named
+    ``x.py`` is found too (and said unread)."""
+    def listing(folder: Path) -> frozenset[str]:
+        if folder not in listings:
+            try:
+                listings[folder] = frozenset(os.listdir(folder))
+            except OSError:
+                listings[folder] = frozenset()
+        return listings[folder]
+
+    out = []
+    for level, name in names:
         if level > len(here.parents):  # above the filesystem's root: nothing to read
             continue
         bases = [here.parents[level - 2] if level > 1 else here] if level else [here, root]
-        aliases = [word.split()[0] for word in listed.strip("()").split(",") if word.split() and word.split()[0] != "*"]
-        for base in bases:
-            names += [(base, module)] if module else []
-            names += [(base, f"{module}.{alias}".strip(".")) for alias in aliases]
-    out = []
-    for base, name in names:
         parts = [part for part in name.split(".") if part]
-        for depth in range(1, len(parts) + 1):  # a.b.c runs a/__init__.py, a/b/__init__.py, a/b/c.py
-            stem = base.joinpath(*parts[:depth])
-            for candidate in (stem.with_name(stem.name + ".py"), stem / "__init__.py"):
-                if candidate.is_file() or (candidate.exists() and not candidate.is_dir()):  # a FIFO: unread, said
-                    out.append(candidate)
+        for base in bases:
+            folder = base
+            for part in parts:
+                held = listing(folder)
+                if part + ".py" in held:
+                    out.append(folder / (part + ".py"))
+                inner = listing(folder / part) if part in held else frozenset()
+                if not inner:  # no such folder (or an empty one): the name is not a package here
+                    break
+                folder = folder / part
+                if "__init__.py" in inner:  # else a namespace package: Python 3 imports from it all the same
+                    out.append(folder / "__init__.py")
     return out
-
-
-def _imports(f: _File) -> list[str]:
-    return [alias.name for n in f.nodes if isinstance(n, ast.Import) for alias in n.names] + \
-           [n.module for n in f.nodes if isinstance(n, ast.ImportFrom) and n.module and not n.level]
 
 
 # ---------------------------------------------------------------- the parse
