@@ -105,7 +105,7 @@ def test_the_issue_example_is_said_with_its_field_line_and_nearest_flag():
     item = flag_check.Passed("train", "train.py", 14, "--epohcs", 6, "train.epochs")
     rest = script_rest.read_source(_HEAD + "p = argparse.ArgumentParser()\np.add_argument('--epochs')\n"
                                    "args, unknown = p.parse_known_args()\n")
-    problem = flag_check._judge(item, [Flag(("--epochs",), True), Flag(("--eval",), False)], rest)
+    problem = flag_check.judge(item, [Flag(("--epochs",), True), Flag(("--eval",), False)], rest)
     assert problem.severity == "error" and problem.line == 6
     assert problem.message == ("train passes --epohcs=... (line 6) to train.py (line 14), which ignores it: `train.py "
                                "--help` has no --epohcs (did you mean --epochs?), and train.py parses with "
@@ -184,7 +184,7 @@ def test_a_key_is_an_error_only_where_argparse_leaves_it_and_the_script_drops_or
     exact = rest.exact
     item = flag_check.Passed("train", "train.py", 13, key, 5, "train.epochs")
     flags = sorted(set(flags) | rest.shown)  # the script's --help: the generated flags and those its source adds
-    problem = flag_check._judge(item, [Flag((f,), True) for f in flags], rest)
+    problem = flag_check.judge(item, [Flag((f,), True) for f in flags], rest)
     taken = _parse(sorted(set(flags) | rest.hidden), key, not exact)
     ambiguous = not exact and sum(f.startswith(key) for f in flags) > 1  # argparse exits 2, whatever the rest's fate
     if taken:
@@ -243,8 +243,8 @@ def test_a_help_printed_by_another_parser_says_nothing_of_a_dropped_key():
     rest = script_rest.read_source(_HEAD + "p = argparse.ArgumentParser()\np.add_argument('--epochs')\n"
                                    "p.add_argument('--warmup')\nargs, _ = p.parse_known_args()\n")
     item = flag_check.Passed("train", "train.py", 13, "--lr", 5, "train.extra")
-    assert flag_check._judge(item, [Flag(("--epochs",), True), Flag(("--warmup",), True)], rest).severity == "error"
-    problem = flag_check._judge(item, [Flag(("--config",), True)], rest)
+    assert flag_check.judge(item, [Flag(("--epochs",), True), Flag(("--warmup",), True)], rest).severity == "error"
+    problem = flag_check.judge(item, [Flag(("--config",), True)], rest)
     assert problem.severity == "note" and "which its --help does not list" in problem.message
 
 
@@ -256,7 +256,7 @@ def test_overrides_values_and_prefixes_never_fire(key):
                                    "p.add_argument('--opts', nargs='+')\np.add_argument('--epochs')\n"
                                    "args, _ = p.parse_known_args()\n")
     flags = [Flag(("-o", "--opt"), True), Flag(("--opts",), True), Flag(("--epochs",), True)]
-    assert flag_check._judge(flag_check.Passed("train", "train.py", 13, key, 5), flags, rest) is None
+    assert flag_check.judge(flag_check.Passed("train", "train.py", 13, key, 5), flags, rest) is None
 
 
 # ---------------------------------------------------------------- lint --root, doctor and run, real probes

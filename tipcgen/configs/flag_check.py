@@ -413,7 +413,7 @@ def _rest(root: Path, script: str, memo: Memo | None) -> script_rest.Rest:
     return found
 
 
-def _judge(item: Passed, flags: list[Flag], rest: script_rest.Rest) -> Problem | None:
+def judge(item: Passed, flags: list[Flag], rest: script_rest.Rest) -> Problem | None:
     """The finding for one key its script's --help lacks (None: argparse takes it): an error where the step
     would fail on it (``refuses``) or lose it without a word (``drops``); a note where the script hands the
     keys its parser does not know to other code (``forwards``), which may or may not take it."""
@@ -477,7 +477,7 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, u
             continue
         word = item.key.split()[0] if item.key.split() else item.key
         keys += word.startswith("-")
-        problem = _judge(item, found, rests[item.script])
+        problem = judge(item, found, rests[item.script])
         if problem is not None:
             problems.append(problem)
     return Survey(sorted(problems, key=lambda p: (p.line, p.severity)), keys,
