@@ -233,6 +233,9 @@ def test_a_second_parser_in_an_imported_module_reads_the_command_line(tmp_path: 
     assert "options.py (which it imports) could not be read" in _read(tmp_path, {}).why
     (tmp_path / "options.py").write_text("def f(:\n")  # no parse, no flag, no argv: it takes no key'
     assert _read(tmp_path, {}).fate == "drops"
+    (tmp_path / "options.py").write_text("from paddlenlp.trainer import PdArgumentParser\n"
+                                         "model_args, = PdArgumentParser([Args]).parse_args_into_dataclasses()\n")
+    assert "parsed 2 times" in _read(tmp_path, {}).why  # paddlenlp's parser reads the command line too
     (tmp_path / "options.py").write_text("print('no parsing here')\n")
     assert _read(tmp_path, {}).fate == "drops"  # the one parse drops the rest: a finding
 

@@ -44,7 +44,10 @@ from tipcgen.core.errors import TipcgenError
 MAX_FILES = 200  # the script and the local modules it imports, transitively (as the flag cache's key)
 MAX_READ = 64 << 20  # bytes of them read at most; more: not all read, nothing said of a key
 SOURCE_LIMIT = 2 << 20  # as script_reading's: a larger .py file is not read
-_PARSES = {"parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args"}
+# A parser's parse calls; parse_args_into_dataclasses: paddlenlp's PdArgumentParser (and HfArgumentParser), which
+# reads the command line too (and refuses what it does not know unless asked for the remaining strings).
+_PARSES = {"parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args",
+           "parse_args_into_dataclasses"}
 _KNOWN = {"parse_known_args", "parse_known_intermixed_args"}
 _RELEVANT = ("argv", "parse_", "add_argument", "ArgumentParser")  # a module without any of these takes no key
 # Libraries that read the command line themselves: a key the argparse parser leaves may be theirs.
