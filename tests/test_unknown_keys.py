@@ -142,25 +142,33 @@ _ident = st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True).filter(lambda s: s n
                                                                                         "and", "not", "for", "as", "def"})
 
 
+_SHAPES = ("parse_args", "tuple", "index", "wrapped", "wrapped_index", "statement")
+
+
+def _shape(shape: str, use: int, rest: str = "rest", exact: bool = False) -> tuple[str, str]:
+    """(source, expected fate) of a training script's argument parsing: a shape of its parse, what it does with
+    the rest (_USES[use], for the shapes that keep it), the rest's name, allow_abbrev=False or not."""
+    text = _HEAD + _PARSER.format(abbrev="allow_abbrev=False" if exact else "")
+    done, fate = _USES[use]
+    if shape == "parse_args":
+        return text + "args = p.parse_args()\n", "refuses"
+    if shape == "index":
+        return text + "args = p.parse_known_args()[0]\n", "drops"
+    if shape == "statement":
+        return text + "p.parse_known_args()\n", "drops"
+    if shape == "wrapped_index":
+        return text + "def get_args():\n    return p.parse_known_args()[0]\nargs = get_args()\n", "drops"
+    call = "p.parse_known_args()" if shape == "tuple" else "get_args()"
+    head = "" if shape == "tuple" else "def get_args(argv=None):\n    return p.parse_known_args(argv)\n"
+    return text + head + f"args, {rest} = {call}\n" + done.format(rest=rest, p="p"), fate
+
+
 @st.composite
 def _script(draw):
     """(source, expected fate, allow_abbrev=False?) of a training script's argument parsing."""
     exact = draw(st.booleans())
-    text = _HEAD + _PARSER.format(abbrev="allow_abbrev=False" if exact else "")
-    shape = draw(st.sampled_from(["parse_args", "tuple", "index", "wrapped", "wrapped_index", "statement"]))
-    rest = draw(_ident)
-    use, fate = draw(st.sampled_from(_USES))
-    if shape == "parse_args":
-        return text + "args = p.parse_args()\n", "refuses", exact
-    if shape == "index":
-        return text + "args = p.parse_known_args()[0]\n", "drops", exact
-    if shape == "statement":
-        return text + "p.parse_known_args()\n", "drops", exact
-    if shape == "wrapped_index":
-        return text + "def get_args():\n    return p.parse_known_args()[0]\nargs = get_args()\n", "drops", exact
-    call = "p.parse_known_args()" if shape == "tuple" else "get_args()"
-    head = "" if shape == "tuple" else "def get_args(argv=None):\n    return p.parse_known_args(argv)\n"
-    return text + head + f"args, {rest} = {call}\n" + use.format(rest=rest, p="p"), fate, exact
+    source, fate = _shape(draw(st.sampled_from(_SHAPES)), draw(st.integers(0, len(_USES) - 1)), draw(_ident), exact)
+    return source, fate, exact
 
 
 @settings(max_examples=fuzz_examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -383,3 +391,53 @@ def test_a_script_that_parses_with_parse_args_refuses_whatever_its_modules_do(tm
         "helpers.py": "import argparse\ndef other_tool():\n    q = argparse.ArgumentParser()\n"
                       "    a, rest = q.parse_known_args()\n    run(rest)\n"})
     assert found.fate == "refuses"
+
+
+_SINKS = '''
+FORWARDED = []
+class _Cfg:
+    def merge(self, rest):
+        FORWARDED.extend(rest)
+cfg = _Cfg()
+class Config:
+    @staticmethod
+    def from_args(rest):
+        FORWARDED.extend(rest)
+def main(args, rest):
+    FORWARDED.extend(rest)
+'''
+
+
+@pytest.mark.parametrize("shape, use", [(shape, use) for shape in _SHAPES for use in range(len(_USES))
+                                        if shape in ("tuple", "wrapped") or use == 0])
+def test_the_shapes_fate_is_what_the_script_does_when_it_runs(shape, use):
+    """Each shape runs (in this process, argv a misspelt key): a script read as dropping the key ends normally with
+    the key nowhere but its rest; one read as refusing stops; one read as handing it on hands it to code that may
+    take it (a sink recorded here) or stops (a second parser that refuses it)."""
+    import sys
+
+    source, fate = _shape(shape, use)
+    assert script_rest.read_source(source).fate == fate
+    key = "--epohcs=3"
+    saved = sys.argv
+    sys.argv = given_argv = ["train.py", key]  # a script that sets sys.argv anew hands it on
+    scope: dict = {"__name__": "__main__"}
+    try:
+        exec(compile(_SINKS, "sinks", "exec"), scope)
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                exec(compile(source, "train.py", "exec"), scope)
+                stopped = False
+            except (SystemExit, ValueError, AssertionError):
+                stopped = True
+        handed = key in scope["FORWARDED"] or sys.argv is not given_argv or "--epohcs" in str(scope.get("overrides", ""))
+        parsed = vars(scope["args"]) if isinstance(scope.get("args"), argparse.Namespace) else {}
+    finally:
+        sys.argv = saved
+    assert "epohcs" not in str(parsed)  # no flag of the parser took it
+    if fate == "drops":
+        assert not stopped and not handed, source
+    elif fate == "refuses":
+        assert stopped, source
+    else:
+        assert stopped or handed, source
