@@ -212,13 +212,15 @@ def is_command_name(word: str) -> bool:
 
 def probe_interpreter(text: str, env: dict[str, str]) -> tuple[str, str | None]:
     """The interpreter a probe runs: the user's (TIPC_PYTHON, which --python sets), else the config's python:
-    word only when it is a plain command name found on the user's PATH (python3.7), else PATH's python. A
-    path the config names (``./tool.sh``, ``/opt/x/python``) or an option-like word never runs."""
+    word when it is a plain command name that the user's PATH finds as a Python interpreter (python3.7), or
+    finds nothing for (no path: the caller says the interpreter is not on PATH), else PATH's python. A path the
+    config names (``./tool.sh``, ``/opt/x/python``), an option-like word or a program that is no Python
+    (``python:make``) never runs."""
     if env.get("TIPC_PYTHON"):
         return env["TIPC_PYTHON"], shutil.which(env["TIPC_PYTHON"], path=env.get("PATH"))
     named = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("python:")), "")
-    python = named if is_command_name(named) and isolated.is_python(shutil.which(named, path=env.get("PATH"))) \
-        else "python"
+    found = shutil.which(named, path=env.get("PATH")) if is_command_name(named) else None
+    python = named if is_command_name(named) and (found is None or isolated.is_python(found)) else "python"
     return python, shutil.which(python, path=env.get("PATH"))
 
 
