@@ -16,8 +16,8 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``unknown-mode`` | error | idx 6/8 name a mode no runner selects (warning: a legacy name) |
 | ``python-version`` | warning | ``python:`` pins a minor version (``python3.7``) |
 | ``missing-script`` | error | a command slot's ``.py`` script is missing under ``repo_root`` (given only) |
-| ``unknown-flag`` | error | ``lint --root``: a key the runner passes that its script's ``--help`` lacks (``flag_check``) |
-| ``flags-unchecked`` | warning | ``lint --root``: a script whose flags cannot be read (no argparse, a failing ``--help``) |
+| ``unknown-flag`` | error | ``lint --root``: a key the runner passes that its script's ``--help`` lacks and the script refuses or drops (``parse_known_args``, ``script_rest``; ``flag_check``) |
+| ``flags-unchecked`` | warning | ``lint --root``: a script whose flags cannot be read (no argparse, a failing ``--help``), or a key its ``--help`` lacks that the script hands on to other code (``parse_known_args``) |
 | ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
 | ``model-name`` | error | a ``model_name`` ``run`` refuses (``descriptor.schema.is_model_name``, init's rule too; warning when only the part after a 2nd ``:`` is at fault) |
 | ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |

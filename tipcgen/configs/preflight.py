@@ -11,7 +11,9 @@ probe starts). In order:
    a null key there runs the script on whatever it loads by default, and the chain would still pass
    (issue #28); the descriptor's ``checks.own_weights`` says so on purpose (the run loads the descriptor
    once and hands it to ``refuse``: nothing here reads it again);
-4. every key the generated runner passes must be a flag of the script it is passed to (``flag_check``;
+4. every key the generated runner passes must be a flag of the script it is passed to, or be handed on by a
+   script that parses with ``parse_known_args`` (``flag_check``, ``script_rest``: a key such a script drops is
+   refused like one ``parse_args`` refuses;
    in submission mode the repository's own runner passes what it passes: a note says the keys were not
    checked, ``flags_unchecked``, which ``tipcgen doctor``'s flags row says too).
 

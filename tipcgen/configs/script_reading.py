@@ -103,16 +103,43 @@ def _norm(name: str) -> str:
 
 
 def nearest_flag(word: str, names: list[str]) -> str | None:
-    """The flag of ``names`` spelt like ``word`` (--epoch-num for --epoch_num, --Epochs for --epochs), compared
-    without dashes, underscores and case; None rather than one that only shares letters (--gpu_id for --pretrained)."""
+    """The flag of ``names`` spelt like ``word`` (--epoch-num for --epoch_num, --Epochs for --epochs, --epohcs for
+    --epochs), compared without dashes, underscores and case: the fewest letters changed, swapped, added or left out
+    (at most 2; 1 in a name of 4 letters or fewer), else difflib's closest; None rather than one that only shares
+    letters (--gpu_id for --pretrained)."""
     import difflib
 
     def plain(name: str) -> str:
         return name.lstrip("-").split("=", 1)[0].replace("-", "").replace("_", "").lower()
 
     by_plain = {plain(n): n for n in names}
-    close = difflib.get_close_matches(plain(word), list(by_plain), n=1, cutoff=0.75)
+    target = plain(word)
+    if target in by_plain:
+        return by_plain[target]
+    limit = 1 if len(target) <= 4 else 2
+    near = sorted((edits(target, p, limit), -difflib.SequenceMatcher(None, target, p).ratio(), p) for p in by_plain)
+    if near and near[0][0] <= limit:
+        return by_plain[near[0][2]]
+    close = difflib.get_close_matches(target, list(by_plain), n=1, cutoff=0.75)
     return by_plain[close[0]] if close else None
+
+
+def edits(a: str, b: str, limit: int = 2) -> int:
+    """The edit distance of a and b counting a swap of two neighbours as one edit (optimal string alignment);
+    ``limit + 1`` for anything above ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        before, row = row, current
+    return min(row[-1], limit + 1)
 
 
 def download_switch(arg: Arg) -> bool:
