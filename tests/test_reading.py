@@ -187,6 +187,10 @@ def test_new_writes_env_only_when_asked(tmp_path: Path):
                    "export_model.py", "--infer", "infer.py", "--checkpoint", "net.pdparams", "--devices", "cpu",
                    cwd=repo, check=True)
     assert "env" not in yaml.safe_load((repo / "tipc.yaml").read_text()) and "--env FLAGS_enable_pir_api=0" in proc.stdout
+    # the fix named first: the line that loads .pdmodel; the flag's cost on Paddle 3.3 said with it
+    said = " ".join(proc.stdout.split())
+    assert "make it load inference.json when there is no .pdmodel (infer.py:" in said, proc.stdout
+    assert "add it only where tipcgen doctor says the export works under it" in said
     tipcgen("new", "--model-name", "restore", "--train", "train.py", "--eval", "eval.py", "--export",
             "export_model.py", "--infer", "infer.py", "--checkpoint", "net.pdparams", "--devices", "cpu",
             "--env", "FLAGS_enable_pir_api=0", "--force", cwd=repo, check=True)

@@ -408,7 +408,9 @@ def _flag_repo(tmp: Path, reads_batch: bool = True) -> Path:
         lines = TUTORIAL.splitlines()
         reads = [(i, "model_name" if i == 1 else "python" if i == 2 else f"v{i}") for i in range(1, len(lines))
                  if i != 7 and ":" in lines[i]]
-        (tmp / "test_tipc/test_train_inference_python.sh").write_text(runner(reads))
+        # ... and uses each value it reads in a command, as a runner does (a key read and never used is never passed)
+        used = 'cmd="' + " ".join(f"${{{var}}}" for _, var in reads) + '"\neval $cmd\n'
+        (tmp / "test_tipc/test_train_inference_python.sh").write_text(runner(reads) + used)
     return tmp
 
 

@@ -84,7 +84,7 @@ from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
 from tipcgen.core.text import json_text, quoted
-from tipcgen.format import compression, families, layout
+from tipcgen.format import compression, families, layout, runner_spec
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
 
@@ -345,7 +345,7 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
             findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
             basic = reading.basic_runner(linter.specs)
-            reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
+            reads = runner_spec.passing(basic, text) if basic is not None else None
             flags = _flag_findings(root, text, str(file), unsandboxed, linter.pick.family.name if linter.pick else None,
                                    reads, memo)
             kept = []

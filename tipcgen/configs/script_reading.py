@@ -86,6 +86,7 @@ class Reading:
     saves: tuple[tuple[str, str], ...] = ()
     loads: tuple[tuple[str, str], ...] = ()
     module_args: tuple[Arg, ...] = ()  # add_argument calls in the local modules read (an ArgsParser class there)
+    intervals: tuple[str, ...] = ()  # `every 10 at train.py:57`: a save under `% <literal>`, no flag to change it
 
     def arg(self, flag: str) -> Arg | None:
         key = _norm(flag)
@@ -229,6 +230,7 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
     saves: list[tuple[str, str]] = []
     loads: list[tuple[str, str]] = []
     module_args: list[Arg] = []
+    intervals: list[str] = []
     for where, one in trees:
         if one is not nodes:
             module_args += _arguments(one)
@@ -242,13 +244,15 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
         found = _uses(one, dests)
         used = None if found is None or used is None else used | found
         gates.extend(_gates(one, dests, where))
+        intervals.extend(_intervals(one, where))
         reads, written = _file_literals(one, where, {a.line for a in args} if one is nodes else set())
         files.extend(reads)
         made.update(written)
     if not used or unknown or _handed_on(trees):
         used = None  # no flag read by name (a stub), or the namespace handed to code not read here: say nothing
     return Reading(path, args, frozenset(used) if used is not None else None, tuple(gates), tuple(files), True, workers,
-                   tuple(sorted(made)), tuple(dict.fromkeys(saves)), tuple(dict.fromkeys(loads)), tuple(module_args))
+                   tuple(sorted(made)), tuple(dict.fromkeys(saves)), tuple(dict.fromkeys(loads)), tuple(module_args),
+                   tuple(intervals[:3]))
 
 
 def read_script(root: Path, rel: str) -> Reading:
@@ -394,6 +398,24 @@ def _workers(nodes: list[ast.AST], where: str) -> str:
     return ""
 
 
+def _intervals(nodes: list[ast.AST], where: str) -> list[str]:
+    """Saves under an ``if`` whose test is ``... % <int literal above 1>`` (``(epoch + 1) % 10 == 0``): a fixed
+    interval no flag changes, which a short run may never reach."""
+    out = []
+    for node in nodes:
+        if not isinstance(node, ast.If):
+            continue
+        every = next((n.right.value for n in ast.walk(node.test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                      and isinstance(n.right, ast.Constant) and isinstance(n.right.value, int)
+                      and not isinstance(n.right.value, bool) and n.right.value > 1), None)
+        if every is None:
+            continue
+        calls = [_call_name(n) for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+        if any(c and _SAVE_CALL.search(c) for c in calls):
+            out.append(f"every {every} at {where}:{node.lineno}")
+    return out
+
+
 def _reads(node: ast.AST, dests: set[str]) -> set[str]:
     return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr in dests}
 
@@ -500,3 +522,28 @@ def _checkpoints(nodes: list[ast.AST], dests: set[str]) -> tuple[list[tuple[str,
                 (saves if pattern is _SAVES else loads).append(found)
                 break
     return saves, loads
+
+
+MODEL_SUFFIXES = (".pdparams", ".pdiparams", ".pdmodel", ".pdopt", ".onnx", ".pth", ".ckpt")
+
+
+def model_file_literals(text: str) -> list[tuple[str, int]]:
+    """The model files a script names by a whole literal path ((literal, line)): ``paddle.load('w/best.pdparams')``,
+    never a part of a joined path (``os.path.join(args.model_dir, 'inference.pdmodel')``) nor a flag's default or help."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    joined = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _call_name(node) in ("join", "Path", "add_argument", "format"):
+            joined.update(id(a) for a in ast.walk(node) if isinstance(a, ast.Constant))
+        elif isinstance(node, (ast.BinOp, ast.JoinedStr)):  # dir + "/x.pdparams", f"{dir}/x.pdparams"
+            joined.update(id(a) for a in ast.walk(node) if isinstance(a, ast.Constant))
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in joined
+                and node.value.lower().endswith(MODEL_SUFFIXES) and len(node.value) < 300 and " " not in node.value
+                and "\n" not in node.value):
+            out.append((node.value, node.lineno))
+    return sorted(set(out), key=lambda item: item[1])

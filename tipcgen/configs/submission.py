@@ -65,6 +65,24 @@ def submission_files(files: dict[str, str | bytes], out_dir: Path, config_rel: s
     return out
 
 
+def authors_docs(files: dict[str, str | bytes], out_dir: Path, rendered: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """The docs a submission would write (README, the chain's doc) that the repository already has, with other
+    content, and that tipcgen did not render there unedited (``rendered``): the authors' own, which submission
+    mode keeps unless --force (render.init names each)."""
+    out = []
+    for rel in (paths.README, paths.CHAIN_DOC):
+        target, content = out_dir / rel, files.get(rel)
+        if content is None or rel in rendered or not target.is_file() or target.is_symlink():
+            continue
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        try:
+            if target.read_bytes() != data:
+                out.append(rel)
+        except OSError:
+            continue
+    return out
+
+
 def own_files(files: dict[str, str | bytes], config_rel: str) -> dict[str, str | bytes]:
     """Of the rendered files, those a submission writes itself: the config and the docs."""
     keep = {config_rel, paths.README, paths.CHAIN_DOC}

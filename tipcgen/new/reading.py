@@ -352,7 +352,7 @@ def setup_notes(root: Path, scripts: dict[str, Script], chosen: dict[str, str | 
                    f"--infer-data {data_files['infer'][1]} shipped is not passed to it; pass --flag inference.data=FLAG, "
                    "or edit inference.data in tipc.yaml")
     if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) and legacy_format.FLAG not in env:
-        out.append(f"{scripts['infer'].path} loads inference.pdmodel only: under Paddle 3 the export writes it only with "
-                   f"{legacy_format.FLAG}=0; if export and inference fail on a missing inference.pdmodel, add "
-                   f"`env: {{{legacy_format.FLAG}: '0'}}` to tipc.yaml (tipcgen new --env {legacy_format.FLAG}=0)")
+        script = scripts["infer"].path
+        out.append(legacy_format.advice(script, legacy_format.pdmodel_line(root, script))
+                   + f" (then: tipcgen new --env {legacy_format.FLAG}=0)")
     return out

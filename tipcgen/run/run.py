@@ -19,7 +19,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tipcgen.configs import flag_check, submission
+from tipcgen.configs import flag_check, legacy_format, script_reading, submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core import inputs, process
 from tipcgen.core.errors import RunError, ScriptError, TipcgenError
@@ -44,7 +44,7 @@ from tipcgen.results.results import (
     write_json,
 )
 from tipcgen.results import explain
-from tipcgen.results import target_check
+from tipcgen.results import target_check, unchecked
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, sandboxed, seeds, submission_run, tracked
 from tipcgen.run.request import NO_PROOFS, Proofs, RunRequest
@@ -364,6 +364,7 @@ class _Pipeline:
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
                      if ctx.kept else None)
         self.parts: list[tuple[str, dict[str, str] | None]] = []  # git status before and after each part
+        self.untracked: list[set[str] | None] = []  # the untracked files before and after the runner's steps
         self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox,
                            silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept))
         self.shim_dir = ctx.root / paths.SHIM_DIR / ctx.env[run_guard.RUN_ID_VAR]
@@ -422,12 +423,15 @@ class _Pipeline:
         if prepare is None or prepare.status == PASSED or ctx.kept:
             if self.kept is not None:
                 self.kept.runner_started = time.time()
+            if self.parts[0][1] is not None:  # a git work tree: what the steps leave untracked is said (unchecked)
+                self.untracked.append(tracked.untracked(root))
             self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out)
             if self.work.stuck is not None:
                 self.runner_stuck = True
                 self.problems.append(self.work.stuck)
             if self.parts[0][1] is not None:
                 self.parts.append(("the runner's steps", tracked.snapshot(root)))
+                self.untracked.append(tracked.untracked(root))
         self.signals.armed = False
 
     def _interrupted(self, signum: int) -> None:
@@ -455,7 +459,7 @@ class _Pipeline:
             steps, notes, problems = self.kept.records()
             summary.notes.extend(note for note in notes if note not in summary.notes)
             device = summary.provenance.get("device") or provenance.device_info(ctx.env)
-            submission_run.unverified_gpu_cases(steps, self.kept.values, device)
+            submission_run.unverified_gpu_cases(steps, self.kept.values, device, summary.provenance.get("versions") or {})
             return steps, problems
         steps, problems = read_records(ctx.run_dir, ctx.root) if prepare.status == PASSED else ([], [])
         return steps, problems + check_status_lines(ctx.run_dir, steps, RESULT_LOGS[summary.chain])
@@ -501,6 +505,8 @@ class _Pipeline:
             steps = [*steps, *extra]
             summary.notes.extend(note for note in notes if note not in summary.notes)
         summary.steps = [*([prepare] if prepare is not None else []), *steps]
+        if proofs:
+            summary.notes.extend(note for note in self._unchecked() if note not in summary.notes)
         summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or step.status}): a PASSED verdict "
                                 "needs this proof" for step in summary.unproven())
         _explain_failures(summary, ctx)
@@ -534,6 +540,42 @@ class _Pipeline:
         write_junit(summary, run_dir / JUNIT_XML)
 
 
+    def _unchecked(self) -> list[str]:
+        """What the run did not check (results/unchecked): no eval, a check that compared nothing, files the
+        runner's steps left untracked, a committed model file the inference script names."""
+        ctx, summary = self.ctx, self.summary
+        notes = unchecked.summary_notes(summary)
+        if len(self.untracked) == 2 and None not in self.untracked:
+            before, after = self.untracked
+            notes.append(unchecked.left_behind(sorted(after - before)))  # type: ignore[operator]
+        if ctx.desc is not None and self.parts and self.parts[0][1] is not None and any(
+                s.kind == INFER and s.status == PASSED for s in summary.steps):
+            try:
+                script = legacy_format.script_of(ctx.desc.slot_of("inference.script").value)
+            except KeyError:
+                script = None
+            notes.append(unchecked.committed_reads(_committed_reads(ctx.root, script)))
+        return [note for note in notes if note]
+
+
+def _committed_reads(root: Path, script: str | None) -> list[tuple[str, str]]:
+    """The committed model files ``script`` names by a literal path (relative to the root or to the script)."""
+    if not script or not (root / script).is_file():
+        return []
+    try:  # a regular file inside the repository (core/inputs.py)
+        text = inputs.read_text(inputs.within(root / script, root), script)
+    except (TipcgenError, ValueError):
+        return []
+    found = {}
+    for literal, line in script_reading.model_file_literals(text):
+        for base in (Path("."), Path(script).parent):
+            rel = os.path.normpath(base / literal)
+            if not rel.startswith(".."):
+                found.setdefault(rel, f"{script}:{line}")
+    tracked_paths = tracked.committed(root, sorted(found))
+    return [(path, where) for path, where in found.items() if path in tracked_paths]
+
+
 def _load_after_parts(proofs: Proofs) -> None:
     """Import the modules the end of a run needs (the proofs' and the summary writer's), in a thread beside the
     scripts; an import that fails here fails again, with its traceback, where the module is used."""
@@ -549,10 +591,11 @@ def _explain_failures(summary: Summary, ctx: RunContext) -> None:
     failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
     if not failed:
         return
-    known = explain.known_of(ctx.desc, ctx.root)
+    known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))
     for step in failed:
-        lines = list(step.tail) if step.kind == PREPARE else log_tail(ctx.root / step.log, explain.TAIL_LINES, ctx.root) if step.log else []
-        step.hint = explain.explain([*lines, step.reason], step.kind, known)
+        lines = (list(step.tail) if step.kind == PREPARE or not step.log
+                 else log_tail(ctx.root / step.log, explain.TAIL_LINES, ctx.root))
+        step.hint = explain.explain([*lines, step.reason], step.kind, known, step.command)
 
 
 def _note_seeds(summary: Summary, root: Path) -> None:

@@ -137,3 +137,26 @@ def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None
     else:
         step.note = "no tracked file was changed by the run"
     return step
+
+
+def untracked(root: Path) -> set[str] | None:
+    """The untracked, not ignored paths of the work tree (a new folder as one entry); None without git. Read before
+    and after the runner's steps: what is new was left behind by them (results/unchecked.left_behind)."""
+    if git.found() is None:
+        return None
+    outcome = git.run(["status", "--porcelain", "-z", "--untracked-files=normal", "--ignore-submodules=all"], root,
+                      output_cap=64 << 20)
+    if outcome.exit_code != 0 or outcome.timed_out or outcome.truncated:
+        return None
+    entries = outcome.data.decode("utf-8", errors="surrogateescape").split("\0")
+    return {entry[3:] for entry in entries if entry.startswith("?? ")}
+
+
+def committed(root: Path, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (relative to the root) git tracks; empty without git."""
+    if not paths or git.found() is None:
+        return set()
+    outcome = git.run(["ls-files", "-z", "--", *paths], root, output_cap=1 << 20)
+    if outcome.exit_code != 0 or outcome.timed_out:
+        return set()
+    return {entry for entry in outcome.data.decode("utf-8", errors="surrogateescape").split("\0") if entry}
