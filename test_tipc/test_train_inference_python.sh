@@ -314,16 +314,22 @@ fleet_train() {
 }
 
 # fleet_check PREFIX SAVE TRAINING ENV: the same training in one process (its batch x every process; no launcher), then
-# the chain's check (check_fleet.py): every rank started with its rank and the world size, and the mean of the ranks'
-# losses is the one-process run's at every logged step (TIPC_FLEET_ATOL, TIPC_FLEET_RTOL: the descriptor's fleet.tolerance).
+# the chain's check (check_fleet.py): every rank started with its rank and the world size, and the training is the
+# one-process run: rank 0's checkpoint (train_model_name) holds its parameters, and, when every rank logs its loss, the
+# mean of the ranks' losses is its loss at every logged step (TIPC_FLEET_ATOL, TIPC_FLEET_RTOL: fleet.tolerance).
 fleet_check() {
     local -n tipc_fleet_training=$3 tipc_fleet_env=$4
     local prefix=$1 save=$2 batch=${tipc_fleet_training[batch]} world=$((${#FLEET_HOSTS[@]} * FLEET_PROCS)) k
     local single_log=$2.single.log device=${tipc_fleet_training[device]} epoch=${tipc_fleet_training[epoch]}
     local autocast=${tipc_fleet_training[autocast]} gpu=${tipc_fleet_training[gpu]}
     local trainer=${tipc_fleet_training[trainer]} tag=${tipc_fleet_training[tag]}
-    local -a cmd nodes=()
+    local checkpoint
+    local -a cmd nodes=() checkpoints=()
     for k in "${!FLEET_HOSTS[@]}"; do nodes+=("--node=$save/node_$k"); done
+    checkpoint=$(slot_value train_model_name)
+    if ! tipc_is_null "$checkpoint"; then  # rank 0's checkpoint and the one-process run's, as train_model_name names them
+        checkpoints=("--checkpoint=$save/$checkpoint" "--single-checkpoint=$save/single/$checkpoint")
+    fi
     cmd=("${tipc_fleet_env[@]}" "$PYTHON")
     tipc_add_words cmd "$TRAIN_CMD"
     if [[ $batch =~ ^[0-9]+$ ]]; then
@@ -340,7 +346,7 @@ fleet_check() {
     tipc_case reference=single device_num="N${#FLEET_HOSTS[@]}C$FLEET_PROCS" model_dir="$save"
     tipc_step check "fleet_gpus_${gpu}${tag}" "$LOG_PATH/check_fleet_${prefix}.log" "" -- "$PYTHON" \
         "$(dirname "${BASH_SOURCE[0]}")/check_fleet.py" "${nodes[@]}" "--procs=$FLEET_PROCS" ${single_log:+"--single=$single_log"} \
-        "--out=$save.losses.json" "--atol=${TIPC_FLEET_ATOL:-1e-5}" "--rtol=${TIPC_FLEET_RTOL:-1e-5}"
+        ${checkpoints[@]+"${checkpoints[@]}"} "--out=$save.losses.json" "--atol=${TIPC_FLEET_ATOL:-1e-5}" "--rtol=${TIPC_FLEET_RTOL:-1e-5}"
 }
 
 # run_train_chain: for each gpu_list entry, how it trains (launch, env_prefix), then each autocast x

@@ -6,7 +6,9 @@ train saves best.pdparams and latest.pdparams side by side, and nothing without 
   with --max-checkpoint-bytes lowered: the check fails naming the option;
 - export's checkpoint key pointing at a flag that loads nothing: the export holds the committed
   pretrained/best.pdparams, every step passes and the check fails naming the nearest checkpoint;
-- a training command without --test_epochs: train fails naming the folder it wrote no checkpoint into.
+- a training command without --test_epochs: train fails naming the folder it wrote no checkpoint into;
+- with --format pth (best.pth and model_latest.pth, each a dict holding the state dict beside the optimizer's):
+  PASSED, export_params naming best.pth and the key its state dict is under.
 Each run is a real lite chain of the 77-parameter model (about 10 s of CPU); the first is shared by two tests."""
 from __future__ import annotations
 
@@ -101,7 +103,7 @@ def test_a_training_that_saves_nothing_fails_naming_the_checkpoint_it_did_not_wr
     assert proc.returncode == 1, proc.stdout + proc.stderr
     train = next(s for s in steps[""]["steps"] if s["kind"] == "train")  # a skip may share its name
     assert train["status"] == "failed" and train["reason"].startswith(
-        f"it wrote no .pdparams into {SAVE} (train_model_name '.', the descriptor's train.checkpoint)")
+        f"it wrote no checkpoint (.pdparams, .pth, .pd, .pt) into {SAVE} (train_model_name '.', the descriptor's train.checkpoint)")
     assert "the training saves (a flag that gates saving" in proc.stdout
 
 
@@ -146,3 +148,15 @@ def test_a_fine_tune_of_the_committed_weights_passes(tmp_path: Path):
     assert f"parameters the training changed (the others hold values of weights there before it): 3 of 3 in {SAVE}/best.pdparams" \
         in check["note"]
 
+
+def test_a_training_that_saves_dict_checkpoints_as_pth_passes_on_the_state_dict_inside(tmp_path: Path):
+    """Issue #56: best.pth and model_latest.pth, each paddle.save({'iter', 'state_dict', 'optimizer', 'best'})
+    (was: train failed, 'it wrote no .pdparams into ...'; read, the file was refused for builtins.tuple)."""
+    repo = _repo(tmp_path, ("norm: train.py --test_epochs 1", "norm: train.py --test_epochs 1 --format pth"))
+    proc, steps = _run(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (repo / SAVE / "best.pdparams").exists() and (repo / SAVE / "model_latest.pth").is_file()
+    check = steps["export_params_gpus_-1"]
+    assert check["status"] == "passed" and check["note"].startswith(
+        "3 of 3 trained parameters found in the export with their trained values (the state dict under 'state_dict')")
+    assert check["command"] == f"compare {SAVE}/best.pth with {SAVE}/inference.pdiparams"

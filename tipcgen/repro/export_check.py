@@ -3,24 +3,31 @@
 A chain whose eval and export load weights the repository ships (a null or wrong checkpoint key) passes
 every step while the trained model is never used. For each training whose export passed, this check
 takes every checkpoint the training wrote as recorded when the train step ended, before any other step ran
-(repro/record.py: ``*.pdparams`` under any name in its output folder and below, best, latest and EMA side by
-side, ``epoch_3/model.pdparams``; read with ``checkpoint_io``'s safe reader, no pickle code runs, each at most
-``--max-checkpoint-bytes``, by default a quarter of the machine's memory), keeps those the training trained
-(some parameter in none of the weight files there before it: never a copy, link or re-save of committed
-weights), reads each as it is now only while it still holds the recorded bytes (else the recorded parameter
-digests are what the export is compared with, and the change is named) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
+(repro/record.py: ``*.pdparams``, ``*.pth``, ``*.pd``, ``*.pt`` under any name in its output folder and
+below, and any file there that holds a pickle, such as the one train_model_name names whatever its name:
+best, latest and EMA side by side, ``epoch_3/model.pdparams``, ``model_latest.pth``; read with
+``checkpoint_io.read_paddle_checkpoint``, the safe reader: no pickle code runs, each at most
+``--max-checkpoint-bytes``, by default a quarter of the machine's memory; a file may be a plain state dict
+or a dict holding one or several under any key, ``state_dict``, ``model``, ``net``, ``ema``, beside
+optimizer state, step counters and plain values: each state dict in it is a candidate, optimizer state
+never is), keeps those the training trained (some parameter in none of the weight files there before it:
+never a copy, link or re-save of committed weights), reads each as it is now only while it still holds
+the recorded bytes (else the recorded parameter digests are what the export is compared with, and the
+change is named) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
 read with numpy in tipcgen's own process by ``pdiparams.read_pdiparams``, names from the ``.json`` program;
 a file that reader refuses, an old-IR ``.pdmodel`` export among them, is read by
 ``paddle.static.load_inference_model`` in the chain's own interpreter, written to an ``.npz`` read back
 without pickle, and the step's note says so), and compares them by shape and value: Paddle 3's export renames every
 parameter (``fc.weight`` becomes ``linear_0.w_0``), so a trained parameter is found by its shape and its
-values. The check passes when the export holds one of those checkpoints; else it fails naming the nearest
-(fewest differing parameters, then the smallest difference) and how it differs. A trained parameter with no
+values. The check passes when the export holds one of those state dicts; else it fails naming the nearest
+(fewest differing parameters, then the smallest difference) and how it differs. A file that holds no state
+dict tipcgen can read (refused: a global that is not part of a checkpoint; optimizer state only; no tensors)
+is named with what it found, never taken for a missing checkpoint. A trained parameter with no
 exported one of its shape was folded or left out by export (a BatchNorm folded into a conv, a loss head):
 allowed and counted; so is a one-element tensor (a quantizer's scale or state, which a PACT export rescales).
 
-A training that did not write the checkpoint the config names (train_model_name: a file, or a folder
-holding one; ``.`` is the output folder) fails, naming the file. Eval and export must have been given the
+A training that did not write the checkpoint the config names (train_model_name: a file of any name, or a
+folder holding a checkpoint file; ``.`` is the output folder) fails, naming the file. Eval and export must have been given the
 same checkpoint (their recorded commands), and every inference case of that training must have read the
 export's folder (the run's own export), or the check fails naming them. The result is a ``check`` step
 (``export_params_<training>``) in the summary. A check that cannot run fails; only a stand-in chain
@@ -39,12 +46,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tipcgen.core import process
+from tipcgen.core import isolated, process
 from tipcgen.core.errors import CheckpointError, TipcgenError
 from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig
-from tipcgen.repro.record import Recorder, Training, Weights, digest as _digest, state_of, trained_text
+from tipcgen.repro.record import Recorder, Training, Weights, digest as _digest, trained_text
+from tipcgen.repro.checkpoint_io import read_paddle_checkpoint
 from tipcgen.core.errors import ExportFormatError
 from tipcgen.repro import record
 from tipcgen.repro.pdiparams import read_pdiparams
@@ -53,7 +61,9 @@ from tipcgen.results.results import Step
 
 TIMEOUT = 300
 MAX_BYTES_OPTION = "--max-checkpoint-bytes"  # tipcgen run's option for the largest checkpoint read
-MAX_CHECKPOINTS = 200  # .pdparams files of one training compared with the export, at most
+MAX_CHECKPOINTS = 200  # checkpoint files of one training compared with the export, at most
+CHECKPOINT_SUFFIXES = (".pdparams", ".pth", ".pd", ".pt")  # the names paddle.save checkpoints are given
+CHECKPOINT_WORDS = "no checkpoint (.pdparams, .pth, .pd, .pt)"
 MAX_SAME_SHAPE = 16  # exported parameters of one shape a trained one is measured against, at most
 DIFF_BUDGET = 1 << 30  # array elements measured per checkpoint (beyond it a parameter without an exact copy differs)
 SHOWN = 5
@@ -99,18 +109,25 @@ def default_max_bytes() -> int:
     return max(1 << 30, int(match.group(1)) * 1024 // 4) if match else 1 << 30
 
 
-def written_checkpoints(save: Path) -> list[Path]:
-    """Every ``*.pdparams`` under a training's output folder and below as it is now (best, latest and EMA side
-    by side, ``epoch_3/model.pdparams``), any name; links are not followed. Only for a training without a
-    record (a kept runner's, which does not wait for tipcgen): a recorded one's are its record's."""
+def is_checkpoint_file(path: Path, save: Path, name: str | None = None) -> bool:
+    """A file the training may have written its weights into: any name ending in ``CHECKPOINT_SUFFIXES``
+    (paddle.save writes whatever name it is given: ``model_latest.pth``, ``net.pd``), or the file the config
+    names (train_model_name, any name)."""
+    return path.name.endswith(CHECKPOINT_SUFFIXES) or bool(name) and name != "." and path == save / name
+
+
+def written_checkpoints(save: Path, name: str | None = None) -> list[Path]:
+    """Every checkpoint file (``is_checkpoint_file``) under a training's output folder and below as it is now
+    (best, latest and EMA side by side, ``epoch_3/model.pdparams``), any name; links are not followed. Only
+    for a caller without records: a recorded training's checkpoints are its record's."""
     found: list[Path] = []
     if not save.is_dir() or save.is_symlink():
         return found
     for folder, dirs, files in os.walk(save, followlinks=False):
         dirs.sort()
-        for name in sorted(files):
-            path = Path(folder) / name
-            if not name.endswith(".pdparams") or path.is_symlink():
+        for file in sorted(files):
+            path = Path(folder) / file
+            if not is_checkpoint_file(path, save, name) or path.is_symlink():
                 continue
             try:
                 info = path.stat()
@@ -124,15 +141,17 @@ def written_checkpoints(save: Path) -> list[Path]:
 
 
 def missing_checkpoint(save: Path, name: str | None, written: list[Path]) -> Path | None:
-    """The checkpoint the config names (``<train output>/<train_model_name>``: a file, the file with
-    ``.pdparams`` added, or a folder holding one; ``.`` is the output folder itself) when the training
-    did not write it; None when it did, or when the config names none."""
+    """The checkpoint the config names (``<train output>/<train_model_name>``: a file of any name, the file
+    with a ``CHECKPOINT_SUFFIXES`` suffix added (a script that saves ``name + '.pth'``), or a folder holding a
+    checkpoint file (``is_checkpoint_file``); ``.`` is the output folder itself) when the training did not
+    write it; None when it did, or when the config names none."""
     if not name:
         return None
     target = save / name
-    for candidate in (target, save / f"{name}.pdparams"):
-        if candidate in written or (candidate.is_file() and not candidate.name.endswith(".pdparams")):
-            return None
+    if any(candidate in written for candidate in (target, *(save / f"{name}{suffix}" for suffix in CHECKPOINT_SUFFIXES))):
+        return None
+    if target.is_file() and not target.name.endswith(CHECKPOINT_SUFFIXES):
+        return None  # a file of another name there before the training (as before issue #56: not judged by its time)
     if any(path.is_relative_to(target) for path in written):
         return None
     if target.is_dir() and not target.is_symlink() and any(target.glob("*.safetensors")):
@@ -178,12 +197,16 @@ def read_exported(prefix: Path, python: str | None, env: dict[str, str],
 
 def read_export(prefix: Path, python: str, env: dict[str, str]) -> dict[str, np.ndarray]:
     """The exported model's parameters, read in the chain's interpreter (paddle), passed back as an .npz."""
+    if not isolated.is_python(python):  # the config's python:make is never run (issue #59 item 5)
+        raise CheckpointError(f"the chain's interpreter {python} is not a Python interpreter, so it does not read the "
+                              "exported parameters", "pass --python with the interpreter that has paddle")
     env = dict(env, GLOG_minloglevel="3")
     if not Path(f"{prefix}.json").is_file() and Path(f"{prefix}.pdmodel").is_file():
         env["FLAGS_enable_pir_api"] = "0"  # a .pdmodel program (the old IR): Paddle 3 reads it with PIR off
     with tempfile.TemporaryDirectory(prefix="tipcgen-export-") as tmp:
         out = Path(tmp) / "params.npz"
-        proc = process.run(process.Request([python, "-c", _READ_EXPORT, str(prefix), str(out)], env=env,
+        # -I: the repository's modules (a committed numpy.py, paddle/) never shadow the interpreter's own
+        proc = process.run(process.Request([*isolated.command(python, _READ_EXPORT), str(prefix), str(out)], env=env,
                                            timeout=TIMEOUT, stderr="separate", output_cap=1 << 20))
         if proc.timed_out:
             raise CheckpointError(f"reading the exported parameters of {prefix} did not finish in {TIMEOUT} s",
@@ -270,51 +293,82 @@ def compare(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray]) -> 
     return found.passed, found.text(len(exported))
 
 
+def _unread_text(unread: list[tuple[Path, str]], root: Path) -> str:
+    """The files that are no model weights tipcgen could read, each with what it found there."""
+    shown = "; ".join(f"{os.path.relpath(p, root)}: {why}" for p, why in unread[:SHOWN])
+    return shown + (f"; and {len(unread) - SHOWN} more" if len(unread) > SHOWN else "")
+
+
+def read_candidates(path: Path, root: Path, max_bytes: int) -> tuple[dict[str, dict[str, np.ndarray]], str]:
+    """(the state dicts in one checkpoint file by where they are in it, '' or what it holds instead):
+    read with checkpoint_io's safe reader (``read_paddle_checkpoint``), refused over max_bytes
+    (--max-checkpoint-bytes, a CheckpointError naming the option). A file that is not a checkpoint tipcgen can
+    read (refused, optimizer state only, no tensors) gives no state dict and the reason, its path relative."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise CheckpointError(f"checkpoint {os.path.relpath(path, root)} is {size} bytes, over the limit of "
+                              f"{max_bytes} bytes ({MAX_BYTES_OPTION})",
+                              f"raise it: tipcgen run {MAX_BYTES_OPTION} {size}")
+    try:
+        found = read_paddle_checkpoint(path, max_bytes)
+    except CheckpointError as exc:
+        if "limit" in exc.message:
+            raise CheckpointError(f"{exc.message} ({MAX_BYTES_OPTION})",
+                                  f"raise it: tipcgen run {MAX_BYTES_OPTION} {2 * size}") from None
+        return {}, exc.message.removeprefix(f"{path}: ")
+    return found.states, found.found
+
+
 def compare_written(checkpoints: list[Path], exported: dict[str, np.ndarray], root: Path,
                     max_bytes: int, changed: dict[Path, tuple[Weights, str]] | None = None) -> tuple[bool, str, Path | None]:
-    """(passed, what was found, the checkpoint it names): the export holds one of the checkpoints the
-    training wrote (the first that matches), else the nearest is named with how it differs. Each is read
-    with checkpoint_io's safe reader, one at a time, refused over max_bytes (--max-checkpoint-bytes); one that
+    """(passed, what was found, the checkpoint it names): the export holds one of the state dicts in the
+    checkpoints the training wrote (the first that matches; a file may hold several: ``model`` and ``ema``),
+    else the nearest is named with how it differs. Each file is read by ``read_candidates``, one at a time;
+    a file that holds no state dict is named with what it holds, never taken for a missing checkpoint. One that
     no longer holds the bytes recorded as the training ended (``changed``: its record, what it holds now) is
     not read: its recorded parameter digests are looked for in the export instead."""
     digests = {_digest(a) for a in exported.values() if np.issubdtype(a.dtype, np.floating)}
-    tried: list[tuple[tuple, Path, str]] = []
+    tried: list[tuple[tuple, Path, str, str]] = []
+    unread: list[tuple[Path, str]] = []
     for path in checkpoints:
         if changed and path in changed:
             weights, now = changed[path]
-            params = weights.params or {}
+            groups: dict[str, dict[str, str]] = {}  # the recorded parameters by the state dict they were in
+            for param, value in (weights.params or {}).items():
+                groups.setdefault(param.rsplit("/", 1)[0] if "/" in param else "", {})[param] = value
+            params = min(groups.values(), key=lambda g: sum(d not in digests for d in g.values()), default={})
             missing = [n for n, d in params.items() if d not in digests]
             if params and not missing:
                 return True, (f"{len(params)} of {len(params)} trained parameters (as recorded when the training "
                               f"ended) found in the export; {weights.path} changed after: {now}"), path
-            tried.append(((0, len(missing) or 1, float("inf")), path, (
+            tried.append(((0, len(missing) or 1, float("inf")), path, "", (
                 f"{weights.path} changed after the training ended ({now}): {len(missing)} of {len(params)} parameters "
                 f"the training wrote (recorded as it ended) are not in the export"
                 + (f", {missing[0]} among them" if missing else "") + ", so export did not use the trained checkpoint")))
             continue
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise CheckpointError(f"checkpoint {os.path.relpath(path, root)} is {size} bytes, over the limit of "
-                                  f"{max_bytes} bytes ({MAX_BYTES_OPTION})",
-                                  f"raise it: tipcgen run {MAX_BYTES_OPTION} {size}")
-        try:
-            found = match(state_of(path, max_bytes), exported, digests)
-        except CheckpointError as exc:
-            if "limit" in exc.message:
-                raise CheckpointError(f"{exc.message} ({MAX_BYTES_OPTION})",
-                                      f"raise it: tipcgen run {MAX_BYTES_OPTION} {2 * size}") from None
-            raise
-        if found.passed:
-            return True, found.text(len(exported)), path
-        tried.append((found.distance, path, found.text(len(exported))))
+        states, why = read_candidates(path, root, max_bytes)
+        if not states:
+            unread.append((path, why))
+        for key, state in states.items():
+            found = match(state, exported, digests)
+            where = f" (the state dict under {key!r})" if key else ""
+            if found.passed:
+                text = found.text(len(exported)) + where
+                return True, text + (f"; not compared, no model weights: {_unread_text(unread, root)}" if unread else ""), path
+            tried.append((found.distance, path, key, found.text(len(exported))))
     if not tried:
-        return False, "the training wrote no .pdparams", None
-    _, nearest, text = min(tried, key=lambda t: t[0])
+        if not unread:
+            return False, "the training wrote no checkpoint", None
+        return False, (f"none of the {len(unread)} checkpoint file(s) the training wrote holds model weights tipcgen "
+                       f"can read: {_unread_text(unread, root)}"), unread[0][0]
+    _, nearest, key, text = min(tried, key=lambda t: t[0])
+    text += f" (the state dict under {key!r})" if key else ""
+    rest = f"; not compared, no model weights: {_unread_text(unread, root)}" if unread else ""
     if len(tried) == 1:
-        return False, text, nearest
-    names = ", ".join(os.path.relpath(p, root) for _, p, _ in tried[:SHOWN])
+        return False, text + rest, nearest
+    names = ", ".join(os.path.relpath(p, root) + (f" [{k}]" if k else "") for _, p, k, _ in tried[:SHOWN])
     return False, (f"the export equals none of the {len(tried)} checkpoints the training wrote ({names}); the nearest, "
-                   f"{os.path.relpath(nearest, root)}: {text}"), nearest
+                   f"{os.path.relpath(nearest, root)}{f' [{key}]' if key else ''}: {text}{rest}"), nearest
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -337,17 +391,25 @@ def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, expo
     return ""
 
 
-def _training_of(train: Step, root: Path, records: Recorder | None) -> tuple[Training | None, list[Path], str]:
+def _checkpoints_of(written: list[Weights], root: Path) -> list[Path]:
+    """The checkpoint files among a training's recorded weight files: any but an export's ``.pdiparams`` and a
+    ``.safetensors`` (the files ``record.Recorder.weights_in`` keeps: a checkpoint suffix, or a pickle whatever
+    its name, such as the one train_model_name names)."""
+    return [root / w.path for w in written if not w.path.endswith((".pdiparams", ".safetensors"))]
+
+
+def _training_of(train: Step, root: Path, records: Recorder | None,
+                 name: str | None = None) -> tuple[Training | None, list[Path], str]:
     """(the training's record, the checkpoints it wrote, '' or why it has none): its record, taken as the train
     step ended; a training of a runner that does not wait for tipcgen (a kept one) read now, judged against the
     weights there before the runner started (those in its own output folder left out); no records at all (a
     caller without a run): the files as they are, nothing judged."""
     save = root / train.model_dir
     if records is None:
-        return None, written_checkpoints(save), ""
+        return None, written_checkpoints(save, name), ""
     training = records.trainings.get(train.name)
     if training is not None and training.written is not None:
-        return training, [root / w.path for w in training.written if w.path.endswith(".pdparams")], ""
+        return training, _checkpoints_of(training.written, root), ""
     if records.handshake:
         return None, [], (f"tipcgen holds no record of what training {train.name} wrote: the runner did not wait for "
                           "it after the step (a runner rendered before the handshake: tipcgen update)")
@@ -355,7 +417,7 @@ def _training_of(train: Step, root: Path, records: Recorder | None) -> tuple[Tra
     now = Training(train.name, start.before if start else [], start.unrecorded if start else 0,
                    records.folder(train.model_dir), records.weights_in(save))
     records.trainings[train.name] = now
-    return now, [root / w.path for w in now.written if w.path.endswith(".pdparams")], ""
+    return now, _checkpoints_of(now.written, root), ""
 
 
 def _judge(training: Training, checkpoints: list[Path], root: Path, records: Recorder,
@@ -419,7 +481,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
     judged: dict[str, tuple] = {}
     for train in (s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir and s.training in fed):
         save = root / train.model_dir
-        training, written[train.training], unrecorded = _training_of(train, root, records)
+        training, written[train.training], unrecorded = _training_of(train, root, records, name)
         if training is not None and records is not None:
             outside = None if records.handshake else training.model_dir
             judged[train.training] = _judge(training, written[train.training], root, records, outside)
@@ -430,7 +492,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
         missing = missing_checkpoint(save, name, written[train.training])
         if missing is not None:
             train.status = FAILED
-            what = (f"no .pdparams into {os.path.relpath(missing, root)}" if name == "." or missing.is_dir()
+            what = (f"{CHECKPOINT_WORDS} into {os.path.relpath(missing, root)}" if name == "." or missing.is_dir()
                     else f"no checkpoint {os.path.relpath(missing, root)}")
             train.reason = "; ".join(filter(None, [train.reason, (
                 f"it wrote {what} (train_model_name {name!r}, the descriptor's train.checkpoint), which eval and "
@@ -461,8 +523,8 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             step.reason = (f"the export wrote no .pdiparams under {export.model_dir}: its parameters cannot be "
                            "compared with the trained checkpoint")
         elif not checkpoints:
-            step.reason = (f"the training wrote no .pdparams under {train.model_dir}: the exported parameters "
-                           "cannot be compared with a checkpoint of this run")
+            step.reason = (f"the training wrote {CHECKPOINT_WORDS} under {train.model_dir}: the exported "
+                           "parameters cannot be compared with a checkpoint of this run")
         elif not trained:
             step.reason = ("the training wrote no checkpoint of its own, judged by content against the weight files "
                            "there before it: " + "; ".join(untrained[:SHOWN]))

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tipcgen.core import process
+from tipcgen.core import git, inputs
 from tipcgen.core.errors import CheckpointError, TipcgenError
 from tipcgen.format.paths import OUTPUT
-from tipcgen.repro.checkpoint_io import read_paddle_state
+from tipcgen.repro.checkpoint_io import read_paddle_checkpoint
 
 WEIGHT_SUFFIXES = (".pdparams", ".pdiparams", ".pth", ".pt", ".pd", ".safetensors")
 MAX_FILES = 1000  # weight files recorded before a training, at most (the rest are counted and said)
@@ -59,8 +59,9 @@ def compared(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def state_of(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
     """The one way this module reads a weight file's parameters: an export's ``.pdiparams`` by its tensors
-    (repro/pdiparams), any other by checkpoint_io.read_paddle_state (no code runs). CheckpointError when it
-    cannot."""
+    (repro/pdiparams), any other by checkpoint_io.read_paddle_checkpoint (no code runs): every state dict in it,
+    a parameter of the one under key ``k`` named ``k/name`` (the file's own top-level dict: ``name``); a file
+    with none (optimizer state only) has no parameter. CheckpointError when it cannot."""
     if path.name.endswith(".pdiparams"):
         from tipcgen.repro.pdiparams import read_tensors
 
@@ -71,7 +72,8 @@ def state_of(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
             return {f"t_{i}": t for i, t in enumerate(read_tensors(path.read_bytes()))}
         except (ValueError, OSError, struct.error) as exc:
             raise CheckpointError(f"{path}: {exc}", "") from None
-    return read_paddle_state(path, max_bytes)
+    states = read_paddle_checkpoint(path, max_bytes).states
+    return {(f"{key}/{name}" if key else name): array for key, state in states.items() for name, array in state.items()}
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,15 @@ class Weights:
     why: str = ""
     link: str = ""
     key: tuple = ()
+
+
+def _pickled(path: Path) -> bool:
+    """A regular file whose first byte is pickle's PROTO opcode (paddle.save writes protocol 2 to 4), read
+    through core/inputs.py (no FIFO, device or link followed)."""
+    try:
+        return inputs.read_bytes(path, "checkpoint", 1, head=True) == b"\x80"
+    except (TipcgenError, OSError):
+        return False
 
 
 def _key(info: os.stat_result) -> tuple:
@@ -211,8 +222,7 @@ class Recorder:
     def _tracked_outputs(self) -> set[str]:
         """The files git tracks under test_tipc/output (asked once a run; none without git)."""
         if self._tracked is None:
-            outcome = process.run(process.Request(["git", "ls-files", "-z", "--", OUTPUT], cwd=self.root, timeout=60,
-                                                  stderr="discard", output_cap=16 << 20))
+            outcome = git.run(["ls-files", "-z", "--", OUTPUT], self.root, timeout=60, output_cap=16 << 20)
             names = outcome.output.split("\0") if outcome.ok and not outcome.truncated else []
             self._tracked = {os.path.normpath(n) for n in names if n}
         return self._tracked
@@ -252,14 +262,16 @@ class Recorder:
         return out, left
 
     def weights_in(self, folder: Path) -> list[Weights]:
-        """Every weight file in a training's output folder and below (links to files read where they lead)."""
+        """Every weight file in a training's output folder and below (links to files read where they lead): a
+        weight suffix, or a pickle whatever its name (paddle.save writes any name it is given: the file
+        train_model_name names, ``model_latest``, ``net.ckpt``)."""
         if not folder.is_dir() or folder.is_symlink():
             return []
         out = []
         for sub, dirs, files in os.walk(folder, followlinks=False):
             dirs.sort()
             for name in sorted(files):
-                if name.endswith(WEIGHT_SUFFIXES) and len(out) < MAX_FILES:
+                if (name.endswith(WEIGHT_SUFFIXES) or _pickled(Path(sub) / name)) and len(out) < MAX_FILES:
                     weights = self.weights(Path(sub) / name, PARAM_BUDGET)
                     if weights is not None:
                         out.append(weights)

@@ -20,7 +20,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tipcgen.configs import flag_check, submission
+from tipcgen.configs import flag_check, legacy_format, script_reading, submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core import inputs, process
 from tipcgen.core.errors import RunError, ScriptError, TipcgenError
@@ -45,7 +45,7 @@ from tipcgen.results.results import (
     write_json,
 )
 from tipcgen.results import explain
-from tipcgen.results import target_check
+from tipcgen.results import target_check, unchecked
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, sandboxed, seeds, submission_run, tracked
 from tipcgen.run.request import NO_PROOFS, Proofs, Records, RunRequest
@@ -116,8 +116,11 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     (``git status --porcelain=v2 -z``; None without one): the run's first tracked-files snapshot."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     python, found = flag_check.interpreter(text, env)
+    refused = flag_check.not_python(text, env, found, str(config_path))  # python:make never runs (issue #59)
+    if refused:
+        raise RunError(refused, flag_check.NOT_PYTHON_FIX)
     check = _start_layout_check(config_path, root, chain, env, mode, sandbox)
-    probes = provenance.Probes(root, found, env)
+    probes = provenance.Probes(root, found, env, sandbox=sandbox)
     try:
         record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
         _layout_check_result(check)
@@ -285,8 +288,10 @@ def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
     live above run/ (the CLI hands in configs/preflight.refuse and repro/export_check.check_run)."""
     ctx, summary = _prepare(request, proofs)
     with run_guard.run_lock(ctx.run_dir, ctx.env[run_guard.RUN_ID_VAR], ctx.on_line), \
-            run_guard.StopSignals() as signals:
-        return _Pipeline(ctx, summary, proofs, signals).run()
+            run_guard.StopSignals() as signals, run_guard.Leftovers(ctx.env[run_guard.RUN_ID_VAR]) as leftovers:
+        pipeline = _Pipeline(ctx, summary, proofs, signals)
+        pipeline.leftovers = leftovers  # a step's daemon ends before the records are read (issue #59 item 4)
+        return pipeline.run()
 
 
 def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
@@ -383,6 +388,8 @@ def _check_options(request: RunRequest, kept: bool) -> None:
 class _Pipeline:
     """One run's stages after _prepare, on one context: the scripts, their records, the proofs, the outputs."""
 
+    leftovers: run_guard.Leftovers | None = None  # what the scripts left running, ended before the records
+
     def __init__(self, ctx: RunContext, summary: Summary, proofs: Proofs, signals: run_guard.StopSignals) -> None:
         self.ctx, self.summary, self.proofs, self.signals = ctx, summary, proofs, signals
         self.problems = list(summary.problems)  # those known before the scripts (a kept runner's edited files)
@@ -394,13 +401,14 @@ class _Pipeline:
         self.prepare_done = False
         self.prepare_stuck: str | None = None  # why prepare.sh was stopped for its silence
         self.runner_stuck = False  # the runner was (its problem line says so)
-        self.prepare_out: deque = deque(maxlen=200_000)  # prepare.sh's whole output, for prepare.log
+        self.prepare_out: deque = process.LineTail(200_000, 16 << 20)  # prepare.sh's output (its last 16 MB): prepare.log
         self.runner_out: deque = deque(maxlen=50)  # the runner's last lines
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
                      if ctx.kept else None)
         self.parts: list[tuple[str, dict[str, str] | None]] = []  # git status before and after each part
         self._recorder: Records | None = None  # made beside prepare.sh (_prime) or at the first handshake
         self._recorder_lock = threading.Lock()
+        self.untracked: list[set[str] | None] = []  # the untracked files before and after the runner's steps
         self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox,
                            silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept), self._wait)
         self.shim_dir = ctx.root / paths.SHIM_DIR / ctx.env[run_guard.RUN_ID_VAR]
@@ -448,6 +456,8 @@ class _Pipeline:
                 self._scripts()
             except run_guard.Interrupted as exc:
                 self._interrupted(exc.signum)
+            if self.leftovers is not None:
+                self.leftovers.end()
             if self.signals.received is not None and not summary.interrupted:  # it came as the scripts ended
                 summary.interrupted, summary.interrupted_by = True, signal.Signals(self.signals.received).name
             self._outputs(proofs=not summary.interrupted)
@@ -488,13 +498,17 @@ class _Pipeline:
                 submission_run.judge_prepare(prepare, list(self.prepare_out))
         if prepare is None or prepare.status == PASSED or ctx.kept:
             if self.kept is not None:
+                self.kept.runner_started = time.time()
                 self._wait(words.WAIT_START, TRAIN, "*")  # no handshake: the weights there before it starts
+            if self.parts[0][1] is not None:  # a git work tree: what the steps leave untracked is said (unchecked)
+                self.untracked.append(tracked.untracked(root))
             self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out, answer=not ctx.kept)
             if self.work.stuck is not None:
                 self.runner_stuck = True
                 self.problems.append(self.work.stuck)
             if self.parts[0][1] is not None:
                 self.parts.append(("the runner's steps", tracked.snapshot(root)))
+                self.untracked.append(tracked.untracked(root))
         self.signals.armed = False
 
     def _interrupted(self, signum: int) -> None:
@@ -522,7 +536,7 @@ class _Pipeline:
             steps, notes, problems = self.kept.records()
             summary.notes.extend(note for note in notes if note not in summary.notes)
             device = summary.provenance.get("device") or provenance.device_info(ctx.env)
-            submission_run.unverified_gpu_cases(steps, self.kept.values, device)
+            submission_run.unverified_gpu_cases(steps, self.kept.values, device, summary.provenance.get("versions") or {})
             return steps, problems
         steps, problems = read_records(ctx.run_dir, ctx.root) if prepare.status == PASSED else ([], [])
         return steps, problems + check_status_lines(ctx.run_dir, steps, RESULT_LOGS[summary.chain])
@@ -568,6 +582,8 @@ class _Pipeline:
             steps = [*steps, *extra]
             summary.notes.extend(note for note in notes if note not in summary.notes)
         summary.steps = [*([prepare] if prepare is not None else []), *steps]
+        if proofs:
+            summary.notes.extend(note for note in self._unchecked() if note not in summary.notes)
         summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or step.status}): a PASSED verdict "
                                 "needs this proof" for step in summary.unproven())
         _explain_failures(summary, ctx)
@@ -600,17 +616,32 @@ class _Pipeline:
 
         write_junit(summary, run_dir / JUNIT_XML)
 
+    def _unchecked(self) -> list[str]:
+        """What the run did not check (results/unchecked): no eval, a check that compared nothing, files the
+        runner's steps left untracked, a committed model file the inference script names."""
+        ctx, summary = self.ctx, self.summary
+        notes = unchecked.summary_notes(summary)
+        if len(self.untracked) == 2 and None not in self.untracked:
+            before, after = self.untracked
+            notes.append(unchecked.left_behind(sorted(after - before)))  # type: ignore[operator]
+        if ctx.desc is not None and self.parts and self.parts[0][1] is not None and any(
+                s.kind == INFER and s.status == PASSED for s in summary.steps):
+            try:
+                script = legacy_format.script_of(ctx.desc.slot_of("inference.script").value)
+            except KeyError:
+                script = None
+            notes.append(unchecked.committed_reads(_committed_reads(ctx.root, script)))
+        return [note for note in notes if note]
+
 
 def last_model_dir(run_dir: Path, kind: str, name: str) -> str | None:
     """The output folder (model_dir) of the runner's last record of step KIND NAME (the record it wrote just
     before its handshake): in the run folder's steps.jsonl, else in one a folder below (the dy2static chain's
     trainings run the basic runner there); None where there is none."""
     for path in [run_dir / RECORDS, *sorted(run_dir.glob(f"*/{RECORDS}"))]:
-        try:
-            with path.open("rb") as handle:
-                handle.seek(max(0, path.stat().st_size - (1 << 20)))
-                lines = handle.read().decode("utf-8", errors="replace").splitlines()
-        except OSError:
+        try:  # a regular file inside the run folder, its last MiB (core/inputs.py: no FIFO, device or link out)
+            lines = inputs.tail(path, "step records", 1 << 20, run_dir).decode("utf-8", errors="replace").splitlines()
+        except (TipcgenError, OSError):
             continue
         for line in reversed(lines):
             try:
@@ -621,6 +652,24 @@ def last_model_dir(run_dir: Path, kind: str, name: str) -> str | None:
                 value = raw.get("model_dir")
                 return value if isinstance(value, str) and value else None
     return None
+
+
+def _committed_reads(root: Path, script: str | None) -> list[tuple[str, str]]:
+    """The committed model files ``script`` names by a literal path (relative to the root or to the script)."""
+    if not script or not (root / script).is_file():
+        return []
+    try:  # a regular file inside the repository (core/inputs.py)
+        text = inputs.read_text(inputs.within(root / script, root), script)
+    except (TipcgenError, ValueError):
+        return []
+    found = {}
+    for literal, line in script_reading.model_file_literals(text):
+        for base in (Path("."), Path(script).parent):
+            rel = os.path.normpath(base / literal)
+            if not rel.startswith(".."):
+                found.setdefault(rel, f"{script}:{line}")
+    tracked_paths = tracked.committed(root, sorted(found))
+    return [(path, where) for path, where in found.items() if path in tracked_paths]
 
 
 def _load_after_parts(proofs: Proofs) -> None:
@@ -638,10 +687,11 @@ def _explain_failures(summary: Summary, ctx: RunContext) -> None:
     failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
     if not failed:
         return
-    known = explain.known_of(ctx.desc, ctx.root)
+    known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))
     for step in failed:
-        lines = list(step.tail) if step.kind == PREPARE else log_tail(ctx.root / step.log, explain.TAIL_LINES) if step.log else []
-        step.hint = explain.explain([*lines, step.reason], step.kind, known)
+        lines = (list(step.tail) if step.kind == PREPARE or not step.log
+                 else log_tail(ctx.root / step.log, explain.TAIL_LINES, ctx.root))
+        step.hint = explain.explain([*lines, step.reason], step.kind, known, step.command)
 
 
 def _note_seeds(summary: Summary, root: Path) -> None:
