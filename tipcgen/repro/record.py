@@ -238,7 +238,7 @@ class Recorder:
         while todo:
             folder = todo.pop()
             dirs, files = self._listing(folder)
-            if folder == outputs or folder.startswith(outputs + os.sep):
+            if files and (folder == outputs or folder.startswith(outputs + os.sep)):  # git asked only where it matters
                 tracked = self._tracked_outputs()
                 files = [f for f in files if os.path.relpath(os.path.join(folder, f), self.root) in tracked]
             found.extend(Path(folder, f) for f in files)

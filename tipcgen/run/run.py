@@ -491,8 +491,10 @@ class _Pipeline:
             prepare.seconds = round(time.perf_counter() - self.started, 3)
             self.prepare_done = True
             self.prepare_stuck = self.work.stuck
-            if self.parts[0][1] is not None:
-                self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
+            if self.parts[0][1] is not None:  # one git status: the tracked files prepare changed, the untracked after it
+                state, files = tracked.snapshot_and_untracked(root)
+                self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], state))
+                self.untracked.append(files)
             prepare.status = PASSED if prepare.exit_code == 0 else FAILED
             if ctx.kept:
                 submission_run.judge_prepare(prepare, list(self.prepare_out))
@@ -500,15 +502,16 @@ class _Pipeline:
             if self.kept is not None:
                 self.kept.runner_started = time.time()
                 self._wait(words.WAIT_START, TRAIN, "*")  # no handshake: the weights there before it starts
-            if self.parts[0][1] is not None:  # a git work tree: what the steps leave untracked is said (unchecked)
-                self.untracked.append(tracked.untracked(root))
+            if self.parts[0][1] is not None and not self.untracked:  # no prepare.sh (a kept runner): untracked now
+                self.untracked.append(tracked.snapshot_and_untracked(root)[1])
             self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out, answer=not ctx.kept)
             if self.work.stuck is not None:
                 self.runner_stuck = True
                 self.problems.append(self.work.stuck)
-            if self.parts[0][1] is not None:
-                self.parts.append(("the runner's steps", tracked.snapshot(root)))
-                self.untracked.append(tracked.untracked(root))
+            if self.parts[0][1] is not None:  # what the steps left untracked is said (results/unchecked)
+                state, files = tracked.snapshot_and_untracked(root)
+                self.parts.append(("the runner's steps", state))
+                self.untracked.append(files)
         self.signals.armed = False
 
     def _interrupted(self, signum: int) -> None:
