@@ -239,8 +239,10 @@ fleet_train() {
     local grace=${TIPC_FLEET_GRACE:-20} k shown left first="" stop_at="" reason
     local -a cmd pids names logs shows rcs reasons starts seconds ends
     shift 6
-    # The last node first, node 0 last: node 0's step (its rank 0 saves the checkpoint eval and export get) then
-    # runs from its RUN line to the next step's, as tipcgen run times a step and finds what a training wrote.
+    # Node 0's training is the one eval and export get (its rank 0 saves the checkpoint): tipcgen run records the
+    # weights there before it and, once every node ended, what it wrote (tipc_handshake).
+    tipc_handshake start train "${prefix}_node_0"
+    # The last node first, node 0 last: node 0's step then runs from its RUN line to the next step's.
     for ((k = ${#FLEET_HOSTS[@]} - 1; k >= 0; k--)); do
         names[k]=${prefix}_node_$k
         logs[k]=$save.node_$k.log
@@ -251,7 +253,7 @@ fleet_train() {
         printf '[tipc] RUN  %s %s\n' train "${names[k]}"
         starts[k]=$EPOCHREALTIME
         # No file-size limit: it would also stop the checkpoint rank 0 saves (a launcher's output is short).
-        ( exec timeout --kill-after=10 "$limit" "${cmd[@]}" ) > "${logs[k]}" 2>&1 < /dev/null &
+        ( tipc_close_answer; exec timeout --kill-after=10 "$limit" "${cmd[@]}" ) > "${logs[k]}" 2>&1 < /dev/null &
         pids[k]=$!
     done
     TIPC_STEP_PID=${pids[*]}
@@ -307,20 +309,27 @@ fleet_train() {
             tipc_record train "${names[k]}" failed "${rcs[k]:-null}" "${seconds[k]:-0}" "${logs[k]}" "$reason" "$note" "${shows[k]}"
         fi
     done
+    if [ -z "$TIPC_INTERRUPTED" ]; then tipc_handshake ended train "${prefix}_node_0"; fi
     [ -z "$first" ] && [ -z "$TIPC_INTERRUPTED" ]
 }
 
 # fleet_check PREFIX SAVE TRAINING ENV: the same training in one process (its batch x every process; no launcher), then
-# the chain's check (check_fleet.py): every rank started with its rank and the world size, and the mean of the ranks'
-# losses is the one-process run's at every logged step (TIPC_FLEET_ATOL, TIPC_FLEET_RTOL: the descriptor's fleet.tolerance).
+# the chain's check (check_fleet.py): every rank started with its rank and the world size, and the training is the
+# one-process run: rank 0's checkpoint (train_model_name) holds its parameters, and, when every rank logs its loss, the
+# mean of the ranks' losses is its loss at every logged step (TIPC_FLEET_ATOL, TIPC_FLEET_RTOL: fleet.tolerance).
 fleet_check() {
     local -n tipc_fleet_training=$3 tipc_fleet_env=$4
     local prefix=$1 save=$2 batch=${tipc_fleet_training[batch]} world=$((${#FLEET_HOSTS[@]} * FLEET_PROCS)) k
     local single_log=$2.single.log device=${tipc_fleet_training[device]} epoch=${tipc_fleet_training[epoch]}
     local autocast=${tipc_fleet_training[autocast]} gpu=${tipc_fleet_training[gpu]}
     local trainer=${tipc_fleet_training[trainer]} tag=${tipc_fleet_training[tag]}
-    local -a cmd nodes=()
+    local checkpoint
+    local -a cmd nodes=() checkpoints=()
     for k in "${!FLEET_HOSTS[@]}"; do nodes+=("--node=$save/node_$k"); done
+    checkpoint=$(slot_value train_model_name)
+    if ! tipc_is_null "$checkpoint"; then  # rank 0's checkpoint and the one-process run's, as train_model_name names them
+        checkpoints=("--checkpoint=$save/$checkpoint" "--single-checkpoint=$save/single/$checkpoint")
+    fi
     cmd=("${tipc_fleet_env[@]}" "$PYTHON")
     tipc_add_words cmd "$TRAIN_CMD"
     if [[ $batch =~ ^[0-9]+$ ]]; then
@@ -337,7 +346,7 @@ fleet_check() {
     tipc_case reference=single device_num="N${#FLEET_HOSTS[@]}C$FLEET_PROCS" model_dir="$save"
     tipc_step check "fleet_gpus_${gpu}${tag}" "$LOG_PATH/check_fleet_${prefix}.log" "" -- "$PYTHON" \
         "$(dirname "${BASH_SOURCE[0]}")/check_fleet.py" "${nodes[@]}" "--procs=$FLEET_PROCS" ${single_log:+"--single=$single_log"} \
-        "--out=$save.losses.json" "--atol=${TIPC_FLEET_ATOL:-1e-5}" "--rtol=${TIPC_FLEET_RTOL:-1e-5}"
+        ${checkpoints[@]+"${checkpoints[@]}"} "--out=$save.losses.json" "--atol=${TIPC_FLEET_ATOL:-1e-5}" "--rtol=${TIPC_FLEET_RTOL:-1e-5}"
 }
 
 # run_train_chain: for each gpu_list entry, how it trains (launch, env_prefix), then each autocast x

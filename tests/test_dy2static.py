@@ -111,11 +111,20 @@ def test_rendering_from_the_basic_config_needs_the_to_static_switch() -> None:
 
 # ---- check_dy2static.py -----------------------------------------------------------------------------
 
-def _check(tmp_path: Path, dygraph: list[float], static: list[float], *args: str) -> subprocess.CompletedProcess:
+# What paddle 3.3.1 logs under TRANSLATOR_VERBOSITY=1 (the runner sets it), cut from real trainings of the fixture
+# MLP: through to_static(full_graph=True) (the source, the conversions, the forward and backward programs), the same
+# under the old IR (FLAGS_enable_pir_api=0: the conversions only), and a to_static Linear called under no_grad.
+LOGS = ROOT / "tests" / "fixtures" / "dy2static_logs"
+PIR, OLD_IR, NO_GRAD = ((LOGS / name).read_text() for name in ("to_static_pir.log", "to_static_old_ir.log", "no_grad_pir.log"))
+
+
+def _check(tmp_path: Path, dygraph: list[float], static: list[float], *args: str, dumps: tuple[str, str] = ("", PIR)
+           ) -> subprocess.CompletedProcess:
     records = []
-    for trainer, values in (("norm_train", dygraph), ("to_static_train", static)):
+    for trainer, values, dump in (("norm_train", dygraph, dumps[0]), ("to_static_train", static, dumps[1])):
         log = tmp_path / f"{trainer}.log"
-        log.write_text("".join(f"epoch: 0, global_step: {i + 1}, loss: {v!r}, lr: 0.1\n" for i, v in enumerate(values)))
+        log.write_text("rank 0 of world size 1\n" + dump
+                       + "".join(f"epoch: 0, global_step: {i + 1}, loss: {v!r}, lr: 0.1\n" for i, v in enumerate(values)))
         records.append({"kind": "train", "name": trainer, "exit_code": 0, "log": str(log), "trainer": trainer,
                         "gpu": "-1", "autocast": "null"})
     (tmp_path / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -140,6 +149,54 @@ def test_equal_losses_pass_and_the_curves_are_written(tmp_path: Path) -> None:
 def test_a_divergence_is_named_by_its_step(tmp_path: Path, dygraph, static, expected) -> None:
     proc = _check(tmp_path, dygraph, static)
     assert proc.returncode == 1 and expected in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("dumps, expected", [
+    # to_static never called (the reported bug: two dygraph runs, equal losses): paddle logged nothing.
+    (("", ""), "the to_static training did not go through paddle.jit.to_static: its log ("),
+    (("", NO_GRAD), "every backward program is empty: the training's gradients never went through"),
+    ((PIR, PIR), "the dygraph training's gradients went through 1 program(s) paddle.jit.to_static built"),
+])
+def test_a_static_training_without_paddles_evidence_fails_naming_what_is_missing(tmp_path: Path, dumps, expected) -> None:
+    proc = _check(tmp_path, [1.1, 0.9], [1.1, 0.9], dumps=dumps)
+    assert proc.returncode == 1 and expected in proc.stdout, proc.stdout
+    if not dumps[1]:
+        assert "shows no program paddle.jit.to_static built" in proc.stdout and "TRANSLATOR_VERBOSITY=1" in proc.stdout
+
+
+@pytest.mark.parametrize("dumps, shown", [
+    (("", PIR), "paddle built 1 program(s) from the converted code, 1 with a backward program holding ops"),
+    (("", OLD_IR), "paddle's AST translator converted 3 function(s) (the old IR"),
+    ((NO_GRAD, PIR), "paddle built 1 program(s)"),  # a dygraph training may convert what has no gradients
+])
+def test_an_honest_static_training_passes_naming_paddles_evidence(tmp_path: Path, dumps, shown) -> None:
+    proc = _check(tmp_path, [1.1, 0.9], [1.1, 0.9], dumps=dumps)
+    assert proc.returncode == 0 and f"the to_static training went through paddle.jit.to_static: {shown}" in proc.stdout, proc.stdout
+
+
+SOURCE = ("Sun Dec 06 10:38:59 Dynamic-to-Static INFO: (Level 1) Source code: \n"
+          "def forward(self, x):\n    loss = 0.5 * x\n\n    step = 3\n    return loss\n")
+
+
+@settings(max_examples=fuzz_examples(60), deadline=None)
+@given(losses=st.lists(st.floats(0.01, 10.0), max_size=12),
+       dumps=st.lists(st.tuples(st.integers(0, 12), st.sampled_from(["pir", "old", "no_grad", "source"])), max_size=5))
+def test_paddles_dumps_anywhere_in_a_log_are_evidence_never_losses(tmp_path_factory, losses, dumps) -> None:
+    from tipcgen.render.shipped import check_dy2static
+
+    texts = {"pir": PIR, "old": OLD_IR, "no_grad": NO_GRAD, "source": SOURCE}
+    lines = [f"epoch: 0, global_step: {i + 1}, loss: {v!r}\n" for i, v in enumerate(losses)]
+    for at, name in sorted(dumps, reverse=True):
+        lines.insert(min(at, len(lines)), texts[name])
+    log = tmp_path_factory.mktemp("log") / "train.log"
+    log.write_text("".join(lines))
+    read, seen = check_dy2static.read_log(log)
+    assert read == [(i + 1, v) for i, v in enumerate(losses)]  # a dumped `loss = 0.5 * x` is not a logged loss
+    names = [name for _, name in dumps]
+    assert seen["forward"] == names.count("pir") + names.count("no_grad") and seen["backward"] == names.count("pir")
+    problem, _ = check_dy2static.static_problem(seen, str(log))
+    # The translator's source dump is a conversion too (the old IR logs nothing more).
+    assert (problem is None) == ("pir" in names or (bool({"old", "source"} & set(names)) and "no_grad" not in names))
 
 
 def test_a_missing_training_fails(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def test_git_says_which_lines_cover_a_folder(existing, added):
 
 
 def test_without_git_a_line_covers_the_folder_it_names_or_a_folder_above(monkeypatch):
-    monkeypatch.setattr(gitignore.shutil, "which", lambda name: None)
+    monkeypatch.setattr(gitignore.git, "found", lambda: None)
     assert _added("/test_tipc/output/\ntest_tipc/.tipcgen_backup/\n**/lite/\n") == ["/data/lite/", "/models/trained"]
     assert _added(None) == WANTED
 

@@ -289,6 +289,7 @@ def test_a_timed_out_probe_is_not_cached(tmp_path: Path, monkeypatch):
     first, _ = flag_check.script_flags(repo, "train.py", python, timeout=1, unsandboxed=True)
     assert isinstance(first, str) and "did not finish in 1 s" in first
     assert "--probe-timeout" not in first  # lint, import and doctor have no such option
+    monkeypatch.setenv("TIPCGEN_SANDBOX_ENV", "FAST_HELP")  # a variable the sandbox's allow-list lets through
     monkeypatch.setenv("FAST_HELP", "1")  # the probe finishes: asked again (the timeout is no part of the cache key,
     # so a ceiling stands in for the 1 s a loaded machine's Python start could miss)
     again, cached = flag_check.script_flags(repo, "train.py", python, timeout=120, unsandboxed=True)

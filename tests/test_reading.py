@@ -129,12 +129,13 @@ def test_new_on_a_reproduction_repository_names_every_edit_in_its_notes(tmp_path
                    "add `--pretrained False` to export.norm (export_model.py) in tipc.yaml",
                    "train.py reads train.h5 (dataset.py:17)",
                    "add `--preprocess True` to train.norm (train.py) in tipc.yaml",
-                   "add `--test_epochs 1` to train.norm (train.py) in tipc.yaml",
+                   "--test_epochs defaults to 0, which skips saving: set to 1 so the training saves",
                    "--num_of_layers: train.py defaults to 17, eval.py to 20",
                    "add `--num_of_layers 17` to eval.script (eval.py) in tipc.yaml"):
         assert needed in notes, needed
     # The notes are in the descriptor too, as comments, for whoever reads it later.
-    assert "#   - train.py: saving happens only when --test_epochs says so" in proposal.text
+    assert "#   - train.py: --test_epochs defaults to 0, which skips saving: set to 1" in proposal.text
+    assert doc["train"]["norm"] == "train.py --test_epochs 1"  # the edit is made, not only said
     # Who owns each flag: train.pretrained's flag is eval.py's.
     assert dict((f, s) for f, s, _ in proposal.mapping)["train.pretrained"] == "--checkpoint (eval.py)"
 
@@ -186,6 +187,10 @@ def test_new_writes_env_only_when_asked(tmp_path: Path):
                    "export_model.py", "--infer", "infer.py", "--checkpoint", "net.pdparams", "--devices", "cpu",
                    cwd=repo, check=True)
     assert "env" not in yaml.safe_load((repo / "tipc.yaml").read_text()) and "--env FLAGS_enable_pir_api=0" in proc.stdout
+    # the fix named first: the line that loads .pdmodel; the flag's cost on Paddle 3.3 said with it
+    said = " ".join(proc.stdout.split())
+    assert "make it load inference.json when there is no .pdmodel (infer.py:" in said, proc.stdout
+    assert "add it only where tipcgen doctor says the export works under it" in said
     tipcgen("new", "--model-name", "restore", "--train", "train.py", "--eval", "eval.py", "--export",
             "export_model.py", "--infer", "infer.py", "--checkpoint", "net.pdparams", "--devices", "cpu",
             "--env", "FLAGS_enable_pir_api=0", "--force", cwd=repo, check=True)

@@ -11,6 +11,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import STUB, make_stub_repo, read_summary, tipcgen
@@ -179,14 +180,34 @@ def test_doctor_notices_an_inference_script_that_loads_pdmodel(tmp_path: Path):
     infer.write_text(infer.read_text() + 'MODEL_FILE = "inference.pdmodel"\n')
     [check] = doctor._legacy_format(repo, config, pir=True)
     assert check.status == "fail" and "stub/stub_infer.py loads inference.pdmodel" in check.detail
-    assert 'env: {FLAGS_enable_pir_api: "0"}' in check.fix
+    assert "make stub/stub_infer.py load inference.json when there is no .pdmodel (stub/stub_infer.py:" in check.fix
+    assert 'env: {FLAGS_enable_pir_api: "0"}' in check.fix and "probe" not in check.fix  # not probed: both fixes
     assert doctor._legacy_format(repo, config, pir=False)[0].status == "warn"
+    # probed: the flag is advised only where an export under it works with this paddle
+    broke = (False, "TypeError: (InvalidType) matmul(): argument (position 1) must be Value, but got Variable")
+    [check] = doctor._legacy_format(repo, config, pir=True, old_ir=lambda: broke)
+    assert check.status == "fail" and "is no cure here: a probe export of a small model" in check.detail
+    assert "matmul()" in check.detail and "do not add FLAGS_enable_pir_api" in check.fix
+    [check] = doctor._legacy_format(repo, config, pir=True, old_ir=lambda: (True, "inference.pdmodel"))
+    assert 'env: {FLAGS_enable_pir_api: "0"} to the descriptor (a probe export under it worked' in check.fix
+    asked = []
+    doctor._legacy_format(repo, config, pir=False, old_ir=lambda: asked.append(1))
+    assert asked == []  # Paddle 2 writes .pdmodel: nothing to probe
     doc = yaml.safe_load((repo / "stub/tipc.yaml").read_text())
     doc["env"] = {"FLAGS_enable_pir_api": "0"}
     (repo / "stub/tipc.yaml").write_text(yaml.safe_dump(doc))
     tipcgen("init", "stub/tipc.yaml", "--output", str(repo), "--force", cwd=repo, check=True)
     [check] = doctor._legacy_format(repo, config, pir=True)
     assert check.status == "ok" and "FLAGS_enable_pir_api=0" in check.detail
+    [check] = doctor._legacy_format(repo, config, pir=True, old_ir=lambda: broke)
+    assert check.status == "fail" and "the runner exports FLAGS_enable_pir_api=0" in check.detail
+    assert "remove FLAGS_enable_pir_api from env: in the descriptor" in check.fix
+    # a script that reads inference.json under a runner that sets the flag: said only where the export breaks
+    infer.write_text(infer.read_text().replace('MODEL_FILE = "inference.pdmodel"', 'MODEL_FILE = "inference.json"'))
+    [check] = doctor._legacy_format(repo, config, pir=True, old_ir=lambda: broke)
+    assert check.status == "fail" and "does not need it" in check.detail and "remove FLAGS_enable_pir_api" in check.fix
+    assert doctor._legacy_format(repo, config, pir=True, old_ir=lambda: (True, "inference.pdmodel")) == []
+    assert doctor._legacy_format(repo, config, pir=False, old_ir=lambda: broke) == []
 
 
 def test_a_script_that_reads_both_formats_needs_no_flag(tmp_path: Path):
@@ -199,16 +220,84 @@ def test_a_script_that_reads_both_formats_needs_no_flag(tmp_path: Path):
     assert not legacy_format.loads_pdmodel(both) and legacy_format.loads_pdmodel(old)
 
 
-def test_import_adds_the_env_an_inference_pdmodel_script_needs(tmp_path: Path):
+def test_import_names_the_line_and_never_adds_the_flag_unasked(tmp_path: Path):
+    """FLAGS_enable_pir_api=0 breaks paddle.jit.save for most models on Paddle 3.3 (issue #56): import says what
+    to change in the script instead; a descriptor that sets env: itself still renders it."""
     repo = make_repo(tmp_path, None)
     plain = tipcgen("import", CONFIG, cwd=repo, check=True).stdout
     assert "env:" not in plain
     (repo / "stub/stub_infer.py").write_text((repo / "stub/stub_infer.py").read_text() + "# loads inference.pdmodel\n"
                                              'PROGRAM = "inference.pdmodel"\n')
+    printed = tipcgen("import", CONFIG, cwd=repo, check=True)
+    assert "FLAGS_enable_pir_api" not in printed.stdout and "loads inference.pdmodel only" in printed.stderr
     proc = tipcgen("import", CONFIG, "-o", "imported.yaml", cwd=repo, check=True)
-    assert "stub/stub_infer.py loads inference.pdmodel" in proc.stdout
+    assert "stub/stub_infer.py loads inference.pdmodel only" in proc.stdout
+    assert "make it load inference.json when there is no .pdmodel (stub/stub_infer.py:" in proc.stdout
+    assert "add it only where tipcgen doctor says the export works under it" in proc.stdout
     text = (repo / "imported.yaml").read_text()
-    assert text.endswith('env: {FLAGS_enable_pir_api: "0"}\n') and text.count("\nenv:") == 1
+    assert "\nenv:" not in text and "FLAGS_enable_pir_api" not in text
+    (repo / "imported.yaml").write_text(text + '\nenv: {FLAGS_enable_pir_api: "0"}\n')  # asked for
     tipcgen("init", "imported.yaml", "--force", cwd=repo, check=True)
     common = (repo / "test_tipc/tipc_steps.sh").read_text()  # each model's env: is its arm of tipc_model_settings
     assert "TIPC_STEP_ENV=(env FLAGS_enable_pir_api=0)" in common
+
+
+def test_doctor_names_the_predictor_traps_of_paddle_3(tmp_path: Path):
+    """enable_memory_optim() on a PIR model, oneDNN on with no disable_mkldnn(): said under PIR, with the line;
+    a script that turns oneDNN off when asked, or a comment, or Paddle 2, gets neither."""
+    from tipcgen.run import doctor
+
+    repo = make_repo(tmp_path, None)
+    infer = repo / "stub/stub_infer.py"
+    original = infer.read_text()
+    config = Path(CONFIG)
+    assert doctor._predictor(repo, config, pir=True) == []
+    infer.write_text(original + "def predictor(config, on):\n    config.enable_memory_optim()\n"
+                     "    if on:\n        config.enable_mkldnn()\n    return config\n")
+    rows = doctor._predictor(repo, config, pir=True)
+    assert [r.status for r in rows] == ["warn", "warn"]
+    assert "calls config.enable_memory_optim()" in rows[0].detail and "stub/stub_infer.py:" in rows[0].detail
+    assert "never calls disable_mkldnn()" in rows[1].detail and "config.disable_mkldnn()" in rows[1].fix
+    assert doctor._predictor(repo, config, pir=False) == []
+    infer.write_text(original + "def predictor(config, on):\n    # config.enable_memory_optim()\n"
+                     "    if on:\n        config.enable_mkldnn()\n    else:\n        config.disable_mkldnn()\n")
+    assert doctor._predictor(repo, config, pir=True) == []
+
+
+@pytest.mark.paddle
+def test_the_old_ir_probe_tells_what_this_paddle_does(tmp_path: Path):
+    """The real probe (one small model, a temporary folder): on 3.3.1 an export under FLAGS_enable_pir_api=0
+    fails as the repositories of issue #56 did; under PIR the same model exports (tipcgen's own probe, not a mock)."""
+    import paddle
+
+    from tipcgen.run import doctor
+
+    found = doctor._old_ir_export("python")
+    assert found is not None
+    if paddle.__version__.startswith("3.3"):
+        assert found[0] is False and "must be Value, but got Variable" in found[1], found
+    script = tmp_path / "pir_probe.py"
+    script.write_text(doctor._OLD_IR_PROBE.replace('os.environ["FLAGS_enable_pir_api"] = "0"', "", 1))
+    under_pir = subprocess.run(["python", str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert '"ok": true' in under_pir.stdout and "inference.json" in under_pir.stdout, under_pir.stdout[-500:]
+    # the hints' rules on what this paddle really says: the export under the flag, a predictor with memory_optim
+    from tipcgen.results import explain
+
+    if not found[0]:
+        hint = explain.explain(["Traceback (most recent call last):", found[1]], "export",
+                               explain.Known(env={"FLAGS_enable_pir_api": "0"}))
+        assert "the export failed under FLAGS_enable_pir_api=0" in hint, (found, hint)
+    predictor = tmp_path / "predictor.py"
+    predictor.write_text(
+        "import os, paddle, paddle.inference as pi\n"
+        "m = paddle.nn.Linear(4, 3)\nm.eval()\n"
+        "paddle.jit.save(m, 'out/inference', input_spec=[paddle.static.InputSpec([None, 4], 'float32')])\n"
+        "prefix = 'out/inference.json' if os.path.exists('out/inference.json') else 'out/inference.pdmodel'\n"
+        "c = pi.Config(prefix, 'out/inference.pdiparams')\nc.disable_gpu()\nc.enable_memory_optim()\n"
+        "pi.create_predictor(c)\nprint('built')\n")
+    built = subprocess.run(["python", str(predictor)], capture_output=True, text=True, cwd=tmp_path)
+    hint = explain.explain((built.stdout + built.stderr).splitlines(), "infer", explain.Known())
+    if paddle.__version__.startswith("3.3"):
+        assert built.returncode != 0 and "remove config.enable_memory_optim()" in hint, (built.stderr[-800:], hint)
+    else:
+        assert built.returncode != 0 or hint == ""

@@ -15,7 +15,7 @@ import pytest
 from tipcgen.outputs import report
 from tipcgen.results.results import Step, Summary, write_json
 
-from conftest import fuzz_sample, tipcgen
+from conftest import ROOT, fuzz_sample, tipcgen
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MODE = "lite_train_lite_infer"
@@ -115,6 +115,15 @@ def test_parse_train_log_forms():
     curve = report.parse_train_log("iter: 10, loss: 1.5e-1, avg_ips: 3.0\niter: 20, loss: 0.1\n", "t", "t.log")
     assert curve.x_label == "iter" and curve.points == [(10.0, 0.15), (20.0, 0.1)] and curve.ips == 3.0
     assert report.parse_train_log("val_loss: 3\nglobal_loss_scale: 2\n", "t", "t.log").points == []
+
+
+def test_paddles_dumps_in_a_static_training_log_are_not_loss_lines():
+    # What paddle.jit logs under TRANSLATOR_VERBOSITY=1 (the dy2static chain): a converted function's source, whose
+    # `loss = 0.5 * x` is code, and a program block; the training's own lines around them are read.
+    dumps = (ROOT / "tests" / "fixtures" / "dy2static_logs" / "to_static_pir.log").read_text()
+    log = ("global_step: 1, loss: 0.9\nSun Dec 06 10:38:59 Dynamic-to-Static INFO: (Level 1) Source code: \n"
+           "def forward(self, x):\n    loss = 0.5 * x\n\n    return loss\n" + dumps + "global_step: 2, loss: 0.8\n")
+    assert report.parse_train_log(log, "t", "t.log").points == [(1.0, 0.9), (2.0, 0.8)]
 
 
 def test_alignment_json_becomes_a_table(tmp_path: Path):

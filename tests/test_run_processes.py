@@ -51,8 +51,10 @@ def started(monkeypatch) -> list[list[str]]:
 def _what(argv: list[str]) -> str:
     if "bwrap" in argv[0] and argv[-1].endswith("true"):
         return "sandbox probe"
-    if argv[0] == "git" and "status" in argv:
+    if Path(argv[0]).name == "git" and "status" in argv:
         return "git status"
+    if Path(argv[0]).name == "git" and "config" in argv:
+        return "git config"  # core/git.py reads the repository's command-running variables first (runs nothing)
     if argv[0] == "bash":
         return f"bash {argv[1].rsplit('/', 1)[-1]}"
     return Path(argv[0]).name
@@ -72,12 +74,13 @@ def test_a_run_starts_each_thing_once_before_its_first_step(stub_repo: Path, sta
     # The flag check asks whether there is a sandbox from 4 threads: one probe. The provenance's git status
     # is the tracked-files check's first snapshot: one git. The runner's layout check and the interpreter probe.
     assert before.count("sandbox probe") <= 1, before
-    assert before.count("git status") == 1, before
+    assert before.count("git status") == 1 and before.count("git config") <= 1, before
     assert before.count("bash test_train_inference_python.sh") == 1, before
-    assert len(before) <= 4, before
-    # Then: prepare.sh, git, the runner, git (the tracked-files snapshots after each part).
-    assert kinds[first:first + 4] == ["bash prepare.sh", "git status", "bash test_train_inference_python.sh",
-                                      "git status"], kinds[first:]
+    assert len(before) <= 5, before
+    # Then: prepare.sh, git, the runner, git (the tracked-files snapshots after each part; each git status after
+    # the git config that reads what the repository's configuration names now: a step may have written it).
+    assert kinds[first:first + 6] == ["bash prepare.sh", "git config", "git status", "bash test_train_inference_python.sh",
+                                      "git config", "git status"], kinds[first:]
 
 
 def test_the_provenance_probe_s_git_status_is_the_same_snapshot_as_the_tracked_check_s(tmp_path: Path):

@@ -25,7 +25,10 @@ def test_without_a_sandbox_run_sandbox_is_an_error_naming_the_install(stub_repo:
 @needs_bwrap
 def test_the_chain_passes_in_the_sandbox_and_writes_nothing_outside(stub_repo: Path, tmp_path_factory):
     outside = tmp_path_factory.mktemp("outside") / "argv.json"  # the stub appends its argv here when it can
-    proc = tipcgen("run", "--quiet", "--sandbox", cwd=stub_repo, env={"STUB_ARGV": str(outside)})
+    hidden = tipcgen("run", "--quiet", "--sandbox", cwd=stub_repo, env={"STUB_ARGV": str(outside)})
+    assert hidden.returncode == 0 and not outside.exists()  # STUB_ARGV is not on the allow-list: no step sees it
+    proc = tipcgen("run", "--quiet", "--sandbox", cwd=stub_repo,
+                   env={"STUB_ARGV": str(outside), sandbox.ENV_VAR: "STUB_ARGV"})  # the user lets it through
     assert not outside.exists(), "a step wrote outside the repository"
     plain = tipcgen("run", "--quiet", cwd=stub_repo, env={"STUB_ARGV": str(outside)})
     assert plain.returncode == 0 and outside.exists()  # the same chain, unsandboxed, writes there

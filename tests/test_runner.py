@@ -151,6 +151,12 @@ def test_a_hanging_step_is_killed_at_its_limit(stub_repo: Path):
     infers = [r for r in records if r["kind"] == "infer" and r["status"] != "skipped"]
     assert len(infers) == 2 and all(r["reason"] == "timeout after 1 s" for r in infers)
     assert all(r["status"] == "passed" for r in records if r["kind"] in ("train", "eval", "export") and r["status"] != "skipped")
+    # the hint under each: what ran (its command) and how far it got (its log), and the field to raise
+    summary = read_summary(stub_repo)
+    hints = [s["hint"] for s in summary["steps"] if s["kind"] == "infer" and s["status"] == "failed"]
+    assert len(hints) == 2 and all("stopped at the step time limit (1 s) running `" in h and "run.step_timeout" in h
+                                   for h in hints), hints
+    assert "hint: infer was stopped at the step time limit (1 s)" in proc.stdout, hints
 
 
 def test_the_allowed_silence_is_the_step_limit_the_runner_applies_plus_the_margin(tmp_path: Path):

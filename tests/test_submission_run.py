@@ -17,9 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tipcgen.format import paths
-from tipcgen.results.results import load_summary
+from tipcgen.results.results import Step, load_summary
 from tipcgen.run import submission_run
 
 from conftest import chain_env, tipcgen
@@ -76,13 +78,18 @@ def test_without_the_env_the_steps_fail_and_init_submission_rerenders_its_own_fi
         ("prepare", "failed"), ("train", "failed"), ("eval", "failed"), ("export", "failed"),
         ("infer", "failed"), ("infer", "failed")]
     assert summary["steps"][0]["exit_code"] == 3  # prepare.sh's own check of FLAGS_own_runner
-    # a doc the user edited is still theirs: replaced only with --force
+    # a doc the user edited is still theirs: kept and named (what --force would do), replaced only with --force
     readme = own_repo / "test_tipc/README.md"
     readme.write_text(readme.read_text() + "\nour notes\n")
     descriptor.write_text(descriptor.read_text().replace("gpu_list: [\"-1\"]", "gpu_list: [\"0\", \"-1\"]"))
-    refused = tipcgen("init", "tipc.yaml", "--submission", cwd=own_repo)
-    assert refused.returncode == 2 and "test_tipc/README.md" in refused.stderr
-    assert "test_tipc/docs" not in refused.stderr and "our notes" in readme.read_text()
+    kept = tipcgen("init", "tipc.yaml", "--submission", cwd=own_repo)
+    said = kept.stdout + kept.stderr
+    assert kept.returncode == 0 and "kept test_tipc/README.md, the repository's own" in said, said
+    assert "--force would replace it" in said and "our notes" in readme.read_text()
+    assert "kept test_tipc/docs" not in said  # tipcgen's own doc, unedited: rendered again
+    forced = tipcgen("init", "tipc.yaml", "--submission", "--force", cwd=own_repo)
+    assert forced.returncode == 0 and "replaces test_tipc/README.md, the repository's own" in forced.stdout + forced.stderr
+    assert "our notes" not in readme.read_text()
 
 
 def test_the_log_path_is_read_from_the_runner(tmp_path: Path) -> None:
@@ -286,3 +293,89 @@ def test_the_lock_refuses_a_second_run_and_a_signal_stops_the_first(tmp_path: Pa
     summary = json.loads((repo / SUMMARY).read_text())
     assert summary["interrupted"] is True and summary["interrupted_by"] == "SIGTERM"
     assert not lock.exists()
+
+
+GPU_NAMES = ["norm_train_gpus_0_autocast_null", "norm_train_gpus_0,1_autocast_null", "pact_train_gpus_1",
+             "python_infer_gpu_usetrt_False_precision_fp32_batchsize_1", "norm_train_gpus_0"]
+CPU_NAMES = ["norm_train_gpus_-1_autocast_null", "python_infer_cpu_usemkldnn_False_threads_1_batchsize_1",
+             "eval", "export_2", "norm_export_gpus_-1", "train_gpusx_0", "norm_train_gpus_-1,0x", "my_gpu_notes"]
+
+
+@given(st.sampled_from(GPU_NAMES + CPU_NAMES), st.sampled_from(["train", "infer", "eval"]),
+       st.sampled_from([({"gpus": []}, {}), ({"gpus": [{"name": "H100"}]}, {"paddle_cuda_version": "False"}),
+                        ({"gpus": [{"name": "H100"}]}, {"paddle_dist": "paddlepaddle"}),
+                        ({"gpus": [{"name": "H100"}]}, {"paddle_cuda_version": "12.6", "paddle_dist": "paddlepaddle-gpu"})]))
+def test_a_case_named_after_a_gpu_entry_is_never_passed_without_a_gpu_paddle(name, kind, machine):
+    """A kept runner's `gpus_0` step that a CPU paddle (or a machine with no GPU) ran: SKIPPED with why, never
+    PASSED; a CPU entry (-1, cpu) stays passed, and so does a GPU case where a GPU and a GPU build are."""
+    device, versions = machine
+    step = Step(kind=kind, name=name, status="passed", command=f"python {kind}.py --epochs=1")
+    count = submission_run.unverified_gpu_cases([step], {}, device, versions)
+    verifiable = bool(device["gpus"]) and versions.get("paddle_dist") == "paddlepaddle-gpu"
+    if name in GPU_NAMES and not verifiable:
+        assert count == 1 and step.status == "skipped" and step.device == "gpu"
+        assert ("CPU build of paddle" in step.reason) == bool(device["gpus"]), step.reason
+    else:
+        assert count == 0 and step.status == "passed", (name, machine)
+
+
+def test_a_kept_runner_s_failure_gets_the_cause_and_hint_tipcgen_s_runner_gives(tmp_path: Path) -> None:
+    """The same output, the same hint: a training with no log of its own (its output is the runner's, before its
+    status line) that cannot open its data file, and an inference (its own log) refused by argparse."""
+    def edit(repo: Path) -> None:
+        train = repo / "train.py"
+        train.write_text(train.read_text().replace("with open(args.data_file) as f:",
+                                                   'with open("data/train_list.txt") as f:'))
+        infer = repo / "infer.py"
+        infer.write_text(infer.read_text().replace('p.add_argument("--batch_size", type=int, default=1)',
+                                                   'p.add_argument("--batch_size", type=int, choices=[1], default=1)'))
+
+    from tipcgen.results import explain
+
+    repo = make_own_repo(tmp_path, edit)
+    tipcgen("run", "-q", cwd=repo)
+    summary = json.loads((repo / SUMMARY).read_text())
+    steps = {s["name"]: s for s in summary["steps"]}
+    train = steps["train"]
+    assert train["status"] == "failed" and "FileNotFoundError" in train["reason"], train
+    assert train["hint"].startswith("data/train_list.txt is missing") and any("Traceback" in line for line in train["tail"])
+    # what tipcgen's runner's step gives for this output (its log's lines, its reason last)
+    from tipcgen.run import provenance
+
+    known = explain.known_of(provenance.load_descriptor(repo, "own_model")[0], repo)
+    assert train["hint"] == explain.explain([*train["tail"], train["reason"]], "train", known, train["command"])
+    infer = steps["python_infer_cpu_batchsize_2"]
+    assert "error: argument --batch_size: invalid choice" in infer["reason"] and "refuses --batch_size" in infer["hint"]
+    assert steps["python_infer_cpu_batchsize_1"]["status"] in ("failed", "passed")  # fed by the failed training
+    # a step that passed gets neither
+    assert all(not s.get("hint") for s in summary["steps"] if s["status"] == "passed")
+
+
+def test_the_keys_check_judges_a_kept_runner_by_what_it_passes(tmp_path: Path, monkeypatch) -> None:
+    """A key the kept runner reads into a variable no command uses is never passed: import and lint do not call it
+    an error (they did, issue #56); once a command passes it, both do."""
+    from tipcgen.configs import importer, lint
+
+    def reads_device(repo: Path) -> None:
+        runner = repo / paths.BASIC_RUNNER
+        runner.write_text(runner.read_text().replace('epoch_key=$(func_parser_key "${lines[6]}")',
+                                                     'device_key=$(func_parser_key "${lines[4]}")\n'
+                                                     'epoch_key=$(func_parser_key "${lines[6]}")'))
+        desc = repo / "tipc.yaml"
+        desc.write_text(desc.read_text().replace("device: {key: --device,", "device: {key: --no_such_flag,"))
+
+    repo = make_own_repo(tmp_path, reads_device)
+    monkeypatch.setenv("FLAGS_own_runner", "1")  # the scripts' --help needs it (the descriptor's env:)
+    config = repo / "test_tipc/configs/own_model/train_infer_python.txt"
+    assert "--no_such_flag" in config.read_text()
+    problems = importer.flag_problems(config, repo)
+    assert not any("--no_such_flag" in p or "exited" in p for p in problems), problems
+    findings = lint.lint_report([config], repo, check_flags=True)
+    assert not any("--no_such_flag" in f.message for f in findings), findings
+    # the runner passes it now: the same check reports it
+    runner = repo / paths.BASIC_RUNNER
+    runner.write_text(runner.read_text().replace('cmd="${python} ${norm_train} ${set_save}',
+                                                 'set_device=$(func_set_params "${device_key}" "cpu")\n'
+                                                 'cmd="${python} ${norm_train} ${set_device} ${set_save}'))
+    problems = importer.flag_problems(config, repo)
+    assert any("--no_such_flag" in p and p.startswith("error") for p in problems), problems

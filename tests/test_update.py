@@ -203,7 +203,7 @@ def test_update_without_answers_says_what_to_do(tmp_path: Path):
 # ---------------------------------------------------------------- the pieces
 
 def test_merge_needs_git_and_says_so(monkeypatch):
-    monkeypatch.setattr(update.shutil, "which", lambda name: None)
+    monkeypatch.setattr(update.git, "found", lambda: None)
     with pytest.raises(TipcgenError, match="needs git"):
         update.merge3(b"a\n", b"b\n", b"c\n", "x.txt")
 

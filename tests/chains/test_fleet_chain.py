@@ -4,7 +4,8 @@
 each machine its own `paddle.distributed.launch --ips=...` and its own train step; checks every rank and the mean of
 the ranks' losses against a one-process run; rank 0's checkpoint goes on to eval, export and inference. A config
 naming other machines (192.168.0.1,...) runs on loopback addresses only. A node that dies, a broken machine list and
-a port that is taken fail naming the node.
+a port that is taken fail naming the node. A training that logs on rank 0 only (as most do) passes on its checkpoint,
+and ranks that each train alone (no gradient averaging) fail naming the parameter rank 0 ended elsewhere.
 """
 from __future__ import annotations
 
@@ -72,6 +73,10 @@ def test_two_machines_of_two_processes_pass_and_rank_0_goes_on(passing, repo) ->
     assert check["check"]["max_abs"]["loss (mean over ranks vs one process)"] < 1e-5
     log = (repo / check["log"]).read_text()
     assert "node 0: ranks 0, 1 of world size 4 started" in log and "node 1: ranks 2, 3 of world size 4 started" in log
+    # Both proofs, each naming what it compared: every rank logs (48 rows in global batches of 32: 2 steps a
+    # epoch), and rank 0 saved the checkpoint.
+    assert "losses: 4 logged steps, the mean over 4 ranks matches the one-process run" in log
+    assert "checkpoints: rank 0's " in log and "/single/model.pdparams: 4 parameters equal within" in log
     assert "--batch_size=32" in steps[f"{prefix}_single"]["command"]  # 8 per process x 4
     for kind in ("eval", "export"):
         assert steps[f"{prefix}_nodes_2_{kind}"]["status"] == "passed"
@@ -127,3 +132,26 @@ def test_a_port_that_is_taken_fails_naming_the_node(repo) -> None:
     steps = {s["name"]: s for s in summary["steps"] if s["kind"] == "train" and s["status"] == "failed"}
     node0 = steps[f"norm_train_gpus_{ENTRY}_autocast_null_nodes_2_node_0"]
     assert node0["reason"].startswith("node 0 (127.0.0.2) failed")
+
+
+@pytest.mark.parametrize("flags, ok", [("--log_rank=0", True), ("--log_rank=0 --no_dp", False)])
+def test_rank_0_logging_passes_on_its_checkpoint_and_ranks_that_train_alone_fail(repo, flags, ok) -> None:
+    entry = "127.0.0.2;-1,-1"  # one machine of two processes: the cheapest fleet
+    original = edited(repo, f"gpu_list:{ENTRY}", f"gpu_list:{entry}")
+    text = original.replace(f"gpu_list:{ENTRY}", f"gpu_list:{entry}")
+    config(repo).write_text(text.replace("norm_train:train.py", f"norm_train:train.py {flags}"))
+    try:
+        proc, summary = run(repo)
+    finally:
+        config(repo).write_text(original)
+    check = {s["name"]: s for s in summary["steps"]}[f"fleet_gpus_{entry}"]
+    log = (repo / check["log"]).read_text()
+    assert "losses: not compared: rank(s) 1 logged no loss" in log
+    if ok:
+        assert proc.returncode == 0 and summary["ok"], proc.stdout + log
+        assert "checkpoints: rank 0's " in log and "4 parameters equal within" in log
+        assert check["check"]["max_abs"]["parameters (rank 0 vs one process)"] < 1e-5
+    else:
+        assert proc.returncode == 1 and check["status"] == "failed", log
+        assert "of rank 0's checkpoint" in check["check"]["messages"][0]
+        assert "are their gradients averaged" in check["check"]["messages"][0]

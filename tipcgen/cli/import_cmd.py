@@ -77,6 +77,8 @@ def import_(
         added = next((section for section in ("ptq", "dy2static") if f"\n{section}:" in text), "kept")
     if output is None:
         echo(text, nl=False)
+        if note:  # the YAML goes to stdout: the note beside it, never into it
+            echo(f"note: {note}", err=True)
     elif added is not None:
         write({output.name: text}, output.parent)
         echo(f"wrote {output} (the config in its {added} section, the model's other fields placeholders); render it "

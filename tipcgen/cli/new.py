@@ -50,7 +50,7 @@ def new(
     export: Optional[str] = typer.Option(None, "--export", help="The export script (writes the inference model)."),
     infer: Optional[str] = typer.Option(None, "--infer", help="The inference script (Paddle Inference)."),
     model_name: Optional[str] = typer.Option(None, "--model-name", help="The model's name: names test_tipc/configs/<model>/ and the log folder."),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="What train saves in its output dir for eval and export to load (a file or folder name; '.' for the dir itself)."),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="What train saves in its output dir for eval and export to load (a file or folder name; '.' for the dir itself); without it, read from the scripts' source where it says."),
     train_data: Optional[str] = typer.Option(None, "--train-data", help="Lite train data shipped with the repository; prepare.sh copies it to ./train_data/<model>/."),
     eval_data: Optional[str] = typer.Option(None, "--eval-data", help="Lite eval data (as --train-data)."),
     infer_data: Optional[str] = typer.Option(None, "--infer-data", help="Lite inference data (as --train-data)."),

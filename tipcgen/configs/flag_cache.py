@@ -43,9 +43,9 @@ _NAMES: dict[bytes, tuple[tuple[int, str], ...]] = {}
 _MAX_SOURCES = 256
 
 
-def _import_names(source: bytes) -> tuple[tuple[int, str], ...]:
+def import_names(source: bytes) -> tuple[tuple[int, str], ...]:
     """(level, dotted name) of each import of a Python source: the module, and each name taken from it; () where
-    it does not parse."""
+    it does not parse. script_rest follows a script's modules with it too (one parse of each source)."""
     digest = hashlib.sha256(source).digest()
     if digest not in _NAMES:
         if len(_NAMES) >= _MAX_SOURCES:
@@ -88,7 +88,7 @@ def _imported_files(root: Path, script: Path) -> list[Path]:
     while todo and len(seen) < _MAX_IMPORTED:
         path = todo.pop()
         try:
-            names = _import_names(inputs.read_bytes(path, "script"))
+            names = import_names(inputs.read_bytes(path, "script"))
         except TipcgenError:
             continue
         for level, name in names:

@@ -13,6 +13,12 @@ What is passed is the runner's, per layout (``layout.RUNNER_UNPASSED``: the tuto
 passes its device line or line 11, ``--data-path:``, to train). A key that does not start with ``-``
 (``Global.epoch_num``, a PaddleOCR ``-o`` override) is not an argparse option: it is not checked.
 
+A key the ``--help`` lacks is judged by what the script does with the keys its parser does not know
+(``script_rest``, its source read with ast): ``parse_args`` (or a rest that stops the script) fails the step,
+an error; ``parse_known_args`` whose rest is dropped loses the key without a word (issue #59: ``--epohcs``),
+an error too, with the nearest flag; a rest handed on to other code (``cfg.merge(rest)``, a second parser)
+may take it: a note. ``allow_abbrev=False`` on every parser: no prefix of a flag is taken.
+
 A script whose text never mentions argparse is not run with ``--help`` (it might train instead); it
 and a script whose ``--help`` fails are said to be unchecked, never guessed. The probe runs in the
 sandbox (``script_help.probe``); without one, the reading commands (lint, import, doctor) run no probe
@@ -34,8 +40,8 @@ from pathlib import Path
 
 from tipcgen.configs.script_reading import nearest_flag
 from tipcgen.configs.script_help import PROBE_TIMEOUT, TRUST_OPTION, Flag, Script, checked_script, probe, user_interpreter
-from tipcgen.configs import flag_cache
-from tipcgen.core import inputs, sandbox
+from tipcgen.configs import flag_cache, script_rest
+from tipcgen.core import inputs, isolated, sandbox
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format import chain, layout
@@ -206,13 +212,33 @@ def is_command_name(word: str) -> bool:
 
 def probe_interpreter(text: str, env: dict[str, str]) -> tuple[str, str | None]:
     """The interpreter a probe runs: the user's (TIPC_PYTHON, which --python sets), else the config's python:
-    word only when it is a plain command name found on the user's PATH (python3.7), else PATH's python. A
-    path the config names (``./tool.sh``, ``/opt/x/python``) or an option-like word never runs."""
+    word when it is a plain command name that the user's PATH finds as a Python interpreter (python3.7), or
+    finds nothing for (no path: the caller says the interpreter is not on PATH), else PATH's python. A path the
+    config names (``./tool.sh``, ``/opt/x/python``), an option-like word or a program that is no Python
+    (``python:make``) never runs."""
     if env.get("TIPC_PYTHON"):
         return env["TIPC_PYTHON"], shutil.which(env["TIPC_PYTHON"], path=env.get("PATH"))
     named = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("python:")), "")
-    python = named if is_command_name(named) else "python"
+    found = shutil.which(named, path=env.get("PATH")) if is_command_name(named) else None
+    python = named if is_command_name(named) and (found is None or isolated.is_python(found)) else "python"
     return python, shutil.which(python, path=env.get("PATH"))
+
+
+NOT_PYTHON_FIX = ("pass --python python3 (or set TIPC_PYTHON to the interpreter with the model's packages), "
+                  "or write python:python in the config")
+
+
+def not_python(text: str, env: dict[str, str], found: str | None, where: str) -> str | None:
+    """Why the chain's interpreter must not be run (issue #59 item 5): the config's ``python:`` word (no
+    TIPC_PYTHON / --python given) finds a program that is not a Python interpreter (``python:make`` would run
+    the repository's Makefile); None where it is one, is the user's choice, or is not found (said elsewhere).
+    ``where``: the config's name, for the message."""
+    if env.get("TIPC_PYTHON") or found is None or isolated.is_python(found):
+        return None
+    number, word = next(((n, line.split(":", 1)[1].strip()) for n, line in enumerate(text.splitlines(), 1)
+                         if line.startswith("python:")), (0, "python"))
+    return (f"{where}:{number}: python:{terminal(word)[:80]} names {terminal(found)[:200]}, which is not a Python "
+            "interpreter, so it is not run")
 
 
 def _uses_argparse(text: str) -> bool:
@@ -255,6 +281,7 @@ class Memo:
 
     answers: dict[tuple[str, str, bool], tuple[list[Flag] | str, bool]] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)  # module -> the script whose --help found it missing
+    rests: dict[str, script_rest.Rest] = field(default_factory=dict)  # script -> what it does with unknown keys
 
 
 def _answers(root: Path, roles: dict[str, str], python: str, timeout: float, unsandboxed: bool,
@@ -334,14 +361,20 @@ def no_sandbox_note(trust_option: str = TRUST_OPTION) -> str:
             f"{sandbox.INSTALL_HINT}, or pass {trust_option} to run the repository's scripts unsandboxed")
 
 
-def accepts(flags: list[Flag], key: str) -> bool:
-    """Whether argparse takes ``KEY=value`` for this key's first word (exact, or a unique ``--`` prefix)."""
+def accepts(flags: list[Flag], key: str, abbrev: bool = True) -> bool:
+    """Whether argparse takes ``KEY=value`` for this key's first word: exact, or (abbrev: the parser's
+    ``allow_abbrev``, True unless it says otherwise) a prefix of one ``--`` flag only. An ambiguous prefix ends
+    the parse (``ambiguous option``, exit 2) even under ``parse_known_args``; with ``allow_abbrev=False`` a
+    prefix is an unknown key."""
     word = key.split()[0] if key.split() else key
     names = {name for flag in flags for name in flag.names}
     if word in names:
         return True
-    longs = [name for name in names if name.startswith("--") and name.startswith(word)]
-    return word.startswith("--") and len(longs) == 1
+    return abbrev and word.startswith("--") and len(_prefix_of(word, names)) == 1
+
+
+def _prefix_of(word: str, names: set[str]) -> list[str]:
+    return sorted(name for name in names if name.startswith("--") and name.startswith(word))
 
 
 NO_INTERPRETER = "the interpreter '{python}' is not on PATH, so no script's flags were checked"
@@ -372,12 +405,49 @@ def _probed(root: Path, script: str) -> bool:
         return False
 
 
-def tolerant(root: Path, script: str) -> bool:
-    """The script parses with ``parse_known_args``: it takes keys it does not know (no key of it is an error)."""
-    try:
-        return "parse_known_args" in inputs.read_text(root / script, "script")
-    except TipcgenError:
-        return False
+def _rest(root: Path, script: str, memo: Memo | None) -> script_rest.Rest:
+    """What the script does with a key its parser does not know (``script_rest``), read once per Memo."""
+    if memo is not None and script in memo.rests:
+        return memo.rests[script]
+    found = script_rest.read(root, script)
+    if memo is not None:
+        memo.rests[script] = found
+    return found
+
+
+def judge(item: Passed, flags: list[Flag], rest: script_rest.Rest) -> Problem | None:
+    """The finding for one key its script's --help lacks (None: argparse takes it): an error where the step
+    would fail on it (``refuses``) or lose it without a word (``drops``); a note where the script hands the
+    keys its parser does not know to other code (``forwards``), which may or may not take it."""
+    word = item.key.split()[0] if item.key.split() else item.key
+    hidden = [Flag((name,), True) for name in rest.hidden]  # help=argparse.SUPPRESS: taken, never listed
+    if not word.startswith("-") or accepts(flags + hidden, item.key, abbrev=not rest.exact):
+        return None
+    names = sorted({terminal(name)[:_SHOWN] for flag in flags for name in flag.names if name.startswith("-")})
+    close = nearest_flag(word[:_SHOWN], names)
+    where = f"the key of {item.field} (in tipc.yaml; line {item.line} of the config)" if item.field else f"the key on line {item.line}"
+    fix = (f"make {where} the script's flag {close}" if close else
+           f"make {where} one of the script's flags ({', '.join(names[:8]) or 'it has none'})") + ", or null to pass nothing"
+    shown = terminal(word if len(word) <= _SHOWN else f"{word[:_SHOWN]}... ({len(word)} characters)")
+    passes = f"{item.step} passes {shown}=... (line {item.line}) to {item.script} (line {item.script_line})"
+    unlisted = sorted(rest.shown - {name for flag in flags for name in flag.names})
+    ambiguous = not rest.exact and len(_prefix_of(word, {n for flag in flags for n in flag.names})) > 1
+    if rest.fate == "drops" and unlisted:  # the --help came from another parser than the one that drops the rest
+        fate, why = "forwards", (f"its source adds {terminal(unlisted[0])[:_SHOWN]}, which its --help does not list: "
+                                 "another parser than the one that drops the rest printed the help")
+    else:
+        fate, why = ("refuses" if ambiguous else rest.fate), terminal(rest.why)
+    if fate == "refuses":
+        return Problem(item.line, "error", f"{passes}, which does not accept it: `{item.script} --help` has no {shown}", fix)
+    if fate == "drops":
+        mean = f" (did you mean {close}?)" if close else ""
+        abbrev = "; it sets allow_abbrev=False, so argparse takes no prefix of a flag" if rest.exact else ""
+        return Problem(item.line, "error", (
+            f"{passes}, which ignores it: `{item.script} --help` has no {shown}{mean}, and {item.script} parses with "
+            f"parse_known_args ({rest.where}) and {why}{abbrev}: the setting is lost and the step still passes"), fix)
+    return Problem(item.line, "note", (
+        f"{passes}, whose --help has no {shown}; it is not checked: {item.script} parses with parse_known_args"
+        f"{f' ({rest.where})' if rest.where else ''} and {why}"))
 
 
 def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, unsandboxed: bool = False,
@@ -391,7 +461,7 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, u
         roles.setdefault(item.script, item.step)  # the step that runs it first (its --help's hint names it)
     answers = _answers(root, roles, python, timeout, unsandboxed, memo)
     flags = {script: found for script, (found, _) in answers.items()}
-    lenient = {script for script in roles if tolerant(root, script)}
+    rests = {script: _rest(root, script, memo) for script, found in flags.items() if not isinstance(found, str)}
     problems: list[Problem] = []
     noted: set[str] = set()
     keys = 0
@@ -409,17 +479,9 @@ def survey(root: Path, text: str, python: str, timeout: float = PROBE_TIMEOUT, u
             continue
         word = item.key.split()[0] if item.key.split() else item.key
         keys += word.startswith("-")
-        if not word.startswith("-") or accepts(found, item.key) or item.script in lenient:
-            continue
-        names = sorted({terminal(name)[:_SHOWN] for flag in found for name in flag.names if name.startswith("-")})
-        close = nearest_flag(word[:_SHOWN], names)
-        where = f"the key of {item.field} (in tipc.yaml; line {item.line} of the config)" if item.field else f"the key on line {item.line}"
-        fix = (f"make {where} the script's flag {close}" if close else
-               f"make {where} one of the script's flags ({', '.join(names[:8]) or 'it has none'})")
-        shown = terminal(word if len(word) <= _SHOWN else f"{word[:_SHOWN]}... ({len(word)} characters)")
-        problems.append(Problem(item.line, "error", (
-            f"{item.step} passes {shown}=... (line {item.line}) to {item.script} (line {item.script_line}), "
-            f"which does not accept it: `{item.script} --help` has no {shown}"), fix + ", or null to pass nothing"))
+        problem = judge(item, found, rests[item.script])
+        if problem is not None:
+            problems.append(problem)
     return Survey(sorted(problems, key=lambda p: (p.line, p.severity)), keys,
                   sum(not isinstance(found, str) for found in flags.values()), len(answers),
                   sum(cached for _, cached in answers.values()))

@@ -20,7 +20,7 @@ from tipcgen.core.text import article
 from tipcgen.descriptor import writer
 from tipcgen.descriptor.schema import SCHEMA_VERSION
 from tipcgen.format import config as cfg
-from tipcgen.format import families, layout, layout_check, paths, text_style
+from tipcgen.format import families, layout, layout_check, paths, runner_spec, text_style
 
 
 @dataclass
@@ -58,7 +58,7 @@ def flag_problems(path: str | Path, root: str | Path | None = None, unsandboxed:
     runner = family_pick.read_runner(path, Path(root) if root is not None else None)
     pick = cfg.family_of(config, *(runner or (None, "")))
     basic = next((s for s in family_pick.runner_specs(path, Path(root)) if s.name == Path(paths.BASIC_RUNNER).name), None)
-    reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
+    reads = runner_spec.passing(basic, text) if basic is not None else None
     return [f"{p.severity}: {path}:{p.line}: {p.message}" + (f" ({p.fix})" if p.fix else "")
             for p in flag_check.check_config(Path(root), text, dict(os.environ), unsandboxed,
                                              pick.family.name if pick else None, reads)]

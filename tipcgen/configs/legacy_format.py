@@ -1,7 +1,11 @@
 """Scripts written for Paddle 2's export format: an inference script that loads ``inference.pdmodel``.
 
 Paddle 3 exports ``inference.json`` (PIR) unless ``FLAGS_enable_pir_api=0``; such a script then fails
-at inference. ``new``, ``import`` and ``doctor`` notice it here and propose the descriptor's ``env:``.
+at inference. But the flag is no cure: on Paddle 3.3 ``paddle.jit.save`` under it fails for most models
+(``sigmoid()/matmul(): argument must be Value, but got Variable``: 4 of 4 repositories of issue #56). So
+``new`` and ``import`` never add it: they name the script's line to change (load ``inference.json`` when
+there is no ``.pdmodel``), and ``doctor`` probes an export under the flag with this paddle before it
+advises the descriptor's ``env:`` (run/doctor.py).
 """
 from __future__ import annotations
 
@@ -44,6 +48,30 @@ def loads_pdmodel(script: Path) -> bool:
     return bool(_PDMODEL_RE.search(text)) and not _JSON_MODEL_RE.search(text)
 
 
+def pdmodel_line(root: Path, script: str | None) -> str:
+    """`tools/infer.py:41`: the first code line of ``script`` that names a .pdmodel ('' if none or unreadable)."""
+    if not script:
+        return ""
+    try:
+        path = root / script
+        if not path.is_file() or path.stat().st_size > MAX_SCRIPT_BYTES:
+            return ""
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    found = _PDMODEL_RE.search(text)
+    return f"{script}:{text.count(chr(10), 0, found.start()) + 1}" if found else ""
+
+
+def advice(script: str, at: str) -> str:
+    """The one wording of what to do about a script that loads inference.pdmodel only (new, import, doctor)."""
+    where = f" ({at})" if at else ""
+    return (f"{script} loads inference.pdmodel only, and Paddle 3's export writes inference.json: make it load "
+            f"inference.json when there is no .pdmodel{where}. {FLAG}=0 (env:) writes .pdmodel, but on Paddle 3.3 "
+            "paddle.jit.save fails under it for most models (sigmoid()/matmul(): must be Value, but got Variable): "
+            "add it only where tipcgen doctor says the export works under it")
+
+
 def needs_env(root: Path, command: str | None) -> bool:
     """Whether the inference command's script (relative to the repository root) loads inference.pdmodel."""
     script = script_of(command)
@@ -71,6 +99,12 @@ def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
     command = line.value if line is not None else None
     if not needs_env(root, command):
         return None
+    return script_of(command) or "", flag_in_runner(root, config_path)
+
+
+def flag_in_runner(root: Path, config_path: Path) -> bool:
+    """Whether the repository's generated shell exports FLAGS_enable_pir_api=0 to the config's model."""
+    config = TipcConfig.read(root / config_path)
     common = ""
     for rel in (STEPS_SH, COMMON_FUNC):  # the model arms: tipc_steps.sh, or common_func.sh in a render before it
         try:  # through the one reader: a regular file of bounded size (a FIFO there is not waited on)
@@ -78,18 +112,17 @@ def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
         except TipcgenError:
             pass
     model = config.slot(chain.name_of("model_name"))
-    return script_of(command) or "", runner_sets_flag(common, model.value if model is not None else "")
+    return runner_sets_flag(common, model.value if model is not None else "")
 
 
 def imported_env(text: str, root: Path) -> tuple[str, str | None]:
-    """An imported descriptor with env: FLAGS_enable_pir_api=0 added when its inference script (under the
-    repository root) loads inference.pdmodel only; and the note that says so (None: unchanged)."""
+    """An imported descriptor, never changed (the flag is not added unasked: it breaks most exports on Paddle 3.3);
+    and the note that names the inference script's line to change when it loads inference.pdmodel only."""
     from tipcgen import descriptor
 
     desc = descriptor.load_text(text, source="<import>", base_dir=root)
     command = desc.slot_of("inference.script").value
     if desc.env or not needs_env(root, command):
         return text, None
-    note = (f"{script_of(command)} loads inference.pdmodel only: added env: {{{FLAG}: \"0\"}} so that "
-            "export and inference write and read that format under Paddle 3")
-    return text.rstrip("\n") + f"\n\n# {note} (docs/DESCRIPTOR.md, env)\nenv: {{{FLAG}: \"0\"}}\n", note
+    script = script_of(command) or ""
+    return text, advice(script, pdmodel_line(root, script))

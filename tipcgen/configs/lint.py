@@ -16,8 +16,8 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``unknown-mode`` | error | idx 6/8 name a mode no runner selects (warning: a legacy name) |
 | ``python-version`` | warning | ``python:`` pins a minor version (``python3.7``) |
 | ``missing-script`` | error | a command slot's ``.py`` script is missing under ``repo_root`` (given only) |
-| ``unknown-flag`` | error | ``lint --root``: a key the runner passes that its script's ``--help`` lacks (``flag_check``) |
-| ``flags-unchecked`` | warning | ``lint --root``: a script whose flags cannot be read (no argparse, a failing ``--help``) |
+| ``unknown-flag`` | error | ``lint --root``: a key the runner passes that its script's ``--help`` lacks and the script refuses or drops (``parse_known_args``, ``script_rest``; ``flag_check``) |
+| ``flags-unchecked`` | warning | ``lint --root``: a script whose flags cannot be read (no argparse, a failing ``--help``), or a key its ``--help`` lacks that the script hands on to other code (``parse_known_args``) |
 | ``infer-device`` | error | an idx-40 value other than True/False/gpu/cpu (or ``null``) |
 | ``model-name`` | error | a ``model_name`` ``run`` refuses (``descriptor.schema.is_model_name``, init's rule too; warning when only the part after a 2nd ``:`` is at fault) |
 | ``null-value`` | error | ``model_name``, ``python``, ``gpu_list``, ``trainer`` or a chosen trainer's command is ``null``/``None``/empty |
@@ -85,7 +85,7 @@ from tipcgen.configs.family_pick import Runner
 from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
 from tipcgen.core.text import json_text, quoted
-from tipcgen.format import compression, families, layout
+from tipcgen.format import compression, families, layout, runner_spec
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
 
@@ -351,7 +351,7 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
                                     "byte-level rules (line endings, spaces, punctuation, markers) ran"))
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
             basic = reading.basic_runner(linter.specs)
-            reads = frozenset(r.index for r in basic.reads if r.load == 1) if basic is not None else None
+            reads = runner_spec.passing(basic, text) if basic is not None else None
             flags = _flag_findings(root, text, str(file), unsandboxed, linter.pick.family.name if linter.pick else None,
                                    reads, memo)
             kept = []

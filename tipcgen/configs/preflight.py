@@ -11,7 +11,9 @@ probe starts). In order:
    a null key there runs the script on whatever it loads by default, and the chain would still pass
    (issue #28); the descriptor's ``checks.own_weights`` says so on purpose (the run loads the descriptor
    once and hands it to ``refuse``: nothing here reads it again);
-4. every key the generated runner passes must be a flag of the script it is passed to (``flag_check``;
+4. every key the generated runner passes must be a flag of the script it is passed to, or be handed on by a
+   script that parses with ``parse_known_args`` (``flag_check``, ``script_rest``: a key such a script drops is
+   refused like one ``parse_args`` refuses;
    in submission mode the repository's own runner passes what it passes: a note says the keys were not
    checked, ``flags_unchecked``, which ``tipcgen doctor``'s flags row says too).
 
@@ -52,7 +54,7 @@ def refuse_lint_errors(root: Path, config_path: Path) -> None:
 
 def refuse_missing_interpreter(config_path: Path, text: str, env: dict[str, str]) -> str:
     """The interpreter's full path; a RunError naming the fix when it is not on PATH."""
-    from tipcgen.configs.flag_check import interpreter
+    from tipcgen.configs.flag_check import NOT_PYTHON_FIX, interpreter, not_python
 
     python, found = interpreter(text, env)
     if found is None:
@@ -60,6 +62,9 @@ def refuse_missing_interpreter(config_path: Path, text: str, env: dict[str, str]
         raise RunError(f"the chain's interpreter '{python}' ({where}) is not on PATH, so every step would fail",
                        "pass --python python3 (or the interpreter with the model's packages) for this run, "
                        "or write python:python in the config")
+    refused = not_python(text, env, found, str(config_path))
+    if refused:
+        raise RunError(refused, NOT_PYTHON_FIX)
     return found
 
 

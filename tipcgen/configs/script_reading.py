@@ -44,6 +44,7 @@ class Arg:
     help: str = ""
     type: str = ""  # the type= callable's name (int, str, str2bool, ...)
     line: int = 0
+    nargs: str = ""  # '+', '*', '?' or a count, as written
 
     @property
     def name(self) -> str:
@@ -80,6 +81,12 @@ class Reading:
     readable: bool = False
     workers: str = ""  # `num_workers=16 at train.py:40`: a loader's worker count set in code
     made: tuple[str, ...] = ()  # the data file names the code opens for writing
+    # (dest, file name or "") of each checkpoint the code saves / loads by a flag: paddle.save(sd,
+    # os.path.join(args.save_dir, "model.pdparams")) is ("save_dir", "model.pdparams"); paddle.load(args.ckpt) ("ckpt", "")
+    saves: tuple[tuple[str, str], ...] = ()
+    loads: tuple[tuple[str, str], ...] = ()
+    module_args: tuple[Arg, ...] = ()  # add_argument calls in the local modules read (an ArgsParser class there)
+    intervals: tuple[str, ...] = ()  # `every 10 at train.py:57`: a save under `% <literal>`, no flag to change it
 
     def arg(self, flag: str) -> Arg | None:
         key = _norm(flag)
@@ -96,16 +103,43 @@ def _norm(name: str) -> str:
 
 
 def nearest_flag(word: str, names: list[str]) -> str | None:
-    """The flag of ``names`` spelt like ``word`` (--epoch-num for --epoch_num, --Epochs for --epochs), compared
-    without dashes, underscores and case; None rather than one that only shares letters (--gpu_id for --pretrained)."""
+    """The flag of ``names`` spelt like ``word`` (--epoch-num for --epoch_num, --Epochs for --epochs, --epohcs for
+    --epochs), compared without dashes, underscores and case: the fewest letters changed, swapped, added or left out
+    (at most 2; 1 in a name of 4 letters or fewer), else difflib's closest; None rather than one that only shares
+    letters (--gpu_id for --pretrained)."""
     import difflib
 
     def plain(name: str) -> str:
         return name.lstrip("-").split("=", 1)[0].replace("-", "").replace("_", "").lower()
 
     by_plain = {plain(n): n for n in names}
-    close = difflib.get_close_matches(plain(word), list(by_plain), n=1, cutoff=0.75)
+    target = plain(word)
+    if target in by_plain:
+        return by_plain[target]
+    limit = 1 if len(target) <= 4 else 2
+    near = sorted((edits(target, p, limit), -difflib.SequenceMatcher(None, target, p).ratio(), p) for p in by_plain)
+    if near and near[0][0] <= limit:
+        return by_plain[near[0][2]]
+    close = difflib.get_close_matches(target, list(by_plain), n=1, cutoff=0.75)
     return by_plain[close[0]] if close else None
+
+
+def edits(a: str, b: str, limit: int = 2) -> int:
+    """The edit distance of a and b counting a swap of two neighbours as one edit (optimal string alignment);
+    ``limit + 1`` for anything above ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        before, row = row, current
+    return min(row[-1], limit + 1)
 
 
 def download_switch(arg: Arg) -> bool:
@@ -193,18 +227,32 @@ def _reading(nodes: list[ast.AST], path: str, others: dict[str, str | None] | No
     files: list[tuple[str, str]] = []
     workers = ""
     made: set[str] = set()
+    saves: list[tuple[str, str]] = []
+    loads: list[tuple[str, str]] = []
+    module_args: list[Arg] = []
+    intervals: list[str] = []
     for where, one in trees:
+        if one is not nodes:
+            module_args += _arguments(one)
+        try:
+            one_saves, one_loads = _checkpoints(one, dests)
+        except RecursionError:  # a path built of thousands of `+`: nothing said about its checkpoints
+            one_saves, one_loads = [], []
+        saves += one_saves
+        loads += one_loads
         workers = workers or _workers(one, where)
         found = _uses(one, dests)
         used = None if found is None or used is None else used | found
         gates.extend(_gates(one, dests, where))
+        intervals.extend(_intervals(one, where))
         reads, written = _file_literals(one, where, {a.line for a in args} if one is nodes else set())
         files.extend(reads)
         made.update(written)
     if not used or unknown or _handed_on(trees):
         used = None  # no flag read by name (a stub), or the namespace handed to code not read here: say nothing
     return Reading(path, args, frozenset(used) if used is not None else None, tuple(gates), tuple(files), True, workers,
-                   tuple(sorted(made)))
+                   tuple(sorted(made)), tuple(dict.fromkeys(saves)), tuple(dict.fromkeys(loads)), tuple(module_args),
+                   tuple(intervals[:3]))
 
 
 def read_script(root: Path, rel: str) -> Reading:
@@ -282,7 +330,8 @@ def _arguments(nodes: list[ast.AST]) -> list[Arg]:
         out.append(Arg(names, dest, action if isinstance(action, str) else "",
                        _literal(kw["default"]) if "default" in kw else (False if action == "store_true" else True if action == "store_false" else None),
                        help_text if isinstance(help_text, str) else "",
-                       _call_name(type_node) if type_node is not None else "", node.lineno))
+                       _call_name(type_node) if type_node is not None else "", node.lineno,
+                       str(nargs) if (nargs := _literal(kw.get("nargs"))) not in (None, UNKNOWN) else ""))
     return out
 
 
@@ -349,6 +398,24 @@ def _workers(nodes: list[ast.AST], where: str) -> str:
     return ""
 
 
+def _intervals(nodes: list[ast.AST], where: str) -> list[str]:
+    """Saves under an ``if`` whose test is ``... % <int literal above 1>`` (``(epoch + 1) % 10 == 0``): a fixed
+    interval no flag changes, which a short run may never reach."""
+    out = []
+    for node in nodes:
+        if not isinstance(node, ast.If):
+            continue
+        every = next((n.right.value for n in ast.walk(node.test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                      and isinstance(n.right, ast.Constant) and isinstance(n.right.value, int)
+                      and not isinstance(n.right.value, bool) and n.right.value > 1), None)
+        if every is None:
+            continue
+        calls = [_call_name(n) for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+        if any(c and _SAVE_CALL.search(c) for c in calls):
+            out.append(f"every {every} at {where}:{node.lineno}")
+    return out
+
+
 def _reads(node: ast.AST, dests: set[str]) -> set[str]:
     return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr in dests}
 
@@ -400,3 +467,83 @@ def _file_literals(nodes: list[ast.AST], where: str, skip_lines: set[int]) -> tu
         else:
             reads.append((name, f"{where}:{node.lineno}"))
     return reads, written
+
+
+_SAVES = re.compile(r"^(save|save_model|save_checkpoint|save_state_dict|save_dict)$", re.IGNORECASE)
+_LOADS = re.compile(r"^(load|load_model|load_checkpoint|load_state_dict|load_dict|load_pretrained|load_weights)$",
+                    re.IGNORECASE)
+
+
+def _flag_path(node: ast.AST, dests: set[str], named: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
+    """(dest, file name) of a path built from a flag: ``args.d``, ``os.path.join(args.d, 'x.pdparams')``,
+    ``f"{args.d}/x.pdparams"``, ``args.d + '/x.pdparams'``, or a name assigned one of these."""
+    if isinstance(node, ast.Attribute) and node.attr in dests:
+        return node.attr, ""
+    if isinstance(node, ast.Subscript) and isinstance(key := _literal(node.slice), str) and key:
+        return key, ""  # config["Global"]["save_model_dir"]: a key of the config a -o script loads
+    if isinstance(node, ast.Name) and node.id in named:
+        return named[node.id]
+    parts: list[ast.AST] = []
+    if isinstance(node, ast.Call) and _call_name(node) == "join":
+        parts = list(node.args)
+    elif isinstance(node, ast.JoinedStr):
+        parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts = [node.left, node.right]
+    if not parts:
+        return None
+    head = _flag_path(parts[0], dests, named)
+    tail = _literal(parts[-1]) if len(parts) > 1 else None
+    if head is None or head[1]:
+        return None
+    name = tail.strip("/") if isinstance(tail, str) else ""
+    return head[0], name if len(parts) == 2 and name and "{" not in name else ""
+
+
+def _checkpoints(nodes: list[ast.AST], dests: set[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The checkpoints a file saves and loads by a flag's path (see Reading.saves)."""
+    named: dict[str, tuple[str, str]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found = _flag_path(node.value, dests, {})
+            if found is not None:
+                named[node.targets[0].id] = found
+    saves, loads = [], []
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        name = _call_name(node)
+        pattern = _SAVES if _SAVES.match(name) else _LOADS if _LOADS.match(name) else None
+        if pattern is None or (name in ("save", "load") and not isinstance(node.func, ast.Attribute)):
+            continue  # paddle.save / paddle.load; a bare load(...) is the repository's own (a data loader)
+        for arg in [*node.args, *(kw.value for kw in node.keywords if kw.arg in ("path", "f", "file", "fname"))]:
+            found = _flag_path(arg, dests, named)
+            if found is not None:
+                (saves if pattern is _SAVES else loads).append(found)
+                break
+    return saves, loads
+
+
+MODEL_SUFFIXES = (".pdparams", ".pdiparams", ".pdmodel", ".pdopt", ".onnx", ".pth", ".ckpt")
+
+
+def model_file_literals(text: str) -> list[tuple[str, int]]:
+    """The model files a script names by a whole literal path ((literal, line)): ``paddle.load('w/best.pdparams')``,
+    never a part of a joined path (``os.path.join(args.model_dir, 'inference.pdmodel')``) nor a flag's default or help."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    joined = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _call_name(node) in ("join", "Path", "add_argument", "format"):
+            joined.update(id(a) for a in ast.walk(node) if isinstance(a, ast.Constant))
+        elif isinstance(node, (ast.BinOp, ast.JoinedStr)):  # dir + "/x.pdparams", f"{dir}/x.pdparams"
+            joined.update(id(a) for a in ast.walk(node) if isinstance(a, ast.Constant))
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in joined
+                and node.value.lower().endswith(MODEL_SUFFIXES) and len(node.value) < 300 and " " not in node.value
+                and "\n" not in node.value):
+            out.append((node.value, node.lineno))
+    return sorted(set(out), key=lambda item: item[1])

@@ -9,10 +9,12 @@ no link on the way to it may lead outside that folder, or nowhere.
 from __future__ import annotations
 
 import ast
+import codecs
 import os
 import stat
 import threading
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 from tipcgen.core.errors import InputError, TipcgenError, os_error
 
@@ -21,9 +23,17 @@ _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
               (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 
 
-def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES, head: bool = False) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; anything else is an ``InputError``. ``head``:
-    the first ``limit`` bytes of a file of any size (a program's magic number)."""
+LOG_BYTES = 256 << 20  # a step's log, read line by line: more than a whole-data training prints
+LINE_BYTES = 64 << 10  # a longer line of a log is cut here: no rule reads further into one line
+TAIL_BYTES = 64 << 10
+
+
+def _open_regular(path: str | Path, what: str, folder: str | Path | None = None) -> tuple[int, os.stat_result]:
+    """An fd of ``path`` opened without blocking (a FIFO never waits for a writer), checked to be a regular
+    file (never a FIFO, device or socket), and, with ``folder``, reached through no link that leads out of it
+    (``within``); the fd is blocking again. InputError otherwise."""
+    if folder is not None:
+        within(path, folder)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
@@ -35,10 +45,23 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES, hea
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"{path}: is not a regular file (a pipe, device or socket), so it is not read as a {what}",
                              f"save the {what} to a file and pass that")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES, head: bool = False,
+               folder: str | Path | None = None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; anything else is an ``InputError``. ``head``:
+    the first ``limit`` bytes of a file of any size (a program's magic number). ``folder``: the file must lie
+    in it, through no link out (``within``)."""
+    fd, info = _open_regular(path, what, folder)
+    try:
         if info.st_size > limit and not head:
             raise InputError(f"{path}: is {info.st_size} bytes; a {what} is at most {limit} bytes",
                              f"check that this is the {what} you meant")
-        os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=True) as handle:
             fd = -1
             data = handle.read(limit if head else limit + 1)
@@ -51,6 +74,57 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES, hea
         raise InputError(f"{path}: is more than {limit} bytes; a {what} is at most that",
                          f"check that this is the {what} you meant")
     return data
+
+
+def open_binary(path: str | Path, what: str = "file", folder: str | Path | None = None) -> BinaryIO:
+    """A regular file opened for reading (see ``_open_regular``): the caller bounds what it reads."""
+    fd, _ = _open_regular(path, what, folder)
+    return os.fdopen(fd, "rb", closefd=True)
+
+
+def tail(path: str | Path, what: str = "log", limit: int = TAIL_BYTES, folder: str | Path | None = None) -> bytes:
+    """The last ``limit`` bytes of a regular file of any size (see ``_open_regular``)."""
+    with open_binary(path, what, folder) as handle:
+        try:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - limit))
+            return handle.read(limit)
+        except OSError as exc:
+            raise os_error(exc, f"cannot read the {what}") from None
+
+
+def lines(path: str | Path, what: str = "log", folder: str | Path | None = None, limit: int = LOG_BYTES,
+          line_limit: int = LINE_BYTES) -> Iterator[str]:
+    """The lines of a regular file (see ``_open_regular``), decoded (bad bytes replaced), without their ends:
+    at most ``limit`` bytes are read (a larger file's head), and a line longer than ``line_limit`` is cut
+    there (a 1 GiB line costs a 64 KiB string, never 1 GiB). Opening fails with an InputError at once."""
+    handle = open_binary(path, what, folder)
+    return _lines(handle, limit, line_limit)
+
+
+def _lines(handle: BinaryIO, limit: int, line_limit: int) -> Iterator[str]:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    with handle:
+        kept, skipping, left = bytearray(), False, limit
+        while left > 0:
+            chunk = handle.read(min(1 << 20, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            start = 0
+            while True:
+                cut = chunk.find(b"\n", start)
+                piece = chunk[start:] if cut < 0 else chunk[start:cut]
+                if not skipping:
+                    kept += piece[:line_limit - len(kept)]
+                    skipping = len(kept) >= line_limit
+                if cut < 0:
+                    break
+                yield decoder.decode(bytes(kept), final=True).rstrip("\r")
+                kept.clear()
+                skipping, start = False, cut + 1
+        if kept:
+            yield decoder.decode(bytes(kept), final=True).rstrip("\r")
 
 
 def program_head(path: str | Path) -> bytes:

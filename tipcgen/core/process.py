@@ -15,7 +15,9 @@ suite's chains), gets the same guarantees:
   killed, never for the whole timeout;
 - an address-space limit (``RLIMIT_AS``) where ``memory_cap`` asks for one;
 - optionally a sandbox (``core/sandbox.py``: bubblewrap, read-only filesystem, no network);
-- optionally each output line handed to ``on_line`` as it comes (streaming: ``tipcgen run``'s progress).
+- optionally each output line handed to ``on_line`` as it comes (streaming: ``tipcgen run``'s progress);
+- no descriptor of tipcgen's but the three standard ones and those ``pass_fds`` names (the runner's answer
+  pipe, run/run.py: bubblewrap passes them into the sandbox as they are).
 
 ``run(request)`` runs to the end. ``start(request)`` returns a ``Running`` for the callers that start
 several at once and read them later (provenance) or stop them from outside (run, suite): its
@@ -52,6 +54,7 @@ OUTPUT_CAP = 4 << 20  # bytes of output kept by default (head and tail halves)
 LINE_CAP = 1 << 20  # a longer line is handed to on_line in pieces of this size
 LINGER = 1.0  # seconds the output is still read after the leader exited (its children may hold the pipe)
 _CHUNK = 1 << 16
+_LIVE: set[int] = set()  # the pids of the processes started here and not yet reaped (live_pids)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -79,6 +82,7 @@ class Request:
     cpus: tuple[int, ...] = ()  # pin the process to these cores (a suite's slot)
     death_signal: int = signal.SIGTERM
     silence: float | None = None
+    pass_fds: tuple[int, ...] = ()  # descriptors the process inherits (every other is closed): the runner's answer pipe
 
 
 @dataclass
@@ -145,6 +149,24 @@ class _Kept:
     @property
     def truncated(self) -> bool:
         return self.total > len(self.head) + min(self.tail_bytes, self.half)
+
+
+class LineTail(deque):
+    """The last lines of a stream, at most ``maxlen`` of them and ``max_bytes`` characters in all (a line longer
+    than ``line_cap`` is cut there): a script printing 400 MB never keeps 400 MB (``tipcgen run``'s prepare.log)."""
+
+    def __init__(self, maxlen: int, max_bytes: int, line_cap: int = 1 << 16) -> None:
+        super().__init__(maxlen=maxlen)
+        self.max_bytes, self.line_cap, self.size = max_bytes, line_cap, 0
+
+    def append(self, line: str) -> None:
+        line = line[:self.line_cap]
+        if self.maxlen is not None and len(self) == self.maxlen:
+            self.size -= len(self[0])
+        super().append(line)
+        self.size += len(line)
+        while self.size > self.max_bytes and len(self) > 1:
+            self.size -= len(self.popleft())
 
 
 class _Lines:
@@ -270,10 +292,15 @@ class Running:
         if pipe_out == subprocess.DEVNULL and pipe_err == subprocess.STDOUT:
             pipe_err = subprocess.DEVNULL
         argv, preexec = _launcher(request, argv)
-        self.popen = subprocess.Popen(argv, cwd=request.cwd, env=dict(request.env) if request.env is not None else None,
+        env = dict(request.env) if request.env is not None else None
+        if request.sandbox is not None:  # the sandbox's allow-list: no token of the caller's reaches it
+            env = request.sandbox.environment(os.environ if env is None else env)
+        self.popen = subprocess.Popen(argv, cwd=request.cwd, env=env,
                                       stdin=subprocess.DEVNULL, stdout=pipe_out, stderr=pipe_err,
-                                      start_new_session=True, close_fds=True, preexec_fn=preexec)
+                                      start_new_session=True, close_fds=True, preexec_fn=preexec,
+                                      pass_fds=request.pass_fds)
         self.pid = self.popen.pid
+        _LIVE.add(self.pid)
         self._streams: dict[int, _Kept] = {}
         self._files = {}
         for handle, kept in ((self.popen.stdout, self.out), (self.popen.stderr, self.err)):
@@ -398,6 +425,7 @@ class Running:
     def _end(self) -> Outcome:
         self.kill()
         code = self.popen.wait()
+        _LIVE.discard(self.pid)
         if self.lines is not None:
             self.lines.close()
         for handle in self._files.values():
@@ -415,6 +443,11 @@ class Running:
         if self._outcome is None:
             self.kill()
             self._end()
+
+
+def live_pids() -> frozenset[int]:
+    """The processes this module started and has not reaped yet: never taken for an orphan (run/guard.py)."""
+    return frozenset(_LIVE)
 
 
 def start(request: Request) -> Running:

@@ -4,6 +4,11 @@ Inside, the whole filesystem is read-only (``--ro-bind / /``) but the folders a 
 writable, ``/tmp`` is a private empty tmpfs, ``/dev`` and ``/proc`` are the sandbox's own, every
 namespace is unshared (no network; a pid namespace, so nothing started inside outlives it), the
 process is in a new session (no terminal to write to) and dies with tipcgen (``--die-with-parent``).
+No host unix socket is reachable (issue #59 item 3): ``/run`` (``/var/run``) and the user's runtime folder
+(``XDG_RUNTIME_DIR``) are empty tmpfs too, ``/tmp`` is private, and abstract sockets stay in the host's network
+namespace. The environment is an allow-list (``environment``): the variables a chain, a probe and tipcgen's
+runner read (``KEPT``, ``KEPT_PREFIXES``), never the caller's tokens (``GITHUB_TOKEN``, ``AWS_*``,
+``SSH_AUTH_SOCK``, ...).
 
 ``available()`` says whether a working bwrap is here: it runs ``bwrap ... true`` once per process
 (in a container bwrap may be installed and still fail: then it is not available, with the reason).
@@ -17,12 +22,19 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tipcgen.core import process
 
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap; dnf install bubblewrap)"
 OFF_VAR = "TIPCGEN_SANDBOX"
+ENV_VAR = "TIPCGEN_SANDBOX_ENV"  # the user's own additions to the allow-list: NAME,NAME (docs/SECURITY.md)
+# The environment a sandboxed process gets: these names, and every name with one of these prefixes.
+KEPT = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES",
+        "NO_COLOR", "FORCE_COLOR", "TMPDIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX",
+        "CONDA_DEFAULT_ENV", "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "SOURCE_DATE_EPOCH")
+KEPT_PREFIXES = ("LC_", "PYTHON", "FLAGS_", "GLOG_", "CUDA_", "CUDNN_", "NVIDIA_", "NCCL_", "OMP_", "MKL_",
+                 "KMP_", "TIPC_", "TIPCGEN_", "PADDLE_", "PPNLP_")
 
 
 @dataclass(frozen=True)
@@ -32,14 +44,38 @@ class Spec:
 
     writable: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()
+    env_keep: tuple[str, ...] = ()  # more names kept (core/git.py's GIT_CONFIG_*), exact or ending in "*"
 
     def wrap(self, argv: Sequence[str], cwd: str | Path | None = None) -> list[str]:
         return wrap(argv, self, cwd)
 
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The variables of env the sandboxed process gets: KEPT, KEPT_PREFIXES, env_keep's and the names the
+        user lists in TIPCGEN_SANDBOX_ENV (comma-separated)."""
+        exact = {name for name in self.env_keep if not name.endswith("*")}
+        exact |= {name.strip() for name in env.get(ENV_VAR, "").split(",") if name.strip()}
+        prefixes = KEPT_PREFIXES + tuple(name[:-1] for name in self.env_keep if name.endswith("*"))
+        return {key: value for key, value in env.items() if key in KEPT or key in exact or key.startswith(prefixes)}
+
+
+def hidden() -> list[str]:
+    """The folders that hold the host's unix sockets (``/run``, ``/var/run``, the user's runtime folder), each
+    replaced by an empty tmpfs in the sandbox; only real folders (a link, ``/var/run`` -> ``/run``, goes with
+    its target)."""
+    out = []
+    for path in ("/run", "/var/run", os.environ.get("XDG_RUNTIME_DIR", "")):
+        if path and os.path.isabs(path) and os.path.isdir(path) and not os.path.islink(path):
+            real = os.path.realpath(path)
+            if real not in out and real != "/" and not any(real.startswith(p + "/") for p in out):
+                out.append(real)
+    return out
+
 
 def _base(bwrap: str) -> list[str]:
-    return [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--unshare-all", "--die-with-parent", "--new-session"]
+    out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in hidden():
+        out += ["--tmpfs", path]
+    return out + ["--unshare-all", "--die-with-parent", "--new-session"]
 
 
 def wrap(argv: Sequence[str], spec: Spec, cwd: str | Path | None = None) -> list[str]:

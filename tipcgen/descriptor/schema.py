@@ -23,7 +23,8 @@ SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcge
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the generated runner checks TIPC_MODEL by it too
 MODEL_NAME_HINT = "use letters, digits, '_', '-' and '.', starting with a letter or digit (no '/', '..' or spaces)"
 PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]+$")
-GPU_ENTRY_RE = re.compile(r"^(-1|[0-9]+(,[0-9]+)*|[A-Za-z0-9_.,-]+;[0-9]+(,[0-9]+)*)$")
+# -1, a device, devices, or machines;devices (upstream's multi-machine form: a machine's device is -1 for a CPU process).
+GPU_ENTRY_RE = re.compile(r"^(-1|[0-9]+(,[0-9]+)*|[A-Za-z0-9_.,-]+;(-1|[0-9]+)(,(-1|[0-9]+))*)$")
 
 
 def is_model_name(name: str) -> bool:
@@ -262,10 +263,12 @@ FIELDS: tuple[Field, ...] = (
           "each logged step (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
     Field("fleet", "the multi-machine chain, `train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt` "
           "([CHAINS.md](CHAINS.md#the-fleet-chain-multi-machine-on-one-host)): the basic config with a gpu_list naming machines"),
-    Field("fleet.gpu_list", "the machines and each one's devices, upstream's `ips;devices` (default `127.0.0.2,127.0.0.3;-1,-1`: "
-          "two machines, two CPU processes each); other addresses are simulated on loopback ones", {"type": "string"}),
-    Field("fleet.tolerance", "`{atol, rtol}`: how far the mean of the ranks' losses may be from a one-process run's at "
-          "each logged step (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
+    Field("fleet.gpu_list", "the machines and each one's devices, upstream's `ips;devices` (default: the descriptor's own "
+          "`gpu_list` entry naming machines, else `127.0.0.2,127.0.0.3;-1,-1`: two machines, two CPU processes each); other "
+          "addresses are simulated on loopback ones. A `gpu_list` entry naming machines by address renders the fleet chain "
+          "without the section", {"type": "string"}),
+    Field("fleet.tolerance", "`{atol, rtol}`: how far rank 0's parameters, and the mean of the ranks' losses at each logged "
+          "step, may be from a one-process run's (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
     Field("align", "`tipcgen align` report settings"),
     Field("align.thresholds", "per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest "
           "difference that passes", {"type": ["object", "null"], "additionalProperties": False,

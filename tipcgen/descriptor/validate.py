@@ -154,7 +154,7 @@ class Validator:
         self._infer_shapes(slots, layout.slots_of(layout_name))
         model_name = self._model_name(slots[chain.name_of("model_name")].value)
         self._python(slots[chain.name_of("python")].value)
-        self._gpu_list(slots)
+        machines = self._gpu_list(slots)
         data_spec = self.groups.data(data.get("data"))
         sections = self.groups.sections(data.get("sections"))
         bench = benchmark_spec.parse(data.get("benchmark"), self.values.source, self.values.lines)
@@ -182,7 +182,7 @@ class Validator:
             ptq=ptq_spec.parse(data.get("ptq"), self.values.source, self.values.lines),
             kept=kept_spec.parse(data.get("kept"), self.values.source, self.values.lines),
             dy2static=self._dy2static(data.get("dy2static"), slots, layout_name),
-            fleet=fleet_spec.parse(data.get("fleet"), self.values.source, self.values.lines),
+            fleet=fleet_spec.parse(data.get("fleet"), self.values.source, self.values.lines, machines),
         )
 
     def _dy2static(self, value: Any, slots: dict[str, SlotValue], layout_name: str) -> Any:
@@ -226,16 +226,27 @@ class Validator:
             raise self.values.fail("python", f"{quoted(python)} is not an interpreter name",
                             "use a command such as python or python3, or a path without spaces")
 
-    def _gpu_list(self, slots: dict[str, SlotValue]) -> None:
+    def _gpu_list(self, slots: dict[str, SlotValue]) -> str | None:
+        """Checks the gpu_list entries; returns the first naming machines by address (the fleet chain renders it)."""
         gpus = slots[chain.name_of("gpu_list")].value.split("|")
+        machines = None
         for entry in gpus:
             if not GPU_ENTRY_RE.match(entry):
                 raise self.values.fail("gpu_list", f"entry {quoted(entry)} is not a device entry",
-                                "use -1 (CPU), 0 (one GPU), 0,1 (one machine, several GPUs) or ip1,ip2;0,1")
+                                "use -1 (CPU), 0 (one GPU), 0,1 (one machine, several GPUs), or machines and their devices, "
+                                f"ips;devices, as the fleet chain runs them: fleet: {{gpu_list: '{fleet_spec.DEFAULT_GPU_LIST}'}}")
+            if fleet_spec.names_addresses(entry):
+                problem = fleet_spec.machines_problem(entry)
+                if problem:
+                    raise self.values.fail("gpu_list", f"entry {quoted(entry)} names machines the fleet chain cannot run: {problem}",
+                                    f"name each machine once, by its IPv4 address, as the fleet: section takes them: "
+                                    f"fleet: {{gpu_list: '{fleet_spec.DEFAULT_GPU_LIST}'}}")
+                machines = machines or entry
         device = slots[chain.name_of("train.device")]
         devices = (device.value or "").split("|")
         # Paired by position; extra values are never read (upstream configs have them), missing ones drop the flag.
         if device.key != "null" and 1 < len(devices) < len(gpus):
             raise self.values.fail("train.device", f"has {len(devices)} values for {len(gpus)} gpu_list entries",
                             "give one value per gpu_list entry (they are paired by position), or a single value")
+        return machines
 

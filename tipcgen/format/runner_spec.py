@@ -520,3 +520,11 @@ def unused(spec: Spec, text: str) -> dict[int, frozenset[str]]:
             out.pop(read.index, None)
             used_at.add(read.index)
     return {i: w for i, w in out.items() if i not in used_at}
+
+
+def passing(spec: Spec, text: str) -> frozenset[int]:
+    """The line indices the runner reads (its main load) and, for this config, uses: the lines whose keys it can
+    pass to a script. A key it reads into a variable no command uses (``unused``) is never passed, so the keys'
+    check (lint, import) leaves it out: a kept runner is judged by what it passes."""
+    skip = unused(spec, text)
+    return frozenset(r.index for r in spec.reads if r.load == 1 and r.index not in skip)

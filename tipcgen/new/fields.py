@@ -8,10 +8,12 @@ from tipcgen.format import chain
 # Descriptor field → the flag names that fill it, best first (compared as script_help.loose does: without
 # dashes and underscores, in lower case, so --batch-size, --batchSize and --batchsize are batch_size).
 _FLAG_NAMES: dict[str, tuple[str, ...]] = {
-    "train.device": ("device", "use_gpu", "place"),
+    "train.device": ("device", "use_gpu", "place", "use_cuda", "cuda"),
     "train.autocast": ("auto_cast", "autocast", "amp_level", "use_amp", "amp", "precision"),
     "train.epochs": ("epochs", "epoch_num", "num_epochs", "epoch", "max_epochs", "num_train_epochs", "n_epochs",
-                     "num_epoch", "max_epoch", "max_steps", "max_iters", "total_iters", "iters"),
+                     "num_epoch", "max_epoch", "max_steps", "max_iters", "total_iters", "iters", "iter", "max_iter",
+                     "num_iters", "num_iter", "n_iters", "niter", "total_steps", "num_steps", "train_steps",
+                     "num_train_steps", "train_iters", "max_iteration", "iterations", "total_iter"),
     "train.output_dir": ("output_dir", "save_dir", "output", "save_path", "checkpoint_dir", "output_path",
                          "save_model_dir", "model_save_dir", "out_dir", "log_dir", "save_folder", "ckpt_dir",
                          "checkpoints_dir", "save_model_path", "work_dir", "exp_dir"),
@@ -36,7 +38,7 @@ _FLAG_NAMES: dict[str, tuple[str, ...]] = {
     "inference.use_tensorrt": ("use_tensorrt", "use_trt", "enable_tensorrt"),
     "inference.precision": ("precision", "run_mode", "infer_precision"),
     "inference.model_dir": ("model_dir", "inference_model_dir", "model_path", "infer_model_dir",
-                            "model", "model_file"),
+                            "model", "det_model_dir", "rec_model_dir", "cls_model_dir", "seg_model_dir"),  # never --model_file: a file (inference.pdmodel), the runner passes a folder
     "inference.data": ("data_file", "data", "image_dir", "input_file", "infer_data", "infer_file",
                        "data_dir", "input", "text_file", "data_path", "img_path", "image_path", "img_dir",
                        "images_dir", "image_file", "img_file", "infer_dir", "test_dir", "input_dir"),
@@ -47,7 +49,9 @@ _ROLE_OF_STEP = {"train": "train", "eval": "eval", "export": "export", "infer": 
 CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
     fld: (_ROLE_OF_STEP[chain.step_of_field(fld)], names) for fld, names in _FLAG_NAMES.items()}
 VALUE_FIELDS = (*CANDIDATES, "train.infer_data")
-STEP_COUNTERS = ("max_steps", "max_iters", "total_iters", "iters", "num_steps", "num_iters")
+STEP_COUNTERS = ("max_steps", "max_iters", "total_iters", "iters", "num_steps", "num_iters", "iter", "max_iter",
+                 "num_iter", "n_iters", "niter", "total_steps", "train_steps", "num_train_steps", "train_iters",
+                 "max_iteration", "iterations", "total_iter")
 
 
 def check_fields(pairs: dict[str, str], option: str) -> dict[str, str]:

@@ -20,6 +20,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor import writer
 from tipcgen.format import layout
 from tipcgen.new import data as new_data
+from tipcgen.new import lite, overrides
 from tipcgen.new import reading as new_reading
 from tipcgen.configs import flag_check, script_reading
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
@@ -59,6 +60,7 @@ class Options:
     values: dict[str, str] = field(default_factory=dict)    # field → YAML value
     probe_timeout: float = PROBE_TIMEOUT
     env: dict[str, str] = field(default_factory=dict)       # the descriptor's env: (only what was asked for)
+    checkpoint_guessed: bool = False                          # train.checkpoint read from the scripts' source
 
 
 def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | None = None) -> Proposal:
@@ -68,6 +70,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     it a missing value is an error that names the option to pass."""
     options = replace(options, scripts=dict(options.scripts))
     _setup_calls(options.setup)  # before any probing: a typo here should not cost a minute of --help runs
+    guessed = _guess_checkpoint(options, root)
     _ask_missing(options, root, ask)
     scripts = {role: _script(role, given, root) for role in ROLES
                if (given := options.scripts.get(role)) is not None and given.lower() != "null"}
@@ -81,16 +84,26 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     for script, (flags, _) in zip(scripts.values(), answers):
         script.flags = flags
     readings = {s.path: script_reading.read_script(root, s.path) for s in scripts.values()}
-    notes: list[str] = []
-    chosen, owners = new_reading.choose_flags(scripts, options.flags, notes, readings)
+    notes: list[str] = [guessed] if guessed and options.checkpoint_guessed else []
+    found = {role: ov for role, s in scripts.items() if (ov := overrides.detect(root, s, readings.get(s.path)))}
+    keyed = overrides.choose(scripts, found, options.flags, notes)  # -o scripts: keys of their YAML config
+    chosen, owners = new_reading.choose_flags(scripts, {**keyed, **options.flags}, notes, readings)
     data_dir = f"./train_data/{model_name}"
     data_files = _data_files(options.data, data_dir, root)
     values = _values(scripts, chosen, options, data_files, model_name)
     with new_reading.with_choices(notes):  # a refusal lists the slots left empty and the flags passed over
-        _check(scripts, chosen, values, notes)
+        _check(scripts, chosen, values, notes, eval_overrides="eval" in found)
     epochs = values.get("train.epochs")
-    notes.extend(new_reading.notes(root, scripts, readings, chosen,
-                                   epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1))
+    lite_count = epochs.get(LITE_TRAIN_LITE_INFER, 1) if isinstance(epochs, dict) else 1
+    if not isinstance(lite_count, int) or isinstance(lite_count, bool):
+        lite_count = 1
+    steps = _counts_steps(chosen.get("train.epochs"))
+    train_data = options.data.get("train")
+    notes.extend(overrides.lite_edits(root, scripts, found, options.data, data_dir,
+                                      {role: name for role, (name, _) in data_files.items()}, lite_count,
+                                      chosen.get("train.pretrained")))
+    notes.extend(lite.apply(scripts, lite.edits(root, scripts, readings, chosen, lite_count, steps, train_data)))
+    notes.extend(new_reading.notes(root, scripts, readings, chosen, lite_count))
     env = dict(options.env)
     notes.extend(new_reading.setup_notes(root, scripts, chosen, data_files, env, tuple(options.values)))
     text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env, notes)
@@ -103,6 +116,33 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
         owner = owners.get(fld) or scripts.get(role)
         mapping.append((fld, f"{flag} ({owner.path})" if flag and owner else flag or "-", origin if flag else "empty"))
     return Proposal(text, model_name, mapping, notes)
+
+
+def _guess_checkpoint(options: Options, root: Path) -> str:
+    """Without --checkpoint: what the train script saves by its flag's folder (``os.path.join(args.save_dir,
+    "model.pdparams")``) and how eval and export load it: ``.`` when they load that name inside a folder flag
+    (``--checkpoint .``: the runner passes the output folder), the name when they load a flag's path as is. Sets
+    options.checkpoint and returns the note that says so (a question when several names fit); "" when the
+    source does not say (then --checkpoint is asked for, as before)."""
+    if options.checkpoint is not None or not options.scripts.get("train"):
+        return ""
+    from tipcgen.new.lite import checkpoint_guess
+
+    def path(role: str) -> str | None:
+        given = options.scripts.get(role)
+        if not given or given.lower() == "null":
+            return None
+        try:
+            return (shlex.split(given) or [None])[0]
+        except ValueError:
+            return None
+
+    guess = checkpoint_guess(root, path("train"), [p for p in (path("eval"), path("export")) if p])
+    if guess is None:
+        return ""
+    options.checkpoint, note = guess
+    options.checkpoint_guessed = True
+    return note
 
 
 def _ask_missing(options: Options, root: Path, ask: Callable[[str, str, str], str] | None) -> None:
@@ -221,12 +261,12 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
         return [cpu] if cpu_only else [gpu, cpu]
 
     device_flag = chosen.get("train.device") or ""
-    is_switch = "gpu" in norm(device_flag)
+    is_switch = "gpu" in norm(device_flag) or "cuda" in norm(device_flag)  # --use_gpu, --cuda: True/False, never cpu
     values["train.device"] = device_values("train.device", True if is_switch else "gpu", False if is_switch else "cpu")
     autocast = _flag_of(scripts, "train.autocast", chosen)
     values["train.autocast"] = "fp32" if autocast is None else \
         new_data.autocast_value(norm(autocast.name), autocast.help, autocast.choices)
-    steps = loose(chosen.get("train.epochs") or "") in {loose(n) for n in STEP_COUNTERS}
+    steps = _counts_steps(chosen.get("train.epochs"))
     lite = {LITE_TRAIN_LITE_INFER: 10 if steps else 1, LITE_TRAIN_WHOLE_INFER: 10 if steps else 1}
     values["train.epochs"] = lite  # whole_train_whole_infer: no value, so the script's own default
     values["train.batch_size"] = {LITE_TRAIN_LITE_INFER: 4, LITE_TRAIN_WHOLE_INFER: 4}
@@ -264,6 +304,11 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     return values
 
 
+def _counts_steps(key: str | None) -> bool:
+    """Whether the epochs key counts iterations (--iter, --max_steps, Global.max_iters)."""
+    return loose((key or "").rsplit(".", 1)[-1]) in {loose(n) for n in STEP_COUNTERS}
+
+
 def _flag_of(scripts: dict[str, Script], fld: str, chosen: dict[str, str | None]) -> Flag | None:
     role = CANDIDATES[fld][0]
     name = chosen.get(fld)
@@ -284,8 +329,10 @@ def _passed_with_value(role: str, fld: str, values: dict[str, Any]) -> bool:
     return value not in (None, "", [], {})
 
 
-def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any], notes: list[str]) -> None:
-    """Errors for what would make the chain fail; notes for what the user should know."""
+def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any], notes: list[str],
+           eval_overrides: bool = False) -> None:
+    """Errors for what would make the chain fail; notes for what the user should know. ``eval_overrides``: the
+    eval script takes ``-o key=value`` (a config key passed to it is one of those, not a flag)."""
     problems = []
     passed: dict[str, dict[str, str]] = {role: {} for role in ROLES}  # role → {flag: the field that passes it}
     for fld, (role, _) in CANDIDATES.items():
@@ -310,7 +357,7 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
     if "eval" in scripts:
         for fld, why in (("train.pretrained", "the checkpoint"), ("train.device", "the device")):
             key = chosen.get(fld)
-            if key and not scripts["eval"].accepts(key):
+            if key and not (eval_overrides and (not key.startswith("-") or " " in key)) and not scripts["eval"].accepts(key):
                 problems.append(f"{scripts['eval'].path} has no {key}, but the runner passes {why} to eval with the "
                                 f"key of {fld}; add it to the eval script, or pass --eval null to skip eval")
         if not chosen.get("train.pretrained"):

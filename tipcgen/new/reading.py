@@ -40,6 +40,7 @@ class Choice:
     owner: Script | None = None
     passed_over: list[str] = field(default_factory=list)  # "--output (parsed, never read)"
     by_name: bool = False  # found by the fallback pattern, not a listed name: the notes say so
+    also: list[str] = field(default_factory=list)  # other listed names the same script has: a question
 
 
 def choose(fld: str, names: tuple[str, ...], scripts: list[Script], readings: dict[str, Reading]) -> Choice:
@@ -59,7 +60,12 @@ def choose(fld: str, names: tuple[str, ...], scripts: list[Script], readings: di
             if fld in _CHECKPOINT_FIELDS and arg is not None and download_switch(arg):
                 out.passed_over.append(f"{flag.name} in {script.path} (a download switch: {_said(arg)})")
                 continue
+            if fld in _DATA_FIELDS and (why := dataset_name(flag, arg)):
+                out.passed_over.append(f"{flag.name} in {script.path} ({why})")
+                continue
             out.flag, out.owner = flag, script
+            if fld in _ASKED:
+                out.also = _also(fld, names[names.index(name) + 1:], script, reading, flag)
             return out
     fallback = _FALLBACK.get(fld)
     if fallback is not None:  # no listed name: a flag whose name says it (--total_epochs), the code reading it
@@ -73,6 +79,50 @@ def choose(fld: str, names: tuple[str, ...], scripts: list[Script], readings: di
                     out.by_name = True
                     return out
     return out
+
+
+_DATA_FIELDS = ("train.extra", "eval.extra", "inference.data")
+# Fields where a second flag of the listed names in the same script makes the pick a question (two data
+# folders, two checkpoint flags): said with the candidates, never a silent first-come choice.
+_ASKED = (*_DATA_FIELDS, *_CHECKPOINT_FIELDS, "train.epochs", "train.output_dir")
+
+
+def _also(fld: str, later: tuple[str, ...], script: Script, reading: Reading | None, chosen: Flag) -> list[str]:
+    """The flags of the later listed names that the script also has and would be chosen for the field."""
+    out = []
+    for name in later:
+        flag = script.find((name,))
+        if flag is None or flag is chosen or flag.name in out or not flag.takes_value:
+            continue
+        arg = reading.arg(flag.name) if reading is not None else None
+        if reading is not None and reading.unused(flag.name):
+            continue
+        if fld in _CHECKPOINT_FIELDS and arg is not None and download_switch(arg):
+            continue
+        if fld in _DATA_FIELDS and dataset_name(flag, arg):
+            continue
+        if fld == "train.epochs" and arg is not None and (not isinstance(arg.default, int) or isinstance(arg.default, bool)
+                                                          or arg.default <= 0):
+            continue  # --max_steps -1 (no limit): it does not count this training
+        out.append(flag.name)
+    return out
+_PATH_HELP = re.compile(r"\b(path|dir|directory|folder|file|root|location)\b", re.IGNORECASE)
+_DATASET_NAME = re.compile(r"\d|cifar|mnist|imagenet|mvtec|coco|voc|sst|glue|cola|mrpc|qnli|imdb|chnsenticorp|div2k|"
+                           r"bsd|urban|icdar|totaltext|ctw|cub|flowers|stanford|cars|dogs|aircraft|celeba|ffhq", re.IGNORECASE)
+
+
+def dataset_name(flag: Flag, arg: Arg | None) -> str:
+    """Why a data flag takes a data-set *name* (``--data cifar10``, ``--dataset`` with choices), not a path; ""
+    when it may take a path. A name given as the path makes the script look up no data set it knows."""
+    if _PATH_HELP.search(flag.help):
+        return ""
+    if flag.choices:
+        return f"a data-set name: choices {', '.join(flag.choices[:6])}"
+    default = arg.default if arg is not None else None
+    if (isinstance(default, str) and default and "/" not in default and "." not in default and "\\" not in default
+            and _DATASET_NAME.search(default)):
+        return f"a data-set name: default {default!r}"
+    return ""
 
 
 # Field → (a loose flag name that fits, one that does not): the fallback when no listed name is there.
@@ -251,14 +301,22 @@ def choose_flags(scripts: dict[str, Script], flags: dict[str, str], notes: list,
             notes.append(f"{choice.owner.path}: {flag.name} is a switch without a value; TIPC passes KEY=VALUE, so "
                          f"{fld} stays empty (make it take True/False, or pass --flag {fld}=FLAG)")
             flag = None
+        elif flag is None and fld == "train.device" and not choice.passed_over:
+            notes.append(f"{script.path} has no device flag: tipc.yaml has no train.device key, so the training runs "
+                         "where Paddle puts it (the GPU when there is one, else the CPU); if a flag under another "
+                         "name chooses the device, pass --flag train.device=FLAG")
         elif flag is None and (choice.passed_over or fld in _NOTED_EMPTY):
             notes.append(unfilled(fld, script, choice, names))
         elif choice.by_name:
-            notes.append(f"{fld}: {flag.name} ({choice.owner.path}) chosen by its name alone (no usual name fits); "
-                         f"check it, or pass --flag {fld}=FLAG")
+            notes.append(f"question: {fld}: {flag.name} ({choice.owner.path}) chosen by its name alone (no usual name "
+                         f"fits): is it? candidates: {flag.name} or another flag (--flag {fld}=FLAG)")
         elif choice.passed_over:
             notes.append(f"{fld}: {flag.name} ({choice.owner.path}) chosen, passed over {'; '.join(choice.passed_over)}; "
                          f"if that is wrong, pass --flag {fld}=FLAG or edit {fld} in tipc.yaml")
+        if flag is not None and choice.also:
+            notes.append(f"question: {fld} is {flag.name} ({choice.owner.path}); {', '.join(choice.also)} may fill it too: "
+                         f"is {flag.name} the one? (candidates: {', '.join([flag.name, *choice.also])}; "
+                         f"--flag {fld}=FLAG, or {fld} in tipc.yaml)")
         chosen[fld] = flag.name if flag else None
         if flag is not None and choice.owner is not None:
             owners[fld] = choice.owner
@@ -294,7 +352,7 @@ def setup_notes(root: Path, scripts: dict[str, Script], chosen: dict[str, str | 
                    f"--infer-data {data_files['infer'][1]} shipped is not passed to it; pass --flag inference.data=FLAG, "
                    "or edit inference.data in tipc.yaml")
     if "infer" in scripts and legacy_format.loads_pdmodel(root / scripts["infer"].path) and legacy_format.FLAG not in env:
-        out.append(f"{scripts['infer'].path} loads inference.pdmodel only: under Paddle 3 the export writes it only with "
-                   f"{legacy_format.FLAG}=0; if export and inference fail on a missing inference.pdmodel, add "
-                   f"`env: {{{legacy_format.FLAG}: '0'}}` to tipc.yaml (tipcgen new --env {legacy_format.FLAG}=0)")
+        script = scripts["infer"].path
+        out.append(legacy_format.advice(script, legacy_format.pdmodel_line(root, script))
+                   + f" (then: tipcgen new --env {legacy_format.FLAG}=0)")
     return out

@@ -125,16 +125,15 @@ def check_train_log(root: Path, run_dir: Path | None, summary: Summary | None) -
                     "run a mode that trains (lite_train_lite_infer)")
     iterations = 0
     for path in logs:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, 1):
-                if not (_LOSS.search(line) and (_COUNTER.search(line) or "avg_" in line)) or _NOT_TRAIN.search(line):
-                    continue
-                iterations += 1
-                missing = [f for f in TRAIN_FIELDS if not re.search(rf"(?<![\w.]){f}\s*[:=]\s*[-+0-9.na]", line, re.I)]
-                if missing:
-                    return Item("2.2.3", title, False, f"{_rel(path, root)}:{number}",
-                                f"no {', '.join(missing)} in `{_excerpt(line)}`",
-                                "log " + ", ".join(f"{f}: <value>" for f in TRAIN_FIELDS) + " on every logged iteration")
+        for number, line in enumerate(inputs.lines(path, "training log"), 1):  # bounded (core/inputs.py)
+            if not (_LOSS.search(line) and (_COUNTER.search(line) or "avg_" in line)) or _NOT_TRAIN.search(line):
+                continue
+            iterations += 1
+            missing = [f for f in TRAIN_FIELDS if not re.search(rf"(?<![\w.]){f}\s*[:=]\s*[-+0-9.na]", line, re.I)]
+            if missing:
+                return Item("2.2.3", title, False, f"{_rel(path, root)}:{number}",
+                            f"no {', '.join(missing)} in `{_excerpt(line)}`",
+                            "log " + ", ".join(f"{f}: <value>" for f in TRAIN_FIELDS) + " on every logged iteration")
     if not iterations:
         return Item("2.2.3", title, False, ", ".join(_rel(p, root) for p in logs),
                     "no logged iteration (a line with loss and a step counter or avg_ fields)",

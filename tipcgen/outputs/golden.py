@@ -28,7 +28,7 @@ FIXED_CASES = "cases.json"  # check_inference.py's list of the results files it 
 def result_lines(log: Path) -> list[str]:
     """The `<name>\\t<json>` lines of an inference log."""
     out = []
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in inputs.lines(log, "inference log"):  # a regular file, bounded (core/inputs.py)
         name, tab, payload = line.partition("\t")
         if tab and name and payload.startswith(("{", "[")):
             out.append(line)
@@ -104,8 +104,11 @@ def regenerate(desc: Descriptor, root: Path, mode: str) -> list[Written]:
     files = collect(run_dir, desc.model_name, mode)
     targets = {f"{RESULTS_DIR}/{name}": text for name, text in files.items()}
     sample = builtin_sample(desc)
-    if sample is None:
-        written = write_tree(files, folder, force=True, backup=False)
+    if sample is None:  # written below the descriptor's folder, so that a golden folder committed as a link out of
+        # it (golden -> /elsewhere) is refused by write_tree, never written through (issue #59 item 4)
+        golden = Path(str(desc.checks.golden))
+        written = write_tree({(golden / name).as_posix(): text for name, text in files.items()}, desc.base_dir,
+                             force=True, backup=False)
     else:
         written = []
         copy = Path("sample_models") / sample

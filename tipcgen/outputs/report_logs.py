@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import TRAIN_LOG
 from tipcgen.format.words import INFER, PASSED
 from tipcgen.results.results import Step, Summary
@@ -20,6 +22,10 @@ from tipcgen.results.summary_check import inside
 _LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
 _STEP = re.compile(r"(?<![\w.])(global_step|step|iter|iteration)\s*[:=]\s*([0-9]{1,15})(?![0-9])", re.IGNORECASE | re.ASCII)
 _IPS = re.compile(r"(?<![\w.])avg_ips\s*[:=]\s*([-+0-9.eE]+)")
+# paddle.jit's translator (the dy2static chain trains under TRANSLATOR_VERBOSITY=1) dumps programs and converted source
+# after a line naming it: those lines (indented, braces, def/class/decorators, blank) are code, never loss lines.
+_TRANSLATOR = "Dynamic-to-Static"
+_DUMPED = re.compile(r"^(?:\s|[{}]|def |async def |class |@|$)")
 # AutoLog's environment block in inference logs: `... INFO:  paddle_version: 3.3.1`.
 _AUTOLOG = re.compile(r"INFO:\s+(OS_version|CUDA_version|CUDNN_version|paddle_version|paddle_commit|"
                       r"runtime_device|inference_engine):\s*(.*?)\s*$")
@@ -47,11 +53,24 @@ def read_curve(step: Step, run_dir: Path, root: Path) -> TrainCurve | None:
     for path in (inside(run_dir, f"{step.name}/{TRAIN_LOG}"), inside(root, step.log)):
         if path is None:
             continue
-        with path.open(encoding="utf-8", errors="replace") as lines:  # line by line: a whole-data log can be large
-            curve = parse_train_log(lines, step.name, _rel(path, root))
+        try:  # line by line, bounded (core/inputs.py): a whole-data log can be large, a hostile one a 1 GiB line
+            curve = parse_train_log(inputs.lines(path, "training log"), step.name, _rel(path, root))
+        except TipcgenError:
+            continue
         if curve.points:
             return curve
     return None
+
+
+def _without_dumps(lines: Iterable[str]) -> Iterable[str]:
+    """The lines of a log without paddle.jit's dumps (as test_tipc/check_dy2static.py reads it)."""
+    dump = False
+    for line in lines:
+        if _TRANSLATOR in line:
+            dump = True
+        elif not (dump and _DUMPED.match(line)):
+            dump = False
+            yield line
 
 
 def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainCurve:
@@ -60,7 +79,7 @@ def parse_train_log(text: str | Iterable[str], step: str, source: str) -> TrainC
     counters = set()
     offset, restarts = 0.0, 0
     last = stride = None  # the previous counter value and its usual increment
-    for line in text.splitlines() if isinstance(text, str) else text:
+    for line in _without_dumps(text.splitlines() if isinstance(text, str) else text):
         loss = _LOSS.search(line)
         if not loss:
             continue
@@ -96,11 +115,13 @@ def autolog_info(summary: Summary, root: Path) -> dict[str, str]:
         path = inside(root, step.log) if step.kind == INFER and step.status == PASSED else None
         if path is not None:
             found = {}
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
+            try:
+                for line in inputs.lines(path, "inference log"):
                     match = _AUTOLOG.search(line)
                     if match:
                         found[match.group(1)] = match.group(2)
+            except TipcgenError:
+                continue
             if found:
                 return found
     return {}

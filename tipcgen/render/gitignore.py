@@ -9,13 +9,11 @@ names that folder or a folder above it.
 from __future__ import annotations
 
 import hashlib
-import os
 import posixpath
-import shutil
 import tempfile
 from pathlib import Path
 
-from tipcgen.core import process
+from tipcgen.core import git
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor import Descriptor
 from tipcgen.format import paths
@@ -53,12 +51,12 @@ _MAX_ANSWERS = 64
 
 def _ignored_by_git(text: str, wanted: list[str]) -> frozenset[str] | None:
     """The entries of wanted that the .gitignore text ignores, by git; None where git cannot say."""
-    git = shutil.which("git")
-    if git is None:
+    found = git.found()
+    if found is None:
         return None
-    question = (git, hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest(), tuple(wanted))
+    question = (found, hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest(), tuple(wanted))
     if question not in _ANSWERS:
-        answer = _ask_git(git, text, wanted)
+        answer = _ask_git(text, wanted)
         if answer is None:
             return None
         if len(_ANSWERS) >= _MAX_ANSWERS:
@@ -67,23 +65,20 @@ def _ignored_by_git(text: str, wanted: list[str]) -> frozenset[str] | None:
     return _ANSWERS[question]
 
 
-def _ask_git(git: str, text: str, wanted: list[str]) -> frozenset[str] | None:
+def _ask_git(text: str, wanted: list[str]) -> frozenset[str] | None:
     """git check-ignore's answer in a scratch repository that holds only the .gitignore text, and reads no
-    configuration of the user's or the system's (no fsmonitor, no hook: git runs nothing)."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    configuration of the user's or the system's (core/git.py: no fsmonitor, no hook: git runs nothing)."""
     with tempfile.TemporaryDirectory(prefix="tipcgen-ignore-") as scratch:
-        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, HOME=scratch)
+        env = {"HOME": scratch}
         write_file(Path(scratch) / paths.GITIGNORE, text, within=scratch)
         names = [entry.lstrip("/") for entry in wanted]
         if any(ord(ch) < 32 or ch in '"\\' for name in names for ch in name):
             return None  # git would quote such a name in its answer: the literal match decides
-        init = process.run(process.Request([git, "init", "-q", "--template=", scratch], env=env, timeout=60))
+        init = git.run(["init", "-q", "--template=", scratch], env=env, writable=[scratch])
         if not init.ok:
             return None
         # The entries follow `--`: paths to ask about, never options.
-        proc = process.run(process.Request([git, "-C", scratch, "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
-                                            "check-ignore", "--no-index", "--", *names], env=env, timeout=60,
-                                           stderr="discard"))
+        proc = git.run(["check-ignore", "--no-index", "--", *names], scratch, env=env)
     if proc.timed_out or proc.exit_code not in (0, 1):  # 1: none of them is ignored
         return None
     return frozenset(name for name in proc.data.decode("utf-8", "surrogateescape").splitlines() if name)

@@ -343,6 +343,13 @@ def init(descs: Descriptor | Sequence[Descriptor], out_dir: Path, force: bool = 
 
         files = submission_mode.submission_files(files, out_dir, paths.config_rel(new[0].model_name))
         record = {paths.SUBMISSION_RECORD: files.pop(paths.SUBMISSION_RECORD)}  # bookkeeping, not a rendered file
+        for rel in submission_mode.authors_docs(files, out_dir, own_files(out_dir)):  # the authors' docs: kept, named
+            if force:
+                on_note(f"replaces {rel}, the repository's own (--force; the old file is kept under .tipcgen/backup/)")
+            else:
+                del files[rel]
+                on_note(f"kept {rel}, the repository's own: tipcgen's version was not written (--force would "
+                        "replace it, keeping the old file under .tipcgen/backup/)")
     own = own_files(out_dir)
     for line in existing.check({rel: content for rel, content in files.items() if rel not in own}, out_dir, force):
         on_note(line)

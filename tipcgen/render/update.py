@@ -9,7 +9,6 @@ base is not advanced, so the next update merges the same three versions again.
 from __future__ import annotations
 
 import difflib
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 from tipcgen import __version__, descriptor
 from tipcgen.configs import submission
 from tipcgen.configs.existing import defined_functions
-from tipcgen.core import process, writes
+from tipcgen.core import git, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor.answers import Answers, base_path, read, sha256_of, target_of
@@ -164,8 +163,7 @@ def _marker(rel: str, marker_size: int) -> bytes:
 
 def merge3(ours: bytes, base: bytes, theirs: bytes, rel: str, marker_size: int = 7) -> tuple[bytes, int]:
     """``git merge-file -p``: the merged text and the number of conflicts (0: clean)."""
-    git = shutil.which("git")
-    if git is None:
+    if git.found() is None:
         raise TipcgenError(f"{rel}: your edit must be merged with the new render, and that needs git, which is not installed",
                            "install git (apt-get install git), or take the new render with tipcgen init --force "
                            "(your version is kept under .tipcgen/backup/)")
@@ -175,10 +173,9 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, rel: str, marker_size: int =
             path = Path(tmp) / name
             write_file(path, data)
             paths.append(str(path))
-        proc = process.run(process.Request(
-            [git, "merge-file", "-p", f"--marker-size={marker_size}",
-             "-L", f"{rel} (yours)", "-L", f"{rel} (last render)", "-L", f"{rel} (new render)", *paths],
-            stderr="separate", output_cap=64 << 20))
+        proc = git.run(["merge-file", "-p", f"--marker-size={marker_size}",
+                        "-L", f"{rel} (yours)", "-L", f"{rel} (last render)", "-L", f"{rel} (new render)", *paths],
+                       stderr="separate", output_cap=64 << 20, timeout=None, readable=[tmp])
     code = -1 if proc.exit_code is None else proc.exit_code
     if code < 0 or code > 127 or proc.truncated:
         detail = proc.errors.strip() or proc.error or f"exit code {code}"

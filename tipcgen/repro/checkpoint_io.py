@@ -7,6 +7,13 @@ for each load (never torch's); a file that names anything else (``os.system``, `
 is refused before that object is built; opcodes, zip members, storages, views and safetensors
 headers are checked against the limits and the memory budget before anything is allocated.
 Needs neither torch nor paddle.
+
+A ``paddle.save`` checkpoint (for the export proof, tipcgen.repro.export_check) is read by
+``read_paddle_checkpoint`` whatever its shape: a state dict, or a dict holding one or several under any
+key and nesting (``state_dict``, ``model``, ``net``, ``ema``) beside optimizer state, step counters and
+plain values (tuples, lists, text, None, numpy scalars, an ``argparse.Namespace``), under any file name;
+it gives back every state dict in it by where it is (``checkpoint_states``), sets optimizer state apart
+(by its key or its accumulators' names, ``linear_0.w_0_moment1_0``), and says what a file without one holds.
 """
 from __future__ import annotations
 
@@ -14,8 +21,10 @@ import io
 import json
 import math
 import pickle
+import re
 import struct
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -344,21 +353,125 @@ def _state_of(raw: Any, path: Path, budget: Budget) -> StateDict:
     return out
 
 
-def read_paddle_state(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> StateDict:
-    """A .pdparams (paddle.save of a state dict) as name -> numpy array, without importing paddle:
-    read by tipcgen.repro.reprod_files' checking unpickler (the same limits as a reprod_log file)."""
+# An optimizer's state (paddle.optimizer.Optimizer.state_dict()): its accumulators are named after the
+# parameter they belong to, ``linear_0.w_0_moment1_0``; beside them ``LR_Scheduler`` and ``master_weights``.
+_ACCUMULATOR = re.compile(r"_(moment\d?|moment\d_max|beta\d_pow(_acc)?|velocity|momentum|momentum_decay_pow|"
+                          r"mean_square|mean_grad|inf_norm|avg_squared_grad|avg_squared_update|mu_product|prevs|rho|"
+                          r"learning_rates|fp32_master)_\d+$")
+_OPTIMIZER_KEYS = ("LR_Scheduler", "master_weights")
+# A key that names optimizer state (``optimizer``, ``opt``, ``optim_G``, ``g_optimizer``, ``optimizerD``), lowercased
+_OPTIMIZER_NAME = re.compile(r"^optimizer|(^|_)(optimizers?|optim|opt)(_|\d|$)|(^|_)(lr_)?scheduler(_|$)")
+SHOWN_KEYS = 8
+
+
+@dataclass
+class PaddleCheckpoint:
+    """What a paddle.save file holds: its candidate state dicts by where they are in it (``''`` for a plain
+    state dict, ``model``, ``ema``, ``model/backbone``), where optimizer state sits, and a sentence naming
+    what it found (for a file with no state dict, in place of one)."""
+
+    states: dict[str, StateDict]
+    optimizer: list[str]
+    found: str
+
+
+def _tensor(value: Any) -> np.ndarray | None:
+    """A tensor as paddle.save writes it: an ndarray at the top of a state dict, ``(name, ndarray)`` inside
+    any other object (its reduce_varbase)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is str and isinstance(value[1], np.ndarray):
+        return value[1]
+    return None
+
+
+def _weights(state: StateDict) -> bool:
+    """Model weights hold at least one floating tensor of two elements or more (what match compares)."""
+    return any(np.issubdtype(a.dtype, np.floating) and a.size > 1 for a in state.values())
+
+
+def _optimizer_like(key: str | None, node: dict) -> bool:
+    if key is not None and _OPTIMIZER_NAME.search(key.lower()) or any(k in node for k in _OPTIMIZER_KEYS):
+        return True
+    names = [str(k) for k, v in node.items() if _tensor(v) is not None]
+    return bool(names) and all(_ACCUMULATOR.search(n) for n in names)
+
+
+def checkpoint_states(tree: Any) -> PaddleCheckpoint:
+    """Every state dict in a loaded paddle.save object, any nesting: a dict's own tensors are one state
+    dict (named by its keys' path), its dict, list and tuple values are searched the same way; optimizer
+    state (by its key, ``optimizer``/``opt``/``optim_G``, or its content) is recorded, never a candidate;
+    a dict of tensors of no more than one element each (a step, a best score) is no state dict."""
+    states: dict[str, StateDict] = {}
+    optimizer: list[str] = []
+
+    def walk(node: Any, path: list[str]) -> None:
+        if isinstance(node, dict):
+            if _optimizer_like(path[-1] if path else None, node):
+                optimizer.append("/".join(path) or "the whole file")
+                return
+            own: StateDict = {}
+            for key, value in node.items():
+                array = _tensor(value)
+                if array is not None:
+                    check_key(str(key))
+                    own[str(key)] = array
+                elif isinstance(value, (dict, list, tuple)):
+                    walk(value, [*path, str(key)])
+            if _weights(own):
+                states["/".join(path)] = own
+        elif isinstance(node, (list, tuple)):
+            for i, value in enumerate(node):
+                if isinstance(value, (dict, list, tuple)) and _tensor(value) is None:
+                    walk(value, [*path, str(i)])
+
+    walk(tree, [])
+    return PaddleCheckpoint(states, optimizer, "" if states else _found(tree, optimizer))
+
+
+def _found(tree: Any, optimizer: list[str]) -> str:
+    """What a file without a state dict holds, in a few words: its keys, and where its optimizer state is."""
+    if not isinstance(tree, dict):
+        return f"a {type(tree).__name__}, not a dict; no state dict in it"
+    keys = [plain(k) for k in list(tree)[:SHOWN_KEYS]] + (["..."] if len(tree) > SHOWN_KEYS else [])
+    what = f"a dict with keys {', '.join(keys)}" if tree else "an empty dict"
+    if optimizer == ["the whole file"]:
+        return f"optimizer state only ({what}), not model weights"
+    if optimizer:
+        return f"{what}; optimizer state under {', '.join(optimizer[:SHOWN_KEYS])}, no model weights under any other key"
+    return f"{what}; no tensors of model weights under any key"
+
+
+def read_paddle_checkpoint(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> PaddleCheckpoint:
+    """A paddle.save file of any shape people save (a state dict; a dict holding one or several beside
+    optimizer state, step counters, scores, tuples and lists of plain values, an ``argparse.Namespace``;
+    under any name: ``.pdparams``, ``.pth``, ``.pd``, ``.pt``, none) as its candidate state dicts, without
+    importing paddle: read by tipcgen.repro.reprod_files' checking unpickler (the limits of a reprod_log
+    file; only numpy's pieces and the stand-ins of ``CHECKPOINT_GLOBALS``). Any refusal is a CheckpointError."""
     path = Path(path)
-    data = _read_file(path, ".pdparams file", max_bytes, "pass a .pdparams written by paddle.save")
+    data = _read_file(path, "paddle.save file", max_bytes, "pass a .pdparams written by paddle.save")
+    if data[:4] == b"PK\x03\x04":
+        raise CheckpointError(f"{path}: a zip archive (torch.save writes those), not a paddle.save pickle",
+                              "save the checkpoint with paddle.save(model.state_dict(), path)")
     try:
-        raw = load_pickled_dict(io.BytesIO(data), len(data), max_bytes, strings=True)
+        return checkpoint_states(load_pickled_dict(io.BytesIO(data), len(data), max_bytes, checkpoint=True))
     except Refused as exc:
         text = str(exc).replace("refusing to load", "refused to load: the file asks for")
-        raise CheckpointError(f"{path}: {text} (not part of a Paddle state dict; nothing was run)",
+        raise CheckpointError(f"{path}: {text} (not part of a Paddle checkpoint; nothing was run)",
                               "save the state dict with paddle.save(model.state_dict(), path)") from None
     except Exception as exc:  # noqa: BLE001  # a hostile file can make the unpickler raise anything
-        raise CheckpointError(f"{path}: cannot read it as a .pdparams state dict ({type(exc).__name__}: {short(exc)})",
+        raise CheckpointError(f"{path}: cannot read it as a paddle.save checkpoint ({type(exc).__name__}: {short(exc)})",
                               "pass a file written by paddle.save(model.state_dict(), path)") from None
-    return {str(k): v for k, v in raw.items() if isinstance(v, np.ndarray)}
+
+
+def read_paddle_state(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> StateDict:
+    """A .pdparams (paddle.save of a state dict, or of a checkpoint dict holding one) as name -> numpy
+    array: the file's first state dict (``read_paddle_checkpoint``), refused where it holds none."""
+    path = Path(path)
+    found = read_paddle_checkpoint(path, max_bytes)
+    if not found.states:
+        raise CheckpointError(f"{path}: {found.found}", "save the state dict with paddle.save(model.state_dict(), path)")
+    return next(iter(found.states.values()))
 
 
 def write_paddle_state(state: StateDict, path: str | Path) -> None:

@@ -146,14 +146,18 @@ def _load_npy_dict(raw: bytes, max_bytes: int) -> Info:
     return load_pickled_dict(handle, len(raw), max_bytes)
 
 
-def load_pickled_dict(handle: io.BytesIO, size: int, max_bytes: int, strings: bool = False) -> Info:
+def load_pickled_dict(handle: io.BytesIO, size: int, max_bytes: int, checkpoint: bool = False) -> Info:
     """The dict of numpy arrays pickled at ``handle``'s position (np.save's object array, or a
     ``.pdparams``): opcodes checked first, fresh stand-ins, every array counted against ``max_bytes``.
-    With ``strings``, text values are kept too (paddle.save's name table). Raises Refused/ValueError."""
+    With ``checkpoint``, the plain values a ``paddle.save`` checkpoint holds beside its arrays are kept too
+    (``CHECKPOINT_GLOBALS``): text (paddle.save's name table), None, tuples, lists and sets of plain values
+    (a tensor inside a nested dict is pickled as ``builtins.tuple(((name, ndarray),))``; protocol 2 writes
+    bytes as ``_codecs.encode(text, 'latin1')``), an ``argparse.Namespace`` as the dict of its fields.
+    Raises Refused/ValueError."""
     start = handle.tell()
     check_opcodes(handle, size)
     handle.seek(start)
-    reader = _Reader(max_bytes, strings)
+    reader = _Reader(max_bytes, checkpoint)
     data = reader.resolve(_Unpickler(handle, reader).load(), 0)
     if not isinstance(data, dict):
         raise ValueError(f"it holds a {type(data).__name__}, not a dict")
@@ -164,16 +168,60 @@ class _Unpickler(pickle.Unpickler):
     def __init__(self, handle: io.BytesIO, reader: _Reader) -> None:
         super().__init__(handle)
         self._globals = reader.globals()
+        self._allowed = "numpy arrays and plain values" if reader.checkpoint else "numpy arrays"
 
     def find_class(self, module: str, name: str) -> Any:
         found = self._globals.get((module, name))
         if found is None:
-            raise Refused(f"refusing to load {_plain(module)}.{_plain(name)}: only numpy arrays in a dict are allowed")
+            raise Refused(f"refusing to load {_plain(module)}.{_plain(name)}: only {self._allowed} in a dict are allowed")
         return found
 
 
 def _ndarray_called(*args: Any) -> None:
     raise Refused("numpy.ndarray called directly: np.save never does that")
+
+
+# The globals paddle.save writes for the plain values of a checkpoint, besides numpy's (a reprod_log file
+# never needs them): each is a checking stand-in that builds only a plain value, never the builtin itself.
+CHECKPOINT_GLOBALS = (("builtins", "tuple"), ("__builtin__", "tuple"), ("builtins", "complex"),
+                      ("__builtin__", "complex"), ("_codecs", "encode"), ("argparse", "Namespace"))
+
+
+def _tuple(*args: Any) -> tuple:
+    """builtins.tuple as paddle.save calls it (``tuple(((name, ndarray),))``): of one tuple or list only."""
+    if len(args) != 1 or type(args[0]) not in (tuple, list):
+        raise Refused("builtins.tuple called on something other than a tuple or a list")
+    return tuple(args[0])
+
+
+def _complex(*args: Any) -> complex:
+    """builtins.complex as pickle calls it (``complex(real, imag)``): of numbers only."""
+    if not 1 <= len(args) <= 2 or any(type(a) not in (int, float) for a in args):
+        raise Refused("builtins.complex called on something other than numbers")
+    return complex(*args)
+
+
+def _encode(*args: Any) -> bytes:
+    """_codecs.encode as protocol 2 pickles bytes: ``encode(text, 'latin1')``, nothing else."""
+    if len(args) != 2 or type(args[0]) is not str or args[1] not in ("latin1", "latin-1"):
+        raise Refused("_codecs.encode called otherwise than pickle's protocol 2 writes bytes")
+    return args[0].encode("latin1")
+
+
+class _Fields:
+    """argparse.Namespace as a checkpoint holds it (``'args': args``): the dict of its fields, nothing run."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, *args: Any) -> None:
+        if args:
+            raise Refused("argparse.Namespace built with arguments: pickle builds it from its fields")
+        self.fields: Any = {}
+
+    def __setstate__(self, state: Any) -> None:
+        if type(state) is not dict:
+            raise Refused("argparse.Namespace fields that are not a dict")
+        self.fields = state
 
 
 class _PendingDtype:
@@ -215,11 +263,11 @@ class _PendingArray:
 class _Reader:
     """The checking stand-ins for the globals a pickled array dict names, and its running totals."""
 
-    def __init__(self, max_bytes: int, strings: bool = False) -> None:
+    def __init__(self, max_bytes: int, checkpoint: bool = False) -> None:
         self.max_bytes = max_bytes
         self.total = 0
         self.values = 0
-        self.strings = strings
+        self.checkpoint = checkpoint
         # numpy.ndarray: only _reconstruct takes it; calling it allocates nothing. Fresh for each file.
         self.ndarray = Stand(_ndarray_called)
 
@@ -233,6 +281,10 @@ class _Reader:
             found[(module, "_frombuffer")] = Stand(self.frombuffer)
         for name in _DTYPE_CLASSES:
             found[("numpy.dtypes", name)] = Stand(lambda *_args, _name=name: _PendingDtype(_dtype_code(_name)))
+        if self.checkpoint:
+            calls = {"tuple": Stand(_tuple), "complex": Stand(_complex), "encode": Stand(_encode)}
+            # NEWOBJ needs a class: _Fields is tipcgen's own, with no state of its class a file could change
+            found.update({key: calls.get(key[1], _Fields) for key in CHECKPOINT_GLOBALS})
         return found
 
     def reconstruct(self, subtype: Any, shape: Any, code: Any) -> _PendingArray:
@@ -274,10 +326,12 @@ class _Reader:
             if value.value is _PendingArray:
                 raise Refused("an array without its data")
             return self.resolve(value.value, depth)
+        if isinstance(value, _Fields):
+            return self.resolve(getattr(value, "fields", {}), depth)
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
-                if type(key) not in (str, int):
+                if type(key) not in ((str, int, float, bool, type(None)) if self.checkpoint else (str, int)):
                     raise Refused(f"a key of type {type(key).__name__}: keys are names")
                 _check_key(str(key))
                 out[key] = self.resolve(item, depth + 1)
@@ -285,9 +339,16 @@ class _Reader:
         if isinstance(value, np.ndarray) or type(value) in (bool, int, float) \
                 or isinstance(value, np.generic) and value.dtype.kind in _KINDS:
             return value
-        if self.strings and type(value) is str:
-            _check_key(value)
-            return value
+        if self.checkpoint:
+            if type(value) in (str, bytes, complex) or value is None:  # a config's text, never printed
+                return value
+            if type(value) in (tuple, list):  # a step's shape, a list of scores, (name, ndarray)
+                return type(value)(self.resolve(item, depth + 1) for item in value)
+            if type(value) in (set, frozenset):
+                items = [self.resolve(item, depth + 1) for item in value]
+                if not all(type(item) in (bool, int, float, str, bytes, tuple, type(None)) for item in items):
+                    raise Refused("a set of other values than numbers and text")
+                return frozenset(items)
         raise Refused(f"a value of type {type(value).__name__}: only arrays and numbers are allowed")
 
 

@@ -13,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
 from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
 from tipcgen.format import words
@@ -40,6 +42,7 @@ TAIL_LINES = 20
 # needs each that the run made to have passed (Summary.unproven).
 RUN_CHECK_REFERENCES = ("trained", "git")
 _TAIL_BYTES = 64 * 1024
+RECORDS_BYTES = 64 << 20  # steps.jsonl and the status log: a record is a few hundred bytes
 
 
 @dataclass
@@ -163,16 +166,14 @@ class Summary:
 _SIGNAL_NUMBERS = {"SIGHUP": 1, "SIGINT": 2, "SIGTERM": 15}
 
 
-def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
-    """The last lines of a log, reading at most 64 KiB however large the log is."""
+def log_tail(path: Path, lines: int = TAIL_LINES, folder: Path | None = None) -> list[str]:
+    """The last lines of a log, reading at most 64 KiB however large the log is (core/inputs.py: a regular file;
+    with ``folder``, reached through no link out of it). A log a step swapped for a link out, a FIFO or a device
+    is not read: its one line says why (never what the link points at holds)."""
     try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - _TAIL_BYTES))
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return []
+        text = inputs.tail(path, "step log", _TAIL_BYTES, folder).decode("utf-8", errors="replace")
+    except TipcgenError as exc:
+        return [f"(tipcgen did not read this log: {exc.message})"] if os.path.lexists(path) else []
     return text.splitlines()[-lines:]
 
 
@@ -229,9 +230,13 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
     """The step records of a run folder, and any record that could not be read."""
     steps, problems = [], []
     path = run_dir / RECORDS
-    if not path.is_file():
+    if not os.path.lexists(path):
         return steps, problems
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    try:  # the runner writes it, but a step may have replaced it: a regular file inside the repository, bounded
+        text = inputs.read_bytes(path, RECORDS, RECORDS_BYTES, folder=root).decode("utf-8", errors="replace")
+    except TipcgenError as exc:
+        return steps, [f"the step records were not read: {exc.message}"]
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -245,15 +250,15 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
             problems.append(f"{path}:{number}: unreadable step record ({exc})")
             continue
         if step.status == FAILED and step.log:
-            step.tail = log_tail(root / step.log)
+            step.tail = log_tail(root / step.log, folder=root)
         if step.status == PASSED and step.kind == EVAL and step.log:
-            step.metrics = eval_metrics(log_tail(root / step.log, 200))
+            step.metrics = eval_metrics(log_tail(root / step.log, 200, folder=root))
         if step.kind == INFER and step.status == PASSED and step.log:
-            step.speed = autolog.parse(log_tail(root / step.log, 400))
+            step.speed = autolog.parse(log_tail(root / step.log, 400, folder=root))
         if step.kind == CHECK and step.log:
-            step.check = check_result(log_tail(root / step.log, 200))
+            step.check = check_result(log_tail(root / step.log, 200, folder=root))
         if step.kind == SPEED and step.log:  # benchmark_train: the case's speed JSON
-            step.speed = speeds.speed_of_log(log_tail(root / step.log, 50))
+            step.speed = speeds.speed_of_log(log_tail(root / step.log, 50, folder=root))
         steps.append(step)
     return steps, problems
 
@@ -261,9 +266,13 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
 def check_status_lines(run_dir: Path, steps: list[Step], results_log: str = RESULTS_LOG) -> list[str]:
     """The legacy results log must say exactly what the records say."""
     path = run_dir / results_log
-    if not path.is_file():
+    if not os.path.lexists(path):
         return [f"{path} is missing"] if steps else []
-    lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    try:
+        text = inputs.read_bytes(path, results_log, RECORDS_BYTES, folder=run_dir).decode("utf-8", errors="replace")
+    except TipcgenError as exc:
+        return [f"the status log was not read: {exc.message}"]
+    lines = [line for line in text.splitlines() if line.strip()]
     ok = sum(1 for line in lines if "Run successfully with command" in line)
     bad = sum(1 for line in lines if "Run failed with command" in line)
     problems = []

@@ -8,6 +8,8 @@ import json
 import math
 from pathlib import Path
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor.benchmark import SPEED_DIR
 
 MAX_SPEED_BYTES = 1 << 20
@@ -21,11 +23,9 @@ def read_speeds(run_dir: Path) -> list[dict]:
     if not folder.is_dir():
         return out
     for path in sorted(folder.glob("*_speed")):
-        try:
-            if not path.is_file() or path.stat().st_size > MAX_SPEED_BYTES:  # a FIFO would block; a speed JSON is small
-                continue
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
+        try:  # a regular file inside the run folder (a FIFO would block, a link out is not read), small
+            data = json.loads(inputs.read_bytes(path, "speed JSON", MAX_SPEED_BYTES, folder=run_dir))
+        except (OSError, ValueError, RecursionError, TipcgenError):
             continue
         if isinstance(data, dict) and _finite(data.get("ips")):  # a figure the report can format and draw
             data["file"] = path.name

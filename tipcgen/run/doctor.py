@@ -11,15 +11,17 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tipcgen.configs import flag_check, legacy_format, lint
 from tipcgen.configs.flag_check import is_command_name
-from tipcgen.core import inputs, isolated, process
+from tipcgen.core import inputs, isolated, process, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.sandbox import Spec
 from tipcgen.core.text import terminal
+from tipcgen.format import chain
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import PREPARE_SH, RUNNERS
 from tipcgen.format.words import PADDLE_PIN
@@ -68,6 +70,36 @@ print(__MARK__ + json.dumps(out))
 """.replace("__MARK__", repr(_MARK))
 
 
+# A small model exported under FLAGS_enable_pir_api=0 (the old program IR), in a temporary folder: whether this
+# paddle can write inference.pdmodel at all for the ops most models call (a functional sigmoid, a matmul). On Paddle
+# 3.3.1 it fails as the repositories of issue #56 did (matmul(): ... must be Value, but got Variable).
+_OLD_IR_PROBE = r"""
+import json, os, shutil, sys, tempfile
+os.environ["FLAGS_enable_pir_api"] = "0"
+import paddle
+class Probe(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 3)
+    def forward(self, x):
+        return paddle.nn.functional.sigmoid(paddle.matmul(self.fc(x), paddle.ones([3, 2])))
+out = tempfile.mkdtemp()
+try:
+    model = Probe()
+    model.eval()
+    paddle.jit.save(model, os.path.join(out, "inference"), input_spec=[paddle.static.InputSpec([None, 4], "float32")])
+    found = {"ok": True, "files": sorted(os.listdir(out))}
+except Exception as exc:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    said = next((line for line in lines if "must be" in line or "got" in line), lines[-1] if lines else "")
+    named = said if said.startswith(type(exc).__name__) else type(exc).__name__ + ": " + said
+    found = {"ok": False, "error": named[:300]}
+finally:
+    shutil.rmtree(out, ignore_errors=True)
+print(__MARK__ + json.dumps(found))
+""".replace("__MARK__", repr(_MARK))
+
+
 @dataclass(frozen=True)
 class Check:
     """One finding: what was checked, ok | warn | fail, what was found, and how to fix it."""
@@ -88,11 +120,12 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None,
     root = root.resolve()
     config_path, config_checks = _config(root, config)
     python, origin = _interpreter(root / config_path if config_path else None)
-    python_checks = _python_side(python, origin)  # below: the sandbox row says whether --help probes are boxed
+    python_checks = _python_side(python, origin, root / config_path if config_path else None)  # below: the sandbox row says whether --help probes are boxed
     pir = any(c.name == "export format" and c.detail.startswith("PIR") for c in python_checks)
     lint_ok = not any(c.name == "lint" and c.status == "fail" for c in config_checks)
     flags = _flags(root, config_path, lint_ok, unsandboxed) if config_path else []
-    legacy = _legacy_format(root, config_path, pir) if config_path else []
+    legacy = _legacy_format(root, config_path, pir, lambda: _old_ir_export(python)) if config_path else []
+    legacy += _predictor(root, config_path, pir) if config_path else []
     boxed = _sandboxed_paddle(root, python, python_checks)
     return (python_checks + _tools() + [Check("sandbox", *sandboxed.doctor_row()), *boxed, _git(root)] + config_checks
             + flags + legacy + _data(root, config_path, data_dir))
@@ -205,12 +238,21 @@ def _interpreter(config_file: Path | None) -> tuple[str, str]:
     return "python", "default"
 
 
-def _python_side(python: str, origin: str) -> list[Check]:
+def _python_side(python: str, origin: str, config_file: Path | None = None) -> list[Check]:
     path = shutil.which(python)
     if path is None:
         return [Check("python", "fail", f"'{python}' ({origin}) is not on PATH",
                       "install Python 3.9+ and activate it (python3 -m venv .venv && . .venv/bin/activate), "
                       "or set TIPC_PYTHON=/path/to/python")]
+    if config_file is not None and origin != "TIPC_PYTHON":  # the config's word: python:make is never run
+        try:
+            text = inputs.read_text(config_file, "config")
+        except TipcgenError:
+            text = ""  # the config row says why it cannot be read
+        refused = flag_check.not_python(text, {}, path, config_file.name)
+        if refused:
+            return [Check("python", "fail", refused, "set TIPC_PYTHON=/path/to/python (the interpreter with the "
+                                                     "model's packages), or write python:python in the config")]
     found = _probe(path)
     if isinstance(found, Check):
         return [found]
@@ -353,19 +395,106 @@ def _flags(root: Path, config_path: Path, lint_ok: bool = True, unsandboxed: boo
     return rows
 
 
-def _legacy_format(root: Path, config_path: Path, pir: bool) -> list[Check]:
-    """An inference script that loads inference.pdmodel needs FLAGS_enable_pir_api=0 under Paddle 3."""
+def _old_ir_export(python: str) -> tuple[bool, str] | None:
+    """Whether this paddle exports a small model under FLAGS_enable_pir_api=0 (True, the files written) or not
+    (False, its error); None when the probe could not run."""
+    path = shutil.which(python)
+    if path is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="tipcgen-old-ir-") as folder:  # to_static reads the forward's source file
+        probe = Path(folder) / "old_ir_probe.py"
+        writes.write_file(probe, _OLD_IR_PROBE, within=folder)
+        outcome = process.run(process.Request([path, "-I", str(probe)], timeout=PROBE_TIMEOUT, stderr="separate",
+                                              output_cap=1 << 20, cwd=folder))
+    line = next((line for line in reversed(outcome.output.splitlines()) if line.startswith(_MARK)), None)
+    if outcome.timed_out or line is None:
+        return None
+    found = json.loads(line[len(_MARK):])
+    return (True, ", ".join(found.get("files", []))) if found.get("ok") else (False, str(found.get("error", "")))
+
+
+def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None) -> list[Check]:
+    """An inference script that loads inference.pdmodel, which Paddle 3 (PIR) export does not write; ``old_ir``
+    (a callable, asked only under PIR): whether an export under FLAGS_enable_pir_api=0 works with this paddle,
+    so that the flag is advised only where it helps, and said to break the export where it is set and fails."""
     found = legacy_format.config_state(root, config_path)
-    if found is None:
-        return []
+    if found is None:  # a script that reads inference.json: the flag only costs, where the runner sets it
+        probe = old_ir() if pir and old_ir is not None and legacy_format.flag_in_runner(root, config_path) else None
+        if probe is None or probe[0]:
+            return []
+        return [Check("inference format", "fail", f"the runner exports {legacy_format.FLAG}=0 for export and inference, "
+                      f"but a probe export of a small model under it failed with this paddle ({probe[1]}), and the "
+                      "inference script does not need it (it does not load inference.pdmodel only)",
+                      f"remove {legacy_format.FLAG} from env: in the descriptor and re-render (tipcgen init DESCRIPTOR --force)")]
     script, runner_sets_flag = found
+    at = legacy_format.pdmodel_line(root, script)
+    where = f" ({at})" if at else ""
+    probe = old_ir() if pir and old_ir is not None else None
+    failed = probe is not None and not probe[0]
+    under = f"a probe export of a small model under {legacy_format.FLAG}=0 failed with this paddle ({probe[1]})" if failed else ""
     if runner_sets_flag:
+        if failed:
+            return [Check("inference format", "fail", f"{script} loads inference.pdmodel and the runner exports "
+                          f"{legacy_format.FLAG}=0 for export and inference, but {under}",
+                          f"remove {legacy_format.FLAG} from env: in the descriptor, make {script} load inference.json "
+                          f"when there is no .pdmodel{where}, and re-render (tipcgen init DESCRIPTOR --force)")]
+        tried = (f"; a probe export under it worked with this paddle (your model's ops may still fail: the export "
+                 "step's hint says so)" if probe is not None else "")
         return [Check("inference format", "ok", f"{script} loads inference.pdmodel; the runner exports "
-                      f"{legacy_format.FLAG}=0 for export and inference (descriptor env:)")]
+                      f"{legacy_format.FLAG}=0 for export and inference (descriptor env:){tried}")]
+    if failed:
+        return [Check("inference format", "fail", f"{script} loads inference.pdmodel, which Paddle 3 (PIR) export does "
+                      f"not write; and {legacy_format.FLAG}=0 is no cure here: {under}",
+                      f"make {script} load inference.json when there is no .pdmodel{where}; do not add "
+                      f"{legacy_format.FLAG} to env:")]
+    tried = " (a probe export under it worked with this paddle)" if probe is not None else ""
     return [Check("inference format", "fail" if pir else "warn",
                   f"{script} loads inference.pdmodel, which Paddle 3 (PIR) export does not write"
                   + ("" if pir else " (this paddle writes it: the chain passes here, not under Paddle 3)"),
-                  f'add env: {{{legacy_format.FLAG}: "0"}} to the descriptor and re-render (tipcgen init DESCRIPTOR --force)')]
+                  f"make {script} load inference.json when there is no .pdmodel{where}; or add env: "
+                  f'{{{legacy_format.FLAG}: "0"}} to the descriptor{tried} and re-render (tipcgen init DESCRIPTOR --force)')]
+
+
+_MEMORY_OPTIM = re.compile(r"^(?!\s*#).*\benable_memory_optim\s*\(", re.MULTILINE)
+_MKLDNN_ON = re.compile(r"^(?!\s*#).*\benable_mkldnn\s*\(\s*\)", re.MULTILINE)
+_MKLDNN_OFF = re.compile(r"^(?!\s*#).*\bdisable_mkldnn\s*\(", re.MULTILINE)
+
+
+def _predictor(root: Path, config_path: Path, pir: bool) -> list[Check]:
+    """What the inference script's predictor meets on Paddle 3 (PIR): enable_memory_optim() fails on .json models;
+    oneDNN is on by default on a CPU Config, so an enable_mkldnn flag that is false does nothing without
+    disable_mkldnn(). Read from the script's source; said only under PIR (Paddle 2 has neither trap)."""
+    if not pir:
+        return []
+    config = TipcConfig.read(root / config_path)
+    line = config.slot(chain.name_of("inference.script"))
+    script = legacy_format.script_of(line.value if line is not None else None)
+    if not script:
+        return []
+    try:
+        path = root / script
+        if not path.is_file() or path.stat().st_size > legacy_format.MAX_SCRIPT_BYTES:
+            return []
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+
+    def at(found: re.Match) -> str:
+        return f"{script}:{text.count(chr(10), 0, found.start()) + 1}"
+
+    checks = []
+    memory = _MEMORY_OPTIM.search(text)
+    if memory:
+        checks.append(Check("predictor", "warn", f"{at(memory)} calls config.enable_memory_optim(), which makes "
+                            "create_predictor fail on Paddle 3's PIR models (memory_optimize_pass)",
+                            f"remove it from {script}, or call it only for a .pdmodel model"))
+    mkldnn_on = _MKLDNN_ON.search(text)
+    if mkldnn_on and not _MKLDNN_OFF.search(text):
+        checks.append(Check("predictor", "warn", f"{at(mkldnn_on)} turns oneDNN on, and {script} never calls "
+                            "disable_mkldnn(): Paddle 3.3's CPU Config has oneDNN on by default, so --enable_mkldnn "
+                            "False leaves it on (and oneDNN with PIR models crashes on 3.3)",
+                            f"call config.disable_mkldnn() in {script} when the flag is false"))
+    return checks
 
 
 # ---------------------------------------------------------------- data

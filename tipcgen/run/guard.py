@@ -5,6 +5,10 @@ Every process of a run carries ``TIPC_RUN_ID=<id>`` in its environment (children
 "every child of the run" is found in /proc by that id whatever process group or session a step
 put itself in (``timeout`` makes its own group). The scripts run in their own session, so a
 terminal's Ctrl-C reaches tipcgen alone, which stops the run on purpose and writes the summary.
+
+A step's daemon that leaves its session and clears its environment (the run id with it) is still found:
+while the scripts run, tipcgen is the subreaper of what they orphan (``Leftovers``), and kills it, with its
+descendants, once they are over (issue #59 item 5).
 """
 from __future__ import annotations
 
@@ -12,13 +16,16 @@ import json
 import os
 import signal
 import socket
+import stat
+import sys
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tipcgen.core.errors import RunError
+from tipcgen.core import inputs, process
+from tipcgen.core.errors import RunError, TipcgenError
 
 RUN_ID_VAR = "TIPC_RUN_ID"
 GRACE_SECONDS = 5.0
@@ -52,10 +59,15 @@ def _alive(pid: int) -> bool:
         return True  # no /proc: trust the pid
 
 
+_LOCK_BYTES = 1 << 16  # a lock is one line of JSON
+
+
 def _read_lock(path: Path) -> dict:
+    """The lock's record; {} where it is not a regular file of at most _LOCK_BYTES holding a JSON object (never
+    a wait on a FIFO, never /dev/zero read to the end: core/inputs.py)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(inputs.read_bytes(path, "run lock", _LOCK_BYTES))
+    except (OSError, ValueError, RecursionError, TipcgenError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -77,6 +89,9 @@ def run_lock(run_dir: Path, run_id: str, note: Callable[[str], None]) -> Iterato
             if path.is_dir():
                 raise RunError(f"{path} is a folder, where tipcgen run keeps its lock file",
                                "remove that folder and run again") from None
+            if not _regular(path):  # a FIFO, a device, a socket or a link: never read, never removed by tipcgen
+                raise RunError(f"{path} is not a regular file (a link, pipe, device or socket), where tipcgen run "
+                               "keeps its lock file", f"remove it (rm {path}) and run again") from None
             old = _read_lock(path)
             pid, host = old.get("pid"), old.get("host")
             if isinstance(pid, int) and host == holder["host"] and _alive(pid):
@@ -110,6 +125,13 @@ def run_lock(run_dir: Path, run_id: str, note: Callable[[str], None]) -> Iterato
                 path.unlink(missing_ok=True)
             except OSError:
                 pass  # a later run finds it stale (its pid is gone)
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return True  # gone since: the next try creates it
 
 
 def run_processes(run_id: str) -> list[int]:
@@ -178,6 +200,96 @@ class StopSignals:
     def __exit__(self, *exc: object) -> None:
         for signum, old in self._previous.items():
             signal.signal(signum, old)
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper(on: bool) -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``): a daemon a
+    step double-forks is re-parented to tipcgen, not to init, so the run can find and end it even when it left
+    its session and cleared its environment (the run id with it). False where it cannot be had."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> dict[int, int]:
+    """pid -> parent pid of every process in /proc (this user's and others'); {} without /proc."""
+    out = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                data = handle.read(4096)
+            out[int(name)] = int(data[data.rindex(b")") + 2:].split()[1])  # the field after the state
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+class Leftovers:
+    """While a run's scripts run: this process adopts what they orphan (``_subreaper``); ``end()`` (once the
+    scripts are over) kills every adopted process with all its descendants and reaps it, then every process
+    that still carries the run id (``stop_run_processes``): a step's daemon never outlives the run, sandboxed
+    or not. Children this process had before, and the processes core/process.py started, are left alone."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.before: set[int] = set()
+        self.adopting = False
+
+    def __enter__(self) -> Leftovers:
+        me = os.getpid()
+        self.before = {pid for pid, parent in _children().items() if parent == me}
+        self.adopting = _subreaper(True)
+        return self
+
+    def adopted(self) -> list[int]:
+        me, keep = os.getpid(), self.before | process.live_pids()
+        return [pid for pid, parent in _children().items() if parent == me and pid not in keep]
+
+    def end(self) -> int:
+        """Kill what the run left behind; how many adopted processes there were."""
+        found = self.adopted() if self.adopting else []
+        deadline = time.monotonic() + GRACE_SECONDS
+        while found and time.monotonic() < deadline:  # killed from the top, a tree's children come here next
+            tree, doomed = _children(), set(self.adopted())
+            if not doomed:
+                break
+            more = doomed
+            while more:
+                more = {pid for pid, parent in tree.items() if parent in more} - doomed
+                doomed |= more
+            for pid in doomed:
+                _signal(pid, signal.SIGKILL)
+            reaped = 0
+            for pid in self.adopted():
+                try:
+                    reaped += os.waitpid(pid, os.WNOHANG)[0] == pid
+                except ChildProcessError:
+                    reaped += 1
+            if not reaped:
+                time.sleep(0.02)
+        stop_run_processes(self.run_id, grace=1.0)
+        return len(found)
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.end()
+        finally:
+            if self.adopting:
+                _subreaper(False)
 
 
 def signal_run_processes(run_id: str, signum: int) -> None:

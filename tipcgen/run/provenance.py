@@ -16,11 +16,15 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tipcgen.core import isolated, process
+from tipcgen.core import git, inputs, isolated, process
+from tipcgen.core.errors import TipcgenError
 from tipcgen.run.seeds import seeds
 from tipcgen.format import paths
+
+if TYPE_CHECKING:
+    from tipcgen.core.sandbox import Spec
 
 HASH_LIMIT = 64 * 1024 * 1024  # files up to this size are hashed (sha256); larger ones get size + mtime
 HASH_BUDGET = 256 * 1024 * 1024  # at most this many bytes hashed per run, in all
@@ -91,28 +95,35 @@ class Probes:
     """The look at the chain's interpreter (one process: paddle found, versions, CUDA build), the
     repository (one ``git status``) and the GPUs (``nvidia-smi``, where there is one), all started at
     once and read when needed, so they overlap each other and tipcgen's own work. Each is bounded by
-    _PROBE_TIMEOUT from the start; ``close`` stops any still running."""
+    _PROBE_TIMEOUT from the start; ``close`` stops any still running. ``sandbox``: run --sandbox's, in which the
+    interpreter probe runs too (the interpreter a config names is the repository's choice); git runs through
+    core/git.py."""
 
     def __init__(self, root: Path | None, python: str | None, env: dict[str, str] | None = None,
-                 want: tuple[str, ...] = ("versions", "git", "gpus")) -> None:
+                 want: tuple[str, ...] = ("versions", "git", "gpus"), sandbox: Spec | None = None) -> None:
         self.python, self.env, self.started = python, env, time.monotonic()
         self._procs: dict[str, process.Running] = {}
         self._done: dict[str, tuple[int, str] | None] = {}
         self._data: dict[str, bytes] = {}
-        self.git_missing = shutil.which("git") is None
+        self.git_missing = git.found() is None
         self.smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH"))
         if "versions" in want and python:
-            self._start("versions", isolated.command(python, _VERSIONS_PROBE), env=env)
+            self._start("versions", isolated.command(python, _VERSIONS_PROBE), env=env, sandbox=sandbox)
         if "git" in want and root is not None and not self.git_missing:
             # One process: the commit (# branch.oid) and the changed tracked files (v2 entries, NUL-ended), which
             # is also the run's first tracked-files snapshot (tracked.from_status): one git status, not two.
-            self._start("git", ["git", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=no"], cwd=root)
+            try:
+                self._procs["git"] = git.start(["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=no"],
+                                               root, timeout=_PROBE_TIMEOUT, output_cap=1 << 22)
+            except OSError:
+                pass
         if "gpus" in want and self.smi:
             self._start("gpus", [self.smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], env=env)
 
-    def _start(self, key: str, cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    def _start(self, key: str, cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
+               sandbox: Spec | None = None) -> None:
         try:
-            self._procs[key] = process.start(process.Request(cmd, cwd=cwd, env=env, stderr="discard",
+            self._procs[key] = process.start(process.Request(cmd, cwd=cwd, env=env, stderr="discard", sandbox=sandbox,
                                                              timeout=_PROBE_TIMEOUT, output_cap=1 << 22))
         except OSError:
             pass
@@ -224,9 +235,14 @@ def file_checksum(path: Path, budget: list[int]) -> dict[str, Any]:
     entry = {"path": str(path), "size": stat.st_size}
     if stat.st_size <= HASH_LIMIT and stat.st_size <= budget[0]:
         digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        try:  # a regular file (a FIFO is never waited on, a device never read: core/inputs.py), at most its size
+            with inputs.open_binary(path, "data file") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+                    if handle.tell() > HASH_LIMIT:
+                        break
+        except TipcgenError as exc:
+            return {"path": str(path), "method": "missing", "note": exc.message}
         budget[0] -= stat.st_size
         entry.update(method="sha256", sha256=digest.hexdigest())
     else:
@@ -268,7 +284,6 @@ def load_descriptor(root: Path, model: str | None = None) -> tuple[Any, dict[str
     """The descriptor `tipcgen init` rendered this tree's ``model`` from (via the answers file; the
     first model without one, or when none matches), and its hashes. ``tipcgen run`` calls it once
     (run.run) and hands the descriptor down to the config's checks and the run."""
-    from tipcgen.core.errors import TipcgenError
     from tipcgen.descriptor import answers as answer_file
 
     if not (root / paths.ANSWERS).is_file():
@@ -298,7 +313,7 @@ def collect(root: Path, config_path: Path, probes: Probes, env: dict[str, str], 
     """The provenance record of one run (see the module docstring); `root` is the user's repository.
     The data is hashed here while the probes (started earlier) run; then their answers are read."""
     budget = [HASH_BUDGET]
-    config_text = config_path.read_text(encoding="utf-8", errors="replace")
+    config_text = inputs.read_bytes(config_path, "config").decode("utf-8", errors="replace")
     data = [dict(file_checksum(path, budget), path=_shown(path, root)) for path in data_files(root, desc, data_dir)]
     return {
         "descriptor": descriptor_info or {"note": "no descriptor"},

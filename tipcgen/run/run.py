@@ -7,6 +7,7 @@ records → proofs → outputs) for tipcgen's runner and a kept one (init --subm
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,7 +20,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tipcgen.configs import flag_check, submission
+from tipcgen.configs import flag_check, legacy_format, script_reading, submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core import inputs, process
 from tipcgen.core.errors import RunError, ScriptError, TipcgenError
@@ -31,7 +32,7 @@ from tipcgen.descriptor.schema import MAX_STEP_TIMEOUT, MODEL_NAME_HINT, is_mode
 from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
-from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
+from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import (
     Step,
@@ -44,10 +45,10 @@ from tipcgen.results.results import (
     write_json,
 )
 from tipcgen.results import explain
-from tipcgen.results import target_check
+from tipcgen.results import target_check, unchecked
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, sandboxed, seeds, submission_run, tracked
-from tipcgen.run.request import NO_PROOFS, Proofs, RunRequest
+from tipcgen.run.request import NO_PROOFS, Proofs, Records, RunRequest
 
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_DATA_MODES = (words.LITE_TRAIN_LITE_INFER, words.WHOLE_TRAIN_WHOLE_INFER)
@@ -115,8 +116,11 @@ def preflight(root: Path, config_path: Path, chain: str, env: dict[str, str], mo
     (``git status --porcelain=v2 -z``; None without one): the run's first tracked-files snapshot."""
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     python, found = flag_check.interpreter(text, env)
+    refused = flag_check.not_python(text, env, found, str(config_path))  # python:make never runs (issue #59)
+    if refused:
+        raise RunError(refused, flag_check.NOT_PYTHON_FIX)
     check = _start_layout_check(config_path, root, chain, env, mode, sandbox)
-    probes = provenance.Probes(root, found, env)
+    probes = provenance.Probes(root, found, env, sandbox=sandbox)
     try:
         record = provenance.collect(root, root / config_path, probes, env, data_dir, desc, desc_info)
         _layout_check_result(check)
@@ -151,15 +155,22 @@ class _Chain:
     ended with it, in the sandbox with ``run --sandbox``), stoppable as a whole."""
 
     def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None],
-                 sandbox: Spec | None = None, silence: int | None = None) -> None:
+                 sandbox: Spec | None = None, silence: int | None = None,
+                 on_wait: Callable[[str, str, str], None] | None = None) -> None:
         self.root, self.env, self.on_line, self.sandbox, self.silence = root, env, on_line, sandbox, silence
+        self.on_wait = on_wait  # the runner's handshake (words.WAIT): what tipcgen records while it waits
         self.proc: process.Running | None = None
         self.stuck: str | None = None  # why the last script streamed was stopped for its silence (run.silence_limit)
         self.keep: deque | None = None
         self.stopping = False
+        self.answer: int | None = None  # the write end of the runner's answer pipe, while it runs
         self.starts: list[tuple[float, str, str]] = []  # (time, kind, name) of each `[tipc] RUN` line
 
     def _line(self, line: str) -> None:
+        handshake = words.handshake_of(line)
+        if handshake is not None and self.answer is not None:
+            self._answer(*handshake)
+            return
         if self.keep is not None:
             self.keep.append(line)
         if self.stopping:
@@ -168,14 +179,47 @@ class _Chain:
             self.starts.append((time.time(), *line.split()[2:4]))
         self.on_line(line)
 
-    def stream(self, cmd: list[str], keep: deque) -> int:
+    def _answer(self, nonce: str, when: str, kind: str, name: str) -> None:
+        """The runner waits: record what its handshake asks for (unless stopping), then let it go on (the line
+        NONCE: the runner reads past any other)."""
+        try:
+            if not self.stopping and self.on_wait is not None:
+                self.on_wait(when, kind, name)
+        finally:
+            try:
+                os.write(self.answer, f"{nonce}\n".encode())
+            except OSError:
+                pass  # the runner is gone
+
+    def _close_answer(self) -> None:
+        if self.answer is not None:
+            os.close(self.answer)
+            self.answer = None
+
+    def stream(self, cmd: list[str], keep: deque, answer: bool = False) -> int:
         """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N). A
-        script silent for longer than ``silence`` is stopped with every process of the run (``stuck`` says so)."""
+        script silent for longer than ``silence`` is stopped with every process of the run (``stuck`` says so).
+        answer: hand it the read end of a pipe (words.ANSWER_FD_VAR; no other process gets it) on which each of
+        its handshakes is answered once ``on_wait`` returns."""
         self.keep, self.stuck = keep, None
-        self.proc = process.start(process.Request(cmd, cwd=self.root, env=self.env, on_line=self._line,
-                                                  output_cap=1 << 16, sandbox=self.sandbox, grace=1.0,
-                                                  silence=self.silence))
-        outcome = self.proc.finish()
+        env, fds = self.env, ()
+        if answer:
+            read, self.answer = os.pipe()
+            env, fds = dict(self.env, **{words.ANSWER_FD_VAR: str(read)}), (read,)
+        try:
+            self.proc = process.start(process.Request(cmd, cwd=self.root, env=env, on_line=self._line,
+                                                      output_cap=1 << 16, sandbox=self.sandbox, grace=1.0,
+                                                      silence=self.silence, pass_fds=fds))
+        except BaseException:
+            self._close_answer()
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        try:
+            outcome = self.proc.finish()
+        finally:
+            self._close_answer()
         if outcome.silent:
             self.stuck = (f"{cmd[1].rsplit('/', 1)[-1]} printed nothing for {self.silence} s, longer than a step may "
                           f"run (the step time limit + {SILENCE_MARGIN} s): it was stopped as stuck")
@@ -188,6 +232,7 @@ class _Chain:
         if self.proc is None:
             return None
         self.keep, self.stopping = keep, True
+        self._close_answer()  # a runner waiting for an answer reads the pipe's end and goes on to its records
         outcome = self.proc.finish(until=time.monotonic() + run_guard.GRACE_SECONDS)
         run_guard.stop_run_processes(self.env[run_guard.RUN_ID_VAR], grace=1.0)
         return outcome.exit_code
@@ -245,8 +290,10 @@ def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
     if request.on_run_dir is not None:
         request.on_run_dir(ctx.run_dir)
     with run_guard.run_lock(ctx.run_dir, ctx.env[run_guard.RUN_ID_VAR], ctx.on_line), \
-            run_guard.StopSignals() as signals:
-        return _Pipeline(ctx, summary, proofs, signals).run()
+            run_guard.StopSignals() as signals, run_guard.Leftovers(ctx.env[run_guard.RUN_ID_VAR]) as leftovers:
+        pipeline = _Pipeline(ctx, summary, proofs, signals)
+        pipeline.leftovers = leftovers  # a step's daemon ends before the records are read (issue #59 item 4)
+        return pipeline.run()
 
 
 def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
@@ -343,6 +390,8 @@ def _check_options(request: RunRequest, kept: bool) -> None:
 class _Pipeline:
     """One run's stages after _prepare, on one context: the scripts, their records, the proofs, the outputs."""
 
+    leftovers: run_guard.Leftovers | None = None  # what the scripts left running, ended before the records
+
     def __init__(self, ctx: RunContext, summary: Summary, proofs: Proofs, signals: run_guard.StopSignals) -> None:
         self.ctx, self.summary, self.proofs, self.signals = ctx, summary, proofs, signals
         self.problems = list(summary.problems)  # those known before the scripts (a kept runner's edited files)
@@ -354,13 +403,16 @@ class _Pipeline:
         self.prepare_done = False
         self.prepare_stuck: str | None = None  # why prepare.sh was stopped for its silence
         self.runner_stuck = False  # the runner was (its problem line says so)
-        self.prepare_out: deque = deque(maxlen=200_000)  # prepare.sh's whole output, for prepare.log
+        self.prepare_out: deque = process.LineTail(200_000, 16 << 20)  # prepare.sh's output (its last 16 MB): prepare.log
         self.runner_out: deque = deque(maxlen=50)  # the runner's last lines
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
                      if ctx.kept else None)
         self.parts: list[tuple[str, dict[str, str] | None]] = []  # git status before and after each part
+        self._recorder: Records | None = None  # made beside prepare.sh (_prime) or at the first handshake
+        self._recorder_lock = threading.Lock()
+        self.untracked: list[set[str] | None] = []  # the untracked files before and after the runner's steps
         self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox,
-                           silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept))
+                           silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept), self._wait)
         self.shim_dir = ctx.root / paths.SHIM_DIR / ctx.env[run_guard.RUN_ID_VAR]
         self.started = time.perf_counter()
 
@@ -369,6 +421,36 @@ class _Pipeline:
             self.kept.line(line)
         self.ctx.on_line(line)
 
+    @property
+    def records(self) -> Records:
+        """This run's records (Proofs.recorder), made when first needed (by the thread that primes them, or the
+        first handshake)."""
+        with self._recorder_lock:
+            if self._recorder is None:
+                ctx = self.ctx
+                self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes, not ctx.kept)
+            return self._recorder
+
+    def _prime(self) -> None:
+        try:
+            self.records.prime()
+        except Exception:  # noqa: BLE001 - a cache only: the handshake reads again, and says what fails
+            pass
+
+    def _wait(self, when: str, kind: str, name: str) -> None:
+        """The runner's handshake: the records taken while it waits (a step about to start, a training ended:
+        its output folder from the record the runner has just written). A record that cannot be taken is a
+        problem of the run (the proofs then hold no record of that training, and fail)."""
+        try:
+            if when == words.WAIT_START:
+                self.records.started(kind, name)
+            else:
+                self.records.ended(kind, name, last_model_dir(self.ctx.run_dir, kind, name))
+        except run_guard.Interrupted:
+            raise  # a stop signal: the run stops (never a record's failure)
+        except Exception as exc:  # noqa: BLE001 - said as the run's problem, the proof then fails
+            self.problems.append(f"tipcgen could not record what {kind} {name} wrote ({type(exc).__name__}: {exc})")
+
     def run(self) -> Summary:
         ctx, summary = self.ctx, self.summary
         try:
@@ -376,6 +458,8 @@ class _Pipeline:
                 self._scripts()
             except run_guard.Interrupted as exc:
                 self._interrupted(exc.signum)
+            if self.leftovers is not None:
+                self.leftovers.end()
             if self.signals.received is not None and not summary.interrupted:  # it came as the scripts ended
                 summary.interrupted, summary.interrupted_by = True, signal.Signals(self.signals.received).name
             self._outputs(proofs=not summary.interrupted)
@@ -396,6 +480,8 @@ class _Pipeline:
         ctx, prepare, root = self.ctx, self.prepare, self.ctx.root
         # What the proofs and the outputs import (numpy, jinja: ~0.4 s) loads while the scripts run, not after them.
         threading.Thread(target=_load_after_parts, args=(self.proofs,), name="tipcgen-load", daemon=True).start()
+        # The repository's weight files, read once beside prepare.sh: the first training's handshake rereads only changes.
+        threading.Thread(target=self._prime, name="tipcgen-prime", daemon=True).start()
         if ctx.shim:
             submission_run.write_shim(root, self.shim_dir, ctx.shim, ctx.request.step_timeout)
             ctx.env["PATH"] = os.pathsep.join([str(self.shim_dir), ctx.env.get("PATH", os.defpath)])
@@ -407,20 +493,27 @@ class _Pipeline:
             prepare.seconds = round(time.perf_counter() - self.started, 3)
             self.prepare_done = True
             self.prepare_stuck = self.work.stuck
-            if self.parts[0][1] is not None:
-                self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
+            if self.parts[0][1] is not None:  # one git status: the tracked files prepare changed, the untracked after it
+                state, files = tracked.snapshot_and_untracked(root)
+                self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], state))
+                self.untracked.append(files)
             prepare.status = PASSED if prepare.exit_code == 0 else FAILED
             if ctx.kept:
                 submission_run.judge_prepare(prepare, list(self.prepare_out))
         if prepare is None or prepare.status == PASSED or ctx.kept:
             if self.kept is not None:
                 self.kept.runner_started = time.time()
-            self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out)
+                self._wait(words.WAIT_START, TRAIN, "*")  # no handshake: the weights there before it starts
+            if self.parts[0][1] is not None and not self.untracked:  # no prepare.sh (a kept runner): untracked now
+                self.untracked.append(tracked.snapshot_and_untracked(root)[1])
+            self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out, answer=not ctx.kept)
             if self.work.stuck is not None:
                 self.runner_stuck = True
                 self.problems.append(self.work.stuck)
-            if self.parts[0][1] is not None:
-                self.parts.append(("the runner's steps", tracked.snapshot(root)))
+            if self.parts[0][1] is not None:  # what the steps left untracked is said (results/unchecked)
+                state, files = tracked.snapshot_and_untracked(root)
+                self.parts.append(("the runner's steps", state))
+                self.untracked.append(files)
         self.signals.armed = False
 
     def _interrupted(self, signum: int) -> None:
@@ -448,7 +541,7 @@ class _Pipeline:
             steps, notes, problems = self.kept.records()
             summary.notes.extend(note for note in notes if note not in summary.notes)
             device = summary.provenance.get("device") or provenance.device_info(ctx.env)
-            submission_run.unverified_gpu_cases(steps, self.kept.values, device)
+            submission_run.unverified_gpu_cases(steps, self.kept.values, device, summary.provenance.get("versions") or {})
             return steps, problems
         steps, problems = read_records(ctx.run_dir, ctx.root) if prepare.status == PASSED else ([], [])
         return steps, problems + check_status_lines(ctx.run_dir, steps, RESULT_LOGS[summary.chain])
@@ -460,12 +553,12 @@ class _Pipeline:
         ctx, notes, extra = self.ctx, [], []
         if self.kept is not None:  # its outputs where its commands name them (submission_run.annotate)
             extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env,
-                                                 self.kept.starts(steps), ctx.request.max_checkpoint_bytes)
+                                                 self.records, ctx.request.max_checkpoint_bytes)
             if any(s.kind == EXPORT and s.status == PASSED and not s.model_dir for s in steps):
                 notes.append("an export's parameters were not compared with the trained checkpoint: its status "
                              "line's command does not name its output folder (export.output_dir's key)")
         elif self.prepare.status == PASSED:
-            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, list(self.work.starts),
+            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, self.records,
                                                  ctx.request.max_checkpoint_bytes)
         step = tracked.check_step(self.parts, ctx.root, steps, self.work.starts)
         return [*extra, *([step] if step is not None else [])], notes
@@ -494,6 +587,8 @@ class _Pipeline:
             steps = [*steps, *extra]
             summary.notes.extend(note for note in notes if note not in summary.notes)
         summary.steps = [*([prepare] if prepare is not None else []), *steps]
+        if proofs:
+            summary.notes.extend(note for note in self._unchecked() if note not in summary.notes)
         summary.problems.extend(f"{step.kind} {step.name} did not run ({step.reason or step.status}): a PASSED verdict "
                                 "needs this proof" for step in summary.unproven())
         _explain_failures(summary, ctx)
@@ -526,6 +621,61 @@ class _Pipeline:
 
         write_junit(summary, run_dir / JUNIT_XML)
 
+    def _unchecked(self) -> list[str]:
+        """What the run did not check (results/unchecked): no eval, a check that compared nothing, files the
+        runner's steps left untracked, a committed model file the inference script names."""
+        ctx, summary = self.ctx, self.summary
+        notes = unchecked.summary_notes(summary)
+        if len(self.untracked) == 2 and None not in self.untracked:
+            before, after = self.untracked
+            notes.append(unchecked.left_behind(sorted(after - before)))  # type: ignore[operator]
+        if ctx.desc is not None and self.parts and self.parts[0][1] is not None and any(
+                s.kind == INFER and s.status == PASSED for s in summary.steps):
+            try:
+                script = legacy_format.script_of(ctx.desc.slot_of("inference.script").value)
+            except KeyError:
+                script = None
+            notes.append(unchecked.committed_reads(_committed_reads(ctx.root, script)))
+        return [note for note in notes if note]
+
+
+def last_model_dir(run_dir: Path, kind: str, name: str) -> str | None:
+    """The output folder (model_dir) of the runner's last record of step KIND NAME (the record it wrote just
+    before its handshake): in the run folder's steps.jsonl, else in one a folder below (the dy2static chain's
+    trainings run the basic runner there); None where there is none."""
+    for path in [run_dir / RECORDS, *sorted(run_dir.glob(f"*/{RECORDS}"))]:
+        try:  # a regular file inside the run folder, its last MiB (core/inputs.py: no FIFO, device or link out)
+            lines = inputs.tail(path, "step records", 1 << 20, run_dir).decode("utf-8", errors="replace").splitlines()
+        except (TipcgenError, OSError):
+            continue
+        for line in reversed(lines):
+            try:
+                raw = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(raw, dict) and raw.get("kind") == kind and raw.get("name") == name:
+                value = raw.get("model_dir")
+                return value if isinstance(value, str) and value else None
+    return None
+
+
+def _committed_reads(root: Path, script: str | None) -> list[tuple[str, str]]:
+    """The committed model files ``script`` names by a literal path (relative to the root or to the script)."""
+    if not script or not (root / script).is_file():
+        return []
+    try:  # a regular file inside the repository (core/inputs.py)
+        text = inputs.read_text(inputs.within(root / script, root), script)
+    except (TipcgenError, ValueError):
+        return []
+    found = {}
+    for literal, line in script_reading.model_file_literals(text):
+        for base in (Path("."), Path(script).parent):
+            rel = os.path.normpath(base / literal)
+            if not rel.startswith(".."):
+                found.setdefault(rel, f"{script}:{line}")
+    tracked_paths = tracked.committed(root, sorted(found))
+    return [(path, where) for path, where in found.items() if path in tracked_paths]
+
 
 def _load_after_parts(proofs: Proofs) -> None:
     """Import the modules the end of a run needs (the proofs' and the summary writer's), in a thread beside the
@@ -542,10 +692,11 @@ def _explain_failures(summary: Summary, ctx: RunContext) -> None:
     failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
     if not failed:
         return
-    known = explain.known_of(ctx.desc, ctx.root)
+    known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))
     for step in failed:
-        lines = list(step.tail) if step.kind == PREPARE else log_tail(ctx.root / step.log, explain.TAIL_LINES) if step.log else []
-        step.hint = explain.explain([*lines, step.reason], step.kind, known)
+        lines = (list(step.tail) if step.kind == PREPARE or not step.log
+                 else log_tail(ctx.root / step.log, explain.TAIL_LINES, ctx.root))
+        step.hint = explain.explain([*lines, step.reason], step.kind, known, step.command)
 
 
 def _note_seeds(summary: Summary, root: Path) -> None:

@@ -53,7 +53,7 @@ def _tried_network(root: Path, log: str, tail: list[str]) -> bool:
     if not log:
         return False
     try:
-        text = inputs.read_bytes(root / log, "step log", limit=_LOG_BYTES).decode("utf-8", errors="replace")
+        text = inputs.tail(root / log, "step log", _LOG_BYTES, folder=root).decode("utf-8", errors="replace")
     except TipcgenError:
         return False
     return bool(_NETWORK.search(text))

@@ -71,16 +71,15 @@ def log_seeds(root: Path, logs: list[str], max_lines: int = 5000) -> dict[str, s
     """The seed a training log prints (``seed=42``, ``'seed': 42``): the first one of each log."""
     out = {}
     for rel in logs:
-        try:
-            with (root / rel).open(encoding="utf-8", errors="replace") as handle:
-                for number, line in enumerate(handle):
-                    match = _LOG_SEED.search(line)
-                    if match:
-                        out[f"seed printed in {rel}"] = match.group(1)
-                        break
-                    if number >= max_lines:
-                        break
-        except OSError:
+        try:  # a regular file inside the repository (a step may swap its log for a link, a FIFO), bounded lines
+            for number, line in enumerate(inputs.lines(root / rel, "training log", folder=root)):
+                match = _LOG_SEED.search(line)
+                if match:
+                    out[f"seed printed in {rel}"] = match.group(1)
+                    break
+                if number >= max_lines:
+                    break
+        except (OSError, TipcgenError):
             continue
     return out
 

@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 import shutil
-import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,7 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _SKIP_DIRS = {".git", STATE, "node_modules", "__pycache__"}
 _PREPARE_LINES = 20_000  # the last lines of prepare.sh's output kept in prepare.log
 _WALK_LIMIT = 200_000  # entries looked at when searching the tree for results_python.log
+_GROWN_BYTES = 16 << 20  # of a status log's new part, the last this many bytes are read (its status lines end it)
 
 
 def _results_logs(root: Path, model: str, mode: str) -> list[Path]:
@@ -149,9 +150,13 @@ def _grown(before: dict[Path, int], paths: list[Path]) -> list[tuple[Path, list[
     for path in paths:
         offset = before.get(path, 0)
         if path.is_file() and path.stat().st_size > offset:
-            with path.open("rb") as handle:
-                handle.seek(offset)
-                out.append((path, handle.read().decode("utf-8", errors="replace").splitlines()))
+            try:  # a regular file (a FIFO never waits), at most its last _GROWN_BYTES: a 400 MB log is not kept
+                with inputs.open_binary(path, "status log") as handle:
+                    size = handle.seek(0, 2)
+                    handle.seek(max(offset, size - _GROWN_BYTES))
+                    out.append((path, handle.read(_GROWN_BYTES).decode("utf-8", errors="replace").splitlines()))
+            except (OSError, TipcgenError):
+                continue
     return out
 
 
@@ -196,13 +201,19 @@ class KeptRun:
         self.logs = _results_logs(root, values.get("model_name", ""), mode)
         self.before = _sizes_of_all_results_logs(root)
         self.printed: list[str] = []
-        self.printed_at: list[float] = []  # when each status line was printed (a step's end)
         self.runner_started: float | None = None  # set by the pipeline as the runner starts
+        self.segment: deque = deque(maxlen=SEGMENT_LINES)  # the runner's output since its last status line
+        self.outputs: list[list[str]] = []  # before each printed status line: its step's output, where printed
 
     def line(self, line: str) -> None:
+        if self.runner_started is None:
+            return  # prepare.sh's output: its own step's log
         if _STATUS.search(_ANSI.sub("", line)):
             self.printed.append(line)
-            self.printed_at.append(time.time())
+            self.outputs.append(list(self.segment))
+            self.segment.clear()
+        else:
+            self.segment.append(line)
 
     def records(self) -> tuple[list[Step], list[str], list[str]]:
         """The steps of the status lines written during the run, the notes on where they were read, the problems."""
@@ -215,22 +226,41 @@ class KeptRun:
             steps += read_status_lines(self.printed, self.values, root)
             notes.append("no results_python.log grew during the run: the status lines are those the runner printed")
         annotate(steps, self.values, root)
+        explain_failed(steps, self.outputs if len(self.outputs) == len(steps) else [], root)
         if not steps:
             problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
                             + ", ".join(str(p.relative_to(root)) for p in self.logs) + " and the whole tree)")
         return steps, notes, problems
 
 
-    def starts(self, steps: list[Step]) -> list[tuple[float, str, str]]:
-        """(time, kind, name) of each step's start, as tipcgen's runner prints them: a step starts as the status
-        line before it is printed (the first, as the runner starts), when the runner printed one line per
-        step; else the runner's start for the first training alone (later files than that count)."""
-        if self.runner_started is None:
-            return []
-        if len(self.printed_at) == len(steps):
-            return [(at, step.kind, step.name) for at, step in zip([self.runner_started, *self.printed_at], steps)]
-        first = next((s for s in steps if s.kind == TRAIN), None)
-        return [(self.runner_started, TRAIN, first.name)] if first is not None else []
+SEGMENT_LINES = 200
+TAIL = 20
+# The line a failed step's output names its failure with: a Python exception, argparse's error, a shell's.
+_CAUSE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Exit|Interrupt)\b(?::.*)?|.*\berror: .+|.*: command not found"
+                    r"|Killed|Segmentation fault.*|.*No such file or directory.*)$")
+
+
+def explain_failed(steps: list[Step], outputs: list[list[str]], root: Path) -> None:
+    """A kept runner's failed step as tipcgen's runner gives it: the last lines of its output (its own log, else
+    what the runner printed before its status line: ``outputs``, one list per step, or none) under it, and the
+    cause, the line its output names the failure with (else what its status line alone says). The hint is
+    written from those lines as for any step (run._explain_failures)."""
+    from tipcgen.results.results import log_tail
+
+    for index, step in enumerate(steps):
+        if step.status != FAILED:
+            continue
+        lines = log_tail(root / step.log, SEGMENT_LINES, root) if step.log else outputs[index] if outputs else []
+        lines = [_ANSI.sub("", line).rstrip() for line in lines]
+        if not step.tail:
+            step.tail = [line for line in lines if line.strip()][-TAIL:]
+        if not step.reason:
+            cause = next((line.strip() for line in reversed(lines) if _CAUSE.match(line.strip())), "")
+            last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+            step.reason = (f"its output ends in: {cause[:200]}" if cause else
+                           f"its status line says it failed; its last line: {last[:200]}" if last else
+                           "its status line says it failed (the runner records no exit code, and it printed nothing "
+                           "for this step)")
 
 
 def _passed(command: str, key: str) -> str | None:
@@ -302,26 +332,44 @@ def judge_prepare(step: Step, lines: list[str]) -> None:
 
 
 _GPU_VALUE = re.compile(r"^(?:true|gpu|gpu:\d+|1)$", re.I)
+# A step the runner names after a GPU entry of gpu_list (`norm_train_gpus_0_autocast_null`, `gpus_0,1`), not -1.
+# upstream's inference logs: `python_infer_gpu_usetrt_False_precision_fp32_batchsize_1`.
+_GPU_NAME = re.compile(r"(?:^|[_/])gpus?_(\d+(?:,\d+)*)(?=_|$|\.log)|(?:^|_)infer_gpu(?=_|$|\.log)")
 
 
-def unverified_gpu_cases(steps: list[Step], values: dict[str, str], device: dict[str, Any]) -> int:
-    """On a machine with no GPU, a kept runner's GPU case (the inference use_gpu key, or a train device key,
-    set to a GPU value in its command) is not verified here: paddle falls back to the CPU, or the runner
-    prints success for a case that never ran on a GPU. It is SKIPPED, with the reason, never PASSED;
-    how many were."""
-    if device.get("gpus"):
+def cpu_build(versions: dict[str, Any]) -> bool:
+    """The chain's paddle is a CPU build (its version file's cuda_version is False, or the CPU dist)."""
+    return str(versions.get("paddle_cuda_version")) == "False" or versions.get("paddle_dist") == "paddlepaddle"
+
+
+def gpu_case(step: Step, keys: set[str]) -> bool:
+    """A kept runner's GPU case: a GPU value for the inference use_gpu or a train device key in its command, or
+    a name (its log's) after a GPU entry of gpu_list."""
+    words = step.command.split()
+    if any(word.partition("=")[0] in keys and _GPU_VALUE.match(word.partition("=")[2]) for word in words):
+        return True
+    return bool(_GPU_NAME.search(step.name) or _GPU_NAME.search(Path(step.log).name if step.log else ""))
+
+
+def unverified_gpu_cases(steps: list[Step], values: dict[str, str], device: dict[str, Any],
+                         versions: dict[str, Any] | None = None) -> int:
+    """On a machine with no GPU, or with a CPU build of paddle, a kept runner's GPU case (``gpu_case``) is not
+    verified here: paddle runs it on the CPU, or the runner prints success for a case that never ran on a GPU.
+    It is SKIPPED, with the reason, never PASSED; how many were."""
+    cpu_paddle = cpu_build(versions or {})
+    if device.get("gpus") and not cpu_paddle:
         return 0
+    why = ("a GPU case run by a CPU build of paddle (" + str((versions or {}).get("paddle_dist") or "no CUDA") + ")"
+           if cpu_paddle and device.get("gpus") else
+           "a GPU case on a machine with no GPU (" + (device.get("note") or "nvidia-smi lists none") + ")")
     keys = {values.get(f"{fld}:key", "") for fld in ("inference.use_gpu", "train.device")} - {"", "null"}
     count = 0
     for step in steps:
-        if step.status != PASSED:
+        if step.status != PASSED or not gpu_case(step, keys):
             continue
-        words = step.command.split()
-        if any(word.partition("=")[0] in keys and _GPU_VALUE.match(word.partition("=")[2]) for word in words):
-            step.status, step.device = SKIPPED, "gpu"
-            step.reason = ("a GPU case on a machine with no GPU (" + (device.get("note") or "nvidia-smi lists none")
-                           + "): not verified here; run it where a GPU and a GPU build of paddle are")
-            count += 1
+        step.status, step.device = SKIPPED, "gpu"
+        step.reason = why + ": it ran on the CPU, not verified as a GPU case here; run it where a GPU and a GPU build of paddle are"
+        count += 1
     return count
 
 

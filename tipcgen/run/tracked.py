@@ -13,24 +13,23 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
-from tipcgen.core import process
+from tipcgen.core import git, inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.format.words import CHECK, FAILED, PASSED
 from tipcgen.results.results import Step
 
 SHOWN = 10
+HASH_BYTES = 1 << 30  # a tracked file larger than this is compared by its size and time
 COMMAND = "git status --untracked-files=no, before and after each part of the run"
 
 
 def snapshot(root: Path) -> dict[str, str] | None:
     """The tracked files that differ from HEAD, each with a hash of what is there now; None without git."""
-    if shutil.which("git") is None:
+    if git.found() is None:
         return None
-    outcome = process.run(process.Request(["git", "-C", str(root), "status", "--porcelain=v2", "-z",
-                                           "--untracked-files=no"], timeout=60,
-                                          stderr="discard", output_cap=64 << 20))
+    outcome = git.run(["status", "--porcelain=v2", "-z", "--untracked-files=no"], root, output_cap=64 << 20)
     if outcome.exit_code != 0 or outcome.timed_out or outcome.truncated:
         return None  # not a git work tree (or no git, or no answer)
     return from_status(root, outcome.data)
@@ -58,11 +57,26 @@ def from_status(root: Path, data: bytes) -> dict[str, str]:
             continue
         code, path = fields[1].replace(".", " "), fields[-1]
         file = root / path
-        try:
-            state[path] = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else code.strip() or "gone"
-        except OSError:
-            state[path] = "unreadable"
+        state[path] = _digest(file) if file.is_file() else code.strip() or "gone"
     return state
+
+
+def _digest(file: Path) -> str:
+    """sha256 of a tracked file read in blocks (a regular file only: core/inputs.py), at most HASH_BYTES of it;
+    a larger one by its size and time. "unreadable" where it cannot be read."""
+    try:
+        info = file.stat()
+        if info.st_size > HASH_BYTES:
+            return f"size {info.st_size} mtime {info.st_mtime_ns}"
+        digest = hashlib.sha256()
+        with inputs.open_binary(file, "tracked file") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+                if handle.tell() > HASH_BYTES:
+                    break
+        return digest.hexdigest()
+    except (OSError, TipcgenError):
+        return "unreadable"
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -123,3 +137,27 @@ def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None
     else:
         step.note = "no tracked file was changed by the run"
     return step
+
+
+def snapshot_and_untracked(root: Path) -> tuple[dict[str, str] | None, set[str] | None]:
+    """One git status for two answers: ``snapshot``'s (the tracked files that differ from HEAD, hashed) and the
+    untracked, not ignored paths of the work tree (a new folder as one entry); (None, None) without git. Taken after
+    prepare.sh and after the runner's steps: what is new between them was left behind by the steps
+    (results/unchecked.left_behind)."""
+    if git.found() is None:
+        return None, None
+    outcome = git.run(["status", "--porcelain=v2", "-z", "--untracked-files=normal"], root, output_cap=64 << 20)
+    if outcome.exit_code != 0 or outcome.timed_out or outcome.truncated:
+        return None, None
+    entries = outcome.data.decode("utf-8", errors="surrogateescape").split("\0")
+    return from_status(root, outcome.data), {entry[2:] for entry in entries if entry.startswith("? ")}
+
+
+def committed(root: Path, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (relative to the root) git tracks; empty without git."""
+    if not paths or git.found() is None:
+        return set()
+    outcome = git.run(["ls-files", "-z", "--", *paths], root, output_cap=1 << 20)
+    if outcome.exit_code != 0 or outcome.timed_out:
+        return set()
+    return {entry for entry in outcome.data.decode("utf-8", errors="surrogateescape").split("\0") if entry}

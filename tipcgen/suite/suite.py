@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sys
 import threading
 import time
@@ -225,8 +226,11 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
     result = ChainResult(chain, verdict, rc, round(time.monotonic() - started, 3), log=str(log_path), slot=slot)
     run_dir = workdir / _run_dir(chain)
     if run_dir.is_dir():
-        shutil.copytree(run_dir, dest, symlinks=True, dirs_exist_ok=True)  # a link stays a link, never followed
-        result.run_dir = str(dest)
+        try:  # a link stays a link, never followed; a FIFO, device or socket a step left is not copied
+            shutil.copytree(run_dir, dest, symlinks=True, dirs_exist_ok=True, ignore=_not_plain)
+            result.run_dir = str(dest)
+        except (shutil.Error, OSError) as exc:
+            result.verdict, result.message = ERROR, terminal(f"the run folder could not be copied: {exc}")[:300]
     if (dest / SUMMARY_JSON).is_file() and result.run_dir:
         try:
             result.summary = load_summary(dest / SUMMARY_JSON)  # the one validated reader (summary_check)
@@ -241,6 +245,21 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
         result.message = {"timeout": f"killed after the chain time limit of {timeout:g} s"}.get(
             result.verdict, " | ".join(line for line in tail[-3:] if line.strip()))
     return result
+
+
+def _not_plain(folder: str, names: list[str]) -> list[str]:
+    """copytree's ignore: the names in folder that are not a regular file, a folder or a link (a FIFO would block
+    the copy, a device would be read without end, a socket fails it)."""
+    out = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            out.append(name)
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            out.append(name)
+    return out
 
 
 def _new_log(path: Path):

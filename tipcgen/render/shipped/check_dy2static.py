@@ -1,16 +1,23 @@
-"""The dy2static chain's own check: the static training's losses against the dygraph training's, step by step.
+"""The dy2static chain's own check: the static training went through paddle.jit.to_static, by paddle's own word, and
+its losses match the dygraph training's, step by step.
 
     python test_tipc/check_dy2static.py --records=RUN/train/steps.jsonl [--atol=1e-5] [--rtol=1e-5] \
         [--out=RUN/dy2static_losses.json]
 
 The records are the basic runner's (one per step) of the two trainings the dy2static runner asked for:
 trainer norm_train (dygraph) and to_static_train (the same command with the config's to_static switch).
-Each pair of trainings of one gpu_list entry and autocast is compared: every `loss: X` its log prints
-(the first on a line; its step is the `global_step`/`step`/`iter` number on that line, else its place),
-in order, within atol + rtol * |dygraph loss| (upstream, PaddleClas's runner, diffs the printed losses).
-The first step where they part is named; a training that logged no loss, or another number of losses,
-fails. Prints one line per pair and the structured line tipcgen reads; exits 1 when a pair fails.
-Reads only the logs (text): it imports neither paddle nor numpy.
+The runner trains both with TRANSLATOR_VERBOSITY=1, under which paddle.jit logs every program it builds from
+the code it converts (``[JIT] PIR forward program ...`` and ``[JIT] PIR backward program ...``, each a block of
+ops; under the old IR, FLAGS_enable_pir_api=0, only the functions its AST translator converted). The to_static
+training must show a converted program with a backward program holding ops (its gradients went through the
+static program); none, or only programs without gradients, fails naming what is missing, and so does a dygraph
+training whose gradients went through one (the comparison would be static against static).
+Then each pair of trainings of one gpu_list entry and autocast is compared: every `loss: X` its log prints
+(the first on a line; its step is the `global_step`/`step`/`iter` number on that line, else its place;
+paddle's program and source dumps are not read for losses), in order, within atol + rtol * |dygraph loss|
+(upstream, PaddleClas's runner, diffs the printed losses). The first step where they part is named; a training
+that logged no loss, or another number of losses, fails. Prints one line per pair and the structured line
+tipcgen reads; exits 1 when a pair fails. Reads only the logs (text): it imports neither paddle nor numpy.
 """
 import argparse
 import json
@@ -24,17 +31,68 @@ LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*([-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE
 STEP = re.compile(r"(?<![\w.])(?:global_step|step|iter)\s*[:=]?\s*\[?(\d+)", re.IGNORECASE)
 
 
-def losses(path):
-    """[(step, loss)] in the order the log prints them."""
-    out = []
+TRANSLATOR = "Dynamic-to-Static"  # the name paddle.jit's translator logger puts on each of its lines
+PROGRAM = re.compile(r"\[JIT\] PIR (forward|backward) program before PIR PASS")
+CONVERTED = re.compile(r"Convert callable object: convert |\(Level 1\) Source code:")
+OP = re.compile(r'^\s+(?:\([^)]*\)\s*)?=\s*"[\w.]+"')  # an op line of a program block: (%3) = "pd_op.matmul" (...)
+DUMPED = re.compile(r"^(?:\s|[{}]|def |async def |class |@|$)")  # a line of a program or source dump
+
+
+def read_log(path):
+    """What a training's log holds: its losses [(step, loss)] in the order it prints them, and paddle's evidence of
+    conversion: {"forward": programs built, "backward": backward programs with ops, "converted": AST conversions}.
+    The lines of paddle's dumps (a program block, a converted function's source) are not read for losses."""
+    out, seen = [], {"forward": 0, "backward": 0, "converted": 0}
+    dump, block, ops = False, None, 0
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
+            if TRANSLATOR in line:
+                program = PROGRAM.search(line)
+                if program:
+                    block, ops = program.group(1), 0
+                    seen["forward"] += block == "forward"
+                seen["converted"] += bool(CONVERTED.search(line))
+                dump = True
+                continue
+            if dump and DUMPED.match(line):
+                if block and OP.match(line):
+                    ops += 1
+                if block and line.rstrip() == "}":
+                    seen["backward"] += block == "backward" and ops > 0
+                    block = None
+                continue
+            dump, block = False, None
             match = LOSS.search(line)
             if match is None:
                 continue
             step = STEP.search(line)
             out.append((int(step.group(1)) if step else len(out) + 1, float(match.group(1))))
-    return out
+    return out, seen
+
+
+def losses(path):
+    """[(step, loss)] in the order the log prints them."""
+    return read_log(path)[0]
+
+
+def static_problem(seen, log):
+    """Why the to_static training's log does not show it went through to_static (None: it does), and what it shows."""
+    if seen["backward"]:
+        return None, (f"paddle built {seen['forward']} program(s) from the converted code, {seen['backward']} with a "
+                      "backward program holding ops (the gradients went through it)")
+    if seen["converted"] and not seen["forward"]:
+        return None, (f"paddle's AST translator converted {seen['converted']} function(s) (the old IR, "
+                      "FLAGS_enable_pir_api=0, logs no program)")
+    if seen["forward"]:
+        return (f"paddle built {seen['forward']} program(s) from converted code in {log}, but every backward program is "
+                "empty: the training's gradients never went through a to_static program (only something without "
+                "gradients, e.g. a function under paddle.no_grad, was converted)"), None
+    return (f"its log ({log}) shows no program paddle.jit.to_static built: with TRANSLATOR_VERBOSITY=1 (the runner "
+            "sets it) paddle logs `[JIT] PIR forward program` for each one, and none was logged, so the training ran "
+            "in dygraph: the config's to_static switch never reached paddle.jit.to_static (a value the script does not "
+            "take, e.g. true for True), paddle.jit.enable_to_static(False) turned it off, SOT ran every subgraph in "
+            "dygraph (each under MIN_GRAPH_SIZE ops, default 10), or the script silenced it with "
+            "paddle.jit.set_verbosity(0)"), None
 
 
 def trainings(records_path):
@@ -82,8 +140,18 @@ def main(argv=None):
         if missing:
             failures.append(f"{name}: no passed {' or '.join(missing)} training to compare with")
             continue
-        dygraph, static = (losses(found[t]["log"]) for t in (DYGRAPH, STATIC))
+        (dygraph, dy_seen), (static, st_seen) = (read_log(found[t]["log"]) for t in (DYGRAPH, STATIC))
         curves[name] = {"dygraph": dygraph, "to_static": static}
+        problem, shown = static_problem(st_seen, found[STATIC]["log"])
+        if problem:
+            failures.append(f"{name}: the to_static training did not go through paddle.jit.to_static: {problem}")
+            continue
+        print(f"{name}: the to_static training went through paddle.jit.to_static: {shown}")
+        if dy_seen["backward"]:
+            failures.append(f"{name}: the dygraph training's gradients went through {dy_seen['backward']} program(s) "
+                            f"paddle.jit.to_static built (its log, {found[DYGRAPH]['log']}, shows them): the comparison "
+                            "would be static against static; the norm_train command must train in dygraph")
+            continue
         empty = [t for t, values in ((DYGRAPH, dygraph), (STATIC, static)) if not values]
         if empty:
             failures.append(f"{name}: the {' and '.join(empty)} log ({found[empty[0]]['log']}) prints no `loss: X`")

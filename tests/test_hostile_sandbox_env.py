@@ -1,0 +1,107 @@
+"""Issue #59 item 3: what a sandboxed process can reach besides files. Its environment is an allow-list
+(core/sandbox.py KEPT, KEPT_PREFIXES: the caller's tokens never reach a step), and no host unix socket is
+reachable (/run, /var/run, XDG_RUNTIME_DIR hidden; /tmp private; abstract sockets stay with the host's network
+namespace). Real bwrap, real sockets."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import needs_bwrap
+from tipcgen.core import process, sandbox
+
+SECRETS = {"GITHUB_TOKEN": "ghp_x", "AWS_SECRET_ACCESS_KEY": "a", "HF_TOKEN": "h", "SSH_AUTH_SOCK": "/run/ssh.sock",
+           "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/0/bus", "NPM_TOKEN": "n", "GIT_ASKPASS": "/bin/true",
+           "OPENAI_API_KEY": "o", "LD_PRELOAD": "/tmp/evil.so", "BASH_ENV": "/tmp/evil.sh", "ENV": "/tmp/e.sh",
+           "PROMPT_COMMAND": "touch x", "http_proxy": "http://p:3128"}
+HONEST = {"PATH": os.environ["PATH"], "HOME": "/root", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
+          "PYTHONPATH": "/x", "PYTHONUNBUFFERED": "1", "FLAGS_use_cuda": "0", "GLOG_v": "0",
+          "CUDA_VISIBLE_DEVICES": "0", "NVIDIA_VISIBLE_DEVICES": "all", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+          "TIPC_RUN_ID": "abc", "TIPC_PYTHON": "python3", "PADDLE_TRAINERS_NUM": "1", "TERM": "xterm"}
+
+_NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(_NAME, min_size=1, max_size=20))
+def test_only_allowed_names_pass(names):
+    env = {**{name: "v" for name in names}, **SECRETS, **HONEST}
+    kept = sandbox.Spec().environment(env)
+    for name in kept:
+        assert name in sandbox.KEPT or name.startswith(sandbox.KEPT_PREFIXES), name
+    assert not set(SECRETS) & set(kept)
+    assert set(HONEST) <= set(kept)  # must not fire: what a chain and tipcgen's runner read
+
+
+def test_the_user_may_let_a_variable_through():
+    env = {"WANDB_MODE": "offline", "GITHUB_TOKEN": "x", sandbox.ENV_VAR: " WANDB_MODE ,"}
+    assert set(sandbox.Spec().environment(env)) == {"WANDB_MODE", sandbox.ENV_VAR}
+    assert "GIT_CONFIG_COUNT" in sandbox.Spec(env_keep=("GIT_*",)).environment({"GIT_CONFIG_COUNT": "1"})
+
+
+def _sandboxed(code: str, env: dict[str, str] | None = None) -> process.Outcome:
+    return process.run(process.Request([sys.executable, "-I", "-c", code], env=env, sandbox=sandbox.Spec(),
+                                       timeout=60, stderr="separate"))
+
+
+@needs_bwrap
+def test_a_sandboxed_process_sees_only_the_allow_list():
+    outcome = _sandboxed("import json, os; print(json.dumps(dict(os.environ)))", {**SECRETS, **HONEST})
+    assert outcome.exit_code == 0, outcome.errors
+    seen = json.loads(outcome.output)
+    assert not set(SECRETS) & set(seen), seen
+    assert {k: seen.get(k) for k in HONEST} == HONEST
+    inherited = _sandboxed("import json, os; print(json.dumps(dict(os.environ)))")  # env=None: tipcgen's own
+    assert set(json.loads(inherited.output)) <= {*os.environ} and "GITHUB_TOKEN" not in inherited.output
+
+
+_CONNECT = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(sys.argv[1])\n"
+            "    print('CONNECTED')\nexcept OSError as exc:\n    print('refused', exc.errno)\n")
+
+
+def _listening(folder: Path) -> tuple[socket.socket, str]:
+    path = str(folder / f"tipcgen-test-{os.getpid()}.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(1)
+    return server, path
+
+
+@needs_bwrap
+@pytest.mark.parametrize("where", ["run", "xdg_runtime_dir", "tmp"])
+def test_no_host_unix_socket_is_reachable(where, monkeypatch):
+    if where == "run":
+        if not os.access("/run", os.W_OK):
+            pytest.skip("/run is not writable here")
+        folder = Path(tempfile.mkdtemp(dir="/run"))
+    elif where == "xdg_runtime_dir":
+        folder = Path(tempfile.mkdtemp(dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else Path.home()))
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    else:
+        folder = Path(tempfile.mkdtemp())
+    server, path = _listening(folder)
+    try:
+        reach = process.run(process.Request([sys.executable, "-I", "-c", _CONNECT, path], timeout=30))
+        assert "CONNECTED" in reach.output  # the test's own check: unsandboxed, it connects
+        boxed = process.run(process.Request([sys.executable, "-I", "-c", _CONNECT, path], sandbox=sandbox.Spec(),
+                                            timeout=60, stderr="separate"))
+        assert boxed.exit_code == 0 and "refused" in boxed.output, boxed.output + boxed.errors
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_bwrap
+def test_the_hidden_folders_are_empty_and_the_rest_is_there():
+    outcome = _sandboxed("import os; print(sorted(os.listdir('/run')), os.path.isdir('/usr/bin'))")
+    assert outcome.exit_code == 0, outcome.errors
+    assert outcome.output.strip() == "[] True"

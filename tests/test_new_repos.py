@@ -1,0 +1,406 @@
+"""`tipcgen new` from zero on repositories shaped like the paper reproductions of issue #56 (item 2):
+`new` → `init` → `run --mode lite_train_lite_infer` with no hand edit.
+
+The fixtures (tests/fixtures/new_*/README.md say what each holds): a restoration repo with `--iter`, a
+patch `--stride`, a `--save_interval` and no device flag; a text-detection repo driven by `-o key=value`
+over a YAML config; an anomaly-detection repo with a `--type all` class filter, a `--cuda` switch and
+`--checkpoint` folders; an NLP repo whose `--pretrained` is a download switch and whose `--data` is a
+data-set name. Each test checks the descriptor `new` writes and that its notes name every edit; the
+restoration, anomaly and detection ones then run the chain on real Paddle (tiny models, seconds each).
+The unit tests below them read sources written here (no process), for the rules' edges: where each must
+NOT fire as well as where it must.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT, fuzz_examples, read_records, tipcgen
+from tipcgen.configs.script_help import Flag, Script
+from tipcgen.configs.script_reading import read_source
+from tipcgen.new import lite, overrides
+from tipcgen.new.reading import dataset_name
+
+FIXTURES = ROOT / "tests" / "fixtures"
+SCRIPTS = {"train": "train.py", "eval": "eval.py", "export": "export_model.py", "infer": "infer.py"}
+SMALL = ("--devices", "cpu", "--value", "inference.enable_mkldnn=false", "--value", "inference.cpu_threads=1")
+
+
+def copy(name: str, tmp_path: Path) -> Path:
+    repo = tmp_path / name
+    shutil.copytree(FIXTURES / name, repo)
+    return repo
+
+
+def run_new(repo: Path, model: str, *args: str) -> tuple[dict, str, str]:
+    """`tipcgen new` as a user runs it: the descriptor, its text and what it printed."""
+    proc = tipcgen("new", "--model-name", model, *args, cwd=repo, check=True)
+    text = (repo / "tipc.yaml").read_text()
+    return yaml.safe_load(text), text, proc.stdout
+
+
+def lite_run(repo: Path, model: str) -> list[dict]:
+    pytest.importorskip("paddle")
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    run = tipcgen("run", "--mode", "lite_train_lite_infer", "-q", cwd=repo)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+    return read_records(repo, model, "lite_train_lite_infer")
+
+
+# ---------------------------------------------------------------- the four repositories
+
+def restore_args() -> tuple[str, ...]:
+    return ("--train", "train.py", "--eval", "eval.py", "--export", "export_model.py", "--infer", "infer.py",
+            "--train-data", "lite_data", "--eval-data", "lite_data", "--infer-data", "lite_data", *SMALL)
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_restoration_repository_with_iterations_a_stride_and_no_device_flag(tmp_path: Path):
+    repo = copy("new_restore", tmp_path)
+    doc, text, out = run_new(repo, "dncnn", *restore_args())
+    train = doc["train"]
+    assert train["device"] is None  # no device flag: no stop, and no key
+    assert train["epochs"] == {"key": "--iter", "value": {"lite_train_lite_infer": 10, "lite_train_whole_infer": 10}}
+    assert train["checkpoint"] == "" and doc["train"]["pretrained"]["key"] == "--checkpoint"  # a folder: '.'
+    assert train["norm"] == "train.py --save_interval 1 --stride 8"
+    for said in ("train.checkpoint is '.' (the output folder): train.py saves model.pdparams",
+                 "train.py has no device flag: tipc.yaml has no train.device key",
+                 "--save_interval defaults to 5000, above the lite run's 10 iterations: set to 1 so the training saves",
+                 "--stride defaults to 1 with --patch_size 8: overlapping patches, about 64 times as many"):
+        assert said in out and said in " ".join(text.split()), said  # printed, and a comment in tipc.yaml
+    records = lite_run(repo, "dncnn")
+    assert {"train", "eval", "export", "infer"} <= {r["kind"] for r in records if r["status"] == "passed"}
+    log = next(r for r in records if r["kind"] == "train")
+    assert "--stride 8" in log["command"] and "--iter=10" in log["command"]
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_detection_repository_driven_by_o_overrides_over_a_yaml_config(tmp_path: Path):
+    repo = copy("new_ocr", tmp_path)
+    config = "-c configs/det/det_tiny.yml"
+    doc, text, out = run_new(repo, "det_tiny", "--train", f"tools/train.py {config}", "--eval", f"tools/eval.py {config}",
+                             "--export", f"tools/export_model.py {config}", "--infer", "tools/infer/predict_det.py",
+                             "--train-data", "lite_data", "--eval-data", "lite_data", "--infer-data", "lite_data/imgs", *SMALL)
+    keys = {fld: doc[fld.split(".")[0]][fld.split(".")[1]]["key"] for fld in (
+        "train.device", "train.epochs", "train.output_dir", "train.batch_size", "train.pretrained", "train.extra",
+        "eval.extra", "export.output_dir", "export.weights")}
+    assert keys == {"train.device": "Global.use_gpu", "train.epochs": "Global.epoch_num",
+                    "train.output_dir": "Global.save_model_dir", "train.batch_size": "Train.loader.batch_size_per_card",
+                    "train.pretrained": "Global.pretrained_model", "train.extra": "Train.dataset.data_dir",
+                    "eval.extra": "Eval.dataset.data_dir", "export.output_dir": "Global.save_inference_dir",
+                    "export.weights": "Global.pretrained_model"}  # never Architecture.Backbone.pretrained (a switch)
+    assert doc["train"]["device"]["value"] == [False]  # a true/false key gets False, never cpu
+    assert doc["train"]["checkpoint"] == "latest.pdparams"
+    assert doc["train"]["norm"] == (f"tools/train.py {config} -o Global.save_epoch_step=1 Global.pretrained_model= "
+                                    "Train.dataset.label_file_list=[./train_data/det_tiny/train/train_icdar2015_label.txt]")
+    assert doc["export"]["norm"] == f"tools/export_model.py {config} -o"
+    for said in ("tools/train.py takes `-o key=value` over configs/det/det_tiny.yml: the command ends in `-o`",
+                 "Global.save_epoch_step is 1200, above the lite run's 1: set to 1 so the training saves",
+                 "Global.pretrained_model is ./pretrain_models/MobileNetV3_large_x0_5_pretrained.pdparams, which is not "
+                 "in the repository: the train step would stop loading it; set to nothing",
+                 "Architecture.Backbone.pretrained is true: it may download pretrained weights",
+                 "Eval.dataset.label_file_list names ./train_data/icdar2015/text_localization/test_icdar2015_label.txt",
+                 # a pick it is not sure of: a question with the candidates
+                 "question: export.weights is Global.pretrained_model of configs/det/det_tiny.yml; Global.checkpoints "
+                 "may fill it too"):
+        assert said in out and said in " ".join(text.split()), said
+    records = lite_run(repo, "det_tiny")
+    assert {"train", "eval", "export", "infer"} <= {r["kind"] for r in records if r["status"] == "passed"}
+    train = next(r for r in records if r["kind"] == "train")
+    assert "Global.epoch_num=1" in train["command"] and " -o " in train["command"]
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_an_anomaly_repository_with_a_class_filter_a_cuda_switch_and_checkpoint_folders(tmp_path: Path):
+    repo = copy("new_anomaly", tmp_path)
+    doc, text, out = run_new(repo, "stfpm", *restore_args()[:8], "--train-data", "lite_data", "--eval-data", "lite_data",
+                             "--infer-data", "lite_data/bottle/test/good/0.txt", *SMALL)
+    assert doc["train"]["device"] == {"key": "--cuda", "value": [False]}  # a true/false --cuda: never cpu
+    assert doc["train"]["checkpoint"] == ""
+    assert doc["train"]["norm"] == "train.py --test_epochs 1 --type bottle" and doc["eval"]["script"] == "eval.py --type bottle"
+    for said in ("--test_epochs defaults to 10, above the lite run's 1 epoch: set to 1 so the training saves",
+                 "train.py: --type defaults to 'all' (every class) and the lite data lite_data holds the class bottle only",
+                 "eval.py: --type defaults to 'all'", "eval.py loads best.pdparams from the folder its flag names"):
+        assert said in out and said in " ".join(text.split()), said
+    records = lite_run(repo, "stfpm")
+    assert {"train", "eval", "export", "infer"} <= {r["kind"] for r in records if r["status"] == "passed"}
+    assert any("--cuda=False" in r["command"] for r in records if r["kind"] == "train")
+
+
+def test_an_nlp_repository_whose_pretrained_is_a_download_switch_and_data_a_task_name(tmp_path: Path):
+    repo = copy("new_nlp", tmp_path)
+    doc, text, out = run_new(repo, "bert", *restore_args()[:8], "--train-data", "data", "--eval-data", "data",
+                             "--infer-data", "data/dev.tsv", *SMALL)
+    assert doc["train"]["pretrained"]["key"] == "--checkpoint" and doc["export"]["weights"]["key"] == "--model_path"
+    assert doc["train"]["extra"]["key"] == "--data_dir" and doc["eval"]["extra"]["key"] == "--data_dir"
+    assert doc["train"]["checkpoint"] == "model_state.pdparams" and doc["train"]["norm"] == "train.py --save_steps 1"
+    for said in ("passed over --pretrained in eval.py (a download switch",
+                 "passed over --pretrained in export_model.py (a download switch",
+                 "passed over --data in train.py (a data-set name: choices sst2, cola, mrpc)",
+                 "--save_steps defaults to 500: a lite run (1 epoch on the lite data) may end before that many steps; set to 1",
+                 "export_model.py: --pretrained (line 5, default True) downloads pretrained weights"):
+        assert said in out and said in " ".join(text.split()), said
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+
+
+def test_a_config_key_is_refused_for_an_eval_script_without_o(tmp_path: Path):
+    from tipcgen.core.errors import TipcgenError
+    from tipcgen.new import new
+
+    repo = copy("new_ocr", tmp_path)
+    (repo / "eval.py").write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--weights')\n"
+                                  "p.parse_args()\n")
+    config = "-c configs/det/det_tiny.yml"
+    options = new.Options(model_name="det", scripts={"train": f"tools/train.py {config}", "eval": "eval.py",
+                                                     "export": f"tools/export_model.py {config}",
+                                                     "infer": "tools/infer/predict_det.py"}, devices="cpu")
+    with pytest.raises(TipcgenError, match=r"eval.py has no Global.use_gpu, but the runner passes the device to eval"):
+        new.propose(options, repo)
+
+
+def test_what_the_user_gives_stays_and_leaves_no_edit(tmp_path: Path):
+    repo = copy("new_restore", tmp_path)
+    args = [a if a != "train.py" else "train.py --stride 4 --save_interval 2" for a in restore_args()]
+    doc, _, out = run_new(repo, "dncnn", *args, "--checkpoint", "model.pdparams")
+    assert doc["train"]["norm"] == "train.py --stride 4 --save_interval 2" and doc["train"]["checkpoint"] == "model.pdparams"
+    assert "set to" not in out and "train.checkpoint is" not in out
+
+
+# ---------------------------------------------------------------- the rules, where they fire and where not
+
+def reading(body: str, path: str = "train.py"):
+    return read_source("import argparse, os, paddle\np = argparse.ArgumentParser()\n" + textwrap.dedent(body), path)
+
+
+def edits_of(body: str, lite_count: int = 1, steps: bool = False, root: Path | None = None, data: str | None = None,
+             flags_: list[Flag] | None = None) -> list[lite.Edit]:
+    script = Script("train", "train.py", (), flags_ or [])
+    return lite.edits(root or Path("."), {"train": script}, {"train.py": reading(body)}, {}, lite_count, steps, data)
+
+
+def test_an_interval_gate_is_set_only_when_it_skips_the_lite_run():
+    gated = '''
+        p.add_argument("--save_freq", type=int, default={n})
+        a = p.parse_args()
+        for epoch in range(3):
+            if epoch % a.save_freq == 0:
+                paddle.save({{}}, "m.pdparams")
+    '''
+    assert [(e.flag, e.value) for e in edits_of(gated.format(n=10))] == [("--save_freq", "1")]
+    assert edits_of(gated.format(n=1)) == []  # every epoch already
+    assert edits_of(gated.format(n=10), lite_count=10, steps=True) == []  # 10 iterations reach it
+    # by its name, with no gate the reading sees: an interval above the lite run; not a count of test images
+    assert [e.flag for e in edits_of('p.add_argument("--eval_interval", type=int, default=500)\na = p.parse_args()\n')] == ["--eval_interval"]
+    assert edits_of('p.add_argument("--test_size", type=int, default=500)\na = p.parse_args()\n') == []
+    assert edits_of('p.add_argument("--warmup_steps", type=int, default=500)\na = p.parse_args()\n') == []
+
+
+def test_a_stride_is_set_only_below_a_patch_size():
+    both = 'p.add_argument("--patch_size", type=int, default=48)\np.add_argument("--stride", type=int, default={s})\n'
+    assert [(e.flag, e.value) for e in edits_of(both.format(s=12))] == [("--stride", "48")]
+    assert edits_of(both.format(s=48)) == [] and edits_of(both.format(s=64)) == []
+    assert edits_of('p.add_argument("--stride", type=int, default=2)\n') == []  # a conv's stride: the model's
+
+
+def test_an_augmentation_multiplier_is_set_to_one():
+    assert [(e.flag, e.value) for e in edits_of('p.add_argument("--aug_times", type=int, default=8)\n')] == [("--aug_times", "1")]
+    assert edits_of('p.add_argument("--aug_times", type=int, default=1)\n') == []
+    assert edits_of('p.add_argument("--augment", type=int, default=8)\n') == []  # not a multiplier by its name
+
+
+def test_a_class_filter_asks_when_the_lite_data_does_not_say(tmp_path: Path):
+    (tmp_path / "data" / "cable").mkdir(parents=True)
+    (tmp_path / "data" / "screw").mkdir()
+    body = 'p.add_argument("--category", default="all")\n'
+    asked = edits_of(body, root=tmp_path, data="data")
+    assert [e.flag for e in asked] == [""] and asked[0].note.startswith("question: train.py: --category defaults to 'all'")
+    assert "candidates: cable, screw" in asked[0].note
+    (tmp_path / "data" / "screw").rmdir()
+    assert [(e.flag, e.value) for e in edits_of(body, root=tmp_path, data="data")] == [("--category", "cable")]
+    assert edits_of('p.add_argument("--category", default="cable")\n', root=tmp_path, data="data") == []
+    assert edits_of('p.add_argument("--mode", default="all")\n', root=tmp_path, data="data") == []  # not a class
+    # one class by default that the lite data does not hold (anomalib's --category leather)
+    assert [(e.flag, e.value) for e in edits_of('p.add_argument("--category", default="leather")\n', root=tmp_path,
+                                                data="data")] == [("--category", "cable")]
+    assert edits_of('p.add_argument("--backbone", default="resnet18")\n', root=tmp_path, data="data") == []
+    assert edits_of('p.add_argument("--type", default="resnet")\n', root=tmp_path, data="data") == []  # no choices
+    with_choices = [Flag(("--type",), True, ("leather", "cable", "screw"))]
+    assert [(e.flag, e.value) for e in edits_of('p.add_argument("--type", default="leather")\n', root=tmp_path,
+                                                data="data", flags_=with_choices)] == [("--type", "cable")]
+
+
+@pytest.mark.parametrize(("help_text", "choices", "default", "name"), [
+    ("the GLUE task", ("sst2", "cola"), "sst2", True),
+    ("", (), "cifar10", True),
+    ("folder of the data", ("a", "b"), "a", False),  # its help says it is a path
+    ("", (), "data", False),  # a folder name
+    ("", (), "./data/train", False),
+    ("", (), None, False),
+])
+def test_a_data_set_name_is_not_a_data_path(help_text, choices, default, name):
+    from tipcgen.configs.script_reading import Arg
+
+    flag = Flag(("--data",), True, choices, help_text)
+    assert bool(dataset_name(flag, Arg(("--data",), "data", default=default, help=help_text))) is name
+
+
+def test_the_checkpoint_name_read_from_the_source(tmp_path: Path):
+    write = lambda rel, body: (tmp_path / rel).write_text("import argparse, os, paddle\np = argparse.ArgumentParser()\n"
+                                                           + textwrap.dedent(body))
+    write("train.py", '''
+        p.add_argument("--out", default="o")
+        a = p.parse_args()
+        paddle.save({}, os.path.join(a.out, "best.pdparams"))
+        paddle.save({}, os.path.join(a.out, "last.pdparams"))
+    ''')
+    write("eval.py", 'p.add_argument("--weights")\na = p.parse_args()\nm.set_state_dict(paddle.load(a.weights))\n')
+    name, note = lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"])
+    assert name == "best.pdparams" and note.startswith("question: ") and "best.pdparams, last.pdparams" in note
+    write("eval.py", 'p.add_argument("--ckpt")\na = p.parse_args()\npath = os.path.join(a.ckpt, "last.pdparams")\n'
+                     'm.set_state_dict(paddle.load(path))\n')
+    assert lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"])[0] == "."
+    # a data loader called load, a save of no checkpoint: nothing said, --checkpoint is asked for as before
+    write("eval.py", 'p.add_argument("--data")\na = p.parse_args()\nx = load(a.data)\n')
+    assert lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"]) is None
+    write("train.py", 'p.add_argument("--out")\na = p.parse_args()\nnp.save(os.path.join(a.out, "x.npy"), x)\n')
+    assert lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"]) is None
+
+
+def test_two_flags_that_fit_a_slot_make_a_question_and_one_that_cannot_does_not(tmp_path: Path):
+    from tipcgen.new import new
+
+    head = "import argparse\np = argparse.ArgumentParser()\n"
+    (tmp_path / "export.py").write_text(head + 'p.add_argument("--weights")\np.add_argument("--output_dir")\np.parse_args()\n')
+    (tmp_path / "infer.py").write_text(head + 'p.add_argument("--model_dir")\np.parse_args()\n')
+
+    def notes(steps: int) -> str:
+        (tmp_path / "train.py").write_text(head + textwrap.dedent(f'''
+            p.add_argument("--data_dir", default="data/train")
+            p.add_argument("--data_path", default="data/train.txt")
+            p.add_argument("--epochs", type=int, default=30)
+            p.add_argument("--max_steps", type=int, default={steps})
+            p.add_argument("--save_dir", default="out")
+            a = p.parse_args()
+            print(a.data_dir, a.data_path, a.epochs, a.max_steps, a.save_dir)
+        '''))
+        options = new.Options(model_name="m", scripts={"train": "train.py", "export": "export.py", "infer": "infer.py"},
+                              checkpoint="m.pdparams", devices="cpu")
+        return "\n".join(new.propose(options, tmp_path).notes)
+
+    said = notes(-1)  # --max_steps -1: no limit, it does not count this training
+    assert "question: train.extra is --data_dir (train.py); --data_path may fill it too" in said
+    assert "question: train.epochs" not in said
+    assert "question: train.epochs is --epochs (train.py); --max_steps may fill it too" in notes(1000)
+
+
+def test_a_path_of_thousands_of_pluses_reads_as_no_checkpoint():
+    body = "p.add_argument('--out')\na = p.parse_args()\npaddle.save({}, a.out" + " + 'x'" * 2500 + ")\n"
+    found = reading(body)
+    assert found.readable and found.saves == ()
+
+
+def test_o_overrides_append_style_and_what_is_never_a_checkpoint_key(tmp_path: Path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "m.yaml").write_text(textwrap.dedent('''
+        Global:
+          epochs: 120
+          output_dir: ./output/
+          device: gpu
+          pretrained_model: null
+          save_interval: 1
+        Arch:
+          pretrained: true
+        DataLoader:
+          Train:
+            dataset:
+              image_root: ./dataset/
+            sampler:
+              batch_size: 64
+          Eval:
+            sampler:
+              batch_size: 64
+    '''))
+    (tmp_path / "train.py").write_text('import argparse\np = argparse.ArgumentParser()\n'
+                                       'p.add_argument("-c", "--config", default="configs/m.yaml")\n'
+                                       'p.add_argument("-o", "--override", action="append", default=[], help="config options to be overridden")\n')
+    script = Script("train", "train.py", (), [Flag(("-c", "--config"), True), Flag(("-o", "--override"), True,
+                                                                                  help="config options to be overridden")])
+    found = overrides.detect(tmp_path, script, reading_of(tmp_path, "train.py"))
+    assert found is not None and found.append and found.config == "configs/m.yaml"
+    assert found.key("Global.epochs") == "-o Global.epochs"  # PaddleClas: each key with its -o
+    assert overrides.find("train.batch_size", found) == "DataLoader.Train.sampler.batch_size"
+    assert overrides.find("train.extra", found) == "DataLoader.Train.dataset.image_root"
+    assert overrides.find("train.pretrained", found) == "Global.pretrained_model"  # never Arch.pretrained: true
+    assert overrides.find("eval.extra", found) is None
+    notes = overrides.lite_edits(tmp_path, {"train": script}, {"train": found}, {}, "./d", {}, 1)
+    assert script.args == () and not any("save_interval" in n for n in notes)  # every epoch already
+    # no -o, or a config that is not there: the script's flags as before
+    assert overrides.detect(tmp_path, Script("train", "train.py", (), [Flag(("-c",), True)]), None) is None
+    gone = Script("train", "train.py", ("-c", "configs/none.yaml"), script.flags)
+    assert overrides.detect(tmp_path, gone, None) is None
+
+
+def test_a_config_of_aliases_shared_thousands_of_times_reads_in_bounded_time(tmp_path: Path):
+    shared = lambda i: ", ".join(f"k{j}: *a{i - 1}" for j in range(8))  # noqa: E731
+    lines = ["a0: &a0 {x: {}, y: {}}"] + [f"a{i}: &a{i} {{{shared(i)}}}" for i in range(1, 40)]
+    (tmp_path / "c.yml").write_text("\n".join(lines) + "\n")
+    script = Script("train", "t.py", ("-c", "c.yml"), [Flag(("-c",), True), Flag(("-o",), True)])
+    found = overrides.detect(tmp_path, script, None)  # 8**12 paths within the depth: a walk of each would not end
+    assert found is not None and overrides.find("train.epochs", found) is None
+
+
+_NAMES = ["--stride", "--patch_size", "--aug_times", "--type", "--category", "--save_interval", "--test_epochs",
+          "--eval_freq", "--epochs", "--iter", "--crop_size", "--repeat", "--class_name", "--save_every"]
+
+
+@settings(max_examples=fuzz_examples(200), deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_NAMES), st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6),
+                                                            st.sampled_from(["all", "bottle", "", "ALL", "*"]),
+                                                            st.text(max_size=8))),
+                max_size=8, unique_by=lambda t: t[0]),
+       st.integers(1, 20), st.booleans(), st.booleans())
+def test_any_flags_and_defaults_give_edits_of_their_own_flags(args, lite_count, steps, gated):
+    body = "".join(f"p.add_argument({name!r}, default={default!r})\n" for name, default in args)
+    body += "a = p.parse_args()\n" + "".join(f"if step % a.{name.lstrip('-')} == 0:\n    paddle.save(m, 'x.pdparams')\n"
+                                              for name, _ in args if gated)
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "data" / "bottle").mkdir(parents=True)
+        found = edits_of(body, lite_count, steps, Path(folder), "data")
+    names = {name for name, _ in args}
+    for edit in found:
+        assert edit.flag in names or (edit.flag == "" and edit.note.startswith("question: "))
+        assert "\n" not in edit.note and edit.note
+    assert len({e.flag for e in found if e.flag}) == len([e for e in found if e.flag])  # one edit per flag
+
+
+def reading_of(root: Path, rel: str):
+    from tipcgen.configs.script_reading import read_script
+
+    return read_script(root, rel)
+
+
+@settings(max_examples=fuzz_examples(80), deadline=None)
+@given(st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=12)),
+                    lambda inner: st.dictionaries(st.text(max_size=10), inner, max_size=4) | st.lists(inner, max_size=3),
+                    max_leaves=25))
+def test_any_yaml_config_reads_without_an_error(data):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder)
+        (path / "c.yml").write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+        script = Script("train", "t.py", ("-c", "c.yml"),
+                        [Flag(("-c",), True), Flag(("-o", "--opt"), True, help="set configuration options")])
+        found = overrides.detect(path, script, None)
+    if found is not None:
+        for fld in ("train.epochs", "train.batch_size", "train.extra", "eval.extra", "train.pretrained", "export.output_dir"):
+            key = overrides.find(fld, found)
+            assert key is None or key in found.keys

@@ -1,0 +1,270 @@
+"""Scripts driven by ``-o key=value`` over a YAML config (PaddleOCR, PaddleDetection, PaddleClas and the
+reproductions built on them): the slots are keys of the config, not flags.
+
+``tools/train.py -c configs/det/x.yml -o Global.epoch_num=1 Global.save_model_dir=./out/`` takes its
+settings from the YAML the ``-c`` flag names (given in the script's command, else the flag's default);
+``-o`` overrides keys of it. Here the config is read (``yaml.safe_load``, inside the repository) and its
+keys are matched to the descriptor's slots (epochs, batch size, save dir, the checkpoint keys, data dirs,
+device). How the runner passes them depends on ``-o``: with ``nargs='+'``/``'*'`` (PaddleOCR, Detection)
+a second ``-o`` replaces the first, so the command ends in ``-o`` and every key is a bare word
+(``Global.epoch_num``: the runner appends ``Global.epoch_num=1``, as PaddleOCR's own TIPC configs do);
+with ``action='append'`` (PaddleClas) each key is ``-o KEY`` (the runner passes ``-o KEY=VALUE``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tipcgen.configs.script_help import Flag, Script, loose
+from tipcgen.configs.script_reading import Arg, Reading
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
+
+CONFIG_LIMIT = 1 << 20  # a model config is a few KB
+_OVERRIDE_NAMES = {"o", "opt", "opts", "override", "overrides", "options", "cfgoptions", "config_options"}
+_CONFIG_NAMES = {"c", "config", "cfg", "configfile", "cfgfile", "configpath"}
+_OVERRIDE_HELP = re.compile(r"overrid|config|option|key\s*=\s*value|set ", re.IGNORECASE)
+
+# Field → the last part of a key that fills it, best first; the roles the key is looked up in.
+_KEYS: dict[str, tuple[str, ...]] = {
+    "train.epochs": ("epoch_num", "epochs", "num_epochs", "max_epochs", "total_epochs", "epoch", "max_iters",
+                     "total_iters", "iters", "max_iter", "max_steps", "total_steps", "num_steps"),
+    "train.output_dir": ("save_model_dir", "output_dir", "save_dir", "work_dir", "save_path", "checkpoint_dir",
+                         "output", "weight_dir", "save_folder"),
+    "train.device": ("use_gpu", "device"),
+    "train.pretrained": ("pretrained_model", "checkpoints", "weights", "pretrain_weights", "init_checkpoint",
+                         "finetune_checkpoint", "resume_weights", "resume_checkpoint", "checkpoint"),
+    "export.weights": ("pretrained_model", "checkpoints", "weights", "pretrain_weights", "init_checkpoint",
+                       "finetune_checkpoint", "resume_checkpoint", "checkpoint"),
+    "export.output_dir": ("save_inference_dir", "inference_dir", "export_dir", "output_dir", "save_dir"),
+}
+_BATCH = re.compile(r"^(batch_size(_per_card|_per_gpu)?|train_batch_size|batchsize|samples_per_gpu)$")
+_DATA_DIR = ("data_dir", "dataset_dir", "image_root", "data_root", "img_dir", "image_dir", "data_path", "root",
+             "dataset_root", "img_prefix", "image_prefix")
+_LABEL_LIST = re.compile(r"^(label_file_list|label_file|anno_path|ann_file|label_path|cls_label_path|data_list|file_list)$")
+_TRAIN_PART = re.compile(r"train", re.IGNORECASE)
+_EVAL_PART = re.compile(r"eval|val|test", re.IGNORECASE)
+_INTERVAL = re.compile(r"^(save|eval|test|val|snapshot)\w*(step|steps|interval|freq|epoch|epochs|every|period)$|^snapshot_epoch$")
+_DOWNLOAD = re.compile(r"pretrain|imagenet|download", re.IGNORECASE)
+_ROLE_OF = {"train.epochs": "train", "train.output_dir": "train", "train.device": "train", "train.batch_size": "train",
+            "train.extra": "train", "train.pretrained": "eval", "eval.extra": "eval", "export.weights": "export",
+            "export.output_dir": "export"}
+
+
+@dataclass
+class Overrides:
+    """One script's ``-o``: its flag, how keys are passed, the config read and its keys (dotted path → value)."""
+
+    flag: str
+    append: bool  # action='append': each key passed as `-o KEY`
+    config: str
+    keys: dict[str, object] = field(default_factory=dict)
+
+    def key(self, dotted: str) -> str:
+        return f"{self.flag} {dotted}" if self.append else dotted
+
+    def words(self, pairs: list[tuple[str, str]]) -> list[str]:
+        """Fixed overrides as command words (after the command's trailing -o, or each with its -o)."""
+        out = []
+        for dotted, value in pairs:
+            out += [self.flag, f"{dotted}={value}"] if self.append else [f"{dotted}={value}"]
+        return out
+
+
+def _override_flag(script: Script) -> Flag | None:
+    for flag in script.flags:
+        if flag.takes_value and any(loose(n) in {loose(x) for x in _OVERRIDE_NAMES} for n in flag.names) and \
+                (not flag.help or _OVERRIDE_HELP.search(flag.help)):
+            return flag
+    return None
+
+
+def _config_path(script: Script, reading: Reading | None) -> tuple[str, Flag | None]:
+    """The config the command passes (-c PATH, --config=PATH), else the -c flag's literal default."""
+    config_flag = next((f for f in script.flags if any(loose(n) in _CONFIG_NAMES for n in f.names)), None)
+    if config_flag is None:
+        return "", None
+    words = list(script.args)
+    for i, word in enumerate(words):
+        name, sep, value = word.partition("=")
+        if name in config_flag.names:
+            return (value if sep else words[i + 1] if i + 1 < len(words) else ""), config_flag
+    args = [*(reading.args if reading else ()), *(reading.module_args if reading else ())]
+    arg = next((a for a in args if set(a.names) & set(config_flag.names)), None)
+    return (arg.default if arg is not None and isinstance(arg.default, str) else ""), config_flag
+
+
+def _flatten(node: object, prefix: str, out: dict[str, object], budget: list[int], depth: int = 0) -> None:
+    """Dotted key → leaf value; at most 12 deep and 20,000 nodes visited (YAML aliases may share a node
+    thousands of times: a walk of every path through them would never end)."""
+    budget[0] -= 1
+    if depth > 12 or budget[0] < 0:
+        return
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(key, str) and re.fullmatch(r"[A-Za-z0-9_\-]+", key):
+                _flatten(value, f"{prefix}.{key}" if prefix else key, out, budget, depth + 1)
+    elif prefix:
+        out[prefix] = node
+
+
+def detect(root: Path, script: Script, reading: Reading | None) -> Overrides | None:
+    """The script's -o and the keys of its config; None when it has no -o or no readable config."""
+    flag = _override_flag(script)
+    if flag is None:
+        return None
+    path, _ = _config_path(script, reading)
+    if not path:
+        return None
+    import yaml
+
+    try:
+        text = inputs.read_text(inputs.within(root / path, root), "config", limit=CONFIG_LIMIT)
+        data = yaml.safe_load(text)
+    except (TipcgenError, ValueError, yaml.YAMLError, RecursionError):  # not there, not text, not YAML: flags as before
+        return None
+    if not isinstance(data, dict):
+        return None
+    keys: dict[str, object] = {}
+    _flatten(data, "", keys, [20_000])
+    args = [*(reading.args if reading else ()), *(reading.module_args if reading else ())]
+    arg: Arg | None = next((a for a in args if set(a.names) & set(flag.names)), None)
+    short = next((n for n in flag.names if not n.startswith("--")), flag.name)
+    return Overrides(short, arg is not None and arg.action == "append", path, keys)
+
+
+def _last(dotted: str) -> str:
+    return dotted.rsplit(".", 1)[-1].lower()
+
+
+def _checkpointish(value: object) -> bool:
+    """A checkpoint key's value: a path or nothing, never a switch or a URL (a download)."""
+    if isinstance(value, bool):
+        return False
+    return value is None or (isinstance(value, str) and not value.startswith(("http://", "https://")))
+
+
+def candidates(fld: str, ov: Overrides) -> list[str]:
+    """The dotted keys of the config that may fill a field, best first."""
+    keys = list(ov.keys)
+    if fld == "train.batch_size":
+        batch = [k for k in keys if _BATCH.match(_last(k))]
+        train = [k for k in batch if _TRAIN_PART.search(k)]
+        return train or (batch if len(batch) == 1 else [])
+    if fld in ("train.extra", "eval.extra"):
+        part = _TRAIN_PART if fld == "train.extra" else _EVAL_PART
+        return [k for name in _DATA_DIR for k in keys
+                if _last(k) == name and part.search(k.rsplit(".", 1)[0] if "." in k else "")]
+    out = []
+    for name in _KEYS.get(fld, ()):
+        for key in keys:
+            if _last(key) != name:
+                continue
+            if fld in ("train.pretrained", "export.weights") and (not _checkpointish(ov.keys[key]) or
+                                                                 re.search(r"backbone|architecture|arch\.", key, re.IGNORECASE)):
+                continue
+            out.append(key)
+    return out
+
+
+def find(fld: str, ov: Overrides) -> str | None:
+    """The dotted key of the config that fills a field, or None."""
+    return next(iter(candidates(fld, ov)), None)
+
+
+def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[str, str],
+           notes: list[str]) -> dict[str, str]:
+    """The fields of -o scripts filled with config keys (a field given by --flag stays the user's): field →
+    the key as the runner passes it (``Global.epoch_num``, or ``-o Global.epoch_num`` for an append -o)."""
+    out = {}
+    for fld, role in _ROLE_OF.items():
+        ov = found.get(role)
+        if ov is None or fld in given:
+            continue
+        found_keys = candidates(fld, ov)
+        if not found_keys:
+            continue
+        out[fld] = found_keys[0]
+        if len(found_keys) > 1:
+            notes.append(f"question: {fld} is {found_keys[0]} of {ov.config}; {', '.join(found_keys[1:4])} may fill it "
+                         f"too: is {found_keys[0]} the one? (candidates: {', '.join(found_keys[:4])}; "
+                         f"--flag {fld}=KEY, or {fld}'s key in tipc.yaml)")
+    for role, ov in found.items():
+        mapped = ", ".join(f"{fld} → {out[fld]}" for fld in out if _ROLE_OF[fld] == role)
+        style = f"each key passed as `{ov.flag} KEY=VALUE` (action='append')" if ov.append else \
+            f"the command ends in `{ov.flag}` and each key is passed as KEY=VALUE after it"
+        notes.append(f"{scripts[role].path} takes `{ov.flag} key=value` over {ov.config}: {style}; keys mapped: "
+                     f"{mapped or 'none'}")
+    return {fld: found[_ROLE_OF[fld]].key(key) for fld, key in out.items()}
+
+
+def end_with_flag(script: Script, ov: Overrides) -> None:
+    """A nargs -o: the command ends in it, so every key the runner appends is one of its values."""
+    if ov.append:
+        return
+    words = list(script.args)
+    last = max((i for i, w in enumerate(words) if w == ov.flag or w.split("=", 1)[0] == ov.flag), default=None)
+    if last is None or any(w.startswith("-") for w in words[last + 1:]):
+        words.append(ov.flag)
+    script.args = tuple(words)
+
+
+def _missing_weights(root: Path, value: object) -> bool:
+    """A pretrained-weights path the repository does not hold (nor with .pdparams after it)."""
+    if not isinstance(value, str) or not value.strip() or value.startswith(("http://", "https://")):
+        return False
+    path = value.strip()
+    return not any((root / candidate).exists() for candidate in (path, path + ".pdparams"))
+
+
+def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Overrides], data: dict[str, str],
+               data_dir: str, data_names: dict[str, str], lite_count: int, pretrained_key: str | None = None) -> list[str]:
+    """Fixed overrides for the lite run (save/eval intervals above it, label files the lite data ships, a
+    pretrained file the repository does not hold), each named in a note; and a note for a backbone download."""
+    notes: list[str] = []
+    for role, ov in found.items():
+        script = scripts[role]
+        pairs: list[tuple[str, str]] = []
+        passed = " ".join(script.args)
+        for key, value in ov.keys.items():
+            if f"{key}=" in passed:
+                continue
+            last = _last(key)
+            if role == "train" and pretrained_key is not None and ov.key(key) == pretrained_key and \
+                    _missing_weights(root, value):
+                pairs.append((key, ""))
+                notes.append(f"{ov.config}: {key} is {value}, which is not in the repository: the train step would stop "
+                             f"loading it; set to nothing so the lite training starts from scratch (`{ov.key(key)}=` "
+                             "added to the train command in tipc.yaml); ship the file there to start from it")
+                continue
+            if role == "train" and _INTERVAL.match(last) and isinstance(value, int) and not isinstance(value, bool) \
+                    and value > lite_count:
+                pairs.append((key, "1"))
+                notes.append(f"{ov.config}: {key} is {value}, above the lite run's {lite_count}: set to 1 so the training "
+                             f"saves (`{ov.key(key)}=1` added to the {role} command in tipc.yaml)")
+            elif _LABEL_LIST.match(last) and role in ("train", "eval"):
+                data_role = "train" if _TRAIN_PART.search(key) and not _EVAL_PART.search(key) else \
+                    "eval" if _EVAL_PART.search(key) else None
+                if data_role != role or role not in data:
+                    continue
+                names = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+                lite = root / data[role]
+                shipped = [Path(n).name for n in names if lite.is_dir() and (lite / Path(n).name).is_file()]
+                if shipped and len(shipped) == len(names):
+                    new = [f"{data_dir}/{data_names[role]}/{n}" for n in shipped]
+                    text = "[" + ",".join(new) + "]" if isinstance(value, list) else new[0]
+                    pairs.append((key, text))
+                    notes.append(f"{ov.config}: {key} names {', '.join(names)}; the lite data {data[role]} ships "
+                                 f"{', '.join(shipped)}: set to {text} (added to the {role} command in tipc.yaml)")
+                elif names:
+                    notes.append(f"question: {ov.config}: {key} names {', '.join(names)}, which the lite data "
+                                 f"{data.get(role, '(none)')} does not ship; which file lists the lite {role} data? add "
+                                 f"`{ov.key(key)}=PATH` to the {role} command in tipc.yaml")
+            elif role == "train" and value is True and _DOWNLOAD.search(last):
+                notes.append(f"{ov.config}: {key} is true: it may download pretrained weights at start-up (offline the "
+                             f"step fails): add `{ov.key(key)}=False` to the train command in tipc.yaml, or ship the weights")
+        end_with_flag(script, ov)
+        script.args = (*script.args, *ov.words(pairs))
+    return notes
+
