@@ -592,11 +592,15 @@ tipc_close_answer() {
 # at NICENESS (0: as the runner), with TIPC_BESIDE_GO=GO in its environment when GO is given, its output written to
 # LOG through a writer that stops at TIPC_MAX_LOG_MB (the cap is on the log only, never on the files the step
 # saves: no ulimit -f). Its pid (timeout's, the leader of the step's process group) into TIPC_SPAWNED_PID, the
-# writer's into TIPC_SPAWNED_WRITER.
+# writer's into TIPC_SPAWNED_WRITER. The writer passes each piece of output on as it comes (stdbuf -o0, where
+# coreutils has it: head's stdio would hold the last 4 KiB back), so that the log can be followed while the step
+# runs (tipcgen run's live line, run -v, tail -f).
 tipc_spawn() {
     local log=$1 niceness=$2 go=$3 limit=${TIPC_STEP_TIMEOUT:-600} max_mb=${TIPC_MAX_LOG_MB:-1024} log_fd
+    local -a writer=(head)
     shift 4
-    exec {log_fd}> >(tipc_close_answer; exec head -c "$((max_mb * 1048576))" > "$log")
+    if [ -n "${TIPC_STDBUF:-}" ]; then writer=("$TIPC_STDBUF" -o0 head); fi
+    exec {log_fd}> >(tipc_close_answer; exec "${writer[@]}" -c "$((max_mb * 1048576))" > "$log")
     TIPC_SPAWNED_WRITER=$!
     (
         tipc_close_answer
@@ -813,6 +817,7 @@ tipc_start_run() {
     : > "$TIPC_RESULTS"
     : > "$TIPC_RECORDS"
     GPU_COUNT=$(tipc_gpu_count "$PYTHON")
+    TIPC_STDBUF=$(command -v stdbuf || :)  # the log writer's (tipc_spawn)
     exec {TIPC_SLEEP_FD}<> <(:)  # a pipe that never delivers: `read -t` on it sleeps without a fork
     trap tipc_on_interrupt INT TERM HUP
     printf '[tipc] %s %s: config %s, python %s, %s CUDA device(s)\n' "$TIPC_MODEL" "$3" "$CONFIG" "$PYTHON" "$GPU_COUNT"

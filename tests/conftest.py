@@ -438,10 +438,10 @@ def doctor_probes_once(monkeypatch):
 
     real = doctor._probe
 
-    def once(path: str):
-        key = (path, os.environ.get("PYTHONPATH"), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    def once(path: str, box=None):  # box: the sandbox of run --sandbox (doctor's sandboxed paddle row)
+        key = (path, box, os.environ.get("PYTHONPATH"), os.environ.get("CUDA_VISIBLE_DEVICES"))
         if key not in _PROBED:
-            _PROBED[key] = real(path)
+            _PROBED[key] = real(path, box)
         return _PROBED[key]
 
     monkeypatch.setattr(doctor, "_probe", once)

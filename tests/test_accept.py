@@ -270,7 +270,7 @@ def test_without_a_run_the_run_items_fail_and_user_errors_exit_2(toy_repo: Path,
     proc = tipcgen("accept", cwd=repo)
     assert proc.returncode == 1 and "NOT ACCEPTED: 7 passed, 3 failed" in proc.stdout
     assert "fix: run the chain first: tipcgen run" in proc.stdout
-    for args, said in ((["--root", str(tmp_path / "nothing")], "is not a folder"), (["--run", str(tmp_path / "nothing")], "is not a folder"),
+    for args, said in ((["--root", str(tmp_path / "nothing")], "no such folder"), (["--run", str(tmp_path / "nothing")], "is not a folder"),
                        (["--run", str(repo / "test_tipc")], "has no summary.json"), (["--write-docs"], "no run under")):
         proc = tipcgen("accept", *args, cwd=repo)
         assert proc.returncode == 2 and said in proc.stderr and "hint:" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -292,7 +292,8 @@ def test_the_flags_row_says_why_no_key_was_checked(case: str, tmp_path: Path, mo
     assert doctor.exit_code(rows) == 0
     if case != "timeout":
         assert rows == [Check("flags", "warn", "the keys the runner passes are not checked against the scripts' "
-                                               f"--help: {words[case]}")]
+                                               f"--help: {words[case]}", "remove what stops the check (above), then "
+                                               f"see it alone: tipcgen lint {FLAG_CONFIG} --root .")]
         assert not (tmp_path / "cache").exists(), "nothing probed, nothing cached"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -183,6 +184,10 @@ def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_proce
     train = [s for s in summary["steps"] if s["kind"] == "train" and s["status"] != "skipped"]
     assert [s["reason"] for s in train] == ["interrupted"], train
     assert "INTERRUPTED" in out and "PASSED" not in out
+    # The table shows the step cut short as interrupted, not failed, and the closing line counts it apart (#57).
+    assert re.search(r"^  INTR  train ", out, re.MULTILINE) and not re.search(r"^  FAIL  train ", out, re.MULTILINE), out
+    assert re.search(r"^INTERRUPTED: \d+ passed, 0 failed, \d+ skipped, 1 interrupted in ", out, re.MULTILINE), out
+    assert "--- train" not in out, "no failure block for a step cut short"
     assert _gone(stub_repo) == []
 
 

@@ -145,6 +145,9 @@ def test_cli_finds_the_newest_run_and_reports_bad_input(tmp_path: Path):
     assert "report.html" in proc.stdout and "toy / lite_train_lite_infer: FAILED" in proc.stdout
     assert (tmp_path / "test_tipc/output/toy" / MODE / "report.html").is_file()
     proc = tipcgen("report", "--root", str(tmp_path / "nothing"))
+    assert proc.returncode == 2 and "nothing: no such folder" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc = tipcgen("report", "--root", str(tmp_path / "empty"))
     assert proc.returncode == 2 and "tipcgen run" in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from tipcgen.cli.echo import echo
+from tipcgen.configs.locate import ROOT_HELP, find_root
 from tipcgen.core.text import json_text
 
 
@@ -21,7 +22,7 @@ class Format(str, Enum):
 
 
 def accept(
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
     run: Optional[Path] = typer.Option(None, "--run", help="The run folder, test_tipc/output/<model>/<mode> (default: the newest under --root)."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
     write_docs: bool = typer.Option(False, "--write-docs", help="First rewrite the support table of test_tipc/docs/test_train_inference_python.md from the run (the old file is kept under .tipcgen/backup/)."),
@@ -40,6 +41,7 @@ def accept(
     from tipcgen.outputs import accept as checklist
     from tipcgen.render.templating import environment
 
+    root = find_root(root)
     if run is not None and not run.is_dir():
         from tipcgen.core.errors import TipcgenError
 

@@ -20,14 +20,16 @@ from tipcgen.cli.accept import accept as accept_command
 from tipcgen.cli.import_cmd import import_ as import_command
 from tipcgen.cli.align import align_app
 from tipcgen.cli.echo import echo
+from tipcgen.cli.progress import Color
+from tipcgen.configs.locate import ROOT_HELP, find_root
 from tipcgen.cli.new import Devices, new
 from tipcgen.cli.repro import register as register_repro
 from tipcgen.cli.schema import schema
-from tipcgen.cli.suite import suite
-from tipcgen.core.errors import ScriptError, TipcgenError, os_error
-from tipcgen.core.text import paint, terminal
+from tipcgen.cli.suite import completing, suite
+from tipcgen.core.errors import TipcgenError, os_error
+from tipcgen.core.text import json_text, paint, terminal
 from tipcgen.format import paths
-from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED, progress_mark
+from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
 if TYPE_CHECKING:  # typer 0.29 vendors click (typer._click); tipcgen depends on typer alone, never on click itself
     from typer._click.formatting import HelpFormatter
@@ -61,7 +63,8 @@ class _Commands(TyperGroup):
 
 app = typer.Typer(
     cls=_Commands,
-    context_settings={"max_content_width": 120},  # a wide terminal gets each command's sentence on one line
+    # a wide terminal gets each command's sentence on one line; -h as well as --help, on every command
+    context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
     add_completion=True,
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -109,6 +112,11 @@ class ConflictMode(str, Enum):
     markers = "markers"
 
 
+COMPLETE_MODES = completing(MODES)
+COMPLETE_CHAINS = completing(list(paths.RUNNERS))
+COMPLETE_SAMPLES = completing(SAMPLES.split(", "))
+
+
 def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path:
     """--root, or its old name (kept hidden so that existing scripts work); both, if they differ, is a mistake."""
     if alias is None:
@@ -119,8 +127,11 @@ def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> 
     return alias
 
 
-def _color() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+def _color(choice: str = "auto") -> bool:
+    """Whether a command colours its output (core/console.py: --color, FORCE_COLOR, NO_COLOR, a terminal)."""
+    from tipcgen.core.console import wants_color
+
+    return wants_color(choice)
 
 
 _PAINT = {"conflict": "red", "merged": "cyan", "updated": "green", "created": "green", "removed": "yellow",
@@ -135,7 +146,7 @@ def _action(word: str, color: bool) -> str:
 
 @app.command()
 def init(
-    targets: List[str] = typer.Argument(..., metavar="SAMPLE_OR_DESCRIPTOR", help=f"Built-in sample names ({SAMPLES}) or paths "
+    targets: List[str] = typer.Argument(..., metavar="SAMPLE_OR_DESCRIPTOR", autocompletion=COMPLETE_SAMPLES, help=f"Built-in sample names ({SAMPLES}) or paths "
                                         "to descriptor .yaml files: each model is added beside those rendered there before."),
     root: Path = typer.Option(Path("."), "--root", help="The repository root to write test_tipc/ into."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
@@ -178,7 +189,7 @@ def _next_runs(root: Path, models: list[str]) -> list[str]:
 
 @app.command()
 def update(
-    root: Path = typer.Option(Path("."), "--root", help="The repository root tipcgen init rendered into (it holds .tipcgen-answers.yml)."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository root tipcgen init rendered into, which holds .tipcgen-answers.yml (default: found from the current folder up, as for run)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True, help="The old name of --root."),
     diff: bool = typer.Option(False, "--diff", help="Print what would change as unified diffs, and write nothing."),
     conflict: ConflictMode = typer.Option(ConflictMode.keep, "--conflict", help="keep: leave a conflicting file untouched; markers: write it with conflict markers to resolve by hand."),
@@ -192,7 +203,7 @@ def update(
     """
     from tipcgen.render import update as updater
 
-    output = _repository_root(root, output, "--output")
+    output = find_root(_repository_root(root, output, "--output"))
     plan = updater.plan(output)
     color = _color()
     if plan.descriptor_changed:
@@ -249,14 +260,16 @@ class ChainProofs:
 
 @app.command()
 def run(
-    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help=", ".join(MODES[:-1]) + " or " + MODES[-1] + "."),
-    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run (default: the only test_tipc/configs/*/train_infer_python.txt)."),
+    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", autocompletion=COMPLETE_MODES, help=", ".join(MODES[:-1]) + " or " + MODES[-1] + "."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to run: a model's name (its folder under test_tipc/configs: -c bert_sst2) or the config file (default: the only test_tipc/configs/*/train_infer_python.txt, or the chain's)."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set for whole-data modes (sets TIPC_DATA_DIR)."),
     step_timeout: Optional[int] = typer.Option(None, "--step-timeout", min=1, help="Seconds before a step is killed and reported as a timeout (default: the descriptor's run.step_timeout); a script silent for 300 s longer is stopped as stuck."),
     model_dir: Optional[str] = typer.Option(None, "--model-dir", help="whole_infer: a train output folder to export and infer (sets TIPC_MODEL_DIR; default: the latest train run)."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not every output line."),
-    chain: str = typer.Option("basic", "--chain", help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), ptq (post-training quantization: calibrate, int8 inference, int8 vs float), dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, then eval, export and inference), or fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback addresses; rank 0's model goes on)."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not prepare.sh's output and the runner's other lines."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each step's log as it grows (the scripts' own output: the loss, the inference results)."),
+    color: Color = typer.Option(Color.auto, "--color", help="auto (a terminal, unless NO_COLOR; FORCE_COLOR gives colour to a log too), always or never."),
+    chain: str = typer.Option("basic", "--chain", autocompletion=COMPLETE_CHAINS, help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), ptq (post-training quantization: calibrate, int8 inference, int8 vs float), dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, then eval, export and inference), or fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback addresses; rank 0's model goes on)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
     max_checkpoint_bytes: Optional[int] = typer.Option(None, "--max-checkpoint-bytes", min=1, help="The largest checkpoint the export check reads (default: a quarter of the machine's memory)."),
     sandbox: bool = typer.Option(False, "--sandbox", help="Run prepare.sh and the runner in a sandbox (bubblewrap): only the repository and the run folder writable, no network; exit 2 where bubblewrap is missing."),
@@ -272,17 +285,19 @@ def run(
     from tipcgen.run import run as runner
     from tipcgen.run.request import RunRequest
 
-    def show(line: str) -> None:
-        if ScriptError.is_own_line(line):
-            return  # a script that refuses to start: the run raises it as one error message
-        if not quiet or progress_mark(line) is not None:  # quiet: the step lines, RUN as well as PASS/FAIL/SKIP
-            echo(line)
+    from tipcgen.cli.progress import RunDisplay
 
-    request = RunRequest(mode=mode, root=root, config=config, chain=chain, data_dir=data_dir, model_dir=model_dir,
-                         step_timeout=step_timeout, python=python, sandbox=sandbox,
-                         max_checkpoint_bytes=max_checkpoint_bytes, quiet=quiet, on_line=show)
-    summary = runner.run(request, ChainProofs())
-    echo(summary_text.terminal_text(summary, color=_color()))
+    root = find_root(root)
+    if quiet and verbose:
+        raise TipcgenError("--quiet and --verbose ask for less and for more", "pass one of them")
+    with RunDisplay(quiet=quiet, verbose=verbose, color=color.value) as display:
+        request = RunRequest(mode=mode, root=root, config=config, chain=chain, data_dir=data_dir, model_dir=model_dir,
+                             step_timeout=step_timeout, python=python, sandbox=sandbox,
+                             max_checkpoint_bytes=max_checkpoint_bytes, quiet=quiet, on_line=display.on_line,
+                             on_run_dir=display.on_run_dir)
+        summary = runner.run(request, ChainProofs())
+    colored = _color(color.value)
+    echo(summary_text.terminal_text(summary, color=colored), color=colored or None)
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
     echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
     raise typer.Exit(summary.exit_code)
@@ -294,7 +309,7 @@ def report(
     format: ReportFormat = typer.Option(ReportFormat.all, "--format", help="md, html, or all (both)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="The folder to write into (default: the run folder, next to summary.json)."),
     align: Optional[Path] = typer.Option(None, "--align", help="Add the alignment table: the JSON of tipcgen align report --json, or the reproduction folder (default: align_report.json in the run folder, if any)."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
     force: bool = typer.Option(False, "--force", help="Replace a different report already in --output (the old one is kept under .tipcgen/backup/)."),
 ) -> None:
     """Write one document (Markdown and HTML) of a run, for a submission or a pull request.
@@ -311,6 +326,7 @@ def report(
     from tipcgen.outputs import accept
     from tipcgen.outputs import report as reporter
 
+    root = find_root(root)
     folder = run_dir if run_dir is not None else reporter.find_run(root)
     formats = reporter.FORMATS if format is ReportFormat.all else (format.value,)
     acceptance = accept.for_report(folder, root if run_dir is None else reporter.root_of(folder))
@@ -331,6 +347,9 @@ def lint(
     repo_root: Optional[Path] = typer.Option(None, "--repo-root", hidden=True, help="The old name of --root."),
     format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines."),
     trust_repo: bool = typer.Option(False, "--trust-repo", help="Run the repository's scripts' --help even where no sandbox (bubblewrap) can be had: their code runs with your rights (docs/SECURITY.md)."),
+    select: List[str] = typer.Option([], "--select", metavar="RULE", help="Report only these rules (repeatable, or comma-separated)."),
+    ignore: List[str] = typer.Option([], "--ignore", metavar="RULE", help="Leave out these rules (repeatable, or comma-separated); an ignored error no longer fails the exit code."),
+    statistics: bool = typer.Option(False, "--statistics", help="Print how many findings each rule has (most first) instead of the findings."),
 ) -> None:
     """Find what upstream TIPC runners get silently wrong in configs (shifted lines, ':' in values, list lengths).
 
@@ -344,16 +363,28 @@ def lint(
     for path in configs:
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
-    findings = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
-                                  check_flags=repo_root is not None, unsandboxed=trust_repo)
-    if format is Format.json:
+    chosen, left_out = linter.check_rules(select, "--select"), linter.check_rules(ignore, "--ignore")
+    findings = linter.chosen(linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
+                                                check_flags=repo_root is not None, unsandboxed=trust_repo),
+                             chosen, left_out)
+    if statistics:
+        rows = linter.statistics(findings)
+        if format is Format.json:
+            echo(json_text([{"rule": rule, "severity": severity, "count": n} for n, rule, severity in rows]))
+        else:
+            for n, rule, severity in rows:
+                echo(f"{n:>7}  {rule:<22}  {severity}")
+    elif format is Format.json:
         echo(linter.findings_to_json(findings))
     else:
         for finding in findings:
             echo(linter.format_finding(finding))
+    if format is Format.text:
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
-        echo(f"{errors} error(s), {warnings} warning(s)", err=True)
+        unchecked = sum(1 for f in findings if f.rule == "not-position-checked")
+        echo(f"{errors} error(s), {warnings} warning(s)" + (f"; {unchecked} file(s) whose lines' positions were not "
+                                                           "checked (not-position-checked)" if unchecked else ""), err=True)
     raise typer.Exit(1 if linter.has_errors(findings) else 0)
 
 
@@ -363,8 +394,8 @@ app.command(name="import")(import_command)  # cli/import_cmd.py
 @app.command()
 def golden(
     target: str = typer.Argument(..., help="The descriptor (sample name or path) whose golden results to write."),
-    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", help="The mode whose last passing run gives the results."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    mode: str = typer.Option(LITE_TRAIN_LITE_INFER, "--mode", "-m", autocompletion=COMPLETE_MODES, help="The mode whose last passing run gives the results."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Write golden inference results from the last passing run, on purpose.
 
@@ -379,6 +410,7 @@ def golden(
     from tipcgen.run.run import check_mode
 
     check_mode(mode)
+    root = find_root(root)
     desc = descriptor.load(target)
     written = goldens.regenerate(desc, root, mode)
     for item in written:
@@ -391,12 +423,13 @@ def golden(
 
 @app.command()
 def doctor(
-    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to check (default: the only test_tipc/configs/*/train_infer_python.txt)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="The config to check: a model's name (-c bert_sst2) or the config file (default: the only test_tipc/configs/*/train_infer_python.txt)."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Folder of the whole data set to check (default: $TIPC_DATA_DIR)."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository root (where test_tipc/ is)."),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
     trust_repo: bool = typer.Option(False, "--trust-repo", help="Run the repository's scripts' --help even where no sandbox (bubblewrap) can be had: their code runs with your rights (docs/SECURITY.md)."),
+    format: Format = typer.Option(Format.text, "--format", help="text for people, json for machines (each check's name, status, detail and fix)."),
 ) -> None:
-    """Check this machine before a run: Python, paddle and its export format, GPU, ONNX tools, scripts, flags, data.
+    """Check this machine before a run: Python, paddle (also inside run --sandbox's sandbox), GPU, ONNX tools, git, scripts, flags, descriptor, data.
 
     Exit code 1 if any check failed (its fix is printed under it), 0 otherwise.
 
@@ -404,16 +437,32 @@ def doctor(
     """
     from tipcgen.run import doctor as checkup
 
-    checks = checkup.diagnose(root, config, data_dir, unsandboxed=trust_repo)
-    echo(checkup.format_checks(checks))
+    checks = checkup.diagnose(find_root(root), config, data_dir, unsandboxed=trust_repo)
+    echo(checkup.checks_json(checks) if format is Format.json else checkup.format_checks(checks))
     raise typer.Exit(checkup.exit_code(checks))
 
 
 @functools.cache
 def _command() -> TyperGroup:
     """The click command Typer builds from `app` (what `app()` builds anew on every call: a tenth of an in-process
-    call's CPU in the tests, which call main() many times in one interpreter)."""
-    return typer.main.get_command(app)
+    call's CPU in the tests, which call main() many times in one interpreter), with _metavars' names."""
+    command = typer.main.get_command(app)
+    _metavars(command)
+    return command
+
+
+def _metavars(command: object) -> None:
+    """Every value's placeholder in --help as its name in capitals (`--mode MODE`, `CONFIGS...`), not Typer's
+    type names (`<str>`, `<list[str]>`, `<float range>`, `{configs}...`); a choice keeps its list of choices."""
+    for param in getattr(command, "params", []):
+        descriptor = getattr(param, "type_descriptor", None)
+        if param.metavar is None and not getattr(param, "is_flag", False) and param.name \
+                and not getattr(descriptor, "is_choice", False):
+            param.metavar = param.name.upper()
+        if getattr(param, "param_type_name", "") == "argument" and not getattr(descriptor, "is_choice", False):
+            param.display_type = lambda ctx: ""  # the help's argument row: its name only, not `<list[str]>`
+    for sub in getattr(command, "commands", {}).values():
+        _metavars(sub)
 
 
 def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:

@@ -13,6 +13,7 @@ import typer
 from tipcgen.core.text import shown
 
 
-def echo(message: object = "", err: bool = False, nl: bool = True) -> None:
-    """``typer.echo`` of ``message`` made safe for a terminal."""
-    typer.echo(shown(message), err=err, nl=nl)
+def echo(message: object = "", err: bool = False, nl: bool = True, color: bool | None = None) -> None:
+    """``typer.echo`` of ``message`` made safe for a terminal. ``color``: True keeps tipcgen's colours where the
+    stream is no terminal (--color always, FORCE_COLOR: core/console.py), which typer.echo would strip."""
+    typer.echo(shown(message), err=err, nl=nl, color=color)

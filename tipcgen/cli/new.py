@@ -87,7 +87,11 @@ def new(
                               env=_env(env))
 
     def ask(option: str, question: str, default: str) -> str:
-        return typer.prompt(shown(f"{question} ({option})"), default=default or None, show_default=bool(default))
+        try:
+            return typer.prompt(shown(f"{question} ({option})"), default=default or None, show_default=bool(default))
+        except typer.Abort:  # Ctrl-C (or the end of input) at the prompt: interrupted, 130, as run says it
+            echo("\ninterrupted: nothing was written", err=True)
+            raise typer.Exit(130) from None
 
     proposal = newdesc.propose(options, root, ask if sys.stdin.isatty() else None)
     for field, source, origin in proposal.mapping:

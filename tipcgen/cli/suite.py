@@ -13,27 +13,40 @@ from typing import List, Optional
 import typer
 
 from tipcgen.cli.echo import echo
+from tipcgen.cli.progress import Color
+from tipcgen.configs.locate import find_root
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import JUNIT_XML, SUITE_ELSEWHERE, SUITE_JSON, SUITE_OUTPUT, TEST_TIPC
-from tipcgen.format.words import LITE_TRAIN_LITE_INFER
+from tipcgen.format.words import LITE_TRAIN_LITE_INFER, MODES
+
+SUITE_CHAINS = ("basic", "paddle2onnx", "dy2static", "fleet")  # suite.CHAIN_OF_NAME's (tests/test_cli.py keeps them in step)
+
+
+def completing(words):
+    """A shell_complete for an option whose values are these words (the shell completes `--mode lite<TAB>`)."""
+    def complete(incomplete: str) -> list[str]:
+        return [word for word in words if word.startswith(incomplete)]
+
+    return complete
 
 
 def suite(
     paths: Optional[List[str]] = typer.Argument(None, help="Config files, folders (a repository root: its test_tipc/configs) or quoted globs (default: --root's test_tipc/configs)."),
-    mode: List[str] = typer.Option([LITE_TRAIN_LITE_INFER], "--mode", "-m", help="A mode to run every config in (repeatable)."),
-    chain: List[str] = typer.Option(["basic"], "--chain", help="A chain to run (repeatable): basic (train_infer_python.txt), paddle2onnx (runs after the basic chain of its model, on the model it trained), dy2static (train_dy2static_python.txt), fleet (train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt: machines simulated on this host); those two not in whole_infer."),
+    mode: List[str] = typer.Option([LITE_TRAIN_LITE_INFER], "--mode", "-m", autocompletion=completing(MODES), help="A mode to run every config in (repeatable)."),
+    chain: List[str] = typer.Option(["basic"], "--chain", autocompletion=completing(SUITE_CHAINS), help="A chain to run (repeatable): basic (train_infer_python.txt), paddle2onnx (runs after the basic chain of its model, on the model it trained), dy2static (train_dy2static_python.txt), fleet (train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt: machines simulated on this host); those two not in whole_infer."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Chains run side by side on this machine."),
     cores_per_chain: Optional[int] = typer.Option(None, "--cores-per-chain", min=1, help="CPU cores per chain (affinity, OMP_NUM_THREADS, CPU_NUM; default: the cores / --jobs)."),
     gpus_per_chain: int = typer.Option(1, "--gpus-per-chain", min=0, help="GPUs per chain (CUDA_VISIBLE_DEVICES); 0: none."),
     share_gpus: bool = typer.Option(False, "--share-gpus", help="Let chains share GPUs (default: never two chains on one GPU)."),
     timeout: float = typer.Option(3600, "--timeout", help="Seconds a chain may run before it is killed and reported as a timeout (finite, above 0)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder for suite.json, junit.xml and each chain's run folder (default: --root's test_tipc/output/suite, or ./tipc-suite where --root has no test_tipc/)."),
-    root: Path = typer.Option(Path("."), "--root", help="The repository of configs that lie in no test_tipc/ folder, and the default configs."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The repository of configs that lie in no test_tipc/ folder, and the default configs (default: found from the current folder up, as for run)."),
     lint_only: bool = typer.Option(False, "--lint-only", help="Only the lint gate and the plan: name each refused config, run nothing."),
     ray: bool = typer.Option(False, "--ray", help="Run each chain as a Ray task (a local Ray, or the cluster of --address)."),
     address: Optional[str] = typer.Option(None, "--address", help="A running Ray cluster (e.g. 127.0.0.1:6379); implies --ray."),
     keep_work: bool = typer.Option(False, "--keep-work", help="Keep each chain's working copy (under OUTPUT/work)."),
     sandbox: bool = typer.Option(False, "--sandbox", help="Run each chain with tipcgen run --sandbox (bubblewrap: only its repository copy and run folder writable, no network); exit 2 where bubblewrap is missing."),
+    color: Color = typer.Option(Color.auto, "--color", help="auto (a terminal, unless NO_COLOR; FORCE_COLOR gives colour to a log too), always or never."),
 ) -> None:
     """Run many TIPC chains: a lint gate, then each chain as `tipcgen run` in its own copy of its repository.
 
@@ -48,6 +61,7 @@ def suite(
     from tipcgen.suite import slots as machine
     from tipcgen.suite import suite as planner
 
+    root = find_root(root)
     owned.check_limits(timeout, jobs)
     owned.check_modes(mode)
     owned.check_chains(chain)
@@ -86,7 +100,7 @@ def suite(
     owned.check_output(out, [Path(chain.root) for chain in chains])
     # Nothing is written before here: a mistake above leaves the last suite's results as they were.
     owned.claim_output(out)
-    progress = report.Progress(len(chains))
+    progress = report.Progress(len(chains), color=color.value)
     started = time.monotonic()
     # SIGINT, SIGTERM and SIGHUP (one not ignored at start) stop the chains, which still write their
     # summaries, and the suite still writes suite.json: run's guard, the same for both commands.

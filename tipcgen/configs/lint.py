@@ -34,6 +34,7 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``unused-shift`` | warning | a shift only among lines the runner never uses for this config (their uses need a null ``${X}`` not null) |
 | ``other-runner`` | warning | another runner of its folder reads the file as intended (``configs/reading.py``), the basic one would not |
 | ``family`` | info | (``tipcgen lint`` only) the layout family the file is read in, and how it was picked |
+| ``not-position-checked`` | info | (``tipcgen lint`` only) a kind of config (paddle2onnx, serving, cpp, lite, infer_python, ...) whose lines' positions tipcgen has no table for: a deleted or added line is not found; only the byte-level rules ran |
 
 Why these severities (what the upstream runners do):
 
@@ -343,6 +344,11 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
         found = linter.run()
         if linter.pick is not None:
             findings.append(Finding(str(file), 1, "family", "info", linter.pick.describe()))
+        elif not position_checked(linter.kind):
+            findings.append(Finding(str(file), 1, "not-position-checked", "info",
+                                    f"a {linter.kind} config: tipcgen has no layout table for this kind, so a deleted "
+                                    "or added line is not found (its runner reads the lines by position); only the "
+                                    "byte-level rules (line endings, spaces, punctuation, markers) ran"))
         if check_flags and root is not None and not has_errors(found) and linter.kind in layout.LAYOUT_OF_KIND:
             basic = reading.basic_runner(linter.specs)
             reads = runner_spec.passing(basic, text) if basic is not None else None
@@ -358,6 +364,40 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
             found = sorted(found + flags, key=lambda f: (f.line, f.rule))
         findings.extend(found)
     return findings
+
+
+def position_checked(kind: str) -> bool:
+    """Whether lint checks the lines' positions of a config of this kind (a layout table of its own)."""
+    return kind in layout.LAYOUT_OF_KIND or kind in compression.KINDS or kind in ("dy2static", "empty")
+
+
+# Every rule lint can report (the module docstring's table), for --select and --ignore.
+RULES = tuple(re.findall(r"^\| ``([a-z0-9-]+)`` \|", __doc__ or "", re.MULTILINE))
+
+
+def check_rules(names: Iterable[str], option: str) -> set[str]:
+    """--select/--ignore's rule names (each may be a comma-separated list), every one a rule lint knows."""
+    from tipcgen.core.errors import TipcgenError
+
+    wanted = {name.strip() for value in names for name in value.split(",") if name.strip()}
+    unknown = sorted(wanted - set(RULES))
+    if unknown:
+        raise TipcgenError(f"{option} {', '.join(unknown)}: no such lint rule",
+                           "the rules: " + ", ".join(sorted(RULES)))
+    return wanted
+
+
+def chosen(findings: Iterable[Finding], select: set[str], ignore: set[str]) -> list[Finding]:
+    """The findings of the selected rules (all without --select) less the ignored ones."""
+    return [f for f in findings if (not select or f.rule in select) and f.rule not in ignore]
+
+
+def statistics(findings: Iterable[Finding]) -> list[tuple[int, str, str]]:
+    """(count, rule, severity) per rule, the most frequent first (--statistics)."""
+    from collections import Counter
+
+    counts = Counter((f.rule, f.severity) for f in findings)
+    return sorted(((n, rule, severity) for (rule, severity), n in counts.items()), key=lambda row: (-row[0], row[1]))
 
 
 def refusals(path: str | Path, repo_root: str | Path | None = None) -> list[Finding]:

@@ -136,6 +136,29 @@ def program_head(path: str | Path) -> bytes:
         return b""
 
 
+def read_tail(path: str | Path, limit: int = 4096, start: int | None = None) -> tuple[bytes, int]:
+    """For a display that follows a file another process writes (a step's log): at most ``limit`` bytes of it,
+    its last ones (``start`` None) or those from byte ``start`` on, and the file's size when read. Never waits and
+    never follows a link (``O_NONBLOCK``, ``O_NOFOLLOW``); a file that is not a regular one, or cannot be read,
+    is ``(b"", 0)``: what is shown is a courtesy, never a failure of the command."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return b"", 0
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return b"", 0
+        size = info.st_size
+        offset = max(0, size - limit) if start is None else min(max(0, start), size)
+        return os.pread(fd, min(limit, size - offset), offset), size
+    except OSError:
+        return b"", 0
+    finally:
+        os.close(fd)
+
+
 def decode(data: bytes, path: str | Path, what: str = "file") -> str:
     """Strict UTF-8 text (a UTF-8 byte-order mark is kept for the caller to judge)."""
     fix = f"save the {what} as UTF-8 text (most editors: File > Save with Encoding > UTF-8)"

@@ -106,7 +106,7 @@ def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Ite
     if not archives:
         return Item("2.2.1", title, False, "./",
                     f"no lite_data archive ({', '.join(ARCHIVE_SUFFIXES)}) within {SEARCH_DEPTH} folders of the root",
-                    "tar -czf lite_data.tar lite_data (the folder with a few train and eval samples) and commit it")
+                    "tar -czf lite_data.tar.gz lite_data (the folder with a few train and eval samples) and commit it")
     failures = []
     if len(archives) > MAX_ARCHIVES:  # each is listed within its own budget: their number is bounded too
         failures.append(f"{len(archives) - MAX_ARCHIVES} more lite_data archive(s) not checked")
@@ -124,9 +124,9 @@ def check_lite_data(root: Path, dirs: tuple[Path, ...] | list[Path] = ()) -> Ite
             files = sum(kind == "file" for _, kind in members)
             return Item("2.2.1", title, True, _rel(path, root), f"{files} file(s) under lite_data/")
         failures.append(f"{terminal(_rel(path, root))}: {'; '.join(problems)}")
-    fix = "rebuild it from the folder itself: tar -czf lite_data.tar lite_data"
+    fix = "rebuild it from the folder itself: tar -czf lite_data.tar.gz lite_data"
     if all("it unpacks to " in failure for failure in failures):  # it exists and is safe, but its folder is another
-        fix = ("rename the folder it holds to lite_data and pack it again (mv FOLDER lite_data && tar -czf lite_data.tar "
+        fix = ("rename the folder it holds to lite_data and pack it again (mv FOLDER lite_data && tar -czf lite_data.tar.gz "
                "lite_data), then point prepare.sh and the config at lite_data/")
     return Item("2.2.1", title, False, _rel(archives[0], root), " | ".join(failures), fix)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tipcgen.core.text import paint, terminal
 from tipcgen.core.writes import write_file
-from tipcgen.format.words import CHECK, FAILED, PASSED, PREPARE, SKIPPED, SPEED
+from tipcgen.format.words import CHECK, FAILED, INTERRUPTED, PASSED, PREPARE, SKIPPED, SPEED
 from tipcgen.render import templating
 from tipcgen.results import junit, speeds
 from tipcgen.results.results import RUN_CHECK_REFERENCES, Summary, check_text
@@ -22,12 +22,12 @@ def write_junit(summary: Summary, path: Path) -> None:
 
 def terminal_text(summary: Summary, color: bool = False) -> str:
     """The table a person reads at the end of a run."""
-    colours = {PASSED: "green", FAILED: "red", SKIPPED: "yellow"} if color else {}
+    colours = {PASSED: "green", FAILED: "red", SKIPPED: "yellow", INTERRUPTED: "yellow"} if color else {}
     rows = []
     for step in summary.steps:
-        mark = step.mark
-        if step.status in colours:  # tipcgen's own colour: the CLI's echo turns it into the terminal code
-            mark = paint(mark, colours[step.status])
+        mark, status = (INTERRUPTED_MARK, INTERRUPTED) if cut_short(summary, step) else (step.mark, step.status)
+        if status in colours:  # tipcgen's own colour: the CLI's echo turns it into the terminal code
+            mark = paint(mark, colours[status])
         detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
         if step.metrics:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
@@ -39,12 +39,24 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),
         verdict=summary.verdict, runner_counts=_runner_counts(summary),
+        cut=[step for step in summary.steps if cut_short(summary, step)],
         target_lines=_target_lines(summary))
+
+
+INTERRUPTED_MARK = "INTR"  # the table's mark of a step a stop signal cut short (four letters, as PASS, FAIL, SKIP)
+
+
+def cut_short(summary: Summary, step) -> bool:
+    """A step the stop signal cut short (its record: failed, reason ``interrupted``): the table shows it as
+    interrupted, not failed, and the closing line counts it apart; summary.json keeps the record as it is."""
+    return summary.interrupted and step.status == FAILED and step.reason == INTERRUPTED
 
 
 def _runner_counts(summary: Summary) -> tuple[int, int, int] | None:
     """(passed, failed, skipped) of the runner's own steps, as its closing line counts them, where tipcgen run
-    added steps around them (prepare, and the checks of the run itself: RUN_CHECK_REFERENCES); else None."""
+    added steps around them (prepare, and the checks of the run itself: RUN_CHECK_REFERENCES); else None. The
+    closing line then says what its count includes; run's display leaves the runner's own count line out
+    (cli/progress.py), so that the last line is the one count a person reads."""
     own = [step for step in summary.steps
            if not (step.kind == PREPARE or (step.kind == CHECK and step.reference in RUN_CHECK_REFERENCES))]
     if len(own) == len(summary.steps):

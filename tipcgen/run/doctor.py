@@ -19,6 +19,7 @@ from tipcgen.configs import flag_check, legacy_format, lint
 from tipcgen.configs.flag_check import is_command_name
 from tipcgen.core import inputs, isolated, process, writes
 from tipcgen.core.errors import TipcgenError
+from tipcgen.core.sandbox import Spec
 from tipcgen.core.text import terminal
 from tipcgen.format import chain
 from tipcgen.format.config import TipcConfig
@@ -125,7 +126,9 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None,
     flags = _flags(root, config_path, lint_ok, unsandboxed) if config_path else []
     legacy = _legacy_format(root, config_path, pir, lambda: _old_ir_export(python)) if config_path else []
     legacy += _predictor(root, config_path, pir) if config_path else []
-    return python_checks + _tools() + [Check("sandbox", *sandboxed.doctor_row())] + config_checks + flags + legacy + _data(root, config_path, data_dir)
+    boxed = _sandboxed_paddle(root, python, python_checks)
+    return (python_checks + _tools() + [Check("sandbox", *sandboxed.doctor_row()), *boxed, _git(root)] + config_checks
+            + flags + legacy + _data(root, config_path, data_dir))
 
 
 def exit_code(checks: list[Check]) -> int:
@@ -144,6 +147,56 @@ def format_checks(checks: list[Check]) -> str:
     warned = sum(check.status == "warn" for check in checks)
     rows.append(f"doctor: {failed} failed, {warned} warning(s), {len(checks) - failed - warned} ok")
     return "\n".join(rows)
+
+
+def checks_json(checks: list[Check]) -> str:
+    """--format json: every check (name, status, detail, fix) and the counts, for a machine."""
+    from tipcgen.core.text import json_text
+
+    failed = sum(check.status == "fail" for check in checks)
+    warned = sum(check.status == "warn" for check in checks)
+    return json_text({"checks": [{"name": c.name, "status": c.status, "detail": c.detail, "fix": c.fix} for c in checks],
+                      "failed": failed, "warnings": warned, "ok": len(checks) - failed - warned,
+                      "exit_code": exit_code(checks)})
+
+
+# ---------------------------------------------------------------- what run --sandbox and the tracked-files check meet
+
+def _sandboxed_paddle(root: Path, python: str, python_checks: list[Check]) -> list[Check]:
+    """paddle imported inside the sandbox run --sandbox builds (run/sandboxed.spec), by the same interpreter and
+    environment: a venv whose files the sandbox hides fails here, not in the run's first step. Nothing where no
+    sandbox can be had (the sandbox row says so) or paddle does not import outside it (the paddle row says so)."""
+    from tipcgen.core import sandbox
+    from tipcgen.format import paths as names
+
+    if not any(c.name == "paddle" and c.status != "fail" for c in python_checks) or not sandbox.available()[0]:
+        return []
+    path = shutil.which(python)
+    if path is None:
+        return []
+    found = _probe(path, sandboxed.spec(root, root / names.OUTPUT, dict(os.environ), path))
+    if isinstance(found, dict) and "paddle" in found:
+        return [Check("sandboxed paddle", "ok", f"paddle {found['paddle']} imports inside run --sandbox's sandbox "
+                      f"({path})")]
+    why = found.get("paddle_error", "unknown error") if isinstance(found, dict) else found.detail
+    return [Check("sandboxed paddle", "fail", f"{path} cannot import paddle inside run --sandbox's sandbox: {why}",
+                  "the sandbox shows only the repository, the system folders and the interpreter's own prefix: "
+                  "put the environment outside /tmp or inside the repository (python -m venv .venv), or run "
+                  "without --sandbox")]
+
+
+def _git(root: Path) -> Check:
+    """The tracked-files check's precondition: run compares git status before and after each part."""
+    from tipcgen.run import tracked
+
+    if shutil.which("git") is None:
+        return Check("git", "warn", "git is not on PATH: run cannot check that the chain leaves the tracked files "
+                     "as they were (its tracked-files check is skipped)", "install git")
+    if tracked.snapshot(root) is None:
+        return Check("git", "warn", f"{root} is not in a git work tree: run cannot check that the chain leaves the "
+                     "tracked files as they were (its tracked-files check is skipped)",
+                     "git init && git add -A && git commit -m baseline (a reviewer's clone is one)")
+    return Check("git", "ok", "a git work tree: run checks that the chain changes no tracked file")
 
 
 # ---------------------------------------------------------------- tools the scripts call
@@ -212,10 +265,11 @@ def _python_side(python: str, origin: str, config_file: Path | None = None) -> l
     return checks
 
 
-def _probe(path: str) -> dict | Check:
-    """What the interpreter at path reports of itself and paddle (one subprocess), or the failed check."""
+def _probe(path: str, box: Spec | None = None) -> dict | Check:
+    """What the interpreter at path reports of itself and paddle (one subprocess; in the sandbox ``box`` where
+    given), or the failed check."""
     outcome = process.run(process.Request(isolated.command(path, _PROBE), timeout=PROBE_TIMEOUT, stderr="separate",
-                                          output_cap=1 << 20))
+                                          output_cap=1 << 20, sandbox=box))
     if outcome.exit_code is None or outcome.timed_out:
         why = outcome.error or f"it did not finish in {PROBE_TIMEOUT} s"
         return Check("python", "fail", f"{path} could not run a probe: {why}", "check that it is a working Python")
@@ -328,9 +382,11 @@ def _flags(root: Path, config_path: Path, lint_ok: bool = True, unsandboxed: boo
     except (TipcgenError, OSError) as exc:  # a script that cannot be read (a pipe, too long a name)
         survey, why = None, exc.message if isinstance(exc, TipcgenError) else str(exc)
     if survey is None:
-        return [Check("flags", "warn", f"the keys the runner passes are not checked against the scripts' --help: {why}")]
-    rows = [Check("flags", "fail" if p.severity == "error" else "warn", f"{config_path}:{p.line}: {p.message}", p.fix)
-            for p in survey.problems]
+        return [Check("flags", "warn", f"the keys the runner passes are not checked against the scripts' --help: {why}",
+                      f"remove what stops the check (above), then see it alone: tipcgen lint {config_path} --root .")]
+    by_hand = "check by hand that the script reads each key the runner passes it (the config line named)"
+    rows = [Check("flags", "fail" if p.severity == "error" else "warn", f"{config_path}:{p.line}: {p.message}",
+                  p.fix or by_hand) for p in survey.problems]
     if not any(row.status == "fail" for row in rows) and (survey.keys or not rows):
         cached = ("" if not survey.cached else " (cached)" if survey.cached == survey.answers else
                   f" ({survey.cached} of {survey.answers} cached)")
@@ -445,10 +501,14 @@ def _predictor(root: Path, config_path: Path, pir: bool) -> list[Check]:
 
 def _data(root: Path, config_path: Path | None, data_dir: str | None) -> list[Check]:
     model = TipcConfig.read(root / config_path).model_name if config_path else None
-    spec = _data_spec(root, model.strip() if model else None)
+    try:
+        spec = _data_spec(root, model.strip() if model else None)
+    except TipcgenError as exc:  # the descriptor is there and cannot be read: its own error, not "no descriptor"
+        return [Check("descriptor", "fail", exc.message, exc.hint or "fix the descriptor (tipcgen init checks it)")]
     if spec is None:
         return [Check("data", "warn", "not checked: no descriptor (tipc.yaml or sample_models/*/tipc.yaml) "
-                      "for this config under the root", "")]
+                      "for this config under the root",
+                      "render from a descriptor (tipcgen init tipc.yaml), or write one with tipcgen new")]
     if spec.data is None:
         return [Check("data", "ok", f"{spec.model_name}: the descriptor names no data")]
     checks = []
@@ -466,19 +526,21 @@ def _data_spec(root: Path, model: str | None):
     """The descriptor of this config's model: the one init rendered it from (.tipcgen-answers.yml), else
     tipc.yaml at the root or a sample's, if one matches."""
     from tipcgen import descriptor
-    from tipcgen.run import provenance
+    from tipcgen.descriptor import answers
 
-    rendered, _ = provenance.load_descriptor(root, model)
-    if rendered is not None and (model is None or rendered.model_name == model):
-        return rendered
-    found = []
+    rendered = answers.rendered_descriptor(root, model, or_first=True)  # one that cannot be read: its error
+    if rendered is not None and (model is None or rendered[0].model_name == model):
+        return rendered[0]
+    found, errors = [], []
     for path in [root / "tipc.yaml", *sorted(root.glob("sample_models/*/tipc.yaml"))]:
         if path.is_file():
             try:
                 found.append(descriptor.load(path))
-            except TipcgenError:
-                continue
+            except TipcgenError as exc:
+                errors.append(exc)
     matching = [desc for desc in found if model is None or desc.model_name == model]
+    if len(matching) != 1 and errors and (root / "tipc.yaml").is_file() and str(root / "tipc.yaml") in str(errors[0]):
+        raise errors[0]  # the repository's own descriptor, unreadable: what it says is wrong is the finding
     return matching[0] if len(matching) == 1 else None
 
 

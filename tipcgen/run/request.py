@@ -37,6 +37,8 @@ class RunRequest:
     quiet: bool = False
     # Where each output line of the scripts goes (the CLI's printer); not part of what is asked.
     on_line: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    # Told the run folder once it is known, before any script starts (the display reads the steps' logs there).
+    on_run_dir: Callable[[Path], None] | None = field(default=None, compare=False, repr=False)
 
     def args(self) -> list[str]:
         """The ``tipcgen run`` arguments that ask for this request (what ``suite`` starts)."""

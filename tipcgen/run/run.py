@@ -287,6 +287,8 @@ def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
     run folder's lock, with SIGINT/SIGTERM/SIGHUP turned into an interrupted summary. proofs: the checks that
     live above run/ (the CLI hands in configs/preflight.refuse and repro/export_check.check_run)."""
     ctx, summary = _prepare(request, proofs)
+    if request.on_run_dir is not None:
+        request.on_run_dir(ctx.run_dir)
     with run_guard.run_lock(ctx.run_dir, ctx.env[run_guard.RUN_ID_VAR], ctx.on_line), \
             run_guard.StopSignals() as signals, run_guard.Leftovers(ctx.env[run_guard.RUN_ID_VAR]) as leftovers:
         pipeline = _Pipeline(ctx, summary, proofs, signals)

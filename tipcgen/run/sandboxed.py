@@ -38,8 +38,11 @@ def spec(root: Path, run_dir: Path, env: dict[str, str], python: str | None = No
     if not run_dir.resolve().is_relative_to(root.resolve()):
         writes.make_dirs(writes.owned_root(run_dir), run_dir, "the run folder")  # bwrap binds what exists
         writable.append(str(run_dir))
+    # The interpreter's prefix both as named (a venv: bin/python is a link, its site-packages beside it) and as
+    # resolved (the base install the link leads to): a venv under /tmp hid its packages when only the second was.
+    prefixes = [str(Path(python).absolute().parent.parent), str(Path(python).resolve().parent.parent)] if python else []
     seen = [*(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p), env.get("TIPC_DATA_DIR", ""),
-            env.get("TIPC_MODEL_DIR", ""), str(Path(python).resolve().parent.parent) if python else ""]
+            env.get("TIPC_MODEL_DIR", ""), *prefixes, env.get("VIRTUAL_ENV", "")]
     return sandbox.Spec(writable=tuple(writable),
                         readable=tuple(p for p in seen if p and os.path.realpath(p).startswith("/tmp")))
 

@@ -3,17 +3,18 @@ live progress lines. Formats live in templates/report/suite.*.j2."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
-from tipcgen.core.text import code, shown, terminal
+from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
 from tipcgen.format.words import CHAIN_FAILED, CHAIN_PASSED, ERROR, FAILED, INTERRUPTED, PASSED, PROGRESS, SKIPPED, SUITE_MARKS
 from tipcgen.results import junit
+from tipcgen.run.watch import StepWatch, clock, heartbeat_seconds
 from tipcgen.suite.slots import Slot
 from tipcgen.suite.suite import Chain, ChainResult, Refused
 
@@ -102,58 +103,107 @@ def terminal_text(suite: SuiteResult) -> str:
 
 
 class Progress:
-    """A live line per running chain and a done/failed/remaining count.
+    """What a suite shows while its chains run: an event line as each starts and ends, and a
+    done/failed/remaining count.
 
-    On a terminal the running chains are redrawn in place; elsewhere (a CI log) each event is one plain line.
+    On a terminal, rich redraws a table under the event lines: a row per running chain with its running step,
+    how long that has run and its log's last line (run/watch.py reads it in the chain's run folder), then the
+    count. Elsewhere (a CI log) each event is one plain line, without escape codes, and every heartbeat (60 s,
+    TIPCGEN_HEARTBEAT) one line per running chain says it is still running and what its step's log says last.
     """
 
-    def __init__(self, total: int, stream: TextIO | None = None, tty: bool | None = None) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None, tty: bool | None = None,
+                 color: str = "auto") -> None:
+        from tipcgen.core import console
+
         self.stream = stream or sys.stdout
-        self.tty = self.stream.isatty() if tty is None else tty
+        self.tty = console.is_tty(self.stream) if tty is None else tty
+        self.color = console.wants_color(color, self.stream)
+        self.console = console.make(self.stream, color, tty=True) if self.tty else None
         self.total, self.done_n, self.failed_n = total, 0, 0
-        self.running: dict[str, tuple[float, str]] = {}
-        self.drawn = 0
+        self.running: dict[str, StepWatch] = {}
+        self.beats: dict[str, int] = {}
+        self.heartbeat = heartbeat_seconds()
         self.lock = threading.Lock()
         self.closed = threading.Event()
-        if self.tty:  # the elapsed seconds move even while no step ends
-            threading.Thread(target=self._tick, daemon=True).start()
+        self.live = None
+        self.thread: threading.Thread | None = None
+        if self.tty:
+            from rich.live import Live
+
+            self.live = Live(self, console=self.console, refresh_per_second=4, transient=True,
+                             redirect_stdout=False, redirect_stderr=False)
+            self.live.start()
+        elif self.heartbeat > 0:
+            self.thread = threading.Thread(target=self._tick, name="tipcgen-suite-heartbeat", daemon=True)
+            self.thread.start()
 
     def _tick(self) -> None:
-        while not self.closed.wait(1.0):
+        while not self.closed.wait(min(1.0, self.heartbeat / 4)):
             with self.lock:
-                if self.running and not self.closed.is_set():
-                    self._emit(None)
+                for key, watch in self.running.items():
+                    elapsed = time.monotonic() - watch.started
+                    if int(elapsed // self.heartbeat) > self.beats.get(key, 0):
+                        self.beats[key] = int(elapsed // self.heartbeat)
+                        step, last = watch.step, watch.last_line(every=0)
+                        self._emit(f"[suite] {key}: still running after {clock(elapsed)}"
+                                   + (f", {step} for {clock(watch.elapsed())}" if step else "")
+                                   + (f"; log: {last}" if last else ""))
 
     def close(self) -> None:
         """Stop redrawing and leave the final count on screen."""
+        self.closed.set()
+        if self.thread is not None:
+            self.thread.join()
         with self.lock:
-            self.closed.set()
-            self._emit(None)
+            if self.live is not None:
+                self.live.stop()
+                self.live = None
+            if self.tty:
+                self._emit(f"[suite] {self.count()}")
 
     def count(self) -> str:
         return f"{self.done_n}/{self.total} done, {self.failed_n} failed, {self.total - self.done_n} remaining"
 
-    def _emit(self, text: str | None) -> None:
-        """Every write goes through core.text.shown, as the CLI's echo does: a chain's progress line or key
-        cannot move the cursor or retitle the terminal; the redraw's own cursor moves are text.code's."""
-        if self.tty:
-            self.stream.write(shown(code("up") + code("clear")) * self.drawn)
-            if text:
-                self.stream.write(terminal(text) + "\n")
-            now = time.monotonic()
-            width = shutil.get_terminal_size().columns - 1  # a wrapped line would break the cursor moves
-            block = [terminal(f"  running  {key}  {now - t0:5.0f} s  {last}")[:width]
-                     for key, (t0, last) in self.running.items()]
-            block.append(f"[suite] {self.count()}"[:width])
-            self.stream.write("\n".join(block) + "\n")
-            self.drawn = len(block)
-        elif text:
-            self.stream.write(terminal(text) + "\n")
-        self.stream.flush()
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        """The live table's rows: (chain, its running step or "starting", how long that has run, its log's last
+        line), each escaped (core.text.terminal)."""
+        out = []
+        for key, watch in list(self.running.items()):  # one step of the interpreter: safe beside start and done
+            out.append((terminal(key), terminal(watch.step or "starting"), clock(watch.elapsed()), watch.last_line()))
+        return out
 
-    def start(self, chain: Chain, slot: Slot, where: str = "") -> None:
+    def __rich__(self):
+        """The live table (rich calls this on each redraw)."""
+        from rich.table import Table
+        from rich.text import Text
+
+        from tipcgen.core.console import line
+
+        table = Table.grid(padding=(0, 2))
+        for _ in range(4):
+            table.add_column(no_wrap=True, overflow="ellipsis")
+        for key, step, elapsed, last in self.rows():  # no lock: rich holds its own while it draws, and _emit the two
+            table.add_row(line(key), line(step), Text(elapsed), line(last))
+        table.add_row(Text("[suite]"), Text(self.count()), Text(""), Text(""))
+        return table
+
+    def _emit(self, text: str) -> None:
+        """One event line (above the live table on a terminal); through core.text.shown, as the CLI's echo does: a
+        chain's progress line or key cannot move the cursor or retitle the terminal."""
+        if self.console is not None:
+            from tipcgen.core.console import line
+
+            self.console.print(line(text))
+        else:
+            self.stream.write(terminal(text) + "\n")
+            self.stream.flush()
+
+    def start(self, chain: Chain, slot: Slot, where: str = "", run_dir: Path | None = None) -> None:
+        """A chain started; run_dir: its run folder while it runs (the working copy's), where its steps' logs are."""
         with self.lock:
-            self.running[chain.key] = (time.monotonic(), "starting")
+            self.running[chain.key] = StepWatch(run_dir, prepare=False)
+            self.beats[chain.key] = 0
             cores = ",".join(map(str, slot.cores)) or "any"
             gpus = ",".join(slot.gpus) or "none"
             self._emit(f"[suite] start {chain.key} ({chain.config}; cores {cores}; gpus {gpus}{where})")
@@ -162,9 +212,11 @@ class Progress:
         if not line.startswith(PROGRESS):
             return
         with self.lock:
-            t0 = self.running.get(chain.key, (time.monotonic(), ""))[0]
-            self.running[chain.key] = (t0, line)
-            self._emit(None if self.tty else f"[suite] {chain.key}: {line}")
+            watch = self.running.get(chain.key)
+            if watch is not None:
+                watch.line(line)
+            if not self.tty:
+                self._emit(f"[suite] {chain.key}: {line}")
 
     def done(self, result: ChainResult) -> None:
         with self.lock:

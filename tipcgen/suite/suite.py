@@ -190,7 +190,8 @@ def execute_chain(chain: Chain, workdir: Path, dest: Path, slot: Slot, timeout: 
     """`tipcgen run` of one chain in workdir (a working copy), asked by run_request; its run folder and log
     go to dest."""
     cmd = [sys.executable, "-m", "tipcgen", "run", *run_request(chain, sandbox).args()]
-    env = slot.env(dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1"))
+    # The suite shows each chain's progress and heartbeat itself: the chain's own run says neither.
+    env = slot.env(dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", TIPCGEN_HEARTBEAT="0"))
     dest.mkdir(parents=True, exist_ok=True)
     log_path = dest / "suite.log"
     started = time.monotonic()
@@ -319,7 +320,7 @@ def run_local(chains: list[Chain], out: Path, slot_list: list[Slot], timeout: fl
                 seed_trained_runs(chain, out / SUITE_RUNS, work)
             if stopping.is_set():  # the signal came while the copy was made
                 return not_started([chain])[0]
-            progress.start(chain, slot)
+            progress.start(chain, slot, run_dir=work / _run_dir(chain))
             result = execute_chain(chain, work, out / SUITE_RUNS / chain.key, slot, timeout,
                                    on_line=lambda line: progress.line(chain, line), sandbox=sandbox)
             progress.done(result)
