@@ -221,7 +221,7 @@ def _subreaper(on: bool) -> bool:
 
 def _children() -> dict[int, int]:
     """pid -> parent pid of every process in /proc (this user's and others'); {} without /proc."""
-    out = {}
+    out: dict[int, int] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
