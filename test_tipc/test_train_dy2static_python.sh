@@ -135,9 +135,12 @@ TRAIN_DIR=$LOG_PATH/train
 printf '%s\n' "${TIPC_LINES[@]}" > "$TRAIN_CONFIG"
 # Paddle's own evidence of the conversion: at TRANSLATOR_VERBOSITY 1 or more, paddle.jit logs each program it builds
 # from converted code (a forward and a backward program) into the step's log, which the check reads.
+# It waits for tipcgen run's records as this runner would (tipc_handshake): it gets the answer pipe, and its
+# records are under this run folder, where tipcgen looks for a training's output folder.
 translator=${TRANSLATOR_VERBOSITY:-1}
 if [[ ! $translator =~ ^[0-9]+$ ]] || [ "$translator" -lt 1 ]; then translator=1; fi
-TRANSLATOR_VERBOSITY=$translator TIPC_RUN_FOLDER=$TRAIN_DIR bash "$(dirname "${BASH_SOURCE[0]}")/test_train_inference_python.sh" "$TRAIN_CONFIG" "$MODE"
+TRANSLATOR_VERBOSITY=$translator TIPC_RUN_FOLDER=$TRAIN_DIR TIPC_ANSWER_FD=$TIPC_ANSWER_FD \
+    bash "$(dirname "${BASH_SOURCE[0]}")/test_train_inference_python.sh" "$TRAIN_CONFIG" "$MODE"
 rc=$?
 # The trainings' records and status lines are this chain's.
 for tipc_word in passed failed skipped; do

@@ -239,8 +239,10 @@ fleet_train() {
     local grace=${TIPC_FLEET_GRACE:-20} k shown left first="" stop_at="" reason
     local -a cmd pids names logs shows rcs reasons starts seconds ends
     shift 6
-    # The last node first, node 0 last: node 0's step (its rank 0 saves the checkpoint eval and export get) then
-    # runs from its RUN line to the next step's, as tipcgen run times a step and finds what a training wrote.
+    # Node 0's training is the one eval and export get (its rank 0 saves the checkpoint): tipcgen run records the
+    # weights there before it and, once every node ended, what it wrote (tipc_handshake).
+    tipc_handshake start train "${prefix}_node_0"
+    # The last node first, node 0 last: node 0's step then runs from its RUN line to the next step's.
     for ((k = ${#FLEET_HOSTS[@]} - 1; k >= 0; k--)); do
         names[k]=${prefix}_node_$k
         logs[k]=$save.node_$k.log
@@ -251,7 +253,7 @@ fleet_train() {
         printf '[tipc] RUN  %s %s\n' train "${names[k]}"
         starts[k]=$EPOCHREALTIME
         # No file-size limit: it would also stop the checkpoint rank 0 saves (a launcher's output is short).
-        ( exec timeout --kill-after=10 "$limit" "${cmd[@]}" ) > "${logs[k]}" 2>&1 < /dev/null &
+        ( tipc_close_answer; exec timeout --kill-after=10 "$limit" "${cmd[@]}" ) > "${logs[k]}" 2>&1 < /dev/null &
         pids[k]=$!
     done
     TIPC_STEP_PID=${pids[*]}
@@ -307,6 +309,7 @@ fleet_train() {
             tipc_record train "${names[k]}" failed "${rcs[k]:-null}" "${seconds[k]:-0}" "${logs[k]}" "$reason" "$note" "${shows[k]}"
         fi
     done
+    if [ -z "$TIPC_INTERRUPTED" ]; then tipc_handshake ended train "${prefix}_node_0"; fi
     [ -z "$first" ] && [ -z "$TIPC_INTERRUPTED" ]
 }
 

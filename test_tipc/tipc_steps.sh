@@ -565,6 +565,29 @@ tipc_wait_writer() {
     wait "$1" 2> /dev/null
 }
 
+# tipc_handshake WHEN KIND NAME: under tipcgen run, which hands the runner the read end of a pipe (TIPC_ANSWER_FD,
+# checked by tipc_start_run), say `[tipc] WAIT NONCE WHEN KIND NAME` and wait for tipcgen's answer, the line
+# NONCE: it records what a training wrote (WHEN ended) and the weights there before one (start),
+# while no step runs. NONCE is random each time: an answer to a line a step wrote into the runner's output is
+# read past. Without the pipe (the runner run by hand) it returns at once; once tipcgen is gone (the pipe's end
+# closed) the read ends and the runner never waits again.
+tipc_handshake() {
+    local answer nonce=${SRANDOM:-$RANDOM}$RANDOM
+    if [ -z "$TIPC_ANSWER_FD" ]; then return 0; fi
+    printf '[tipc] WAIT %s %s %s %s\n' "$nonce" "$1" "$2" "$3"
+    while IFS= read -r -u "$TIPC_ANSWER_FD" answer; do
+        if [ "$answer" = "$nonce" ]; then return 0; fi
+    done
+    tipc_close_answer
+}
+
+# tipc_close_answer: the answer pipe closed in this shell (a step or its log writer never holds it; the runner,
+# once tipcgen is gone).
+tipc_close_answer() {
+    if [ -n "$TIPC_ANSWER_FD" ]; then exec {TIPC_ANSWER_FD}<&-; fi
+    TIPC_ANSWER_FD=
+}
+
 # tipc_spawn LOG NICENESS GO -- COMMAND...: start COMMAND in the background under the time limit (TIPC_STEP_TIMEOUT),
 # at NICENESS (0: as the runner), with TIPC_BESIDE_GO=GO in its environment when GO is given, its output written to
 # LOG through a writer that stops at TIPC_MAX_LOG_MB (the cap is on the log only, never on the files the step
@@ -573,9 +596,10 @@ tipc_wait_writer() {
 tipc_spawn() {
     local log=$1 niceness=$2 go=$3 limit=${TIPC_STEP_TIMEOUT:-600} max_mb=${TIPC_MAX_LOG_MB:-1024} log_fd
     shift 4
-    exec {log_fd}> >(exec head -c "$((max_mb * 1048576))" > "$log")
+    exec {log_fd}> >(tipc_close_answer; exec head -c "$((max_mb * 1048576))" > "$log")
     TIPC_SPAWNED_WRITER=$!
     (
+        tipc_close_answer
         if [ -n "$go" ]; then export TIPC_BESIDE_GO=$go; fi
         if [ "$niceness" -ne 0 ]; then exec nice -n "$niceness" timeout --kill-after=10 "$limit" "$@"; fi
         exec timeout --kill-after=10 "$limit" "$@"
@@ -623,13 +647,15 @@ tipc_conclude() {
     return 1
 }
 
-# tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step (tipc_spawn), wait for it, and conclude it (tipc_conclude).
+# tipc_step KIND NAME LOG NOTE -- COMMAND...: run one step (tipc_spawn), wait for it, and conclude it (tipc_conclude);
+# the handshake with tipcgen run (tipc_handshake) before a train, eval or export step starts and after a training.
 # Returns 0 if it passed.
 tipc_step() {
     local kind=$1 name=$2 log=$3 note=$4 shown start rc seconds writer
     shift 5
     if [ -n "$TIPC_INTERRUPTED" ]; then TIPC_CASE=(); return 130; fi
     tipc_show_cmd shown "$@"
+    case $kind in train | eval | export) tipc_handshake start "$kind" "$name" ;; esac
     printf '[tipc] RUN  %s %s\n' "$kind" "$name"
     start=$EPOCHREALTIME
     tipc_spawn "$log" 0 "" -- "$@"
@@ -644,6 +670,9 @@ tipc_step() {
     tipc_wait_writer "$writer"
     tipc_elapsed seconds "$start"
     tipc_conclude "$kind" "$name" "$log" "$note" "$shown" "$rc" "$seconds" "$1"
+    rc=$?
+    if [ "$kind" = train ] && [ -z "$TIPC_INTERRUPTED" ]; then tipc_handshake ended "$kind" "$name"; fi
+    return "$rc"
 }
 
 # tipc_step_beside KIND NAME LOG NOTE -- COMMAND...: start a step that runs beside the next steps (a proof that needs
@@ -768,6 +797,12 @@ tipc_no_links() {
 # (tipcgen run's preflight) it stops here instead: the config and interpreter checks are done.
 tipc_start_run() {
     if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
+    # tipcgen run's answer pipe (tipc_handshake): a descriptor number open for reading, else none; never exported.
+    case ${TIPC_ANSWER_FD:-} in
+        '' | *[!0-9]*) TIPC_ANSWER_FD= ;;
+        *) { true <&"$TIPC_ANSWER_FD"; } 2> /dev/null || TIPC_ANSWER_FD= ;;
+    esac
+    export -n TIPC_ANSWER_FD
     LOG_PATH=$1
     tipc_no_links "$LOG_PATH"
     tipc_check_lock "$LOG_PATH"

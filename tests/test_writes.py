@@ -52,6 +52,7 @@ ALLOWED = {
     ("render/update.py", "tempfile.TemporaryDirectory"): "git merge-file's three inputs, in a private folder",
     ("repro/export_check.py", "tempfile.TemporaryDirectory"): "a private folder for the export's comparison",
     ("render/gitignore.py", "tempfile.TemporaryDirectory"): "git check-ignore's scratch repository, a private folder",
+    ("run/doctor.py", "tempfile.TemporaryDirectory"): "the export probe's script, in a private folder",
 }
 
 # The scripts shipped into a user's test_tipc/ (check_inference.py, compare_results.py, ...) run inside the

@@ -26,9 +26,11 @@ OUT = "test_tipc/output/restore/lite_train_lite_infer"
 SAVE = f"{OUT}/norm_train_gpus_-1_autocast_null"
 
 
-def _repo(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+def _repo(tmp_path: Path, *edits: tuple[str, str], files: dict[str, str] | None = None) -> Path:
     repo = tmp_path / "restore"
     shutil.copytree(FIXTURE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    for name, text in (files or {}).items():
+        (repo / name).write_text(text)
     text = (repo / "tipc.yaml").read_text()
     for old, new in edits:
         assert old in text, old
@@ -60,7 +62,9 @@ def test_a_checkpoint_folder_with_best_and_latest_passes_on_the_one_the_export_h
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASSED" in proc.stdout and steps[""]["skipped"] == 0
     check = steps["export_params_gpus_-1"]
-    assert check["status"] == "passed" and check["note"] == "3 of 3 trained parameters found in the export with their trained values"
+    assert check["status"] == "passed" and check["note"] == (
+        "3 of 3 trained parameters found in the export with their trained values; parameters the training changed (the "
+        f"others hold values of weights there before it): 3 of 3 in {SAVE}/best.pdparams, 3 of 3 in {SAVE}/latest.pdparams")
     assert check["command"] == f"compare {SAVE}/best.pdparams with {SAVE}/inference.pdiparams"
     assert (repo / SAVE / "best.pdparams").read_bytes() != (repo / SAVE / "latest.pdparams").read_bytes()
     train = next(s for s in steps[""]["steps"] if s["kind"] == "train")  # a skip may share its name
@@ -103,6 +107,48 @@ def test_a_training_that_saves_nothing_fails_naming_the_checkpoint_it_did_not_wr
     assert "the training saves (a flag that gates saving" in proc.stdout
 
 
+# A training as a hostile contributor writes it (issue #59): no training, the committed weights copied and
+# hard-linked into the checkpoint folder; export then holds them. It used to pass, "3 of 3 trained parameters
+# found in the export".
+_CHEAT = """import argparse, os, shutil
+parser = argparse.ArgumentParser()
+for flag in ("--epochs", "--batch_size", "--save_dir", "--ckpt_dir", "--test_epochs"):
+    parser.add_argument(flag)
+args = parser.parse_args()
+os.makedirs(args.save_dir, exist_ok=True)
+shutil.copyfile("pretrained/best.pdparams", os.path.join(args.save_dir, "best.pdparams"))
+os.link("pretrained/best.pdparams", os.path.join(args.save_dir, "latest.pdparams"))
+print("epoch 0: loss 0.1")
+"""
+
+
+def test_a_training_that_copies_and_links_the_committed_weights_fails_naming_them(tmp_path: Path):
+    repo = _repo(tmp_path, ("norm: train.py --test_epochs 1", "norm: cheat.py --test_epochs 1"),
+                 files={"cheat.py": _CHEAT})
+    proc, steps = _run(repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [s["status"] for s in steps[""]["steps"] if s["kind"] in ("train", "eval", "export", "infer")] == ["passed"] * 4
+    check = steps["export_params_gpus_-1"]
+    assert check["status"] == "failed" and check["reason"] == (
+        "the training wrote no checkpoint of its own, judged by content against the weight files there before it: "
+        f"{SAVE}/best.pdparams (its bytes) is pretrained/best.pdparams, a weight file there before the train step; "
+        f"{SAVE}/latest.pdparams (its bytes) is pretrained/best.pdparams, a weight file there before the train step")
+    assert "FAILED" in proc.stdout
+
+
+def test_a_fine_tune_of_the_committed_weights_passes(tmp_path: Path):
+    """train.py --ckpt_dir starts from the committed pretrained/best.pdparams: every parameter moves, and the
+    export of its best checkpoint passes (a must-not-fire case of the content proof)."""
+    repo = _repo(tmp_path, ("pretrained: {key: --ckpt_dir, value: null}", "pretrained: {key: --ckpt_dir, value: ./pretrained}"))
+    proc, steps = _run(repo)
+    train = next(s for s in steps[""]["steps"] if s["kind"] == "train")
+    assert "--ckpt_dir=./pretrained" in train["command"]
+    check = steps["export_params_gpus_-1"]
+    assert proc.returncode == 0 and check["status"] == "passed", proc.stdout + proc.stderr
+    assert f"parameters the training changed (the others hold values of weights there before it): 3 of 3 in {SAVE}/best.pdparams" \
+        in check["note"]
+
+
 def test_a_training_that_saves_dict_checkpoints_as_pth_passes_on_the_state_dict_inside(tmp_path: Path):
     """Issue #56: best.pth and model_latest.pth, each paddle.save({'iter', 'state_dict', 'optimizer', 'best'})
     (was: train failed, 'it wrote no .pdparams into ...'; read, the file was refused for builtins.tuple)."""
@@ -111,6 +157,6 @@ def test_a_training_that_saves_dict_checkpoints_as_pth_passes_on_the_state_dict_
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not (repo / SAVE / "best.pdparams").exists() and (repo / SAVE / "model_latest.pth").is_file()
     check = steps["export_params_gpus_-1"]
-    assert check["status"] == "passed" and check["note"] == (
+    assert check["status"] == "passed" and check["note"].startswith(
         "3 of 3 trained parameters found in the export with their trained values (the state dict under 'state_dict')")
     assert check["command"] == f"compare {SAVE}/best.pth with {SAVE}/inference.pdiparams"

@@ -224,18 +224,24 @@ def update(
 
 class ChainProofs:
     """The proofs of a run, which live above run/ (tests/test_layering.py): the config's refusals
-    (configs/preflight.refuse) and the export against the trained checkpoint (repro/export_check.check_run)."""
+    (configs/preflight.refuse), the records taken at the runner's handshakes (repro/record.Recorder) and the
+    export against the recorded trained checkpoint (repro/export_check.check_run)."""
 
     def refuse(self, root: Path, config_path: Path, env: dict, desc: object) -> list[str]:
         from tipcgen.configs import preflight
 
         return preflight.refuse(root, config_path, env, desc)
 
+    def recorder(self, root: Path, run_dir: Path, max_bytes: Optional[int], handshake: bool):
+        from tipcgen.repro import export_check, record
+
+        return record.Recorder(root, run_dir, max_bytes or export_check.default_max_bytes(), handshake)
+
     def check_run(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
-                  starts: list, max_bytes: Optional[int]) -> tuple[list, list[str]]:
+                  records, max_bytes: Optional[int]) -> tuple[list, list[str]]:
         from tipcgen.repro import export_check
 
-        return export_check.check_run(root, steps, config_text, python, env, starts=starts, max_bytes=max_bytes)
+        return export_check.check_run(root, steps, config_text, python, env, records=records, max_bytes=max_bytes)
 
     def load(self) -> None:
         from tipcgen.repro import export_check  # noqa: F401 (numpy, the .pdiparams reader)

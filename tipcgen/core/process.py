@@ -15,7 +15,9 @@ suite's chains), gets the same guarantees:
   killed, never for the whole timeout;
 - an address-space limit (``RLIMIT_AS``) where ``memory_cap`` asks for one;
 - optionally a sandbox (``core/sandbox.py``: bubblewrap, read-only filesystem, no network);
-- optionally each output line handed to ``on_line`` as it comes (streaming: ``tipcgen run``'s progress).
+- optionally each output line handed to ``on_line`` as it comes (streaming: ``tipcgen run``'s progress);
+- no descriptor of tipcgen's but the three standard ones and those ``pass_fds`` names (the runner's answer
+  pipe, run/run.py: bubblewrap passes them into the sandbox as they are).
 
 ``run(request)`` runs to the end. ``start(request)`` returns a ``Running`` for the callers that start
 several at once and read them later (provenance) or stop them from outside (run, suite): its
@@ -80,6 +82,7 @@ class Request:
     cpus: tuple[int, ...] = ()  # pin the process to these cores (a suite's slot)
     death_signal: int = signal.SIGTERM
     silence: float | None = None
+    pass_fds: tuple[int, ...] = ()  # descriptors the process inherits (every other is closed): the runner's answer pipe
 
 
 @dataclass
@@ -294,7 +297,8 @@ class Running:
             env = request.sandbox.environment(os.environ if env is None else env)
         self.popen = subprocess.Popen(argv, cwd=request.cwd, env=env,
                                       stdin=subprocess.DEVNULL, stdout=pipe_out, stderr=pipe_err,
-                                      start_new_session=True, close_fds=True, preexec_fn=preexec)
+                                      start_new_session=True, close_fds=True, preexec_fn=preexec,
+                                      pass_fds=request.pass_fds)
         self.pid = self.popen.pid
         _LIVE.add(self.pid)
         self._streams: dict[int, _Kept] = {}

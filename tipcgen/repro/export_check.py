@@ -2,14 +2,18 @@
 
 A chain whose eval and export load weights the repository ships (a null or wrong checkpoint key) passes
 every step while the trained model is never used. For each training whose export passed, this check
-reads every checkpoint the training wrote (``*.pdparams``, ``*.pth``, ``*.pd``, ``*.pt`` under any name in its
-output folder and below, and the file train_model_name names whatever its name, modified while the train step
-ran: best, latest and EMA side by side, ``epoch_3/model.pdparams``, ``model_latest.pth``; with
+takes every checkpoint the training wrote as recorded when the train step ended, before any other step ran
+(repro/record.py: ``*.pdparams``, ``*.pth``, ``*.pd``, ``*.pt`` under any name in its output folder and
+below, and any file there that holds a pickle, such as the one train_model_name names whatever its name:
+best, latest and EMA side by side, ``epoch_3/model.pdparams``, ``model_latest.pth``; read with
 ``checkpoint_io.read_paddle_checkpoint``, the safe reader: no pickle code runs, each at most
-``--max-checkpoint-bytes``, by default a quarter of the machine's memory; a file may be a plain state dict or
-a dict holding one or several under any key, ``state_dict``, ``model``, ``net``, ``ema``, beside optimizer
-state, step counters and plain values: each state dict in it is a candidate, optimizer state never is) and
-the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
+``--max-checkpoint-bytes``, by default a quarter of the machine's memory; a file may be a plain state dict
+or a dict holding one or several under any key, ``state_dict``, ``model``, ``net``, ``ema``, beside
+optimizer state, step counters and plain values: each state dict in it is a candidate, optimizer state
+never is), keeps those the training trained (some parameter in none of the weight files there before it:
+never a copy, link or re-save of committed weights), reads each as it is now only while it still holds
+the recorded bytes (else the recorded parameter digests are what the export is compared with, and the
+change is named) and the exported parameters (the ``.pdiparams`` beside a ``.json``/``.pdmodel``,
 read with numpy in tipcgen's own process by ``pdiparams.read_pdiparams``, names from the ``.json`` program;
 a file that reader refuses, an old-IR ``.pdmodel`` export among them, is read by
 ``paddle.static.load_inference_model`` in the chain's own interpreter, written to an ``.npz`` read back
@@ -31,7 +35,6 @@ export's folder (the run's own export), or the check fails naming them. The resu
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
@@ -48,8 +51,10 @@ from tipcgen.core.errors import CheckpointError, TipcgenError
 from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
 from tipcgen.format.config import TipcConfig
+from tipcgen.repro.record import Recorder, Training, Weights, digest as _digest, trained_text
 from tipcgen.repro.checkpoint_io import read_paddle_checkpoint
 from tipcgen.core.errors import ExportFormatError
+from tipcgen.repro import record
 from tipcgen.repro.pdiparams import read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
 from tipcgen.results.results import Step
@@ -61,7 +66,6 @@ CHECKPOINT_SUFFIXES = (".pdparams", ".pth", ".pd", ".pt")  # the names paddle.sa
 CHECKPOINT_WORDS = "no checkpoint (.pdparams, .pth, .pd, .pt)"
 MAX_SAME_SHAPE = 16  # exported parameters of one shape a trained one is measured against, at most
 DIFF_BUDGET = 1 << 30  # array elements measured per checkpoint (beyond it a parameter without an exact copy differs)
-MTIME_SLACK = 2.0  # seconds: a file's time against the train step's start as tipcgen read its progress line
 SHOWN = 5
 _READ_EXPORT = """
 import sys, numpy as np, paddle
@@ -112,13 +116,10 @@ def is_checkpoint_file(path: Path, save: Path, name: str | None = None) -> bool:
     return path.name.endswith(CHECKPOINT_SUFFIXES) or bool(name) and name != "." and path == save / name
 
 
-def written_checkpoints(save: Path, since: float | None = None, until: float | None = None,
-                        name: str | None = None) -> list[Path]:
-    """Every checkpoint file the training wrote (``is_checkpoint_file``: ``.pdparams``, ``.pth``, ``.pd``,
-    ``.pt``, and the file ``name``, train_model_name, names): under its output folder and below (best,
-    latest and EMA side by side, ``epoch_3/model.pdparams``), any name, modified while the train step ran
-    (from ``since``, its start, to ``until``, the next step's start): a file already there before, such as
-    committed weights, never counts, nor one a later step (an export) wrote there. Links are not followed."""
+def written_checkpoints(save: Path, name: str | None = None) -> list[Path]:
+    """Every checkpoint file (``is_checkpoint_file``) under a training's output folder and below as it is now
+    (best, latest and EMA side by side, ``epoch_3/model.pdparams``), any name; links are not followed. Only
+    for a caller without records: a recorded training's checkpoints are its record's."""
     found: list[Path] = []
     if not save.is_dir() or save.is_symlink():
         return found
@@ -132,8 +133,7 @@ def written_checkpoints(save: Path, since: float | None = None, until: float | N
                 info = path.stat()
             except OSError:
                 continue
-            if (stat.S_ISREG(info.st_mode) and (since is None or info.st_mtime >= since - MTIME_SLACK)
-                    and (until is None or info.st_mtime <= until)):
+            if stat.S_ISREG(info.st_mode):
                 found.append(path)
         if len(found) >= MAX_CHECKPOINTS:
             break
@@ -255,10 +255,6 @@ class Match:
                        if self.folded else "")
 
 
-def _digest(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array.astype(np.float32)).tobytes()).hexdigest() + str(array.shape)
-
-
 def match(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray],
           digests: set[str] | None = None) -> Match:
     """Every trained parameter looked for in the export, by shape and value (digests: the export's, if known)."""
@@ -324,15 +320,32 @@ def read_candidates(path: Path, root: Path, max_bytes: int) -> tuple[dict[str, d
 
 
 def compare_written(checkpoints: list[Path], exported: dict[str, np.ndarray], root: Path,
-                    max_bytes: int) -> tuple[bool, str, Path | None]:
+                    max_bytes: int, changed: dict[Path, tuple[Weights, str]] | None = None) -> tuple[bool, str, Path | None]:
     """(passed, what was found, the checkpoint it names): the export holds one of the state dicts in the
     checkpoints the training wrote (the first that matches; a file may hold several: ``model`` and ``ema``),
     else the nearest is named with how it differs. Each file is read by ``read_candidates``, one at a time;
-    a file that holds no state dict is named with what it holds, never taken for a missing checkpoint."""
+    a file that holds no state dict is named with what it holds, never taken for a missing checkpoint. One that
+    no longer holds the bytes recorded as the training ended (``changed``: its record, what it holds now) is
+    not read: its recorded parameter digests are looked for in the export instead."""
     digests = {_digest(a) for a in exported.values() if np.issubdtype(a.dtype, np.floating)}
     tried: list[tuple[tuple, Path, str, str]] = []
     unread: list[tuple[Path, str]] = []
     for path in checkpoints:
+        if changed and path in changed:
+            weights, now = changed[path]
+            groups: dict[str, dict[str, str]] = {}  # the recorded parameters by the state dict they were in
+            for param, value in (weights.params or {}).items():
+                groups.setdefault(param.rsplit("/", 1)[0] if "/" in param else "", {})[param] = value
+            params = min(groups.values(), key=lambda g: sum(d not in digests for d in g.values()), default={})
+            missing = [n for n, d in params.items() if d not in digests]
+            if params and not missing:
+                return True, (f"{len(params)} of {len(params)} trained parameters (as recorded when the training "
+                              f"ended) found in the export; {weights.path} changed after: {now}"), path
+            tried.append(((0, len(missing) or 1, float("inf")), path, "", (
+                f"{weights.path} changed after the training ended ({now}): {len(missing)} of {len(params)} parameters "
+                f"the training wrote (recorded as it ended) are not in the export"
+                + (f", {missing[0]} among them" if missing else "") + ", so export did not use the trained checkpoint")))
+            continue
         states, why = read_candidates(path, root, max_bytes)
         if not states:
             unread.append((path, why))
@@ -365,16 +378,6 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def _window(starts, train: Step) -> tuple[float | None, float | None]:
-    """When the train step ran: its ``[tipc] RUN train NAME`` line and the next step's, as tipcgen run read
-    them (the next line is printed after the training ended; None where there is none)."""
-    starts = list(starts)
-    index = next((i for i in range(len(starts) - 1, -1, -1) if starts[i][1:] == (TRAIN, train.name)), None)
-    if index is None:
-        return None, None
-    return starts[index][0], starts[index + 1][0] if index + 1 < len(starts) else None
-
-
 def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, export_key: str | None) -> str:
     """Why eval and export were not given the same checkpoint (their recorded commands), or ''."""
     given = passed_value(export.command, export_key)
@@ -388,23 +391,104 @@ def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, expo
     return ""
 
 
+def _checkpoints_of(written: list[Weights], root: Path) -> list[Path]:
+    """The checkpoint files among a training's recorded weight files: any but an export's ``.pdiparams`` and a
+    ``.safetensors`` (the files ``record.Recorder.weights_in`` keeps: a checkpoint suffix, or a pickle whatever
+    its name, such as the one train_model_name names)."""
+    return [root / w.path for w in written if not w.path.endswith((".pdiparams", ".safetensors"))]
+
+
+def _training_of(train: Step, root: Path, records: Recorder | None,
+                 name: str | None = None) -> tuple[Training | None, list[Path], str]:
+    """(the training's record, the checkpoints it wrote, '' or why it has none): its record, taken as the train
+    step ended; a training of a runner that does not wait for tipcgen (a kept one) read now, judged against the
+    weights there before the runner started (those in its own output folder left out); no records at all (a
+    caller without a run): the files as they are, nothing judged."""
+    save = root / train.model_dir
+    if records is None:
+        return None, written_checkpoints(save, name), ""
+    training = records.trainings.get(train.name)
+    if training is not None and training.written is not None:
+        return training, _checkpoints_of(training.written, root), ""
+    if records.handshake:
+        return None, [], (f"tipcgen holds no record of what training {train.name} wrote: the runner did not wait for "
+                          "it after the step (a runner rendered before the handshake: tipcgen update)")
+    start = records.trainings.get("*")
+    now = Training(train.name, start.before if start else [], start.unrecorded if start else 0,
+                   records.folder(train.model_dir), records.weights_in(save))
+    records.trainings[train.name] = now
+    return now, _checkpoints_of(now.written, root), ""
+
+
+def _judge(training: Training, checkpoints: list[Path], root: Path, records: Recorder,
+           outside: str | None) -> tuple[list[Path], dict[Path, tuple[Weights, str]], list[str], str, str]:
+    """Of the checkpoints a training wrote: those it trained, those changed since their record (what each
+    holds now), why each other is not trained, why the record fails (a checkpoint changed before an eval or
+    export started) and what training changed (the note)."""
+    by_path = {root / w.path: w for w in training.written or []}
+    shas = training.before_shas(outside)
+    trained, changed, untrained, counts = [], {}, [], []
+    for path in checkpoints:
+        weights = by_path.get(path)
+        if weights is None:
+            continue
+        n, total, why = trained_text(weights, training, outside)
+        if why:
+            untrained.append(why)
+            continue
+        trained.append(path)
+        if total:
+            counts.append(f"{n} of {total} in {weights.path}")
+        now = records.now(weights) if records.handshake else weights.sha256
+        if now != weights.sha256:
+            changed[path] = (weights, _holds(now, shas))
+    failed = "; ".join(f"checkpoint {p} changed after the training ended, before {step} started ({_holds(now, shas)})"
+                       for p, now, step in training.changed)
+    note = (f"parameters the training changed (the others hold values of weights there before it): "
+            f"{', '.join(counts[:SHOWN])}") if counts else ""
+    if training.unrecorded:
+        note = "; ".join(filter(None, [note, (
+            f"{training.unrecorded} weight file(s) in the repository were not recorded before the training (over "
+            f"{record.MAX_FILES} files or {record.HASH_BUDGET >> 30} GiB), so it was not compared with them")]))
+    return trained, changed, untrained, failed, note
+
+
+def _holds(sha: str, shas: dict[str, str]) -> str:
+    if not sha:
+        return "it is gone or unreadable"
+    if sha in shas:
+        return f"it now holds the bytes of {shas[sha]}, a weight file there before the train step"
+    return "it now holds other bytes"
+
+
 def check_run(root: Path, steps: list[Step], config_text: str, python: str | None,
-              env: dict[str, str], starts=(), max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
+              env: dict[str, str], records: Recorder | None = None,
+              max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
     """The check steps for every passed export of a trained model, and notes where none could run.
 
-    starts: (time, kind, name) of each step's start (tipcgen run's progress lines), so that only the
-    checkpoints a training wrote count. A training whose eval or export the config feeds, but which did
-    not write the checkpoint the config names (train_model_name), fails here, naming the file. A check
-    that cannot run fails (never a skip): only a stand-in chain (TIPC_NO_PADDLE=1) whose export wrote no
-    ``.pdiparams`` gets a note instead."""
+    records: what tipcgen recorded at the runner's handshakes (repro/record.py): each training's checkpoints
+    as it ended and the weights there before it; only those it trained count, and the export is compared with
+    their recorded content. None (a caller without a run): the files as they are, nothing judged. A training
+    whose eval or export the config feeds, but which did not write the checkpoint the config names
+    (train_model_name), fails here, naming the file. A check that cannot run fails (never a skip): only a
+    stand-in chain (TIPC_NO_PADDLE=1) whose export wrote no ``.pdiparams`` and whose record shows nothing
+    wrong gets a note instead."""
     name = checkpoint_name(config_text)
     eval_key, export_key = _slot_line(config_text, "train.pretrained")[0], _slot_line(config_text, "export.weights")[0]
     limit = max_bytes or default_max_bytes()
     fed = {s.training for s in steps if s.kind in (EVAL, EXPORT)}
     written: dict[str, list[Path]] = {}
+    judged: dict[str, tuple] = {}
     for train in (s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir and s.training in fed):
         save = root / train.model_dir
-        written[train.training] = written_checkpoints(save, *_window(starts, train), name=name)
+        training, written[train.training], unrecorded = _training_of(train, root, records, name)
+        if training is not None and records is not None:
+            outside = None if records.handshake else training.model_dir
+            judged[train.training] = _judge(training, written[train.training], root, records, outside)
+        elif unrecorded:
+            judged[train.training] = ([], {}, [], unrecorded, "")
+        if unrecorded:
+            continue
         missing = missing_checkpoint(save, name, written[train.training])
         if missing is not None:
             train.status = FAILED
@@ -423,7 +507,9 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             continue  # whole_infer: an export of given models, not of this run's training
         label = f"export_params_{export.training}"
         prefix = _exported_prefix(root / export.model_dir)
-        if prefix is None and env.get("TIPC_NO_PADDLE") == "1":
+        checkpoints = written[export.training]
+        trained, changed, untrained, failed, note = judged.get(export.training, (checkpoints, {}, [], "", ""))
+        if prefix is None and env.get("TIPC_NO_PADDLE") == "1" and not failed:
             notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir} (a stand-in chain, "
                          "TIPC_NO_PADDLE=1), so its parameters were not compared with the trained checkpoint")
             continue
@@ -431,21 +517,28 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                     model_dir=(str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
                     if prefix is not None else export.model_dir)
         started = time.perf_counter()
-        checkpoints = written[export.training]
-        if prefix is None:
+        if failed:
+            step.reason = failed
+        elif prefix is None:
             step.reason = (f"the export wrote no .pdiparams under {export.model_dir}: its parameters cannot be "
                            "compared with the trained checkpoint")
         elif not checkpoints:
             step.reason = (f"the training wrote {CHECKPOINT_WORDS} under {train.model_dir}: the exported "
                            "parameters cannot be compared with a checkpoint of this run")
+        elif not trained:
+            step.reason = ("the training wrote no checkpoint of its own, judged by content against the weight files "
+                           "there before it: " + "; ".join(untrained[:SHOWN]))
         else:
             try:
                 exported, fallback = read_exported(prefix, python, env, limit)
-                passed, found, checkpoint = compare_written(checkpoints, exported, root, limit)
+                passed, found, checkpoint = compare_written(trained, exported, root, limit, changed)
                 if fallback:
                     found += f" (the exported parameters were read with paddle: {fallback})"
+                if passed and note:
+                    found += f"; {note}"
                 step.status, step.note = (PASSED, found) if passed else (FAILED, "")
-                step.reason = "" if passed else found
+                step.reason = "" if passed else "; ".join([found, *(
+                    [f"not counted as the training's own: {'; '.join(untrained[:SHOWN])}"] if untrained else [])])
                 step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""
             except (CheckpointError, OSError, ValueError) as exc:
                 step.status = FAILED

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tipcgen.configs import flag_check, legacy_format, lint
 from tipcgen.configs.flag_check import is_command_name
-from tipcgen.core import inputs, isolated, process
+from tipcgen.core import inputs, isolated, process, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.format import chain
@@ -347,7 +347,7 @@ def _old_ir_export(python: str) -> tuple[bool, str] | None:
         return None
     with tempfile.TemporaryDirectory(prefix="tipcgen-old-ir-") as folder:  # to_static reads the forward's source file
         probe = Path(folder) / "old_ir_probe.py"
-        probe.write_text(_OLD_IR_PROBE, encoding="utf-8")
+        writes.write_file(probe, _OLD_IR_PROBE, within=folder)
         outcome = process.run(process.Request([path, "-I", str(probe)], timeout=PROBE_TIMEOUT, stderr="separate",
                                               output_cap=1 << 20, cwd=folder))
     line = next((line for line in reversed(outcome.output.splitlines()) if line.startswith(_MARK)), None)

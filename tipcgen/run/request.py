@@ -6,7 +6,9 @@ CLI parses back into the same request (tests/test_run_request.py). ``run.run.run
 runner and a kept one (init --submission) alike.
 
 ``Proofs`` is what a run checks that lives above ``run/`` (the layering: ``run/`` never imports ``repro/``
-or ``configs/lint``): the CLI hands in an object with both methods; ``NO_PROOFS`` checks nothing.
+or ``configs/lint``): the CLI hands in an object with its methods; ``NO_PROOFS`` checks nothing. Its
+``recorder`` takes the records the proofs read (repro/record.py) at the runner's handshakes (words.WAIT):
+``run/`` calls it, and hands it back to ``check_run``, without looking inside.
 """
 from __future__ import annotations
 
@@ -51,17 +53,38 @@ class RunRequest:
             self.on_line(text)
 
 
+class Records(Protocol):
+    """What a run records while no step runs, at the runner's handshakes (repro/record.Recorder)."""
+
+    def prime(self) -> None:
+        """Read ahead, beside prepare.sh, what the first handshake will need (a cache: it changes no record)."""
+        ...
+
+    def started(self, kind: str, name: str) -> None:
+        """A train, eval or export step is about to start (a kept runner: ``train *`` before it starts)."""
+        ...
+
+    def ended(self, kind: str, name: str, model_dir: str | None) -> None:
+        """A train step ended, having written into model_dir (its record's, relative to the repository)."""
+        ...
+
+
 class Proofs(Protocol):
     """The checks of a run that live above ``run/``: the config's refusals before anything starts
-    (configs/preflight.refuse) and the checks of a finished run (repro/export_check.check_run)."""
+    (configs/preflight.refuse), the records taken while the runner waits (repro/record.Recorder) and the
+    checks of a finished run (repro/export_check.check_run)."""
 
     def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Any) -> list[str]:
         """Raise a RunError for a config that would make every step fail; notes the summary records."""
         ...
 
+    def recorder(self, root: Path, run_dir: Path, max_bytes: int | None, handshake: bool) -> Records:
+        """This run's records (handshake: the runner waits for tipcgen at each step; False for a kept runner)."""
+        ...
+
     def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
-                  starts: list[tuple[float, str, str]], max_bytes: int | None) -> tuple[list[Step], list[str]]:
-        """The check steps and notes of a finished run."""
+                  records: Records, max_bytes: int | None) -> tuple[list[Step], list[str]]:
+        """The check steps and notes of a finished run, from its records."""
         ...
 
     def load(self) -> None:
@@ -70,14 +93,30 @@ class Proofs(Protocol):
         ...
 
 
+class NoRecords:
+    """Records nothing."""
+
+    def prime(self) -> None:
+        return None
+
+    def started(self, kind: str, name: str) -> None:
+        return None
+
+    def ended(self, kind: str, name: str, model_dir: str | None) -> None:
+        return None
+
+
 class NoProofs:
     """Checks nothing: for a caller that has no proofs to hand in (tests of the pipeline alone)."""
 
     def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Any) -> list[str]:
         return []
 
+    def recorder(self, root: Path, run_dir: Path, max_bytes: int | None, handshake: bool) -> Records:
+        return NoRecords()
+
     def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
-                  starts: list[tuple[float, str, str]], max_bytes: int | None) -> tuple[list[Step], list[str]]:
+                  records: Records, max_bytes: int | None) -> tuple[list[Step], list[str]]:
         return [], []
 
     def load(self) -> None:

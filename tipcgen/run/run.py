@@ -7,6 +7,7 @@ records → proofs → outputs) for tipcgen's runner and a kept one (init --subm
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -31,7 +32,7 @@ from tipcgen.descriptor.schema import MAX_STEP_TIMEOUT, MODEL_NAME_HINT, is_mode
 from tipcgen.format import layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
-from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
+from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import (
     Step,
@@ -47,7 +48,7 @@ from tipcgen.results import explain
 from tipcgen.results import target_check, unchecked
 from tipcgen.run import guard as run_guard
 from tipcgen.run import provenance, sandboxed, seeds, submission_run, tracked
-from tipcgen.run.request import NO_PROOFS, Proofs, RunRequest
+from tipcgen.run.request import NO_PROOFS, Proofs, Records, RunRequest
 
 # benchmark_train is its own mode (upstream's); --mode then names the data prepare.sh readies.
 BENCHMARK_DATA_MODES = (words.LITE_TRAIN_LITE_INFER, words.WHOLE_TRAIN_WHOLE_INFER)
@@ -154,15 +155,22 @@ class _Chain:
     ended with it, in the sandbox with ``run --sandbox``), stoppable as a whole."""
 
     def __init__(self, root: Path, env: dict[str, str], on_line: Callable[[str], None],
-                 sandbox: Spec | None = None, silence: int | None = None) -> None:
+                 sandbox: Spec | None = None, silence: int | None = None,
+                 on_wait: Callable[[str, str, str], None] | None = None) -> None:
         self.root, self.env, self.on_line, self.sandbox, self.silence = root, env, on_line, sandbox, silence
+        self.on_wait = on_wait  # the runner's handshake (words.WAIT): what tipcgen records while it waits
         self.proc: process.Running | None = None
         self.stuck: str | None = None  # why the last script streamed was stopped for its silence (run.silence_limit)
         self.keep: deque | None = None
         self.stopping = False
+        self.answer: int | None = None  # the write end of the runner's answer pipe, while it runs
         self.starts: list[tuple[float, str, str]] = []  # (time, kind, name) of each `[tipc] RUN` line
 
     def _line(self, line: str) -> None:
+        handshake = words.handshake_of(line)
+        if handshake is not None and self.answer is not None:
+            self._answer(*handshake)
+            return
         if self.keep is not None:
             self.keep.append(line)
         if self.stopping:
@@ -171,14 +179,47 @@ class _Chain:
             self.starts.append((time.time(), *line.split()[2:4]))
         self.on_line(line)
 
-    def stream(self, cmd: list[str], keep: deque) -> int:
+    def _answer(self, nonce: str, when: str, kind: str, name: str) -> None:
+        """The runner waits: record what its handshake asks for (unless stopping), then let it go on (the line
+        NONCE: the runner reads past any other)."""
+        try:
+            if not self.stopping and self.on_wait is not None:
+                self.on_wait(when, kind, name)
+        finally:
+            try:
+                os.write(self.answer, f"{nonce}\n".encode())
+            except OSError:
+                pass  # the runner is gone
+
+    def _close_answer(self) -> None:
+        if self.answer is not None:
+            os.close(self.answer)
+            self.answer = None
+
+    def stream(self, cmd: list[str], keep: deque, answer: bool = False) -> int:
         """Run cmd to its end, passing each output line to on_line; its exit code (-N: killed by signal N). A
-        script silent for longer than ``silence`` is stopped with every process of the run (``stuck`` says so)."""
+        script silent for longer than ``silence`` is stopped with every process of the run (``stuck`` says so).
+        answer: hand it the read end of a pipe (words.ANSWER_FD_VAR; no other process gets it) on which each of
+        its handshakes is answered once ``on_wait`` returns."""
         self.keep, self.stuck = keep, None
-        self.proc = process.start(process.Request(cmd, cwd=self.root, env=self.env, on_line=self._line,
-                                                  output_cap=1 << 16, sandbox=self.sandbox, grace=1.0,
-                                                  silence=self.silence))
-        outcome = self.proc.finish()
+        env, fds = self.env, ()
+        if answer:
+            read, self.answer = os.pipe()
+            env, fds = dict(self.env, **{words.ANSWER_FD_VAR: str(read)}), (read,)
+        try:
+            self.proc = process.start(process.Request(cmd, cwd=self.root, env=env, on_line=self._line,
+                                                      output_cap=1 << 16, sandbox=self.sandbox, grace=1.0,
+                                                      silence=self.silence, pass_fds=fds))
+        except BaseException:
+            self._close_answer()
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        try:
+            outcome = self.proc.finish()
+        finally:
+            self._close_answer()
         if outcome.silent:
             self.stuck = (f"{cmd[1].rsplit('/', 1)[-1]} printed nothing for {self.silence} s, longer than a step may "
                           f"run (the step time limit + {SILENCE_MARGIN} s): it was stopped as stuck")
@@ -191,6 +232,7 @@ class _Chain:
         if self.proc is None:
             return None
         self.keep, self.stopping = keep, True
+        self._close_answer()  # a runner waiting for an answer reads the pipe's end and goes on to its records
         outcome = self.proc.finish(until=time.monotonic() + run_guard.GRACE_SECONDS)
         run_guard.stop_run_processes(self.env[run_guard.RUN_ID_VAR], grace=1.0)
         return outcome.exit_code
@@ -364,9 +406,11 @@ class _Pipeline:
         self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
                      if ctx.kept else None)
         self.parts: list[tuple[str, dict[str, str] | None]] = []  # git status before and after each part
+        self._recorder: Records | None = None  # made beside prepare.sh (_prime) or at the first handshake
+        self._recorder_lock = threading.Lock()
         self.untracked: list[set[str] | None] = []  # the untracked files before and after the runner's steps
         self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox,
-                           silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept))
+                           silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept), self._wait)
         self.shim_dir = ctx.root / paths.SHIM_DIR / ctx.env[run_guard.RUN_ID_VAR]
         self.started = time.perf_counter()
 
@@ -374,6 +418,36 @@ class _Pipeline:
         if self.kept is not None:
             self.kept.line(line)
         self.ctx.on_line(line)
+
+    @property
+    def records(self) -> Records:
+        """This run's records (Proofs.recorder), made when first needed (by the thread that primes them, or the
+        first handshake)."""
+        with self._recorder_lock:
+            if self._recorder is None:
+                ctx = self.ctx
+                self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes, not ctx.kept)
+            return self._recorder
+
+    def _prime(self) -> None:
+        try:
+            self.records.prime()
+        except Exception:  # noqa: BLE001 - a cache only: the handshake reads again, and says what fails
+            pass
+
+    def _wait(self, when: str, kind: str, name: str) -> None:
+        """The runner's handshake: the records taken while it waits (a step about to start, a training ended:
+        its output folder from the record the runner has just written). A record that cannot be taken is a
+        problem of the run (the proofs then hold no record of that training, and fail)."""
+        try:
+            if when == words.WAIT_START:
+                self.records.started(kind, name)
+            else:
+                self.records.ended(kind, name, last_model_dir(self.ctx.run_dir, kind, name))
+        except run_guard.Interrupted:
+            raise  # a stop signal: the run stops (never a record's failure)
+        except Exception as exc:  # noqa: BLE001 - said as the run's problem, the proof then fails
+            self.problems.append(f"tipcgen could not record what {kind} {name} wrote ({type(exc).__name__}: {exc})")
 
     def run(self) -> Summary:
         ctx, summary = self.ctx, self.summary
@@ -404,6 +478,8 @@ class _Pipeline:
         ctx, prepare, root = self.ctx, self.prepare, self.ctx.root
         # What the proofs and the outputs import (numpy, jinja: ~0.4 s) loads while the scripts run, not after them.
         threading.Thread(target=_load_after_parts, args=(self.proofs,), name="tipcgen-load", daemon=True).start()
+        # The repository's weight files, read once beside prepare.sh: the first training's handshake rereads only changes.
+        threading.Thread(target=self._prime, name="tipcgen-prime", daemon=True).start()
         if ctx.shim:
             submission_run.write_shim(root, self.shim_dir, ctx.shim, ctx.request.step_timeout)
             ctx.env["PATH"] = os.pathsep.join([str(self.shim_dir), ctx.env.get("PATH", os.defpath)])
@@ -415,23 +491,27 @@ class _Pipeline:
             prepare.seconds = round(time.perf_counter() - self.started, 3)
             self.prepare_done = True
             self.prepare_stuck = self.work.stuck
-            if self.parts[0][1] is not None:
-                self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], tracked.snapshot(root)))
+            if self.parts[0][1] is not None:  # one git status: the tracked files prepare changed, the untracked after it
+                state, files = tracked.snapshot_and_untracked(root)
+                self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], state))
+                self.untracked.append(files)
             prepare.status = PASSED if prepare.exit_code == 0 else FAILED
             if ctx.kept:
                 submission_run.judge_prepare(prepare, list(self.prepare_out))
         if prepare is None or prepare.status == PASSED or ctx.kept:
             if self.kept is not None:
                 self.kept.runner_started = time.time()
-            if self.parts[0][1] is not None:  # a git work tree: what the steps leave untracked is said (unchecked)
-                self.untracked.append(tracked.untracked(root))
-            self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out)
+                self._wait(words.WAIT_START, TRAIN, "*")  # no handshake: the weights there before it starts
+            if self.parts[0][1] is not None and not self.untracked:  # no prepare.sh (a kept runner): untracked now
+                self.untracked.append(tracked.snapshot_and_untracked(root)[1])
+            self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out, answer=not ctx.kept)
             if self.work.stuck is not None:
                 self.runner_stuck = True
                 self.problems.append(self.work.stuck)
-            if self.parts[0][1] is not None:
-                self.parts.append(("the runner's steps", tracked.snapshot(root)))
-                self.untracked.append(tracked.untracked(root))
+            if self.parts[0][1] is not None:  # what the steps left untracked is said (results/unchecked)
+                state, files = tracked.snapshot_and_untracked(root)
+                self.parts.append(("the runner's steps", state))
+                self.untracked.append(files)
         self.signals.armed = False
 
     def _interrupted(self, signum: int) -> None:
@@ -471,12 +551,12 @@ class _Pipeline:
         ctx, notes, extra = self.ctx, [], []
         if self.kept is not None:  # its outputs where its commands name them (submission_run.annotate)
             extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env,
-                                                 self.kept.starts(steps), ctx.request.max_checkpoint_bytes)
+                                                 self.records, ctx.request.max_checkpoint_bytes)
             if any(s.kind == EXPORT and s.status == PASSED and not s.model_dir for s in steps):
                 notes.append("an export's parameters were not compared with the trained checkpoint: its status "
                              "line's command does not name its output folder (export.output_dir's key)")
         elif self.prepare.status == PASSED:
-            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, list(self.work.starts),
+            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, self.records,
                                                  ctx.request.max_checkpoint_bytes)
         step = tracked.check_step(self.parts, ctx.root, steps, self.work.starts)
         return [*extra, *([step] if step is not None else [])], notes
@@ -539,7 +619,6 @@ class _Pipeline:
 
         write_junit(summary, run_dir / JUNIT_XML)
 
-
     def _unchecked(self) -> list[str]:
         """What the run did not check (results/unchecked): no eval, a check that compared nothing, files the
         runner's steps left untracked, a committed model file the inference script names."""
@@ -556,6 +635,26 @@ class _Pipeline:
                 script = None
             notes.append(unchecked.committed_reads(_committed_reads(ctx.root, script)))
         return [note for note in notes if note]
+
+
+def last_model_dir(run_dir: Path, kind: str, name: str) -> str | None:
+    """The output folder (model_dir) of the runner's last record of step KIND NAME (the record it wrote just
+    before its handshake): in the run folder's steps.jsonl, else in one a folder below (the dy2static chain's
+    trainings run the basic runner there); None where there is none."""
+    for path in [run_dir / RECORDS, *sorted(run_dir.glob(f"*/{RECORDS}"))]:
+        try:  # a regular file inside the run folder, its last MiB (core/inputs.py: no FIFO, device or link out)
+            lines = inputs.tail(path, "step records", 1 << 20, run_dir).decode("utf-8", errors="replace").splitlines()
+        except (TipcgenError, OSError):
+            continue
+        for line in reversed(lines):
+            try:
+                raw = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(raw, dict) and raw.get("kind") == kind and raw.get("name") == name:
+                value = raw.get("model_dir")
+                return value if isinstance(value, str) and value else None
+    return None
 
 
 def _committed_reads(root: Path, script: str | None) -> list[tuple[str, str]]:

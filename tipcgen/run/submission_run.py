@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import shutil
-import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -202,7 +201,6 @@ class KeptRun:
         self.logs = _results_logs(root, values.get("model_name", ""), mode)
         self.before = _sizes_of_all_results_logs(root)
         self.printed: list[str] = []
-        self.printed_at: list[float] = []  # when each status line was printed (a step's end)
         self.runner_started: float | None = None  # set by the pipeline as the runner starts
         self.segment: deque = deque(maxlen=SEGMENT_LINES)  # the runner's output since its last status line
         self.outputs: list[list[str]] = []  # before each printed status line: its step's output, where printed
@@ -212,7 +210,6 @@ class KeptRun:
             return  # prepare.sh's output: its own step's log
         if _STATUS.search(_ANSI.sub("", line)):
             self.printed.append(line)
-            self.printed_at.append(time.time())
             self.outputs.append(list(self.segment))
             self.segment.clear()
         else:
@@ -234,18 +231,6 @@ class KeptRun:
             problems.append("the runner wrote no status line to its output or to any results_python.log (looked at "
                             + ", ".join(str(p.relative_to(root)) for p in self.logs) + " and the whole tree)")
         return steps, notes, problems
-
-
-    def starts(self, steps: list[Step]) -> list[tuple[float, str, str]]:
-        """(time, kind, name) of each step's start, as tipcgen's runner prints them: a step starts as the status
-        line before it is printed (the first, as the runner starts), when the runner printed one line per
-        step; else the runner's start for the first training alone (later files than that count)."""
-        if self.runner_started is None:
-            return []
-        if len(self.printed_at) == len(steps):
-            return [(at, step.kind, step.name) for at, step in zip([self.runner_started, *self.printed_at], steps)]
-        first = next((s for s in steps if s.kind == TRAIN), None)
-        return [(self.runner_started, TRAIN, first.name)] if first is not None else []
 
 
 SEGMENT_LINES = 200

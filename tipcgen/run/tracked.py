@@ -140,17 +140,18 @@ def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None
     return step
 
 
-def untracked(root: Path) -> set[str] | None:
-    """The untracked, not ignored paths of the work tree (a new folder as one entry); None without git. Read before
-    and after the runner's steps: what is new was left behind by them (results/unchecked.left_behind)."""
+def snapshot_and_untracked(root: Path) -> tuple[dict[str, str] | None, set[str] | None]:
+    """One git status for two answers: ``snapshot``'s (the tracked files that differ from HEAD, hashed) and the
+    untracked, not ignored paths of the work tree (a new folder as one entry); (None, None) without git. Taken after
+    prepare.sh and after the runner's steps: what is new between them was left behind by the steps
+    (results/unchecked.left_behind)."""
     if git.found() is None:
-        return None
-    outcome = git.run(["status", "--porcelain", "-z", "--untracked-files=normal", "--ignore-submodules=all"], root,
-                      output_cap=64 << 20)
+        return None, None
+    outcome = git.run(["status", "--porcelain=v2", "-z", "--untracked-files=normal"], root, output_cap=64 << 20)
     if outcome.exit_code != 0 or outcome.timed_out or outcome.truncated:
-        return None
+        return None, None
     entries = outcome.data.decode("utf-8", errors="surrogateescape").split("\0")
-    return {entry[3:] for entry in entries if entry.startswith("?? ")}
+    return from_status(root, outcome.data), {entry[2:] for entry in entries if entry.startswith("? ")}
 
 
 def committed(root: Path, paths: list[str]) -> set[str]:
