@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conftest import ROOT, read_summary, tipcgen
-from tipcgen.configs import flag_check, preflight, script_help
+from tipcgen.configs import flag_cache, flag_check, preflight, script_help
 from tipcgen.core.errors import RunError
 from tipcgen.repro import export_check
 from tipcgen.format import paths
@@ -132,6 +133,29 @@ def test_the_cache_goes_where_tipcgen_cache_dir_says(tmp_path: Path, monkeypatch
     monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(shared))
     flag_check.check_config(repo, TUTORIAL, {"PATH": os.environ["PATH"]}, unsandboxed=True)
     assert len(list((shared / "flags").glob("*.json"))) == 2 and not (repo / ".tipcgen").exists()
+
+
+@pytest.mark.parametrize("xdg", [None, "", "   ", "relative/cache", "ABS"])
+def test_the_cache_folder_is_the_users_and_never_a_relative_one(tmp_path: Path, monkeypatch, xdg):
+    """platformdirs names the user's cache folder; TIPCGEN_CACHE_DIR comes first, and a relative (or empty)
+    $XDG_CACHE_HOME is ignored as the XDG spec says: such a folder would sit in the current one, maybe a repository."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", "")
+    if xdg is None:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg") if xdg == "ABS" else xdg)
+    expected = tmp_path / "xdg" / "tipcgen" / "flags" if xdg == "ABS" else home / ".cache" / "tipcgen" / "flags"
+    if sys.platform == "linux":
+        assert flag_cache.cache_dir() == expected
+    assert flag_cache.cache_dir().is_absolute()
+    # the older platformdirs of Python < 3.11 hands a relative $XDG_CACHE_HOME back as it is
+    monkeypatch.setattr(flag_cache.platformdirs, "user_cache_dir", lambda *args, **kwargs: "relative/cache/tipcgen")
+    assert flag_cache.cache_dir() == home / ".cache" / "tipcgen" / "flags"
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(tmp_path / "shared"))
+    assert flag_cache.cache_dir() == tmp_path / "shared" / "flags"
 
 
 def test_lint_root_and_import_report_the_keys_too(tmp_path: Path):

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT, nodes, parents
 from tipcgen.format import paths, words
@@ -321,3 +323,40 @@ def test_the_runner_refuses_the_model_names_init_refuses():
     from tipcgen.descriptor.schema import MODEL_NAME_RE
 
     assert f"[[ ! $TIPC_MODEL =~ {MODEL_NAME_RE.pattern} ]]" in (ROOT / "test_tipc" / "tipc_steps.sh").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("member", [*words.Status, *words.Kind], ids=str)
+def test_a_typed_status_or_kind_is_its_word_wherever_it_is_written_or_looked_up(member):
+    """Status and Kind members are str-valued enums: every way a word reaches a file, a message or a lookup gives
+    the plain word's bytes and answers (values on disk unchanged), and a pickled one comes back as itself."""
+    import json
+    import pickle
+
+    from tipcgen.core.text import quoted
+    from tipcgen.render.templating import environment
+
+    word = member.value
+    assert type(word) is str and member == word and hash(member) == hash(word)
+    assert (str(member), repr(member), f"{member}", f"{member:>24}|", "%s %r" % (member, member)) == \
+        (word, repr(word), word, f"{word:>24}|", "%s %r" % (word, word))
+    assert json.dumps({member: [member]}) == json.dumps({word: [word]})
+    assert {word: 1}[member] == 1 and {member: 1}[word] == 1 and word in (words.STATUSES + words.KINDS)
+    assert quoted(member) == quoted(word)
+    template = environment().from_string("{{ w }} {{ w | upper }} {{ w | tojson }} {{ d[w] }}")
+    assert template.render(w=member, d={word: "x"}) == template.render(w=word, d={word: "x"})
+    assert pickle.loads(pickle.dumps(member)) is member
+    assert type(member)(word) is member
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.sampled_from(["Passed", "PASSED", "pass", "", "train ", "eval+export", "infer\n", "Status.PASSED"]),
+                 st.text(max_size=24)))
+def test_a_word_outside_the_vocabulary_is_no_member(text):
+    if text in {m.value for m in (*words.Status, *words.Kind)}:  # drawn by chance: a word, so a member
+        assert text in words.STATUSES + words.KINDS
+        return
+    assert text not in words.STATUSES and text not in words.KINDS
+    with pytest.raises(ValueError):
+        words.Status(text)
+    with pytest.raises(ValueError):
+        words.Kind(text)

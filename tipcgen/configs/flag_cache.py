@@ -14,6 +14,8 @@ import json
 import os
 from pathlib import Path
 
+import platformdirs
+
 from tipcgen.configs.script_help import Flag
 from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
@@ -22,14 +24,18 @@ from tipcgen.core.text import terminal
 
 def cache_dir(root: Path | None = None) -> Path:
     """Where probes are cached: the user's cache folder, never the repository (a committed cache must never
-    vouch for a flag): $TIPCGEN_CACHE_DIR/flags, else $XDG_CACHE_HOME/tipcgen/flags, else
-    ~/.cache/tipcgen/flags. ``root`` is ignored (kept for the callers that pass it)."""
+    vouch for a flag): $TIPCGEN_CACHE_DIR/flags, else the platform's user cache folder as platformdirs names it
+    (on Linux $XDG_CACHE_HOME/tipcgen/flags when that is absolute, else ~/.cache/tipcgen/flags). ``root`` is
+    ignored (kept for the callers that pass it)."""
     shared = os.environ.get("TIPCGEN_CACHE_DIR", "")
     if shared:
         return Path(shared) / "flags"
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "tipcgen" / "flags"
+    base = Path(platformdirs.user_cache_dir("tipcgen", appauthor=False))
+    if not base.is_absolute():
+        # the platformdirs that Python < 3.11 gets takes a relative $XDG_CACHE_HOME as it is: a folder under the
+        # current one, which may be the repository; the XDG spec says to ignore it
+        base = Path.home() / ".cache" / "tipcgen"
+    return base / "flags"
 
 
 _MAX_IMPORTED = 200  # repository files a cache key follows from a script's imports

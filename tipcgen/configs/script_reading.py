@@ -508,7 +508,8 @@ def _checkpoints(nodes: list[ast.AST], dests: set[str]) -> tuple[list[tuple[str,
             found = _flag_path(node.value, dests, {})
             if found is not None:
                 named[node.targets[0].id] = found
-    saves, loads = [], []
+    saves: list[tuple[str, str]] = []
+    loads: list[tuple[str, str]] = []
     for node in nodes:
         if not isinstance(node, ast.Call):
             continue
@@ -534,7 +535,7 @@ def model_file_literals(text: str) -> list[tuple[str, int]]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    joined = set()
+    joined: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _call_name(node) in ("join", "Path", "add_argument", "format"):
             joined.update(id(a) for a in ast.walk(node) if isinstance(a, ast.Constant))

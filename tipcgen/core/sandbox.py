@@ -62,7 +62,7 @@ def hidden() -> list[str]:
     """The folders that hold the host's unix sockets (``/run``, ``/var/run``, the user's runtime folder), each
     replaced by an empty tmpfs in the sandbox; only real folders (a link, ``/var/run`` -> ``/run``, goes with
     its target)."""
-    out = []
+    out: list[str] = []
     for path in ("/run", "/var/run", os.environ.get("XDG_RUNTIME_DIR", "")):
         if path and os.path.isabs(path) and os.path.isdir(path) and not os.path.islink(path):
             real = os.path.realpath(path)

@@ -34,6 +34,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Iterator
 
 from tipcgen.core.errors import LinkRefused, RenderConflictError, TipcgenError, os_error
@@ -265,7 +266,7 @@ class Written:
     action: str  # created | unchanged | overwritten | updated (tipcgen's own files) | removed
 
 
-def write_tree(files: dict[str, str | bytes], out_dir: Path, force: bool = False, backup: bool = True,
+def write_tree(files: Mapping[str, str | bytes], out_dir: Path, force: bool = False, backup: bool = True,
                owned: frozenset[str] | set[str] = frozenset(), remove: tuple[str, ...] | list[str] = (),
                root: Path | None = None) -> list[Written]:
     """Write all files under out_dir, or none. A file that differs is only replaced with force,

@@ -7,10 +7,29 @@ tests/test_vocabulary.py finds none of them spelt anywhere else in the package o
 scripts, which import nothing from tipcgen, excepted: they write only their own check line)."""
 from __future__ import annotations
 
-# A step's status: steps.jsonl's and summary.json's `status` (the runner's tipc_record writes it).
-PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
-STATUSES = (PASSED, FAILED, SKIPPED)
-MARKS = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in every table
+from enum import Enum
+
+
+# Statuses and kinds are typed (`Status`, `Kind`) and are their words at once: each member is a str equal to its
+# value, hashed as it, and written as it (str(), repr(), f-strings, json, the templates), so what reaches a file or
+# a message is the same bytes as the plain word, and a word read back from steps.jsonl finds its member in a dict
+# or a tuple. Chains get theirs with the chain registry (issue #58 item 1), which is where their names will live.
+class Status(str, Enum):
+    """A step's status: steps.jsonl's and summary.json's `status` (the runner's tipc_record writes it)."""
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+PASSED, FAILED, SKIPPED = Status.PASSED, Status.FAILED, Status.SKIPPED
+STATUSES: tuple[str, ...] = tuple(Status)
+MARKS: dict[str, str] = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in every table
 
 # The runners' progress lines (stdout): `[tipc] RUN kind name` when a step starts, `[tipc] PASS|FAIL|SKIP kind
 # name ...` when it ends; tipcgen run shows them, times steps by the RUN lines, and a suite relays them.
@@ -60,13 +79,34 @@ KNOWN_EXTRA_MODES = ("whole_train_lite_infer", "klquant_whole_infer", BENCHMARK_
 # A step's kind: steps.jsonl's and summary.json's `kind` (the runners' tipc_step/tipc_skip/tipc_record write
 # it; tipcgen run writes prepare and its own checks). SKIPPED_AFTER_TRAIN is the one record a failed training
 # leaves for the eval, export and inference it would have fed.
-PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK = "prepare", "train", "eval", "export", "infer", "check"
-CONVERT, QUANT, SPEED, PROFILE = "convert", "quant", "speed", "profile"  # paddle2onnx, ptq, benchmark_train
-SKIPPED_AFTER_TRAIN = "eval+export+infer"
-OTHER = "other"  # a kept runner's status line whose command matches no config command (run/submission_run.py)
+class Kind(str, Enum):
+    """A step's kind (steps.jsonl's and summary.json's `kind`)."""
+    PREPARE = "prepare"
+    TRAIN = "train"
+    EVAL = "eval"
+    EXPORT = "export"
+    INFER = "infer"
+    CHECK = "check"
+    CONVERT = "convert"  # paddle2onnx
+    QUANT = "quant"  # ptq
+    SPEED = "speed"  # benchmark_train
+    PROFILE = "profile"  # benchmark_train
+    SKIPPED_AFTER_TRAIN = "eval+export+infer"
+    OTHER = "other"  # a kept runner's status line whose command matches no config command (run/submission_run.py)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK = Kind.PREPARE, Kind.TRAIN, Kind.EVAL, Kind.EXPORT, Kind.INFER, Kind.CHECK
+CONVERT, QUANT, SPEED, PROFILE = Kind.CONVERT, Kind.QUANT, Kind.SPEED, Kind.PROFILE
+SKIPPED_AFTER_TRAIN, OTHER = Kind.SKIPPED_AFTER_TRAIN, Kind.OTHER
 # The steps a descriptor's checks.own_weights may name: they load a model, and may load their own on purpose.
 OWN_WEIGHTS_KINDS = (EVAL, EXPORT, INFER)
-KINDS = (PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK, CONVERT, QUANT, SPEED, PROFILE, SKIPPED_AFTER_TRAIN, OTHER)
+KINDS: tuple[str, ...] = tuple(Kind)
 
 # What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode (a chain
 # without a mode here needs its EVERY_MODE kinds in every mode). A kind whose command the config sets to null

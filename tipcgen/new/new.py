@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -399,7 +400,7 @@ def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: di
 
 def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any],
               options: Options, data_files: dict[str, tuple[str, str]], data_dir: str, env: dict[str, str],
-              notes: list[str] = ()) -> str:
+              notes: Sequence[str] = ()) -> str:
     def entry(fld: str) -> str:
         return writer.keyed(chosen.get(fld), values.get(fld))
 

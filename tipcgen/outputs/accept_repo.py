@@ -202,7 +202,8 @@ def check_predict_docs(root: Path, docs: list[Path], predict: Path | None) -> It
 
 def check_commands_documented(root: Path, docs: list[Path]) -> Item:
     title = "export_model.py and infer.py commands documented"
-    found, missing = [], []
+    found: list[str] = []
+    missing: list[str] = []
     for script in ("export_model.py", "infer.py"):
         hit = next((f"{_rel(doc, root)}:{number}" for doc in docs
                     for number, line in enumerate(doc_text(doc).splitlines(), 1)

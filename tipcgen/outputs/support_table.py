@@ -50,7 +50,9 @@ def _natural(text: str) -> tuple:
 
 def build(summary: Summary, run: str) -> Table:
     """The cells a run proves: only steps that passed count; skipped ones are listed with their reason."""
-    single, multi, infer = [], [], {}
+    single: list[str] = []
+    multi: list[str] = []
+    infer: dict[str, InferRow] = {}
     for step in summary.steps:
         if step.status != PASSED:
             continue

@@ -234,7 +234,7 @@ def rendered_models(models: Sequence[tuple[Descriptor, str]]) -> dict[str, str |
     return files
 
 
-def bookkeeping(answers: Answers, base: dict[str, str | bytes]) -> dict[str, str | bytes]:
+def bookkeeping(answers: Answers, base: Mapping[str, str | bytes]) -> dict[str, str | bytes]:
     """The answers file and the merge base (.tipcgen/base/<path>) for the given rendered files."""
     out: dict[str, str | bytes] = {paths.ANSWERS: environment().get_template("answers/tipcgen-answers.yml.j2").render(a=answers)}
     out.update({base_path(rel): content for rel, content in base.items()})

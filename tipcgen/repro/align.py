@@ -40,7 +40,7 @@ def save_info(path: str | Path, data: Info) -> Path:
     arrays = _as_arrays(data)
     buffer = io.BytesIO()  # numpy writes into memory; tipcgen.core.writes puts the bytes on disk
     if path.suffix == ".npz":
-        np.savez(buffer, **dict(_flatten(arrays)))
+        np.savez(buffer, **dict(_flatten(arrays)))  # type: ignore[arg-type]  # numpy's stubs read ** as allow_pickle
     else:
         np.save(buffer, arrays)  # type: ignore[arg-type]  # np.save pickles the dict: reprod_log's format
     write_file(path, buffer.getvalue())

@@ -31,7 +31,7 @@ from tipcgen.format.words import EVAL, EXPORT, INFER, PREPARE, TRAIN
 TAIL_LINES = 200
 MAX_HINT = 400
 # The descriptor field holding each step kind's script command (its fixed arguments go there).
-SCRIPT_FIELD = {TRAIN: "train.norm", EVAL: "eval.script", EXPORT: "export.norm", INFER: "inference.script"}
+SCRIPT_FIELD: dict[str, str] = {TRAIN: "train.norm", EVAL: "eval.script", EXPORT: "export.norm", INFER: "inference.script"}
 _LOADER_FLAGS = ("num_workers", "workers", "num_worker", "n_workers", "n_cpu", "threads", "num_threads")
 
 

@@ -228,7 +228,8 @@ def _field(value) -> str | None:
 
 def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
     """The step records of a run folder, and any record that could not be read."""
-    steps, problems = [], []
+    steps: list[Step] = []
+    problems: list[str] = []
     path = run_dir / RECORDS
     if not os.path.lexists(path):
         return steps, problems

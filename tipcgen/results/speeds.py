@@ -18,7 +18,7 @@ MAX_SPEED_BYTES = 1 << 20
 def read_speeds(run_dir: Path) -> list[dict]:
     """The speed JSONs a benchmark_train run wrote (index/*_speed), sorted by file name; unreadable
     or foreign files are left out (the report names what it shows)."""
-    out = []
+    out: list[dict] = []
     folder = run_dir / SPEED_DIR
     if not folder.is_dir():
         return out

@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from tipcgen.core import inputs, process
 from tipcgen.core.errors import RunError, TipcgenError
@@ -182,7 +182,7 @@ class StopSignals:
     def __init__(self) -> None:
         self.armed = True
         self.received: int | None = None
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Any] = {}  # what signal.signal gave back: a handler, SIG_DFL/SIG_IGN or None
 
     def _handle(self, signum: int, _frame: object) -> None:
         first = self.received is None
@@ -221,7 +221,7 @@ def _subreaper(on: bool) -> bool:
 
 def _children() -> dict[int, int]:
     """pid -> parent pid of every process in /proc (this user's and others'); {} without /proc."""
-    out = {}
+    out: dict[int, int] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:

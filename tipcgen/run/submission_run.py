@@ -173,7 +173,7 @@ def kept_summary(mode: str, root: Path, config_path: Path, values: dict[str, str
                  extra_env: dict[str, str]) -> Summary:
     """The summary a kept runner's run starts from: what such a runner cannot tell (NOTES), the kept files
     edited since init --submission recorded them, and the descriptor's env: it runs with."""
-    null_kinds = {kind for kind, fld in ((EVAL, "eval.script"), (INFER, "inference.script"))
+    null_kinds: set[str] = {kind for kind, fld in ((EVAL, "eval.script"), (INFER, "inference.script"))
                   if values.get(fld, "null") in ("", "null")}
     summary = Summary(model=values.get("model_name", ""), mode=mode, config=str(config_path),
                       environment=environment_info(), required_kinds=required_kinds("basic", mode, null_kinds))
@@ -291,7 +291,7 @@ def annotate(steps: list[Step], values: dict[str, str], root: Path) -> None:
     keys as ``key=value``): a training's output folder (train.output_dir), the export's (export.output_dir),
     an inference's model folder (inference.model_dir); each eval, export and inference belongs to the
     training before it. What the export check (Proofs.check_run) needs to find the kept runner's outputs."""
-    keys = {TRAIN: values.get("train.output_dir:key", ""), EXPORT: values.get("export.output_dir:key", ""),
+    keys: dict[str, str] = {TRAIN: values.get("train.output_dir:key", ""), EXPORT: values.get("export.output_dir:key", ""),
             INFER: values.get("inference.model_dir:key", "")}
     training = None
     for step in steps:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from tipcgen.core import git, inputs
@@ -108,7 +109,7 @@ def attribute(root: Path, paths: list[str], steps: list[Step], starts: list[tupl
 
 
 def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None = None,
-               steps: list[Step] | None = None, starts: list[tuple[float, str, str]] = ()) -> Step | None:
+               steps: list[Step] | None = None, starts: Sequence[tuple[float, str, str]] = ()) -> Step | None:
     """The tracked_files check from snapshots taken before and after each part of the run
     (``[("before", s0), ("prepare", s1), ("the runner", s2)]``); None without git. A runner's step
     that changed a tracked file (``attribute``) fails too, naming the files."""

@@ -16,6 +16,7 @@ import socket
 import tarfile
 import tempfile
 from dataclasses import asdict
+from typing import Any
 from pathlib import Path
 
 from tipcgen.core.errors import TipcgenError
@@ -139,7 +140,7 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
 
     temp_dir = connect(address, cpus)
     try:
-        shipped = {}
+        shipped: dict[str, Any] = {}
         for root in dict.fromkeys(c.root for c in chains):
             copy = working_copy(Path(root), out / SUITE_WORK / f"ship{len(shipped)}", exclude=out.resolve())
             shipped[root] = ray.put(pack(copy))
