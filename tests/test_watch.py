@@ -112,6 +112,8 @@ def repo(tmp_path: Path) -> Path:
 def _env(hold: Path, **extra: str) -> dict:
     env = chain_env(STUB_TICKS=f"train:{hold}", TERM="xterm", **extra)
     env.pop("FORCE_COLOR", None)
+    for name in ("COLUMNS", "LINES"):  # rich takes these over the pty's size; a process may have them set (80 columns
+        env.pop(name, None)  # truncated the suite's live table in a whole-suite run: 'tick 1 lo…')
     return env
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tipcgen.configs import flag_check, legacy_format, lint
 from tipcgen.configs.flag_check import is_command_name
-from tipcgen.core import inputs, isolated, process, writes
+from tipcgen.core import git, inputs, isolated, process, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.sandbox import Spec
 from tipcgen.core.text import terminal
@@ -189,7 +189,7 @@ def _git(root: Path) -> Check:
     """The tracked-files check's precondition: run compares git status before and after each part."""
     from tipcgen.run import tracked
 
-    if shutil.which("git") is None:
+    if git.found() is None:
         return Check("git", "warn", "git is not on PATH: run cannot check that the chain leaves the tracked files "
                      "as they were (its tracked-files check is skipped)", "install git")
     if tracked.snapshot(root) is None:
