@@ -98,11 +98,10 @@ def test_required_kinds_are_the_ones_the_tables_said(chain, mode, kinds):
 # ---- no chain table outside the registry ----
 
 _TABLES = {"RUNNERS", "CONFIG_NAMES", "RESULT_LOGS"}
-# Words spelt as a chain's name that name something else: a config file's kind (format/config.py's KINDS: the
-# serving, cpp, lite... configs beside the chains'), the PTQ configs' layout names, a descriptor section (import
-# names the sections it adds; new and the templates name the paddle2onnx section's values).
-NOT_CHAINS = {"format/config.py": {"paddle2onnx", "dy2static", "ptq"}, "format/compression.py": {"ptq"},
-              "configs/import_compression.py": {"ptq"}, "cli/import_cmd.py": {"ptq", "dy2static"},
+# Words spelt as a chain's name that name something else: the PTQ configs' layout names (a descriptor's
+# ptq.layout, which import comments), the templates' name of the paddle2onnx section's values (new's context,
+# words' section_names).
+NOT_CHAINS = {"format/compression.py": {"ptq"}, "configs/import_compression.py": {"ptq"},
               "format/words.py": {"paddle2onnx"}, "new/new.py": {"paddle2onnx"}}
 
 
