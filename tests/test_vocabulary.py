@@ -190,6 +190,7 @@ def test_the_checker_sees_a_kind_literal(tmp_path: Path):
 # Each generated file name (#29 item 2): tipcgen/format/paths.py spells it, and no other string constant of the
 # package is that name, ends with "/<name>" or lies under test_tipc/ or .tipcgen/ (docstrings, and messages, which
 # hold spaces, are not paths). core/writes.py spells the backup folder: it sits below format/, which imports it.
+# format/chains.py spells each chain's config, runner and status log names (paths derives RUNNERS and its kin).
 # A bare word ("runs", "work", "tipc-suite": a JSON field, a JUnit name) is checked only if it is test_tipc.
 SPELT_BELOW = {"core/writes.py": {paths.BACKUP}}
 
