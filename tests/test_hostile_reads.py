@@ -7,26 +7,23 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_stub_repo, needs_bwrap, tipcgen
+from conftest import make_stub_repo, tipcgen
 from tipcgen.core import inputs
 from tipcgen.core.errors import RunError, TipcgenError
 from tipcgen.format.paths import RECORDS
-from tipcgen.outputs import report_logs
-from tipcgen.results.results import Step, Summary, log_tail, read_records, write_json
+from tipcgen.results.results import Summary, log_tail, read_records, write_json
 from tipcgen.results.summary_text import write_junit
-from tipcgen.run import guard, seeds
+from tipcgen.run import guard
 from tipcgen.suite import suite
 
 SECRET = "TOP-SECRET-7f3a"

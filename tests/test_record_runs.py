@@ -5,7 +5,6 @@ waits. A later step that overwrites the trained checkpoint with committed weight
 fails the export proof, naming the step it happened before; the honest stub chain still passes."""
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 

@@ -72,9 +72,9 @@ def _keys(draw):
 
 @settings(max_examples=fuzz_examples(400), deadline=None)
 @given(_keys(), st.booleans())
-@example(([f"--epochs", "--eval"], "--epoch", "--epochs"), True)  # argparse takes a prefix of one flag
-@example(([f"--epochs", "--eval"], "--epoch", "--epochs"), False)  # ... not with allow_abbrev=False
-@example(([f"--batch_size", "--batch_norm"], "--batch", "--batch_size"), True)  # ambiguous: argparse exits 2
+@example((["--epochs", "--eval"], "--epoch", "--epochs"), True)  # argparse takes a prefix of one flag
+@example((["--epochs", "--eval"], "--epoch", "--epochs"), False)  # ... not with allow_abbrev=False
+@example((["--batch_size", "--batch_norm"], "--batch", "--batch_size"), True)  # ambiguous: argparse exits 2
 def test_accepts_is_what_argparse_does(case, abbrev):
     flags, key, _ = case
     assert flag_check.accepts([Flag((f,), True) for f in flags], key, abbrev) == _parse(flags, key, abbrev), (flags, key)

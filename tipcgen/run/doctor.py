@@ -439,7 +439,7 @@ def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None) -> lis
                           f"{legacy_format.FLAG}=0 for export and inference, but {under}",
                           f"remove {legacy_format.FLAG} from env: in the descriptor, make {script} load inference.json "
                           f"when there is no .pdmodel{where}, and re-render (tipcgen init DESCRIPTOR --force)")]
-        tried = (f"; a probe export under it worked with this paddle (your model's ops may still fail: the export "
+        tried = ("; a probe export under it worked with this paddle (your model's ops may still fail: the export "
                  "step's hint says so)" if probe is not None else "")
         return [Check("inference format", "ok", f"{script} loads inference.pdmodel; the runner exports "
                       f"{legacy_format.FLAG}=0 for export and inference (descriptor env:){tried}")]
