@@ -181,12 +181,14 @@ def test_the_runs_own_proofs_are_derived_from_the_proof_list():
     assert len({proof.reference for proof in chains.PROOFS}) == len(chains.PROOFS)
     known = set(chains.names())
     assert all(set(proof.chains or ()) <= known for proof in chains.PROOFS)
-    assert chains.by_name()["basic"].proofs == ("trained", "git", "dygraph", "golden")
+    assert chains.by_name()["basic"].proofs == ("trained", "git", "dygraph", "golden", "fixed")
+    assert chains.by_name()["ptq"].proofs == ("trained", "git", "fixed")
 
 
 def test_every_reference_a_runner_records_is_a_proof_and_every_chain_proof_is_recorded():
     written = {m.group(1) for template in (ROOT / "templates").rglob("*.j2")
-               for m in re.finditer(r"\breference=([a-z]\w*)", template.read_text(encoding="utf-8"))}
+               for m in re.finditer(r"\b(?:reference|TIPC_CASE\[reference\])=([a-z]\w*)",
+                                    template.read_text(encoding="utf-8"))}
     of_chains = {proof.reference for proof in chains.PROOFS if not proof.of_run}
     assert written == of_chains
 

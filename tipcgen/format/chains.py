@@ -178,7 +178,10 @@ PROOFS: tuple[Proof, ...] = (
     Proof("dygraph", "inference matches the trained model's dygraph results (dy2static: the two trainings' losses)",
           "the runner's tipc_case", (BASIC, PADDLE2ONNX, DY2STATIC)),
     Proof("golden", "inference matches the committed golden results", "the runner's tipc_case", (BASIC,)),
-    Proof("fixed", "int8 inference matches the float model's", "the runner's tipc_case, check_quant.py", (PTQ,)),
+    Proof("fixed", "the chain's own check: the exported model fed fixed inputs in every inference configuration "
+          "agrees with the first CPU fp32 one (ptq: the int8 model with the float one)",
+          "tipc_steps.sh's tipc_fixed_check (check_inference.py); ptq's tipc_case (check_quant.py)",
+          (BASIC, PADDLE2ONNX, PTQ)),
     Proof("paddle", "the ONNX model's inference matches Paddle's", "the runner's tipc_case", (PADDLE2ONNX,)),
     Proof("single", "the machines' training matches a single process's", "the runner's tipc_case, check_fleet.py",
           (FLEET,)),
