@@ -75,6 +75,7 @@ class Chain:
 
 
 _BASIC_CONFIG = "train_infer_python.txt"
+_DY2STATIC_CONFIG = "train_dy2static_python.txt"
 _FLEET_CONFIG = "train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt"
 _TRAINED_MODES = (LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER, WHOLE_TRAIN_WHOLE_INFER)
 
@@ -83,8 +84,7 @@ CHAINS: tuple[Chain, ...] = (
     Chain(BASIC, _BASIC_CONFIG, "test_train_inference_python.sh", "results_python.log",
           "basic (train, eval, export, inference)",
           required={**{mode: (TRAIN, EVAL, EXPORT, INFER) for mode in _TRAINED_MODES}, WHOLE_INFER: (INFER,)},
-          null_kinds=True,
-          suite=f"basic ({_BASIC_CONFIG})"),
+          null_kinds=True, suite=f"basic ({_BASIC_CONFIG})"),
     Chain(PADDLE2ONNX, "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt", "test_paddle2onnx.sh",
           "results_paddle2onnx.log", "paddle2onnx", every_mode=(CONVERT, INFER), section=PADDLE2ONNX,
           suite="paddle2onnx (runs after the basic chain of its model, on the model it trained)", after_basic=True),
@@ -94,10 +94,11 @@ CHAINS: tuple[Chain, ...] = (
     Chain(PTQ, "train_ptq_infer_python.txt", "test_ptq_inference_python.sh", "results_ptq_python.log",
           "ptq (post-training quantization: calibrate, int8 inference, int8 vs float)",
           every_mode=(QUANT, INFER, CHECK), section=PTQ),
-    Chain(DY2STATIC, "train_dy2static_python.txt", "test_train_dy2static_python.sh", "results_python.log",
+    Chain(DY2STATIC, _DY2STATIC_CONFIG, "test_train_dy2static_python.sh", "results_python.log",
           "dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, "
           "then eval, export and inference)",
-          every_mode=(TRAIN, EXPORT, INFER, CHECK), always_trains=True, section=DY2STATIC, suite="dy2static (train_dy2static_python.txt)"),
+          every_mode=(TRAIN, EXPORT, INFER, CHECK), always_trains=True, section=DY2STATIC,
+          suite=f"dy2static ({_DY2STATIC_CONFIG})"),
     Chain(FLEET, _FLEET_CONFIG, "test_train_fleet_python.sh", "results_python.log",
           "fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback "
           "addresses; rank 0's model goes on)",
@@ -170,20 +171,22 @@ class Proof:
     of_run: bool = False
 
 
-TRAINED, GIT = "trained", "git"
+# The references a check step records (steps.jsonl's and summary.json's `reference`), each a proof below.
+TRAINED, GIT, DYGRAPH, GOLDEN = "trained", "git", "dygraph", "golden"
+FIXED, PADDLE, SINGLE = "fixed", "paddle", "single"
 
 PROOFS: tuple[Proof, ...] = (
     Proof(TRAINED, "the export holds the parameters this run trained", "repro/export_check.py", of_run=True),
     Proof(GIT, "the chain changed no tracked file", "run/tracked.py", of_run=True),
-    Proof("dygraph", "inference matches the trained model's dygraph results (dy2static: the two trainings' losses)",
+    Proof(DYGRAPH, "inference matches the trained model's dygraph results (dy2static: the two trainings' losses)",
           "the runner's tipc_case", (BASIC, PADDLE2ONNX, DY2STATIC)),
-    Proof("golden", "inference matches the committed golden results", "the runner's tipc_case", (BASIC,)),
-    Proof("fixed", "the chain's own check: the exported model fed fixed inputs in every inference configuration "
+    Proof(GOLDEN, "inference matches the committed golden results", "the runner's tipc_case", (BASIC,)),
+    Proof(FIXED, "the chain's own check: the exported model fed fixed inputs in every inference configuration "
           "agrees with the first CPU fp32 one (ptq: the int8 model with the float one)",
           "tipc_steps.sh's tipc_fixed_check (check_inference.py); ptq's tipc_case (check_quant.py)",
           (BASIC, PADDLE2ONNX, PTQ)),
-    Proof("paddle", "the ONNX model's inference matches Paddle's", "the runner's tipc_case", (PADDLE2ONNX,)),
-    Proof("single", "the machines' training matches a single process's", "the runner's tipc_case, check_fleet.py",
+    Proof(PADDLE, "the ONNX model's inference matches Paddle's", "the runner's tipc_case", (PADDLE2ONNX,)),
+    Proof(SINGLE, "the machines' training matches a single process's", "the runner's tipc_case, check_fleet.py",
           (FLEET,)),
 )
 

@@ -66,7 +66,7 @@ class Step:
     precision: str | None = None
     batch_size: str | None = None
     model_dir: str | None = None
-    reference: str | None = None  # a result check's: dygraph | golden | fixed (the chain's own) | paddle
+    reference: str | None = None  # a check's proof: a reference of format/chains.py's PROOFS (golden, trained, ...)
     device_num: str | None = None  # a benchmark_train case's N<machines>C<cards>
     tail: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
