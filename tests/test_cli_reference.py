@@ -26,17 +26,19 @@ def test_every_command_has_minus_h_and_names_its_values_in_capitals():
         "--color <auto|always|never>" in run, run
 
 
+def completions(command: str, option: str, text: str) -> list[str]:
+    """What the shell completes for `tipcgen COMMAND --OPTION TEXT<TAB>`."""
+    from tipcgen.cli import app
+
+    cmd = app._command().commands[command]
+    ctx = cmd.make_context(command, [], resilient_parsing=True)
+    param = next(p for p in cmd.params if p.name == option)
+    return [getattr(item, "value", item) for item in param.shell_complete(ctx, text)]
+
+
 def test_mode_chain_and_sample_values_complete():
     from tipcgen.cli import app
     from tipcgen.format.words import MODES
-
-    group = app._command()
-
-    def completions(command: str, option: str, text: str) -> list[str]:
-        cmd = group.commands[command]
-        ctx = cmd.make_context(command, [], resilient_parsing=True)
-        param = next(p for p in cmd.params if p.name == option)
-        return [getattr(item, "value", item) for item in param.shell_complete(ctx, text)]
 
     assert completions("run", "mode", "") == list(MODES)
     assert completions("run", "mode", "whole_i") == ["whole_infer"]
@@ -47,10 +49,10 @@ def test_mode_chain_and_sample_values_complete():
 
 
 def test_suite_completes_the_chains_it_runs():
-    from tipcgen.cli.suite import SUITE_CHAINS
-    from tipcgen.suite.suite import CHAIN_OF_NAME
+    from tipcgen.suite.suite import chain_of_name
 
-    assert sorted(SUITE_CHAINS) == sorted(set(CHAIN_OF_NAME.values()))
+    assert sorted(completions("suite", "chain", "")) == sorted(set(chain_of_name().values()))
+    assert completions("suite", "chain", "") == ["basic", "paddle2onnx", "dy2static", "fleet"]
 
 
 def test_ctrl_c_at_news_prompt_is_interrupted_130_not_aborted_1(tmp_path):

@@ -190,6 +190,7 @@ def test_the_checker_sees_a_kind_literal(tmp_path: Path):
 # Each generated file name (#29 item 2): tipcgen/format/paths.py spells it, and no other string constant of the
 # package is that name, ends with "/<name>" or lies under test_tipc/ or .tipcgen/ (docstrings, and messages, which
 # hold spaces, are not paths). core/writes.py spells the backup folder: it sits below format/, which imports it.
+# format/chains.py spells each chain's config, runner and status log names (paths derives RUNNERS and its kin).
 # A bare word ("runs", "work", "tipc-suite": a JSON field, a JUnit name) is checked only if it is test_tipc.
 SPELT_BELOW = {"core/writes.py": {paths.BACKUP}}
 
@@ -222,7 +223,7 @@ def test_no_generated_file_name_outside_paths():
     names = generated_names()
     assert {"test_tipc", "prepare.sh", "steps.jsonl", "summary.json", "suite.json", ".tipcgen-answers.yml"} <= names
     found = [hit for path in sorted(PACKAGE.rglob("*.py"))
-             if not path.relative_to(PACKAGE).as_posix().startswith(("format/paths.py", "render/shipped/"))
+             if not path.relative_to(PACKAGE).as_posix().startswith(("format/paths.py", "format/chains.py", "render/shipped/"))
              for hit in path_literals(path, names)]
     assert found == [], "use the names of tipcgen/format/paths.py"
 

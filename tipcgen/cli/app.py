@@ -28,7 +28,7 @@ from tipcgen.cli.schema import schema
 from tipcgen.cli.suite import completing, suite
 from tipcgen.core.errors import TipcgenError, os_error
 from tipcgen.core.text import json_text, paint, terminal
-from tipcgen.format import paths
+from tipcgen.format import chains, paths
 from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
 if TYPE_CHECKING:  # typer 0.29 vendors click (typer._click); tipcgen depends on typer alone, never on click itself
@@ -113,7 +113,11 @@ class ConflictMode(str, Enum):
 
 
 COMPLETE_MODES = completing(MODES)
-COMPLETE_CHAINS = completing(list(paths.RUNNERS))
+
+
+def complete_chains(incomplete: str) -> list[str]:
+    """`--chain`'s completion: the chain registry's names, read when asked."""
+    return [name for name in chains.names() if name.startswith(incomplete)]
 COMPLETE_SAMPLES = completing(SAMPLES.split(", "))
 
 
@@ -269,7 +273,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only the step lines (RUN when a step starts, PASS/FAIL/SKIP when it ends), not prepare.sh's output and the runner's other lines."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each step's log as it grows (the scripts' own output: the loss, the inference results)."),
     color: Color = typer.Option(Color.auto, "--color", help="auto (a terminal, unless NO_COLOR; FORCE_COLOR gives colour to a log too), always or never."),
-    chain: str = typer.Option("basic", "--chain", autocompletion=COMPLETE_CHAINS, help="basic (train, eval, export, inference), paddle2onnx, benchmark_train (training speed per case; --mode picks its data), ptq (post-training quantization: calibrate, int8 inference, int8 vs float), dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, then eval, export and inference), or fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback addresses; rank 0's model goes on)."),
+    chain: str = typer.Option(chains.BASIC, "--chain", autocompletion=complete_chains, help=chains.run_help()),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter for this run (sets TIPC_PYTHON), whatever the config's python: line says; the config is left as it is."),
     max_checkpoint_bytes: Optional[int] = typer.Option(None, "--max-checkpoint-bytes", min=1, help="The largest checkpoint the export check reads (default: a quarter of the machine's memory)."),
     sandbox: bool = typer.Option(False, "--sandbox", help="Run prepare.sh and the runner in a sandbox (bubblewrap): only the repository and the run folder writable, no network; exit 2 where bubblewrap is missing."),

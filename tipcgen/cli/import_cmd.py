@@ -12,6 +12,7 @@ import typer
 
 from tipcgen.cli.echo import echo
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format import chains
 
 
 def import_(
@@ -74,7 +75,7 @@ def import_(
         added = None
     else:  # a PTQ, dy2static or kept config: a descriptor of its own (placeholder fields), init renders it as it is
         text = import_kept.import_standalone(config, source, how, root)
-        added = next((section for section in ("ptq", "dy2static") if f"\n{section}:" in text), "kept")
+        added = next((section for section in (chains.PTQ, chains.DY2STATIC) if f"\n{section}:" in text), "kept")
     if output is None:
         echo(text, nl=False)
         if note:  # the YAML goes to stdout: the note beside it, never into it

@@ -16,10 +16,15 @@ from tipcgen.cli.echo import echo
 from tipcgen.cli.progress import Color
 from tipcgen.configs.locate import find_root
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format import chains as registry
 from tipcgen.format.paths import JUNIT_XML, SUITE_ELSEWHERE, SUITE_JSON, SUITE_OUTPUT, TEST_TIPC
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER, MODES
 
-SUITE_CHAINS = ("basic", "paddle2onnx", "dy2static", "fleet")  # suite.CHAIN_OF_NAME's (tests/test_cli.py keeps them in step)
+
+
+def _complete_suite_chains(incomplete: str) -> list[str]:
+    """`--chain`'s completion: the chains the registry says suite plans (format/chains.py), read when asked."""
+    return [chain.name for chain in registry.suite_chains() if chain.name.startswith(incomplete)]
 
 
 def completing(words):
@@ -33,7 +38,7 @@ def completing(words):
 def suite(
     paths: Optional[List[str]] = typer.Argument(None, help="Config files, folders (a repository root: its test_tipc/configs) or quoted globs (default: --root's test_tipc/configs)."),
     mode: List[str] = typer.Option([LITE_TRAIN_LITE_INFER], "--mode", "-m", autocompletion=completing(MODES), help="A mode to run every config in (repeatable)."),
-    chain: List[str] = typer.Option(["basic"], "--chain", autocompletion=completing(SUITE_CHAINS), help="A chain to run (repeatable): basic (train_infer_python.txt), paddle2onnx (runs after the basic chain of its model, on the model it trained), dy2static (train_dy2static_python.txt), fleet (train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt: machines simulated on this host); those two not in whole_infer."),
+    chain: List[str] = typer.Option([registry.BASIC], "--chain", autocompletion=_complete_suite_chains, help=registry.suite_help()),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Chains run side by side on this machine."),
     cores_per_chain: Optional[int] = typer.Option(None, "--cores-per-chain", min=1, help="CPU cores per chain (affinity, OMP_NUM_THREADS, CPU_NUM; default: the cores / --jobs)."),
     gpus_per_chain: int = typer.Option(1, "--gpus-per-chain", min=0, help="GPUs per chain (CUDA_VISIBLE_DEVICES); 0: none."),

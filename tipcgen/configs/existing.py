@@ -13,16 +13,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipcgen.format import paths, words
+from tipcgen.format import chains, paths, words
 
 _WHY = {
     paths.COMMON_FUNC: "the generated runner's shell helpers (it replaces the functions defined there)",
     paths.STEPS_SH: "the generated runners' checks and step functions",
     paths.PREPARE_SH: "prepares the data of the descriptor for the four basic modes only",
     paths.BASIC_RUNNER: "the generated runner of the basic chain",
-    paths.RUNNERS["paddle2onnx"]: "the generated runner of the paddle2onnx chain",
-    paths.RUNNERS["dy2static"]: "the generated runner of the dy2static chain (it never edits the config, as upstream's does)",
-    paths.RUNNERS["fleet"]: "the generated runner of the fleet chain (the machines simulated on this host)",
+    paths.RUNNERS[chains.PADDLE2ONNX]: "the generated runner of the paddle2onnx chain",
+    paths.RUNNERS[chains.DY2STATIC]: "the generated runner of the dy2static chain (it never edits the config, as upstream's does)",
+    paths.RUNNERS[chains.FLEET]: "the generated runner of the fleet chain (the machines simulated on this host)",
     paths.README: "the generated overview of test_tipc/",
     paths.CHAIN_DOC: "the generated chain documentation",
 }

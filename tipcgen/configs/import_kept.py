@@ -18,7 +18,7 @@ from tipcgen.core import inputs
 from tipcgen.core.errors import ConfigImportError
 from tipcgen.descriptor import writer
 from tipcgen.descriptor.kept import FILE_RE, keepable
-from tipcgen.format import families, layout, paths
+from tipcgen.format import chains, families, layout, paths
 from tipcgen.format.config import TipcConfig, family_of, model_name_in
 
 FIELDS, PTQ, KEPT = "fields", "ptq", "kept"
@@ -137,12 +137,12 @@ def import_folder(folder: Path, root: Path | None = None,
             refused.append(exc)
             continue
         model = models.setdefault(name, _Model(name, kept=[]))
-        canonical = path.name == Path(paths.CONFIG_NAMES["basic"]).name
+        canonical = path.name == Path(paths.CONFIG_NAMES[chains.BASIC]).name
         if how == FIELDS and (model.basic is None or canonical):
             if model.basic is not None:
                 model.kept.append(model.basic)
             model.basic = (path, text)
-        elif how == PTQ and model.ptq is None and _canonical(path, "ptq", name):
+        elif how == PTQ and model.ptq is None and _canonical(path, chains.PTQ, name):
             model.ptq = (path, text)
         else:
             model.kept.append((path, text))
@@ -172,9 +172,9 @@ def import_standalone(path: Path, text: str, how: str, root: Path | None = None)
         import_compression.import_ptq(text, str(path))
     if import_dy2static.runs_here(text):
         import_dy2static.import_dy2static(text, str(path))
-    if how == PTQ and _canonical(path, "ptq", name):
+    if how == PTQ and _canonical(path, chains.PTQ, name):
         model.ptq = (path, text)
-    elif import_dy2static.runs_here(text) and _canonical(path, "dy2static", name):
+    elif import_dy2static.runs_here(text) and _canonical(path, chains.DY2STATIC, name):
         model.dy2static = (path, text)
     else:
         model.kept.append((path, text))

@@ -86,6 +86,7 @@ from tipcgen.configs.lint_slots import SlotRules
 from tipcgen.core import inputs
 from tipcgen.core.text import json_text, quoted
 from tipcgen.format import compression, families, layout, runner_spec
+from tipcgen.format.chains import DY2STATIC
 from tipcgen.format.config import Line, TipcConfig, family_of
 from tipcgen.format.layout_check import Anchor, anchors_of, describe, find_shift, holds, infer_shapes
 
@@ -152,7 +153,7 @@ class _Linter:
         elif self.kind in compression.KINDS:  # the PTQ configs: their own layouts and rules
             lint_compression.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
             RunnerRules(self).other_kind()  # a layout of its own runner (PaddleDetection's 20-line PTQ)
-        elif self.kind == "dy2static":  # PaddleClas's train_dy2static_python.txt
+        elif self.kind == DY2STATIC:  # PaddleClas's train_dy2static_python.txt
             import_dy2static.lint(self.config, lambda index, *finding: self.add(self.line_of(index), *finding))
         return sorted(self.findings, key=lambda f: (f.line, f.rule))
 
@@ -368,7 +369,7 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
 
 def position_checked(kind: str) -> bool:
     """Whether lint checks the lines' positions of a config of this kind (a layout table of its own)."""
-    return kind in layout.LAYOUT_OF_KIND or kind in compression.KINDS or kind in ("dy2static", "empty")
+    return kind in layout.LAYOUT_OF_KIND or kind in compression.KINDS or kind in (DY2STATIC, "empty")
 
 
 # Every rule lint can report (the module docstring's table), for --select and --ignore.

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tipcgen.core.errors import RunError, TipcgenError
 from tipcgen.format import paths
+from tipcgen.format.chains import BASIC
 from tipcgen.format.paths import ANSWERS, CONFIG_NAMES, TEST_TIPC
 
 DESCRIPTOR_NAMES = ("tipc.yaml", "tipc.yml")  # a repository's descriptor, where `tipcgen new` writes it
@@ -47,7 +48,7 @@ def _relative_parents(here: Path) -> list[Path]:
     return [Path(os.path.relpath(parent)) for parent in absolute.parents]
 
 
-def find_config(config: str | None, root: Path, chain: str = "basic") -> Path:
+def find_config(config: str | None, root: Path, chain: str = BASIC) -> Path:
     """The config to run: the one given, or the only one of the chain under test_tipc/configs."""
     name = CONFIG_NAMES[chain]
     if config:

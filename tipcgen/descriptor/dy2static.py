@@ -16,6 +16,7 @@ from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.descriptor.yaml_lines import shown
 from tipcgen.format import dy2static
+from tipcgen.format.chains import DY2STATIC
 from tipcgen.format.config import TipcConfig
 
 # A loss may differ by atol + rtol * |the dygraph loss| (the logs print 5-6 decimals: a rounding flip passes).
@@ -36,10 +37,10 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> Dy2staticSpec | Non
         return None
 
     def fail(path: str, message: str, hint: str) -> DescriptorError:
-        return DescriptorError(source, path, message, lines.get(path) or lines.get("dy2static"), hint)
+        return DescriptorError(source, path, message, lines.get(path) or lines.get(DY2STATIC), hint)
 
     if not isinstance(value, dict):
-        raise fail("dy2static", "expected a mapping", "dy2static: {} (the config from the basic one), or "
+        raise fail(DY2STATIC, "expected a mapping", "dy2static: {} (the config from the basic one), or "
                    "dy2static: {tolerance: {atol: 1.0e-5, rtol: 1.0e-5}}")
     unknown = sorted(set(value) - DY2STATIC_FIELDS)
     if unknown:

@@ -17,6 +17,7 @@ from tipcgen.core.errors import DescriptorError
 from tipcgen.descriptor.schema import FLEET_FIELDS
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks
+from tipcgen.format.chains import FLEET
 from tipcgen.descriptor.yaml_lines import shown
 
 DEFAULT_GPU_LIST = "127.0.0.2,127.0.0.3;-1,-1"
@@ -54,10 +55,10 @@ def parse(value: Any, source: str, lines: dict[str, int], machines: str | None =
         return FleetSpec(machines) if machines else None
 
     def fail(path: str, message: str, hint: str) -> DescriptorError:
-        return DescriptorError(source, path, message, lines.get(path) or lines.get("fleet"), hint)
+        return DescriptorError(source, path, message, lines.get(path) or lines.get(FLEET), hint)
 
     if not isinstance(value, dict):
-        raise fail("fleet", "expected a mapping", "fleet: {} (two loopback machines, two CPU processes each)")
+        raise fail(FLEET, "expected a mapping", "fleet: {} (two loopback machines, two CPU processes each)")
     unknown = sorted(set(value) - FLEET_FIELDS)
     if unknown:
         raise fail(f"fleet.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(FLEET_FIELDS)))

@@ -15,6 +15,7 @@ from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.descriptor.yaml_lines import shown
 from tipcgen.format import compression
+from tipcgen.format.chains import PTQ
 from tipcgen.format.layout import header_line
 
 DEFAULT_ACCURACY_DROP = 0.05
@@ -39,10 +40,10 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> PtqSpec | None:
         return None
 
     def fail(path: str, message: str, hint: str) -> DescriptorError:
-        return DescriptorError(source, path, message, lines.get(path) or lines.get("ptq"), hint)
+        return DescriptorError(source, path, message, lines.get(path) or lines.get(PTQ), hint)
 
     if not isinstance(value, dict):
-        raise fail("ptq", "expected a mapping", "ptq: {layout: ptq, lines: {...}} (tipcgen import writes it)")
+        raise fail(PTQ, "expected a mapping", "ptq: {layout: ptq, lines: {...}} (tipcgen import writes it)")
     unknown = sorted(set(value) - PTQ_FIELDS)
     if unknown:
         raise fail(f"ptq.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(PTQ_FIELDS)))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tipcgen.format import compression, layout, words
+from tipcgen.format.chains import DY2STATIC, FLEET, PADDLE2ONNX, PTQ
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 SCHEMA_VERSION = 1
@@ -221,7 +222,7 @@ FIELDS: tuple[Field, ...] = (
           "inference that gets no model folder, since they would use whatever the script loads by default",
           {"type": ["array", "null"], "uniqueItems": True, "items": {"enum": list(words.OWN_WEIGHTS_KINDS)}}),
     Field("checks.onnx_tolerance", "`{atol, rtol}` for ONNX Runtime against Paddle Inference (default 1e-5, 1e-4)", _TOLERANCE),
-    Field("paddle2onnx", "the paddle2onnx chain (`tipcgen run --chain paddle2onnx`)", required=("inference",)),
+    Field(PADDLE2ONNX, "the paddle2onnx chain (`tipcgen run --chain paddle2onnx`)", required=("inference",)),
     Field("paddle2onnx.model_dir", "the exported model folder (default `data.trained_model`)", _PATH),
     Field("paddle2onnx.save_file", "the `.onnx` file to write, relative", {"type": "string", "pattern": r"\.onnx$"}),
     Field("paddle2onnx.opset_version", "ONNX opset, 7 to 21 (default 11)", {"type": "integer", "minimum": 7, "maximum": 21}),
@@ -229,7 +230,7 @@ FIELDS: tuple[Field, ...] = (
     Field("paddle2onnx.onnx_flag", "the flag that switches that script to ONNX Runtime (default `--use_onnx`); `null`: "
           "the script has none, the chain's own check runs the ONNX model. `tipcgen new` writes the section when there is an "
           "inference script and a `data.trained_model`, and this field only where the default does not apply", {"type": ["string", "null"]}),
-    Field("ptq", "the post-training quantization config, `train_ptq_infer_python.txt` ([QUANTIZATION.md](QUANTIZATION.md); "
+    Field(PTQ, "the post-training quantization config, `train_ptq_infer_python.txt` ([QUANTIZATION.md](QUANTIZATION.md); "
           "`tipcgen import` of a PTQ config writes it)", required=("layout", "lines")),
     Field("ptq.layout", "`ptq` (20 lines: models tutorial, PaddleSeg), `ptq_video` (24: PaddleVideo) or `kl_quant` "
           "(20: PaddleOCR)", {"enum": list(compression.LAYOUTS)}),
@@ -254,14 +255,14 @@ FIELDS: tuple[Field, ...] = (
                              "kind": {"type": "string"},
                              "lines": {"type": ["array", "null"], "items": {"type": "string"}},
                              "final_newline": {"type": "boolean"}}}}),
-    Field("dy2static", "the dygraph-to-static chain, `train_dy2static_python.txt` ([CHAINS.md](CHAINS.md#the-dy2static-chain)): "
+    Field(DY2STATIC, "the dygraph-to-static chain, `train_dy2static_python.txt` ([CHAINS.md](CHAINS.md#the-dy2static-chain)): "
           "`{}` renders it from the train block (needs `train.to_static` keyed `to_static_train`)"),
     Field("dy2static.lines", "the config's lines as written (`tipcgen import` of a dy2static config writes them; `\"\"` "
           "for a blank line)", {"type": "array", "items": {"type": "string"}}),
     Field("dy2static.final_newline", "`false`: the file ends without a newline (default `true`)", {"type": "boolean"}),
     Field("dy2static.tolerance", "`{atol, rtol}`: how far the static training's loss may be from the dygraph one's at "
           "each logged step (default atol 1e-5, rtol 1e-5); not a config line", _TOLERANCE),
-    Field("fleet", "the multi-machine chain, `train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt` "
+    Field(FLEET, "the multi-machine chain, `train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt` "
           "([CHAINS.md](CHAINS.md#the-fleet-chain-multi-machine-on-one-host)): the basic config with a gpu_list naming machines"),
     Field("fleet.gpu_list", "the machines and each one's devices, upstream's `ips;devices` (default: the descriptor's own "
           "`gpu_list` entry naming machines, else `127.0.0.2,127.0.0.3;-1,-1`: two machines, two CPU processes each); other "
@@ -295,16 +296,16 @@ def children(path: str) -> set[str]:
 TOP_FIELDS = children("")
 TEXT_FIELDS = children("text")
 CHECK_FIELDS = children("checks")
-PADDLE2ONNX_FIELDS = children("paddle2onnx")
+PADDLE2ONNX_FIELDS = children(PADDLE2ONNX)
 DATA_FIELDS = children("data")
 DATA_FILE_FIELDS = children("data.files.<name>")
 RUN_FIELDS = children("run")
 TARGET_FIELDS = children("target")
 BENCHMARK_FIELDS = children("benchmark")
-PTQ_FIELDS = children("ptq")
+PTQ_FIELDS = children(PTQ)
 KEPT_FIELDS = frozenset({"file", "kind", "lines", "final_newline"})
-DY2STATIC_FIELDS = children("dy2static")
-FLEET_FIELDS = children("fleet")
+DY2STATIC_FIELDS = children(DY2STATIC)
+FLEET_FIELDS = children(FLEET)
 
 
 def _node(path: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from tipcgen.descriptor.schema import (
 from tipcgen.descriptor.spec import Descriptor, SlotValue
 from tipcgen.descriptor.validate_fields import Groups
 from tipcgen.descriptor.validate_values import Checks
-from tipcgen.format import chain, dy2static, layout, layout_check, words
+from tipcgen.format import chain, chains, dy2static, layout, layout_check, words
 
 
 class Validator:
@@ -171,7 +171,7 @@ class Validator:
             data=data_spec,
             step_timeout=self.groups.run(data.get("run")),
             checks=self.groups.checks(data.get("checks")),
-            paddle2onnx=self.groups.paddle2onnx(data.get("paddle2onnx"), data_spec),
+            paddle2onnx=self.groups.paddle2onnx(data.get(chains.PADDLE2ONNX), data_spec),
             align_thresholds=self.groups.align(data.get("align")),
             target=target_spec.parse(data.get("target"), self.values.source, self.values.lines),
             benchmark=bench,
@@ -179,10 +179,10 @@ class Validator:
             layout=layout_name,
             env=self.groups.env(data.get("env")),
             text=self.groups.text(data.get("text")),
-            ptq=ptq_spec.parse(data.get("ptq"), self.values.source, self.values.lines),
+            ptq=ptq_spec.parse(data.get(chains.PTQ), self.values.source, self.values.lines),
             kept=kept_spec.parse(data.get("kept"), self.values.source, self.values.lines),
-            dy2static=self._dy2static(data.get("dy2static"), slots, layout_name),
-            fleet=fleet_spec.parse(data.get("fleet"), self.values.source, self.values.lines, machines),
+            dy2static=self._dy2static(data.get(chains.DY2STATIC), slots, layout_name),
+            fleet=fleet_spec.parse(data.get(chains.FLEET), self.values.source, self.values.lines, machines),
         )
 
     def _dy2static(self, value: Any, slots: dict[str, SlotValue], layout_name: str) -> Any:
@@ -191,7 +191,7 @@ class Validator:
         if spec is None or spec.text is not None:
             return spec
         if layout_name != "standard":
-            raise self.values.fail("dy2static", f"renders from the standard layout's train block, not the {layout_name} layout's",
+            raise self.values.fail(chains.DY2STATIC, f"renders from the standard layout's train block, not the {layout_name} layout's",
                             "give the config's lines (dy2static.lines: tipcgen import writes them), or use layout: standard")
         given = slots[chain.name_of("train.to_static")]
         if given.key != dy2static.TO_STATIC_TRAINER or given.value is None or given.value.strip() in ("", "null"):

@@ -29,6 +29,7 @@ from tipcgen.descriptor.schema import (
 from tipcgen.descriptor.spec import ChecksSpec, DataFile, DataSpec, Paddle2OnnxSpec, Tolerance
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.format import layout, text_style, words
+from tipcgen.format.chains import PADDLE2ONNX
 from tipcgen.format.config import Line as _ConfigLine
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
@@ -209,10 +210,10 @@ class Groups:
     def paddle2onnx(self, value: Any, data: DataSpec | None) -> Paddle2OnnxSpec | None:
         if value is None:
             return None
-        value = self.values.mapping(value, "paddle2onnx", PADDLE2ONNX_FIELDS)
+        value = self.values.mapping(value, PADDLE2ONNX, PADDLE2ONNX_FIELDS)
         model_dir = self.values.rel(value.get("model_dir"), "paddle2onnx.model_dir") or (data.trained_model if data else None)
         if model_dir is None:
-            raise DescriptorError(self.values.source, "paddle2onnx.model_dir", "is missing", self.values.lines.get("paddle2onnx"),
+            raise DescriptorError(self.values.source, "paddle2onnx.model_dir", "is missing", self.values.lines.get(PADDLE2ONNX),
                                   hint="name the exported model folder, or set data.trained_model")
         save_file = self.values.rel(value.get("save_file"), "paddle2onnx.save_file")
         if save_file is None or not save_file.endswith(".onnx"):
@@ -221,7 +222,7 @@ class Groups:
         if isinstance(opset, bool) or not isinstance(opset, int) or not 7 <= opset <= 21:
             raise self.values.err("paddle2onnx.opset_version", opset, "an ONNX opset between 7 and 21")
         if "inference" not in value:
-            raise DescriptorError(self.values.source, "paddle2onnx.inference", "is missing", self.values.lines.get("paddle2onnx"),
+            raise DescriptorError(self.values.source, "paddle2onnx.inference", "is missing", self.values.lines.get(PADDLE2ONNX),
                                   hint="name the script that runs the .onnx model with onnxruntime")
         # onnx_flag: null: the script cannot run an ONNX model; the chain's own check (check_inference.py) does.
         flag = "null" if "onnx_flag" in value and value["onnx_flag"] is None else \

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from tipcgen.format import layout, layout_check
+from tipcgen.format.chains import PTQ
 from tipcgen.format.config import Line, TipcConfig
 
 
@@ -83,7 +84,7 @@ KL_QUANT_20 = (
 LAYOUTS = {"ptq": PTQ_20, "ptq_video": PTQ_VIDEO_24, "kl_quant": KL_QUANT_20}
 # The first headers a layout's file may carry (OCR's older KL configs open with `train_params`).
 HEADERS = {"ptq": ("ptq_params",), "ptq_video": ("ptq_params",), "kl_quant": ("kl_quant_params", "train_params")}
-KINDS = ("ptq", "kl_quant")  # config.KINDS of the files these layouts read
+KINDS = (PTQ, "kl_quant")  # config.KINDS of the files these layouts read
 
 
 def layout_of(config: TipcConfig) -> str | None:
@@ -93,7 +94,7 @@ def layout_of(config: TipcConfig) -> str | None:
     kind, logical = config.kind, config.logical_lines()
     if kind == "kl_quant":  # OCR's older 17-line infer configs (`*_KL__model_*.txt`) start at infer_model
         return "kl_quant" if len(logical) > 1 and logical[1].key == "model_name" else None
-    if kind != "ptq":
+    if kind != PTQ:
         return None
     video = PTQ_VIDEO_24[next(i for i, s in enumerate(PTQ_VIDEO_24) if s.name == "trainer")].index
     return "ptq_video" if len(logical) > video and logical[video].key == "trainer" else "ptq"

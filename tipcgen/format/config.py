@@ -13,28 +13,29 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from tipcgen.format.chains import DY2STATIC, PADDLE2ONNX, PTQ
 from tipcgen.format import families, layout, layout_check
 
 _HEADER = re.compile(r"^=+([^=]+)=+$")
 _MODE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-# Chains that the file's first header names; `train_params` needs a closer look (see `_detect_kind`).
+# Kinds of config that the file's first header names (the paddle2onnx, ptq and dy2static chains' among them); `train_params` needs a closer look (see `_detect_kind`).
 _KIND_BY_FIRST_HEADER = {
     "serving_params": "serving",
     "serving_infer_python_params": "serving",
     "serving_infer_cpp_params": "serving",
     "cpp_infer_params": "cpp",
-    "paddle2onnx_params": "paddle2onnx",
+    "paddle2onnx_params": PADDLE2ONNX,
     "lite_params": "lite",
-    "ptq_params": "ptq",
+    "ptq_params": PTQ,
     "kl_quant_params": "kl_quant",
-    "base_train": "dy2static",
-    "amp_train": "dy2static",
+    "base_train": DY2STATIC,
+    "amp_train": DY2STATIC,
     "infer_params": "infer_python",
 }
 KINDS = (
-    "train_infer_python", "tutorial_32", "infer_python", "paddle2onnx", "serving", "cpp", "lite",
-    "ptq", "kl_quant", "dy2static", "empty", "unknown",
+    "train_infer_python", "tutorial_32", "infer_python", PADDLE2ONNX, "serving", "cpp", "lite",
+    PTQ, "kl_quant", DY2STATIC, "empty", "unknown",
 )
 
 

@@ -12,6 +12,7 @@ Pure: constants and text, no I/O.
 from __future__ import annotations
 
 from tipcgen.format import layout
+from tipcgen.format.chains import DY2STATIC
 from tipcgen.format.config import TipcConfig
 
 BASE, AMP = "base_train", "amp_train"  # the section headers (the first names the file's kind)
@@ -34,7 +35,7 @@ def anchors() -> tuple[tuple[int, tuple[str, ...]], ...]:
 
 
 def is_dy2static(config: TipcConfig) -> bool:
-    return config.kind == "dy2static"
+    return config.kind == DY2STATIC
 
 
 def shift(config: TipcConfig) -> tuple[int, str] | None:

@@ -4,7 +4,8 @@ The runner templates get the run-folder names through the render context (``runn
 run, results, report, golden, doctor, suite and accept import them from here. The file names a runner
 writes per step (``<trainer>_gpus_<entry>...log``) stay as upstream spells them and are built in bash;
 Python reads what a step was from its record's fields (results.Step), never from those names.
-tests/test_vocabulary.py finds no other string constant in the package that is one of these names.
+tests/test_vocabulary.py finds no other string constant in the package that is one of these names (a chain's
+config, runner and status log are spelt in its record in format/chains.py, the chain registry).
 Pure: constants and path arithmetic, no I/O.
 """
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tipcgen.core.writes import BACKUP_DIR
+from tipcgen.format import chains
+from tipcgen.format.words import BENCHMARK_TRAIN
 
 TEST_TIPC = "test_tipc"
 CONFIGS = f"{TEST_TIPC}/configs"  # a folder per model: test_tipc/configs/<model>/<CONFIG_NAMES[chain]>
@@ -25,24 +28,16 @@ PREPARE_LOG = "prepare.log"  # prepare.sh's output, in the run folder
 COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"  # upstream's helpers and the slot readers (upstream's scripts source it)
 STEPS_SH = f"{TEST_TIPC}/tipc_steps.sh"  # tipcgen's checks and step machinery (tipcgen's runners source it too)
 
-CHAINS = ("basic", "paddle2onnx", "benchmark_train", "ptq", "dy2static", "fleet")
-RUNNERS = {"basic": f"{TEST_TIPC}/test_train_inference_python.sh", "paddle2onnx": f"{TEST_TIPC}/test_paddle2onnx.sh",
-           "benchmark_train": f"{TEST_TIPC}/benchmark_train.sh", "ptq": f"{TEST_TIPC}/test_ptq_inference_python.sh",
-           "dy2static": f"{TEST_TIPC}/test_train_dy2static_python.sh", "fleet": f"{TEST_TIPC}/test_train_fleet_python.sh"}
-CONFIG_NAMES = {"basic": "train_infer_python.txt",
-                "paddle2onnx": "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt",
-                "benchmark_train": "train_infer_python.txt", "ptq": "train_ptq_infer_python.txt",
-                "dy2static": "train_dy2static_python.txt",
-                "fleet": "train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt"}
-# Each chain's status log in its run folder (upstream's names; reviewers read them).
-RESULT_LOGS = {"basic": "results_python.log", "paddle2onnx": "results_paddle2onnx.log",
-               "benchmark_train": "results_benchmark_train.log", "ptq": "results_ptq_python.log",
-               "dy2static": "results_python.log", "fleet": "results_python.log"}
+# Each chain's runner, config file name and status log (upstream's names; reviewers read them): from the chain
+# registry (format/chains.py), which spells them.
+RUNNERS = {chain.name: f"{TEST_TIPC}/{chain.runner}" for chain in chains.CHAINS}
+CONFIG_NAMES = {chain.name: chain.config for chain in chains.CHAINS}
+RESULT_LOGS = {chain.name: chain.result_log for chain in chains.CHAINS}
 # The dy2static chain's training: the basic runner's run of both trainings, in this folder of its run folder,
 # on the config the dy2static runner writes there (the dy2static config's train block in the basic config).
 DY2STATIC_TRAIN_DIR, DY2STATIC_CONFIG = "train", "train_infer_python_dy2static.txt"
-RESULTS_LOG = RESULT_LOGS["basic"]
-BASIC_RUNNER = RUNNERS["basic"]  # the runner upstream's tools and reviewers call
+RESULTS_LOG = RESULT_LOGS[chains.BASIC]
+BASIC_RUNNER = RUNNERS[chains.BASIC]  # the runner upstream's tools and reviewers call
 TRAIN_LOG = "train.log"  # <output_dir>/train.log, where the TIPC train scripts log (upstream's name)
 
 # The Python scripts test_tipc/ ships: copies of tipcgen/render/shipped/ under the same names.
@@ -72,7 +67,7 @@ SUITE_RUNS, SUITE_WORK = "runs", "work"  # each chain's run folder; each chain's
 SUITE_OUTPUT, SUITE_ELSEWHERE = f"{OUTPUT}/suite", "tipc-suite"
 
 
-def config_rel(model: str, chain: str = "basic") -> str:
+def config_rel(model: str, chain: str = chains.BASIC) -> str:
     """A model's config of a chain, relative to the repository root."""
     return f"{CONFIGS}/{model}/{CONFIG_NAMES[chain]}"
 
@@ -99,32 +94,34 @@ def golden_name(model: str, mode: str, training: str, precision: str) -> str:
     return GOLDEN_RESULTS.format(model=model, mode=mode, training=training, precision=precision)
 
 
-def run_rel(model: str, mode: str, chain: str = "basic") -> str:
+def run_rel(model: str, mode: str, chain: str = chains.BASIC) -> str:
     """A chain's run folder, relative to the repository root: each chain and mode has its own."""
-    if chain == "basic":
+    if chain == chains.BASIC:
         return f"{OUTPUT}/{model}/{mode}"
     return f"{OUTPUT}/{model}/{chain}/{mode}"
 
 
-def run_dir(root: Path, model: str, mode: str, chain: str = "basic") -> Path:
+def run_dir(root: Path, model: str, mode: str, chain: str = chains.BASIC) -> Path:
     return root / run_rel(model, mode, chain)
 
 
 def runner_context() -> dict[str, str]:
     """The names the runner templates spell (as bash words: $TIPC_MODEL and $MODE are expanded there)."""
-    run = {chain: "./" + run_rel("$TIPC_MODEL", "$MODE", chain) for chain in CHAINS}
+    run = {chain: "./" + run_rel("$TIPC_MODEL", "$MODE", chain) for chain in RUNNERS}
     golden = {"model": "${TIPC_MODEL}", "mode": "${MODE}", "precision": "*"}  # a glob over the precisions
+    basic, p2o, bench, ptq, dy2s, fleet = (chains.BASIC, chains.PADDLE2ONNX, BENCHMARK_TRAIN, chains.PTQ,
+                                           chains.DY2STATIC, chains.FLEET)
     return {"records": RECORDS, "step_fields": " ".join(STEP_FIELDS),
             "golden_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}", **golden),
             "golden_fixed_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}_fixed", **golden),
-            "basic_run": run["basic"], "basic_log": RESULT_LOGS["basic"],
-            "paddle2onnx_run": run["paddle2onnx"], "paddle2onnx_log": RESULT_LOGS["paddle2onnx"],
-            "benchmark_run": run["benchmark_train"], "benchmark_log": RESULT_LOGS["benchmark_train"],
-            "ptq_run": run["ptq"], "ptq_log": RESULT_LOGS["ptq"],
-            "dy2static_run": run["dy2static"], "dy2static_log": RESULT_LOGS["dy2static"],
+            "basic_run": run[basic], "basic_log": RESULT_LOGS[basic],
+            "paddle2onnx_run": run[p2o], "paddle2onnx_log": RESULT_LOGS[p2o],
+            "benchmark_run": run[bench], "benchmark_log": RESULT_LOGS[bench],
+            "ptq_run": run[ptq], "ptq_log": RESULT_LOGS[ptq],
+            "dy2static_run": run[dy2s], "dy2static_log": RESULT_LOGS[dy2s],
             "dy2static_train_dir": DY2STATIC_TRAIN_DIR, "dy2static_config": DY2STATIC_CONFIG,
-            "basic_config": CONFIG_NAMES["basic"], "basic_runner": RUNNERS["basic"], "check_dy2static": CHECK_DY2STATIC,
-            "fleet_run": run["fleet"], "check_fleet": CHECK_FLEET}
+            "basic_config": CONFIG_NAMES[basic], "basic_runner": RUNNERS[basic], "check_dy2static": CHECK_DY2STATIC,
+            "fleet_run": run[fleet], "check_fleet": CHECK_FLEET}
 
 # The configuration fields of a step record (steps.jsonl), beside kind/name/status/exit_code/seconds/
 # log/reason/note/command: tipc_record writes them (TIPC_FIELDS in tipc_steps.sh), results reads them.

@@ -1,6 +1,6 @@
 """tipcgen's vocabulary, each word said once: what a step's status, a chain's verdict and a suite chain's
 verdict can be, and how tables show them; the runners' progress line; the modes; the kinds of step a chain
-records and the kinds each chain and mode needs for a PASSED verdict; the config sections tipcgen reads by
+records; the config sections tipcgen reads by
 name; its defaults. Python imports the names from here; the templates get them as ``status``, ``progress``,
 ``mode``, ``kind`` and ``verdicts`` (render/templating.py), so the runner writes the words Python reads.
 tests/test_vocabulary.py finds none of them spelt anywhere else in the package or the templates (the shipped
@@ -13,7 +13,7 @@ from enum import Enum
 # Statuses and kinds are typed (`Status`, `Kind`) and are their words at once: each member is a str equal to its
 # value, hashed as it, and written as it (str(), repr(), f-strings, json, the templates), so what reaches a file or
 # a message is the same bytes as the plain word, and a word read back from steps.jsonl finds its member in a dict
-# or a tuple. Chains get theirs with the chain registry (issue #58 item 1), which is where their names will live.
+# or a tuple. A chain's name lives in the chain registry (format/chains.py).
 class Status(str, Enum):
     """A step's status: steps.jsonl's and summary.json's `status` (the runner's tipc_record writes it)."""
     PASSED = "passed"
@@ -108,19 +108,8 @@ SKIPPED_AFTER_TRAIN, OTHER = Kind.SKIPPED_AFTER_TRAIN, Kind.OTHER
 OWN_WEIGHTS_KINDS = (EVAL, EXPORT, INFER)
 KINDS: tuple[str, ...] = tuple(Kind)
 
-# What a PASSED verdict needs besides a clean exit: a passed step of each kind, per chain and mode (a chain
-# without a mode here needs its EVERY_MODE kinds in every mode). A kind whose command the config sets to null
-# (eval:null, inference:null) is not required: results.required_kinds.
-REQUIRED_KINDS = {
-    "basic": {LITE_TRAIN_LITE_INFER: (TRAIN, EVAL, EXPORT, INFER),
-              LITE_TRAIN_WHOLE_INFER: (TRAIN, EVAL, EXPORT, INFER),
-              WHOLE_TRAIN_WHOLE_INFER: (TRAIN, EVAL, EXPORT, INFER),
-              WHOLE_INFER: (INFER,)},
-    "benchmark_train": {BENCHMARK_TRAIN: (TRAIN, SPEED)},
-    "fleet": {mode: (TRAIN, EVAL, EXPORT, INFER, CHECK) for mode in (LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER,
-                                                                   WHOLE_TRAIN_WHOLE_INFER)},
-}
-EVERY_MODE = {"paddle2onnx": (CONVERT, INFER), "ptq": (QUANT, INFER, CHECK), "dy2static": (TRAIN, EXPORT, INFER, CHECK)}
+# What a PASSED verdict needs besides a clean exit (a passed step of each kind, per chain and mode) is each
+# chain's record in the chain registry (format/chains.py: Chain.required, Chain.every_mode).
 
 # A chain's verdict (summary.json's `verdict`, the summary's last line; tipcgen run's exit code follows it).
 CHAIN_PASSED, CHAIN_FAILED, CHAIN_INTERRUPTED = "PASSED", "FAILED", "INTERRUPTED"

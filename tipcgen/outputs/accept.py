@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tipcgen.core import inputs, writes
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format.chains import BASIC
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import (
     CHAIN_DOC,
@@ -34,7 +35,7 @@ from tipcgen.results.results import Summary, load_summary, log_tail
 from tipcgen.results.summary_check import inside
 from tipcgen.format import paths
 
-TREE = (config_rel("{model}"), CHAIN_DOC, README, PREPARE_SH, RUNNERS["basic"], COMMON_FUNC)
+TREE = (config_rel("{model}"), CHAIN_DOC, README, PREPARE_SH, RUNNERS[BASIC], COMMON_FUNC)
 TRAIN_FIELDS = ("loss", "avg_reader_cost", "avg_batch_cost", "avg_ips")
 _LOSS = re.compile(r"(?<![\w.])loss\s*[:=]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 _COUNTER = re.compile(r"(?<![\w.])(?:global_step|step|iter|iteration|batch_id|epoch)\s*[:=\[]\s*\d", re.IGNORECASE)
@@ -60,7 +61,7 @@ def read_run(run_dir: Path) -> Summary:
 def for_report(run_dir: Path, root: Path) -> Acceptance | None:
     """The checklist a report of run_dir shows: the basic chain's (the other chains have no 核验点)."""
     summary = read_run(run_dir)
-    return check(root, run_dir, summary) if summary.chain == "basic" else None
+    return check(root, run_dir, summary) if summary.chain == BASIC else None
 
 
 def check(root: Path, run_dir: Path | None = None, summary: Summary | None = None) -> Acceptance:
@@ -201,7 +202,7 @@ def check_support_table(root: Path) -> Item:
 
 
 def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
-    runner = paths.RUNNERS.get(summary.chain if summary is not None else "basic", paths.BASIC_RUNNER).rsplit("/", 1)[-1]
+    runner = paths.RUNNERS.get(summary.chain if summary is not None else BASIC, paths.BASIC_RUNNER).rsplit("/", 1)[-1]
     title = f"the chain passes (prepare.sh + {runner})"  # a dy2static or fleet run (--run): its own runner
     if summary is None or run_dir is None:
         return Item("4.2.2-run", title, False, OUTPUT + "/", "no run found", _NO_RUN)

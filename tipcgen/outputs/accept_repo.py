@@ -14,6 +14,7 @@ from pathlib import Path
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
+from tipcgen.format.chains import BASIC
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT
 from tipcgen.outputs.accept_archive import ArchiveLimit, archive_members, archive_problems
@@ -59,7 +60,7 @@ def _rel(path: Path, root: Path) -> str:
 def _config(root: Path, summary: Summary | None) -> tuple[Path | None, TipcConfig | None]:
     path = inside(root, summary.config) if summary is not None else None  # never a config outside the root
     if path is None:
-        found = sorted((root / CONFIGS).glob("*/" + CONFIG_NAMES["basic"]))
+        found = sorted((root / CONFIGS).glob("*/" + CONFIG_NAMES[BASIC]))
         path = found[0] if found else None
     if path is None:
         return None, None

@@ -13,6 +13,7 @@ from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, samples_dir
+from tipcgen.format.chains import GOLDEN
 from tipcgen.format.paths import RESULTS_DIR, SUMMARY_JSON, golden_name
 from tipcgen.format.paths import run_dir as run_dir_of
 from tipcgen.format.words import CHECK, FAILED, INFER, PASSED
@@ -43,7 +44,7 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
     run = load_summary(summary)  # SummaryFileError (exit 2) names the file and the field
     # The old golden results may fail on purpose (the model changed): every other step must pass.
     failed = [s.name for s in run.steps if s.status == FAILED
-              and not (s.kind == CHECK and s.reference == "golden")]
+              and not (s.kind == CHECK and s.reference == GOLDEN)]
     if failed or run.problems or run.interrupted or not run.count(PASSED):
         raise TipcgenError(f"the last run of {mode} did not pass ({summary}: failed {', '.join(failed) or 'before any step'})",
                            "golden results are taken from a passing run only: fix the chain, run it again")

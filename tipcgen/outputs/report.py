@@ -17,8 +17,9 @@ from tipcgen import __version__
 from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
+from tipcgen.format.chains import BASIC
 from tipcgen.format.paths import BACKUP, LOSS_PNG, OUTPUT, PREPARE_SH, REPORT_HTML, REPORT_MD, RUNNERS, SUMMARY_JSON, TEST_TIPC
-from tipcgen.format.words import SKIPPED, TRAIN
+from tipcgen.format.words import BENCHMARK_TRAIN, SKIPPED, TRAIN
 from tipcgen.outputs import markup, plot_layout, report_bench, report_checks
 from tipcgen.outputs.checklist import Acceptance
 from tipcgen.outputs.report_logs import (
@@ -126,7 +127,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None,
                     rows=step_rows(summary), curves=curves, checks=report_checks.check_rows(summary.steps),
                     alignment=read_alignment(align, run_dir, root, summary.model), reproduce=reproduce(summary))
     report.acceptance = acceptance
-    if summary.chain == "benchmark_train":
+    if summary.chain == BENCHMARK_TRAIN:
         report.speeds = report_bench.speed_rows(summary, run_dir)
     report.quant = report_checks.quant_rows(summary.steps)
     for curve in curves:
@@ -223,8 +224,8 @@ def read_alignment(align: Path | None, run_dir: Path, root: Path, model: str) ->
 
 def reproduce(summary: Summary) -> list[str]:
     """The commands a reviewer runs, from the repository root."""
-    runner = RUNNERS.get(summary.chain, RUNNERS["basic"])
-    tipcgen_run = f"tipcgen run --mode {summary.mode}" + (f" --chain {summary.chain}" if summary.chain != "basic" else "")
+    runner = RUNNERS.get(summary.chain, RUNNERS[BASIC])
+    tipcgen_run = f"tipcgen run --mode {summary.mode}" + (f" --chain {summary.chain}" if summary.chain != BASIC else "")
     return [f"bash {PREPARE_SH} {summary.config} {summary.mode}",
             f"bash {runner} {summary.config} {summary.mode}",
             f"# or both, with this summary: {tipcgen_run}"]

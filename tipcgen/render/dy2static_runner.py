@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import jinja2
 
 from tipcgen.descriptor import Descriptor
-from tipcgen.format import dy2static, layout, paths
+from tipcgen.format import chains, dy2static, layout, paths
 from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.render import shipped
 
@@ -34,13 +34,13 @@ def dy2static_files(models: Sequence[Descriptor], env: jinja2.Environment,
     settings = []
     for desc in found:
         config = TipcConfig.parse(config_text(desc, basic_config(desc)))
-        files[paths.config_rel(desc.model_name, "dy2static")] = env.get_template("config/train_dy2static_python.txt.j2").render(
+        files[paths.config_rel(desc.model_name, chains.DY2STATIC)] = env.get_template("config/train_dy2static_python.txt.j2").render(
             lines=[line.text for line in config.lines], final_newline=config.final_newline)
         settings.append({"name": model_name_in(config.render()) or desc.model_name, "tolerance": desc.dy2static.tolerance})
     if not found:
         return files
     trainer = layout.SLOT_BY_FIELD["train.trainer"]
-    files[paths.RUNNERS["dy2static"]] = env.get_template("runner/test_train_dy2static_python.sh.j2").render(
+    files[paths.RUNNERS[chains.DY2STATIC]] = env.get_template("runner/test_train_dy2static_python.sh.j2").render(
         models=settings, anchors=dy2static.anchors(), n_lines=dy2static.LINES, trainer_index=trainer.index,
         trainer_key=trainer.key, dygraph=dy2static.DYGRAPH_TRAINER, to_static=dy2static.TO_STATIC_TRAINER,
         to_static_index=layout.SLOT_BY_FIELD["train.to_static"].index, layout_name="standard",

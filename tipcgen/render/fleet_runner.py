@@ -11,7 +11,7 @@ from dataclasses import replace
 import jinja2
 
 from tipcgen.descriptor import Descriptor
-from tipcgen.format import chain, paths
+from tipcgen.format import chain, chains, paths
 from tipcgen.render import shipped
 
 
@@ -28,10 +28,10 @@ def fleet_descriptor(desc: Descriptor) -> Descriptor:
 def fleet_files(models: Sequence[Descriptor], env: jinja2.Environment,
                 render_config: Callable[[Descriptor, jinja2.Environment], str]) -> dict[str, str]:
     found = [d for d in models if d.fleet is not None]
-    files = {paths.config_rel(d.model_name, "fleet"): render_config(fleet_descriptor(d), env) for d in found}
+    files = {paths.config_rel(d.model_name, chains.FLEET): render_config(fleet_descriptor(d), env) for d in found}
     if not found:
         return files
-    files[paths.RUNNERS["fleet"]] = env.get_template("runner/test_train_fleet_python.sh.j2").render(
+    files[paths.RUNNERS[chains.FLEET]] = env.get_template("runner/test_train_fleet_python.sh.j2").render(
         models=[{"name": d.model_name, "tolerance": d.fleet.tolerance} for d in found], paths=paths.runner_context())
     files[paths.shipped_rel(paths.CHECK_FLEET)] = env.get_template("runner/shipped.py.j2").render(
         name=paths.CHECK_FLEET, source=shipped.source(paths.CHECK_FLEET))

@@ -17,7 +17,7 @@ import jinja2
 from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor import Descriptor
 from tipcgen.descriptor import ptq as ptq_spec
-from tipcgen.format import compression, paths
+from tipcgen.format import chains, compression, paths
 from tipcgen.render import shipped
 
 
@@ -75,13 +75,13 @@ def _settings(desc: Descriptor) -> dict:
 def ptq_files(models: Sequence[Descriptor], env: jinja2.Environment) -> dict[str, str]:
     """Each PTQ model's config (byte for byte as imported), and the one runner and check when there is any."""
     found = ptq_models(models)
-    files = {paths.config_rel(d.model_name, "ptq"): env.get_template("config/train_ptq_infer_python.txt.j2").render(
+    files = {paths.config_rel(d.model_name, chains.PTQ): env.get_template("config/train_ptq_infer_python.txt.j2").render(
         layout=compression.LAYOUTS[d.ptq.config.layout], ptq=d.ptq.config) for d in found}
     if not found:
         return files
     held = [name for name in compression.LAYOUTS if any(d.ptq.config.layout == name for d in found)]
     video = next(slot.index for slot in compression.LAYOUTS["ptq_video"] if slot.name == "trainer")
-    files[paths.RUNNERS["ptq"]] = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
+    files[paths.RUNNERS[chains.PTQ]] = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
         layouts=[_layout(name) for name in held], models=[_settings(d) for d in found], headers=compression.HEADERS,
         video_trainer=video, paths=paths.runner_context())
     files[paths.shipped_rel(paths.CHECK_QUANT)] = env.get_template("runner/shipped.py.j2").render(

@@ -25,7 +25,7 @@ from tipcgen.descriptor.answers import (
     target_of,
 )
 from tipcgen.descriptor.answers import read as read_answers
-from tipcgen.format import chain, families, layout, paths, text_style, words
+from tipcgen.format import chain, chains, families, layout, paths, text_style, words
 from tipcgen.render import dy2static_runner, fleet_runner, gitignore, ptq_runner, shipped
 from tipcgen.render.templating import environment
 
@@ -70,7 +70,7 @@ def _paddle2onnx_config(desc: Descriptor, env: jinja2.Environment) -> dict[str, 
         data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value,
         # Paddle 3 writes the Paddle 2 format (.pdmodel) only under the env: that turns PIR off.
         model_filename="inference.pdmodel" if dict(desc.env).get(legacy_format.FLAG) == "0" else "inference.json")
-    return {paths.config_rel(desc.model_name, "paddle2onnx"): config}
+    return {paths.config_rel(desc.model_name, chains.PADDLE2ONNX): config}
 
 
 def golden_dir(desc: Descriptor) -> Path | None:
@@ -180,13 +180,13 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     if any(d.data for d in models):  # prepare.sh's unpacker of lite data archives
         shipped_scripts.append(paths.UNPACK_ARCHIVE)
     if any(d.paddle2onnx is not None for d in models):
-        files[paths.RUNNERS["paddle2onnx"]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
+        files[paths.RUNNERS[chains.PADDLE2ONNX]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
     files.update(ptq_runner.ptq_files(models, env))  # the PTQ chain: each model's config, one runner for all
     files.update(kept_files(models))  # configs kept line by line (kept:), each where it was
     files.update(dy2static_runner.dy2static_files(models, env, lambda d: files[paths.config_rel(d.model_name)]))
     files.update(fleet_runner.fleet_files(models, env, render_config))
     if any(d.benchmark is not None or any(name == benchmark.SECTION for name, _ in d.sections) for d in models):
-        files[paths.RUNNERS["benchmark_train"]] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
+        files[paths.RUNNERS[words.BENCHMARK_TRAIN]] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
         shipped_scripts.append(paths.BENCHMARK_ANALYSIS)
     for name in shipped_scripts:  # real modules of tipcgen/render/shipped/, copied with a header line
         files[paths.shipped_rel(name)] = env.get_template("runner/shipped.py.j2").render(name=name, source=shipped.source(name))

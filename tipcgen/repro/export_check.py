@@ -50,6 +50,7 @@ from tipcgen.core import isolated, process
 from tipcgen.core.errors import CheckpointError, TipcgenError
 from tipcgen.core.inputs import read_text
 from tipcgen.format import chain, layout
+from tipcgen.format.chains import TRAINED
 from tipcgen.format.config import TipcConfig
 from tipcgen.repro.record import Recorder, Training, Weights, digest as _digest, trained_text
 from tipcgen.repro.checkpoint_io import read_paddle_checkpoint
@@ -513,7 +514,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir} (a stand-in chain, "
                          "TIPC_NO_PADDLE=1), so its parameters were not compared with the trained checkpoint")
             continue
-        step = Step(kind=CHECK, name=label, status=FAILED, reference="trained", training=export.training,
+        step = Step(kind=CHECK, name=label, status=FAILED, reference=TRAINED, training=export.training,
                     model_dir=(str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
                     if prefix is not None else export.model_dir)
         started = time.perf_counter()

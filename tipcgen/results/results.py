@@ -17,7 +17,7 @@ from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
 from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
-from tipcgen.format import words
+from tipcgen.format import chains
 from tipcgen.format.words import (
     CHAIN_FAILED,
     CHAIN_INTERRUPTED,
@@ -37,10 +37,6 @@ from tipcgen.results.summary_check import read_summary_data
 
 __all__ = ["JUNIT_XML", "RECORDS", "RESULTS_LOG", "SUMMARY_JSON"]  # re-exported: older imports read them here
 TAIL_LINES = 20
-# Checks of the run itself, not of its results: the export holds the trained parameters (reference
-# "trained", repro/export_check.py), no tracked file changed ("git", run/tracked.py). A PASSED verdict
-# needs each that the run made to have passed (Summary.unproven).
-RUN_CHECK_REFERENCES = ("trained", "git")
 _TAIL_BYTES = 64 * 1024
 RECORDS_BYTES = 64 << 20  # steps.jsonl and the status log: a record is a few hundred bytes
 
@@ -70,7 +66,7 @@ class Step:
     precision: str | None = None
     batch_size: str | None = None
     model_dir: str | None = None
-    reference: str | None = None  # a result check's: dygraph | golden | fixed (the chain's own) | paddle
+    reference: str | None = None  # a check's proof: a reference of format/chains.py's PROOFS (golden, trained, ...)
     device_num: str | None = None  # a benchmark_train case's N<machines>C<cards>
     tail: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
@@ -93,8 +89,7 @@ class Step:
 
 def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
     """The step kinds a PASSED verdict needs; null_kinds: kinds the config turns off (command null)."""
-    kinds = words.REQUIRED_KINDS.get(chain, {}).get(mode, words.EVERY_MODE.get(chain, ()))
-    return [kind for kind in kinds if kind not in null_kinds]
+    return [kind for kind in chains.required_kinds(chain, mode) if kind not in null_kinds]
 
 
 @dataclass
@@ -102,7 +97,7 @@ class Summary:
     model: str
     mode: str
     config: str
-    chain: str = "basic"
+    chain: str = chains.BASIC
     steps: list[Step] = field(default_factory=list)
     wall_seconds: float = 0.0
     runner_exit_code: int | None = None
@@ -124,10 +119,10 @@ class Summary:
         return [kind for kind in self.required_kinds if kind not in passed]
 
     def unproven(self) -> list[Step]:
-        """The run's own proofs (RUN_CHECK_REFERENCES: the export holds the trained parameters, no tracked
-        file changed) that did not run: a PASSED verdict needs each to have passed. A skip is allowed only
-        for a device the machine lacks (the step records one other than the CPU)."""
-        return [step for step in self.steps if step.kind == CHECK and step.reference in RUN_CHECK_REFERENCES
+        """The run's own proofs (format/chains.py's PROOFS that are of_run: the export holds the trained
+        parameters, no tracked file changed) that did not run: a PASSED verdict needs each to have passed. A skip
+        is allowed only for a device the machine lacks (the step records one other than the CPU)."""
+        return [step for step in self.steps if step.kind == CHECK and step.reference in chains.run_check_references()
                 and step.status == SKIPPED and step.device in (None, "", "cpu")]
 
     @property
@@ -311,6 +306,6 @@ def verdict(summary: Summary) -> str:
     if not summary.ok:
         return CHAIN_INTERRUPTED if summary.interrupted else CHAIN_FAILED
     if not any(step.kind == CHECK and step.status == PASSED and step.check.get("logs") != 0
-               and step.reference not in RUN_CHECK_REFERENCES for step in summary.steps):
+               and step.reference not in chains.run_check_references() for step in summary.steps):
         return CHAIN_UNCHECKED  # no check ran, or none compared anything (one configuration only)
     return CHAIN_PASSED

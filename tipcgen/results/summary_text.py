@@ -13,7 +13,8 @@ from tipcgen.core.writes import write_file
 from tipcgen.format.words import CHECK, FAILED, INTERRUPTED, PASSED, PREPARE, SKIPPED, SPEED
 from tipcgen.render import templating
 from tipcgen.results import junit, speeds
-from tipcgen.results.results import RUN_CHECK_REFERENCES, Summary, check_text
+from tipcgen.format.chains import run_check_references
+from tipcgen.results.results import Summary, check_text
 
 
 def write_junit(summary: Summary, path: Path) -> None:
@@ -54,11 +55,11 @@ def cut_short(summary: Summary, step) -> bool:
 
 def _runner_counts(summary: Summary) -> tuple[int, int, int] | None:
     """(passed, failed, skipped) of the runner's own steps, as its closing line counts them, where tipcgen run
-    added steps around them (prepare, and the checks of the run itself: RUN_CHECK_REFERENCES); else None. The
+    added steps around them (prepare, and the checks of the run itself: format/chains.py's run_check_references); else None. The
     closing line then says what its count includes; run's display leaves the runner's own count line out
     (cli/progress.py), so that the last line is the one count a person reads."""
     own = [step for step in summary.steps
-           if not (step.kind == PREPARE or (step.kind == CHECK and step.reference in RUN_CHECK_REFERENCES))]
+           if not (step.kind == PREPARE or (step.kind == CHECK and step.reference in run_check_references()))]
     if len(own) == len(summary.steps):
         return None
     return tuple(sum(1 for step in own if step.status == status) for status in (PASSED, FAILED, SKIPPED))

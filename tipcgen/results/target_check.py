@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tipcgen.descriptor.target import Target
+from tipcgen.format.chains import BASIC
 from tipcgen.format.words import WHOLE_TRAIN_WHOLE_INFER
 
 
@@ -78,6 +79,6 @@ def result_lines(result: dict[str, Any]) -> list[str]:
 
 def check_run(desc: Any, mode: str, chain: str, eval_steps: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
     """The summary's ``target`` entry: checked on whole_train_whole_infer's basic chain when the descriptor has one."""
-    if desc is None or getattr(desc, "target", None) is None or mode != WHOLE_TRAIN_WHOLE_INFER or chain != "basic":
+    if desc is None or getattr(desc, "target", None) is None or mode != WHOLE_TRAIN_WHOLE_INFER or chain != BASIC:
         return {}
     return check(desc.target, eval_steps, mode).to_dict()

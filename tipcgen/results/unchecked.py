@@ -11,7 +11,8 @@ trained).
 from __future__ import annotations
 
 from tipcgen.format.words import CHECK, EVAL, INFER, PASSED, TRAIN
-from tipcgen.results.results import RUN_CHECK_REFERENCES, Summary
+from tipcgen.format.chains import BASIC, run_check_references
+from tipcgen.results.results import Summary
 
 PREFIX = "not checked: "
 SHOWN = 5
@@ -21,11 +22,11 @@ def summary_notes(summary: Summary) -> list[str]:
     """The gaps the summary itself shows (each note begins with PREFIX)."""
     notes = []
     kinds = {step.kind for step in summary.steps}
-    if summary.chain == "basic" and TRAIN in kinds and EVAL not in kinds:  # benchmark_train times, never evaluates
+    if summary.chain == BASIC and TRAIN in kinds and EVAL not in kinds:  # benchmark_train times, never evaluates
         notes.append(PREFIX + "no eval step ran (eval: null in the descriptor, or no eval line in the config): the "
                      "run proves the training ran and exported, not what the trained model scores")
     for step in summary.steps:
-        if step.kind != CHECK or step.status != PASSED or step.reference in RUN_CHECK_REFERENCES or not step.check:
+        if step.kind != CHECK or step.status != PASSED or step.reference in run_check_references() or not step.check:
             continue
         if step.check.get("accuracy"):
             continue  # the PTQ check compares accuracies, not outputs

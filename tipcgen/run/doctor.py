@@ -22,6 +22,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.sandbox import Spec
 from tipcgen.core.text import terminal
 from tipcgen.format import chain
+from tipcgen.format.chains import BASIC
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import PREPARE_SH, RUNNERS
 from tipcgen.format.words import PADDLE_PIN
@@ -344,7 +345,7 @@ def _config(root: Path, config: str | None) -> tuple[Path | None, list[Check]]:
         status = "fail" if config else "warn"
         return None, [Check("config", status, exc.message, exc.hint)]
     checks = [Check("config", "ok", str(path))]
-    for script in (PREPARE_SH, RUNNERS["basic"]):  # other chains' runners exist only where the descriptor asks
+    for script in (PREPARE_SH, RUNNERS[BASIC]):  # other chains' runners exist only where the descriptor asks
         if not (root / script).is_file():
             checks.append(Check("runner", "fail", f"{script} is missing", "render it with tipcgen init"))
     try:

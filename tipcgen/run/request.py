@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from tipcgen.format.chains import BASIC
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER
 from tipcgen.results.results import Step
 
@@ -27,7 +28,7 @@ class RunRequest:
     mode: str = LITE_TRAIN_LITE_INFER
     root: Path = Path(".")
     config: str | None = None
-    chain: str = "basic"
+    chain: str = BASIC
     data_dir: str | None = None
     model_dir: str | None = None
     step_timeout: int | None = None

@@ -29,7 +29,7 @@ from tipcgen.core.sandbox import Spec
 from tipcgen.core.writes import write_file
 from tipcgen.core.text import quoted
 from tipcgen.descriptor.schema import MAX_STEP_TIMEOUT, MODEL_NAME_HINT, is_model_name
-from tipcgen.format import layout, paths, words
+from tipcgen.format import chains, layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
@@ -304,7 +304,7 @@ def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
     if chain not in RUNNERS:
         raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
     prepare_mode = mode
-    if chain == "benchmark_train":
+    if chain == words.BENCHMARK_TRAIN:
         if mode not in BENCHMARK_DATA_MODES:
             raise RunError(f"--mode {mode} readies no training data for benchmark_train",
                            "use --mode " + " or --mode ".join(BENCHMARK_DATA_MODES) + " (the data the cases train on)")
@@ -317,12 +317,12 @@ def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
     # way to the run folder, from the repository root down.
     writes.check_no_links(root, run_dir, "the run folder", inside=True)
     desc, desc_info = provenance.load_descriptor(root, model)
-    kept = chain == "basic" and submission.is_submission(root)  # the repository's own runner (init --submission)
+    kept = chain == chains.BASIC and submission.is_submission(root)  # the repository's own runner (init --submission)
     _check_options(request, kept)
     scripts = (RUNNERS[chain],) if kept else (PREPARE_SH, RUNNERS[chain])
     for script in scripts:
         if not (root / script).is_file():
-            if script == RUNNERS["benchmark_train"]:
+            if script == RUNNERS[words.BENCHMARK_TRAIN]:
                 raise RunError(f"{script} is missing under {root}: the descriptor has no benchmark section",
                                "add benchmark: {batch_size: [8], epoch: 4} to the descriptor (docs/DESCRIPTOR.md), "
                                "then tipcgen update (or init --force)")
@@ -364,7 +364,7 @@ def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
     else:
         found, record, status = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info, spec)
         summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
-                          required_kinds=required_kinds(chain, mode, _null_kinds(text) if chain in ("basic", "fleet") else set()),
+                          required_kinds=required_kinds(chain, mode, _null_kinds(text) if chains.honours_null_kinds(chain) else set()),
                           provenance=record, notes=list(notes))
         shim = {}
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
@@ -706,7 +706,7 @@ def _note_seeds(summary: Summary, root: Path) -> None:
         summary.provenance["seeds"].update(seeds.log_seeds(root, [s.log for s in summary.steps if s.kind == TRAIN and s.log]))
     if seeds.seeded(summary.provenance) is False:
         for step in summary.steps:
-            if step.kind == CHECK and step.reference == "golden" and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
+            if step.kind == CHECK and step.reference == chains.GOLDEN and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
                 step.note = f"{step.note}; {seeds.UNSEEDED}" if step.note else seeds.UNSEEDED
 
 

@@ -25,6 +25,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core import writes
 from tipcgen.core.writes import write_file
 from tipcgen.format import layout, paths
+from tipcgen.format.chains import BASIC
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import OUTPUT, RESULTS_LOG, STATE
 from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, SKIPPED, TRAIN
@@ -176,7 +177,7 @@ def kept_summary(mode: str, root: Path, config_path: Path, values: dict[str, str
     null_kinds: set[str] = {kind for kind, fld in ((EVAL, "eval.script"), (INFER, "inference.script"))
                   if values.get(fld, "null") in ("", "null")}
     summary = Summary(model=values.get("model_name", ""), mode=mode, config=str(config_path),
-                      environment=environment_info(), required_kinds=required_kinds("basic", mode, null_kinds))
+                      environment=environment_info(), required_kinds=required_kinds(BASIC, mode, null_kinds))
     summary.notes = list(NOTES)
     for rel in edited(root):
         summary.problems.append(f"{rel} changed since tipcgen init --submission recorded it: a submission keeps "

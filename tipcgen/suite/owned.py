@@ -18,7 +18,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
 from tipcgen.core.writes import write_file
 from tipcgen.format.paths import JUNIT_XML, SUITE_JSON, SUITE_MARKER, SUITE_RUNS, SUITE_WORK, run_rel
-from tipcgen.suite.suite import CHAIN_OF_NAME, Chain
+from tipcgen.suite.suite import Chain, chain_of_name
 
 OWNED = frozenset({SUITE_JSON, JUNIT_XML, SUITE_RUNS, SUITE_WORK, SUITE_MARKER})
 MAX_TIMEOUT = min(10 ** 7, threading.TIMEOUT_MAX)  # seconds (about 115 days): a timer cannot wait longer
@@ -41,7 +41,7 @@ def check_modes(modes: list[str]) -> list[str]:
 
 
 def check_chains(chains: list[str]) -> list[str]:
-    known = sorted(set(CHAIN_OF_NAME.values()))
+    known = sorted(set(chain_of_name().values()))
     for chain in chains:
         if chain not in known:
             raise TipcgenError(f"unknown chain '{terminal(chain)}'", "use one of: " + ", ".join(known))

@@ -20,6 +20,7 @@ from typing import Any
 from pathlib import Path
 
 from tipcgen.core.errors import TipcgenError
+from tipcgen.format import chains as registry
 from tipcgen.format.paths import OUTPUT, SUITE_RUNS, SUITE_WORK
 from tipcgen.format.words import INTERRUPTED, LOST, PROGRESS
 from tipcgen.results.results import SUMMARY_JSON, load_summary
@@ -154,7 +155,7 @@ def run_ray(chains: list[Chain], out: Path, address: str | None, cpus: int, gpus
             for wave in waves(chains):
                 pending = {}
                 for chain in wave:
-                    basic = out / SUITE_RUNS / chain.model / "basic"
+                    basic = out / SUITE_RUNS / chain.model / registry.BASIC
                     trained = pack(basic) if needs_trained_model(chain) and basic.is_dir() else b""
                     ref = task.options(num_cpus=cpus, num_gpus=gpus, name=f"tipc:{chain.key}").remote(
                         shipped[chain.root], asdict(chain), cpus, timeout, board, trained)

@@ -26,16 +26,26 @@ from tipcgen.configs import lint
 from tipcgen.core import process, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.text import terminal
-from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT, STATE, SUITE_RUNS, SUITE_WORK, SUMMARY_JSON, TEST_TIPC, run_rel
+from tipcgen.format import chains as registry
+from tipcgen.format.paths import CONFIGS, OUTPUT, STATE, SUITE_RUNS, SUITE_WORK, SUMMARY_JSON, TEST_TIPC, run_rel
 from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, TIMEOUT, WHOLE_INFER
 from tipcgen.results.results import Summary, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.run.request import RunRequest
 from tipcgen.suite.slots import Slot
 
-CHAIN_OF_NAME = {CONFIG_NAMES["basic"]: "basic", CONFIG_NAMES["paddle2onnx"]: "paddle2onnx",
-                 CONFIG_NAMES["dy2static"]: "dy2static", CONFIG_NAMES["fleet"]: "fleet"}
-TRAINING_CHAINS = ("dy2static", "fleet")  # chains that train: not planned in whole_infer (their runner refuses it)
+
+
+def chain_of_name() -> dict[str, str]:
+    """The chain each config file name is run as (the chain registry's chains that suite plans)."""
+    return {chain.config: chain.name for chain in registry.suite_chains()}
+
+
+def always_training() -> tuple[str, ...]:
+    """The chains whose runner trains in every mode: not planned in whole_infer (their runner refuses it)."""
+    return tuple(chain.name for chain in registry.suite_chains() if chain.always_trains)
+
+
 # What the TIPC scripts write in the repository root: never copied into a chain's working copy.
 OUTPUTS = (OUTPUT, "train_data", "output", "log", ".git", ".venv", STATE, ".pytest_cache",
            ".hypothesis")
@@ -133,10 +143,10 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
         findings = lint.lint_text(text, shown, repo_root=repo if has_repo else None)
         reasons = [f"{f.path}:{f.line}: {f.rule} {f.message}" for f in findings if f.severity == ERROR]
         # ../shared/tipc-corpus flattens paths with "__": its basic configs end in __train_infer_python.txt.
-        chain = CHAIN_OF_NAME.get(config.name.split("__")[-1])
+        chain = chain_of_name().get(config.name.split("__")[-1])
         if chain is None:
             reasons.append(f"{shown}: tipcgen runs no chain for this file name (it runs "
-                           + ", ".join(CHAIN_OF_NAME) + ")")
+                           + ", ".join(chain_of_name()) + ")")
         elif not has_repo:
             reasons.append(f"{shown}: not inside a repository's test_tipc/ folder, and {root}/test_tipc is missing")
         elif not config.is_relative_to(repo):
@@ -145,7 +155,7 @@ def plan(paths: Iterable[str], root: Path, modes: list[str], chains: list[str]) 
         if chain is not None and chain not in chains:
             continue
         model = _model_name(text, config)
-        modes_here = [m for m in modes if not (chain in TRAINING_CHAINS and m == WHOLE_INFER)]
+        modes_here = [m for m in modes if not (chain in always_training() and m == WHOLE_INFER)]
         for mode in modes_here:
             key = f"{model}/{chain}/{mode}"
             if not reasons and key in seen:
@@ -278,13 +288,14 @@ def not_started(chains: list[Chain]) -> list[ChainResult]:
 
 def needs_trained_model(chain: Chain) -> bool:
     """paddle2onnx converts, and whole_infer infers, a model the basic chain trained: they run after it."""
-    return chain.chain == "paddle2onnx" or chain.mode == WHOLE_INFER
+    record = registry.by_name().get(chain.chain)
+    return (record is not None and record.after_basic) or chain.mode == WHOLE_INFER
 
 
 def seed_trained_runs(chain: Chain, runs: Path, work: Path) -> None:
     """Put this suite's basic run folders of the chain's model where prepare.sh looks for a trained model,
     as in a repository where the basic chain ran first."""
-    basic = runs / chain.model / "basic"
+    basic = runs / chain.model / registry.BASIC
     if basic.is_dir() and "TIPC_MODEL_DIR" not in os.environ:
         for run in basic.iterdir():
             shutil.copytree(run, work / OUTPUT / chain.model / run.name, symlinks=True,
