@@ -54,7 +54,26 @@ def lite_run(repo: Path, model: str) -> list[dict]:
     return read_records(repo, model, "lite_train_lite_infer")
 
 
-# ---------------------------------------------------------------- the four repositories
+def summary(repo: Path, model: str) -> dict:
+    import json
+
+    return json.loads((repo / "test_tipc" / "output" / model / "lite_train_lite_infer" / "summary.json").read_text())
+
+
+def assert_every_proof_passed(repo: Path, model: str) -> dict:
+    """PASSED with every step and proof run and passed: train, eval, export, infer, the trained parameters found
+    in the export, the fixed inputs compared; nothing skipped or failed, no note of
+    something the verdict did not check."""
+    done = summary(repo, model)
+    assert done["ok"] and done["failed"] == 0 and done["skipped"] == 0 and not done["notes"], done["notes"]
+    steps = done["steps"]
+    assert all(s["status"] == "passed" for s in steps), [(s["name"], s["status"]) for s in steps]
+    assert {"train", "eval", "export", "infer"} <= {s["kind"] for s in steps}
+    assert {"export_params", "fixed_inputs"} <= {s["name"].split("_gpus")[0] for s in steps if s["kind"] == "check"}
+    return done
+
+
+# ---------------------------------------------------------------- the repositories
 
 def restore_args() -> tuple[str, ...]:
     return ("--train", "train.py", "--eval", "eval.py", "--export", "export_model.py", "--infer", "infer.py",
@@ -71,15 +90,50 @@ def test_a_restoration_repository_with_iterations_a_stride_and_no_device_flag(tm
     assert train["epochs"] == {"key": "--iter", "value": {"lite_train_lite_infer": 10, "lite_train_whole_infer": 10}}
     assert train["checkpoint"] == "" and doc["train"]["pretrained"]["key"] == "--checkpoint"  # a folder: '.'
     assert train["norm"] == "train.py --save_interval 1 --stride 8"
-    for said in ("train.checkpoint is '.' (the output folder): train.py saves model.pdparams",
+    for said in ("train.checkpoint is '.' (the output folder): train.py saves model_latest.pth",
                  "train.py has no device flag: tipc.yaml has no train.device key",
                  "--save_interval defaults to 5000, above the lite run's 10 iterations: set to 1 so the training saves",
                  "--stride defaults to 1 with --patch_size 8: overlapping patches, about 64 times as many"):
         assert said in out and said in " ".join(text.split()), said  # printed, and a comment in tipc.yaml
     records = lite_run(repo, "dncnn")
     assert {"train", "eval", "export", "infer"} <= {r["kind"] for r in records if r["status"] == "passed"}
+    assert_every_proof_passed(repo, "dncnn")
+    # the large checkpoint dict ({'iter', 'state_dict', 'optimizer', 'scheduler'} in model_latest.pth) is read
+    proof = next(s for s in summary(repo, "dncnn")["steps"] if s["name"].startswith("export_params"))
+    assert "(the state dict under 'state_dict')" in proof["note"] and "model_latest.pth" in proof["note"]
     log = next(r for r in records if r["kind"] == "train")
     assert "--stride 8" in log["command"] and "--iter=10" in log["command"]
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_segmentation_repository_with_opts_iters_and_iter_folders(tmp_path: Path):
+    repo = copy("new_seg", tmp_path)
+    config = "--config configs/tiny_seg.yml"
+    doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
+    assert doc["train"]["epochs"]["key"] == "--iters" and doc["train"]["batch_size"]["key"] == "--batch_size"
+    assert doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root"  # no flag for it: its --opts key
+    assert doc["eval"]["extra"]["key"] == "--opts val_dataset.dataset_root"
+    assert doc["train"]["pretrained"]["key"] == "--model_path" and doc["export"]["weights"]["key"] == "--model_path"
+    assert doc["train"]["checkpoint"] == "best_model/model.pdparams"
+    assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1"  # never after a trailing --opts
+    for said in ("question: train.checkpoint is best_model/model.pdparams, one of the files tools/train.py saves "
+                 "(best_model/model.pdparams, model.pdparams)",
+                 "tools/train.py takes `--opts key=value` over configs/tiny_seg.yml: its own flags fill the other "
+                 "fields, so its one key is passed as `--opts KEY=VALUE`; keys mapped: train.extra → train_dataset.dataset_root",
+                 "tools/train.py: --save_interval defaults to 1000, above the lite run's 10 iterations: set to 1 so the "
+                 "training saves"):
+        assert said in out and said in " ".join(text.split()), said
+    records = lite_run(repo, "tiny_seg")
+    assert_every_proof_passed(repo, "tiny_seg")
+    train = next(r for r in records if r["kind"] == "train")
+    assert train["command"].endswith("--iters=10 --batch_size=4 --opts train_dataset.dataset_root=./train_data/tiny_seg/train")
+
+
+def seg_args(config: str) -> tuple[str, ...]:
+    return ("--train", f"tools/train.py {config}", "--eval", f"tools/val.py {config}", "--export", f"tools/export.py {config}",
+            "--infer", "deploy/python/infer.py", "--train-data", "lite_data", "--eval-data", "lite_data",
+            "--infer-data", "lite_data/images", *SMALL)
 
 
 @pytest.mark.paddle
