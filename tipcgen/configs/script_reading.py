@@ -158,7 +158,7 @@ def download_off(arg: Arg) -> str | None:
         return None
     negative = arg.dest.lower().startswith(("no_", "not_", "skip_", "disable_"))
     if isinstance(arg.default, str) and arg.default.startswith(("http://", "https://")):
-        return f"{arg.name} ''"
+        return f"{arg.name}="  # empty: the runner passes `''` on as two quote characters
     on = truthy(arg.default)
     if negative:  # --no-pretrained: set, it does not download
         return None if on else (arg.name if arg.action == "store_true" else f"{arg.name} True")
@@ -170,6 +170,8 @@ def download_off(arg: Arg) -> str | None:
         return arg.name
     if arg.action == "store_true":  # default True and no way to turn it off from the command line
         return None
+    if arg.type == "bool":  # type=bool: bool('False') is True; only an empty value is false
+        return f"{arg.name}="
     return f"{arg.name} False"
 
 
