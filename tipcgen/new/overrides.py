@@ -184,8 +184,8 @@ def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[
 
     flagged = {fld for fld, role in _ROLE_OF.items() if role in scripts and
                {loose(n) for f in scripts[role].flags for n in f.names} & {loose(n) for n in CANDIDATES[fld][1]}}
-    for role, ov in found.items():
-        ov.single = not ov.append and any(_ROLE_OF[fld] == role for fld in flagged)
+    for role, one in found.items():
+        one.single = not one.append and any(_ROLE_OF[fld] == role for fld in flagged)
     out = {}
     for fld, role in _ROLE_OF.items():
         ov = found.get(role)

@@ -453,7 +453,7 @@ def _unsaved(name: str, folder: Path | None, known: Known) -> str:
         arg = next((a for a in train.args if a.dest == gate.dest), None)
         if arg is not None:
             value = f"{arg.name} True" if arg.switch and arg.action != "store_true" else arg.name if arg.action == "store_true" else f"{arg.name} 1"
-            misspelt = _misspelt(arg.name, train, known)
+            misspelt = _misspelt(arg.name, train, known) if train is not None else None
             return (f"the train step wrote no {name}: {_script_of(TRAIN, known)} saves only when {arg.name} says so "
                     f"({gate.where}); " + (f"the command passes {misspelt}, which {_script_of(TRAIN, known)} does not "
                                            f"take (parse_known_args lets it through): spell it {arg.name} in "
