@@ -551,3 +551,52 @@ def test_a_broken_variant_of_each_repository_fails_naming_its_cause(kind: str, t
     assert run.returncode != 0 and "\nFAILED: " in run.stdout, run.stdout[-3000:]
     assert cause in " ".join(run.stdout.split()), run.stdout[-4000:]
     assert not summary(repo, model)["ok"]
+
+
+def test_a_nargs_opts_beside_flags_of_its_own_passes_its_one_key_with_the_flag(tmp_path: Path):
+    """PaddleSeg: `--opts` (nargs='+') beside --iters/--device/--save_dir. The runner passes those flags after
+    the command, so a command ending in `--opts` would hand them to it (argparse: expected at least one
+    argument): the script's flags fill their fields and the one key left goes as `--opts KEY`. A script whose
+    -o is all it has (PaddleOCR) still ends in `-o`."""
+    from tipcgen.new import new
+
+    def propose(train: str, config_more: str = "") -> dict:
+        shutil.copytree(FIXTURES / "new_seg", tmp_path / "seg", dirs_exist_ok=True)
+        (tmp_path / "seg" / "tools" / "train.py").write_text(train)
+        with (tmp_path / "seg" / "configs" / "tiny_seg.yml").open("a") as config:
+            config.write(config_more)
+        options = new.Options(model_name="seg", scripts={"train": "tools/train.py --config configs/tiny_seg.yml",
+                                                         "eval": "tools/val.py --config configs/tiny_seg.yml",
+                                                         "export": "tools/export.py --config configs/tiny_seg.yml",
+                                                         "infer": "deploy/python/infer.py"}, devices="cpu",
+                              data={"train": "lite_data", "eval": "lite_data", "infer": "lite_data/images"},
+                              checkpoint="best_model/model.pdparams")
+        return yaml.safe_load(new.propose(options, tmp_path / "seg").text)
+
+    honest = (FIXTURES / "new_seg" / "tools" / "train.py").read_text()
+    doc = propose(honest)
+    assert doc["train"]["epochs"]["key"] == "--iters" and doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root"
+    assert not doc["train"]["norm"].endswith("--opts")
+    # no flag of its own for the device, the output, the data: every slot a key, the command ends in --opts
+    only_opts = honest.replace('parser.add_argument("--iters"', 'parser.add_argument("--iters_unused"')
+    for flag in ('"--batch_size"', '"--save_dir"', '"--device"'):
+        only_opts = only_opts.replace(f"parser.add_argument({flag}", f"parser.add_argument({flag[:-1]}_unused\"")
+    doc = propose(only_opts, "save_dir: ./output\n")
+    assert doc["train"]["norm"].endswith("--opts") and doc["train"]["epochs"]["key"] == "iters"
+    assert doc["train"]["extra"]["key"] == "train_dataset.dataset_root"
+
+
+@pytest.mark.parametrize(("body", "saved"), [
+    ('d = os.path.join(a.out, "best_model")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "best_model/model.pdparams"),
+    ('paddle.save(m, os.path.join(os.path.join(a.out, "best"), "m.pdparams"))\n', "best/m.pdparams"),
+    ('paddle.save(m, os.path.join(a.out, "model.pdparams"))\n', "model.pdparams"),
+    # a folder per iteration: its name is not known before the run, only the file's
+    ('d = os.path.join(a.out, f"iter_{i}")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "model.pdparams"),
+    # a file name with a dot is no folder; a separator or a pattern in the part is not one folder name
+    ('d = os.path.join(a.out, "x.pdparams")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
+    ('d = os.path.join(a.out, "a/b")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
+    ('d = os.path.join(a.out, "best")\npaddle.save(m, d)\n', "best"),
+])
+def test_a_checkpoint_in_a_fixed_subfolder_of_the_output_flag(body: str, saved: str | None):
+    found = reading('p.add_argument("--out")\na = p.parse_args()\n' + body)
+    assert [name for _, name in found.saves] == ([saved] if saved else [])

@@ -75,7 +75,7 @@ class Overrides:
         return out
 
 
-def _override_flag(script: Script) -> Flag | None:
+def override_flag(script: Script) -> Flag | None:
     for flag in script.flags:
         if flag.takes_value and any(loose(n) in {loose(x) for x in _OVERRIDE_NAMES} for n in flag.names) and \
                 (not flag.help or _OVERRIDE_HELP.search(flag.help)):
@@ -114,7 +114,7 @@ def _flatten(node: object, prefix: str, out: dict[str, object], budget: list[int
 
 def detect(root: Path, script: Script, reading: Reading | None) -> Overrides | None:
     """The script's -o and the keys of its config; None when it has no -o or no readable config."""
-    flag = _override_flag(script)
+    flag = override_flag(script)
     if flag is None:
         return None
     path, _ = _config_path(script, reading)
