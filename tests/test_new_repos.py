@@ -169,6 +169,7 @@ def test_a_detection_repository_driven_by_o_overrides_over_a_yaml_config(tmp_pat
         assert said in out and said in " ".join(text.split()), said
     records = lite_run(repo, "det_tiny")
     assert {"train", "eval", "export", "infer"} <= {r["kind"] for r in records if r["status"] == "passed"}
+    assert_every_proof_passed(repo, "det_tiny")
     train = next(r for r in records if r["kind"] == "train")
     assert "Global.epoch_num=1" in train["command"] and " -o " in train["command"]
 
@@ -188,6 +189,7 @@ def test_an_anomaly_repository_with_a_class_filter_a_cuda_switch_and_checkpoint_
         assert said in out and said in " ".join(text.split()), said
     records = lite_run(repo, "stfpm")
     assert {"train", "eval", "export", "infer"} <= {r["kind"] for r in records if r["status"] == "passed"}
+    assert_every_proof_passed(repo, "stfpm")
     assert any("--cuda=False" in r["command"] for r in records if r["kind"] == "train")
 
 
