@@ -272,6 +272,18 @@ def test_an_interval_gate_is_set_only_when_it_skips_the_lite_run():
     # by its name, with no gate the reading sees: an interval above the lite run; not a count of test images
     assert [e.flag for e in edits_of('p.add_argument("--eval_interval", type=int, default=500)\na = p.parse_args()\n')] == ["--eval_interval"]
     assert edits_of('p.add_argument("--test_size", type=int, default=500)\na = p.parse_args()\n') == []
+    # by its name, but never read: the save is gated by a literal, and setting the flag would change nothing
+    unread = '''
+        p.add_argument("--save_interval", type=int, default=5000)
+        p.add_argument("--lr", type=float, default=0.1)
+        a = p.parse_args()
+        for step in range(10):
+            print(a.lr)
+            if step % 5000 == 0:
+                paddle.save({}, "m.pdparams")
+    '''
+    assert edits_of(unread) == []
+    assert [e.flag for e in edits_of(unread.replace("print(a.lr)", "print(a.lr, a.save_interval)"))] == ["--save_interval"]
     assert edits_of('p.add_argument("--warmup_steps", type=int, default=500)\na = p.parse_args()\n') == []
 
 

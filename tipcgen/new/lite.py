@@ -81,7 +81,8 @@ def _intervals(train: Script, reading: Reading, free: list[Arg], lite_count: int
     gates = {g.dest: g for g in sorted(reading.gates, key=lambda g: g.what != "saving") if g.what != "data preparation"}
     for arg in free:
         gate = gates.get(arg.dest)
-        by_name = gate is None and _INTERVAL_NAME.search(arg.dest.lower().replace("_", "")) is not None
+        by_name = gate is None and _INTERVAL_NAME.search(arg.dest.lower().replace("_", "")) is not None \
+            and not reading.unused(arg.name)  # parsed and never read (a literal `step % 5000` gates): it sets nothing
         if gate is None and not by_name or arg.dest in seen:
             continue
         default = arg.default
