@@ -505,3 +505,33 @@ def test_the_new_rules_on_any_mix_give_one_bounded_line_and_read_nothing_outside
     hint = explain.explain(lines, kind, repo_known(root, env=env, failed=frozenset({"export"})), command)
     assert "\n" not in hint and len(hint) <= explain.MAX_HINT and "\x1b" not in hint
     assert "passwd" not in hint or "passwd.pdparams" in " ".join(lines)  # said only as the log said it
+
+
+def test_a_gated_save_names_a_misspelt_flag_of_the_command_and_nothing_else(tmp_path: Path):
+    """A parse_known_args script lets `--save_intreval 1` through and never saves: the hint names the word to
+    respell. Not for an abbreviation argparse accepts (`--save_int`), nor for a flag of the script, nor for a
+    word far from the gate's flag."""
+    folder = tmp_path / "test_tipc/output/m/lite/norm_train"
+    folder.mkdir(parents=True)
+    reason = (f"it wrote no checkpoint {folder.relative_to(tmp_path)}/model.pdparams (train_model_name 'model.pdparams', "
+              "the descriptor's train.checkpoint), which eval and export load: check that the training saves")
+    hint = explain.explain(["epoch 1 done", reason], "train", repo_known(tmp_path),
+                           "python train.py --save_intreval 1 --epoch_num 1")
+    assert ("the command passes --save_intreval, which train.py does not take (parse_known_args lets it through): "
+            "spell it --save_interval in train.norm in tipc.yaml") in hint, hint
+    for command in ("python train.py --save_int 1 --epoch_num 1", "python train.py --save_interval 0",
+                    "python train.py --lr 1 --epoch_num 1", "python train.py --output_dir=x", "python train.py '--save"):
+        hint = explain.explain(["epoch 1 done", reason], "train", repo_known(tmp_path), command)
+        assert "does not take" not in hint and "add `--save_interval 1` to train.norm" in hint, (command, hint)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="-_saveintrvlo=1 ", min_size=1, max_size=16), max_size=6))
+def test_any_command_words_name_at_most_one_of_their_own(words):
+    import shlex
+    from tipcgen.results.explain import _misspelt
+
+    command = " ".join(shlex.quote(w) for w in ["python", "train.py", *words])
+    found = _misspelt("--save_interval", read_source(TRAIN, "train.py"), Known(command=command))
+    assert found is None or (found in {w.split("=", 1)[0] for w in words} and found.startswith("--")
+                             and found != "--save_interval")

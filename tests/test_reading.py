@@ -242,7 +242,8 @@ def test_read_script_follows_no_link_out_of_the_repository(tmp_path: Path):
     ('"--no-pretrained", action="store_true", help="do not download the backbone"', "--no-pretrained"),
     ('"--pretrained", action=argparse.BooleanOptionalAction, default=True', "--no-pretrained"),
     ('"--use_pretrained", action="store_false", help="download the backbone"', "--use_pretrained"),
-    ('"--backbone", default="https://bj.bcebos.com/r18.pdparams"', "--backbone ''"),
+    ('"--backbone", default="https://bj.bcebos.com/r18.pdparams"', "--backbone="),  # TIPC passes '' as 2 quotes
+    ('"--pretrained", type=bool, default=True, help="download the backbone"', "--pretrained="),  # bool('False') is True
     ('"--pretrained", action="store_true", help="download the ImageNet backbone"', None),   # off by default
     ('"--pretrained_model", default=None, help="path of a checkpoint to load"', None),      # a checkpoint flag
 ])

@@ -158,7 +158,7 @@ def download_off(arg: Arg) -> str | None:
         return None
     negative = arg.dest.lower().startswith(("no_", "not_", "skip_", "disable_"))
     if isinstance(arg.default, str) and arg.default.startswith(("http://", "https://")):
-        return f"{arg.name} ''"
+        return f"{arg.name}="  # empty: the runner passes `''` on as two quote characters
     on = truthy(arg.default)
     if negative:  # --no-pretrained: set, it does not download
         return None if on else (arg.name if arg.action == "store_true" else f"{arg.name} True")
@@ -170,6 +170,8 @@ def download_off(arg: Arg) -> str | None:
         return arg.name
     if arg.action == "store_true":  # default True and no way to turn it off from the command line
         return None
+    if arg.type == "bool":  # type=bool: bool('False') is True; only an empty value is false
+        return f"{arg.name}="
     return f"{arg.name} False"
 
 
@@ -474,6 +476,9 @@ _LOADS = re.compile(r"^(load|load_model|load_checkpoint|load_state_dict|load_dic
                     re.IGNORECASE)
 
 
+_SUBFOLDER = re.compile(r"[A-Za-z0-9_\-]+")  # a folder name: no suffix, no separator
+
+
 def _flag_path(node: ast.AST, dests: set[str], named: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
     """(dest, file name) of a path built from a flag: ``args.d``, ``os.path.join(args.d, 'x.pdparams')``,
     ``f"{args.d}/x.pdparams"``, ``args.d + '/x.pdparams'``, or a name assigned one of these."""
@@ -494,10 +499,13 @@ def _flag_path(node: ast.AST, dests: set[str], named: dict[str, tuple[str, str]]
         return None
     head = _flag_path(parts[0], dests, named)
     tail = _literal(parts[-1]) if len(parts) > 1 else None
-    if head is None or head[1]:
+    if head is None or (head[1] and not _SUBFOLDER.fullmatch(head[1])):
         return None
     name = tail.strip("/") if isinstance(tail, str) else ""
-    return head[0], name if len(parts) == 2 and name and "{" not in name else ""
+    name = name if len(parts) == 2 and name and "{" not in name else ""
+    if head[1]:  # a fixed subfolder of the flag's folder (PaddleSeg's best_model/model.pdparams)
+        return (head[0], f"{head[1]}/{name}") if name else None
+    return head[0], name
 
 
 def _checkpoints(nodes: list[ast.AST], dests: set[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:

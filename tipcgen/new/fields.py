@@ -19,7 +19,7 @@ _FLAG_NAMES: dict[str, tuple[str, ...]] = {
                          "checkpoints_dir", "save_model_path", "work_dir", "exp_dir"),
     "train.batch_size": ("batch_size", "train_batch_size", "per_device_train_batch_size", "bs"),
     "train.pretrained": ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
-                         "init_checkpoint", "params_path", "checkpoint", "resume", "weights"),
+                         "init_checkpoint", "params_path", "checkpoint", "resume", "weights", "model_path"),  # model_path: PaddleSeg's val.py
     "train.extra": ("data_file", "data", "data_dir", "data_path", "train_data", "train_file",
                     "train_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
                     "dataset_path", "train_dir", "img_dir", "img_path", "image_path", "images_dir"),

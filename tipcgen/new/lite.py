@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tipcgen.configs.script_help import Flag, Script, loose
 from tipcgen.configs.script_reading import Arg, Reading, read_script, truthy
+from tipcgen.new.overrides import override_flag
 
 SCRIPT_FIELD = {"train": "train.norm", "eval": "eval.script", "export": "export.norm", "infer": "inference.script"}
 _INTERVAL_NAME = re.compile(r"(save|eval|test|val|valid|ckpt|checkpoint|snapshot)\w*(interval|freq|frequency|every|"
@@ -80,7 +81,8 @@ def _intervals(train: Script, reading: Reading, free: list[Arg], lite_count: int
     gates = {g.dest: g for g in sorted(reading.gates, key=lambda g: g.what != "saving") if g.what != "data preparation"}
     for arg in free:
         gate = gates.get(arg.dest)
-        by_name = gate is None and _INTERVAL_NAME.search(arg.dest.lower().replace("_", "")) is not None
+        by_name = gate is None and _INTERVAL_NAME.search(arg.dest.lower().replace("_", "")) is not None \
+            and not reading.unused(arg.name)  # parsed and never read (a literal `step % 5000` gates): it sets nothing
         if gate is None and not by_name or arg.dest in seen:
             continue
         default = arg.default
@@ -210,8 +212,22 @@ def apply(scripts: dict[str, Script], found: list[Edit]) -> list[str]:
     for edit in found:
         script = scripts.get(edit.role)
         if script is not None and edit.flag:
-            script.args = (*script.args, edit.flag, *([edit.value] if edit.value else []))
+            words = list(script.args)
+            at = _before_trailing_override(script)
+            words[at:at] = [edit.flag, *([edit.value] if edit.value else [])]
+            script.args = tuple(words)
     return [edit.note for edit in found]
+
+
+def _before_trailing_override(script: Script) -> int:
+    """Where a flag goes in the script's fixed arguments: at the end, or before a trailing nargs ``-o`` and its
+    KEY=VALUE words (a flag after them would be one more value of it: argparse refuses a flag there)."""
+    override = override_flag(script)
+    words = list(script.args)
+    last = max((i for i, w in enumerate(words) if w.startswith("-")), default=None)
+    if override is None or last is None or words[last] not in override.names:
+        return len(words)
+    return last
 
 
 # ---------------------------------------------------------------- the checkpoint name

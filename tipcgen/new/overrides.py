@@ -60,19 +60,22 @@ class Overrides:
     append: bool  # action='append': each key passed as `-o KEY`
     config: str
     keys: dict[str, object] = field(default_factory=dict)
+    # a nargs -o in a script whose own flags fill other fields (PaddleSeg's --opts beside --device, --save_dir):
+    # the runner passes those flags after the command, so it cannot end in the -o; its one key goes as `-o KEY`
+    single: bool = False
 
     def key(self, dotted: str) -> str:
-        return f"{self.flag} {dotted}" if self.append else dotted
+        return f"{self.flag} {dotted}" if self.append or self.single else dotted
 
     def words(self, pairs: list[tuple[str, str]]) -> list[str]:
         """Fixed overrides as command words (after the command's trailing -o, or each with its -o)."""
         out = []
         for dotted, value in pairs:
-            out += [self.flag, f"{dotted}={value}"] if self.append else [f"{dotted}={value}"]
+            out += [self.flag, f"{dotted}={value}"] if self.append or self.single else [f"{dotted}={value}"]
         return out
 
 
-def _override_flag(script: Script) -> Flag | None:
+def override_flag(script: Script) -> Flag | None:
     for flag in script.flags:
         if flag.takes_value and any(loose(n) in {loose(x) for x in _OVERRIDE_NAMES} for n in flag.names) and \
                 (not flag.help or _OVERRIDE_HELP.search(flag.help)):
@@ -111,7 +114,7 @@ def _flatten(node: object, prefix: str, out: dict[str, object], budget: list[int
 
 def detect(root: Path, script: Script, reading: Reading | None) -> Overrides | None:
     """The script's -o and the keys of its config; None when it has no -o or no readable config."""
-    flag = _override_flag(script)
+    flag = override_flag(script)
     if flag is None:
         return None
     path, _ = _config_path(script, reading)
@@ -177,10 +180,16 @@ def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[
            notes: list[str]) -> dict[str, str]:
     """The fields of -o scripts filled with config keys (a field given by --flag stays the user's): field →
     the key as the runner passes it (``Global.epoch_num``, or ``-o Global.epoch_num`` for an append -o)."""
+    from tipcgen.new.fields import CANDIDATES
+
+    flagged = {fld for fld, role in _ROLE_OF.items() if role in scripts and
+               {loose(n) for f in scripts[role].flags for n in f.names} & {loose(n) for n in CANDIDATES[fld][1]}}
+    for role, one in found.items():
+        one.single = not one.append and any(_ROLE_OF[fld] == role for fld in flagged)
     out = {}
     for fld, role in _ROLE_OF.items():
         ov = found.get(role)
-        if ov is None or fld in given:
+        if ov is None or fld in given or (ov.single and fld in flagged):  # the script's own flag fills it
             continue
         found_keys = candidates(fld, ov)
         if not found_keys:
@@ -193,6 +202,7 @@ def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[
     for role, ov in found.items():
         mapped = ", ".join(f"{fld} → {out[fld]}" for fld in out if _ROLE_OF[fld] == role)
         style = f"each key passed as `{ov.flag} KEY=VALUE` (action='append')" if ov.append else \
+            f"its own flags fill the other fields, so its one key is passed as `{ov.flag} KEY=VALUE`" if ov.single else \
             f"the command ends in `{ov.flag}` and each key is passed as KEY=VALUE after it"
         notes.append(f"{scripts[role].path} takes `{ov.flag} key=value` over {ov.config}: {style}; keys mapped: "
                      f"{mapped or 'none'}")
@@ -201,7 +211,7 @@ def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[
 
 def end_with_flag(script: Script, ov: Overrides) -> None:
     """A nargs -o: the command ends in it, so every key the runner appends is one of its values."""
-    if ov.append:
+    if ov.append or ov.single:
         return
     words = list(script.args)
     last = max((i for i, w in enumerate(words) if w == ov.flag or w.split("=", 1)[0] == ov.flag), default=None)

@@ -395,7 +395,8 @@ def _not_written(match: re.Match, kind: str, known: Known) -> str | None:
     """eval/export/infer could not open what train should have saved (the checkpoint, the export)."""
     name = Path(match.group(1).strip().strip("'\"")).name
     checkpoint = Path(known.checkpoint or "").name
-    if kind == TRAIN or not name or not (name == checkpoint or name.endswith((".pdparams", ".pdopt", ".pdmodel", ".pdiparams"))
+    if kind == TRAIN or not name or not (name == checkpoint or name.endswith((".pdparams", ".pdopt", ".pdmodel", ".pdiparams",
+                                                                              ".pth", ".pd", ".ckpt"))
                                          or (kind == INFER and name.startswith("inference."))):
         return None
     folder = _folder(match.group(1).strip().strip("'\""), known)
@@ -422,6 +423,24 @@ def _no_checkpoint(match: re.Match, kind: str, known: Known, lines: list[str]) -
     return _unsaved(Path(path).name if match.group(1) else "a .pdparams", folder, known)
 
 
+def _misspelt(flag: str, reading: Reading, known: Known) -> str | None:
+    """A word of the failed command that is close to ``flag`` but no flag of the script (a misspelling a
+    parse_known_args script lets through), or None."""
+    import difflib
+
+    try:
+        words = shlex.split(known.command)
+    except ValueError:
+        return None
+    takes = {n for a in reading.args for n in a.names}
+    for word in words:
+        given = word.split("=", 1)[0]
+        if given.startswith("--") and given not in takes and not flag.startswith(given) and \
+                difflib.SequenceMatcher(None, given, flag).ratio() >= 0.8:
+            return given
+    return None
+
+
 def _unsaved(name: str, folder: Path | None, known: Known) -> str:
     """Why the training saved no ``name`` in ``folder``: another name saved there, a flag that gates saving, or nothing."""
     saved = _checkpoints(folder)
@@ -434,8 +453,12 @@ def _unsaved(name: str, folder: Path | None, known: Known) -> str:
         arg = next((a for a in train.args if a.dest == gate.dest), None)
         if arg is not None:
             value = f"{arg.name} True" if arg.switch and arg.action != "store_true" else arg.name if arg.action == "store_true" else f"{arg.name} 1"
+            misspelt = _misspelt(arg.name, train, known) if train is not None else None
             return (f"the train step wrote no {name}: {_script_of(TRAIN, known)} saves only when {arg.name} says so "
-                    f"({gate.where}); " + _edit(TRAIN, value, known))
+                    f"({gate.where}); " + (f"the command passes {misspelt}, which {_script_of(TRAIN, known)} does not "
+                                           f"take (parse_known_args lets it through): spell it {arg.name} in "
+                                           f"{SCRIPT_FIELD[TRAIN]} in {known.descriptor}" if misspelt else
+                                           _edit(TRAIN, value, known)))
     fixed = train.intervals[0] if train is not None and train.intervals else ""
     if fixed:
         return (f"the train step wrote no {name}: {_script_of(TRAIN, known)} saves only at a fixed interval ({fixed}), "
