@@ -337,8 +337,9 @@ def test_a_data_set_name_is_not_a_data_path(help_text, choices, default, name):
 
 
 def test_the_checkpoint_name_read_from_the_source(tmp_path: Path):
-    write = lambda rel, body: (tmp_path / rel).write_text("import argparse, os, paddle\np = argparse.ArgumentParser()\n"
-                                                           + textwrap.dedent(body))
+    def write(rel: str, body: str) -> None:
+        (tmp_path / rel).write_text("import argparse, os, paddle\np = argparse.ArgumentParser()\n" + textwrap.dedent(body))
+
     write("train.py", '''
         p.add_argument("--out", default="o")
         a = p.parse_args()
