@@ -428,7 +428,7 @@ def _judge(training: Training, checkpoints: list[Path], root: Path, records: Rec
     export started) and what training changed (the note)."""
     by_path = {root / w.path: w for w in training.written or []}
     shas = training.before_shas(outside)
-    trained, changed, untrained, counts = [], {}, [], []
+    trained, changed, untrained, counts, kept = [], {}, [], [], False
     for path in checkpoints:
         weights = by_path.get(path)
         if weights is None:
@@ -440,13 +440,14 @@ def _judge(training: Training, checkpoints: list[Path], root: Path, records: Rec
         trained.append(path)
         if total:
             counts.append(f"{n} of {total} in {weights.path}")
+            kept = kept or n < total
         now = records.now(weights) if records.handshake else weights.sha256
         if now != weights.sha256:
             changed[path] = (weights, _holds(now, shas))
     failed = "; ".join(f"checkpoint {p} changed after the training ended, before {step} started ({_holds(now, shas)})"
                        for p, now, step in training.changed)
-    note = (f"parameters the training changed (the others hold values of weights there before it): "
-            f"{', '.join(counts[:SHOWN])}") if counts else ""
+    others = " (the others hold values of weights there before it)" if kept else ""
+    note = f"parameters the training changed{others}: {', '.join(counts[:SHOWN])}" if counts else ""
     if training.unrecorded:
         note = "; ".join(filter(None, [note, (
             f"{training.unrecorded} weight file(s) in the repository were not recorded before the training (over "
