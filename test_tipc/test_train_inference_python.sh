@@ -455,7 +455,8 @@ run_training() {
     export_name=${prefix}_nodes_${nodes}_export
     # Eval and export read the trained checkpoint alone: where the machine has the cores, the export runs beside
     # the eval (the same handshakes and records); the inference cases, whose latency is measured, wait for both.
-    if ! tipc_is_null "$eval_cmd" && ! tipc_is_null "$EXPORT_CMD" && tipc_side_by_side; then
+    # Not on a GPU: two processes on one device may not fit its memory.
+    if ! tipc_is_null "$eval_cmd" && ! tipc_is_null "$EXPORT_CMD" && [ "$run_on" = cpu ] && tipc_side_by_side; then
         beside=1
         run_export tipc_step_beside "$3" "$EXPORT_CMD" "$checkpoint" "$save" "$export_name"
     fi
