@@ -47,21 +47,22 @@ def progress_mark(line: str) -> str | None:
 
 # The runner's handshake with tipcgen run (run/run.py): where tipcgen gave it an answer pipe (ANSWER_FD_VAR names
 # its descriptor), the runner prints `[tipc] WAIT NONCE start KIND NAME` before a train, eval or export step starts
-# and `[tipc] WAIT NONCE ended train NAME` after a training, then reads the pipe until the line NONCE comes: tipcgen
+# and `[tipc] WAIT NONCE ended train NAME` after a training (`beside` for a step started beside the next ones, and
+# `ended` for it when it is collected: an export beside the eval), then reads the pipe until the line NONCE comes: tipcgen
 # records what it must (repro/record.py) while no step runs, then answers. NONCE is a fresh random number each
 # time, so that an answer to a line a step printed into the runner's output never lets the runner go on early.
 # Without the pipe (a reviewer running the shell) it never waits.
 WAIT = "WAIT"
-WAIT_START, WAIT_ENDED = "start", "ended"
+WAIT_START, WAIT_BESIDE, WAIT_ENDED = "start", "beside", "ended"
 ANSWER_FD_VAR = "TIPC_ANSWER_FD"
 
 
 def handshake_of(line: str) -> tuple[str, str, str, str] | None:
-    """(nonce, start or ended, kind, name) when ``line`` is the runner's handshake, else None."""
+    """(nonce, start, beside or ended, kind, name) when ``line`` is the runner's handshake, else None."""
     if not line.startswith(PROGRESS + WAIT + " "):
         return None
     fields = line[len(PROGRESS) + len(WAIT) + 1:].split(" ", 3)
-    if len(fields) != 4 or not fields[0].isdigit() or fields[1] not in (WAIT_START, WAIT_ENDED) or not all(fields[2:]):
+    if len(fields) != 4 or not fields[0].isdigit() or fields[1] not in (WAIT_START, WAIT_BESIDE, WAIT_ENDED) or not all(fields[2:]):
         return None
     return fields[0], fields[1], fields[2], fields[3]
 
@@ -135,7 +136,8 @@ def template_context() -> dict[str, object]:
     {{ section_names.result_check }} ({{ kind.after_train }}: SKIPPED_AFTER_TRAIN)."""
     return {"status": {word: word for word in STATUSES},
             "progress": {"prefix": PROGRESS, "started": STARTED, **{word: MARKS[word] for word in STATUSES},
-                         "wait": WAIT, "wait_start": WAIT_START, "wait_ended": WAIT_ENDED},
+                         "wait": WAIT, "wait_start": WAIT_START, "wait_beside": WAIT_BESIDE,
+                         "wait_ended": WAIT_ENDED},
             "mode": {name: name for name in (*MODES, BENCHMARK_TRAIN)},
             "kind": {**{word: word for word in KINDS if word != SKIPPED_AFTER_TRAIN}, "after_train": SKIPPED_AFTER_TRAIN},
             "verdicts": {"passed": CHAIN_PASSED, "failed": CHAIN_FAILED, "interrupted": CHAIN_INTERRUPTED},

@@ -442,7 +442,9 @@ class _Pipeline:
         its output folder from the record the runner has just written). A record that cannot be taken is a
         problem of the run (the proofs then hold no record of that training, and fail)."""
         try:
-            if when == words.WAIT_START:
+            if when == words.WAIT_BESIDE:
+                self.records.beside(kind, name)
+            if when in (words.WAIT_START, words.WAIT_BESIDE):
                 self.records.started(kind, name)
             else:
                 self.records.ended(kind, name, last_model_dir(self.ctx.run_dir, kind, name))
