@@ -12,11 +12,12 @@ import socket
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from conftest import chain_env, default_signals, edit, make_stub_repo, read_summary, tipcgen
+from conftest import chain_env, default_signals, edit, make_stub_repo, read_records, read_summary, tipcgen
 
 MODE = "lite_train_lite_infer"
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
@@ -182,13 +183,37 @@ def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_proce
     assert summary["interrupted"] and summary["interrupted_by"] == how.split()[-1] and not summary["ok"]
     assert summary["exit_code"] == code
     train = [s for s in summary["steps"] if s["kind"] == "train" and s["status"] != "skipped"]
-    assert [s["reason"] for s in train] == ["interrupted"], train
+    # The step cut short is interrupted in summary.json, not failed (#57); the runner's own record keeps failed.
+    assert [(s["status"], s["reason"]) for s in train] == [("interrupted", "interrupted")], train
+    assert summary["interrupted_steps"] == 1 and summary["failed"] == 0, summary
+    records = read_records(stub_repo, "stub_model", MODE)
+    assert [(r["status"], r["reason"]) for r in records if r["kind"] == "train" and r["status"] != "skipped"] == [
+        ("failed", "interrupted")]
     assert "INTERRUPTED" in out and "PASSED" not in out
     # The table shows the step cut short as interrupted, not failed, and the closing line counts it apart (#57).
     assert re.search(r"^  INTR  train ", out, re.MULTILINE) and not re.search(r"^  FAIL  train ", out, re.MULTILINE), out
     assert re.search(r"^INTERRUPTED: \d+ passed, 0 failed, \d+ skipped, 1 interrupted in ", out, re.MULTILINE), out
     assert "--- train" not in out, "no failure block for a step cut short"
+    # JUnit: an <error> naming the interrupt (a CI page counts it with the failures), never a <failure> or <skipped>.
+    case = _junit_case(stub_repo, "train")
+    assert case.find("failure") is None and case.find("skipped") is None, ET.tostring(case)
+    assert case.find("error").get("message") == f"interrupted by {how.split()[-1]}: the run was stopped while this step ran"
+    if how == "group SIGINT":  # the report (once: it renders, it does not run) shows the step and the count
+        report = tipcgen("report", "--format", "all", cwd=stub_repo, timeout=300)
+        assert report.returncode == 0 and "1 interrupted" in report.stdout, report.stdout + report.stderr
+        run_dir = stub_repo / "test_tipc/output/stub_model" / MODE
+        html, md = (run_dir / "report.html").read_text(), (run_dir / "report.md").read_text()
+        assert '<td class="status INTR">INTR</td><td>train</td>' in html and 'class="verdict INTR"' in html, html
+        assert "1 interrupted" in html and "1 interrupted" in md and "**INTERRUPTED**" in md
     assert _gone(stub_repo) == []
+
+
+def _junit_case(repo: Path, kind: str) -> ET.Element:
+    """The one <testcase> of a step kind in the run's junit.xml (not a skipped one)."""
+    root = ET.parse(repo / "test_tipc/output/stub_model" / MODE / "junit.xml").getroot()
+    cases = [c for c in root.iter("testcase") if c.get("classname", "").endswith(f".{kind}") and c.find("skipped") is None]
+    assert len(cases) == 1, [ET.tostring(c) for c in cases]
+    return cases[0]
 
 
 @pytest.mark.waits

@@ -29,7 +29,7 @@ from tipcgen.cli.suite import completing, suite
 from tipcgen.core.errors import TipcgenError, os_error
 from tipcgen.core.text import json_text, paint, terminal
 from tipcgen.format import chains, paths
-from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
+from tipcgen.format.words import FAILED, INTERRUPTED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
 if TYPE_CHECKING:  # typer 0.29 vendors click (typer._click); tipcgen depends on typer alone, never on click itself
     from typer._click.formatting import HelpFormatter
@@ -340,8 +340,9 @@ def report(
     for note in result.notes:
         echo(f"note: {terminal(note)}", err=True)
     s = result.summary
+    cut = f", {s.count(INTERRUPTED)} interrupted" if s.count(INTERRUPTED) else ""
     echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count(PASSED)} passed, {s.count(FAILED)} failed, "
-               f"{s.count(SKIPPED)} skipped)")
+               f"{s.count(SKIPPED)} skipped{cut})")
 
 
 @app.command()
@@ -493,5 +494,5 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
         echo(f"error: {error}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        echo("interrupted", err=True)
+        echo("interrupted (Ctrl-C)", err=True)
         sys.exit(130)

@@ -211,7 +211,7 @@ def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item
     if not summary.ok:
         failed = [s.name for s in summary.steps if s.status == FAILED]
         detail = counts + (f"; failed: {', '.join(failed[:3])}" if failed else "") + \
-            (f"; {summary.problems[0]}" if summary.problems else "") + ("; interrupted" if summary.interrupted else "")
+            (f"; {summary.problems[0]}" if summary.problems else "") + ("; interrupted" if summary.was_interrupted else "")
         return Item("4.2.2-run", title, False, where, detail, "fix the failed steps (tipcgen report shows their logs) and run again")
     return Item("4.2.2-run", title, True, where, f"{summary.mode}: {counts}")
 

@@ -140,7 +140,8 @@ SCHEMA = {
     "target": {"type": "object", "description": "{} when the run had no paper target",
                "if": {"minProperties": 1}, "then": {"$ref": "#/$defs/target"}},
     "notes": listof(TEXT),
-    "ok": BOOL, "exit_code": INT, "passed": INT, "failed": INT, "skipped": INT, "steps_seconds": ANY,
+    "ok": BOOL, "exit_code": INT, "passed": INT, "failed": INT, "skipped": INT, "interrupted_steps": INT,
+    "steps_seconds": ANY,
   },
   "$defs": DEFS,
 }

@@ -33,7 +33,7 @@ from tipcgen.format import chains, layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
-from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PADDLE_PIN, PASSED, PREPARE, TRAIN
+from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, INTERRUPTED, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import (
     Step,
     Summary,
@@ -572,9 +572,11 @@ class _Pipeline:
             if not ctx.kept:  # no runner ran: an older run's files must not be read
                 writes.remove_tree(root, run_dir, "the run folder")
             if not ctx.kept:
-                prepare.reason = "interrupted" if summary.interrupted else self.prepare_stuck or exit_text(prepare.exit_code)
+                prepare.reason = INTERRUPTED if summary.interrupted else self.prepare_stuck or exit_text(prepare.exit_code)
             elif not prepare.reason:  # judge_prepare names a failure its log shows
-                prepare.reason = "interrupted" if not self.prepare_done else self.prepare_stuck or exit_text(prepare.exit_code)
+                prepare.reason = INTERRUPTED if not self.prepare_done else self.prepare_stuck or exit_text(prepare.exit_code)
+            if prepare.reason == INTERRUPTED:  # cut short by the stop signal, as a runner's step (results.read_records)
+                prepare.status = INTERRUPTED
             prepare.tail = list(self.prepare_out)[-20:]
         writes.make_dirs(root, run_dir, "the run folder")
         if prepare is not None:
@@ -689,7 +691,7 @@ def _load_after_parts(proofs: Proofs) -> None:
 
 def _explain_failures(summary: Summary, ctx: RunContext) -> None:
     """One line under each failed step: its log's tail matched against what tipcgen knows (results/explain.py)."""
-    failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
+    failed = [s for s in summary.steps if s.status == FAILED and not s.hint]
     if not failed:
         return
     known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))
