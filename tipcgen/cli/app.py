@@ -304,6 +304,8 @@ def run(
     echo(summary_text.terminal_text(summary, color=colored), color=colored or None)
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
     echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
+    if summary.previous:  # the run this one replaced, moved aside with its report (never its weights)
+        echo(f"previous run: {root / summary.previous}")
     raise typer.Exit(summary.exit_code)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
-from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
+from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON, run_rel
 from tipcgen.format import chains
 from tipcgen.format.words import (
     CHAIN_FAILED,
@@ -110,6 +110,7 @@ class Summary:
     provenance: dict = field(default_factory=dict)  # tipcgen.provenance.collect
     target: dict = field(default_factory=dict)  # results.target_check.TargetResult.to_dict(), whole_train_whole_infer only
     notes: list[str] = field(default_factory=list)  # what the run cannot tell (submission mode: tipcgen.submission)
+    previous: str = ""  # the run folder this run replaced, moved aside (format/paths.py PREVIOUS), relative to the root
 
     def count(self, status: str) -> int:
         return sum(1 for step in self.steps if step.status == status)
@@ -304,6 +305,23 @@ def load_summary(path: Path) -> Summary:
     """A summary.json (as write_json wrote it) → the Summary again; derived fields are recomputed.
     Anything write_json never writes is a SummaryFileError naming the file and the field (exit 2)."""
     return Summary.from_dict(read_summary_data(path))
+
+
+def relocate_logs(summary: Summary, run_dir: Path, root: Path) -> None:
+    """A run folder that is no longer where its run wrote it (a rerun moved it aside to <mode>.previous, or it was
+    copied elsewhere in the repository): the step logs its summary names in the folder it was are read, and shown,
+    in the folder it is now, never in the folder a later run now fills."""
+    was = run_rel(summary.model, summary.mode, summary.chain)
+    try:
+        now = run_dir.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:  # outside the repository: the logs are read where the summary says
+        return
+    if now == was:
+        return
+    for step in summary.steps:
+        log = step.log.removeprefix("./")
+        if log.startswith(was + "/"):
+            step.log = now + log[len(was):]
 
 
 def write_json(summary: Summary, path: Path) -> None:

@@ -291,9 +291,30 @@ def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
         request.on_run_dir(ctx.run_dir)
     with run_guard.run_lock(ctx.run_dir, ctx.env[run_guard.RUN_ID_VAR], ctx.on_line), \
             run_guard.StopSignals() as signals, run_guard.Leftovers(ctx.env[run_guard.RUN_ID_VAR]) as leftovers:
+        if not ctx.kept:  # a kept runner keeps its folder as upstream's do (mkdir -p, its status log appended)
+            summary.previous = keep_previous(ctx.root, ctx.run_dir)
         pipeline = _Pipeline(ctx, summary, proofs, signals)
         pipeline.leftovers = leftovers  # a step's daemon ends before the records are read (issue #59 item 4)
         return pipeline.run()
+
+
+def keep_previous(root: Path, run_dir: Path) -> str:
+    """The last run of this folder moved aside to <run folder>.previous (paths.PREVIOUS; an older one replaced),
+    without its weight files, under the run lock and before prepare.sh starts: its summary, junit.xml, report and
+    logs survive this run whatever becomes of it (a failed prepare, a Ctrl-C), and no checkpoint of it is left to
+    pass for this run's training (repro/record.py leaves test_tipc/output's untracked files out of the weights
+    before a training: an honest seeded training may write the very same bytes) or to be taken as the newest train
+    run (prepare.sh). The runner does the same (tipc_keep_previous) when it is run by hand; under tipcgen run the
+    folder is gone by then. The folder moved aside, relative to root; empty when there was no run folder."""
+    previous = paths.previous_dir(run_dir)
+    if not writes.move_aside(root, run_dir, previous, _weight_file, "the previous run's folder"):
+        return ""
+    return previous.relative_to(root).as_posix()
+
+
+def _weight_file(path: Path) -> bool:
+    """A file repro/record.py would count among a training's weights: a weight suffix, or a pickle."""
+    return path.name.endswith(paths.WEIGHT_SUFFIXES) or inputs.pickled(path)
 
 
 def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
