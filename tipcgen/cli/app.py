@@ -360,20 +360,26 @@ def lint(
 ) -> None:
     """Find what upstream TIPC runners get silently wrong in configs (shifted lines, ':' in values, list lengths).
 
+    To silence one finding on purpose, write a line in a .tipcgen-lint file beside the configs (the nearest
+    at or above a config's folder; test_tipc/.tipcgen-lint covers them all), never in the config:
+    PATH[:LINE|:KEY] RULE[,RULE...]  # why. A silence that silences nothing is an unused-silence finding.
+
     Exit code 1 if any finding is an error, 2 if a file cannot be read as UTF-8 text, 0 otherwise.
 
     Example: tipcgen lint test_tipc/configs --root .
     """
     from tipcgen.configs import lint as linter
+    from tipcgen.configs import lint_silence
 
     repo_root = _repository_root(root, repo_root, "--repo-root") if root or repo_root else None
     for path in configs:
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
     chosen, left_out = linter.check_rules(select, "--select"), linter.check_rules(ignore, "--ignore")
-    findings = linter.chosen(linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
-                                                check_flags=repo_root is not None, unsandboxed=trust_repo),
-                             chosen, left_out)
+    found = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
+                               check_flags=repo_root is not None, unsandboxed=trust_repo)
+    silences = lint_silence.apply(found, linter.config_files(configs))  # .tipcgen-lint: silenced on purpose
+    findings = linter.chosen(silences.kept + silences.unused, chosen, left_out)
     if statistics:
         rows = linter.statistics(findings)
         if format is Format.json:
@@ -390,8 +396,11 @@ def lint(
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
         unchecked = sum(1 for f in findings if f.rule == "not-position-checked")
+        silenced = len(linter.chosen(silences.silenced, chosen, left_out))
+        where = ", ".join(sorted({str(s) for s in silences.sources}))
         echo(f"{errors} error(s), {warnings} warning(s)" + (f"; {unchecked} file(s) whose lines' positions were not "
-                                                           "checked (not-position-checked)" if unchecked else ""), err=True)
+                                                           "checked (not-position-checked)" if unchecked else "")
+             + (f"; {silenced} silenced ({where})" if silenced else ""), err=True)
     raise typer.Exit(1 if linter.has_errors(findings) else 0)
 
 

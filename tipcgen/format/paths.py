@@ -48,6 +48,7 @@ UNPACK_ARCHIVE = "unpack_archive.py"  # prepare.sh's unpacker of a lite data arc
 
 # tipcgen's own files in a repository.
 ANSWERS = ".tipcgen-answers.yml"  # what init rendered, from which descriptors (tipcgen update reads it)
+LINT_SILENCES = ".tipcgen-lint"  # lint findings silenced on purpose, beside the configs (configs/lint_silence.py)
 STATE = ".tipcgen"  # tipcgen's folder: the merge base, backups, caches, the submission record
 BASE = f"{STATE}/base"  # the merge base: each rendered file as init wrote it
 BACKUP = BACKUP_DIR  # where a replaced file is kept: core/writes.py (below format/) spells it
