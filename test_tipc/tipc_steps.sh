@@ -804,7 +804,8 @@ tipc_no_links() {
 # before prepare.sh (run/run.py keep_previous): under it, the folder is gone by the time the runner starts.
 tipc_keep_previous() {
     local previous=$1.previous file byte LC_ALL=C
-    if [ ! -e "$1" ]; then return 0; fi
+    # none, or an empty folder (no run: the one kept stays)
+    if [ ! -e "$1" ] || [ -n "$(find "$1" -maxdepth 0 -type d -empty)" ]; then return 0; fi
     tipc_no_links "$previous" "the previous run's folder"
     if [ -e "$previous" ] && [ ! -d "$previous" ]; then
         tipc_die "$previous is a file, where the scripts keep the previous run's folder" "move it away, then run again"
@@ -817,7 +818,7 @@ tipc_keep_previous() {
             *.pdparams | *.pdiparams | *.pth | *.pt | *.pd | *.safetensors) rm -f -- "$file"; continue ;;
         esac
         byte=
-        IFS= read -r -N 1 -d '' byte < "$file" 2> /dev/null || :
+        IFS= read -r -n 1 -d '' byte < "$file" 2> /dev/null || :  # -n: a NUL (the delimiter) ends it
         if [ "$byte" = $'\x80' ]; then rm -f -- "$file"; fi
     done < <(find "$previous" -type f -print0)
 }

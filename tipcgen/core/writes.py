@@ -166,9 +166,10 @@ def move_aside(root: str | Path, path: str | Path, aside: str | Path, drop: Call
     """Move the folder ``path`` to ``aside`` (an older ``aside`` removed first; a link or a file there refused,
     never followed), then empty it of what it must not keep: every entry that is neither a regular file nor a
     folder (a link, itself; a FIFO, a socket) and every regular file ``drop`` names. One rename on one file
-    system: ``path`` is whole until it is gone. False (nothing done) when ``path`` does not exist."""
+    system: ``path`` is whole until it is gone. False (nothing done) when ``path`` does not exist or is an empty
+    folder (nothing to keep: the folder kept aside stays)."""
     absolute = check_no_links(root, path, what)
-    if not os.path.lexists(absolute):
+    if not os.path.lexists(absolute) or (os.path.isdir(absolute) and not os.listdir(absolute)):
         return False
     remove_tree(root, aside, what)
     target = check_no_links(root, aside, what)
