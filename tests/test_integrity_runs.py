@@ -479,3 +479,27 @@ def test_a_link_where_the_previous_run_goes_is_refused_and_never_followed(layout
     finally:
         run_dir.with_name(MODE + ".previous").unlink()
         shutil.rmtree(layout_repo / "test_tipc/output")  # the module's other cases find none
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="no git here")
+def test_a_tracked_file_in_the_run_folder_moved_aside_is_said_so_and_an_untracked_one_is_not(stub_repo: Path):
+    """The tracked-files check compares git status before the run (the preflight's) with after each part: a file git
+    tracks in the last run folder, moved aside, is named as the move's doing (not prepare.sh's, not a step's); the
+    last run's untracked files moving aside change nothing it checks."""
+    run_dir = stub_repo / "test_tipc/output/stub_model" / MODE
+    run_dir.mkdir(parents=True)
+    (run_dir / "committed.log").write_text("a run's log, committed by mistake\n")
+    (stub_repo / ".gitignore").write_text("test_tipc/output/\n")
+    for args in (["init", "-q"], ["add", "-A"], ["add", "-f", str(run_dir / "committed.log")],
+                 ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=stub_repo, check=True, capture_output=True)
+    (run_dir / "untracked.log").write_text("the last run's\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=300)
+    check = next(s for s in read_summary(stub_repo)["steps"] if s["name"] == "tracked_files")
+    assert proc.returncode == 1 and check["status"] == "failed", proc.stdout
+    assert check["reason"].startswith(f"moving the last run aside (to test_tipc/output/stub_model/{MODE}.previous) "
+                                      f"changed 1 tracked file(s): test_tipc/output/stub_model/{MODE}/committed.log"), check
+    assert "prepare.sh changed" not in check["reason"] and "runner's steps changed" not in check["reason"]
+    assert (run_dir.with_name(MODE + ".previous") / "untracked.log").is_file()
+    again = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=300)  # the tracked file is gone already: nothing moves it
+    assert again.returncode == 0, again.stdout

@@ -509,6 +509,8 @@ class _Pipeline:
         # git status, to find tracked files a part changed; the first is the preflight's git probe's answer
         self.parts = [("before the run", tracked.from_status(root, ctx.git_status) if ctx.git_status is not None
                        else tracked.snapshot(root))]
+        if self.summary.previous and self.parts[0][1] is not None:  # the preflight's git status came before the move
+            self.parts.append((f"moving the last run aside (to {self.summary.previous})", tracked.snapshot(root)))
         if prepare is not None:
             prepare.exit_code = self.work.stream(self.prepare_cmd, self.prepare_out)
             prepare.seconds = round(time.perf_counter() - self.started, 3)
