@@ -436,6 +436,7 @@ def test_a_rerun_keeps_the_last_run_aside_with_its_report_and_no_weight_file(stu
     assert "previous run: " in second.stdout and not (previous / "note.txt").exists(), "replaced, not piled up"
     assert tipcgen("report", cwd=stub_repo, timeout=300).returncode == 0
     html = (run_dir / "report.html").read_bytes()
+    assert f"The run before this one, with its report: <code>test_tipc/output/stub_model/{MODE}.previous</code>".encode() in html
     # 3. A run stopped in its training: the passed run's report, summary and logs are there, in the previous folder.
     held = tmp_path / "train.pid"
     proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}", TIPC_KILL_GRACE="600")
@@ -452,6 +453,7 @@ def test_a_rerun_keeps_the_last_run_aside_with_its_report_and_no_weight_file(stu
     again = tipcgen("report", str(previous), "--format", "md", "-o", str(tmp_path / "again"), cwd=stub_repo, timeout=300)
     assert again.returncode == 0 and "PASSED" in again.stdout, again.stdout + again.stderr
     md = (tmp_path / "again/report.md").read_text()
+    assert "The run before this one" not in md, "a moved folder's summary names itself as the previous: not shown"
     log = "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1.log"  # acceptance 3.2.3's
     assert f"{MODE}.previous/{log}" in md and f"{MODE}/{log}" not in md, md
     newest = tipcgen("report", "--format", "md", cwd=stub_repo, timeout=300)

@@ -318,6 +318,7 @@ def relocate_logs(summary: Summary, run_dir: Path, root: Path) -> None:
         return
     if now == was:
         return
+    summary.previous = ""  # the folder it names is this one now, or another run's
     for step in summary.steps:
         log = step.log.removeprefix("./")
         if log.startswith(was + "/"):
