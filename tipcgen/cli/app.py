@@ -281,6 +281,7 @@ def run(
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 
     Writes summary.json and junit.xml next to results_python.log; exit code 0 only if every step passed.
+    The mode's last run is kept aside in <mode>.previous (its summary and report, no weight file).
     This runs the repository's code with your rights; --sandbox confines the chain (docs/SECURITY.md).
 
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
