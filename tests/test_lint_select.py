@@ -143,7 +143,7 @@ def test_the_nearest_file_is_the_one_read(tmp_path):
     ("configs/m/train_infer_python.txt", "is not a silence"),
     ("configs/m/train_infer_python.txt crlf extra", "is not a silence"),
     ("configs/m/train_infer_python.txt no-such-rule", "no-such-rule: no such lint rule"),
-    ("configs/m/train_infer_python.txt:0 crlf", "line 0 of a config"),
+    ("configs/m/train_infer_python.txt:0 crlf", "a config has no line 0"),
     (":9 crlf", "names no config"),
 ])
 def test_a_line_that_is_not_a_silence_is_one_error_naming_the_file_and_line(tmp_path, line, words):

@@ -90,7 +90,8 @@ def read(path: Path) -> list[Silence]:
             raise TipcgenError(f"{path}:{number}: {quoted(target)} names no config",
                                f"write the config's path, relative to {path.parent}: {FORMAT}")
         if where.isdigit() and int(where) < 1:
-            raise TipcgenError(f"{path}:{number}: line {where} of a config", "lines are counted from 1, as an editor shows them")
+            raise TipcgenError(f"{path}:{number}: {quoted(target)}: a config has no line {where}",
+                               "count lines from 1, as an editor shows them")
         chosen = tuple(name for name in names.split(",") if name)
         unknown = sorted(set(chosen) - known)
         if unknown or not chosen:
