@@ -190,3 +190,18 @@ def test_silences_of_some_findings_take_exactly_those_out(tmp_path_factory, data
     assert sorted(f.line for f in outcome.silenced) == sorted(hit) and all(f.rule == "crlf" for f in outcome.silenced)
     assert outcome.kept == [f for f in found if not (f.rule == "crlf" and f.line in lines)]
     assert len(outcome.unused) == len(lines - hit)
+
+
+@pytest.mark.parametrize("shape", ["folder", "fifo"])
+def test_a_silences_file_that_is_no_regular_file_is_refused_by_name(tmp_path, shape):
+    """(A link to a file is read as that file, as a linked config is: the user's own settings, read, never written.)"""
+    import os
+
+    repo = _repo(tmp_path)
+    path = repo / "test_tipc/.tipcgen-lint"
+    if shape == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)  # read, it would block lint for ever
+    proc = tipcgen("lint", "test_tipc/configs", cwd=repo, timeout=60)
+    assert proc.returncode == 2 and ".tipcgen-lint" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -59,8 +59,9 @@ class Outcome:
 
 
 def find_file(config: Path) -> Path | None:
-    """The nearest .tipcgen-lint at or above the config's folder (read as a regular file: a link or a folder there
-    is exit 2), named relative to the current folder where it lies in it, as the configs are."""
+    """The nearest .tipcgen-lint at or above the config's folder (read as a regular file, a link to one as it: a
+    folder, FIFO or device there is exit 2), named relative to the current folder where it lies in it, as the
+    configs are."""
     folder = Path(os.path.abspath(config)).parent
     for candidate in (folder, *folder.parents):
         path = candidate / LINT_SILENCES
