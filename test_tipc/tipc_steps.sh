@@ -810,8 +810,35 @@ tipc_no_links() {
     done
 }
 
-# tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (a second run replaces the first), its
-# status log and step records, the CUDA device count, and Ctrl-C handling. With TIPC_CHECK_ONLY=1
+# tipc_keep_previous LOG_PATH: the last run's folder, where there is one, moved aside to LOG_PATH.previous (an
+# older one replaced; a link there refused), then emptied of what it must not keep: every link, FIFO or socket, and
+# every weight file (by its name, or a pickle whatever its name: what tipcgen's records count as a training's
+# checkpoint), so that its summary, junit.xml, report and logs survive a run that fails early or is stopped, and no
+# checkpoint of it can pass for a new training or be the newest train run (prepare.sh). tipcgen run does the same
+# before prepare.sh (run/run.py keep_previous): under it, the folder is gone by the time the runner starts.
+tipc_keep_previous() {
+    local previous=$1.previous file byte LC_ALL=C
+    # none, or an empty folder (no run: the one kept stays)
+    if [ ! -e "$1" ] || [ -n "$(find "$1" -maxdepth 0 -type d -empty)" ]; then return 0; fi
+    tipc_no_links "$previous" "the previous run's folder"
+    if [ -e "$previous" ] && [ ! -d "$previous" ]; then
+        tipc_die "$previous is a file, where the scripts keep the previous run's folder" "move it away, then run again"
+    fi
+    rm -rf -- "$previous"
+    mv -T -- "$1" "$previous" || tipc_die "cannot move $1 aside to $previous" "check the folder's permissions"
+    find "$previous" -mindepth 1 ! -type d ! -type f -delete
+    while IFS= read -r -d '' file; do
+        case ${file##*/} in
+            *.pdparams | *.pdiparams | *.pth | *.pt | *.pd | *.safetensors) rm -f -- "$file"; continue ;;
+        esac
+        byte=
+        IFS= read -r -n 1 -d '' byte < "$file" 2> /dev/null || :  # -n: a NUL (the delimiter) ends it
+        if [ "$byte" = $'\x80' ]; then rm -f -- "$file"; fi
+    done < <(find "$previous" -type f -print0)
+}
+
+# tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (the last run's moved aside: tipc_keep_previous),
+# its status log and step records, the CUDA device count, and Ctrl-C handling. With TIPC_CHECK_ONLY=1
 # (tipcgen run's preflight) it stops here instead: the config and interpreter checks are done.
 tipc_start_run() {
     if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
@@ -824,7 +851,7 @@ tipc_start_run() {
     LOG_PATH=$1
     tipc_no_links "$LOG_PATH"
     tipc_check_lock "$LOG_PATH"
-    rm -rf -- "$LOG_PATH"
+    tipc_keep_previous "$LOG_PATH"
     mkdir -p -- "$LOG_PATH"
     TIPC_RESULTS=$LOG_PATH/$2
     TIPC_RECORDS=$LOG_PATH/steps.jsonl

@@ -19,6 +19,10 @@ class Status(str, Enum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"
+    # A step a stop signal cut short (Ctrl-C, a CI's cancel): neither passed nor failed, and never a PASSED verdict.
+    # The runners' records keep `failed` with the reason `interrupted` (their status log's "Run failed" line, as
+    # upstream's); results/results.py reads such a record as this status.
+    INTERRUPTED = "interrupted"
 
     def __str__(self) -> str:
         return self.value
@@ -27,9 +31,10 @@ class Status(str, Enum):
         return repr(self.value)
 
 
-PASSED, FAILED, SKIPPED = Status.PASSED, Status.FAILED, Status.SKIPPED
+PASSED, FAILED, SKIPPED, INTERRUPTED = Status.PASSED, Status.FAILED, Status.SKIPPED, Status.INTERRUPTED
 STATUSES: tuple[str, ...] = tuple(Status)
-MARKS: dict[str, str] = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in every table
+# a step's status in every table (four letters each; the runners print INTR nowhere: their line says FAIL ...: interrupted)
+MARKS: dict[str, str] = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP", INTERRUPTED: "INTR"}
 
 # The runners' progress lines (stdout): `[tipc] RUN kind name` when a step starts, `[tipc] PASS|FAIL|SKIP kind
 # name ...` when it ends; tipcgen run shows them, times steps by the RUN lines, and a suite relays them.
@@ -117,7 +122,7 @@ CHAIN_PASSED, CHAIN_FAILED, CHAIN_INTERRUPTED = "PASSED", "FAILED", "INTERRUPTED
 CHAIN_UNCHECKED = "PASSED (results not checked)"  # passed, but no result check compared anything
 
 # What became of one chain of a suite (suite.json's `verdict`), and how the suite's table shows it.
-ERROR, TIMEOUT, LOST, INTERRUPTED = "error", "timeout", "lost", "interrupted"
+ERROR, TIMEOUT, LOST = "error", "timeout", "lost"  # and INTERRUPTED, the step status's word
 SUITE_VERDICTS = (PASSED, FAILED, ERROR, TIMEOUT, LOST, INTERRUPTED)
 SUITE_MARKS = {PASSED: "PASS", FAILED: "FAIL", ERROR: "ERROR", TIMEOUT: "TIMEOUT", LOST: "LOST",
                INTERRUPTED: "INTERRUPTED"}

@@ -35,10 +35,9 @@ import numpy as np
 
 from tipcgen.core import git, inputs
 from tipcgen.core.errors import CheckpointError, TipcgenError
-from tipcgen.format.paths import OUTPUT
+from tipcgen.format.paths import OUTPUT, WEIGHT_SUFFIXES
 from tipcgen.repro.checkpoint_io import read_paddle_checkpoint
 
-WEIGHT_SUFFIXES = (".pdparams", ".pdiparams", ".pth", ".pt", ".pd", ".safetensors")
 MAX_FILES = 1000  # weight files recorded before a training, at most (the rest are counted and said)
 PARAM_BUDGET = 4 << 30  # bytes of weight files whose parameters are read before one training, at most
 HASH_BUDGET = 32 << 30  # bytes of weight files hashed before one training, at most (the rest are counted and said)
@@ -90,15 +89,6 @@ class Weights:
     why: str = ""
     link: str = ""
     key: tuple = ()
-
-
-def _pickled(path: Path) -> bool:
-    """A regular file whose first byte is pickle's PROTO opcode (paddle.save writes protocol 2 to 4), read
-    through core/inputs.py (no FIFO, device or link followed)."""
-    try:
-        return inputs.read_bytes(path, "checkpoint", 1, head=True) == b"\x80"
-    except (TipcgenError, OSError):
-        return False
 
 
 def _key(info: os.stat_result) -> tuple:
@@ -291,7 +281,7 @@ class Recorder:
         for sub, dirs, files in os.walk(folder, followlinks=False):
             dirs.sort()
             for name in sorted(files):
-                if (name.endswith(WEIGHT_SUFFIXES) or _pickled(Path(sub) / name)) and len(out) < MAX_FILES:
+                if (name.endswith(WEIGHT_SUFFIXES) or inputs.pickled(Path(sub) / name)) and len(out) < MAX_FILES:
                     weights = self.weights(Path(sub) / name, PARAM_BUDGET)
                     if weights is not None:
                         out.append(weights)
