@@ -21,7 +21,7 @@ import uuid
 from collections import deque
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 from tipcgen.configs import flag_check, legacy_format, script_reading, submission
 from tipcgen.configs.locate import find_config
@@ -291,7 +291,7 @@ class Driver(Protocol):
         """Each output line of the scripts, as it comes."""
         ...
 
-    def judge_prepare(self, prepare: Step, lines: list[str]) -> None:
+    def judge_prepare(self, prepare: Step, lines: Iterable[str]) -> None:
         """prepare.sh's step once it ended (its status from the exit code), from its output."""
         ...
 
@@ -359,7 +359,7 @@ class TipcgenRunner:
     def line(self, line: str) -> None:
         return None
 
-    def judge_prepare(self, prepare: Step, lines: list[str]) -> None:
+    def judge_prepare(self, prepare: Step, lines: Iterable[str]) -> None:
         return None  # its exit code is its verdict: tipcgen's prepare.sh stops at the first command that fails
 
     def runner_starts(self, wait: Callable[[str, str, str], None]) -> None:
@@ -633,7 +633,7 @@ class _Pipeline:
                 self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], state))
                 self.untracked.append(files)
             prepare.status = PASSED if prepare.exit_code == 0 else FAILED
-            self.driver.judge_prepare(prepare, list(self.prepare_out))
+            self.driver.judge_prepare(prepare, self.prepare_out)
         if self._runner_runs():
             self.driver.runner_starts(self._wait)
             if self.parts[0][1] is not None and not self.untracked:  # no prepare.sh (a kept runner): untracked now

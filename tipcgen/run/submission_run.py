@@ -19,7 +19,7 @@ import shutil
 import time
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from tipcgen.configs import flag_check
 from tipcgen.configs.submission import edited
@@ -478,8 +478,8 @@ class KeptRunner:
         if self.run is not None:
             self.run.line(line)
 
-    def judge_prepare(self, prepare: Step, lines: list[str]) -> None:
-        judge_prepare(prepare, lines)
+    def judge_prepare(self, prepare: Step, lines: Iterable[str]) -> None:
+        judge_prepare(prepare, list(lines))
 
     def runner_starts(self, wait: Callable[[str, str, str], None]) -> None:
         if self.run is not None:
