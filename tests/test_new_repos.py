@@ -615,3 +615,67 @@ def test_a_nargs_opts_beside_flags_of_its_own_passes_its_one_key_with_the_flag(t
 def test_a_checkpoint_in_a_fixed_subfolder_of_the_output_flag(body: str, saved: str | None):
     found = reading('p.add_argument("--out")\na = p.parse_args()\n' + body)
     assert [name for _, name in found.saves] == ([saved] if saved else [])
+
+
+# ---------------------------------------------------------------- several --opts keys for one script (PaddleSeg)
+
+def _seg_with_two_opts_keys(repo: Path) -> None:
+    """new_seg with a save gate only its config sets (`snapshot_interval`, 1000) and no --batch_size flag (the
+    batch size is the config's `batch_size`): two `--opts` keys and a fixed override for one nargs `--opts`."""
+    with (repo / "configs" / "tiny_seg.yml").open("a") as config:
+        config.write("snapshot_interval: 1000\n")
+    train = repo / "tools" / "train.py"
+    source = train.read_text()
+    for old, new in (('if float(loss) < best_loss:', 'if it % cfg["snapshot_interval"] == 0 and float(loss) < best_loss:'),
+                     ('parser.add_argument("--batch_size"', 'parser.add_argument("--batch_size_unused"'),
+                     ('batch_size = args.batch_size or cfg["batch_size"]', 'batch_size = cfg["batch_size"]')):
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    train.write_text(source)
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_several_opts_keys_of_one_nargs_opts_go_in_one_run_of_it(tmp_path: Path):
+    """argparse keeps the last `--opts` of a command (nargs='+', action store): a fixed override put in the
+    train command before the runner's `--opts train_dataset.dataset_root=...` would be dropped without a word
+    (here: best_model is never saved, and eval fails). The fixed keys ride in the key of the last `--opts`
+    field the runner passes; a second `--opts` field is left out, said."""
+    repo = copy("new_seg", tmp_path)
+    _seg_with_two_opts_keys(repo)
+    config = "--config configs/tiny_seg.yml"
+    doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
+    assert doc["train"]["extra"]["key"] == "--opts snapshot_interval=1 train_dataset.dataset_root"
+    assert doc["train"]["batch_size"] is None or doc["train"]["batch_size"].get("key") is None
+    assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1"  # no --opts the runner's would replace
+    assert doc["eval"]["extra"]["key"] == "--opts val_dataset.dataset_root"  # nothing fixed for eval: as before
+    for said in ("configs/tiny_seg.yml: snapshot_interval is 1000, above the lite run's 10: set to 1 so the training saves "
+                 "(`--opts snapshot_interval=1` passed in the train command's one `--opts`)",
+                 "tools/train.py: train.batch_size would be passed as a second `--opts batch_size=...`, and argparse keeps "
+                 "only the last `--opts` (nargs): left out, so configs/tiny_seg.yml's value stays",
+                 "tools/train.py: its fixed `--opts` keys (snapshot_interval=1) go in train.extra's key, before "
+                 "train_dataset.dataset_root"):
+        assert said in out and said in " ".join(text.split()), said
+    records = lite_run(repo, "tiny_seg")
+    assert_every_proof_passed(repo, "tiny_seg")
+    train = next(r for r in records if r["kind"] == "train")
+    assert train["command"].endswith("--opts snapshot_interval=1 train_dataset.dataset_root=./train_data/tiny_seg/train")
+    assert train["command"].count("--opts") == 1
+
+
+def test_fixed_opts_keys_end_the_command_when_no_opts_field_is_passed(tmp_path: Path):
+    """No lite train data: the runner passes no `--opts` field to train, so the fixed keys end the command as
+    one `--opts K=V` (the runner's flags after it end its values); an -o that is not nargs-single is untouched."""
+    from tipcgen.new import new
+
+    repo = copy("new_seg", tmp_path)
+    _seg_with_two_opts_keys(repo)
+    config = "--config configs/tiny_seg.yml"
+    options = new.Options(model_name="seg", scripts={"train": f"tools/train.py {config}", "eval": f"tools/val.py {config}",
+                                                     "export": f"tools/export.py {config}", "infer": "deploy/python/infer.py"},
+                          devices="cpu", data={"eval": "lite_data", "infer": "lite_data/images"},
+                          checkpoint="best_model/model.pdparams")
+    doc = yaml.safe_load(new.propose(options, repo).text)
+    assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1 --opts snapshot_interval=1"
+    assert doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root" and doc["train"]["extra"]["value"] is None
+    assert doc["train"]["batch_size"] is None or doc["train"]["batch_size"].get("key") is None  # a per-mode value: left out

@@ -103,6 +103,8 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     notes.extend(overrides.lite_edits(root, scripts, found, options.data, data_dir,
                                       {role: name for role, (name, _) in data_files.items()}, lite_count,
                                       chosen.get("train.pretrained")))
+    notes.extend(overrides.place_single(scripts, found, chosen, flag_check.STEP_FIELDS,
+                                        lambda fld: _how_passed(CANDIDATES[fld][0], fld, values)))
     notes.extend(lite.apply(scripts, lite.edits(root, scripts, readings, chosen, lite_count, steps, train_data)))
     notes.extend(new_reading.notes(root, scripts, readings, chosen, lite_count))
     env = dict(options.env)
@@ -328,6 +330,14 @@ def _passed_with_value(role: str, fld: str, values: dict[str, Any]) -> bool:
     # after training, inference reads train.infer_data (with inference.data's key)
     value = values.get("train.infer_data" if fld == "inference.data" else fld)
     return value not in (None, "", [], {})
+
+
+def _how_passed(role: str, fld: str, values: dict[str, Any]) -> str:
+    """"always" when the runner passes this field's flag in every mode, "sometimes" for a per-mode value (a mode
+    without one drops the flag), "" never."""
+    if not _passed_with_value(role, fld, values):
+        return ""
+    return "sometimes" if isinstance(values.get(fld), dict) else "always"
 
 
 def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any], notes: list[str],

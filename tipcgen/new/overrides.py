@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from tipcgen.configs.script_help import Flag, Script, loose
 from tipcgen.configs.script_reading import Arg, Reading
@@ -63,6 +64,7 @@ class Overrides:
     # a nargs -o in a script whose own flags fill other fields (PaddleSeg's --opts beside --device, --save_dir):
     # the runner passes those flags after the command, so it cannot end in the -o; its one key goes as `-o KEY`
     single: bool = False
+    fixed: list[tuple[str, str]] = field(default_factory=list)  # a single -o's fixed overrides, placed by place_single
 
     def key(self, dotted: str) -> str:
         return f"{self.flag} {dotted}" if self.append or self.single else dotted
@@ -237,6 +239,7 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
         script = scripts[role]
         pairs: list[tuple[str, str]] = []
         passed = " ".join(script.args)
+        added = f"passed in the {role} command's one `{ov.flag}`" if ov.single else f"added to the {role} command in tipc.yaml"
         for key, value in ov.keys.items():
             if f"{key}=" in passed:
                 continue
@@ -246,13 +249,13 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
                 pairs.append((key, ""))
                 notes.append(f"{ov.config}: {key} is {value}, which is not in the repository: the train step would stop "
                              f"loading it; set to nothing so the lite training starts from scratch (`{ov.key(key)}=` "
-                             "added to the train command in tipc.yaml); ship the file there to start from it")
+                             f"{added}); ship the file there to start from it")
                 continue
             if role == "train" and _INTERVAL.match(last) and isinstance(value, int) and not isinstance(value, bool) \
                     and value > lite_count:
                 pairs.append((key, "1"))
                 notes.append(f"{ov.config}: {key} is {value}, above the lite run's {lite_count}: set to 1 so the training "
-                             f"saves (`{ov.key(key)}=1` added to the {role} command in tipc.yaml)")
+                             f"saves (`{ov.key(key)}=1` {added})")
             elif _LABEL_LIST.match(last) and role in ("train", "eval"):
                 data_role = "train" if _TRAIN_PART.search(key) and not _EVAL_PART.search(key) else \
                     "eval" if _EVAL_PART.search(key) else None
@@ -266,7 +269,7 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
                     text = "[" + ",".join(new) + "]" if isinstance(value, list) else new[0]
                     pairs.append((key, text))
                     notes.append(f"{ov.config}: {key} names {', '.join(names)}; the lite data {data[role]} ships "
-                                 f"{', '.join(shipped)}: set to {text} (added to the {role} command in tipc.yaml)")
+                                 f"{', '.join(shipped)}: set to {text} ({added})")
                 elif names:
                     notes.append(f"question: {ov.config}: {key} names {', '.join(names)}, which the lite data "
                                  f"{data.get(role, '(none)')} does not ship; which file lists the lite {role} data? add "
@@ -274,7 +277,52 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
             elif role == "train" and value is True and _DOWNLOAD.search(last):
                 notes.append(f"{ov.config}: {key} is true: it may download pretrained weights at start-up (offline the "
                              f"step fails): add `{ov.key(key)}=False` to the train command in tipc.yaml, or ship the weights")
+        if ov.single:  # one run of the flag for them all, placed by place_single once the keys are known
+            ov.fixed = pairs
+            continue
         end_with_flag(script, ov)
         script.args = (*script.args, *ov.words(pairs))
+    return notes
+
+
+def place_single(scripts: dict[str, Script], found: dict[str, Overrides], chosen: dict[str, str | None],
+                 order: dict[str, tuple[str, ...]], passed: Callable[[str], str]) -> list[str]:
+    """A nargs ``--opts`` beside flags of its own (PaddleSeg): argparse keeps the last ``--opts`` of a command
+    only, so a script gets one run of it, with every key. The runner passes its flags after the command, in
+    ``order`` (the fields it passes to each script; ``passed(field)``: "always", "sometimes" (a per-mode value,
+    a mode without one drops the flag) or "" (never)). The last of this script's ``--opts`` fields passed in every
+    mode carries the fixed overrides before its own key (``--opts model.pretrained= train_dataset.dataset_root``:
+    the runner appends ``=VALUE`` to the last word); any other ``--opts`` field would replace that run, so its
+    key is left out, and said. With no such field the fixed overrides end the command as one ``--opts K=V ...``
+    (the runner's flags after it end the run). Mutates ``chosen`` and the scripts' args; returns the notes."""
+    notes: list[str] = []
+    for role, ov in found.items():
+        if not ov.single:
+            continue
+        # the fields whose key only this script is passed (train.device and train.pretrained go to eval too)
+        own = [fld for fld in order.get(role, ()) if fld not in ("train.device", "train.pretrained")]
+        keyed = [fld for fld in own if (chosen.get(fld) or "").startswith(f"{ov.flag} ")]
+        sometimes = [fld for fld in keyed if passed(fld)]
+        always = [fld for fld in sometimes if passed(fld) == "always"]
+        kept = always[-1] if always else None if ov.fixed or not sometimes else sometimes[-1]
+        for fld in sometimes:
+            if fld == kept:
+                continue
+            why = f"{kept} carries the `{ov.flag}` keys" if kept else \
+                f"the fixed `{ov.flag}` keys end the command, and {fld} is not passed in every mode to carry them"
+            notes.append(f"{scripts[role].path}: {fld} would be passed as a second `{ov.flag} "
+                         f"{chosen[fld].split(' ', 1)[1]}=...`, and argparse keeps only the last `{ov.flag}` "
+                         f"(nargs): left out, so {ov.config}'s value stays ({why})")
+            chosen[fld] = None
+        if not ov.fixed:
+            continue
+        words = [f"{dotted}={value}" for dotted, value in ov.fixed]
+        if kept is not None:
+            chosen[kept] = f"{ov.flag} {' '.join(words)} {chosen[kept].split(' ', 1)[1]}"
+            notes.append(f"{scripts[role].path}: its fixed `{ov.flag}` keys ({', '.join(words)}) go in {kept}'s key, "
+                         f"before {chosen[kept].rsplit(' ', 1)[1]}: argparse keeps only the last `{ov.flag}` (nargs), "
+                         "and the runner passes that one after the command")
+        else:
+            scripts[role].args = (*scripts[role].args, ov.flag, *words)
     return notes
 
