@@ -679,3 +679,75 @@ def test_fixed_opts_keys_end_the_command_when_no_opts_field_is_passed(tmp_path: 
     assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1 --opts snapshot_interval=1"
     assert doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root" and doc["train"]["extra"]["value"] is None
     assert doc["train"]["batch_size"] is None or doc["train"]["batch_size"].get("key") is None  # a per-mode value: left out
+
+
+# ---------------------------------------------------------------- an eval script without the train script's device flag
+
+def _seg_eval_without_device(repo: Path, default: str = '"gpu"') -> None:
+    """new_seg whose tools/val.py has no --device (it runs where Paddle puts it), and whose train --device
+    defaults to DEFAULT."""
+    val = repo / "tools" / "val.py"
+    source = val.read_text()
+    for old in ('parser.add_argument("--device", help="Set the device place for evaluating model.", default="gpu",\n'
+                '                    choices=["cpu", "gpu", "xpu", "npu", "mlu"], type=str)\n', "paddle.set_device(args.device)\n"):
+        assert source.count(old) == 1, old
+        source = source.replace(old, "")
+    val.write_text(source)
+    train = repo / "tools" / "train.py"
+    old = 'help="Set the device place for training model.", default="gpu",'
+    assert train.read_text().count(old) == 1
+    train.write_text(train.read_text().replace(old, f'help="Set the device place for training model.", default={default},'))
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_an_eval_script_without_the_train_device_flag_is_mapped_not_refused(tmp_path: Path):
+    """The runner passes train.device's key to eval as well: `new` used to refuse (`tools/val.py has no --device`).
+    Now the key is left out and said; with --devices cpu the train command fixes --device cpu."""
+    repo = copy("new_seg", tmp_path)
+    _seg_eval_without_device(repo)
+    config = "--config configs/tiny_seg.yml"
+    doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
+    assert doc["train"]["device"] is None and doc["gpu_list"] == ["-1"]
+    assert doc["train"]["norm"] == f"tools/train.py {config} --device cpu --save_interval 1"
+    said = ("tools/train.py: --device is left out of tipc.yaml (no train.device key): the runner passes train.device to "
+            "eval too, and tools/val.py has no --device; the train command passes --device cpu (every case is the CPU: "
+            "--devices cpu), tools/val.py runs on its default device")
+    assert said in out and said in " ".join(text.split())
+    records = lite_run(repo, "tiny_seg")
+    assert_every_proof_passed(repo, "tiny_seg")
+    assert not any("--device" in r["command"] for r in records if r["kind"] == "eval")
+
+
+@pytest.mark.parametrize(("default", "gpu_list", "said"), [
+    ('"gpu"', ["0"], "--device defaults to 'gpu', so gpu_list has the GPU entry only"),
+    ('"cpu"', ["-1"], "--device defaults to 'cpu', so gpu_list has the CPU entry only"),
+    ("None", ["0", "-1"], "question: tools/train.py: --device is left out"),
+])
+def test_without_devices_cpu_the_cases_are_the_device_the_flag_defaults_to(tmp_path: Path, default, gpu_list, said):
+    from tipcgen.new import new
+
+    repo = copy("new_seg", tmp_path)
+    _seg_eval_without_device(repo, default)
+    config = "--config configs/tiny_seg.yml"
+    options = new.Options(model_name="seg", scripts={"train": f"tools/train.py {config}", "eval": f"tools/val.py {config}",
+                                                     "export": f"tools/export.py {config}", "infer": "deploy/python/infer.py"},
+                          data={"train": "lite_data", "eval": "lite_data", "infer": "lite_data/images"},
+                          checkpoint="best_model/model.pdparams")
+    proposal = new.propose(options, repo)
+    doc = yaml.safe_load(proposal.text)
+    assert doc["gpu_list"] == gpu_list and doc["train"]["device"] is None
+    assert "--device" not in doc["train"]["norm"]  # a fixed device only where every case is the CPU
+    assert len(doc["inference"]["use_gpu"]["value"]) == len(gpu_list)
+    assert any(said in note for note in proposal.notes), proposal.notes
+    # where it must not fire: eval has the flag (the honest repository), or a --flag the user gave
+    honest = copy("new_seg", tmp_path / "honest")
+    assert yaml.safe_load(new.propose(options, honest).text)["train"]["device"]["key"] == "--device"
+    given = new.propose(replace_flags(options, {"train.device": "null"}), repo)
+    assert not any("is left out of tipc.yaml" in note for note in given.notes)
+
+
+def replace_flags(options, flags: dict[str, str]):
+    from dataclasses import replace
+
+    return replace(options, flags=flags)
