@@ -416,7 +416,7 @@ run_training() {
     local trainer=${tipc_training[trainer]} autocast=${tipc_training[autocast]} tag=${tipc_training[tag]}
     local gpu=${tipc_training[gpu]} device=${tipc_training[device]} run_on=${tipc_training[run_on]}
     local nodes=${tipc_training[nodes]} epoch=${tipc_training[epoch]} batch=${tipc_training[batch]}
-    local prefix save note checkpoint eval_cmd model_dir inference_dir
+    local prefix save note checkpoint newest eval_cmd model_dir inference_dir
     local -a cmd
     trainer_commands "$trainer"
     tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}"
@@ -450,6 +450,10 @@ run_training() {
         return
     fi
     checkpoint=$save/$(slot_value train_model_name)
+    if [[ $checkpoint == *'*'* ]]; then  # a folder per iteration (iter_*/model.pdparams): the newest, by number
+        newest=$(compgen -G "$checkpoint" | sort -V | tail -n 1 || true)
+        if [ -n "$newest" ]; then checkpoint=$newest; fi
+    fi
     eval_cmd=$(slot_value eval)
     if ! tipc_is_null "$eval_cmd"; then
         cmd=("${tipc_env[@]}" "$PYTHON")

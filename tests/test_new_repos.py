@@ -118,7 +118,7 @@ def test_a_segmentation_repository_with_opts_iters_and_iter_folders(tmp_path: Pa
     assert doc["train"]["checkpoint"] == "best_model/model.pdparams"
     assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1"  # never after a trailing --opts
     for said in ("question: train.checkpoint is best_model/model.pdparams, one of the files tools/train.py saves "
-                 "(best_model/model.pdparams, model.pdparams)",
+                 "(best_model/model.pdparams, iter_*/model.pdparams)",
                  "tools/train.py takes `--opts key=value` over configs/tiny_seg.yml: its own flags fill the other "
                  "fields, so its one key is passed as `--opts KEY=VALUE`; keys mapped: train.extra → train_dataset.dataset_root",
                  "tools/train.py: --save_interval defaults to 1000, above the lite run's 10 iterations: set to 1 so the "
@@ -605,8 +605,19 @@ def test_a_nargs_opts_beside_flags_of_its_own_passes_its_one_key_with_the_flag(t
     ('d = os.path.join(a.out, "best_model")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "best_model/model.pdparams"),
     ('paddle.save(m, os.path.join(os.path.join(a.out, "best"), "m.pdparams"))\n', "best/m.pdparams"),
     ('paddle.save(m, os.path.join(a.out, "model.pdparams"))\n', "model.pdparams"),
-    # a folder per iteration: its name is not known before the run, only the file's
-    ('d = os.path.join(a.out, f"iter_{i}")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "model.pdparams"),
+    # a folder per iteration or epoch: its number is the run's, so a pattern (the runner passes the newest match)
+    ('d = os.path.join(a.out, f"iter_{i}")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "iter_*/model.pdparams"),
+    ('d = os.path.join(a.out, "epoch_{}".format(e))\npaddle.save(m, os.path.join(d, "m.pdparams"))\n', "epoch_*/m.pdparams"),
+    ('d = os.path.join(a.out, "iter_%d" % i)\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "iter_*/model.pdparams"),
+    ('paddle.save(m, os.path.join(os.path.join(a.out, f"{i}"), "m.pdparams"))\n', None),  # a number alone: no name
+    ('paddle.save(m, os.path.join(a.out, f"epoch_{e}", "model.pdparams"))\n', "epoch_*/model.pdparams"),
+    ('paddle.save(m, os.path.join(a.out, "best_model", "model.pdparams"))\n', "best_model/model.pdparams"),
+    ('paddle.save(m, os.path.join(a.out, name, "model.pdparams"))\n', None),
+    # two values, a separator, a value of any kind: never a folder per iteration
+    ('d = os.path.join(a.out, f"{n}_{i}")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
+    ('d = os.path.join(a.out, f"iter_{i}/sub")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
+    ('d = os.path.join(a.out, "iter_{}_{}".format(i, j))\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
+    ('d = os.path.join(a.out, name)\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
     # a file name with a dot is no folder; a separator or a pattern in the part is not one folder name
     ('d = os.path.join(a.out, "x.pdparams")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
     ('d = os.path.join(a.out, "a/b")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
@@ -751,3 +762,85 @@ def replace_flags(options, flags: dict[str, str]):
     from dataclasses import replace
 
     return replace(options, flags=flags)
+
+
+@settings(max_examples=fuzz_examples(200), deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=6), st.sampled_from(["{i}", "{}", "%d", "/", "_", "iter"])), max_size=5))
+def test_any_folder_name_template_is_a_numbered_folder_or_nothing(parts):
+    """f"...", "...".format(i) and "..." % i of any text: `iter_*` (one number, a folder name) or None."""
+    import ast
+    import re as re_
+
+    from tipcgen.configs.script_reading import numbered_folder
+
+    text = "".join(parts)
+    for source in (f"f{text!r}", f"{text!r}.format(i)", f"{text!r} % i"):
+        try:
+            node = ast.parse(source, mode="eval").body
+        except (SyntaxError, ValueError):
+            continue
+        got = numbered_folder(node)
+        assert got is None or (re_.fullmatch(r"[A-Za-z0-9_\-]*\*[A-Za-z0-9_\-]*", got) and got != "*"), (source, got)
+
+
+def test_a_checkpoint_folder_per_iteration_is_named_by_a_pattern(tmp_path: Path):
+    """train saves iter_N/model.pdparams only: eval loading a file flag gets `iter_*/model.pdparams`; eval loading
+    model.pdparams from a folder flag (`--checkpoint DIR`) gets `iter_*`; a fixed name beside it is preferred."""
+    head = "import argparse, os, paddle\np = argparse.ArgumentParser()\n"
+    (tmp_path / "train.py").write_text(head + textwrap.dedent('''
+        p.add_argument("--save_dir")
+        a = p.parse_args()
+        for it in range(1, 11):
+            folder = os.path.join(a.save_dir, f"iter_{it}")
+            paddle.save({}, os.path.join(folder, "model.pdparams"))
+    '''))
+    (tmp_path / "eval.py").write_text(head + 'p.add_argument("--model_path")\na = p.parse_args()\n'
+                                      'm.set_state_dict(paddle.load(a.model_path))\n')
+    name, note = lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"])
+    assert name == "iter_*/model.pdparams" and "the runner gives eval and export the newest" in note
+    (tmp_path / "eval.py").write_text(head + 'p.add_argument("--checkpoint")\na = p.parse_args()\n'
+                                      'm.set_state_dict(paddle.load(os.path.join(a.checkpoint, "model.pdparams")))\n')
+    name, note = lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"])
+    assert name == "iter_*" and "loads model.pdparams from the folder its flag names" in note
+    with (tmp_path / "train.py").open("a") as train:
+        train.write('paddle.save({}, os.path.join(a.save_dir, "model_final.pdparams"))\n')
+    (tmp_path / "eval.py").write_text(head + 'p.add_argument("--model_path")\na = p.parse_args()\n'
+                                      'm.set_state_dict(paddle.load(a.model_path))\n')
+    name, note = lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"])
+    assert name == "model_final.pdparams" and note.startswith("question: ") and "iter_*/model.pdparams" in note
+
+
+def test_the_export_proof_finds_a_pattern_checkpoint_among_what_the_training_wrote(tmp_path: Path):
+    from tipcgen.repro.export_check import missing_checkpoint
+
+    save = tmp_path / "out"
+    written = [save / "iter_9" / "model.pdparams", save / "iter_10" / "model.pdparams", save / "iter_10" / "model.pdopt"]
+    assert missing_checkpoint(save, "iter_*/model.pdparams", written) is None
+    assert missing_checkpoint(save, "iter_*", written) is None  # a checkpoint folder
+    assert missing_checkpoint(save, "epoch_*/model.pdparams", written) == save / "epoch_*/model.pdparams"
+    assert missing_checkpoint(save, "iter_*/model.pdparams", []) == save / "iter_*/model.pdparams"
+    assert missing_checkpoint(save, "iter_*/model.pdparams", [tmp_path / "elsewhere" / "iter_1" / "model.pdparams"]) is not None
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_segmentation_repository_with_iteration_folders_only(tmp_path: Path):
+    """PaddleSeg without --do_eval: only `iter_N/model.pdparams` folders, whose N is the run's. train.checkpoint
+    is the pattern `iter_*/model.pdparams`, the runner gives eval and export the newest (iter_10 of a 10-iteration
+    lite run, never iter_9 by a lexical sort), and the export proof finds it."""
+    repo = copy("new_seg", tmp_path)
+    train = repo / "tools" / "train.py"
+    source = train.read_text()
+    best = source[source.index("        if float(loss) < best_loss:"):source.index('os.path.join(best_dir, "model.pdparams"))\n')]
+    train.write_text(source.replace(best + 'os.path.join(best_dir, "model.pdparams"))\n', ""))
+    config = "--config configs/tiny_seg.yml"
+    doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
+    assert doc["train"]["checkpoint"] == "iter_*/model.pdparams"
+    said = ("train.checkpoint is iter_*/model.pdparams (a folder per iteration or epoch, iter_*: the runner gives eval "
+            "and export the newest, the one of the highest number)")
+    assert said in out and said in " ".join(text.split())
+    records = lite_run(repo, "tiny_seg")
+    assert_every_proof_passed(repo, "tiny_seg")
+    for kind in ("eval", "export"):
+        command = next(r["command"] for r in records if r["kind"] == kind)
+        assert "/iter_10/model.pdparams" in command, command

@@ -243,18 +243,39 @@ def checkpoint_guess(root: Path, train: str | None, loaders: list[str]) -> tuple
         return None
     loads = [(path, load) for path in loaders for load in read_script(root, path).loads]
     in_folder = [(path, name) for path, (_, name) in loads if name and name in saved]
+    # a folder of the output folder holding the name loaded (best_model/model.pdparams, iter_*/model.pdparams)
+    sub = [(path, name, saves.rsplit("/", 1)[0]) for path, (_, name) in loads if name and "/" not in name
+           for saves in _ranked(saved) if saves.endswith("/" + name)]
     whole = [path for path, (dest, name) in loads if not name and _WEIGHTS_DEST.search(dest)]
     if in_folder and not whole:
         path, name = in_folder[0]
         return ".", (f"train.checkpoint is '.' (the output folder): {train} saves {', '.join(saved)} in its output "
                      f"folder and {path} loads {name} from the folder its flag names")
+    if sub and not whole:
+        path, name, folder = sub[0]
+        return folder, (f"train.checkpoint is {folder}{_which(folder)}: {train} saves {name} in it, and {path} loads "
+                        f"{name} from the folder its flag names")
     if not whole:
         return None
-    best = sorted(saved, key=lambda n: (not re.search(r"best", n, re.IGNORECASE),
-                                        not re.search(r"final|latest|last", n, re.IGNORECASE)))
+    best = _ranked(saved)
     if len(best) == 1:
-        return best[0], (f"train.checkpoint is {best[0]}: {train} saves it in its output folder and "
+        return best[0], (f"train.checkpoint is {best[0]}{_which(best[0])}: {train} saves it in its output folder and "
                          f"{' and '.join(dict.fromkeys(whole))} load{'s' if len(set(whole)) == 1 else ''} the file named by a flag")
-    return best[0], (f"question: train.checkpoint is {best[0]}, one of the files {train} saves ({', '.join(best)}); "
-                     f"eval and export load the one named: is it the right one? (tipcgen new --checkpoint NAME, "
-                     "or train.checkpoint in tipc.yaml)")
+    return best[0], (f"question: train.checkpoint is {best[0]}{_which(best[0])}, one of the files {train} saves "
+                     f"({', '.join(best)}); eval and export load the one named: is it the right one? (tipcgen new "
+                     "--checkpoint NAME, or train.checkpoint in tipc.yaml)")
+
+
+def _ranked(saved: list[str]) -> list[str]:
+    """The names train saves, best first: a best snapshot, a final or latest one, any other fixed name, then a
+    folder per iteration or epoch (``iter_*/model.pdparams``: its number is the run's)."""
+    return sorted(saved, key=lambda n: ("*" in n, not re.search(r"best", n, re.IGNORECASE),
+                                        not re.search(r"final|latest|last", n, re.IGNORECASE)))
+
+
+def _which(name: str) -> str:
+    """What a name with a ``*`` stands for: the runner gives eval and export its newest match."""
+    if "*" not in name:
+        return ""
+    return (f" (a folder per iteration or epoch, {name.split('/')[0]}: the runner gives eval and export the newest, "
+            "the one of the highest number)")

@@ -483,7 +483,8 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
         "paddle2onnx": None,
         "notes": [" ".join(note.split()) for note in notes],
     }
-    if (data_files or setup) and "export" in scripts and options.checkpoint is not None:
+    # a folder per iteration (iter_*/model.pdparams): no one model to name before a run, so no whole_infer models
+    if (data_files or setup) and "export" in scripts and options.checkpoint is not None and "*" not in options.checkpoint:
         trained = f"{data_dir}/trained"
         context["trained_model"] = writer.flow(trained)
         if "infer" in scripts and chosen.get("inference.model_dir"):
