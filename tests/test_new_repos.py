@@ -112,7 +112,8 @@ def test_a_segmentation_repository_with_opts_iters_and_iter_folders(tmp_path: Pa
     config = "--config configs/tiny_seg.yml"
     doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
     assert doc["train"]["epochs"]["key"] == "--iters" and doc["train"]["batch_size"]["key"] == "--batch_size"
-    assert doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root"  # no flag for it: its --opts key
+    # no flag for it: its --opts key, carrying the data the training validates on (the lite eval data)
+    assert doc["train"]["extra"]["key"] == "--opts val_dataset.dataset_root=./train_data/tiny_seg/eval train_dataset.dataset_root"
     assert doc["eval"]["extra"]["key"] == "--opts val_dataset.dataset_root"
     assert doc["train"]["pretrained"]["key"] == "--model_path" and doc["export"]["weights"]["key"] == "--model_path"
     assert doc["train"]["checkpoint"] == "best_model/model.pdparams"
@@ -121,13 +122,16 @@ def test_a_segmentation_repository_with_opts_iters_and_iter_folders(tmp_path: Pa
                  "(best_model/model.pdparams, iter_*/model.pdparams)",
                  "tools/train.py takes `--opts key=value` over configs/tiny_seg.yml: its own flags fill the other "
                  "fields, so its one key is passed as `--opts KEY=VALUE`; keys mapped: train.extra → train_dataset.dataset_root",
+                 "configs/tiny_seg.yml: val_dataset.dataset_root is data/cityscapes, the data the training validates on: "
+                 "set to the lite eval data ./train_data/tiny_seg/eval (passed in the train command's one `--opts`)",
                  "tools/train.py: --save_interval defaults to 1000, above the lite run's 10 iterations: set to 1 so the "
                  "training saves"):
         assert said in out and said in " ".join(text.split()), said
     records = lite_run(repo, "tiny_seg")
     assert_every_proof_passed(repo, "tiny_seg")
     train = next(r for r in records if r["kind"] == "train")
-    assert train["command"].endswith("--iters=10 --batch_size=4 --opts train_dataset.dataset_root=./train_data/tiny_seg/train")
+    assert train["command"].endswith("--iters=10 --batch_size=4 --opts val_dataset.dataset_root=./train_data/tiny_seg/eval "
+                                     "train_dataset.dataset_root=./train_data/tiny_seg/train")
 
 
 def seg_args(config: str) -> tuple[str, ...]:
@@ -155,7 +159,8 @@ def test_a_detection_repository_driven_by_o_overrides_over_a_yaml_config(tmp_pat
     assert doc["train"]["device"]["value"] == [False]  # a true/false key gets False, never cpu
     assert doc["train"]["checkpoint"] == "latest.pdparams"
     assert doc["train"]["norm"] == (f"tools/train.py {config} -o Global.save_epoch_step=1 Global.pretrained_model= "
-                                    "Train.dataset.label_file_list=[./train_data/det_tiny/train/train_icdar2015_label.txt]")
+                                    "Train.dataset.label_file_list=[./train_data/det_tiny/train/train_icdar2015_label.txt] "
+                                    "Eval.dataset.data_dir=./train_data/det_tiny/eval")
     assert doc["export"]["norm"] == f"tools/export_model.py {config} -o"
     for said in ("tools/train.py takes `-o key=value` over configs/det/det_tiny.yml: the command ends in `-o`",
                  "Global.save_epoch_step is 1200, above the lite run's 1: set to 1 so the training saves",
@@ -590,14 +595,18 @@ def test_a_nargs_opts_beside_flags_of_its_own_passes_its_one_key_with_the_flag(t
 
     honest = (FIXTURES / "new_seg" / "tools" / "train.py").read_text()
     doc = propose(honest)
-    assert doc["train"]["epochs"]["key"] == "--iters" and doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root"
+    assert doc["train"]["epochs"]["key"] == "--iters"
+    assert doc["train"]["extra"]["key"] == "--opts val_dataset.dataset_root=./train_data/seg/eval train_dataset.dataset_root"
     assert not doc["train"]["norm"].endswith("--opts")
     # no flag of its own for the device, the output, the data: every slot a key, the command ends in --opts
     only_opts = honest.replace('parser.add_argument("--iters"', 'parser.add_argument("--iters_unused"')
     for flag in ('"--batch_size"', '"--save_dir"', '"--device"'):
         only_opts = only_opts.replace(f"parser.add_argument({flag}", f"parser.add_argument({flag[:-1]}_unused\"")
     doc = propose(only_opts, "save_dir: ./output\n")
-    assert doc["train"]["norm"].endswith("--opts") and doc["train"]["epochs"]["key"] == "iters"
+    # the command's last run of --opts: the fixed key (the lite eval data the training validates on), then each
+    # key the runner appends as a bare KEY=VALUE
+    assert doc["train"]["norm"].endswith("--opts val_dataset.dataset_root=./train_data/seg/eval")
+    assert doc["train"]["epochs"]["key"] == "iters"
     assert doc["train"]["extra"]["key"] == "train_dataset.dataset_root"
 
 
@@ -656,7 +665,8 @@ def test_several_opts_keys_of_one_nargs_opts_go_in_one_run_of_it(tmp_path: Path)
     _seg_with_two_opts_keys(repo)
     config = "--config configs/tiny_seg.yml"
     doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
-    assert doc["train"]["extra"]["key"] == "--opts snapshot_interval=1 train_dataset.dataset_root"
+    assert doc["train"]["extra"]["key"] == ("--opts val_dataset.dataset_root=./train_data/tiny_seg/eval snapshot_interval=1 "
+                                            "train_dataset.dataset_root")
     assert doc["train"]["batch_size"] is None or doc["train"]["batch_size"].get("key") is None
     assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1"  # no --opts the runner's would replace
     assert doc["eval"]["extra"]["key"] == "--opts val_dataset.dataset_root"  # nothing fixed for eval: as before
@@ -664,13 +674,15 @@ def test_several_opts_keys_of_one_nargs_opts_go_in_one_run_of_it(tmp_path: Path)
                  "(`--opts snapshot_interval=1` passed in the train command's one `--opts`)",
                  "tools/train.py: train.batch_size would be passed as a second `--opts batch_size=...`, and argparse keeps "
                  "only the last `--opts` (nargs): left out, so configs/tiny_seg.yml's value stays",
-                 "tools/train.py: its fixed `--opts` keys (snapshot_interval=1) go in train.extra's key, before "
+                 "tools/train.py: its fixed `--opts` keys (val_dataset.dataset_root=./train_data/tiny_seg/eval, "
+                 "snapshot_interval=1) go in train.extra's key, before "
                  "train_dataset.dataset_root"):
         assert said in out and said in " ".join(text.split()), said
     records = lite_run(repo, "tiny_seg")
     assert_every_proof_passed(repo, "tiny_seg")
     train = next(r for r in records if r["kind"] == "train")
-    assert train["command"].endswith("--opts snapshot_interval=1 train_dataset.dataset_root=./train_data/tiny_seg/train")
+    assert train["command"].endswith("--opts val_dataset.dataset_root=./train_data/tiny_seg/eval snapshot_interval=1 "
+                                     "train_dataset.dataset_root=./train_data/tiny_seg/train")
     assert train["command"].count("--opts") == 1
 
 
@@ -687,7 +699,8 @@ def test_fixed_opts_keys_end_the_command_when_no_opts_field_is_passed(tmp_path: 
                           devices="cpu", data={"eval": "lite_data", "infer": "lite_data/images"},
                           checkpoint="best_model/model.pdparams")
     doc = yaml.safe_load(new.propose(options, repo).text)
-    assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1 --opts snapshot_interval=1"
+    assert doc["train"]["norm"] == (f"tools/train.py {config} --save_interval 1 --opts "
+                                    "val_dataset.dataset_root=./train_data/seg/eval snapshot_interval=1")
     assert doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root" and doc["train"]["extra"]["value"] is None
     assert doc["train"]["batch_size"] is None or doc["train"]["batch_size"].get("key") is None  # a per-mode value: left out
 
@@ -844,3 +857,131 @@ def test_a_segmentation_repository_with_iteration_folders_only(tmp_path: Path):
     for kind in ("eval", "export"):
         command = next(r["command"] for r in records if r["kind"] == kind)
         assert "/iter_10/model.pdparams" in command, command
+
+
+# ---------------------------------------------------------------- PaddleGAN-shaped: one script, -o keys, run folders
+
+def gan_args(*more: str) -> tuple[str, ...]:
+    config = "-c configs/tiny_sr.yaml"
+    return ("--train", f"tools/main.py {config}", "--eval", f"tools/main.py {config} --evaluate-only",
+            "--export", f"tools/export_model.py {config}", "--infer", f"tools/inference.py {config} --model_type tinysr",
+            "--train-data", "lite_data/train", "--eval-data", "lite_data/test", "--infer-data", "lite_data/test",
+            "--devices", "cpu", *more)
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_paddlegan_shaped_repository_from_zero(tmp_path: Path):
+    """PaddlePaddle/PaddleGAN's shape (tests/fixtures/new_gan/README.md): every edit is one a tipcgen message
+    names, the run is PASSED with every proof, and eval and export load the newest iter_N_weight.pdparams of
+    the run's own timestamped folder."""
+    repo = copy("new_gan", tmp_path)
+    # 1. the checkpoint the source does not say: asked for, with the pattern form
+    asked = tipcgen("new", "--model-name", "tiny_sr", *gan_args(), cwd=repo)
+    assert asked.returncode == 2 and "--checkpoint:" in asked.stderr and "'*/iter_*_weight.pdparams'" in asked.stderr
+    # 2. export's required -s: named, with the option that fixes it
+    refused = tipcgen("new", "--model-name", "tiny_sr", *gan_args("--checkpoint", "*/iter_*_weight.pdparams"), cwd=repo)
+    assert refused.returncode == 2 and "tools/export_model.py: the required flag --inputs_size fills no TIPC slot" in refused.stderr
+    args = [a.replace("tools/export_model.py -c configs/tiny_sr.yaml",
+                      "tools/export_model.py -c configs/tiny_sr.yaml --inputs_size 1,1,4,4") for a in gan_args()]
+    doc, text, out = run_new(repo, "tiny_sr", *args, "--checkpoint", "*/iter_*_weight.pdparams")
+    train = doc["train"]
+    assert train["device"] is None and train["pretrained"]["key"] == "--load" and doc["export"]["weights"]["key"] == "--load"
+    assert train["epochs"]["key"] == "total_iters" and train["output_dir"]["key"] == "output_dir"
+    assert train["extra"]["key"] == "dataset.train.dataroot" and doc["eval"]["extra"]["key"] == "-o dataset.test.dataroot"
+    assert doc["inference"]["data"]["key"] == "-o dataset.test.dataroot"  # the infer script's own flags follow it
+    assert train["norm"] == ("tools/main.py -c configs/tiny_sr.yaml -o dataset.test.dataroot=./train_data/tiny_sr/eval "
+                             "snapshot_config.interval=1 validate.interval=1")  # ends in -o: no --evaluate-only
+    named = "tools/inference.py loads inference.pdmodel only, and Paddle 3's export writes inference.json"
+    for said in ("configs/tiny_sr.yaml: snapshot_config.interval is 5000, above the lite run's 10: set to 1 so the "
+                 "training saves", "validate.interval is 5000, above the lite run's 10: set to 1 so the training evaluates",
+                 "dataset.test.dataroot is data/Set14, the data the training validates on: set to the lite eval data",
+                 named):
+        assert said in out and said in " ".join(text.split()), said
+    assert "--evaluate-only" not in train["norm"] and "evaluate-only so the training" not in out  # eval's mode
+    # 3. the one source edit, as the note names it (tools/inference.py's .pdmodel line)
+    infer = repo / "tools" / "inference.py"
+    old = '    config = paddle_infer.Config(prefix + ".pdmodel", prefix + ".pdiparams")\n'
+    assert infer.read_text().count(old) == 1
+    infer.write_text(infer.read_text().replace(old, '    model = prefix + (".pdmodel" if os.path.exists(prefix + ".pdmodel") '
+                                               'else ".json")\n    config = paddle_infer.Config(model, prefix + ".pdiparams")\n'))
+    records = lite_run(repo, "tiny_sr")
+    assert_every_proof_passed(repo, "tiny_sr")
+    for kind in ("eval", "export"):
+        command = next(r["command"] for r in records if r["kind"] == kind)
+        assert "/TinySRModel-" in command and "/iter_10_weight.pdparams" in command, command
+    proof = next(s for s in summary(repo, "tiny_sr")["steps"] if s["name"].startswith("export_params"))
+    assert "(the state dict under 'generator')" in proof["note"]
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_paddlegan_shaped_repository_whose_export_skips_the_trained_net_fails_naming_it(tmp_path: Path):
+    """PaddleGAN's export loads each net by its name (`if net_name in state_dicts`): weights saved under another
+    name ('netG') are skipped without a word, and the export holds the untrained generator. Every step passes;
+    the export proof fails, naming it."""
+    repo = copy("new_gan", tmp_path)
+    for rel, old, new in (
+            ("ppgan/trainer.py", "state_dicts = {net_name: net.state_dict() for net_name, net in self.model.nets.items()}",
+             'state_dicts = {"netG": net.state_dict() for net_name, net in self.model.nets.items()}'),
+            ("tools/inference.py", '    config = paddle_infer.Config(prefix + ".pdmodel", prefix + ".pdiparams")\n',
+             '    config = paddle_infer.Config(prefix + ".json", prefix + ".pdiparams")\n')):
+        source = (repo / rel).read_text()
+        assert source.count(old) == 1, old
+        (repo / rel).write_text(source.replace(old, new))
+    args = [a.replace("tools/export_model.py -c configs/tiny_sr.yaml",
+                      "tools/export_model.py -c configs/tiny_sr.yaml --inputs_size 1,1,4,4") for a in gan_args()]
+    run_new(repo, "tiny_sr", *args, "--checkpoint", "*/iter_*_weight.pdparams")
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    run = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)
+    assert run.returncode != 0 and "\nFAILED: " in run.stdout, run.stdout[-3000:]
+    said = " ".join(run.stdout.split())
+    assert "so export did not use the trained checkpoint" in said and "iter_10_weight.pdparams" in said, run.stdout[-4000:]
+    steps = {s["kind"]: s["status"] for s in summary(repo, "tiny_sr")["steps"] if s["kind"] != "check"}
+    assert set(steps.values()) == {"passed"}  # every step passed: only the proof saw it
+
+
+@pytest.mark.parametrize(("key", "interval"), [
+    ("snapshot_config.interval", True), ("validate.interval", True), ("Global.save_epoch_step", True),
+    ("checkpoint.every", True), ("eval_config.freq", True),
+    ("log_config.interval", False), ("log_config.visiual_interval", False), ("lr_scheduler.step_size", False),
+    ("Global.epochs", False), ("interval", False), ("test.batch_size", False), ("validate.metrics", False),
+    ("optimizer.interval", False), ("dataset.test.interval_ms", False),
+])
+def test_an_interval_key_by_its_own_name_or_its_parent(key: str, interval: bool):
+    assert overrides.is_interval(key) is interval
+
+
+def test_the_data_the_training_validates_on_is_set_only_when_lite_eval_data_is_shipped(tmp_path: Path):
+    repo = copy("new_gan", tmp_path)
+    from tipcgen.new import new
+
+    def train_norm(data: dict[str, str], more: str = "") -> str:
+        options = new.Options(model_name="g", scripts={"train": f"tools/main.py -c configs/tiny_sr.yaml{more}",
+                                                       "eval": "tools/main.py -c configs/tiny_sr.yaml --evaluate-only",
+                                                       "export": "tools/export_model.py -c configs/tiny_sr.yaml -s 1,1,4,4",
+                                                       "infer": "tools/inference.py -c configs/tiny_sr.yaml --model_type t"},
+                              devices="cpu", data=data, checkpoint="*/iter_*_weight.pdparams")
+        return yaml.safe_load(new.propose(options, repo).text)["train"]["norm"]
+
+    assert "dataset.test.dataroot=./train_data/g/eval" in train_norm({"train": "lite_data/train", "eval": "lite_data/test"})
+    assert "dataset.test.dataroot" not in train_norm({"train": "lite_data/train"})  # no lite eval data: left alone
+    given = train_norm({"train": "lite_data/train", "eval": "lite_data/test"}, " -o dataset.test.dataroot=mine")
+    assert given.count("dataset.test.dataroot=") == 1 and "dataset.test.dataroot=mine" in given  # the user's stays
+
+
+def test_a_flag_the_eval_command_passes_to_the_same_script_is_its_mode_not_a_train_edit():
+    body = '''
+        p.add_argument("--evaluate-only", action="store_true", default=False)
+        a = p.parse_args()
+        if a.evaluate_only:
+            trainer.test()
+    '''
+    train = Script("train", "train.py", (), [])
+    same = {"train": train, "eval": Script("eval", "train.py", ("--evaluate-only",), [])}
+    other = {"train": train, "eval": Script("eval", "eval.py", ("--evaluate-only",), [])}
+    readings = {"train.py": reading(body)}
+    assert lite.edits(Path("."), same, readings, {}, 1, False, None) == []
+    assert lite.edits(Path("."), other, readings, {}, 1, False, None) == []  # `only`: a mode by its name too
+    gated = {"train.py": reading(body.replace("evaluate-only", "do-eval").replace("evaluate_only", "do_eval"))}
+    assert [e.flag for e in lite.edits(Path("."), other, gated, {}, 1, False, None)] == ["--do-eval"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tipcgen.configs.script_help import Flag, Script, loose
 from tipcgen.configs.script_reading import Arg, Reading, read_script, truthy
+from tipcgen.new.fields import MODE_SWITCH
 from tipcgen.new.overrides import override_flag
 
 SCRIPT_FIELD = {"train": "train.norm", "eval": "eval.script", "export": "export.norm", "infer": "inference.script"}
@@ -65,6 +66,11 @@ def edits(root: Path, scripts: dict[str, Script], readings: dict[str, Reading], 
         return []
     slot_flags = {loose(f) for f in chosen.values() if f}
     free = [a for a in reading.args if not _given(train, a) and loose(a.name) not in slot_flags]
+    # a flag another step passes to the same script is that step's mode (PaddleGAN's eval is `tools/main.py
+    # --evaluate-only`, which tests and returns before training): never one the training is given
+    modes = {w.split("=", 1)[0] for s in scripts.values() if s is not train and s.path == train.path
+             for w in s.args if w.startswith("-")}
+    free = [a for a in free if not set(a.names) & modes]
     out: list[Edit] = []
     for rule in (lambda left: _intervals(train, reading, left, lite_count, steps), lambda left: _strides(train, left),
                  lambda left: _augmentations(train, left),
@@ -83,7 +89,7 @@ def _intervals(train: Script, reading: Reading, free: list[Arg], lite_count: int
         gate = gates.get(arg.dest)
         by_name = gate is None and _INTERVAL_NAME.search(arg.dest.lower().replace("_", "")) is not None \
             and not reading.unused(arg.name)  # parsed and never read (a literal `step % 5000` gates): it sets nothing
-        if gate is None and not by_name or arg.dest in seen:
+        if gate is None and not by_name or arg.dest in seen or MODE_SWITCH.search(arg.dest):
             continue
         default = arg.default
         what = gate.what if gate is not None else "saving or evaluation (by its name)"

@@ -212,7 +212,8 @@ def _ask_missing(options: Options, root: Path, ask: Callable[[str, str, str], st
     loads = options.scripts.get("eval") not in (None, "null") or options.scripts.get("export") != "null"
     if loads and options.checkpoint is None:
         wanted.append(("--checkpoint", "what train saves in its output dir for eval and export to load "
-                       "(a file or folder name; '.' for the output dir itself)", "checkpoint"))
+                       "(a file or folder name; '.' for the output dir itself; a * for a run's number or time: "
+                       "'iter_*/model.pdparams', '*/iter_*_weight.pdparams', the newest match)", "checkpoint"))
     if not wanted:
         return
     if ask is None:

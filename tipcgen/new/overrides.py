@@ -42,15 +42,19 @@ _KEYS: dict[str, tuple[str, ...]] = {
 }
 _BATCH = re.compile(r"^(batch_size(_per_card|_per_gpu)?|train_batch_size|batchsize|samples_per_gpu)$")
 _DATA_DIR = ("data_dir", "dataset_dir", "image_root", "data_root", "img_dir", "image_dir", "data_path", "root",
-             "dataset_root", "img_prefix", "image_prefix")
+             "dataset_root", "img_prefix", "image_prefix", "dataroot")  # dataroot: PaddleGAN's dataset.train.dataroot
 _LABEL_LIST = re.compile(r"^(label_file_list|label_file|anno_path|ann_file|label_path|cls_label_path|data_list|file_list)$")
 _TRAIN_PART = re.compile(r"train", re.IGNORECASE)
 _EVAL_PART = re.compile(r"eval|val|test", re.IGNORECASE)
 _INTERVAL = re.compile(r"^(save|eval|test|val|snapshot)\w*(step|steps|interval|freq|epoch|epochs|every|period)$|^snapshot_epoch$")
+# an interval named by its parent (PaddleGAN's snapshot_config.interval, validate.interval): the last part says
+# how often, the one before it of what
+_INTERVAL_PARENT = re.compile(r"(^|_)(save|snapshot|checkpoint|ckpt|eval|evaluate|validate|validation|val|test)(_|$)")
+_INTERVAL_LAST = {"interval", "freq", "frequency", "period", "every", "step", "steps", "epoch", "epochs", "iters"}
 _DOWNLOAD = re.compile(r"pretrain|imagenet|download", re.IGNORECASE)
 _ROLE_OF = {"train.epochs": "train", "train.output_dir": "train", "train.device": "train", "train.batch_size": "train",
             "train.extra": "train", "train.pretrained": "eval", "eval.extra": "eval", "export.weights": "export",
-            "export.output_dir": "export"}
+            "export.output_dir": "export", "inference.data": "infer"}
 
 
 @dataclass
@@ -143,6 +147,16 @@ def _last(dotted: str) -> str:
     return dotted.rsplit(".", 1)[-1].lower()
 
 
+def is_interval(dotted: str) -> bool:
+    """A key that says how often the training saves or evaluates: ``Global.save_epoch_step``, or an interval
+    named by its parent (``snapshot_config.interval``, ``validate.interval``); never ``log_config.interval``,
+    ``lr_scheduler.step_size`` nor an ``epochs`` count of its own (``Global.epochs``)."""
+    parts = dotted.lower().split(".")
+    if _INTERVAL.match(parts[-1]):
+        return True
+    return len(parts) > 1 and parts[-1] in _INTERVAL_LAST and bool(_INTERVAL_PARENT.search(parts[-2]))
+
+
 def _checkpointish(value: object) -> bool:
     """A checkpoint key's value: a path or nothing, never a switch or a URL (a download)."""
     if isinstance(value, bool):
@@ -157,7 +171,7 @@ def candidates(fld: str, ov: Overrides) -> list[str]:
         batch = [k for k in keys if _BATCH.match(_last(k))]
         train = [k for k in batch if _TRAIN_PART.search(k)]
         return train or (batch if len(batch) == 1 else [])
-    if fld in ("train.extra", "eval.extra"):
+    if fld in ("train.extra", "eval.extra", "inference.data"):  # an infer script's data: the config's test set
         part = _TRAIN_PART if fld == "train.extra" else _EVAL_PART
         return [k for name in _DATA_DIR for k in keys
                 if _last(k) == name and part.search(k.rsplit(".", 1)[0] if "." in k else "")]
@@ -186,8 +200,13 @@ def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[
 
     flagged = {fld for fld, role in _ROLE_OF.items() if role in scripts and
                {loose(n) for f in scripts[role].flags for n in f.names} & {loose(n) for n in CANDIDATES[fld][1]}}
+    # any flag of the script the runner fills (an infer script's --model_dir, --device) follows the command
+    # (never train.pretrained's: null for the train step, so not passed to it)
+    passes_flags = {role for role, script in scripts.items() for fld, (step, names) in CANDIDATES.items()
+                    if step == role and fld != "train.pretrained"
+                    and {loose(n) for f in script.flags for n in f.names} & {loose(n) for n in names}}
     for role, one in found.items():
-        one.single = not one.append and any(_ROLE_OF[fld] == role for fld in flagged)
+        one.single = not one.append and (any(_ROLE_OF[fld] == role for fld in flagged) or role in passes_flags)
     out = {}
     for fld, role in _ROLE_OF.items():
         ov = found.get(role)
@@ -240,10 +259,17 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
         pairs: list[tuple[str, str]] = []
         passed = " ".join(script.args)
         added = f"passed in the {role} command's one `{ov.flag}`" if ov.single else f"added to the {role} command in tipc.yaml"
+        eval_key = find("eval.extra", ov) if role == "train" and "eval" in data_names else None
         for key, value in ov.keys.items():
             if f"{key}=" in passed:
                 continue
             last = _last(key)
+            if key == eval_key and isinstance(value, str):  # the training's own validation reads the eval data
+                lite = f"{data_dir}/{data_names['eval']}"
+                pairs.append((key, lite))
+                notes.append(f"{ov.config}: {key} is {value}, the data the training validates on: set to the lite eval "
+                             f"data {lite} ({added})")
+                continue
             if role == "train" and pretrained_key is not None and ov.key(key) == pretrained_key and \
                     _missing_weights(root, value):
                 pairs.append((key, ""))
@@ -251,11 +277,14 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
                              f"loading it; set to nothing so the lite training starts from scratch (`{ov.key(key)}=` "
                              f"{added}); ship the file there to start from it")
                 continue
-            if role == "train" and _INTERVAL.match(last) and isinstance(value, int) and not isinstance(value, bool) \
+            if role == "train" and is_interval(key) and isinstance(value, int) and not isinstance(value, bool) \
                     and value > lite_count:
                 pairs.append((key, "1"))
+                tail = ".".join(key.split(".")[-2:])  # validate.interval evaluates, snapshot_config.interval saves
+                does = "evaluates" if re.search(r"eval|val|test", tail, re.IGNORECASE) and \
+                    not re.search(r"save|snapshot|checkpoint", tail, re.IGNORECASE) else "saves"
                 notes.append(f"{ov.config}: {key} is {value}, above the lite run's {lite_count}: set to 1 so the training "
-                             f"saves (`{ov.key(key)}=1` {added})")
+                             f"{does} (`{ov.key(key)}=1` {added})")
             elif _LABEL_LIST.match(last) and role in ("train", "eval"):
                 data_role = "train" if _TRAIN_PART.search(key) and not _EVAL_PART.search(key) else \
                     "eval" if _EVAL_PART.search(key) else None
