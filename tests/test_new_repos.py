@@ -160,8 +160,9 @@ def test_a_detection_repository_driven_by_o_overrides_over_a_yaml_config(tmp_pat
     assert doc["train"]["checkpoint"] == "latest.pdparams"
     assert doc["train"]["norm"] == (f"tools/train.py {config} -o Global.save_epoch_step=1 Global.pretrained_model= "
                                     "Train.dataset.label_file_list=[./train_data/det_tiny/train/train_icdar2015_label.txt] "
-                                    "Eval.dataset.data_dir=./train_data/det_tiny/eval")
-    assert doc["export"]["norm"] == f"tools/export_model.py {config} -o"
+                                    "Eval.dataset.data_dir=./train_data/det_tiny/eval "
+                                    "Eval.dataset.label_file_list=[./train_data/det_tiny/eval/test_icdar2015_label.txt]")
+    assert doc["export"]["norm"] == f"tools/export_model.py {config} -o Global.use_gpu=False"  # no device slot for export
     for said in ("tools/train.py takes `-o key=value` over configs/det/det_tiny.yml: the command ends in `-o`",
                  "Global.save_epoch_step is 1200, above the lite run's 1: set to 1 so the training saves",
                  "Global.pretrained_model is ./pretrain_models/MobileNetV3_large_x0_5_pretrained.pdparams, which is not "
@@ -985,3 +986,100 @@ def test_a_flag_the_eval_command_passes_to_the_same_script_is_its_mode_not_a_tra
     assert lite.edits(Path("."), other, readings, {}, 1, False, None) == []  # `only`: a mode by its name too
     gated = {"train.py": reading(body.replace("evaluate-only", "do-eval").replace("evaluate_only", "do_eval"))}
     assert [e.flag for e in lite.edits(Path("."), other, gated, {}, 1, False, None)] == ["--do-eval"]
+
+
+# ---------------------------------------------------------------- PaddleClas-shaped: -o append, a deploy config
+
+def cls_args(*more: str) -> tuple[str, ...]:
+    config = "-c ppcls/configs/TinyNet.yaml"
+    return ("--train", f"tools/train.py {config}", "--eval", f"tools/eval.py {config}", "--export",
+            f"tools/export_model.py {config}", "--infer", "deploy/python/predict_cls.py -c deploy/configs/inference_cls.yaml",
+            "--train-data", "lite_data", "--eval-data", "lite_data", "--infer-data", "lite_data/images", "--devices", "cpu",
+            *more)
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_paddleclas_shaped_repository_from_zero(tmp_path: Path):
+    """PaddlePaddle/PaddleClas's shape (tests/fixtures/new_cls/README.md): the -o (append) parser found in the
+    package module the script imports, every slot a config key (the inference script's from its own deploy
+    config), the label lists the lite data ships, the eval data the training validates on, export kept off the
+    config's GPU; each edit left is one a message names."""
+    repo = copy("new_cls", tmp_path)
+    asked = tipcgen("new", "--model-name", "tinynet", *cls_args(), cwd=repo)
+    assert asked.returncode == 2 and "--checkpoint:" in asked.stderr  # <Arch.name>/latest: not in the source
+    doc, text, out = run_new(repo, "tinynet", *cls_args("--checkpoint", "TinyNet/latest"))
+    keys = {fld: doc[fld.split(".")[0]][fld.split(".")[1]]["key"] for fld in (
+        "train.device", "train.epochs", "train.output_dir", "train.batch_size", "train.pretrained", "train.extra",
+        "eval.extra", "export.weights", "export.output_dir", "inference.model_dir", "inference.data", "inference.use_gpu",
+        "inference.enable_mkldnn", "inference.cpu_threads")}
+    assert keys == {"train.device": "-o Global.device", "train.epochs": "-o Global.epochs",
+                    "train.output_dir": "-o Global.output_dir", "train.batch_size": "-o DataLoader.Train.sampler.batch_size",
+                    "train.pretrained": "-o Global.pretrained_model", "train.extra": "-o DataLoader.Train.dataset.image_root",
+                    "eval.extra": "-o DataLoader.Eval.dataset.image_root", "export.weights": "-o Global.pretrained_model",
+                    "export.output_dir": "-o Global.save_inference_dir", "inference.model_dir": "-o Global.inference_model_dir",
+                    "inference.data": "-o Global.infer_imgs", "inference.use_gpu": "-o Global.use_gpu",
+                    "inference.enable_mkldnn": "-o Global.enable_mkldnn", "inference.cpu_threads": "-o Global.cpu_num_threads"}
+    assert doc["inference"]["use_gpu"]["value"] == [False]  # a true/false key: never 'cpu' (truthy in YAML)
+    assert doc["export"]["norm"] == "tools/export_model.py -c ppcls/configs/TinyNet.yaml -o Global.device=cpu"
+    assert doc["train"]["norm"] == (
+        "tools/train.py -c ppcls/configs/TinyNet.yaml -o DataLoader.Train.dataset.cls_label_path=./train_data/tinynet/"
+        "train/train_list.txt -o DataLoader.Eval.dataset.image_root=./train_data/tinynet/eval "
+        "-o DataLoader.Eval.dataset.cls_label_path=./train_data/tinynet/eval/val_list.txt")
+    download = ("ppcls/configs/TinyNet.yaml: Arch.pretrained is true: it may download pretrained weights at start-up "
+                "(offline the step fails): add `-o Arch.pretrained=False` to the train command in tipc.yaml")
+    pdmodel = ("deploy/python/predict_cls.py loads inference.pdmodel only, and Paddle 3's export writes inference.json: "
+               "make it load inference.json when there is no .pdmodel (deploy/python/predict_cls.py:16)")
+    for said in (download, pdmodel, "Global.device is gpu and the runner passes export no device: set to cpu",
+                 "each key passed as `-o KEY=VALUE` (action='append')"):
+        assert said in out and said in " ".join(text.split()), said
+    # the two edits, as the notes name them
+    edited = text.replace("  norm: tools/train.py -c ppcls/configs/TinyNet.yaml -o ",
+                          "  norm: tools/train.py -c ppcls/configs/TinyNet.yaml -o Arch.pretrained=False -o ")
+    assert edited != text
+    (repo / "tipc.yaml").write_text(edited)
+    predict = repo / "deploy" / "python" / "predict_cls.py"
+    old = 'inference.Config(os.path.join(model_dir, "inference.pdmodel"), '
+    assert predict.read_text().count(old) == 1 and 'os.path.join(model_dir, "inference.pdmodel")' in predict.read_text().splitlines()[15]
+    predict.write_text(predict.read_text().replace(old, 'inference.Config(os.path.join(model_dir, "inference.json"), '))
+    records = lite_run(repo, "tinynet")
+    assert_every_proof_passed(repo, "tinynet")
+    evaluation = next(r["command"] for r in records if r["kind"] == "eval")
+    assert "/TinyNet/latest -o Global.device=cpu -o DataLoader.Eval.dataset.image_root=" in evaluation, evaluation
+    assert sum(1 for r in records if r["kind"] == "infer" and r["status"] == "passed") == 4
+
+
+def test_export_is_kept_off_a_config_gpu_only_where_the_config_says_gpu(tmp_path: Path):
+    from tipcgen.new import new
+
+    repo = copy("new_cls", tmp_path)
+    options = new.Options(model_name="t", scripts={role: given for role, given in zip(
+        ("train", "eval", "export", "infer"), cls_args()[1:8:2])}, devices="cpu", checkpoint="TinyNet/latest",
+        data={"train": "lite_data", "eval": "lite_data", "infer": "lite_data/images"})
+    assert "Global.device=cpu" in yaml.safe_load(new.propose(options, repo).text)["export"]["norm"]
+    config = repo / "ppcls" / "configs" / "TinyNet.yaml"
+    config.write_text(config.read_text().replace("  device: gpu\n", "  device: cpu\n"))
+    assert "Global.device" not in yaml.safe_load(new.propose(options, repo).text)["export"]["norm"]
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_paddleclas_shaped_repository_whose_export_ignores_the_weights_fails_naming_it(tmp_path: Path):
+    """The engine loads Global.pretrained_model in train and eval modes only: the export holds the untrained net.
+    Every step passes; the export proof fails, naming the checkpoint it should have held."""
+    repo = copy("new_cls", tmp_path)
+    engine = repo / "ppcls" / "engine.py"
+    old = '        if g.get("pretrained_model"):\n'
+    assert engine.read_text().count(old) == 1
+    engine.write_text(engine.read_text().replace(old, '        if g.get("pretrained_model") and mode != "export":\n'))
+    predict = repo / "deploy" / "python" / "predict_cls.py"
+    predict.write_text(predict.read_text().replace('os.path.join(model_dir, "inference.pdmodel")',
+                                                   'os.path.join(model_dir, "inference.json")'))
+    _, text, _ = run_new(repo, "tinynet", *cls_args("--checkpoint", "TinyNet/latest"))
+    (repo / "tipc.yaml").write_text(text.replace("  norm: tools/train.py -c ppcls/configs/TinyNet.yaml -o ",
+                                                 "  norm: tools/train.py -c ppcls/configs/TinyNet.yaml -o Arch.pretrained=False -o "))
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    run = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)
+    assert run.returncode != 0 and "\nFAILED: " in run.stdout, run.stdout[-3000:]
+    said = " ".join(run.stdout.split())
+    assert "so export did not use the trained checkpoint" in said and "TinyNet/latest.pdparams" in said, run.stdout[-4000:]

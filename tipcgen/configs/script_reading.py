@@ -290,6 +290,9 @@ def read_script(root: Path, rel: str) -> Reading:
 def _local_imports(nodes: list[ast.AST]) -> list[str]:
     names = [alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names]
     names += [node.module for node in nodes if isinstance(node, ast.ImportFrom) and node.module]
+    # `from ppcls.utils import config`: a submodule of the package (PaddleClas's parse_args lives there)
+    names += [f"{node.module}.{alias.name}" for node in nodes if isinstance(node, ast.ImportFrom) and node.module
+              for alias in node.names if alias.name != "*"]
     return list(dict.fromkeys(names))
 
 

@@ -333,7 +333,7 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     values["eval.extra"] = _data_value(scripts, "eval.extra", chosen, data_files, "eval", data_dir)
     values["export.output_dir"] = "./output/"
     values["export.weights"] = None
-    use_gpu = loose(chosen.get("inference.use_gpu") or "") == "usegpu"
+    use_gpu = loose((chosen.get("inference.use_gpu") or "").rsplit(".", 1)[-1]) == "usegpu"  # -o Global.use_gpu too
     values["inference.use_gpu"] = device_values("inference.use_gpu", True if use_gpu else "gpu", False if use_gpu else "cpu")
     values["inference.enable_mkldnn"] = [False, True]
     values["inference.cpu_threads"] = [1, 2]

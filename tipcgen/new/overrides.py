@@ -39,7 +39,16 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "export.weights": ("pretrained_model", "checkpoints", "weights", "pretrain_weights", "init_checkpoint",
                        "finetune_checkpoint", "resume_checkpoint", "checkpoint"),
     "export.output_dir": ("save_inference_dir", "inference_dir", "export_dir", "output_dir", "save_dir"),
+    # an infer script driven by its own config (PaddleClas's deploy/configs/inference_cls.yaml)
+    "inference.model_dir": ("inference_model_dir", "model_dir"),
+    "inference.use_gpu": ("use_gpu",),
+    "inference.enable_mkldnn": ("enable_mkldnn", "use_mkldnn"),
+    "inference.cpu_threads": ("cpu_num_threads", "cpu_threads", "num_threads"),
+    "inference.batch_size": ("batch_size",),
+    "inference.use_tensorrt": ("use_tensorrt",),
+    "inference.benchmark": ("enable_benchmark", "benchmark"),
 }
+_INFER_DATA = ("infer_imgs", "infer_img", "infer_dir", "infer_data", "image_dir", "img_dir", "image_path")
 _BATCH = re.compile(r"^(batch_size(_per_card|_per_gpu)?|train_batch_size|batchsize|samples_per_gpu)$")
 _DATA_DIR = ("data_dir", "dataset_dir", "image_root", "data_root", "img_dir", "image_dir", "data_path", "root",
              "dataset_root", "img_prefix", "image_prefix", "dataroot")  # dataroot: PaddleGAN's dataset.train.dataroot
@@ -54,7 +63,9 @@ _INTERVAL_LAST = {"interval", "freq", "frequency", "period", "every", "step", "s
 _DOWNLOAD = re.compile(r"pretrain|imagenet|download", re.IGNORECASE)
 _ROLE_OF = {"train.epochs": "train", "train.output_dir": "train", "train.device": "train", "train.batch_size": "train",
             "train.extra": "train", "train.pretrained": "eval", "eval.extra": "eval", "export.weights": "export",
-            "export.output_dir": "export", "inference.data": "infer"}
+            "export.output_dir": "export", "inference.data": "infer", "inference.model_dir": "infer",
+            "inference.use_gpu": "infer", "inference.enable_mkldnn": "infer", "inference.cpu_threads": "infer",
+            "inference.batch_size": "infer", "inference.use_tensorrt": "infer", "inference.benchmark": "infer"}
 
 
 @dataclass
@@ -171,6 +182,8 @@ def candidates(fld: str, ov: Overrides) -> list[str]:
         batch = [k for k in keys if _BATCH.match(_last(k))]
         train = [k for k in batch if _TRAIN_PART.search(k)]
         return train or (batch if len(batch) == 1 else [])
+    if fld == "inference.data" and (named := [k for name in _INFER_DATA for k in keys if _last(k) == name]):
+        return named  # Global.infer_imgs
     if fld in ("train.extra", "eval.extra", "inference.data"):  # an infer script's data: the config's test set
         part = _TRAIN_PART if fld == "train.extra" else _EVAL_PART
         return [k for name in _DATA_DIR for k in keys
@@ -264,6 +277,14 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
             if f"{key}=" in passed:
                 continue
             last = _last(key)
+            if role == "export" and _last(key) in _KEYS["train.device"] and \
+                    (value is True or (isinstance(value, str) and value.lower().startswith(("gpu", "cuda")))):
+                cpu = "False" if isinstance(value, bool) else "cpu"  # no device slot for export: the runner passes none
+                pairs.append((key, cpu))
+                notes.append(f"{ov.config}: {key} is {value} and the runner passes export no device: set to {cpu} "
+                             f"({added}), so the export runs on a machine without a GPU too (the exported model is "
+                             "the same)")
+                continue
             if key == eval_key and isinstance(value, str):  # the training's own validation reads the eval data
                 lite = f"{data_dir}/{data_names['eval']}"
                 pairs.append((key, lite))
@@ -288,20 +309,23 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
             elif _LABEL_LIST.match(last) and role in ("train", "eval"):
                 data_role = "train" if _TRAIN_PART.search(key) and not _EVAL_PART.search(key) else \
                     "eval" if _EVAL_PART.search(key) else None
-                if data_role != role or role not in data:
+                # the training validates on the eval data (the eval data key set above): its label list too
+                validates = role == "train" and data_role == "eval" and eval_key is not None
+                if (data_role != role and not validates) or data_role not in data:
                     continue
+                role_of_data = data_role
                 names = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
-                lite = root / data[role]
+                lite = root / data[role_of_data]
                 shipped = [Path(n).name for n in names if lite.is_dir() and (lite / Path(n).name).is_file()]
                 if shipped and len(shipped) == len(names):
-                    new = [f"{data_dir}/{data_names[role]}/{n}" for n in shipped]
+                    new = [f"{data_dir}/{data_names[role_of_data]}/{n}" for n in shipped]
                     text = "[" + ",".join(new) + "]" if isinstance(value, list) else new[0]
                     pairs.append((key, text))
-                    notes.append(f"{ov.config}: {key} names {', '.join(names)}; the lite data {data[role]} ships "
+                    notes.append(f"{ov.config}: {key} names {', '.join(names)}; the lite data {data[role_of_data]} ships "
                                  f"{', '.join(shipped)}: set to {text} ({added})")
                 elif names:
                     notes.append(f"question: {ov.config}: {key} names {', '.join(names)}, which the lite data "
-                                 f"{data.get(role, '(none)')} does not ship; which file lists the lite {role} data? add "
+                                 f"{data.get(role_of_data, '(none)')} does not ship; which file lists the lite {role_of_data} data? add "
                                  f"`{ov.key(key)}=PATH` to the {role} command in tipc.yaml")
             elif role == "train" and value is True and _DOWNLOAD.search(last):
                 notes.append(f"{ov.config}: {key} is true: it may download pretrained weights at start-up (offline the "
