@@ -5,8 +5,10 @@ The fixtures (tests/fixtures/new_*/README.md say what each holds): a restoration
 patch `--stride`, a `--save_interval` and no device flag; a text-detection repo driven by `-o key=value`
 over a YAML config; an anomaly-detection repo with a `--type all` class filter, a `--cuda` switch and
 `--checkpoint` folders; an NLP repo whose `--pretrained` is a download switch and whose `--data` is a
-data-set name. Each test checks the descriptor `new` writes and that its notes name every edit; the
-restoration, anomaly and detection ones then run the chain on real Paddle (tiny models, seconds each).
+data-set name; a PaddleGAN-shaped super-resolution repo (one script trains and evaluates, every setting a
+config key, weights in a timestamped folder per run); a PaddleClas-shaped classification repo (`-o` append,
+a deploy config for inference). Each test checks the descriptor `new` writes and that its notes name every
+edit; the chains then run on real Paddle (tiny models, seconds each).
 The unit tests below them read sources written here (no process), for the rules' edges: where each must
 NOT fire as well as where it must.
 """
@@ -490,7 +492,8 @@ def test_any_yaml_config_reads_without_an_error(data):
                         [Flag(("-c",), True), Flag(("-o", "--opt"), True, help="set configuration options")])
         found = overrides.detect(path, script, None)
     if found is not None:
-        for fld in ("train.epochs", "train.batch_size", "train.extra", "eval.extra", "train.pretrained", "export.output_dir"):
+        for fld in ("train.epochs", "train.batch_size", "train.extra", "eval.extra", "train.pretrained", "export.output_dir",
+                    "inference.model_dir", "inference.data", "inference.use_gpu", "inference.cpu_threads"):
             key = overrides.find(fld, found)
             assert key is None or key in found.keys
 
@@ -1083,3 +1086,27 @@ def test_a_paddleclas_shaped_repository_whose_export_ignores_the_weights_fails_n
     assert run.returncode != 0 and "\nFAILED: " in run.stdout, run.stdout[-3000:]
     said = " ".join(run.stdout.split())
     assert "so export did not use the trained checkpoint" in said and "TinyNet/latest.pdparams" in said, run.stdout[-4000:]
+
+
+_FIELDS = ("train.device", "train.output_dir", "train.epochs", "train.batch_size", "train.autocast", "train.extra")
+
+
+@settings(max_examples=fuzz_examples(200), deadline=None)
+@given(st.dictionaries(st.sampled_from(_FIELDS), st.sampled_from(["--opts a.b", "--opts c", "--flag", None]), max_size=6),
+       st.dictionaries(st.sampled_from(_FIELDS), st.sampled_from(["always", "sometimes", ""]), max_size=6),
+       st.lists(st.tuples(st.sampled_from(["x.y", "z"]), st.sampled_from(["1", ""])), max_size=3))
+def test_one_run_of_a_nargs_opts_whatever_the_fields(chosen, how, fixed):
+    """However the fields are keyed and passed: at most one `--opts` field stays, it is passed in every mode when
+    it carries fixed keys, and every fixed key is placed once (in its key or at the end of the command)."""
+    scripts = {"train": Script("train", "t.py", ("-c", "c.yml"), [])}
+    ov = overrides.Overrides("--opts", False, "c.yml", single=True, fixed=list(fixed))
+    chosen = dict(chosen)
+    overrides.place_single(scripts, {"train": ov}, chosen, {"train": _FIELDS}, lambda fld: how.get(fld, ""))
+    kept = [f for f in _FIELDS if f not in ("train.device",) and (chosen.get(f) or "").startswith("--opts ")
+            and how.get(f)]
+    assert len(kept) <= 1
+    placed = " ".join([*(chosen[f] for f in kept), *scripts["train"].args])
+    for key, value in fixed:
+        assert placed.count(f"{key}={value}") >= 1
+    if fixed and kept:
+        assert how[kept[0]] == "always"
