@@ -858,7 +858,9 @@ tipc_start_run() {
     : > "$TIPC_RESULTS"
     : > "$TIPC_RECORDS"
     GPU_COUNT=$(tipc_gpu_count "$PYTHON")
-    TIPC_CORES=$(nproc 2> /dev/null || printf 1)  # tipc_side_by_side's
+    # tipc_side_by_side's: the CPUs the runner may use (GNU nproc reads OMP_NUM_THREADS too, which paddle and many
+    # users set to 1: not a count of cores)
+    TIPC_CORES=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2> /dev/null || printf 1)
     TIPC_STDBUF=$(command -v stdbuf || :)  # the log writer's (tipc_spawn)
     exec {TIPC_SLEEP_FD}<> <(:)  # a pipe that never delivers: `read -t` on it sleeps without a fork
     trap tipc_on_interrupt INT TERM HUP

@@ -315,8 +315,8 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
                     continue
                 role_of_data = data_role
                 names = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
-                lite = root / data[role_of_data]
-                shipped = [Path(n).name for n in names if lite.is_dir() and (lite / Path(n).name).is_file()]
+                lite_dir = root / data[role_of_data]
+                shipped = [Path(n).name for n in names if lite_dir.is_dir() and (lite_dir / Path(n).name).is_file()]
                 if shipped and len(shipped) == len(names):
                     new = [f"{data_dir}/{data_names[role_of_data]}/{n}" for n in shipped]
                     text = "[" + ",".join(new) + "]" if isinstance(value, list) else new[0]
@@ -364,16 +364,18 @@ def place_single(scripts: dict[str, Script], found: dict[str, Overrides], chosen
             why = f"{kept} carries the `{ov.flag}` keys" if kept else \
                 f"the fixed `{ov.flag}` keys end the command, and {fld} is not passed in every mode to carry them"
             notes.append(f"{scripts[role].path}: {fld} would be passed as a second `{ov.flag} "
-                         f"{chosen[fld].split(' ', 1)[1]}=...`, and argparse keeps only the last `{ov.flag}` "
+                         f"{(chosen[fld] or ' ').split(' ', 1)[1]}=...`, and argparse keeps only the last `{ov.flag}` "
                          f"(nargs): left out, so {ov.config}'s value stays ({why})")
             chosen[fld] = None
         if not ov.fixed:
             continue
         words = [f"{dotted}={value}" for dotted, value in ov.fixed]
         if kept is not None:
-            chosen[kept] = f"{ov.flag} {' '.join(words)} {chosen[kept].split(' ', 1)[1]}"
+            carrier = chosen[kept] or " "
+            joined = f"{ov.flag} {' '.join(words)} {carrier.split(' ', 1)[1]}"
+            chosen[kept] = joined
             notes.append(f"{scripts[role].path}: its fixed `{ov.flag}` keys ({', '.join(words)}) go in {kept}'s key, "
-                         f"before {chosen[kept].rsplit(' ', 1)[1]}: argparse keeps only the last `{ov.flag}` (nargs), "
+                         f"before {joined.rsplit(' ', 1)[1]}: argparse keeps only the last `{ov.flag}` (nargs), "
                          "and the runner passes that one after the command")
         else:
             scripts[role].args = (*scripts[role].args, ov.flag, *words)
