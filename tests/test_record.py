@@ -49,9 +49,9 @@ def _steps() -> list[Step]:
 class Chain:
     """One training's handshakes, in the runner's order, over a repository in ``root``."""
 
-    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str] | None = None) -> None:
         self.root, self.monkeypatch = root, monkeypatch
-        self.recorder = record.Recorder(root, root / RUN_DIR, 1 << 30)
+        self.recorder = record.Recorder(root, root / RUN_DIR, 1 << 30, env=env or {})  # no HOME: no cache read
         self.save = root / "out/t"
 
     def train(self, write) -> None:
@@ -356,3 +356,106 @@ def test_an_earlier_run_s_checkpoint_is_not_a_weight_file_before_but_a_committed
     assert os.path.relpath(earlier, chain.root) not in before and os.path.relpath(hidden, chain.root) in before
     check, _ = chain.check(_state(1))
     assert check.status == "passed", check.reason
+
+
+# ---------------------------------------------------------------- pretrained caches outside the repository
+
+BERT = ".paddlenlp/models/bert-base-uncased/model_state.pdparams"
+
+
+@pytest.fixture
+def home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    _save(home / BERT, _state(7))  # what from_pretrained downloaded
+    return home
+
+
+@pytest.mark.parametrize(("put", "what"), [
+    (_copy, "(its bytes) is ~/" + BERT + ", a weight file there before the train step"),
+    (_hardlink, "(its bytes) is ~/" + BERT + ", a weight file there before the train step"),
+    (_resave, "holds no parameter of its own: all 3 are those of ~/" + BERT + ", there before the train step")])
+def test_pretrained_weights_copied_from_a_cache_outside_the_repository_fail_naming_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path, put, what):
+    chain = Chain(tmp_path, monkeypatch, env={"HOME": str(home)})
+    chain.train(lambda save: put(home / BERT, save / "latest.pdparams"))
+    check, _ = chain.check(_state(7))
+    assert check.status == "failed"
+    assert check.reason == ("the training wrote no checkpoint of its own, judged by content against the weight files "
+                            f"there before it: out/t/latest.pdparams {what}")
+
+
+def test_a_fine_tune_of_cached_pretrained_weights_with_frozen_layers_passes(tmp_path: Path, monkeypatch, home: Path):
+    chain = Chain(tmp_path, monkeypatch, env={"HOME": str(home)})
+    tuned = dict(_state(7), **{"conv2.weight": _state(7)["conv2.weight"] + 0.25})  # conv1 frozen
+    chain.train(lambda save: _save(save / "latest.pdparams", tuned))
+    check, _ = chain.check(tuned)
+    assert check.status == "passed", check.reason
+    assert check.note.endswith("parameters the training changed (the others hold values of weights there before it): "
+                               "1 of 3 in out/t/latest.pdparams")
+
+
+def test_ppnlp_home_and_every_paddle_cache_the_step_sees_are_recorded(tmp_path: Path, home: Path):
+    elsewhere = tmp_path / "nlp_models"
+    _save(elsewhere / "models/ernie/model_state.pdparams", _state(11))
+    for i, name in enumerate(record.weight_cache.HOME_CACHES):
+        _save(home / name / "sub" / f"w{i}.pdparams", _state(20 + i))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    recorder = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(home), "PPNLP_HOME": str(elsewhere)})
+    recorder.started("train", "t")
+    paths = sorted(w.path for w in recorder.trainings["t"].before)
+    assert paths == sorted([str(elsewhere / "models/ernie/model_state.pdparams"),  # PPNLP_HOME replaces ~/.paddlenlp
+                            *(f"~/{n}/sub/w{i}.pdparams" for i, n in enumerate(record.weight_cache.HOME_CACHES)
+                              if n != ".paddlenlp")])
+    # a relative HOME or PPNLP_HOME names no cache; a cache inside the repository is recorded as the repository's
+    assert record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": "home", "PPNLP_HOME": "x"}).caches == []
+    inside = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(repo)})
+    _save(repo / ".paddlenlp/w.pdparams", _state(3))
+    assert inside.caches == [] and [w.path for w in inside.weights_before()[0]] == [".paddlenlp/w.pdparams"]
+
+
+def test_a_cache_file_s_record_is_kept_across_runs_and_never_matches_a_changed_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path):
+    """The second run reads no cached file again; a file written again with its size and time set back is read
+    again (its change time moved: no repository can set that back), so a stale record never vouches for it."""
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(tmp_path / "tipcgen-cache"))
+    env = {"HOME": str(home)}
+    first = record.Recorder(tmp_path, tmp_path / RUN_DIR, 1 << 30, env=env).weights_cached()[0]
+    assert [w.path for w in first] == ["~/" + BERT] and first[0].params
+    assert len(list((tmp_path / "tipcgen-cache/weights").iterdir())) == 1
+    reads: list[Path] = []
+    real = record._sha256
+    monkeypatch.setattr(record, "_sha256", lambda path: reads.append(path) or real(path))
+    again = record.Recorder(tmp_path, tmp_path / RUN_DIR, 1 << 30, env=env).weights_cached()[0]
+    assert reads == [] and again == first  # from tipcgen's cache: the file was not read
+    cached = home / BERT
+    stamp = cached.stat()
+    _save(cached, _state(8))  # another model of the same size, its time set back
+    os.utime(cached, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert cached.stat().st_size == stamp.st_size and cached.stat().st_mtime_ns == stamp.st_mtime_ns
+    now = record.Recorder(tmp_path, tmp_path / RUN_DIR, 1 << 30, env=env).weights_cached()[0]
+    assert reads == [cached] and now[0].sha256 != first[0].sha256
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(cache=st.sampled_from(record.weight_cache.HOME_CACHES), folders=st.lists(_NAME, max_size=3), name=_NAME,
+       suffix=st.sampled_from([".pdparams", ".pth", ".pt", ".pd"]), how=st.sampled_from(["copy", "hardlink", "resave"]),
+       honest=st.booleans())
+def test_generated_cached_weights_put_into_the_checkpoint_always_fail(cache, folders, name, suffix, how, honest):
+    """Any file in any of the caches (any folder, name, suffix), copied, hard-linked or re-saved into the
+    checkpoint's place, beside an honest checkpoint of the training's own or not: the export of those weights
+    fails, naming the cached file as ``~/...``."""
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as monkeypatch:
+        root, home = Path(tmp) / "repo", Path(tmp) / "home"
+        source = _save(home / cache / Path(*folders) / (name + suffix), _state(60))
+        root.mkdir()
+        chain = Chain(root, monkeypatch, env={"HOME": str(home)})
+
+        def write(save: Path) -> None:
+            if honest:
+                _save(save / "best.pdparams", _state(61))
+            _PUT[how](source, save / "latest.pdparams")
+        chain.train(write)
+        check, _ = chain.check(_state(60))
+        assert check.status == "failed", check.note
+        assert "~/" + os.path.relpath(source, home) in check.reason, check.reason

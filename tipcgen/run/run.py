@@ -428,7 +428,8 @@ class _Pipeline:
         with self._recorder_lock:
             if self._recorder is None:
                 ctx = self.ctx
-                self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes, not ctx.kept)
+                self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes, not ctx.kept,
+                                                     ctx.env)
             return self._recorder
 
     def _prime(self) -> None:
