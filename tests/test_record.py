@@ -70,7 +70,7 @@ class Chain:
         self.monkeypatch.setattr(export_check, "read_exported", lambda *a: ({f"p_{i}": v.copy() for i, v in
                                                                            enumerate(exported.values())}, ""))
         steps = _steps()
-        (check,), _ = export_check.check_run(self.root, steps, TUTORIAL, None, {}, records=self.recorder)
+        (check,), self.notes = export_check.check_run(self.root, steps, TUTORIAL, None, {}, records=self.recorder)
         return check, steps
 
 
@@ -408,10 +408,17 @@ def test_ppnlp_home_and_every_paddle_cache_the_step_sees_are_recorded(tmp_path: 
                             *(f"~/{n}/sub/w{i}.pdparams" for i, n in enumerate(record.weight_cache.HOME_CACHES)
                               if n != ".paddlenlp")])
     # a relative HOME or PPNLP_HOME names no cache; a cache inside the repository is recorded as the repository's
-    assert record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": "home", "PPNLP_HOME": "x"}).caches == []
+    relative = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": "home", "PPNLP_HOME": "x"})
+    assert relative.weights_cached() == ([], 0) and relative.caches == []
     inside = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(repo)})
     _save(repo / ".paddlenlp/w.pdparams", _state(3))
-    assert inside.caches == [] and [w.path for w in inside.weights_before()[0]] == [".paddlenlp/w.pdparams"]
+    assert inside.weights_cached() == ([], 0) and [w.path for w in inside.weights_before()[0]] == [".paddlenlp/w.pdparams"]
+    # a cache prepare.sh creates after the run started (the recorder was made before it) is recorded
+    late = tmp_path / "late_home"
+    later = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(late)})
+    assert later.weights_cached() == ([], 0)
+    _save(late / ".paddleocr/det/inference.pdiparams", _state(4))
+    assert [w.path for w in later.weights_cached()[0]] == ["~/.paddleocr/det/inference.pdiparams"]
 
 
 def test_a_cache_file_s_record_is_kept_across_runs_and_never_matches_a_changed_file(
@@ -459,3 +466,44 @@ def test_generated_cached_weights_put_into_the_checkpoint_always_fail(cache, fol
         check, _ = chain.check(_state(60))
         assert check.status == "failed", check.note
         assert "~/" + os.path.relpath(source, home) in check.reason, check.reason
+
+
+# ---------------------------------------------------------------- the model's initial values (tests/test_record_initial.py: real Paddle)
+
+def _fresh(seed: int) -> dict[str, np.ndarray]:
+    """A model as initialised: weights random, the bias 0, a LayerNorm's scale 1 and shift 0."""
+    rng = np.random.default_rng(seed)
+    return {"fc.weight": rng.normal(size=(4, 6)).astype("float32"), "fc.bias": np.zeros(6, "float32"),
+            "ln.weight": np.ones(6, "float32"), "ln.bias": np.zeros(6, "float32"),
+            "head.weight": rng.normal(size=(6, 3)).astype("float32")}
+
+
+def test_a_checkpoint_holding_the_model_s_initial_values_fails_naming_it(chain: Chain):
+    chain.train(lambda save: _save(save / "latest.pdparams", _fresh(1)))
+    check, _ = chain.check(_fresh(1))
+    assert check.status == "failed" and check.reason == (
+        "the training wrote no checkpoint of its own, judged by content against the weight files there before it: "
+        "out/t/latest.pdparams holds the model's initial values, not trained ones: all 3 of its bias and "
+        "normalisation tensors are still exactly 0 or 1 (fc.bias among them), so no optimizer step changed them "
+        "(check that the training steps its optimizer, with a learning rate above 0, before it saves: a warmup "
+        "from 0 needs two steps)")
+    trained = dict(_fresh(1), **{"ln.weight": np.full(6, 0.999, "float32")})  # one step of decay: it moved
+    chain.recorder.trainings.clear()  # another run of the training (the first checkpoint is now there before it)
+    chain.train(lambda save: _save(save / "latest.pdparams", trained))
+    check, _ = chain.check(trained)
+    assert check.status == "passed", check.reason
+
+
+def test_a_checkpoint_with_no_bias_or_norm_passes_and_the_run_says_the_rule_could_not_tell(chain: Chain):
+    state = {k: v for k, v in _fresh(2).items() if k.endswith("weight") and v.ndim == 2}
+    chain.train(lambda save: _save(save / "latest.pdparams", state))
+    check, _ = chain.check(state)
+    assert check.status == "passed", check.reason
+    assert chain.notes == ["not checked: export_params_gpus_-1: whether out/t/latest.pdparams hold(s) the model's "
+                           "initial values rather than trained ones: no bias or normalisation tensor of its own (one "
+                           "off its constant initial value shows an optimizer step), so only its difference from the "
+                           "weight files there before the training was checked"]
+    chain.recorder.trainings.clear()
+    chain.train(lambda save: _save(save / "latest.pdparams", _state(1)))  # biases of its own, moved: no note
+    check, _ = chain.check(_state(1))
+    assert check.status == "passed" and chain.notes == []

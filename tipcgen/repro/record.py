@@ -9,16 +9,19 @@ run/run.py), so that a ``Recorder`` takes each record while no step runs:
   left their checkpoints, only those git tracks; at most ``MAX_FILES`` files of at most
   ``HASH_BUDGET`` bytes in all, the rest counted and said in the proof's note): its bytes' sha256 always, its
   parameters' digests where ``state_of`` reads it (each at most the checkpoint limit, all of them at most
-  ``PARAM_BUDGET`` bytes);
+  ``PARAM_BUDGET`` bytes); and, the same way, every weight file of the pretrained caches outside the repository
+  the step sees (repro/weight_cache.py: ``~/.paddlenlp``, ``~/.cache/paddle``, ...; bounded apart, each file's
+  record kept across runs in tipcgen's cache), named ``~/...``;
 - after the train step ends: every weight file in its output folder and below, the same way: its record;
 - before an eval or export step starts: whether every recorded checkpoint still holds what was recorded (its
   inode, size and change time, which no process can set back, else its sha256 again), noting each that changed.
 
 A checkpoint counts as trained only when some parameter of it (a float tensor of two elements or more) is in
 none of the weight files there before the step, and its bytes are none of theirs: a copy, a link or a re-save of
-committed weights is not trained, whatever its name, inode or time; a fine-tune of committed weights is (the
-parameters it changed are counted; frozen ones may keep their values). repro/export_check compares the export
-with the recorded content, never with the files as they are later.
+committed or cached weights is not trained, whatever its name, inode or time; a fine-tune of them is (the
+parameters it changed are counted; frozen ones may keep their values). Nor is one that still holds the model's
+initial values (``initial_values``: every bias and normalisation tensor of its own still exactly 0 or 1).
+repro/export_check compares the export with the recorded content, never with the files as they are later.
 """
 from __future__ import annotations
 
@@ -55,7 +58,8 @@ _CHUNK = 1 << 20
 def digest(array: np.ndarray) -> str:
     """A parameter's value as one string: its float32 bytes' sha256 and its shape (names are left out: Paddle 3's
     export renames every parameter)."""
-    return hashlib.sha256(np.ascontiguousarray(array.astype(np.float32)).tobytes()).hexdigest() + str(array.shape)
+    values = np.ascontiguousarray(array, dtype=np.float32)  # no copy of a contiguous float32 array
+    return hashlib.sha256(memoryview(values).cast("B")).hexdigest() + str(array.shape)
 
 
 def compared(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -169,10 +173,9 @@ class Recorder:
     def __init__(self, root: Path, run_dir: Path, max_bytes: int, handshake: bool = True,
                  env: Mapping[str, str] | None = None) -> None:
         self.root, self.run_dir, self.max_bytes, self.handshake = root.resolve(), run_dir, max_bytes, handshake
-        env = os.environ if env is None else env
-        self.home = env.get("HOME", "")
-        self.caches = [(r, n) for r, n in weight_cache.folders(env)  # the step's pretrained caches outside the repository
-                       if not (r == str(self.root) or r.startswith(str(self.root) + os.sep))]
+        self.env = dict(os.environ if env is None else env)
+        self.home = self.env.get("HOME", "")
+        self.caches: list[tuple[str, str]] = []  # the step's pretrained caches outside the repository, as last found
         self.trainings: dict[str, Training] = {}
         self._cache: dict[tuple, Weights] = {}  # a file's record by its inode, size and change time
         self._folders: dict[str, tuple[tuple, list[str], list[str]]] = {}  # a folder's listing by the same
@@ -280,6 +283,9 @@ class Recorder:
         repro/weight_cache.py: ``~/.paddlenlp``, ``~/.cache/paddle``, ...), named as ``~/...`` (at most
         CACHE_MAX_FILES; how many more). Each file's record is kept across runs while its stat is the same."""
         found: list[tuple[Path, str]] = []
+        root = str(self.root)  # found again each time: prepare.sh may have downloaded into a cache it created
+        self.caches = [(r, n) for r, n in weight_cache.folders(self.env)
+                       if not (r == root or r.startswith(root + os.sep))]  # inside: the repository's own
         for real, name in self.caches:
             todo = [real]
             while todo:
