@@ -486,7 +486,7 @@ def test_a_checkpoint_holding_the_model_s_initial_values_fails_naming_it(chain: 
         "out/t/latest.pdparams holds the model's initial values, not trained ones: all 3 of its bias and "
         "normalisation tensors are still exactly 0 or 1 (fc.bias among them), so no optimizer step changed them "
         "(check that the training steps its optimizer, with a learning rate above 0, before it saves: a warmup "
-        "from 0 needs two steps)")
+        "from 0 needs two steps, and an AMP loss scaler skips each step whose gradients overflow)")
     trained = dict(_fresh(1), **{"ln.weight": np.full(6, 0.999, "float32")})  # one step of decay: it moved
     chain.recorder.trainings.clear()  # another run of the training (the first checkpoint is now there before it)
     chain.train(lambda save: _save(save / "latest.pdparams", trained))

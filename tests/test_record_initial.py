@@ -126,11 +126,15 @@ def test_an_honest_tiny_training_is_not_the_initial_values(tmp_path: Path, how: 
     assert witnesses  # the rule looked: the biases (and norms) moved
 
 
-def test_a_frozen_backbone_with_only_the_head_trained_passes(tmp_path: Path):
+@pytest.mark.parametrize("freeze", ["stop_gradient", "trainable"])
+def test_a_frozen_backbone_with_only_the_head_trained_passes(tmp_path: Path, freeze: str):
     model = _fresh()
     for layer in (model.conv, model.bn, model.fc, model.ln):
         for p in layer.parameters():
-            p.stop_gradient = True  # trainable=False on most layers: only the head's weight and bias move
+            if freeze == "trainable":
+                p.trainable = False
+            else:
+                p.stop_gradient = True  # only the head's weight and bias move
     _train(model, _adam(model), 1)
     n, total, why, _ = _judge(tmp_path, model)
     assert why == "", why
@@ -212,7 +216,8 @@ def test_a_training_that_never_steps_fails_naming_the_initial_values(tmp_path: P
     assert n == 0 and why.startswith("out/model.pdparams holds the model's initial values, not trained ones: all 7 "
                                      "of its bias and normalisation tensors are still exactly 0 or 1 ("), why
     assert why.endswith("so no optimizer step changed them (check that the training steps its optimizer, with a "
-                        "learning rate above 0, before it saves: a warmup from 0 needs two steps)")
+                        "learning rate above 0, before it saves: a warmup from 0 needs two steps, and an AMP loss "
+                        "scaler skips each step whose gradients overflow)")
 
 
 def test_a_pretrained_backbone_saved_with_its_fresh_head_fails_naming_the_pretrained_file(tmp_path: Path):
@@ -226,7 +231,7 @@ def test_a_pretrained_backbone_saved_with_its_fresh_head_fails_naming_the_pretra
                    f"normalisation tensors are still exactly 0 or 1 (head.bias); the other {total - 2} are those of "
                    "pretrained.pdparams, there before the train step, so no optimizer step changed them (check that "
                    "the training steps its optimizer, with a learning rate above 0, before it saves: a warmup from 0 "
-                   "needs two steps)"), why
+                   "needs two steps, and an AMP loss scaler skips each step whose gradients overflow)"), why
 
 
 # ---------------------------------------------------------------- the pure rule, generated

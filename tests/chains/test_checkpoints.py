@@ -227,6 +227,7 @@ def test_a_training_that_saves_the_model_as_initialised_fails_naming_its_initial
     assert proc.returncode == 1 and check["status"] == "failed", proc.stdout + proc.stderr
     why = (" holds the model's initial values, not trained ones: all 1 of its bias and normalisation tensors are "
            "still exactly 0 or 1 (head.bias), so no optimizer step changed them (check that the training steps its "
-           "optimizer, with a learning rate above 0, before it saves: a warmup from 0 needs two steps)")
+           "optimizer, with a learning rate above 0, before it saves: a warmup from 0 needs two steps, and an AMP loss "
+           "scaler skips each step whose gradients overflow)")
     assert check["reason"] == ("the training wrote no checkpoint of its own, judged by content against the weight files "
                                f"there before it: {SAVE}/best.pdparams{why}; {SAVE}/latest.pdparams{why}")

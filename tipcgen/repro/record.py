@@ -458,7 +458,8 @@ def trained_text(weights: Weights, training: Training, outside: str | None = Non
                 f"{weights.path} holds the model's initial values, not trained ones: all {len(witnesses)} of its bias "
                 f"and normalisation tensors are still exactly 0 or 1 ({still[0]}{' among them' if len(still) > 1 else ''}"
                 f"){rest}, so no optimizer step changed them (check that the training steps its optimizer, with a "
-                "learning rate above 0, before it saves: a warmup from 0 needs two steps)")
+                "learning rate above 0, before it saves: a warmup from 0 needs two steps, and an AMP loss scaler "
+                "skips each step whose gradients overflow)")
         return len(changed), len(weights.params), ""
     if not weights.params:
         return 0, 0, f"{weights.path} holds no parameter of two elements or more"
