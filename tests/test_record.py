@@ -8,6 +8,7 @@ parameters are handed in as the .pdiparams reader would return them (the chain h
 the real runner, is tests/chains/test_checkpoints.py and tests/test_record_runs.py)."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -413,6 +414,11 @@ def test_ppnlp_home_and_every_paddle_cache_the_step_sees_are_recorded(tmp_path: 
     inside = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(repo)})
     _save(repo / ".paddlenlp/w.pdparams", _state(3))
     assert inside.weights_cached() == ([], 0) and [w.path for w in inside.weights_before()[0]] == [".paddlenlp/w.pdparams"]
+    # a repository inside a cache: its files (an earlier run's checkpoints among them) are not the cache's
+    nested = home / ".paddleclas/checkout"
+    _save(nested / "test_tipc/output/m/x/latest.pdparams", _state(5))
+    assert not any("checkout" in w.path for w in record.Recorder(nested, nested / RUN_DIR, 1 << 30,
+                                                                  env={"HOME": str(home)}).weights_cached()[0])
     # a cache prepare.sh creates after the run started (the recorder was made before it) is recorded
     late = tmp_path / "late_home"
     later = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(late)})
@@ -507,3 +513,32 @@ def test_a_checkpoint_with_no_bias_or_norm_passes_and_the_run_says_the_rule_coul
     chain.train(lambda save: _save(save / "latest.pdparams", _state(1)))  # biases of its own, moved: no note
     check, _ = chain.check(_state(1))
     assert check.status == "passed" and chain.notes == []
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entry=st.one_of(st.binary(max_size=200), st.builds(lambda d: json.dumps(d).encode(), st.dictionaries(
+    st.sampled_from(["sha256", "size", "params", "constant", "why", "x"]),
+    st.one_of(st.none(), st.integers(), st.text(max_size=70), st.lists(st.text(max_size=5), max_size=3),
+              st.dictionaries(st.text(max_size=5), st.text(max_size=80), max_size=2))))))
+def test_a_bad_or_forged_cache_entry_is_never_taken_for_the_file(tmp_path: Path, monkeypatch, entry: bytes):
+    """Whatever an entry under the file's own name holds (bytes, JSON of any shape, a digest of another
+    file): the record is the file's content, read again, unless the entry is well formed (then it was
+    tipcgen's: the sandbox keeps tipcgen's cache read-only for a step)."""
+    cache = tmp_path / f"tipcgen-cache-{abs(hash(entry))}"
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(cache))
+    home = tmp_path / "home"
+    model = home / BERT
+    if not model.exists():
+        _save(model, _state(7))
+    info = model.stat()
+    (cache / "weights").mkdir(parents=True, exist_ok=True)
+    (cache / "weights" / record.weight_cache.entry_name(info)).write_bytes(entry)
+    repo = tmp_path / "repo"
+    forged = record.weight_cache.read(info)  # what the entry says, if tipcgen would take it
+    (weights,), _ = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(home)}).weights_cached()
+    if forged is None:  # not taken: the file was read again, and its record is what it holds
+        truth = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={}).weights(model, 1 << 30)
+        assert (weights.sha256, weights.params) == (truth.sha256, truth.params) and truth.params
+        assert record.weight_cache.read(info)[:2] == (truth.sha256, truth.params)  # the entry replaced
+    else:  # well formed: a 64-hex sha256, the file's own size, digests of the digest's shape
+        assert weights.sha256 == forged[0] and len(forged[0]) == 64

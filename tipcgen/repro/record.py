@@ -292,7 +292,8 @@ class Recorder:
                 folder = todo.pop()
                 dirs, files = self._listing(folder)
                 found.extend((Path(folder, f), name + os.path.join(folder, f)[len(real):]) for f in files)
-                todo.extend(os.path.join(folder, d) for d in reversed(dirs))
+                todo.extend(sub for sub in (os.path.join(folder, d) for d in reversed(dirs))
+                            if sub != root)  # a repository inside a cache: its files are the repository's
         return self._recorded(found, CACHE_MAX_FILES, CACHE_HASH_BUDGET, CACHE_PARAM_BUDGET, kept=True)
 
     def _recorded(self, found: list[tuple[Path, str]], most: int, hash_budget: int, param_budget: int,
