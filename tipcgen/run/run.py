@@ -33,7 +33,7 @@ from tipcgen.format import chains, layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
-from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PADDLE_PIN, PASSED, PREPARE, TRAIN
+from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, INTERRUPTED, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import (
     Step,
     Summary,
@@ -291,9 +291,30 @@ def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
         request.on_run_dir(ctx.run_dir)
     with run_guard.run_lock(ctx.run_dir, ctx.env[run_guard.RUN_ID_VAR], ctx.on_line), \
             run_guard.StopSignals() as signals, run_guard.Leftovers(ctx.env[run_guard.RUN_ID_VAR]) as leftovers:
+        if not ctx.kept:  # a kept runner keeps its folder as upstream's do (mkdir -p, its status log appended)
+            summary.previous = keep_previous(ctx.root, ctx.run_dir)
         pipeline = _Pipeline(ctx, summary, proofs, signals)
         pipeline.leftovers = leftovers  # a step's daemon ends before the records are read (issue #59 item 4)
         return pipeline.run()
+
+
+def keep_previous(root: Path, run_dir: Path) -> str:
+    """The last run of this folder moved aside to <run folder>.previous (paths.PREVIOUS; an older one replaced),
+    without its weight files, under the run lock and before prepare.sh starts: its summary, junit.xml, report and
+    logs survive this run whatever becomes of it (a failed prepare, a Ctrl-C), and no checkpoint of it is left to
+    pass for this run's training (repro/record.py leaves test_tipc/output's untracked files out of the weights
+    before a training: an honest seeded training may write the very same bytes) or to be taken as the newest train
+    run (prepare.sh). The runner does the same (tipc_keep_previous) when it is run by hand; under tipcgen run the
+    folder is gone by then. The folder moved aside, relative to root; empty when there was no run folder."""
+    previous = paths.previous_dir(run_dir)
+    if not writes.move_aside(root, run_dir, previous, _weight_file, "the previous run's folder"):
+        return ""
+    return previous.relative_to(root).as_posix()
+
+
+def _weight_file(path: Path) -> bool:
+    """A file repro/record.py would count among a training's weights: a weight suffix, or a pickle."""
+    return path.name.endswith(paths.WEIGHT_SUFFIXES) or inputs.pickled(path)
 
 
 def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
@@ -443,7 +464,9 @@ class _Pipeline:
         its output folder from the record the runner has just written). A record that cannot be taken is a
         problem of the run (the proofs then hold no record of that training, and fail)."""
         try:
-            if when == words.WAIT_START:
+            if when == words.WAIT_BESIDE:
+                self.records.beside(kind, name)
+            if when in (words.WAIT_START, words.WAIT_BESIDE):
                 self.records.started(kind, name)
             else:
                 self.records.ended(kind, name, last_model_dir(self.ctx.run_dir, kind, name))
@@ -489,6 +512,8 @@ class _Pipeline:
         # git status, to find tracked files a part changed; the first is the preflight's git probe's answer
         self.parts = [("before the run", tracked.from_status(root, ctx.git_status) if ctx.git_status is not None
                        else tracked.snapshot(root))]
+        if self.summary.previous and self.parts[0][1] is not None:  # the preflight's git status came before the move
+            self.parts.append((f"moving the last run aside (to {self.summary.previous})", tracked.snapshot(root)))
         if prepare is not None:
             prepare.exit_code = self.work.stream(self.prepare_cmd, self.prepare_out)
             prepare.seconds = round(time.perf_counter() - self.started, 3)
@@ -573,9 +598,11 @@ class _Pipeline:
             if not ctx.kept:  # no runner ran: an older run's files must not be read
                 writes.remove_tree(root, run_dir, "the run folder")
             if not ctx.kept:
-                prepare.reason = "interrupted" if summary.interrupted else self.prepare_stuck or exit_text(prepare.exit_code)
+                prepare.reason = INTERRUPTED if summary.interrupted else self.prepare_stuck or exit_text(prepare.exit_code)
             elif not prepare.reason:  # judge_prepare names a failure its log shows
-                prepare.reason = "interrupted" if not self.prepare_done else self.prepare_stuck or exit_text(prepare.exit_code)
+                prepare.reason = INTERRUPTED if not self.prepare_done else self.prepare_stuck or exit_text(prepare.exit_code)
+            if prepare.reason == INTERRUPTED:  # cut short by the stop signal, as a runner's step (results.read_records)
+                prepare.status = INTERRUPTED
             prepare.tail = list(self.prepare_out)[-20:]
         writes.make_dirs(root, run_dir, "the run folder")
         if prepare is not None:
@@ -690,7 +717,7 @@ def _load_after_parts(proofs: Proofs) -> None:
 
 def _explain_failures(summary: Summary, ctx: RunContext) -> None:
     """One line under each failed step: its log's tail matched against what tipcgen knows (results/explain.py)."""
-    failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
+    failed = [s for s in summary.steps if s.status == FAILED and not s.hint]
     if not failed:
         return
     known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))
