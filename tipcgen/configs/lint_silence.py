@@ -118,10 +118,10 @@ def _key(lines: list[str], number: int) -> str:
 def apply(findings: Iterable[Finding], configs: Iterable[Path | str]) -> Outcome:
     """Split the findings into those kept and those a silence names; each silence of a linted config that named
     none is an ``unused-silence`` finding at its own line. ``configs``: the files this lint read."""
-    findings, configs = list(findings), [str(c) for c in configs]
+    findings, names = list(findings), [str(c) for c in configs]
     sources: dict[Path, list[Silence]] = {}
     file_of: dict[str, Path | None] = {}
-    for config in configs:
+    for config in names:
         source = find_file(Path(config))
         file_of[config] = source
         if source is not None and source not in sources:
@@ -139,10 +139,11 @@ def apply(findings: Iterable[Finding], configs: Iterable[Path | str]) -> Outcome
         return lines[config]
 
     for finding in findings:
-        source = file_of.get(finding.path) if finding.path in file_of else find_file(Path(finding.path))
+        path = str(finding.path)
+        source = file_of[path] if path in file_of else find_file(Path(path))
         hit = None
+        rel = _relative(finding.path, source) if source is not None else None
         for silence in sources.get(source, []) if source is not None else []:
-            rel = _relative(finding.path, source)
             if rel is None or finding.rule not in silence.rules or not fnmatch.fnmatchcase(rel, silence.pattern):
                 continue
             if silence.where and (str(finding.line) != silence.where if silence.where.isdigit()

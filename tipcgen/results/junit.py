@@ -59,7 +59,8 @@ def summary_suite(summary: Summary, prefix: str | None = None, log_dir: str = ""
     for step in summary.steps:
         # A step a stop signal cut short is an <error> (as a test whose run broke off), never a <skipped>: a CI
         # page counts errors with failures, and shows skips as harmless. Its message says it was interrupted.
-        outcome = {FAILED: FAILED, SKIPPED: SKIPPED, INTERRUPTED: ERROR}.get(step.status, PASSED)
+        outcomes: dict[str, str] = {FAILED: FAILED, SKIPPED: SKIPPED, INTERRUPTED: ERROR}
+        outcome = outcomes.get(step.status, PASSED)
         message = step.reason if outcome != PASSED else ""
         if step.status == INTERRUPTED:
             message = f"{INTERRUPTED}" + (f" by {summary.interrupted_by}" if summary.interrupted_by else "") + \
