@@ -8,6 +8,7 @@ auxiliary head, BatchNorm, biases initialised off 0, a model with no bias or nor
 says nothing, and the run's note says it was not checked). Generators over state dicts drive the pure rule."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,14 @@ from hypothesis import strategies as st
 
 from tipcgen.repro import record
 
+_ENV = dict(os.environ)
 paddle = pytest.importorskip("paddle")
 nn = paddle.nn
+# Importing paddle sets OMP_NUM_THREADS=1 in this process's environment, which every later chain of the session
+# would inherit (GNU nproc then says 1: the runner's steps would run one at a time): put it back as it was.
+for _name in set(os.environ) - set(_ENV):
+    del os.environ[_name]
+os.environ.update(_ENV)
 
 
 # ---------------------------------------------------------------- real trainings
