@@ -8,6 +8,7 @@ parameters are handed in as the .pdiparams reader would return them (the chain h
 the real runner, is tests/chains/test_checkpoints.py and tests/test_record_runs.py)."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -49,9 +50,9 @@ def _steps() -> list[Step]:
 class Chain:
     """One training's handshakes, in the runner's order, over a repository in ``root``."""
 
-    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str] | None = None) -> None:
         self.root, self.monkeypatch = root, monkeypatch
-        self.recorder = record.Recorder(root, root / RUN_DIR, 1 << 30)
+        self.recorder = record.Recorder(root, root / RUN_DIR, 1 << 30, env=env or {})  # no HOME: no cache read
         self.save = root / "out/t"
 
     def train(self, write) -> None:
@@ -70,7 +71,7 @@ class Chain:
         self.monkeypatch.setattr(export_check, "read_exported", lambda *a: ({f"p_{i}": v.copy() for i, v in
                                                                            enumerate(exported.values())}, ""))
         steps = _steps()
-        (check,), _ = export_check.check_run(self.root, steps, TUTORIAL, None, {}, records=self.recorder)
+        (check,), self.notes = export_check.check_run(self.root, steps, TUTORIAL, None, {}, records=self.recorder)
         return check, steps
 
 
@@ -356,3 +357,188 @@ def test_an_earlier_run_s_checkpoint_is_not_a_weight_file_before_but_a_committed
     assert os.path.relpath(earlier, chain.root) not in before and os.path.relpath(hidden, chain.root) in before
     check, _ = chain.check(_state(1))
     assert check.status == "passed", check.reason
+
+
+# ---------------------------------------------------------------- pretrained caches outside the repository
+
+BERT = ".paddlenlp/models/bert-base-uncased/model_state.pdparams"
+
+
+@pytest.fixture
+def home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    _save(home / BERT, _state(7))  # what from_pretrained downloaded
+    return home
+
+
+@pytest.mark.parametrize(("put", "what"), [
+    (_copy, "(its bytes) is ~/" + BERT + ", a weight file there before the train step"),
+    (_hardlink, "(its bytes) is ~/" + BERT + ", a weight file there before the train step"),
+    (_resave, "holds no parameter of its own: all 3 are those of ~/" + BERT + ", there before the train step")])
+def test_pretrained_weights_copied_from_a_cache_outside_the_repository_fail_naming_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path, put, what):
+    chain = Chain(tmp_path, monkeypatch, env={"HOME": str(home)})
+    chain.train(lambda save: put(home / BERT, save / "latest.pdparams"))
+    check, _ = chain.check(_state(7))
+    assert check.status == "failed"
+    assert check.reason == ("the training wrote no checkpoint of its own, judged by content against the weight files "
+                            f"there before it: out/t/latest.pdparams {what}")
+
+
+def test_a_fine_tune_of_cached_pretrained_weights_with_frozen_layers_passes(tmp_path: Path, monkeypatch, home: Path):
+    chain = Chain(tmp_path, monkeypatch, env={"HOME": str(home)})
+    tuned = dict(_state(7), **{"conv2.weight": _state(7)["conv2.weight"] + 0.25})  # conv1 frozen
+    chain.train(lambda save: _save(save / "latest.pdparams", tuned))
+    check, _ = chain.check(tuned)
+    assert check.status == "passed", check.reason
+    assert check.note.endswith("parameters the training changed (the others hold values of weights there before it): "
+                               "1 of 3 in out/t/latest.pdparams")
+
+
+def test_ppnlp_home_and_every_paddle_cache_the_step_sees_are_recorded(tmp_path: Path, home: Path):
+    elsewhere = tmp_path / "nlp_models"
+    _save(elsewhere / "models/ernie/model_state.pdparams", _state(11))
+    for i, name in enumerate(record.weight_cache.HOME_CACHES):
+        _save(home / name / "sub" / f"w{i}.pdparams", _state(20 + i))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    recorder = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(home), "PPNLP_HOME": str(elsewhere)})
+    recorder.started("train", "t")
+    paths = sorted(w.path for w in recorder.trainings["t"].before)
+    assert paths == sorted([str(elsewhere / "models/ernie/model_state.pdparams"),  # PPNLP_HOME replaces ~/.paddlenlp
+                            *(f"~/{n}/sub/w{i}.pdparams" for i, n in enumerate(record.weight_cache.HOME_CACHES)
+                              if n != ".paddlenlp")])
+    # a relative HOME or PPNLP_HOME names no cache; a cache inside the repository is recorded as the repository's
+    relative = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": "home", "PPNLP_HOME": "x"})
+    assert relative.weights_cached() == ([], 0) and relative.caches == []
+    inside = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(repo)})
+    _save(repo / ".paddlenlp/w.pdparams", _state(3))
+    assert inside.weights_cached() == ([], 0) and [w.path for w in inside.weights_before()[0]] == [".paddlenlp/w.pdparams"]
+    # a repository inside a cache: its files (an earlier run's checkpoints among them) are not the cache's
+    nested = home / ".paddleclas/checkout"
+    _save(nested / "test_tipc/output/m/x/latest.pdparams", _state(5))
+    assert not any("checkout" in w.path for w in record.Recorder(nested, nested / RUN_DIR, 1 << 30,
+                                                                  env={"HOME": str(home)}).weights_cached()[0])
+    # a cache prepare.sh creates after the run started (the recorder was made before it) is recorded
+    late = tmp_path / "late_home"
+    later = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(late)})
+    assert later.weights_cached() == ([], 0)
+    _save(late / ".paddleocr/det/inference.pdiparams", _state(4))
+    assert [w.path for w in later.weights_cached()[0]] == ["~/.paddleocr/det/inference.pdiparams"]
+
+
+def test_a_cache_file_s_record_is_kept_across_runs_and_never_matches_a_changed_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path):
+    """The second run reads no cached file again; a file written again with its size and time set back is read
+    again (its change time moved: no repository can set that back), so a stale record never vouches for it."""
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(tmp_path / "tipcgen-cache"))
+    env = {"HOME": str(home)}
+    first = record.Recorder(tmp_path, tmp_path / RUN_DIR, 1 << 30, env=env).weights_cached()[0]
+    assert [w.path for w in first] == ["~/" + BERT] and first[0].params
+    assert len(list((tmp_path / "tipcgen-cache/weights").iterdir())) == 1
+    reads: list[Path] = []
+    real = record._sha256
+    monkeypatch.setattr(record, "_sha256", lambda path: reads.append(path) or real(path))
+    again = record.Recorder(tmp_path, tmp_path / RUN_DIR, 1 << 30, env=env).weights_cached()[0]
+    assert reads == [] and again == first  # from tipcgen's cache: the file was not read
+    cached = home / BERT
+    stamp = cached.stat()
+    _save(cached, _state(8))  # another model of the same size, its time set back
+    os.utime(cached, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert cached.stat().st_size == stamp.st_size and cached.stat().st_mtime_ns == stamp.st_mtime_ns
+    now = record.Recorder(tmp_path, tmp_path / RUN_DIR, 1 << 30, env=env).weights_cached()[0]
+    assert reads == [cached] and now[0].sha256 != first[0].sha256
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(cache=st.sampled_from(record.weight_cache.HOME_CACHES), folders=st.lists(_NAME, max_size=3), name=_NAME,
+       suffix=st.sampled_from([".pdparams", ".pth", ".pt", ".pd"]), how=st.sampled_from(["copy", "hardlink", "resave"]),
+       honest=st.booleans())
+def test_generated_cached_weights_put_into_the_checkpoint_always_fail(cache, folders, name, suffix, how, honest):
+    """Any file in any of the caches (any folder, name, suffix), copied, hard-linked or re-saved into the
+    checkpoint's place, beside an honest checkpoint of the training's own or not: the export of those weights
+    fails, naming the cached file as ``~/...``."""
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as monkeypatch:
+        root, home = Path(tmp) / "repo", Path(tmp) / "home"
+        source = _save(home / cache / Path(*folders) / (name + suffix), _state(60))
+        root.mkdir()
+        chain = Chain(root, monkeypatch, env={"HOME": str(home)})
+
+        def write(save: Path) -> None:
+            if honest:
+                _save(save / "best.pdparams", _state(61))
+            _PUT[how](source, save / "latest.pdparams")
+        chain.train(write)
+        check, _ = chain.check(_state(60))
+        assert check.status == "failed", check.note
+        assert "~/" + os.path.relpath(source, home) in check.reason, check.reason
+
+
+# ---------------------------------------------------------------- the model's initial values (tests/test_record_initial.py: real Paddle)
+
+def _fresh(seed: int) -> dict[str, np.ndarray]:
+    """A model as initialised: weights random, the bias 0, a LayerNorm's scale 1 and shift 0."""
+    rng = np.random.default_rng(seed)
+    return {"fc.weight": rng.normal(size=(4, 6)).astype("float32"), "fc.bias": np.zeros(6, "float32"),
+            "ln.weight": np.ones(6, "float32"), "ln.bias": np.zeros(6, "float32"),
+            "head.weight": rng.normal(size=(6, 3)).astype("float32")}
+
+
+def test_a_checkpoint_holding_the_model_s_initial_values_fails_naming_it(chain: Chain):
+    chain.train(lambda save: _save(save / "latest.pdparams", _fresh(1)))
+    check, _ = chain.check(_fresh(1))
+    assert check.status == "failed" and check.reason == (
+        "the training wrote no checkpoint of its own, judged by content against the weight files there before it: "
+        "out/t/latest.pdparams holds the model's initial values, not trained ones: all 3 of its bias and "
+        "normalisation tensors are still exactly 0 or 1 (fc.bias among them), so no optimizer step changed them "
+        "(check that the training steps its optimizer, with a learning rate above 0, before it saves: a warmup "
+        "from 0 needs two steps, and an AMP loss scaler skips each step whose gradients overflow)")
+    trained = dict(_fresh(1), **{"ln.weight": np.full(6, 0.999, "float32")})  # one step of decay: it moved
+    chain.recorder.trainings.clear()  # another run of the training (the first checkpoint is now there before it)
+    chain.train(lambda save: _save(save / "latest.pdparams", trained))
+    check, _ = chain.check(trained)
+    assert check.status == "passed", check.reason
+
+
+def test_a_checkpoint_with_no_bias_or_norm_passes_and_the_run_says_the_rule_could_not_tell(chain: Chain):
+    state = {k: v for k, v in _fresh(2).items() if k.endswith("weight") and v.ndim == 2}
+    chain.train(lambda save: _save(save / "latest.pdparams", state))
+    check, _ = chain.check(state)
+    assert check.status == "passed", check.reason
+    assert chain.notes == ["not checked: export_params_gpus_-1: whether out/t/latest.pdparams hold(s) the model's "
+                           "initial values rather than trained ones: no bias or normalisation tensor of its own (one "
+                           "off its constant initial value shows an optimizer step), so only its difference from the "
+                           "weight files there before the training was checked"]
+    chain.recorder.trainings.clear()
+    chain.train(lambda save: _save(save / "latest.pdparams", _state(1)))  # biases of its own, moved: no note
+    check, _ = chain.check(_state(1))
+    assert check.status == "passed" and chain.notes == []
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entry=st.one_of(st.binary(max_size=200), st.builds(lambda d: json.dumps(d).encode(), st.dictionaries(
+    st.sampled_from(["sha256", "size", "params", "constant", "why", "x"]),
+    st.one_of(st.none(), st.integers(), st.text(max_size=70), st.lists(st.text(max_size=5), max_size=3),
+              st.dictionaries(st.text(max_size=5), st.text(max_size=80), max_size=2))))))
+def test_a_bad_or_forged_cache_entry_is_never_taken_for_the_file(tmp_path: Path, monkeypatch, entry: bytes):
+    """Whatever an entry under the file's own name holds (bytes, JSON of any shape, a digest of another
+    file): the record is the file's content, read again, unless the entry is well formed (then it was
+    tipcgen's: the sandbox keeps tipcgen's cache read-only for a step)."""
+    cache = tmp_path / f"tipcgen-cache-{abs(hash(entry))}"
+    monkeypatch.setenv("TIPCGEN_CACHE_DIR", str(cache))
+    home = tmp_path / "home"
+    model = home / BERT
+    if not model.exists():
+        _save(model, _state(7))
+    info = model.stat()
+    (cache / "weights").mkdir(parents=True, exist_ok=True)
+    (cache / "weights" / record.weight_cache.entry_name(info)).write_bytes(entry)
+    repo = tmp_path / "repo"
+    forged = record.weight_cache.read(info)  # what the entry says, if tipcgen would take it
+    (weights,), _ = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={"HOME": str(home)}).weights_cached()
+    if forged is None:  # not taken: the file was read again, and its record is what it holds
+        truth = record.Recorder(repo, repo / RUN_DIR, 1 << 30, env={}).weights(model, 1 << 30)
+        assert (weights.sha256, weights.params) == (truth.sha256, truth.params) and truth.params
+        assert record.weight_cache.read(info)[:2] == (truth.sha256, truth.params)  # the entry replaced
+    else:  # well formed: a 64-hex sha256, the file's own size, digests of the digest's shape
+        assert weights.sha256 == forged[0] and len(forged[0]) == 64

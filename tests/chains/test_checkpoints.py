@@ -8,7 +8,10 @@ train saves best.pdparams and latest.pdparams side by side, and nothing without 
   pretrained/best.pdparams, every step passes and the check fails naming the nearest checkpoint;
 - a training command without --test_epochs: train fails naming the folder it wrote no checkpoint into;
 - with --format pth (best.pth and model_latest.pth, each a dict holding the state dict beside the optimizer's):
-  PASSED, export_params naming best.pth and the key its state dict is under.
+  PASSED, export_params naming best.pth and the key its state dict is under;
+- issue #59: a training that copies and re-saves pretrained weights from paddlenlp's cache outside the
+  repository (a HOME of the test's), and one that saves the model as initialised (Adam at lr 0): each fails
+  naming the cached file, or the initial values.
 Each run is a real lite chain of the 77-parameter model (about 10 s of CPU); the first is shared by two tests."""
 from __future__ import annotations
 
@@ -160,3 +163,71 @@ def test_a_training_that_saves_dict_checkpoints_as_pth_passes_on_the_state_dict_
     assert check["status"] == "passed" and check["note"].startswith(
         "3 of 3 trained parameters found in the export with their trained values (the state dict under 'state_dict')")
     assert check["command"] == f"compare {SAVE}/best.pth with {SAVE}/inference.pdiparams"
+
+
+# Issue #59: weights from a pretrained cache outside the repository (paddlenlp's ~/.paddlenlp/models/...), copied
+# and re-saved into the checkpoint folder by a training that trains nothing; and a training that saves the model
+# as it was initialised. Each used to pass: every parameter was in no weight file of the repository.
+_FROM_CACHE = """import argparse, os, shutil
+import paddle
+parser = argparse.ArgumentParser()
+for flag in ("--epochs", "--batch_size", "--save_dir", "--ckpt_dir", "--test_epochs"):
+    parser.add_argument(flag)
+args = parser.parse_args()
+os.makedirs(args.save_dir, exist_ok=True)
+cached = os.path.expanduser("~/.paddlenlp/models/restore/model_state.pdparams")
+shutil.copyfile(cached, os.path.join(args.save_dir, "best.pdparams"))
+state = paddle.load(cached)  # re-saved in another order: other bytes, the same values
+paddle.save({k: state[k] for k in reversed(list(state))}, os.path.join(args.save_dir, "latest.pdparams"))
+print("epoch 0: loss 0.1")
+"""
+_UNTRAINED = """import argparse, os
+import paddle
+from model import Restorer
+parser = argparse.ArgumentParser()
+for flag in ("--epochs", "--batch_size", "--save_dir", "--ckpt_dir", "--test_epochs"):
+    parser.add_argument(flag)
+args = parser.parse_args()
+os.makedirs(args.save_dir, exist_ok=True)
+model = Restorer()
+opt = paddle.optimizer.Adam(0.0, parameters=model.parameters())  # a learning rate of 0: nothing moves
+print("epoch 0: loss 0.1")
+for name in ("best.pdparams", "latest.pdparams"):
+    paddle.save(model.state_dict(), os.path.join(args.save_dir, name))
+"""
+
+
+def test_a_training_that_copies_pretrained_weights_from_the_paddlenlp_cache_fails_naming_them(tmp_path: Path):
+    import numpy as np
+    import paddle
+
+    home = tmp_path / "home"
+    cached = home / ".paddlenlp/models/restore/model_state.pdparams"
+    cached.parent.mkdir(parents=True)
+    state = paddle.load(str(FIXTURE / "pretrained/best.pdparams"))
+    paddle.save({k: paddle.to_tensor(np.asarray(v) + 0.5) for k, v in state.items()}, str(cached))
+    repo = _repo(tmp_path, ("norm: train.py --test_epochs 1", "norm: from_cache.py --test_epochs 1"),
+                 files={"from_cache.py": _FROM_CACHE})
+    proc = tipcgen("run", "--quiet", cwd=repo, env={"HOME": str(home)})
+    steps = {s["name"]: s for s in json.loads((repo / OUT / "summary.json").read_text())["steps"]}
+    check = steps["export_params_gpus_-1"]
+    assert proc.returncode == 1 and check["status"] == "failed", proc.stdout + proc.stderr
+    assert check["reason"] == (
+        "the training wrote no checkpoint of its own, judged by content against the weight files there before it: "
+        f"{SAVE}/best.pdparams (its bytes) is ~/.paddlenlp/models/restore/model_state.pdparams, a weight file there "
+        f"before the train step; {SAVE}/latest.pdparams holds no parameter of its own: all 3 are those of "
+        "~/.paddlenlp/models/restore/model_state.pdparams, there before the train step")
+
+
+def test_a_training_that_saves_the_model_as_initialised_fails_naming_its_initial_values(tmp_path: Path):
+    repo = _repo(tmp_path, ("norm: train.py --test_epochs 1", "norm: untrained.py --test_epochs 1"),
+                 files={"untrained.py": _UNTRAINED})
+    proc, steps = _run(repo)
+    check = steps["export_params_gpus_-1"]
+    assert proc.returncode == 1 and check["status"] == "failed", proc.stdout + proc.stderr
+    why = (" holds the model's initial values, not trained ones: all 1 of its bias and normalisation tensors are "
+           "still exactly 0 or 1 (head.bias), so no optimizer step changed them (check that the training steps its "
+           "optimizer, with a learning rate above 0, before it saves: a warmup from 0 needs two steps, and an AMP loss "
+           "scaler skips each step whose gradients overflow)")
+    assert check["reason"] == ("the training wrote no checkpoint of its own, judged by content against the weight files "
+                               f"there before it: {SAVE}/best.pdparams{why}; {SAVE}/latest.pdparams{why}")

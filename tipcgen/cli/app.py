@@ -247,10 +247,11 @@ class ChainProofs:
 
         return preflight.refuse(root, config_path, env, desc)
 
-    def recorder(self, root: Path, run_dir: Path, max_bytes: Optional[int], handshake: bool):
+    def recorder(self, root: Path, run_dir: Path, max_bytes: Optional[int], handshake: bool,
+                 env: Optional[dict] = None):
         from tipcgen.repro import export_check, record
 
-        return record.Recorder(root, run_dir, max_bytes or export_check.default_max_bytes(), handshake)
+        return record.Recorder(root, run_dir, max_bytes or export_check.default_max_bytes(), handshake, env)
 
     def check_run(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
                   records, max_bytes: Optional[int]) -> tuple[list, list[str]]:

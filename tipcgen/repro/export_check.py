@@ -423,19 +423,22 @@ def _training_of(train: Step, root: Path, records: Recorder | None,
                           "it after the step (a runner rendered before the handshake: tipcgen update)")
     start = records.trainings.get("*")
     now = Training(train.name, start.before if start else [], start.unrecorded if start else 0,
-                   records.folder(train.model_dir), records.weights_in(save))
+                   records.folder(train.model_dir), records.weights_in(save),
+                   unrecorded_cached=start.unrecorded_cached if start else 0)
     records.trainings[train.name] = now
     return now, _checkpoints_of(now.written, root), ""
 
 
 def _judge(training: Training, checkpoints: list[Path], root: Path, records: Recorder,
-           outside: str | None) -> tuple[list[Path], dict[Path, tuple[Weights, str]], list[str], str, str]:
+           outside: str | None) -> tuple[list[Path], dict[Path, tuple[Weights, str]], list[str], str, str, str]:
     """Of the checkpoints a training wrote: those it trained, those changed since their record (what each
     holds now), why each other is not trained, why the record fails (a checkpoint changed before an eval or
-    export started) and what training changed (the note)."""
+    export started), what training changed (the note) and what was not checked (a run note: checkpoints with
+    no bias or normalisation tensor of their own, so that record.initial_values could not tell)."""
     by_path = {root / w.path: w for w in training.written or []}
     shas = training.before_shas(outside)
-    trained, changed, untrained, counts, kept = [], {}, [], [], False
+    before = training.before_digests(outside)
+    trained, changed, untrained, counts, kept, blind = [], {}, [], [], False, []
     for path in checkpoints:
         weights = by_path.get(path)
         if weights is None:
@@ -445,6 +448,8 @@ def _judge(training: Training, checkpoints: list[Path], root: Path, records: Rec
             untrained.append(why)
             continue
         trained.append(path)
+        if weights.params and not record.initial_values(weights.params, weights.constant, before)[0]:
+            blind.append(weights.path)
         if total:
             counts.append(f"{n} of {total} in {weights.path}")
             kept = kept or n < total
@@ -459,7 +464,25 @@ def _judge(training: Training, checkpoints: list[Path], root: Path, records: Rec
         note = "; ".join(filter(None, [note, (
             f"{training.unrecorded} weight file(s) in the repository were not recorded before the training (over "
             f"{record.MAX_FILES} files or {record.HASH_BUDGET >> 30} GiB), so it was not compared with them")]))
-    return trained, changed, untrained, failed, note
+    if training.unrecorded_cached:
+        note = "; ".join(filter(None, [note, (
+            f"{training.unrecorded_cached} weight file(s) in the pretrained caches outside the repository "
+            f"({', '.join(n for _, n in records.caches)}) were not recorded before the training (over "
+            f"{record.CACHE_MAX_FILES} files or {record.CACHE_HASH_BUDGET >> 30} GiB), so it was not compared with "
+            "them")]))
+    unchecked = ""
+    if blind:
+        shown = ", ".join(blind[:SHOWN]) + (f" (and {len(blind) - SHOWN} more)" if len(blind) > SHOWN else "")
+        unchecked = (f"whether {shown} hold(s) the model's initial values rather than trained ones: "
+                     "no bias or normalisation tensor of its own (one off its constant initial value shows an optimizer "
+                     "step), so only its difference from the weight files there before the training was checked")
+    return trained, changed, untrained, failed, note, unchecked
+
+
+def unchecked_prefix() -> str:
+    from tipcgen.results.unchecked import PREFIX
+
+    return PREFIX
 
 
 def _holds(sha: str, shas: dict[str, str]) -> str:
@@ -495,7 +518,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             outside = None if records.handshake else training.model_dir
             judged[train.training] = _judge(training, written[train.training], root, records, outside)
         elif unrecorded:
-            judged[train.training] = ([], {}, [], unrecorded, "")
+            judged[train.training] = ([], {}, [], unrecorded, "", "")
         if unrecorded:
             continue
         missing = missing_checkpoint(save, name, written[train.training])
@@ -517,7 +540,8 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
         label = f"export_params_{export.training}"
         prefix = _exported_prefix(root / export.model_dir)
         checkpoints = written[export.training]
-        trained, changed, untrained, failed, note = judged.get(export.training, (checkpoints, {}, [], "", ""))
+        trained, changed, untrained, failed, note, unchecked = judged.get(export.training,
+                                                                         (checkpoints, {}, [], "", "", ""))
         if prefix is None and env.get("TIPC_NO_PADDLE") == "1" and not failed:
             notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir} (a stand-in chain, "
                          "TIPC_NO_PADDLE=1), so its parameters were not compared with the trained checkpoint")
@@ -546,6 +570,8 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                 if passed and note:
                     found += f"; {note}"
                 step.status, step.note = (PASSED, found) if passed else (FAILED, "")
+                if passed and unchecked:
+                    notes.append(f"{unchecked_prefix()}{label}: {unchecked}")
                 step.reason = "" if passed else "; ".join([found, *(
                     [f"not counted as the training's own: {'; '.join(untrained[:SHOWN])}"] if untrained else [])])
                 step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""

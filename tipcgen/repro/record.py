@@ -9,7 +9,9 @@ run/run.py), so that a ``Recorder`` takes each record while no step runs:
   left their checkpoints, only those git tracks; at most ``MAX_FILES`` files of at most
   ``HASH_BUDGET`` bytes in all, the rest counted and said in the proof's note): its bytes' sha256 always, its
   parameters' digests where ``state_of`` reads it (each at most the checkpoint limit, all of them at most
-  ``PARAM_BUDGET`` bytes);
+  ``PARAM_BUDGET`` bytes); and, the same way, every weight file of the pretrained caches outside the repository
+  the step sees (repro/weight_cache.py: ``~/.paddlenlp``, ``~/.cache/paddle``, ...; bounded apart, each file's
+  record kept across runs in tipcgen's cache), named ``~/...``;
 - after the train step ends: every weight file in its output folder and below, the same way: its record;
 - before an eval or export step starts, and when one that ran beside the next steps ends (an export beside the
   eval): whether every recorded checkpoint still holds what was recorded (its inode, size and change time, which no
@@ -17,9 +19,10 @@ run/run.py), so that a ``Recorder`` takes each record while no step runs:
 
 A checkpoint counts as trained only when some parameter of it (a float tensor of two elements or more) is in
 none of the weight files there before the step, and its bytes are none of theirs: a copy, a link or a re-save of
-committed weights is not trained, whatever its name, inode or time; a fine-tune of committed weights is (the
-parameters it changed are counted; frozen ones may keep their values). repro/export_check compares the export
-with the recorded content, never with the files as they are later.
+committed or cached weights is not trained, whatever its name, inode or time; a fine-tune of them is (the
+parameters it changed are counted; frozen ones may keep their values). Nor is one that still holds the model's
+initial values (``initial_values``: every bias and normalisation tensor of its own still exactly 0 or 1).
+repro/export_check compares the export with the recorded content, never with the files as they are later.
 """
 from __future__ import annotations
 
@@ -30,17 +33,24 @@ import struct
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
 from tipcgen.core import git, inputs
 from tipcgen.core.errors import CheckpointError, TipcgenError
 from tipcgen.format.paths import OUTPUT, WEIGHT_SUFFIXES
+from tipcgen.repro import weight_cache
 from tipcgen.repro.checkpoint_io import read_paddle_checkpoint
 
 MAX_FILES = 1000  # weight files recorded before a training, at most (the rest are counted and said)
 PARAM_BUDGET = 4 << 30  # bytes of weight files whose parameters are read before one training, at most
 HASH_BUDGET = 32 << 30  # bytes of weight files hashed before one training, at most (the rest are counted and said)
+# The pretrained caches outside the repository (repro/weight_cache.py), bounded apart: their files, the bytes hashed
+# and the bytes whose parameters are read (each file once: later runs reuse its record while its stat is the same)
+CACHE_MAX_FILES = 2000
+CACHE_HASH_BUDGET = 64 << 30
+CACHE_PARAM_BUDGET = 16 << 30
 _SKIP_DIRS = (".git", "__pycache__")
 _CHUNK = 1 << 20
 
@@ -48,13 +58,27 @@ _CHUNK = 1 << 20
 def digest(array: np.ndarray) -> str:
     """A parameter's value as one string: its float32 bytes' sha256 and its shape (names are left out: Paddle 3's
     export renames every parameter)."""
-    return hashlib.sha256(np.ascontiguousarray(array.astype(np.float32)).tobytes()).hexdigest() + str(array.shape)
+    values = np.ascontiguousarray(array, dtype=np.float32)  # no copy of a contiguous float32 array
+    return hashlib.sha256(memoryview(values).cast("B")).hexdigest() + str(array.shape)
 
 
 def compared(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The parameters a proof compares: float tensors of two elements or more (a one-element one, a quantizer's
     scale or a counter, says nothing of which weights were used)."""
     return {n: a for n, a in state.items() if np.issubdtype(a.dtype, np.floating) and a.size > 1}
+
+
+def _read(path: Path, max_bytes: int) -> tuple[dict[str, str], tuple[str, ...]]:
+    """A weight file's compared parameters as (their digests, the names of those whose every element is exactly
+    0.0, or exactly 1.0: a constant initialiser's values, initial_values)."""
+    state = compared(state_of(path, max_bytes))
+    return {n: digest(a) for n, a in state.items()}, tuple(n for n, a in state.items() if _filled(a))
+
+
+def _filled(array: np.ndarray) -> bool:
+    """Every element exactly 0.0 (either sign), or every one exactly 1.0."""
+    first = array.flat[0]
+    return bool((first == 0 or first == 1) and np.all(array == first))
 
 
 def state_of(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
@@ -89,6 +113,7 @@ class Weights:
     why: str = ""
     link: str = ""
     key: tuple = ()
+    constant: tuple[str, ...] = ()  # the parameters (of ``params``) whose every element is exactly 0.0, or 1.0
 
 
 def _key(info: os.stat_result) -> tuple:
@@ -116,6 +141,7 @@ class Training:
     model_dir: str | None = None
     written: list[Weights] | None = None
     changed: list[tuple[str, str, str]] = field(default_factory=list)
+    unrecorded_cached: int = 0  # files of the pretrained caches outside the repository the bounds left out
 
     def before_digests(self, outside: str | None = None) -> set[str]:
         """Every parameter digest of the weights there before (those under ``outside``, a kept runner's output
@@ -136,8 +162,12 @@ class Recorder:
     ``trainings`` by train step name. ``handshake`` is False for a runner that does not wait (a kept one):
     its trainings are then read after the run (export_check._training_of)."""
 
-    def __init__(self, root: Path, run_dir: Path, max_bytes: int, handshake: bool = True) -> None:
+    def __init__(self, root: Path, run_dir: Path, max_bytes: int, handshake: bool = True,
+                 env: Mapping[str, str] | None = None) -> None:
         self.root, self.run_dir, self.max_bytes, self.handshake = root.resolve(), run_dir, max_bytes, handshake
+        self.env = dict(os.environ if env is None else env)
+        self.home = self.env.get("HOME", "")
+        self.caches: list[tuple[str, str]] = []  # the step's pretrained caches outside the repository, as last found
         self.trainings: dict[str, Training] = {}
         self._cache: dict[tuple, Weights] = {}  # a file's record by its inode, size and change time
         self._folders: dict[str, tuple[tuple, list[str], list[str]]] = {}  # a folder's listing by the same
@@ -153,6 +183,7 @@ class Recorder:
         and change time, which no process can set back, are the same)."""
         with self._lock:
             self.weights_before()
+            self.weights_cached()
 
     def started(self, kind: str, name: str) -> None:
         """A step is about to start. The runner names each training once, so a second start of one that ended
@@ -164,7 +195,8 @@ class Recorder:
                 if self.trainings.get(name, Training(name)).written is not None:
                     return
                 before, left = self.weights_before()
-                self.trainings[name] = Training(name, before, left)
+                cached, cache_left = self.weights_cached()
+                self.trainings[name] = Training(name, before + cached, left, unrecorded_cached=cache_left)
             elif kind in (EVAL, EXPORT):
                 self.verify(f"before {kind} {name} started")
                 if self._beside is not None and self._beside[0] != f"{kind} {name}":
@@ -254,17 +286,40 @@ class Recorder:
             found.extend(Path(folder, f) for f in files)
             todo.extend(sub for sub in (os.path.join(folder, d) for d in reversed(dirs) if d not in _SKIP_DIRS)
                         if sub != skip)
-        budget, hashed, left = PARAM_BUDGET, 0, max(0, len(found) - MAX_FILES)
+        return self._recorded([(p, "") for p in found], MAX_FILES, HASH_BUDGET, PARAM_BUDGET)
+
+    def weights_cached(self) -> tuple[list[Weights], int]:
+        """Every weight file in the step's pretrained caches outside the repository (``self.caches``, from
+        repro/weight_cache.py: ``~/.paddlenlp``, ``~/.cache/paddle``, ...), named as ``~/...`` (at most
+        CACHE_MAX_FILES; how many more). Each file's record is kept across runs while its stat is the same."""
+        found: list[tuple[Path, str]] = []
+        root = str(self.root)  # found again each time: prepare.sh may have downloaded into a cache it created
+        self.caches = [(r, n) for r, n in weight_cache.folders(self.env)
+                       if not (r == root or r.startswith(root + os.sep))]  # inside: the repository's own
+        for real, name in self.caches:
+            todo = [real]
+            while todo:
+                folder = todo.pop()
+                dirs, files = self._listing(folder)
+                found.extend((Path(folder, f), name + os.path.join(folder, f)[len(real):]) for f in files)
+                todo.extend(sub for sub in (os.path.join(folder, d) for d in reversed(dirs))
+                            if sub != root)  # a repository inside a cache: its files are the repository's
+        return self._recorded(found, CACHE_MAX_FILES, CACHE_HASH_BUDGET, CACHE_PARAM_BUDGET, kept=True)
+
+    def _recorded(self, found: list[tuple[Path, str]], most: int, hash_budget: int, param_budget: int,
+                  kept: bool = False) -> tuple[list[Weights], int]:
+        """The records of the files found, within the bounds (how many they left out)."""
+        budget, hashed, left = param_budget, 0, max(0, len(found) - most)
         out = []
-        for path in found[:MAX_FILES]:
+        for path, shown in found[:most]:
             try:
                 size = path.stat().st_size
             except OSError:
                 continue
-            if hashed + size > HASH_BUDGET:
+            if hashed + size > hash_budget:
                 left += 1
                 continue
-            weights = self.weights(path, budget)
+            weights = self.weights(path, budget, shown, kept)
             if weights is not None:
                 out.append(weights)
                 hashed += weights.size
@@ -287,36 +342,50 @@ class Recorder:
                         out.append(weights)
         return out
 
-    def weights(self, path: Path, budget: int) -> Weights | None:
-        """One file's record (a link: where it leads, the file read there); None when it is no regular file."""
+    def weights(self, path: Path, budget: int, shown: str = "", kept: bool = False) -> Weights | None:
+        """One file's record (a link: where it leads, the file read there); None when it is no regular file.
+        shown: how records name a file outside the repository (``~/.paddlenlp/...``); kept: its record is kept
+        across runs in tipcgen's cache folder (repro/weight_cache.py)."""
         try:
             info = path.stat()  # follows a link
         except OSError:
             return None
         if not stat.S_ISREG(info.st_mode):
             return None
-        rel = os.path.relpath(path, self.root)
-        link = os.path.relpath(os.path.realpath(path), self.root) if path.is_symlink() else ""
+        rel = shown or os.path.relpath(path, self.root)
+        link = ""
+        if path.is_symlink():
+            real = os.path.realpath(path)
+            link = weight_cache.shown(real, self.home) if shown else os.path.relpath(real, self.root)
         cached = self._cache.get(_key(info))
         if cached is not None:
-            return Weights(rel, cached.sha256, cached.size, cached.params, cached.why, link, cached.key)
+            return Weights(rel, cached.sha256, cached.size, cached.params, cached.why, link, cached.key, cached.constant)
         if info.st_size > HASH_BUDGET:  # never read (a link to a device-sized file): its size is all that is said
             return Weights(rel, "", info.st_size, None, f"{info.st_size} bytes, over {HASH_BUDGET} to hash", link,
                            _key(info))
+        entry = weight_cache.read(info) if kept else None
+        if entry is not None:
+            weights = Weights(rel, entry[0], info.st_size, entry[1], entry[3], link, _key(info), entry[2])
+            self._cache[_key(info)] = weights
+            return weights
         try:
             sha = _sha256(path)
         except OSError as exc:
             return Weights(rel, "", info.st_size, None, f"unreadable: {exc.strerror or exc}", link, _key(info))
-        params, why = None, ""
-        if info.st_size > min(self.max_bytes, budget):
+        params, constant, why, over = None, (), "", info.st_size > min(self.max_bytes, budget)
+        if over:
             why = f"{info.st_size} bytes, over the bytes left to read ({min(self.max_bytes, budget)})"
         else:
             try:
-                params = {n: digest(a) for n, a in compared(state_of(path, self.max_bytes)).items()}
+                params, constant = _read(path, self.max_bytes)
             except (CheckpointError, TipcgenError, OSError, ValueError, MemoryError) as exc:
                 why = (getattr(exc, "message", None) or str(exc))[:200]
-        weights = Weights(rel, sha, info.st_size, params, why, link, _key(info))
+        weights = Weights(rel, sha, info.st_size, params, why, link, _key(info), constant)
         self._cache[_key(info)] = weights
+        if kept and not over:
+            after = path.stat()  # kept only where the file did not change while it was read
+            if _key(after) == _key(info) and after.st_mtime_ns == info.st_mtime_ns:
+                weight_cache.write(info, sha, params, constant, why)
         return weights
 
     def verify(self, when: str) -> None:
@@ -344,10 +413,42 @@ class Recorder:
             return ""
 
 
+# Running statistics (BatchNorm's ``_mean``/``_variance``, torch's ``running_mean``/``running_var``): a forward pass
+# in train mode changes them without any optimizer step, and a frozen BatchNorm keeps them: no witness either way.
+RUNNING_STATS = ("_mean", "_variance", "running_mean", "running_var", "moving_mean", "moving_variance")
+
+
+def _vector(value: str) -> bool:
+    """A parameter digest's shape (``digest``: sha256 and shape) has one axis of two or more: a bias, a
+    normalisation's scale or shift ([C], [1, C]): what constant initialisers create."""
+    dims = [int(d) for d in value[64:].strip("()").split(",") if d.strip()]
+    return sum(d > 1 for d in dims) == 1
+
+
+def initial_values(params: dict[str, str], constant: tuple[str, ...] | set[str],
+                   before: set[str]) -> tuple[list[str], list[str]]:
+    """(the witnesses, those still at their initial values) of a checkpoint (parameter name -> digest; the names
+    whose every element is exactly 0.0 or 1.0) against the digests of the weights there before its training.
+
+    Paddle creates every bias with the constant 0 and every normalisation's scale and shift with 1 and 0
+    (Linear, Conv, BatchNorm, LayerNorm, GroupNorm), and an optimizer step that reaches one moves it off that
+    constant (a decay alone moves a 1). The witnesses are the checkpoint's vector-shaped parameters (one axis of
+    two or more) that are not running statistics (``RUNNING_STATS``) and not the value of a weight file there
+    before (a frozen pretrained layer's, or a pretrained constant: they say nothing of this training). When
+    every witness is still exactly 0 or 1 (at least one: the classifier bias of a pretrained backbone saved
+    untrained is one), no optimizer step reached any of them: the checkpoint holds the model's initial values.
+    A witness off 0 and 1 is a bias or scale the training moved (or one a model initialises otherwise: then
+    the rule says nothing); no witness at all: the rule cannot tell."""
+    witnesses = [n for n, d in params.items() if d not in before and _vector(d) and not n.endswith(RUNNING_STATS)]
+    still = set(constant)
+    return witnesses, [n for n in witnesses if n in still]
+
+
 def trained_text(weights: Weights, training: Training, outside: str | None = None) -> tuple[int, int, str]:
     """(parameters the training changed, parameters compared, '' or why the checkpoint is not trained): its
     bytes and parameters against every weight file there before the train step, by content (a file whose
-    parameters were not read: by its bytes alone, (0, 0, ''))."""
+    parameters were not read: by its bytes alone, (0, 0, '')); then its bias and normalisation tensors against
+    the model's initial values (``initial_values``)."""
     shas = training.before_shas(outside)
     if weights.link and training.model_dir and not Path(weights.link).is_relative_to(Path(training.model_dir)):
         return 0, len(weights.params or {}), (f"{weights.path} is a link to {weights.link}, outside the training's "
@@ -361,11 +462,27 @@ def trained_text(weights: Weights, training: Training, outside: str | None = Non
     before = training.before_digests(outside)
     changed = [n for n, d in weights.params.items() if d not in before]
     if changed:
+        witnesses, still = initial_values(weights.params, weights.constant, before)
+        if witnesses and len(still) == len(witnesses):
+            kept = len(weights.params) - len(changed)
+            rest = f"; the other {kept} are those of {_holder(weights, training, outside)}" if kept else ""
+            return 0, len(weights.params), (
+                f"{weights.path} holds the model's initial values, not trained ones: all {len(witnesses)} of its bias "
+                f"and normalisation tensors are still exactly 0 or 1 ({still[0]}{' among them' if len(still) > 1 else ''}"
+                f"){rest}, so no optimizer step changed them (check that the training steps its optimizer, with a "
+                "learning rate above 0, before it saves: a warmup from 0 needs two steps, and an AMP loss scaler "
+                "skips each step whose gradients overflow)")
         return len(changed), len(weights.params), ""
     if not weights.params:
         return 0, 0, f"{weights.path} holds no parameter of two elements or more"
-    holder = max((w for w in training._before(outside) if w.params),
-                 key=lambda w: len(set(w.params.values()) & set(weights.params.values())), default=None)
-    where = f"those of {holder.path}" if holder is not None else "those of weight files"
     return 0, len(weights.params), (f"{weights.path} holds no parameter of its own: all {len(weights.params)} are "
-                                    f"{where}, there before the train step")
+                                    f"those of {_holder(weights, training, outside)}")
+
+
+def _holder(weights: Weights, training: Training, outside: str | None) -> str:
+    """The weight file there before the training that holds most of a checkpoint's parameters, as a message
+    names it."""
+    own = set((weights.params or {}).values())
+    holder = max((w for w in training._before(outside) if w.params),
+                 key=lambda w: len(set(w.params.values()) & own), default=None)
+    return f"{holder.path}, there before the train step" if holder is not None else "weight files there before the train step"

@@ -86,8 +86,10 @@ class Proofs(Protocol):
         """Raise a RunError for a config that would make every step fail; notes the summary records."""
         ...
 
-    def recorder(self, root: Path, run_dir: Path, max_bytes: int | None, handshake: bool) -> Records:
-        """This run's records (handshake: the runner waits for tipcgen at each step; False for a kept runner)."""
+    def recorder(self, root: Path, run_dir: Path, max_bytes: int | None, handshake: bool,
+                 env: dict[str, str] | None = None) -> Records:
+        """This run's records (handshake: the runner waits for tipcgen at each step; False for a kept runner;
+        env: the steps' environment, whose HOME and PPNLP_HOME name the pretrained caches they see)."""
         ...
 
     def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
@@ -123,7 +125,8 @@ class NoProofs:
     def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Any) -> list[str]:
         return []
 
-    def recorder(self, root: Path, run_dir: Path, max_bytes: int | None, handshake: bool) -> Records:
+    def recorder(self, root: Path, run_dir: Path, max_bytes: int | None, handshake: bool,
+                 env: dict[str, str] | None = None) -> Records:
         return NoRecords()
 
     def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],

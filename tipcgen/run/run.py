@@ -586,7 +586,7 @@ class _Pipeline:
             if self._recorder is None:
                 ctx = self.ctx
                 self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes,
-                                                     self.driver.handshake)
+                                                     self.driver.handshake, ctx.env)
             return self._recorder
 
     def _prime(self) -> None:
