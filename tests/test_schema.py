@@ -1,5 +1,5 @@
-"""The descriptor schema is one: the shipped JSON Schema and docs/DESCRIPTOR.md's field table are
-generated from tipcgen/descriptor/schema.py, and the JSON Schema agrees with the validator on real descriptors."""
+"""The descriptor's model is one: the shipped JSON Schema and docs/DESCRIPTOR.md's field table are generated
+from tipcgen/descriptor/model.py, and the model and the JSON Schema agree with the validator on real descriptors."""
 from __future__ import annotations
 
 import copy
@@ -7,11 +7,13 @@ import json
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from conftest import CORPUS, ROOT, tipcgen
 from tipcgen import descriptor
 from tipcgen.configs import importer
-from tipcgen.descriptor import schema
+from tipcgen.descriptor import model as schema
+from tipcgen.descriptor.spec import Tolerance
 from tipcgen.core.errors import DescriptorError
 
 jsonschema = pytest.importorskip("jsonschema")  # in the test extra; the shipped-file checks below need it not
@@ -59,6 +61,7 @@ def test_the_json_schema_accepts_every_sample_and_fixture(path):
     descriptor.load(path)  # our validator accepts it ...
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in _validator().iter_errors(yaml.safe_load(path.read_text()))]
     assert errors == []  # ... and so does the JSON Schema
+    schema.TipcYaml.model_validate(yaml.safe_load(path.read_text()))  # ... and the model it is generated from
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not found")
@@ -103,6 +106,18 @@ BROKEN = {
     "another key on a fixed-key line": lambda d: d.update(python={"key": "interpreter", "value": "python3"}),
     "a boolean section line": lambda d: d.update(sections=[{"name": "extra", "lines": [True]}]),
     "benchmark fp_items": lambda d: d.update(benchmark={"batch_size": [8], "fp_items": ["bf16"]}),
+    "a golden folder outside the repository": lambda d: d.update(checks={"golden": "../golden"}),
+    "an absolute data folder": lambda d: d["data"].update(dir="/data"),
+    "a lite copy above the repository": lambda d: d["data"]["files"][next(iter(d["data"]["files"]))].update(lite="a/../../b"),
+    "a true step_timeout": lambda d: d.update(run={"step_timeout": True}),
+    "a negative tolerance": lambda d: d.update(checks={"golden_tolerance": {"atol": -1}}),
+    "an unknown tolerance field": lambda d: d.update(checks={"golden_tolerance": {"atl": 1}}),
+    "a fixed_inputs that is no .npz": lambda d: d.update(checks={"fixed_inputs": "inputs.pkl"}),
+    "own_weights of no step": lambda d: d.update(checks={"own_weights": ["train"]}),
+    "an unknown align checkpoint": lambda d: d.update(align={"thresholds": {"forwards": 1}}),
+    "ptq of no layout": lambda d: d.update(ptq={"layout": "int4", "lines": {}}),
+    "kept that is no .txt": lambda d: d.update(kept=[{"file": "a.cfg", "lines": []}]),
+    "a null train": lambda d: d.update(train=None),
 }
 
 
@@ -112,4 +127,48 @@ def test_the_json_schema_rejects_what_the_validator_rejects(name):
     with pytest.raises(DescriptorError):
         descriptor.load_text(yaml.safe_dump(doc, sort_keys=False), source="broken.yaml", base_dir=ROOT)
     assert list(_validator().iter_errors(doc)), f"the JSON Schema accepts: {name}"
+    with pytest.raises(ValidationError):
+        schema.TipcYaml.model_validate(doc)
+
+
+_PTQ_LINES = ("model_name", "python", "use_gpu", "model_path", "output_dir", "data_dir", "batch_num", "batch_size",
+              "trainer", "ptq_train", "inference", "infer_use_gpu", "infer_batch_size", "infer_model_dir", "infer_data",
+              "benchmark")
+
+
+def test_the_validator_fills_in_the_model_defaults():
+    """Left out, a field takes the model's default: the validator reads each from the model, never its own copy."""
+    doc = {**SAMPLE, "run": {}, "checks": {}, "paddle2onnx": {"save_file": "m.onnx", "inference": "infer.py",
+                                                                "model_dir": "out"},
+           "data": {k: v for k, v in SAMPLE["data"].items() if k not in ("dir", "whole_env")},
+           "target": {"metrics": {"acc": 0.9}}, "benchmark": {"batch_size": 8}, "dy2static": {},
+           "ptq": {"layout": "ptq", "lines": {name: f"{name}:x" for name in _PTQ_LINES}}}
+    doc.pop("python", None)
+    doc["train"] = {k: v for k, v in SAMPLE["train"].items() if k != "trainer"}
+    loaded = descriptor.load_text(yaml.safe_dump(doc, sort_keys=False), source="defaults.yaml", base_dir=ROOT)
+    assert loaded.step_timeout == schema.default("run.step_timeout")
+    assert (loaded.data.dir, loaded.data.whole_env, loaded.data.whole_from_lite) == (
+        schema.default("data.dir"), schema.default("data.whole_env"), schema.default("data.whole_from_lite"))
+    for name in ("reference_tolerance", "golden_tolerance", "onnx_tolerance"):
+        assert getattr(loaded.checks, name) == Tolerance(**schema.default(f"checks.{name}"))
+    assert (loaded.paddle2onnx.opset_version, loaded.paddle2onnx.onnx_flag) == (
+        schema.default("paddle2onnx.opset_version"), schema.default("paddle2onnx.onnx_flag"))
+    assert (loaded.target.tolerance, loaded.target.relative) == (schema.default("target.tolerance"),
+                                                                  schema.default("target.relative"))
+    assert (list(loaded.benchmark.fp_items), loaded.benchmark.epoch, list(loaded.benchmark.device_num)) == (
+        schema.default("benchmark.fp_items"), schema.default("benchmark.epoch"), schema.default("benchmark.device_num"))
+    assert loaded.dy2static.tolerance == Tolerance(**schema.default("dy2static.tolerance"))
+    assert (loaded.ptq.accuracy_drop, loaded.ptq.tolerance) == (schema.default("ptq.accuracy_drop"),
+                                                                Tolerance(**schema.default("ptq.tolerance")))
+    for field, value in schema.FIELD_DEFAULTS.items():
+        assert loaded.slot_of(field).value == value
+
+
+def test_every_field_has_a_doc_and_the_validator_knows_every_group():
+    """The table has no empty row, and each group the validator reads names exactly the model's fields."""
+    rows = schema.field_table().splitlines()[2:]
+    assert rows and all(not row.endswith("|  |") for row in rows)
+    assert schema.TOP_FIELDS >= set(schema.REQUIRED) and "schema_version" in schema.TOP_FIELDS
+    assert schema.children("data.files.<name>") == {"role", "lite", "whole", "md5", "rows"}
+    assert schema.children("checks.reference_tolerance") == set()  # a value, not a group: no rows of its own
 
