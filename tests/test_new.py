@@ -18,7 +18,7 @@ import yaml
 from tipcgen import descriptor
 from tipcgen.new import new
 from tipcgen.render import render
-from tipcgen.descriptor import model as schema
+from tipcgen.descriptor import schema
 from tipcgen.configs import script_help
 from tipcgen.core.errors import TipcgenError
 

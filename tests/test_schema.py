@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -12,7 +14,7 @@ from pydantic import ValidationError
 from conftest import CORPUS, ROOT, tipcgen
 from tipcgen import descriptor
 from tipcgen.configs import importer
-from tipcgen.descriptor import model as schema
+from tipcgen.descriptor import fields, model
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.core.errors import DescriptorError
 
@@ -23,28 +25,28 @@ SAMPLE = yaml.safe_load((ROOT / "sample_models" / "bert-sst2" / "tipc.yaml").rea
 
 
 def _validator():
-    return jsonschema.Draft7Validator(json.loads(schema.SCHEMA_FILE.read_text()))
+    return jsonschema.Draft7Validator(json.loads(fields.SCHEMA_FILE.read_text()))
 
 
 def test_the_shipped_json_schema_is_a_fresh_generation():
-    assert schema.SCHEMA_FILE.read_text() == schema.json_text(), "regenerate: python -m tipcgen schema -o tipcgen/tipc.schema.json --force"
-    jsonschema.Draft7Validator.check_schema(json.loads(schema.json_text()))
+    assert fields.SCHEMA_FILE.read_text() == model.json_text(), "regenerate: python -m tipcgen schema -o tipcgen/tipc.model.json --force"
+    jsonschema.Draft7Validator.check_schema(json.loads(model.json_text()))
 
 
 def test_the_doc_field_table_is_generated_from_the_schema():
     text = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
     section = text.split("## Every field", 1)[1].split("\n## ", 1)[0]
     table = section[section.index("| field | meaning |"):].rstrip("\n") + "\n"
-    assert table == schema.field_table(), "paste the output of: python -c 'from tipcgen.descriptor import schema; " \
-        "print(schema.field_table(), end=\"\")' into docs/DESCRIPTOR.md's \"Every field\" section"
+    assert table == model.field_table(), "paste the output of: python -c 'from tipcgen.descriptor import model; " \
+        "print(model.field_table(), end=\"\")' into docs/DESCRIPTOR.md's \"Every field\" section"
 
 
 def test_the_cli_prints_and_writes_the_shipped_schema(tmp_path):
-    assert tipcgen("schema", check=True).stdout == schema.SCHEMA_FILE.read_text()
-    assert tipcgen("schema", "--path", check=True).stdout.strip() == str(schema.SCHEMA_FILE)
-    out = tmp_path / "tipc.schema.json"
+    assert tipcgen("schema", check=True).stdout == fields.SCHEMA_FILE.read_text()
+    assert tipcgen("schema", "--path", check=True).stdout.strip() == str(fields.SCHEMA_FILE)
+    out = tmp_path / "tipc.model.json"
     tipcgen("schema", "-o", str(out), check=True)
-    assert out.read_text() == schema.SCHEMA_FILE.read_text()
+    assert out.read_text() == fields.SCHEMA_FILE.read_text()
     out.write_text("{}\n")  # the user's own file is replaced only with --force
     refused = tipcgen("schema", "-o", str(out))
     assert refused.returncode == 2 and "Traceback" not in refused.stderr and out.read_text() == "{}\n"
@@ -61,7 +63,7 @@ def test_the_json_schema_accepts_every_sample_and_fixture(path):
     descriptor.load(path)  # our validator accepts it ...
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in _validator().iter_errors(yaml.safe_load(path.read_text()))]
     assert errors == []  # ... and so does the JSON Schema
-    schema.TipcYaml.model_validate(yaml.safe_load(path.read_text()))  # ... and the model it is generated from
+    model.TipcYaml.model_validate(yaml.safe_load(path.read_text()))  # ... and the model it is generated from
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not found")
@@ -128,7 +130,7 @@ def test_the_json_schema_rejects_what_the_validator_rejects(name):
         descriptor.load_text(yaml.safe_dump(doc, sort_keys=False), source="broken.yaml", base_dir=ROOT)
     assert list(_validator().iter_errors(doc)), f"the JSON Schema accepts: {name}"
     with pytest.raises(ValidationError):
-        schema.TipcYaml.model_validate(doc)
+        model.TipcYaml.model_validate(doc)
 
 
 _PTQ_LINES = ("model_name", "python", "use_gpu", "model_path", "output_dir", "data_dir", "batch_num", "batch_size",
@@ -146,29 +148,45 @@ def test_the_validator_fills_in_the_model_defaults():
     doc.pop("python", None)
     doc["train"] = {k: v for k, v in SAMPLE["train"].items() if k != "trainer"}
     loaded = descriptor.load_text(yaml.safe_dump(doc, sort_keys=False), source="defaults.yaml", base_dir=ROOT)
-    assert loaded.step_timeout == schema.default("run.step_timeout")
+    assert loaded.step_timeout == fields.default("run.step_timeout")
     assert (loaded.data.dir, loaded.data.whole_env, loaded.data.whole_from_lite) == (
-        schema.default("data.dir"), schema.default("data.whole_env"), schema.default("data.whole_from_lite"))
+        fields.default("data.dir"), fields.default("data.whole_env"), fields.default("data.whole_from_lite"))
     for name in ("reference_tolerance", "golden_tolerance", "onnx_tolerance"):
-        assert getattr(loaded.checks, name) == Tolerance(**schema.default(f"checks.{name}"))
+        assert getattr(loaded.checks, name) == Tolerance(**fields.default(f"checks.{name}"))
     assert (loaded.paddle2onnx.opset_version, loaded.paddle2onnx.onnx_flag) == (
-        schema.default("paddle2onnx.opset_version"), schema.default("paddle2onnx.onnx_flag"))
-    assert (loaded.target.tolerance, loaded.target.relative) == (schema.default("target.tolerance"),
-                                                                  schema.default("target.relative"))
+        fields.default("paddle2onnx.opset_version"), fields.default("paddle2onnx.onnx_flag"))
+    assert (loaded.target.tolerance, loaded.target.relative) == (fields.default("target.tolerance"),
+                                                                  fields.default("target.relative"))
     assert (list(loaded.benchmark.fp_items), loaded.benchmark.epoch, list(loaded.benchmark.device_num)) == (
-        schema.default("benchmark.fp_items"), schema.default("benchmark.epoch"), schema.default("benchmark.device_num"))
-    assert loaded.dy2static.tolerance == Tolerance(**schema.default("dy2static.tolerance"))
-    assert (loaded.ptq.accuracy_drop, loaded.ptq.tolerance) == (schema.default("ptq.accuracy_drop"),
-                                                                Tolerance(**schema.default("ptq.tolerance")))
-    for field, value in schema.FIELD_DEFAULTS.items():
+        fields.default("benchmark.fp_items"), fields.default("benchmark.epoch"), fields.default("benchmark.device_num"))
+    assert loaded.dy2static.tolerance == Tolerance(**fields.default("dy2static.tolerance"))
+    assert (loaded.ptq.accuracy_drop, loaded.ptq.tolerance) == (fields.default("ptq.accuracy_drop"),
+                                                                Tolerance(**fields.default("ptq.tolerance")))
+    for field, value in fields.FIELD_DEFAULTS.items():
         assert loaded.slot_of(field).value == value
 
 
 def test_every_field_has_a_doc_and_the_validator_knows_every_group():
     """The table has no empty row, and each group the validator reads names exactly the model's fields."""
-    rows = schema.field_table().splitlines()[2:]
+    rows = model.field_table().splitlines()[2:]
     assert rows and all(not row.endswith("|  |") for row in rows)
-    assert schema.TOP_FIELDS >= set(schema.REQUIRED) and "schema_version" in schema.TOP_FIELDS
-    assert schema.children("data.files.<name>") == {"role", "lite", "whole", "md5", "rows"}
-    assert schema.children("checks.reference_tolerance") == set()  # a value, not a group: no rows of its own
+    assert fields.TOP_FIELDS >= set(fields.REQUIRED) and "schema_version" in fields.TOP_FIELDS
+    assert fields.children("data.files.<name>") == {"role", "lite", "whole", "md5", "rows"}
+    assert model.children("checks.reference_tolerance") == set()  # a value, not a group: no rows of its own
+    groups = {path for path, _ in model._fields() if model.children(path)}
+    assert {"data", "data.files.<name>", "checks", "ptq", "train"} <= groups
+    for path in groups | {""}:  # what the validator reads from the shipped file is the model's (<NAME>: any name)
+        assert fields.children(path) == {name for name in model.children(path) if not name.startswith("<")}, path
+    assert fields.KEPT_FIELDS == set(model.KeptEntry.model_fields)
+    assert fields.SECTION_ENTRY_FIELDS == set(model.SectionEntry.model_fields)
+    assert fields.ALIGN_CHECKPOINTS == model.ALIGN_CHECKPOINTS and fields.ROLES == ("train", "infer")
+    assert fields.REQUIRED == tuple(name for name, info in model.TipcYaml.model_fields.items() if info.is_required())
+
+
+def test_loading_a_descriptor_imports_no_pydantic():
+    """init, lint and run read the fields from the shipped JSON Schema: pydantic's import is only tipcgen schema's."""
+    code = ("import sys; from tipcgen import descriptor; descriptor.load('bert-sst2'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout
 

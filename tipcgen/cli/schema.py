@@ -27,9 +27,10 @@ def schema(
     """
     from tipcgen.core import writes
     from tipcgen.descriptor import model as descriptor_model
+    from tipcgen.descriptor.schema import SCHEMA_FILE
 
     if path:
-        echo(descriptor_model.SCHEMA_FILE)
+        echo(SCHEMA_FILE)
         return
     text = descriptor_model.json_text()
     if output is None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.model import DY2STATIC_FIELDS, default
+from tipcgen.descriptor.fields import DY2STATIC_FIELDS, default
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.descriptor.yaml_lines import shown

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.model import FLEET_FIELDS, default
+from tipcgen.descriptor.fields import FLEET_FIELDS, default
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.format.chains import FLEET

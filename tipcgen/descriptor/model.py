@@ -1,35 +1,36 @@
 """The descriptor's one typed model (pydantic v2): each field's type, default, allowed values and one-line doc.
 
 Derived from it, never written twice: the JSON Schema ``tipcgen schema`` prints and ``tipcgen/tipc.schema.json``
-holds (``json_text``), docs/DESCRIPTOR.md's "Every field" table (``field_table``), the field names the
-validator accepts in each group (``children`` and the ``*_FIELDS`` sets) and the defaults it fills in
-(``default``). The slot fields (one per config line) are built from ``layout.py``. A field's ``description``
-is its Markdown doc; the JSON Schema gets it as plain text. What a type cannot say (no full-width punctuation,
-device entries, a relative path inside the repository...) is checked by the validator (``validate*.py``, whose
-messages name file:line:field); tests/test_schema.py holds the model to refuse what the validator refuses.
+holds (``json_text``), docs/DESCRIPTOR.md's "Every field" table (``field_table``), and, read back from that
+shipped file by ``fields.py`` so that loading a descriptor never builds these classes, the field names the
+validator accepts in each group, the required ones and the defaults it fills in. The slot fields (one per config
+line) are built from ``layout.py``. A field's ``description`` is its Markdown doc; the JSON Schema gets it as plain
+text. What a type cannot say (no full-width punctuation, device entries, a flag name read from a script...) is
+checked by the validator (``validate*.py``, whose messages name file:line:field); tests/test_schema.py holds the
+model to accept every sample and fixture and to refuse what the validator refuses.
 """
+# No `from __future__ import annotations`: pydantic reads these annotations as the objects they are.
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, Union, get_args
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic.json_schema import SkipJsonSchema
 
 from tipcgen.descriptor.schema import (
     DATA_NAME_RE,
+    FIXED_KEY_FIELDS,
     INPUTS_PATH_RE,
     MAX_STEP_TIMEOUT,
     MD5_RE,
     SCHEMA_VERSION,
     SECTION_FIELDS,
     WHOLE_ENV_RE,
-    FIXED_KEY_FIELDS,
 )
 from tipcgen.format import compression, layout, words
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
-SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcgen/tipc.schema.json
 # Marks in the schema this module walks, dropped from the shipped one: a group of fields, the name a mapping's keys go by.
 _GROUP, _KEY = "x-tipcgen-group", "x-tipcgen-key"
 _OUTSIDE_PATH = r"^/|(^|/)\.\.(/|$)"
@@ -64,11 +65,12 @@ _VALUE = ConfigDict(extra="forbid", strict=True, frozen=True)
 _GROUP_OF_FIELDS = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={_GROUP: True})
 
 
+# Left out (None) where the JSON Schema takes no null: written as null, the schema refuses it (as it always has) and
+# the validator reads it as left out.
+Absent = SkipJsonSchema[None]
 Scalar = Union[str, float, bool, None]
 Text = Annotated[str, Field(min_length=1)]
 NonNegative = Annotated[float, Field(ge=0)]
-# A path inside the repository; written as null, the JSON Schema refuses it (as it always has) where the validator
-# reads it as left out.
 RelPath = Annotated[str, Field(min_length=1), AfterValidator(_relative), _json(**{"not": {"pattern": _OUTSIDE_PATH}})]
 InputsPath = Annotated[str, Field(pattern=INPUTS_PATH_RE.pattern)]
 Mode = Literal[tuple([*words.MODES, *words.KNOWN_EXTRA_MODES])]
@@ -81,8 +83,8 @@ def _some(item: Any) -> Any:
 
 class Tolerance(BaseModel):
     model_config = _VALUE
-    atol: NonNegative = None
-    rtol: NonNegative = None
+    atol: Union[NonNegative, Absent] = None
+    rtol: Union[NonNegative, Absent] = None
 
 
 def _tolerance(doc: str, atol: float, rtol: float) -> Any:
@@ -110,19 +112,19 @@ _SLOT_DEFAULTS = {"python": "python", "train.trainer": "norm_train"}  # left out
 _REQUIRED_SLOTS = ("model_name", "gpu_list", "train.norm", "inference.script")
 
 
-def _slot_field(slot: layout.Slot) -> tuple[Any, Any]:
-    default = _SLOT_DEFAULTS.get(slot.field)
+def _slot_field(field: str, slot: layout.Slot) -> tuple[Any, Any]:
+    default = _SLOT_DEFAULTS.get(field)
     shown = f" (default `{default}`)" if default is not None else ""
     doc = f"config line {slot.index} (`{slot.name}`){shown}: see the slot table"
-    return _slot_type(slot), Field(... if slot.field in _REQUIRED_SLOTS else default, description=doc)
+    return _slot_type(slot), Field(... if field in _REQUIRED_SLOTS else default, description=doc)
 
 
-_KV = [slot for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv"]
-_TOP_SLOT = {slot.field: _slot_field(slot) for slot in _KV if "." not in slot.field}
+_KV = [(slot.field, slot) for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv" and slot.field]
+_TOP_SLOT = {field: _slot_field(field, slot) for field, slot in _KV if "." not in field}
 
 
 def _lines_group(name: str) -> Any:
-    fields = {slot.field.partition(".")[2]: _slot_field(slot) for slot in _KV if slot.field.partition(".")[0] == name}
+    fields = {field.partition(".")[2]: _slot_field(field, slot) for field, slot in _KV if field.partition(".")[0] == name}
     return create_model(f"{name.title()}Lines", __config__=_GROUP_OF_FIELDS, __doc__=f"the {name} lines", **fields)
 
 
@@ -151,15 +153,18 @@ class SectionEntry(BaseModel):
 
 
 _DEVICE_NUM = Annotated[str, Field(pattern=r"^N[1-9][0-9]*C[1-9][0-9]*$")]
+_DEVICE_NUMS = Annotated[list[_DEVICE_NUM], Field(min_length=1)]
 _FP_ITEM = Literal["fp32", "fp16"]
+_FP_ITEMS = Annotated[list[_FP_ITEM], Field(min_length=1)]
 _POSITIVE = Annotated[int, Field(ge=1)]
+_POSITIVES = Annotated[list[_POSITIVE], Field(min_length=1)]
 
 
 class BenchmarkFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    batch_size: Union[_POSITIVE, _some(_POSITIVE)] = Field(
+    batch_size: Union[_POSITIVE, _POSITIVES] = Field(
         description="one case per batch size: a whole number > 0 or a list of them")
-    fp_items: Union[_FP_ITEM, _some(_FP_ITEM)] = Field(
+    fp_items: Union[_FP_ITEM, _FP_ITEMS] = Field(
         ["fp32", "fp16"], description="`fp32` and/or `fp16` (default both; fp16 trains with AMP)")
     epoch: _POSITIVE = Field(1, description="epochs per case (default 1)")
     profiler_options: Optional[Annotated[str, Field(pattern=r"^[^\s|:]+$")]] = Field(
@@ -167,7 +172,7 @@ class BenchmarkFields(BaseModel):
     flags: Optional[Annotated[dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Union[str, float, bool]],
                               _json(propertyNames={"pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"})]] = Field(
         None, description="environment variables each case exports: a mapping of name to value")
-    device_num: Union[_DEVICE_NUM, _some(_DEVICE_NUM)] = Field(
+    device_num: Union[_DEVICE_NUM, _DEVICE_NUMS] = Field(
         ["N1C1", "N1C2"], description="`N<machines>C<devices>` entries (default `[N1C1, N1C2]`)")
 
 
@@ -175,9 +180,9 @@ class DataFile(BaseModel):
     model_config = _GROUP_OF_FIELDS
     role: Literal["train", "infer"] = Field(
         "train", description="`train` (default) or `infer`: which modes read the whole copy")
-    lite: RelPath = Field(None, description="the lite copy in the repository: a file, a folder, or a "
+    lite: Union[RelPath, Absent] = Field(None, description="the lite copy in the repository: a file, a folder, or a "
                                     "`.tar`/`.tar.gz`/`.tgz`/`.zip` archive")
-    whole: RelPath = Field(None, description="a file or folder inside the whole data folder, linked in place")
+    whole: Union[RelPath, Absent] = Field(None, description="a file or folder inside the whole data folder, linked in place")
     md5: Optional[Annotated[str, Field(pattern=MD5_RE.pattern)]] = Field(
         None, description="md5 of the whole file (32 hex digits), checked before it is linked")
     rows: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="its data rows, shown when the md5 differs")
@@ -185,16 +190,16 @@ class DataFile(BaseModel):
 
 class DataFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    dir: RelPath = Field(
+    dir: Union[RelPath, Absent] = Field(
         "./train_data", description="the folder prepare.sh fills (default `./train_data`), relative, inside the repository")
     whole_env: Annotated[str, Field(pattern=WHOLE_ENV_RE.pattern)] = Field(
         "TIPC_DATA_DIR", description="the variable naming the whole data folder (default `TIPC_DATA_DIR`)")
     files: Optional[dict[str, Annotated[DataFile, _json(
         **{_KEY: "<name>"}, description="one file: where its lite and whole copies come from")]]] = Field(
         None, description="a mapping of name in `data.dir` to its sources")
-    setup: Optional[list[_some(Union[str, float])]] = Field(
+    setup: Optional[list[Annotated[list[Union[str, float]], Field(min_length=1)]]] = Field(
         None, description="python scripts prepare.sh runs after the files are in place: a list of `[script.py, args...]`")
-    trained_model: RelPath = Field(
+    trained_model: Union[RelPath, Absent] = Field(
         None, description="whole_infer and paddle2onnx: the folder prepare.sh links to `$TIPC_MODEL_DIR` or the latest "
         "train run")
     whole_from_lite: bool = Field(False, description="`true`: `whole_train_whole_infer` trains on the lite data on "
@@ -216,7 +221,7 @@ class ChecksFields(BaseModel):
         None, description="the file the export step writes the dygraph model's results to (a plain file name)")
     reference_tolerance: Optional[Tolerance] = _tolerance(
         "`{atol, rtol}` for inference against that reference (default 1e-5, 1e-4)", 1e-5, 1e-4)
-    golden: RelPath = Field(
+    golden: Union[RelPath, Absent] = Field(
         None, description="a folder next to the descriptor with committed results (`tipcgen golden` writes them)")
     golden_tolerance: Optional[Tolerance] = _tolerance(
         "`{atol, rtol}` against the golden results (default 1e-3, 1e-3)", 1e-3, 1e-3)
@@ -224,7 +229,7 @@ class ChecksFields(BaseModel):
         None, description="the chain's own fixed-input check of the exported model: a `.npz` of inputs to feed (read "
         "without unpickling), or `false` to turn the check off (default: inputs built from the model's input spec, "
         "seed 0)")
-    outputs: Annotated[list[_DATA_NAME], Field(min_length=1), _json(uniqueItems=True)] = Field(
+    outputs: Union[Annotated[list[_DATA_NAME], Field(min_length=1), _json(uniqueItems=True)], Absent] = Field(
         None, description="the exported model's outputs named by position, e.g. `[logits, probs]` (config "
         "`output_names:logits\\|probs` in `result_check_params`): the fixed-input checks, their results files and golden "
         "results use these names, so a failure reads `output 'probs' differs by up to ...`. Without it outputs keep the "
@@ -239,8 +244,8 @@ class ChecksFields(BaseModel):
 
 class Paddle2OnnxFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    model_dir: RelPath = Field(None, description="the exported model folder (default `data.trained_model`)")
-    save_file: Annotated[str, Field(pattern=r"\.onnx$")] = Field(None, description="the `.onnx` file to write, relative")
+    model_dir: Union[RelPath, Absent] = Field(None, description="the exported model folder (default `data.trained_model`)")
+    save_file: Union[Annotated[str, Field(pattern=r"\.onnx$")], Absent] = Field(None, description="the `.onnx` file to write, relative")
     opset_version: Annotated[int, Field(ge=7, le=21)] = Field(11, description="ONNX opset, 7 to 21 (default 11)")
     inference: Text = Field(description="the script that runs the `.onnx` model")
     onnx_flag: Optional[str] = Field(
@@ -254,12 +259,12 @@ class PtqFields(BaseModel):
     layout: Literal[tuple(compression.LAYOUTS)] = Field(
         description="`ptq` (20 lines: models tutorial, PaddleSeg), `ptq_video` (24: PaddleVideo) or `kl_quant` "
         "(20: PaddleOCR)")
-    header: Text = Field(None, description="the first line as written, where it is not the layout's own header")
+    header: Union[Text, Absent] = Field(None, description="the first line as written, where it is not the layout's own header")
     lines: dict[str, str] = Field(description="each line of the layout by its name (the upstream runner's variable), "
                                   "as written: `batch_num: \"--batch_num:1\"`")
-    trailing: list[str] = Field(None, description="lines after the layout, which the runner does not read")
+    trailing: Union[list[str], Absent] = Field(None, description="lines after the layout, which the runner does not read")
     final_newline: bool = Field(True, description="`false`: the file ends without a newline (default `true`)")
-    eval_data: InputsPath = Field(
+    eval_data: Union[InputsPath, Absent] = Field(
         None, description="a labelled `.npz` (arrays `x` and `label`, read without unpickling) in the repository: the "
         "PTQ chain's check reports the float and int8 models' accuracy on it and fails when int8 loses more than "
         "`ptq.accuracy_drop`; not a config line")
@@ -280,7 +285,7 @@ class KeptEntry(BaseModel):
 
 class Dy2staticFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    lines: list[str] = Field(None, description="the config's lines as written (`tipcgen import` of a dy2static config "
+    lines: Union[list[str], Absent] = Field(None, description="the config's lines as written (`tipcgen import` of a dy2static config "
                              "writes them; `\"\"` for a blank line)")
     final_newline: bool = Field(True, description="`false`: the file ends without a newline (default `true`)")
     tolerance: Optional[Tolerance] = _tolerance(
@@ -421,52 +426,11 @@ def _fields() -> list[tuple[str, str]]:
     return sorted(rows, key=lambda row: "." in row[0] and row[0].split(".")[0] in SECTION_FIELDS)
 
 
-FIELD_PATHS: tuple[str, ...] = tuple(path for path, _ in _fields())
-
-
 def children(path: str) -> set[str]:
-    """The names of the fields right below ``path`` (``""``: the top level)."""
+    """The names of the fields right below ``path`` (``""``: the top level), by the model itself (the validator
+    reads them from the shipped JSON Schema: fields.py; tests/test_schema.py holds the two equal)."""
     prefix = f"{path}." if path else ""
-    return {p[len(prefix):] for p in FIELD_PATHS if p.startswith(prefix) and "." not in p[len(prefix):]}
-
-
-def default(path: str) -> Any:
-    """The default the model gives a field (a fresh copy): ``default("run.step_timeout")``."""
-    head, _, rest = path.partition(".")
-    model: Any = TipcYaml
-    while rest:
-        model = _group_of(model.model_fields[head].annotation)
-        head, _, rest = rest.partition(".")
-    value = model.model_fields[head].default
-    return json.loads(json.dumps(value))
-
-
-def _group_of(annotation: Any) -> Any:
-    for arg in (annotation, *getattr(annotation, "__args__", ())):
-        if isinstance(arg, type) and issubclass(arg, BaseModel) and arg.model_config.get("json_schema_extra") == {_GROUP: True}:
-            return arg
-    raise KeyError(annotation)
-
-
-REQUIRED = tuple(name for name, info in TipcYaml.model_fields.items() if info.is_required())
-ROLES = get_args(DataFile.model_fields["role"].annotation)
-TOP_FIELDS = children("")
-TEXT_FIELDS = children("text")
-CHECK_FIELDS = children("checks")
-PADDLE2ONNX_FIELDS = children("paddle2onnx")
-DATA_FIELDS = children("data")
-DATA_FILE_FIELDS = children("data.files.<name>")
-RUN_FIELDS = children("run")
-TARGET_FIELDS = children("target")
-BENCHMARK_FIELDS = children("benchmark")
-PTQ_FIELDS = children("ptq")
-DY2STATIC_FIELDS = children("dy2static")
-FLEET_FIELDS = children("fleet")
-ALIGN_FIELDS = children("align")
-KEPT_FIELDS = frozenset(KeptEntry.model_fields)
-SECTION_ENTRY_FIELDS = frozenset(SectionEntry.model_fields)
-TOLERANCE_FIELDS = tuple(Tolerance.model_fields)
-FIELD_DEFAULTS = {path: default(path) for path in _SLOT_DEFAULTS}  # the slot fields with a default
+    return {p[len(prefix):] for p, _ in _fields() if p.startswith(prefix) and "." not in p[len(prefix):]}
 
 
 def _plain(doc: str) -> str:
@@ -479,7 +443,7 @@ def _shipped(node: Any) -> Any:
         return [_shipped(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in node.items():
         if key in ("title", _GROUP, _KEY) or (key == "default" and value is None):
             continue

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.model import PTQ_FIELDS, default
+from tipcgen.descriptor.fields import PTQ_FIELDS, default
 from tipcgen.descriptor.schema import INPUTS_PATH_RE
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks

@@ -6,9 +6,11 @@ patterns here; the validator (``validate*.py``) checks values by them and names 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 
 SCHEMA_VERSION = 1
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tipc.schema.json"  # tipcgen/tipc.schema.json, from model.py
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the generated runner checks TIPC_MODEL by it too
 MODEL_NAME_HINT = "use letters, digits, '_', '-' and '.', starting with a letter or digit (no '/', '..' or spaces)"
 PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]+$")

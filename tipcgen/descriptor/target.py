@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.model import TARGET_FIELDS, default
+from tipcgen.descriptor.fields import TARGET_FIELDS, default
 from tipcgen.descriptor.yaml_lines import shown
 
 DEFAULT_TOLERANCE = default("target.tolerance")

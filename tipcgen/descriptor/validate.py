@@ -18,7 +18,7 @@ from tipcgen.descriptor import dy2static as dy2static_spec
 from tipcgen.descriptor import fleet as fleet_spec
 from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor import target as target_spec
-from tipcgen.descriptor.model import FIELD_DEFAULTS, REQUIRED, TOP_FIELDS, children
+from tipcgen.descriptor.fields import FIELD_DEFAULTS, REQUIRED, TOP_FIELDS, children
 from tipcgen.descriptor.schema import (
     FIXED_KEY_FIELDS,
     GPU_ENTRY_RE,

@@ -8,7 +8,7 @@ from typing import Any
 from tipcgen.core import inputs
 from tipcgen.core.errors import DescriptorError
 from tipcgen.core.text import quoted, terminal
-from tipcgen.descriptor.model import (
+from tipcgen.descriptor.fields import (
     ALIGN_CHECKPOINTS,
     CHECK_FIELDS,
     DATA_FIELDS,
