@@ -3,6 +3,7 @@
 All of it is read from the JSON Schema shipped as ``tipcgen/tipc.schema.json``, which ``model.py`` (the one typed
 model) generates and tests/test_schema.py keeps equal to a fresh generation; so loading a descriptor (init,
 lint, run) reads one JSON file and never imports pydantic (which costs about a quarter of a second at start-up).
+The slot fields (one per config line) are layout.py's, as the model's are: a slot added there is a field at once.
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ def _object(node: dict[str, Any]) -> dict[str, Any]:
     return found[0] if len(found) == 1 else {}
 
 
+_SLOT_FIELDS = [slot.field for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv" and slot.field]
+
+
 def node(path: str) -> dict[str, Any]:
     """The schema of a field: ``data.files.<name>.role`` (``<...>``: a name the user chooses; ``[]``: a list's item)."""
     here = _SCHEMA
@@ -33,13 +37,15 @@ def node(path: str) -> dict[str, Any]:
         elif part.startswith("<"):
             here = obj.get("additionalProperties", {})
         else:
-            here = obj.get("properties", {})[part]
+            here = obj.get("properties", {}).get(part, {})
     return here
 
 
 def children(path: str) -> frozenset[str]:
     """The names of the fields right below ``path`` (``""``: the top level)."""
-    return frozenset(_object(node(path)).get("properties", {}))
+    prefix = f"{path}." if path else ""
+    slots = {f[len(prefix):] for f in _SLOT_FIELDS if f.startswith(prefix) and "." not in f[len(prefix):]}
+    return frozenset(_object(node(path)).get("properties", {})) | slots
 
 
 def default(path: str) -> Any:
@@ -69,5 +75,4 @@ SECTION_ENTRY_FIELDS = children("sections.[]")
 ROLES = _enum(node("data.files.<name>.role"))
 ALIGN_CHECKPOINTS = _enum(_object(node("align.thresholds"))["propertyNames"])
 # The slot fields that take a default when left out (python, train.trainer); written as null they are an error.
-_SLOT_FIELDS = [slot.field for slot in layout.TRAIN_INFER_PYTHON if slot.kind == "kv" and slot.field]
 FIELD_DEFAULTS = {field: default(field) for field in _SLOT_FIELDS if default(field) is not None}
