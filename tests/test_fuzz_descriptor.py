@@ -23,7 +23,7 @@ from tipcgen import descriptor
 from tipcgen.format import layout, paths
 from tipcgen.configs import lint
 from tipcgen.render import render
-from tipcgen.descriptor import schema
+from tipcgen.descriptor import fields as schema
 from tipcgen.format.config import TipcConfig
 from tipcgen.core.errors import DescriptorError
 

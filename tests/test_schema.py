@@ -1,17 +1,21 @@
-"""The descriptor schema is one: the shipped JSON Schema and docs/DESCRIPTOR.md's field table are
-generated from tipcgen/descriptor/schema.py, and the JSON Schema agrees with the validator on real descriptors."""
+"""The descriptor's model is one: the shipped JSON Schema and docs/DESCRIPTOR.md's field table are generated
+from tipcgen/descriptor/model.py, and the model and the JSON Schema agree with the validator on real descriptors."""
 from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from conftest import CORPUS, ROOT, tipcgen
 from tipcgen import descriptor
 from tipcgen.configs import importer
-from tipcgen.descriptor import schema
+from tipcgen.descriptor import fields, model
+from tipcgen.descriptor.spec import Tolerance
 from tipcgen.core.errors import DescriptorError
 
 jsonschema = pytest.importorskip("jsonschema")  # in the test extra; the shipped-file checks below need it not
@@ -21,28 +25,28 @@ SAMPLE = yaml.safe_load((ROOT / "sample_models" / "bert-sst2" / "tipc.yaml").rea
 
 
 def _validator():
-    return jsonschema.Draft7Validator(json.loads(schema.SCHEMA_FILE.read_text()))
+    return jsonschema.Draft7Validator(json.loads(fields.SCHEMA_FILE.read_text()))
 
 
 def test_the_shipped_json_schema_is_a_fresh_generation():
-    assert schema.SCHEMA_FILE.read_text() == schema.json_text(), "regenerate: python -m tipcgen schema -o tipcgen/tipc.schema.json --force"
-    jsonschema.Draft7Validator.check_schema(json.loads(schema.json_text()))
+    assert fields.SCHEMA_FILE.read_text() == model.json_text(), "regenerate: python -m tipcgen schema -o tipcgen/tipc.model.json --force"
+    jsonschema.Draft7Validator.check_schema(json.loads(model.json_text()))
 
 
 def test_the_doc_field_table_is_generated_from_the_schema():
     text = (ROOT / "docs" / "DESCRIPTOR.md").read_text()
     section = text.split("## Every field", 1)[1].split("\n## ", 1)[0]
     table = section[section.index("| field | meaning |"):].rstrip("\n") + "\n"
-    assert table == schema.field_table(), "paste the output of: python -c 'from tipcgen.descriptor import schema; " \
-        "print(schema.field_table(), end=\"\")' into docs/DESCRIPTOR.md's \"Every field\" section"
+    assert table == model.field_table(), "paste the output of: python -c 'from tipcgen.descriptor import model; " \
+        "print(model.field_table(), end=\"\")' into docs/DESCRIPTOR.md's \"Every field\" section"
 
 
 def test_the_cli_prints_and_writes_the_shipped_schema(tmp_path):
-    assert tipcgen("schema", check=True).stdout == schema.SCHEMA_FILE.read_text()
-    assert tipcgen("schema", "--path", check=True).stdout.strip() == str(schema.SCHEMA_FILE)
-    out = tmp_path / "tipc.schema.json"
+    assert tipcgen("schema", check=True).stdout == fields.SCHEMA_FILE.read_text()
+    assert tipcgen("schema", "--path", check=True).stdout.strip() == str(fields.SCHEMA_FILE)
+    out = tmp_path / "tipc.model.json"
     tipcgen("schema", "-o", str(out), check=True)
-    assert out.read_text() == schema.SCHEMA_FILE.read_text()
+    assert out.read_text() == fields.SCHEMA_FILE.read_text()
     out.write_text("{}\n")  # the user's own file is replaced only with --force
     refused = tipcgen("schema", "-o", str(out))
     assert refused.returncode == 2 and "Traceback" not in refused.stderr and out.read_text() == "{}\n"
@@ -59,6 +63,7 @@ def test_the_json_schema_accepts_every_sample_and_fixture(path):
     descriptor.load(path)  # our validator accepts it ...
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in _validator().iter_errors(yaml.safe_load(path.read_text()))]
     assert errors == []  # ... and so does the JSON Schema
+    model.TipcYaml.model_validate(yaml.safe_load(path.read_text()))  # ... and the model it is generated from
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not found")
@@ -103,6 +108,18 @@ BROKEN = {
     "another key on a fixed-key line": lambda d: d.update(python={"key": "interpreter", "value": "python3"}),
     "a boolean section line": lambda d: d.update(sections=[{"name": "extra", "lines": [True]}]),
     "benchmark fp_items": lambda d: d.update(benchmark={"batch_size": [8], "fp_items": ["bf16"]}),
+    "a golden folder outside the repository": lambda d: d.update(checks={"golden": "../golden"}),
+    "an absolute data folder": lambda d: d["data"].update(dir="/data"),
+    "a lite copy above the repository": lambda d: d["data"]["files"][next(iter(d["data"]["files"]))].update(lite="a/../../b"),
+    "a true step_timeout": lambda d: d.update(run={"step_timeout": True}),
+    "a negative tolerance": lambda d: d.update(checks={"golden_tolerance": {"atol": -1}}),
+    "an unknown tolerance field": lambda d: d.update(checks={"golden_tolerance": {"atl": 1}}),
+    "a fixed_inputs that is no .npz": lambda d: d.update(checks={"fixed_inputs": "inputs.pkl"}),
+    "own_weights of no step": lambda d: d.update(checks={"own_weights": ["train"]}),
+    "an unknown align checkpoint": lambda d: d.update(align={"thresholds": {"forwards": 1}}),
+    "ptq of no layout": lambda d: d.update(ptq={"layout": "int4", "lines": {}}),
+    "kept that is no .txt": lambda d: d.update(kept=[{"file": "a.cfg", "lines": []}]),
+    "a null train": lambda d: d.update(train=None),
 }
 
 
@@ -112,4 +129,64 @@ def test_the_json_schema_rejects_what_the_validator_rejects(name):
     with pytest.raises(DescriptorError):
         descriptor.load_text(yaml.safe_dump(doc, sort_keys=False), source="broken.yaml", base_dir=ROOT)
     assert list(_validator().iter_errors(doc)), f"the JSON Schema accepts: {name}"
+    with pytest.raises(ValidationError):
+        model.TipcYaml.model_validate(doc)
+
+
+_PTQ_LINES = ("model_name", "python", "use_gpu", "model_path", "output_dir", "data_dir", "batch_num", "batch_size",
+              "trainer", "ptq_train", "inference", "infer_use_gpu", "infer_batch_size", "infer_model_dir", "infer_data",
+              "benchmark")
+
+
+def test_the_validator_fills_in_the_model_defaults():
+    """Left out, a field takes the model's default: the validator reads each from the model, never its own copy."""
+    doc = {**SAMPLE, "run": {}, "checks": {}, "paddle2onnx": {"save_file": "m.onnx", "inference": "infer.py",
+                                                                "model_dir": "out"},
+           "data": {k: v for k, v in SAMPLE["data"].items() if k not in ("dir", "whole_env")},
+           "target": {"metrics": {"acc": 0.9}}, "benchmark": {"batch_size": 8}, "dy2static": {},
+           "ptq": {"layout": "ptq", "lines": {name: f"{name}:x" for name in _PTQ_LINES}}}
+    doc.pop("python", None)
+    doc["train"] = {k: v for k, v in SAMPLE["train"].items() if k != "trainer"}
+    loaded = descriptor.load_text(yaml.safe_dump(doc, sort_keys=False), source="defaults.yaml", base_dir=ROOT)
+    assert loaded.step_timeout == fields.default("run.step_timeout")
+    assert (loaded.data.dir, loaded.data.whole_env, loaded.data.whole_from_lite) == (
+        fields.default("data.dir"), fields.default("data.whole_env"), fields.default("data.whole_from_lite"))
+    for name in ("reference_tolerance", "golden_tolerance", "onnx_tolerance"):
+        assert getattr(loaded.checks, name) == Tolerance(**fields.default(f"checks.{name}"))
+    assert (loaded.paddle2onnx.opset_version, loaded.paddle2onnx.onnx_flag) == (
+        fields.default("paddle2onnx.opset_version"), fields.default("paddle2onnx.onnx_flag"))
+    assert (loaded.target.tolerance, loaded.target.relative) == (fields.default("target.tolerance"),
+                                                                  fields.default("target.relative"))
+    assert (list(loaded.benchmark.fp_items), loaded.benchmark.epoch, list(loaded.benchmark.device_num)) == (
+        fields.default("benchmark.fp_items"), fields.default("benchmark.epoch"), fields.default("benchmark.device_num"))
+    assert loaded.dy2static.tolerance == Tolerance(**fields.default("dy2static.tolerance"))
+    assert (loaded.ptq.accuracy_drop, loaded.ptq.tolerance) == (fields.default("ptq.accuracy_drop"),
+                                                                Tolerance(**fields.default("ptq.tolerance")))
+    for field, value in fields.FIELD_DEFAULTS.items():
+        assert loaded.slot_of(field).value == value
+
+
+def test_every_field_has_a_doc_and_the_validator_knows_every_group():
+    """The table has no empty row, and each group the validator reads names exactly the model's fields."""
+    rows = model.field_table().splitlines()[2:]
+    assert rows and all(not row.endswith("|  |") for row in rows)
+    assert fields.TOP_FIELDS >= set(fields.REQUIRED) and "schema_version" in fields.TOP_FIELDS
+    assert fields.children("data.files.<name>") == {"role", "lite", "whole", "md5", "rows"}
+    assert model.children("checks.reference_tolerance") == set()  # a value, not a group: no rows of its own
+    groups = {path for path, _ in model._fields() if model.children(path)}
+    assert {"data", "data.files.<name>", "checks", "ptq", "train"} <= groups
+    for path in groups | {""}:  # what the validator reads from the shipped file is the model's (<NAME>: any name)
+        assert fields.children(path) == {name for name in model.children(path) if not name.startswith("<")}, path
+    assert fields.KEPT_FIELDS == set(model.KeptEntry.model_fields)
+    assert fields.SECTION_ENTRY_FIELDS == set(model.SectionEntry.model_fields)
+    assert fields.ALIGN_CHECKPOINTS == model.ALIGN_CHECKPOINTS and fields.ROLES == ("train", "infer")
+    assert fields.REQUIRED == tuple(name for name, info in model.TipcYaml.model_fields.items() if info.is_required())
+
+
+def test_loading_a_descriptor_imports_no_pydantic():
+    """init, lint and run read the fields from the shipped JSON Schema: pydantic's import is only tipcgen schema's."""
+    code = ("import sys; from tipcgen import descriptor; descriptor.load('bert-sst2'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout
 

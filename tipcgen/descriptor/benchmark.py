@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.schema import BENCHMARK_FIELDS
+from tipcgen.descriptor.fields import BENCHMARK_FIELDS, default
 from tipcgen.descriptor.yaml_lines import shown
 
 SECTION = "train_benchmark_params"
-FP_ITEMS = ("fp32", "fp16")
+FP_ITEMS = tuple(default("benchmark.fp_items"))
+DEVICE_NUM = tuple(default("benchmark.device_num"))
 DEVICE_RE = re.compile(r"^N([1-9][0-9]*)C([1-9][0-9]*)$")
 FLAG_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_VALUE_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
@@ -32,10 +33,10 @@ SPEED_DIR = "index"
 class BenchmarkSpec:
     batch_size: tuple[int, ...]
     fp_items: tuple[str, ...] = FP_ITEMS
-    epoch: int = 1
+    epoch: int = default("benchmark.epoch")
     profiler_options: str | None = None
     flags: tuple[tuple[str, str], ...] = ()
-    device_num: tuple[str, ...] = ("N1C1", "N1C2")
+    device_num: tuple[str, ...] = DEVICE_NUM
 
     def lines(self) -> list[str]:
         """The section's config lines, in upstream's order (device_num last: upstream reads five)."""
@@ -76,7 +77,7 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> BenchmarkSpec | Non
     if not fp_items or not all(item in FP_ITEMS for item in fp_items):
         raise fail("benchmark.fp_items", f"expected a list of fp32 and fp16, found {shown(value.get('fp_items'))}",
                    "fp16 trains with AMP (the autocast slot gets amp), e.g. [fp32, fp16]")
-    epoch = value.get("epoch", 1)
+    epoch = value.get("epoch", default("benchmark.epoch"))
     if not _positive_int(epoch):
         raise fail("benchmark.epoch", f"expected a whole number > 0, found {shown(epoch)}",
                    "enough epochs for more than 2 logged ips: values (the first 2 are skipped)")
@@ -95,7 +96,7 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> BenchmarkSpec | Non
             raise fail(f"benchmark.flags.{name}", f"{shown(f'{name}={text}')} is not NAME=VALUE (letters, digits, _ . + -)",
                        "the benchmark exports each flag as an environment variable: e.g. FLAGS_cudnn_deterministic: 1")
         pairs.append((name, text))
-    devices = _as_list(value.get("device_num", ["N1C1", "N1C2"]))
+    devices = _as_list(value.get("device_num", list(DEVICE_NUM)))
     if not devices or not all(isinstance(d, str) and DEVICE_RE.match(d) for d in devices):
         raise fail("benchmark.device_num", f"expected entries such as N1C1 or N1C8, found {shown(value.get('device_num'))}",
                    "N<machines>C<cards>: N1C1 is one device, N1C2 two (on a CPU machine, two gloo processes)")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.schema import DY2STATIC_FIELDS
+from tipcgen.descriptor.fields import DY2STATIC_FIELDS, default
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.descriptor.yaml_lines import shown
@@ -20,7 +20,7 @@ from tipcgen.format.chains import DY2STATIC
 from tipcgen.format.config import TipcConfig
 
 # A loss may differ by atol + rtol * |the dygraph loss| (the logs print 5-6 decimals: a rounding flip passes).
-DEFAULT_TOLERANCE = Tolerance(atol=1.0e-5, rtol=1.0e-5)
+DEFAULT_TOLERANCE = Tolerance(**default("dy2static.tolerance"))
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.schema import FLEET_FIELDS
+from tipcgen.descriptor.fields import FLEET_FIELDS, default
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.format.chains import FLEET
 from tipcgen.descriptor.yaml_lines import shown
 
-DEFAULT_GPU_LIST = "127.0.0.2,127.0.0.3;-1,-1"
-DEFAULT_TOLERANCE = Tolerance(atol=1.0e-5, rtol=1.0e-5)
+DEFAULT_GPU_LIST = default("fleet.gpu_list")
+DEFAULT_TOLERANCE = Tolerance(**default("fleet.tolerance"))
 _IP = r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}"
 ENTRY_RE = re.compile(rf"^{_IP}(,{_IP})*;(-1|\d+)(,(-1|\d+))*$")
 

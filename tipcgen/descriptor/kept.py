@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.schema import KEPT_FIELDS
+from tipcgen.descriptor.fields import KEPT_FIELDS
 from tipcgen.format import paths
 
 # A path below test_tipc/configs/: names of letters, digits, '_', '-', '.', '+', '@', '=', joined by '/'.

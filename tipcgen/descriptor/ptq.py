@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.schema import INPUTS_PATH_RE, PTQ_FIELDS
+from tipcgen.descriptor.fields import PTQ_FIELDS, default
+from tipcgen.descriptor.schema import INPUTS_PATH_RE
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.descriptor.validate_values import Checks
 from tipcgen.descriptor.yaml_lines import shown
@@ -18,10 +19,10 @@ from tipcgen.format import compression
 from tipcgen.format.chains import PTQ
 from tipcgen.format.layout import header_line
 
-DEFAULT_ACCURACY_DROP = 0.05
+DEFAULT_ACCURACY_DROP = default("ptq.accuracy_drop")
 # The int8 outputs may differ from the float ones by atol + rtol * the float outputs' largest magnitude
 # (check_quant.py's own defaults: the runner passes a tolerance only where it differs).
-DEFAULT_TOLERANCE = Tolerance(atol=0.0, rtol=0.2)
+DEFAULT_TOLERANCE = Tolerance(**default("ptq.tolerance"))
 
 
 @dataclass(frozen=True)

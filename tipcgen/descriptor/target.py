@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.schema import TARGET_FIELDS
+from tipcgen.descriptor.fields import TARGET_FIELDS, default
 from tipcgen.descriptor.yaml_lines import shown
 
-DEFAULT_TOLERANCE = 0.02
-LOWER_BY_DEFAULT = ("loss",)  # metrics where smaller is better unless lower_is_better says otherwise
+DEFAULT_TOLERANCE = default("target.tolerance")
+LOWER_BY_DEFAULT = tuple(default("target.lower_is_better"))  # metrics where smaller is better unless lower_is_better says otherwise
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> Target | None:
     tolerance = value.get("tolerance", DEFAULT_TOLERANCE)
     if not _number(tolerance) or tolerance < 0:
         raise fail("target.tolerance", f"expected a number >= 0, found {shown(tolerance)}", "e.g. 0.02")
-    relative = value.get("relative", True)
+    relative = value.get("relative", default("target.relative"))
     if not isinstance(relative, bool):
         raise fail("target.relative", f"expected true or false, found {shown(relative)}",
                    "true: the tolerance is a fraction of the figure; false: in the metric's own units")

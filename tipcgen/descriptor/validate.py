@@ -18,8 +18,8 @@ from tipcgen.descriptor import dy2static as dy2static_spec
 from tipcgen.descriptor import fleet as fleet_spec
 from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.descriptor import target as target_spec
+from tipcgen.descriptor.fields import FIELD_DEFAULTS, REQUIRED, TOP_FIELDS, children
 from tipcgen.descriptor.schema import (
-    FIELD_DEFAULTS,
     FIXED_KEY_FIELDS,
     GPU_ENTRY_RE,
     KEY_RE,
@@ -27,8 +27,6 @@ from tipcgen.descriptor.schema import (
     PYTHON_RE,
     SCHEMA_VERSION,
     SECTION_FIELDS,
-    TOP_FIELDS,
-    children,
     is_model_name,
 )
 from tipcgen.descriptor.spec import Descriptor, SlotValue
@@ -121,7 +119,7 @@ class Validator:
         version = data.get("schema_version", SCHEMA_VERSION)
         if isinstance(version, bool) or version != SCHEMA_VERSION:
             raise self.values.err("schema_version", version, f"{SCHEMA_VERSION}")
-        for required in ("model_name", "gpu_list", "train", "inference"):
+        for required in REQUIRED:
             if data.get(required) is None:
                 raise DescriptorError(self.values.source, required, "is missing" if required not in data else "is null",
                                       self.values.lines.get(required), hint=f"give '{required}:' a value (see docs/DESCRIPTOR.md)")

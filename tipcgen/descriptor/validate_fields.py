@@ -8,21 +8,24 @@ from typing import Any
 from tipcgen.core import inputs
 from tipcgen.core.errors import DescriptorError
 from tipcgen.core.text import quoted, terminal
-from tipcgen.descriptor.schema import (
+from tipcgen.descriptor.fields import (
     ALIGN_CHECKPOINTS,
     CHECK_FIELDS,
     DATA_FIELDS,
     DATA_FILE_FIELDS,
+    PADDLE2ONNX_FIELDS,
+    ROLES,
+    RUN_FIELDS,
+    TEXT_FIELDS,
+    default,
+)
+from tipcgen.descriptor.schema import (
     DATA_NAME_RE,
     ENV_NAME_RE,
     INPUTS_PATH_RE,
     KEY_RE,
     MAX_STEP_TIMEOUT,
     MD5_RE,
-    PADDLE2ONNX_FIELDS,
-    ROLES,
-    RUN_FIELDS,
-    TEXT_FIELDS,
     WHOLE_ENV_RE,
     env_refusal,
 )
@@ -31,7 +34,6 @@ from tipcgen.descriptor.validate_values import Checks
 from tipcgen.format import layout, text_style, words
 from tipcgen.format.chains import PADDLE2ONNX
 from tipcgen.format.config import Line as _ConfigLine
-from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 MAX_TEXT_LINE = 100_000  # text.lines: an index past any config (a 5,000-digit one is refused, not parsed)
 
@@ -110,10 +112,10 @@ class Groups:
         if value is None:
             return None
         value = self.values.mapping(value, "data", DATA_FIELDS)
-        data_dir = self.values.text(value.get("dir", "./train_data"), "data.dir", what="folder")
+        data_dir = self.values.text(value.get("dir", default("data.dir")), "data.dir", what="folder")
         if data_dir.startswith("/") or ".." in Path(data_dir).parts:
             raise self.values.fail("data.dir", f"{quoted(data_dir)} is outside the repository", "use a relative path such as ./train_data/<model>")
-        env = self.values.text(value.get("whole_env", "TIPC_DATA_DIR"), "data.whole_env", what="variable name")
+        env = self.values.text(value.get("whole_env", default("data.whole_env")), "data.whole_env", what="variable name")
         if not WHOLE_ENV_RE.match(env):
             raise self.values.fail("data.whole_env", f"{quoted(env)} is not an environment variable name", "use upper case, digits and _")
         files_raw = value.get("files") or {}
@@ -150,7 +152,7 @@ class Groups:
                 raise self.values.fail(f"data.setup[{i}]", f"{quoted(words[0])} is not a python script", "setup runs python scripts only")
             setup.append(words)
         trained = self.values.rel(value.get("trained_model"), "data.trained_model")
-        from_lite = value.get("whole_from_lite", False)
+        from_lite = value.get("whole_from_lite", default("data.whole_from_lite"))
         if not isinstance(from_lite, bool):
             raise self.values.err("data.whole_from_lite", from_lite, "true or false")
         return DataSpec(data_dir, env, tuple(files), tuple(setup), trained, from_lite)
@@ -166,10 +168,13 @@ class Groups:
                 raise self.values.fail("checks.reference", f"{quoted(reference)} is not a plain file name", "the export step writes it into its output folder")
         return ChecksSpec(
             reference=reference,
-            reference_tolerance=self.values.tolerance(value.get("reference_tolerance"), "checks.reference_tolerance", Tolerance(1e-5, 1e-4)),
+            reference_tolerance=self.values.tolerance(value.get("reference_tolerance"), "checks.reference_tolerance",
+                                                      Tolerance(**default("checks.reference_tolerance"))),
             golden=self.values.rel(value.get("golden"), "checks.golden"),
-            golden_tolerance=self.values.tolerance(value.get("golden_tolerance"), "checks.golden_tolerance", Tolerance(1e-3, 1e-3)),
-            onnx_tolerance=self.values.tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance", Tolerance(1e-5, 1e-4)),
+            golden_tolerance=self.values.tolerance(value.get("golden_tolerance"), "checks.golden_tolerance",
+                                                      Tolerance(**default("checks.golden_tolerance"))),
+            onnx_tolerance=self.values.tolerance(value.get("onnx_tolerance"), "checks.onnx_tolerance",
+                                                      Tolerance(**default("checks.onnx_tolerance"))),
             fixed_inputs=self._fixed_inputs(value),
             outputs=self._output_names(value.get("outputs")),
             own_weights=self._own_weights(value.get("own_weights")),
@@ -218,7 +223,7 @@ class Groups:
         save_file = self.values.rel(value.get("save_file"), "paddle2onnx.save_file")
         if save_file is None or not save_file.endswith(".onnx"):
             raise self.values.err("paddle2onnx.save_file", value.get("save_file"), "a relative path ending in .onnx")
-        opset = value.get("opset_version", 11)
+        opset = value.get("opset_version", default("paddle2onnx.opset_version"))
         if isinstance(opset, bool) or not isinstance(opset, int) or not 7 <= opset <= 21:
             raise self.values.err("paddle2onnx.opset_version", opset, "an ONNX opset between 7 and 21")
         if "inference" not in value:
@@ -226,7 +231,7 @@ class Groups:
                                   hint="name the script that runs the .onnx model with onnxruntime")
         # onnx_flag: null: the script cannot run an ONNX model; the chain's own check (check_inference.py) does.
         flag = "null" if "onnx_flag" in value and value["onnx_flag"] is None else \
-            self.values.text(value.get("onnx_flag", "--use_onnx"), "paddle2onnx.onnx_flag", what="flag name")
+            self.values.text(value.get("onnx_flag", default("paddle2onnx.onnx_flag")), "paddle2onnx.onnx_flag", what="flag name")
         if flag != "null" and not KEY_RE.match(flag):
             raise self.values.fail("paddle2onnx.onnx_flag", f"{quoted(flag)} is not a usable flag name", "such as --use_onnx")
         return Paddle2OnnxSpec(model_dir, save_file, opset, self.values.text(value["inference"], "paddle2onnx.inference", what="command"), flag)
@@ -261,7 +266,7 @@ class Groups:
         if not isinstance(blanks, list) or any(isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_TEXT_LINE
                                                for n in blanks):
             raise self.values.err("text.blank_lines", blanks, f"a list of line numbers (1 to {MAX_TEXT_LINE})")
-        final = value.get("final_newline", True)
+        final = value.get("final_newline", default("text.final_newline"))
         if not isinstance(final, bool):
             raise self.values.err("text.final_newline", final, "true or false")
         count = value.get("line_count")
@@ -272,9 +277,9 @@ class Groups:
 
     def run(self, value: Any) -> int:
         if value is None:
-            return DEFAULT_STEP_TIMEOUT
+            return default("run.step_timeout")
         value = self.values.mapping(value, "run", RUN_FIELDS)
-        timeout = value.get("step_timeout", DEFAULT_STEP_TIMEOUT)
+        timeout = value.get("step_timeout", default("run.step_timeout"))
         if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 < timeout <= MAX_STEP_TIMEOUT:
             raise self.values.err("run.step_timeout", timeout, f"whole seconds between 1 and {MAX_STEP_TIMEOUT}")
         return timeout
