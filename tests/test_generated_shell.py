@@ -91,7 +91,7 @@ def test_every_generated_script_sources_common_func_then_tipc_steps(group: list[
 
 
 def _sourced(text: str) -> list[str]:
-    """The files a script sources, by name, in order (its own lines and those of the files it sources)."""
+    """The files a script sources, by name, in order (at its top level or inside a block)."""
     return [line.rsplit("/", 1)[-1].rstrip('"') for line in text.splitlines() if line.lstrip().startswith("source ")]
 
 
