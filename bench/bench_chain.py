@@ -8,9 +8,10 @@ min and max over --runs; these machines are noisy; the load average is printed b
 - the generated prepare.sh + runner run directly with bash (the same scripts, the runner's own checks
   included): tipcgen run / bash is tipcgen's own overhead;
 - the upstream-equivalent steps alone: the same prepare.sh + runner with bash, in a copy whose config turns
-  the runner's checks off (result_check fixed_inputs:null, compare:null): prepare, train, eval, export and
-  the inference cases, what an upstream TIPC runner runs; tipcgen run / upstream is the whole price of
-  tipcgen's proofs and bookkeeping;
+  the runner's checks off (result_check fixed_inputs:null, compare:null), one step after the other as an
+  upstream runner runs them (TIPC_SERIAL=1: no export beside the eval): prepare, train, eval, export and
+  the inference cases; tipcgen run / upstream is the whole price of tipcgen's proofs and bookkeeping, less
+  what running independent steps side by side gives back;
 - the proofs' own seconds (every `check` step of summary.json: the runner's and tipcgen's), the part of them
   that ran beside the inference steps (the fixed-input check: a step started with tipc_step_beside), and the
   proofs' wall cost: tipcgen run less the upstream-equivalent steps (what a user waits for them and for
@@ -66,11 +67,11 @@ def stats(values: list[float]) -> dict:
             "runs": [round(v, 4) for v in values]}
 
 
-def direct_chain(repo: Path) -> float:
+def direct_chain(repo: Path, env: dict | None = None) -> float:
     """prepare.sh + runner with bash, as a reviewer runs them (exit 0 required)."""
     start = time.perf_counter()
     for script in ("test_tipc/prepare.sh", "test_tipc/test_train_inference_python.sh"):
-        subprocess.run(["bash", script, CONFIG, MODE], cwd=repo, env=ENV, stdout=subprocess.DEVNULL,
+        subprocess.run(["bash", script, CONFIG, MODE], cwd=repo, env=env or ENV, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=True)
     return time.perf_counter() - start
 
@@ -149,7 +150,7 @@ def main() -> int:
             for step in checks:
                 proofs_by_name.setdefault(step["name"], []).append(float(step.get("seconds") or 0))
             direct_t.append(direct_chain(repo))
-            upstream_t.append(direct_chain(upstream))
+            upstream_t.append(direct_chain(upstream, dict(ENV, TIPC_SERIAL="1")))
             loads.append(load())
         startup = {name: stats([timed([sys.executable, "-c", code], work) for _ in range(args.runs)])
                    for name, code in STARTUP.items()}

@@ -178,15 +178,16 @@ run_checks() {
     fi
 }
 
-# run_export ENV_PREFIX COMMAND WEIGHTS OUTPUT NAME: export WEIGHTS into OUTPUT with the config's export keys,
-# under ENV_PREFIX (the name of an array: an env prefix such as CUDA_VISIBLE_DEVICES, or none).
+# run_export STEP ENV_PREFIX COMMAND WEIGHTS OUTPUT NAME: export WEIGHTS into OUTPUT with the config's export keys,
+# under ENV_PREFIX (the name of an array: an env prefix such as CUDA_VISIBLE_DEVICES, or none), run by STEP
+# (tipc_step, or tipc_step_beside to run it beside the eval: tipc_step_collect then concludes it).
 run_export() {
-    local -n tipc_export_env=$1
+    local -n tipc_export_env=$2
     local -a cmd=("${tipc_export_env[@]}" "${TIPC_STEP_ENV[@]}" "$PYTHON")
-    tipc_add_words cmd "$2"
-    tipc_add_slots cmd export_weight="$3" save_infer="$4"
-    tipc_case model_dir="$4"
-    tipc_step export "$5" "$LOG_PATH/$5.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
+    tipc_add_words cmd "$3"
+    tipc_add_slots cmd export_weight="$4" save_infer="$5"
+    tipc_case model_dir="$5"
+    "$1" export "$6" "$LOG_PATH/$6.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
 }
 
 # The train and export commands of a trainer (upstream's dispatch on the trainer name).
@@ -279,7 +280,7 @@ run_training() {
     local trainer=${tipc_training[trainer]} autocast=${tipc_training[autocast]} tag=${tipc_training[tag]}
     local gpu=${tipc_training[gpu]} device=${tipc_training[device]} run_on=${tipc_training[run_on]}
     local nodes=${tipc_training[nodes]} epoch=${tipc_training[epoch]} batch=${tipc_training[batch]}
-    local prefix save note checkpoint eval_cmd model_dir inference_dir
+    local prefix save note checkpoint eval_cmd export_name beside="" exported=0 model_dir inference_dir
     local -a cmd
     trainer_commands "$trainer"
     tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}"
@@ -314,6 +315,14 @@ run_training() {
     fi
     checkpoint=$save/$(slot_value train_model_name)
     eval_cmd=$(slot_value eval)
+    export_name=${prefix}_nodes_${nodes}_export
+    # Eval and export read the trained checkpoint alone: where the machine has the cores, the export runs beside
+    # the eval (the same handshakes and records); the inference cases, whose latency is measured, wait for both.
+    # Not on a GPU: two processes on one device may not fit its memory.
+    if ! tipc_is_null "$eval_cmd" && ! tipc_is_null "$EXPORT_CMD" && [ "$run_on" = cpu ] && tipc_side_by_side; then
+        beside=1
+        run_export tipc_step_beside "$3" "$EXPORT_CMD" "$checkpoint" "$save" "$export_name"
+    fi
     if ! tipc_is_null "$eval_cmd"; then
         cmd=("${tipc_env[@]}" "$PYTHON")
         tipc_add_words cmd "$eval_cmd"
@@ -322,7 +331,12 @@ run_training() {
         tipc_step eval "${prefix}_nodes_${nodes}_eval" "$LOG_PATH/${prefix}_nodes_${nodes}_eval.log" "" -- "${cmd[@]}"
     fi
     if tipc_is_null "$EXPORT_CMD"; then return; fi
-    if ! run_export "$3" "$EXPORT_CMD" "$checkpoint" "$save" "${prefix}_nodes_${nodes}_export"; then
+    if [ -n "$beside" ]; then
+        tipc_step_collect || exported=$?
+    else
+        run_export tipc_step "$3" "$EXPORT_CMD" "$checkpoint" "$save" "$export_name" || exported=$?
+    fi
+    if [ "$exported" -ne 0 ]; then
         tipc_skip infer "$prefix" "skipped because export ${prefix} did not pass"
         return
     fi
@@ -355,7 +369,7 @@ run_whole_infer() {
         if [ "$TIPC_LAYOUT" = tutorial ]; then model_dir=$(slot_value save_infer); fi
         if ! tipc_is_null "$export_cmd" && [ "${export_cmd,,}" != false ]; then
             model_dir=$LOG_PATH/whole_infer_model_$count
-            if ! run_export env_prefix "$export_cmd" "$model" "$model_dir" "whole_infer_export_$count"; then
+            if ! run_export tipc_step env_prefix "$export_cmd" "$model" "$model_dir" "whole_infer_export_$count"; then
                 tipc_skip infer "whole_infer_$count" "export of $model did not pass"
                 continue
             fi

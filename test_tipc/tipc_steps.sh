@@ -535,9 +535,10 @@ tipc_wait_writer() {
 # tipc_handshake WHEN KIND NAME: under tipcgen run, which hands the runner the read end of a pipe (TIPC_ANSWER_FD,
 # checked by tipc_start_run), say `[tipc] WAIT NONCE WHEN KIND NAME` and wait for tipcgen's answer, the line
 # NONCE: it records what a training wrote (WHEN ended) and the weights there before one (start),
-# while no step runs. NONCE is random each time: an answer to a line a step wrote into the runner's output is
-# read past. Without the pipe (the runner run by hand) it returns at once; once tipcgen is gone (the pipe's end
-# closed) the read ends and the runner never waits again.
+# while no step runs; it checks the records again before an eval or export (start), and as one that ran
+# beside the next steps (beside) ends (ended). NONCE is random each time: an answer to a line
+# a step wrote into the runner's output is read past. Without the pipe (the runner run by hand) it returns at once;
+# once tipcgen is gone (the pipe's end closed) the read ends and the runner never waits again.
 tipc_handshake() {
     local answer nonce=${SRANDOM:-$RANDOM}$RANDOM
     if [ -z "$TIPC_ANSWER_FD" ]; then return 0; fi
@@ -648,26 +649,34 @@ tipc_step() {
     return "$rc"
 }
 
-# tipc_step_beside KIND NAME LOG NOTE -- COMMAND...: start a step that runs beside the next steps (a proof that needs
-# only what the steps before it wrote), at low CPU priority (nice 10) so that the steps it runs beside keep their
-# speed; tipc_step_collect waits for it and records it, with the step configuration it was started with. One at a
-# time: a second one first collects the first. The step may prepare beside them and do its measured work after
-# them: its environment names a file, TIPC_BESIDE_GO, that tipc_step_collect creates; a step that waits for it
-# creates TIPC_BESIDE_GO.waiting first, and its record's seconds leave out the time it waited.
+# tipc_step_beside KIND NAME LOG NOTE -- COMMAND...: start a step that runs beside the next steps (one that needs
+# only what the steps before it wrote: a proof, or an export beside the eval); tipc_step_collect waits for it and
+# records it, with the step configuration it was started with. One at a time: a second one first collects the
+# first. A proof runs at low CPU priority (nice 10) so that the steps it runs beside keep their speed; a step of the
+# chain (export) at the runner's, after the handshake tipc_step makes. The step may prepare beside them and do
+# its measured work after them: its environment names a file, TIPC_BESIDE_GO, that tipc_step_collect creates; a
+# step that waits for it creates TIPC_BESIDE_GO.waiting first, and its record's seconds leave out the time it waited.
 tipc_step_beside() {
-    local shown
+    local shown niceness=10
     tipc_step_collect
     if [ -n "$TIPC_INTERRUPTED" ]; then TIPC_CASE=(); return 130; fi
     tipc_show_cmd shown "${@:6}"
+    case $1 in
+        train | eval | export) tipc_handshake beside "$1" "$2"; niceness=0 ;;
+    esac
     printf '[tipc] RUN  %s %s (beside the next steps)\n' "$1" "$2"
     TIPC_BESIDE=([kind]=$1 [name]=$2 [log]=$3 [note]=$4 [shown]=$shown [program]=$6 [go]=$LOG_PATH/.beside_$2.go
         [start]=$EPOCHREALTIME)
-    tipc_spawn "$3" 10 "${TIPC_BESIDE[go]}" -- "${@:6}"
+    tipc_spawn "$3" "$niceness" "${TIPC_BESIDE[go]}" -- "${@:6}"
     TIPC_BESIDE[pid]=$TIPC_SPAWNED_PID TIPC_BESIDE[writer]=$TIPC_SPAWNED_WRITER
     tipc_copy_fields TIPC_BESIDE_AT TIPC_AT
     tipc_copy_fields TIPC_BESIDE_CASE TIPC_CASE
     TIPC_CASE=()
 }
+
+# tipc_side_by_side: whether two steps of the chain may run at once: the machine has the cores for it (nproc: the
+# runner's CPU affinity) and TIPC_SERIAL is not set (TIPC_SERIAL=1: one step at a time, as upstream's runners run).
+tipc_side_by_side() { [ -z "${TIPC_SERIAL:-}" ] && [ "${TIPC_CORES:-1}" -gt 1 ]; }
 
 # tipc_beside_poll: when the step beside began to wait for its go, and when it ended, noted as they happen (called
 # while other steps are waited for, so that its seconds are its own, not the time until it was collected).
@@ -683,7 +692,7 @@ tipc_beside_poll() {
 # started with (the caller's tipc_at and tipc_case are kept for the caller's next record). Returns 0 if it passed
 # or none ran.
 tipc_step_collect() {
-    local rc seconds status=0 start end waited=0
+    local rc seconds status=0 start end waited=0 kind name
     local -A at=() case=()
     if [ -z "${TIPC_BESIDE[pid]-}" ]; then return 0; fi
     tipc_beside_poll
@@ -708,6 +717,11 @@ tipc_step_collect() {
     tipc_copy_fields TIPC_CASE TIPC_BESIDE_CASE
     tipc_conclude "${TIPC_BESIDE[kind]}" "${TIPC_BESIDE[name]}" "${TIPC_BESIDE[log]}" "${TIPC_BESIDE[note]}" \
         "${TIPC_BESIDE[shown]}" "$rc" "$seconds" "${TIPC_BESIDE[program]}" || status=1
+    kind=${TIPC_BESIDE[kind]} name=${TIPC_BESIDE[name]}
+    case $kind in  # a step of the chain: the records verified again as it ends (a checkpoint changed beside it)
+        train | eval | export)
+            if [ -z "$TIPC_INTERRUPTED" ]; then tipc_handshake ended "$kind" "$name"; fi ;;
+    esac
     tipc_copy_fields TIPC_AT at
     tipc_copy_fields TIPC_CASE case
     TIPC_BESIDE=()
@@ -768,8 +782,35 @@ tipc_no_links() {
     done
 }
 
-# tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (a second run replaces the first), its
-# status log and step records, the CUDA device count, and Ctrl-C handling. With TIPC_CHECK_ONLY=1
+# tipc_keep_previous LOG_PATH: the last run's folder, where there is one, moved aside to LOG_PATH.previous (an
+# older one replaced; a link there refused), then emptied of what it must not keep: every link, FIFO or socket, and
+# every weight file (by its name, or a pickle whatever its name: what tipcgen's records count as a training's
+# checkpoint), so that its summary, junit.xml, report and logs survive a run that fails early or is stopped, and no
+# checkpoint of it can pass for a new training or be the newest train run (prepare.sh). tipcgen run does the same
+# before prepare.sh (run/run.py keep_previous): under it, the folder is gone by the time the runner starts.
+tipc_keep_previous() {
+    local previous=$1.previous file byte LC_ALL=C
+    # none, or an empty folder (no run: the one kept stays)
+    if [ ! -e "$1" ] || [ -n "$(find "$1" -maxdepth 0 -type d -empty)" ]; then return 0; fi
+    tipc_no_links "$previous" "the previous run's folder"
+    if [ -e "$previous" ] && [ ! -d "$previous" ]; then
+        tipc_die "$previous is a file, where the scripts keep the previous run's folder" "move it away, then run again"
+    fi
+    rm -rf -- "$previous"
+    mv -T -- "$1" "$previous" || tipc_die "cannot move $1 aside to $previous" "check the folder's permissions"
+    find "$previous" -mindepth 1 ! -type d ! -type f -delete
+    while IFS= read -r -d '' file; do
+        case ${file##*/} in
+            *.pdparams | *.pdiparams | *.pth | *.pt | *.pd | *.safetensors) rm -f -- "$file"; continue ;;
+        esac
+        byte=
+        IFS= read -r -n 1 -d '' byte < "$file" 2> /dev/null || :  # -n: a NUL (the delimiter) ends it
+        if [ "$byte" = $'\x80' ]; then rm -f -- "$file"; fi
+    done < <(find "$previous" -type f -print0)
+}
+
+# tipc_start_run LOG_PATH RESULTS_LOG LABEL: a clean run folder (the last run's moved aside: tipc_keep_previous),
+# its status log and step records, the CUDA device count, and Ctrl-C handling. With TIPC_CHECK_ONLY=1
 # (tipcgen run's preflight) it stops here instead: the config and interpreter checks are done.
 tipc_start_run() {
     if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
@@ -782,13 +823,14 @@ tipc_start_run() {
     LOG_PATH=$1
     tipc_no_links "$LOG_PATH"
     tipc_check_lock "$LOG_PATH"
-    rm -rf -- "$LOG_PATH"
+    tipc_keep_previous "$LOG_PATH"
     mkdir -p -- "$LOG_PATH"
     TIPC_RESULTS=$LOG_PATH/$2
     TIPC_RECORDS=$LOG_PATH/steps.jsonl
     : > "$TIPC_RESULTS"
     : > "$TIPC_RECORDS"
     GPU_COUNT=$(tipc_gpu_count "$PYTHON")
+    TIPC_CORES=$(nproc 2> /dev/null || printf 1)  # tipc_side_by_side's
     TIPC_STDBUF=$(command -v stdbuf || :)  # the log writer's (tipc_spawn)
     exec {TIPC_SLEEP_FD}<> <(:)  # a pipe that never delivers: `read -t` on it sleeps without a fork
     trap tipc_on_interrupt INT TERM HUP

@@ -12,11 +12,12 @@ import socket
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from conftest import chain_env, default_signals, edit, make_stub_repo, read_summary, tipcgen
+from conftest import chain_env, default_signals, edit, make_stub_repo, read_records, read_summary, tipcgen
 
 MODE = "lite_train_lite_infer"
 CONFIG = "test_tipc/configs/stub_model/train_infer_python.txt"
@@ -182,13 +183,37 @@ def test_a_signal_mid_training_writes_an_interrupted_summary_and_leaves_no_proce
     assert summary["interrupted"] and summary["interrupted_by"] == how.split()[-1] and not summary["ok"]
     assert summary["exit_code"] == code
     train = [s for s in summary["steps"] if s["kind"] == "train" and s["status"] != "skipped"]
-    assert [s["reason"] for s in train] == ["interrupted"], train
+    # The step cut short is interrupted in summary.json, not failed (#57); the runner's own record keeps failed.
+    assert [(s["status"], s["reason"]) for s in train] == [("interrupted", "interrupted")], train
+    assert summary["interrupted_steps"] == 1 and summary["failed"] == 0, summary
+    records = read_records(stub_repo, "stub_model", MODE)
+    assert [(r["status"], r["reason"]) for r in records if r["kind"] == "train" and r["status"] != "skipped"] == [
+        ("failed", "interrupted")]
     assert "INTERRUPTED" in out and "PASSED" not in out
     # The table shows the step cut short as interrupted, not failed, and the closing line counts it apart (#57).
     assert re.search(r"^  INTR  train ", out, re.MULTILINE) and not re.search(r"^  FAIL  train ", out, re.MULTILINE), out
     assert re.search(r"^INTERRUPTED: \d+ passed, 0 failed, \d+ skipped, 1 interrupted in ", out, re.MULTILINE), out
     assert "--- train" not in out, "no failure block for a step cut short"
+    # JUnit: an <error> naming the interrupt (a CI page counts it with the failures), never a <failure> or <skipped>.
+    case = _junit_case(stub_repo, "train")
+    assert case.find("failure") is None and case.find("skipped") is None, ET.tostring(case)
+    assert case.find("error").get("message") == f"interrupted by {how.split()[-1]}: the run was stopped while this step ran"
+    if how == "group SIGINT":  # the report (once: it renders, it does not run) shows the step and the count
+        report = tipcgen("report", "--format", "all", cwd=stub_repo, timeout=300)
+        assert report.returncode == 0 and "1 interrupted" in report.stdout, report.stdout + report.stderr
+        run_dir = stub_repo / "test_tipc/output/stub_model" / MODE
+        html, md = (run_dir / "report.html").read_text(), (run_dir / "report.md").read_text()
+        assert '<td class="status INTR">INTR</td><td>train</td>' in html and 'class="verdict INTR"' in html, html
+        assert "1 interrupted" in html and "1 interrupted" in md and "**INTERRUPTED**" in md
     assert _gone(stub_repo) == []
+
+
+def _junit_case(repo: Path, kind: str) -> ET.Element:
+    """The one <testcase> of a step kind in the run's junit.xml (not a skipped one)."""
+    root = ET.parse(repo / "test_tipc/output/stub_model" / MODE / "junit.xml").getroot()
+    cases = [c for c in root.iter("testcase") if c.get("classname", "").endswith(f".{kind}") and c.find("skipped") is None]
+    assert len(cases) == 1, [ET.tostring(c) for c in cases]
+    return cases[0]
 
 
 @pytest.mark.waits
@@ -369,3 +394,114 @@ def test_a_renamed_key_is_named_as_renamed_not_as_a_missing_line(layout_repo: Pa
     assert (f"{name}:7: expected key '--epochs' on non-blank line 7, found '--epoch_num:lite_train_lite_infer=1|"
             "whole_train_whole_infer=2': the key was renamed (the lines around it are in place, no line is missing)") in direct.stderr
     assert "restore '--epochs'" in direct.stderr and "missing or extra" not in direct.stderr
+
+
+def _weights(folder: Path) -> list[str]:
+    """What the recorder would count as a training's weights in folder (repro/record.py): a weight suffix, or a
+    pickle whatever its name; and every link, which the previous folder keeps none of."""
+    from tipcgen.format.paths import WEIGHT_SUFFIXES
+
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink() or (path.is_file() and (path.name.endswith(WEIGHT_SUFFIXES) or path.read_bytes()[:1] == b"\x80")):
+            found.append(str(path.relative_to(folder)))
+    return found
+
+
+def test_a_rerun_keeps_the_last_run_aside_with_its_report_and_no_weight_file(stub_repo: Path, tmp_path: Path):
+    """#57: rerunning a mode used to delete its folder, report.html with it, before the new run could fail. The last
+    run is moved aside to <mode>.previous (one, replaced each time) by the runner run by hand and by tipcgen run
+    (before prepare.sh), without a weight file: no checkpoint of it can pass for a new training."""
+    run_dir = stub_repo / "test_tipc/output/stub_model" / MODE
+    previous = run_dir.with_name(MODE + ".previous")
+    # 1. The runner by hand, twice: the second run moves the first aside (tipc_keep_previous, bash).
+    assert subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, env=chain_env(), capture_output=True,
+                          timeout=300).returncode == 0
+    (run_dir / "model_latest").write_bytes(b"\x80\x04stub")  # what paddle.save writes under any name
+    (run_dir / "note.txt").write_text("kept")
+    (run_dir / "link.log").symlink_to(tmp_path)
+    trained = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*.pdparams"))
+    assert trained, "the stub's training saves a checkpoint"
+    direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=stub_repo, env=chain_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert direct.returncode == 0, direct.stdout + direct.stderr
+    assert (previous / "note.txt").read_text() == "kept" and (previous / "results_python.log").is_file()
+    assert _weights(previous) == [] and not (run_dir / "note.txt").exists()
+    assert [p for p in trained if (previous / p).parent.is_dir()] == trained, "the folders stay, their weights go"
+    # 2. tipcgen run (it moves the folder aside itself, before prepare.sh) passes beside the previous folder: an
+    #    honest run never fails for it; then its report.
+    second = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert read_summary(stub_repo)["previous"] == f"test_tipc/output/stub_model/{MODE}.previous"
+    assert "previous run: " in second.stdout and not (previous / "note.txt").exists(), "replaced, not piled up"
+    assert tipcgen("report", cwd=stub_repo, timeout=300).returncode == 0
+    html = (run_dir / "report.html").read_bytes()
+    assert f"The run before this one, with its report: <code>test_tipc/output/stub_model/{MODE}.previous</code>".encode() in html
+    # 3. A run stopped in its training: the passed run's report, summary and logs are there, in the previous folder.
+    held = tmp_path / "train.pid"
+    proc = _start(stub_repo, STUB_HANG_ONCE=f"train:{held}", TIPC_KILL_GRACE="600")
+    _wait_for_training(proc, held)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert (previous / "report.html").read_bytes() == html and not (run_dir / "report.html").exists()
+    assert json.loads((previous / "summary.json").read_text())["ok"] and not read_summary(stub_repo)["ok"]
+    assert _weights(previous) == []
+    # The report of the previous folder reads its own logs (its summary names them where they were written), and
+    # the report without a folder is of the newest run, never of a folder moved aside, however new its files.
+    os.utime(previous / "summary.json", (time.time() + 60, time.time() + 60))
+    again = tipcgen("report", str(previous), "--format", "md", "-o", str(tmp_path / "again"), cwd=stub_repo, timeout=300)
+    assert again.returncode == 0 and "PASSED" in again.stdout, again.stdout + again.stderr
+    md = (tmp_path / "again/report.md").read_text()
+    assert "The run before this one" not in md, "a moved folder's summary names itself as the previous: not shown"
+    log = "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1.log"  # acceptance 3.2.3's
+    assert f"{MODE}.previous/{log}" in md and f"{MODE}/{log}" not in md, md
+    newest = tipcgen("report", "--format", "md", cwd=stub_repo, timeout=300)
+    assert newest.returncode == 0 and "INTERRUPTED" in newest.stdout, newest.stdout + newest.stderr
+
+
+def test_a_link_where_the_previous_run_goes_is_refused_and_never_followed(layout_repo: Path, tmp_path: Path):
+    """<mode>.previous a link (to a folder of the user's): tipcgen run and the runner by hand both stop (exit 2)
+    naming it, before any step, and neither the link's target nor the last run is touched."""
+    run_dir = layout_repo / "test_tipc/output/stub_model" / MODE
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.pdparams").write_bytes(b"\x80theirs")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "summary.json").write_text("{}")
+    run_dir.with_name(MODE + ".previous").symlink_to(outside)
+    try:
+        direct = subprocess.run(["bash", RUNNER, CONFIG, MODE], cwd=layout_repo, env=chain_env(), capture_output=True,
+                                text=True, timeout=120)
+        assert direct.returncode == 2 and f"{MODE}.previous is a symbolic link" in direct.stderr, direct.stderr
+        proc = tipcgen("run", "--mode", MODE, cwd=layout_repo, timeout=120)
+        assert proc.returncode == 2 and f"{MODE}.previous" in proc.stderr and "link" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "[tipc] RUN" not in proc.stdout
+        assert sorted(p.name for p in outside.iterdir()) == ["keep.pdparams"] and (run_dir / "summary.json").is_file()
+    finally:
+        run_dir.with_name(MODE + ".previous").unlink()
+        shutil.rmtree(layout_repo / "test_tipc/output")  # the module's other cases find none
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="no git here")
+def test_a_tracked_file_in_the_run_folder_moved_aside_is_said_so_and_an_untracked_one_is_not(stub_repo: Path):
+    """The tracked-files check compares git status before the run (the preflight's) with after each part: a file git
+    tracks in the last run folder, moved aside, is named as the move's doing (not prepare.sh's, not a step's); the
+    last run's untracked files moving aside change nothing it checks."""
+    run_dir = stub_repo / "test_tipc/output/stub_model" / MODE
+    run_dir.mkdir(parents=True)
+    (run_dir / "committed.log").write_text("a run's log, committed by mistake\n")
+    (stub_repo / ".gitignore").write_text("test_tipc/output/\n")
+    for args in (["init", "-q"], ["add", "-A"], ["add", "-f", str(run_dir / "committed.log")],
+                 ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=stub_repo, check=True, capture_output=True)
+    (run_dir / "untracked.log").write_text("the last run's\n")
+    proc = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=300)
+    check = next(s for s in read_summary(stub_repo)["steps"] if s["name"] == "tracked_files")
+    assert proc.returncode == 1 and check["status"] == "failed", proc.stdout
+    assert check["reason"].startswith(f"moving the last run aside (to test_tipc/output/stub_model/{MODE}.previous) "
+                                      f"changed 1 tracked file(s): test_tipc/output/stub_model/{MODE}/committed.log"), check
+    assert "prepare.sh changed" not in check["reason"] and "runner's steps changed" not in check["reason"]
+    assert (run_dir.with_name(MODE + ".previous") / "untracked.log").is_file()
+    again = tipcgen("run", "--mode", MODE, cwd=stub_repo, timeout=300)  # the tracked file is gone already: nothing moves it
+    assert again.returncode == 0, again.stdout

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import ROOT, tipcgen
 
@@ -72,3 +76,132 @@ def test_every_rule_the_linter_reports_is_in_the_table_select_knows():
     sources = "".join(p.read_text() for p in (ROOT / "tipcgen/configs").glob("*.py"))
     emitted = set(re.findall(r'"([a-z0-9]+(?:-[a-z0-9]+)+)", "(?:error|warning|info)"', sources))
     assert emitted and emitted <= set(lint.RULES), emitted - set(lint.RULES)
+
+
+# A per-line silence (#57 item 4): a .tipcgen-lint beside the configs, since a config line cannot hold a comment.
+
+def _repo(tmp_path: Path, silences: str | None = None) -> Path:
+    """test_tipc/configs/m/train_infer_python.txt (the sample's, python pinned: a warning on line 3, key python;
+    CRLF on line 9 only: an error there) and test_tipc/.tipcgen-lint holding silences."""
+    lines = BASIC.read_text().replace("python:python\n", "python:python3.7\n").splitlines(keepends=True)
+    lines[8] = lines[8].replace("\n", "\r\n")
+    config = tmp_path / "test_tipc/configs/m/train_infer_python.txt"
+    config.parent.mkdir(parents=True)
+    config.write_bytes("".join(lines).encode())
+    if silences is not None:
+        (tmp_path / "test_tipc/.tipcgen-lint").write_text(silences)
+    return tmp_path
+
+
+def _rules(out: str) -> list[tuple[str, str]]:
+    return re.findall(r":(\d+): (?:error|warning|info) (\S+)", out)
+
+
+def test_without_silences_the_findings_are_the_warning_and_the_error(tmp_path):
+    repo = _repo(tmp_path)
+    proc = tipcgen("lint", "test_tipc/configs", cwd=repo)
+    assert proc.returncode == 1 and ("3", "python-version") in _rules(proc.stdout) and ("9", "crlf") in _rules(proc.stdout)
+    assert "silenced" not in proc.stderr
+
+
+def test_a_silence_by_line_or_key_quiets_that_finding_only_and_is_counted(tmp_path):
+    repo = _repo(tmp_path, "# why each is fine\n"
+                           "configs/m/train_infer_python.txt:python python-version   # our CI pins it\n"
+                           "configs/*/train_infer_python.txt:9 crlf,trailing-space\n")
+    proc = tipcgen("lint", "test_tipc/configs", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # the silenced error no longer fails
+    assert _rules(proc.stdout) == [("1", "family")], proc.stdout
+    assert proc.stderr.strip().endswith("0 error(s), 0 warning(s); 2 silenced (test_tipc/.tipcgen-lint)"), proc.stderr
+    # The same from the test_tipc folder: the file is found above the config, its paths relative to itself.
+    assert tipcgen("lint", "configs/m/train_infer_python.txt", cwd=repo / "test_tipc").returncode == 0
+
+
+def test_a_silence_that_names_another_rule_line_or_key_silences_nothing_and_is_reported_unused(tmp_path):
+    repo = _repo(tmp_path, "configs/m/train_infer_python.txt:3 crlf\n"  # the line's finding is another rule
+                           "configs/m/train_infer_python.txt:10 crlf\n"  # a line with no finding
+                           "configs/m/train_infer_python.txt:--epochs python-version\n"  # another key
+                           "configs/other/*.txt crlf\n")  # a config not linted now: not judged
+    proc = tipcgen("lint", "test_tipc/configs", cwd=repo)
+    assert proc.returncode == 1 and ("9", "crlf") in _rules(proc.stdout) and ("3", "python-version") in _rules(proc.stdout)
+    unused = re.findall(r"^test_tipc/\.tipcgen-lint:(\d+): warning unused-silence (\S+)", proc.stdout, re.MULTILINE)
+    assert unused == [("1", "configs/m/train_infer_python.txt:3"), ("2", "configs/m/train_infer_python.txt:10"),
+                      ("3", "configs/m/train_infer_python.txt:--epochs")], proc.stdout
+    assert "silenced" not in proc.stderr.splitlines()[-1]
+    quiet = tipcgen("lint", "test_tipc/configs", "--ignore", "unused-silence", cwd=repo)
+    assert "unused-silence" not in quiet.stdout
+
+
+def test_the_nearest_file_is_the_one_read(tmp_path):
+    repo = _repo(tmp_path, "configs/m/train_infer_python.txt crlf,python-version\n")
+    (repo / "test_tipc/configs/m/.tipcgen-lint").write_text("train_infer_python.txt python-version\n")
+    proc = tipcgen("lint", "test_tipc/configs", cwd=repo)
+    assert proc.returncode == 1 and _rules(proc.stdout) == [("1", "family"), ("9", "crlf")], proc.stdout
+    assert "1 silenced (test_tipc/configs/m/.tipcgen-lint)" in proc.stderr
+
+
+@pytest.mark.parametrize("line, words", [
+    ("configs/m/train_infer_python.txt", "is not a silence"),
+    ("configs/m/train_infer_python.txt crlf extra", "is not a silence"),
+    ("configs/m/train_infer_python.txt no-such-rule", "no-such-rule: no such lint rule"),
+    ("configs/m/train_infer_python.txt:0 crlf", "a config has no line 0"),
+    (":9 crlf", "names no config"),
+])
+def test_a_line_that_is_not_a_silence_is_one_error_naming_the_file_and_line(tmp_path, line, words):
+    repo = _repo(tmp_path, f"# ok\n{line}\n")
+    proc = tipcgen("lint", "test_tipc/configs", cwd=repo)
+    assert proc.returncode == 2 and "test_tipc/.tipcgen-lint:2: " in proc.stderr and words in proc.stderr, proc.stderr
+    assert "hint:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(list("ab:/#*?,. \t\n-019") + ["crlf", "family", "configs/m/", "\x00", "é", "\r"]),
+                max_size=30).map("".join))
+def test_any_silences_file_is_read_or_refused_by_name(text):
+    from tipcgen.configs import lint_silence
+    from tipcgen.core.errors import TipcgenError
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / ".tipcgen-lint"
+        path.write_text(text, encoding="utf-8")
+        try:
+            silences = lint_silence.read(path)
+        except TipcgenError as exc:
+            assert str(path) in exc.message and exc.hint
+        else:
+            assert all(s.rules and s.pattern and s.number >= 1 for s in silences)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_silences_of_some_findings_take_exactly_those_out(tmp_path_factory, data):
+    """Findings (CRLF on every line: one per line) silenced by line and rule: those and no other are taken out; each
+    silence that named no finding is reported once."""
+    from tipcgen.configs import lint, lint_silence
+
+    repo = tmp_path_factory.mktemp("silences")
+    config = repo / "c" / "train_infer_python.txt"
+    config.parent.mkdir()
+    config.write_bytes(BASIC.read_bytes().replace(b"\n", b"\r\n"))
+    found = lint.lint_report([config])
+    lines = data.draw(st.sets(st.integers(1, 60), max_size=8))
+    (repo / ".tipcgen-lint").write_text("".join(f"c/train_infer_python.txt:{n} crlf\n" for n in sorted(lines)))
+    outcome = lint_silence.apply(found, [config])
+    hit = {f.line for f in found if f.rule == "crlf"} & lines
+    assert sorted(f.line for f in outcome.silenced) == sorted(hit) and all(f.rule == "crlf" for f in outcome.silenced)
+    assert outcome.kept == [f for f in found if not (f.rule == "crlf" and f.line in lines)]
+    assert len(outcome.unused) == len(lines - hit)
+
+
+@pytest.mark.parametrize("shape", ["folder", "fifo"])
+def test_a_silences_file_that_is_no_regular_file_is_refused_by_name(tmp_path, shape):
+    """(A link to a file is read as that file, as a linked config is: the user's own settings, read, never written.)"""
+    import os
+
+    repo = _repo(tmp_path)
+    path = repo / "test_tipc/.tipcgen-lint"
+    if shape == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)  # read, it would block lint for ever
+    proc = tipcgen("lint", "test_tipc/configs", cwd=repo, timeout=60)
+    assert proc.returncode == 2 and ".tipcgen-lint" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -106,3 +106,39 @@ def test_a_summary_that_passed_is_checked_again_once_its_bytes_change(tmp_path, 
     with pytest.raises(SummaryFileError, match=r"steps\[0\]\.status"):
         summary_check.read_summary_data(path)
     assert len(calls) == 2
+
+
+def test_a_step_the_runner_cut_short_is_interrupted_and_the_run_never_passes(tmp_path):
+    """The runner alone stopped (a SIGTERM to it, not to tipcgen run): its record says failed, reason interrupted,
+    and its status log "Run failed" (upstream's line); the summary reads the step as interrupted, the verdict is
+    INTERRUPTED and the exit 130 although tipcgen run itself received no signal (#57)."""
+    from tipcgen.results import junit
+    from tipcgen.results.results import check_status_lines, read_records
+
+    run_dir = tmp_path / "test_tipc/output/m/lite_train_lite_infer"
+    run_dir.mkdir(parents=True)
+    records = [{"kind": "train", "name": "norm_train", "status": "passed", "exit_code": 0, "seconds": 1.0,
+                "log": "", "command": "python train.py"},
+               {"kind": "infer", "name": "infer_cpu", "status": "failed", "exit_code": 143, "seconds": 2.0,
+                "log": "", "reason": "interrupted", "command": "python infer.py"},
+               {"kind": "check", "name": "check_results", "status": "failed", "exit_code": 1, "seconds": 0.1,
+                "log": "", "reason": "exit code 1", "command": "python compare.py"}]
+    (run_dir / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run_dir / "results_python.log").write_text("Run successfully with command - m - a - l\n"
+                                                 "Run failed with command - m - b - l\nRun failed with command - m - c - l\n")
+    steps, problems = read_records(run_dir, tmp_path)
+    assert problems == [] and [s.status for s in steps] == [PASSED, "interrupted", FAILED]
+    assert check_status_lines(run_dir, steps) == [], "an interrupted step's status line is a failure line"
+    summary = Summary("m", "lite_train_lite_infer", "c.txt", steps=steps, runner_exit_code=130, required_kinds=["train"])
+    assert not summary.interrupted and summary.was_interrupted and not summary.ok
+    assert (summary.verdict, summary.exit_code) == ("INTERRUPTED", 130)
+    data = json.loads(json.dumps(summary.to_dict()))
+    summary_check.check_summary_data(data, "summary.json")
+    assert (data["passed"], data["failed"], data["interrupted_steps"]) == (1, 1, 1)
+    assert Summary.from_dict(data).verdict == "INTERRUPTED"
+    xml = junit.junit_text("tipc", [junit.summary_suite(summary)], 1.0)
+    assert 'errors="1"' in xml and 'failures="1"' in xml and 'message="interrupted: the run was stopped' in xml
+    # Only the runners' exact reason is read so: a step that failed with any other reason stays failed.
+    for reason in ("Interrupted", "interrupted by the user", " interrupted"):
+        (run_dir / "steps.jsonl").write_text(json.dumps({**records[1], "reason": reason}) + "\n")
+        assert [s.status for s in read_records(run_dir, tmp_path)[0]] == [FAILED]

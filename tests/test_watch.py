@@ -286,3 +286,25 @@ def test_colour_follows_the_option_then_force_color_then_no_color_then_the_termi
             return tty
 
     assert wants_color(choice, Stream(), env) is expected
+
+
+def test_a_step_run_beside_the_next_is_shown_again_when_the_one_shown_ends(tmp_path):
+    """The export beside the eval, the fixed-input check beside the inference: the display shows the step started
+    last; when it ends, the one still running beside it comes back with its own start, not a blank line."""
+    from tipcgen.run.watch import StepWatch
+
+    watch = StepWatch(tmp_path)
+    watch.line("[tipc] RUN  export m_export (beside the next steps)")
+    started = watch.step_started
+    watch.line("[tipc] RUN  eval m_eval")
+    assert watch.step == "eval m_eval"
+    watch.line("[tipc] PASS eval m_eval (1.0 s)")
+    assert watch.step == "export m_export" and watch.step_started == started
+    watch.line("[tipc] PASS export m_export (1.5 s)")
+    assert watch.step == ""
+    # a step beside that ends first is forgotten, never shown again
+    watch.line("[tipc] RUN  check fixed (beside the next steps)")
+    watch.line("[tipc] RUN  infer case_1")
+    watch.line("[tipc] FAIL check fixed (0.1 s): exit code 1, log: x")
+    watch.line("[tipc] PASS infer case_1 (1.0 s)")
+    assert watch.step == ""

@@ -8,11 +8,13 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from conftest import nodes
+from conftest import ROOT, nodes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import check_no_links, make_dirs, remove_tree, staged_path, write_file, write_tree
 
@@ -305,3 +307,90 @@ def test_write_tree_refuses_a_linked_backup_folder_and_a_linked_file(tmp_path):
     with pytest.raises(TipcgenError, match="symbolic link"):
         write_tree({"b.txt": "new"}, repo, force=True)
     assert _tree(outside) == {"secret": "secret"} and not (repo / ".tipcgen").exists()
+
+
+# A rerun's last run folder moved aside (#57): tipcgen run's writes.move_aside and the runner's tipc_keep_previous
+# keep the same files, on any tree a run could leave.
+
+_NAMES = st.sampled_from(["a.log", "summary.json", "m.pdparams", "x.pdiparams", "w.pth", "w.pt", "w.pd", "s.safetensors",
+                          "model_latest", "report.html", "n.txt", "é ü.log", "-dash", "sp ace", "*", "a.pdparams.bak"])
+_CONTENT = st.sampled_from([b"", b"text\n", b"\x80\x04pickle", b"\x80", b"PK\x03\x04zip", b"\x00\x80"])
+_TREE = st.recursive(st.dictionaries(_NAMES, _CONTENT, max_size=4),
+                     lambda sub: st.dictionaries(st.sampled_from(["d", "norm_train_gpus_-1", "checkpoint", "x.pdparams"]),
+                                                 sub, max_size=3).map(lambda d: {k + "_dir": v for k, v in d.items()}),
+                     max_leaves=12)
+
+
+def _plant(folder: Path, tree: dict, outside: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, value in tree.items():
+        if isinstance(value, dict):
+            _plant(folder / name, value, outside)
+        else:
+            (folder / name).write_bytes(value)
+    (folder / "link").symlink_to(outside)  # a link in every folder: removed, its target kept
+    os.mkfifo(folder / "fifo")
+
+
+def _expected(tree: dict, suffixes: tuple[str, ...], prefix: str = "") -> dict:
+    """What the previous folder keeps of a planted tree: every folder, every file that is no weight (by suffix or
+    a pickle's first byte), with its bytes."""
+    kept = {}
+    for name, value in tree.items():
+        if isinstance(value, dict):
+            kept[prefix + name] = None
+            kept.update(_expected(value, suffixes, f"{prefix}{name}/"))
+        elif not name.endswith(suffixes) and value[:1] != b"\x80":
+            kept[prefix + name] = value
+    return dict(sorted(kept.items()))
+
+
+def _kept(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(folder.rglob("*"))} if folder.exists() else {}
+
+
+@settings(max_examples=25, deadline=None)
+@given(tree=_TREE, older=st.booleans())
+def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_python_and_bash(tmp_path_factory, tree, older):
+    from tipcgen.core.writes import move_aside
+    from tipcgen.format.paths import WEIGHT_SUFFIXES
+    from tipcgen.run.run import keep_previous
+
+    work = tmp_path_factory.mktemp("aside")
+    outside = work / "outside"
+    outside.mkdir()
+    (outside / "theirs.pdparams").write_bytes(b"\x80keep")
+    results = []
+    for side in ("python", "bash"):
+        root = work / side
+        run_dir = root / "test_tipc/output/m/lite_train_lite_infer"
+        _plant(run_dir, tree, outside)
+        if older:
+            (root / "test_tipc/output/m/lite_train_lite_infer.previous/old").mkdir(parents=True)
+        if side == "python":
+            assert keep_previous(root, run_dir) == "test_tipc/output/m/lite_train_lite_infer.previous"
+        else:
+            proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_keep_previous "
+                                   "./test_tipc/output/m/lite_train_lite_infer"], cwd=root, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stderr
+        assert not run_dir.exists()
+        results.append(_kept(run_dir.with_name("lite_train_lite_infer.previous")))
+    assert results[0] == results[1], "tipcgen run and the runner keep the same files"
+    assert results[0] == _expected(tree, WEIGHT_SUFFIXES), "every folder, every file but a weight; no link, no FIFO"
+    assert [p.name for p in outside.iterdir()] == ["theirs.pdparams"] and (outside / "theirs.pdparams").read_bytes() == b"\x80keep"
+    assert move_aside(work, work / "none", work / "none.previous", bool) is False
+
+
+def test_an_empty_run_folder_is_left_and_the_folder_kept_aside_stays(tmp_path: Path):
+    from tipcgen.run.run import keep_previous
+
+    run_dir = tmp_path / "test_tipc/output/m/mode"
+    run_dir.mkdir(parents=True)
+    (tmp_path / "test_tipc/output/m/mode.previous").mkdir()
+    (tmp_path / "test_tipc/output/m/mode.previous/report.html").write_text("kept")
+    assert keep_previous(tmp_path, run_dir) == "" and run_dir.is_dir()
+    proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_keep_previous "
+                           "./test_tipc/output/m/mode"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0 and run_dir.is_dir(), proc.stderr
+    assert (tmp_path / "test_tipc/output/m/mode.previous/report.html").read_text() == "kept"

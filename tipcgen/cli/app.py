@@ -29,7 +29,7 @@ from tipcgen.cli.suite import completing, suite
 from tipcgen.core.errors import TipcgenError, os_error
 from tipcgen.core.text import json_text, paint, terminal
 from tipcgen.format import chains, paths
-from tipcgen.format.words import FAILED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
+from tipcgen.format.words import FAILED, INTERRUPTED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
 if TYPE_CHECKING:  # typer 0.29 vendors click (typer._click); tipcgen depends on typer alone, never on click itself
     from typer._click.formatting import HelpFormatter
@@ -281,6 +281,7 @@ def run(
     """Prepare the data, run the chain's generated scripts, and summarise the results.
 
     Writes summary.json and junit.xml next to results_python.log; exit code 0 only if every step passed.
+    The mode's last run is kept aside in <mode>.previous (its summary and report, no weight file).
     This runs the repository's code with your rights; --sandbox confines the chain (docs/SECURITY.md).
 
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
@@ -304,6 +305,8 @@ def run(
     echo(summary_text.terminal_text(summary, color=colored), color=colored or None)
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
     echo(f"summary: {run_dir / paths.SUMMARY_JSON}\njunit:   {run_dir / paths.JUNIT_XML}")
+    if summary.previous:  # the run this one replaced, moved aside with its report (never its weights)
+        echo(f"previous run: {root / summary.previous}")
     raise typer.Exit(summary.exit_code)
 
 
@@ -340,8 +343,9 @@ def report(
     for note in result.notes:
         echo(f"note: {terminal(note)}", err=True)
     s = result.summary
+    cut = f", {s.count(INTERRUPTED)} interrupted" if s.count(INTERRUPTED) else ""
     echo(f"{s.model} / {s.mode}: {result.verdict} ({s.count(PASSED)} passed, {s.count(FAILED)} failed, "
-               f"{s.count(SKIPPED)} skipped)")
+               f"{s.count(SKIPPED)} skipped{cut})")
 
 
 @app.command()
@@ -357,20 +361,26 @@ def lint(
 ) -> None:
     """Find what upstream TIPC runners get silently wrong in configs (shifted lines, ':' in values, list lengths).
 
+    To silence one finding on purpose, write a line in a .tipcgen-lint file beside the configs (the nearest
+    at or above a config's folder; test_tipc/.tipcgen-lint covers them all), never in the config:
+    PATH[:LINE|:KEY] RULE[,RULE...]  # why. A silence that silences nothing is an unused-silence finding.
+
     Exit code 1 if any finding is an error, 2 if a file cannot be read as UTF-8 text, 0 otherwise.
 
     Example: tipcgen lint test_tipc/configs --root .
     """
     from tipcgen.configs import lint as linter
+    from tipcgen.configs import lint_silence
 
     repo_root = _repository_root(root, repo_root, "--repo-root") if root or repo_root else None
     for path in configs:
         if not path.exists():
             raise TipcgenError(f"{path}: no such file or folder", "pass config files or folders that hold them")
     chosen, left_out = linter.check_rules(select, "--select"), linter.check_rules(ignore, "--ignore")
-    findings = linter.chosen(linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
-                                                check_flags=repo_root is not None, unsandboxed=trust_repo),
-                             chosen, left_out)
+    found = linter.lint_report([str(p) for p in configs], repo_root=str(repo_root) if repo_root else None,
+                               check_flags=repo_root is not None, unsandboxed=trust_repo)
+    silences = lint_silence.apply(found, linter.config_files(configs))  # .tipcgen-lint: silenced on purpose
+    findings = linter.chosen(silences.kept + silences.unused, chosen, left_out)
     if statistics:
         rows = linter.statistics(findings)
         if format is Format.json:
@@ -387,8 +397,11 @@ def lint(
         errors = sum(1 for f in findings if f.severity == "error")
         warnings = sum(1 for f in findings if f.severity == "warning")
         unchecked = sum(1 for f in findings if f.rule == "not-position-checked")
+        silenced = len(linter.chosen(silences.silenced, chosen, left_out))
+        where = ", ".join(sorted({str(s) for s in silences.sources}))
         echo(f"{errors} error(s), {warnings} warning(s)" + (f"; {unchecked} file(s) whose lines' positions were not "
-                                                           "checked (not-position-checked)" if unchecked else ""), err=True)
+                                                           "checked (not-position-checked)" if unchecked else "")
+             + (f"; {silenced} silenced ({where})" if silenced else ""), err=True)
     raise typer.Exit(1 if linter.has_errors(findings) else 0)
 
 
@@ -493,5 +506,5 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> None:
         echo(f"error: {error}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        echo("interrupted", err=True)
+        echo("interrupted (Ctrl-C)", err=True)
         sys.exit(130)

@@ -28,7 +28,7 @@ from tipcgen.run.watch import StepWatch, clock, heartbeat_seconds
 
 # The colour of a step line's mark, where colour is wanted.
 MARK_COLORS = {words.MARKS[words.PASSED]: "green", words.MARKS[words.FAILED]: "red",
-               words.MARKS[words.SKIPPED]: "yellow", words.STARTED: "cyan"}
+               words.MARKS[words.SKIPPED]: "yellow", words.MARKS[words.INTERRUPTED]: "yellow", words.STARTED: "cyan"}
 # The runner's closing count (`[tipc] MODEL: 5 passed, 0 failed, 2 skipped; results: ...`): the run's own closing line
 # counts the same steps with prepare and tipcgen's checks of the run, so this one is left out (one count on screen).
 RUNNER_COUNT = re.compile(re.escape(words.PROGRESS) + r"\S+: \d+ passed, \d+ failed, \d+ skipped; results: ")

@@ -14,7 +14,7 @@ EXIT_CODES = """| code | meaning |
 | 0 | done: every step passed (`run`, `suite`), no error finding (`lint`), no failed check (`doctor`, `accept`), no conflict (`update`) |
 | 1 | the command ran and something it checks failed: a step (`run`, `suite`), an error finding (`lint`), a check (`doctor`), an item (`accept`), a conflict (`update`) |
 | 2 | a mistake to fix before anything runs: an unknown option or value, a missing file or folder (`--root` included), a config or descriptor that cannot be read, a refused run; one message naming what, where and how to fix it, never a traceback |
-| 128 + N | stopped by signal N while it ran: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP; `run` and `suite` still write their summary, a step cut short with the reason `interrupted` |
+| 128 + N | stopped by signal N while it ran: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP; `run` and `suite` still write their summary, a step cut short with the status `interrupted` (JUnit: an `<error>`), the verdict INTERRUPTED |
 """
 
 

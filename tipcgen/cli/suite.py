@@ -1,12 +1,11 @@
 """`tipcgen suite`: every config × mode × chain in one command, locally (--jobs N) or on Ray (--ray).
 
-Thin: plan with tipcgen.suite, run with suite.run_local or suite_ray.run_ray, write with suite_report;
-user mistakes raise TipcgenError, which tipcgen's main prints (exit 2). Registered in cli.py.
+Thin: the options become a SuiteRequest (suite/request.py, checked there), suite/run.py plans and runs it and
+writes its results; this prints them and exits. User mistakes raise TipcgenError, which tipcgen's main prints
+(exit 2). Registered in cli.py.
 """
 from __future__ import annotations
 
-import signal
-import time
 from pathlib import Path
 from typing import List, Optional
 
@@ -14,10 +13,8 @@ import typer
 
 from tipcgen.cli.echo import echo
 from tipcgen.cli.progress import Color
-from tipcgen.configs.locate import find_root
-from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chains as registry
-from tipcgen.format.paths import JUNIT_XML, SUITE_ELSEWHERE, SUITE_JSON, SUITE_OUTPUT, TEST_TIPC
+from tipcgen.format.paths import JUNIT_XML, SUITE_JSON
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER, MODES
 
 
@@ -61,70 +58,23 @@ def suite(
 
     Example: tipcgen suite . ../other-model --jobs 2 --timeout 900
     """
-    from tipcgen.run import guard
-    from tipcgen.suite import owned, report
-    from tipcgen.suite import slots as machine
-    from tipcgen.suite import suite as planner
+    from tipcgen.suite import report
+    from tipcgen.suite import run as suite_run
+    from tipcgen.suite.request import SuiteRequest
 
-    root = find_root(root)
-    owned.check_limits(timeout, jobs)
-    owned.check_modes(mode)
-    owned.check_chains(chain)
-    chains, refused = planner.plan(paths or [], root, mode, chain)
-    if not chains and not refused:
-        raise TipcgenError("no config of the chosen chains was found" + (f" in {', '.join(paths)}" if paths else ""),
-                           "name config files or folders, or choose --chain basic|paddle2onnx")
-    if lint_only:
+    request = SuiteRequest(paths=tuple(paths or ()), modes=tuple(mode), chains=tuple(chain), jobs=jobs,
+                           cores_per_chain=cores_per_chain, gpus_per_chain=gpus_per_chain, share_gpus=share_gpus,
+                           timeout=timeout, output=output, root=root, lint_only=lint_only, ray=ray, address=address,
+                           keep_work=keep_work, sandbox=sandbox, color=color.value).checked()
+    chains, refused = suite_run.plan(request)
+    if request.lint_only:
         for item in refused:
             echo(f"REFUSED {item.config}\n" + "\n".join(f"    {reason}" for reason in item.reasons))
         for item in chains:
             echo(f"run     {item.key}  ({Path(item.root) / item.config})")
         echo(f"{len(chains)} chain(s) to run, {len(refused)} config(s) refused", err=True)
         raise typer.Exit(1 if refused else 0)
-    if sandbox:
-        from tipcgen.core import sandbox as confine
-
-        found, why = confine.available()
-        if not found:
-            raise TipcgenError(f"--sandbox: no sandbox can be had here ({why})",
-                               f"{confine.INSTALL_HINT}, or run without --sandbox")
-        if ray or address:
-            raise TipcgenError("--sandbox runs local chains only", "leave out --ray/--address, or --sandbox")
-    result = report.SuiteResult(refused=refused, engine="ray" if ray or address else "local")
-    if ray or address:
-        from tipcgen.suite import ray_tasks as suite_ray
-
-        suite_ray.require()
-    else:
-        gpus = machine.detect_gpus()
-        if not gpus:
-            result.notes.append("no GPU found (nvidia-smi is missing or lists none): chains run on CPU")
-        slots = machine.slots(jobs, cores_per_chain, gpus, gpus_per_chain, share_gpus)
-    out = owned.checked_links(output or (root / SUITE_OUTPUT if (root / TEST_TIPC).is_dir() else root / SUITE_ELSEWHERE),
-                              root, chains).resolve()
-    owned.check_output(out, [Path(chain.root) for chain in chains])
-    # Nothing is written before here: a mistake above leaves the last suite's results as they were.
-    owned.claim_output(out)
-    progress = report.Progress(len(chains), color=color.value)
-    started = time.monotonic()
-    # SIGINT, SIGTERM and SIGHUP (one not ignored at start) stop the chains, which still write their
-    # summaries, and the suite still writes suite.json: run's guard, the same for both commands.
-    with guard.StopSignals() as signals:
-        try:
-            if ray or address:
-                result.results = suite_ray.run_ray(chains, out, address, cores_per_chain or 1,
-                                                   gpus_per_chain, timeout, progress, result.notes)
-            else:
-                result.results = planner.run_local(chains, out, slots, timeout, progress, keep_work, sandbox)
-        except guard.Interrupted:  # before any chain started (joining Ray, shipping the repositories)
-            result.results = planner.not_started(chains)
-        signals.armed = False
-        if signals.received is not None:
-            result.interrupted_by = signal.Signals(signals.received).name
-    progress.close()
-    result.wall_seconds = round(time.monotonic() - started, 3)
-    report.write_json(result, out / SUITE_JSON)
-    report.write_junit(result, out / JUNIT_XML)
+    result, out = suite_run.run(request, chains, refused)
     echo(report.terminal_text(result))
     echo(f"summary: {out / SUITE_JSON}\njunit:   {out / JUNIT_XML}")
     raise typer.Exit(result.exit_code)

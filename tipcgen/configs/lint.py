@@ -34,6 +34,7 @@ the repository's runner or the headers); byte-level rules run on every file.
 | ``unused-shift`` | warning | a shift only among lines the runner never uses for this config (their uses need a null ``${X}`` not null) |
 | ``other-runner`` | warning | another runner of its folder reads the file as intended (``configs/reading.py``), the basic one would not |
 | ``family`` | info | (``tipcgen lint`` only) the layout family the file is read in, and how it was picked |
+| ``unused-silence`` | warning | (``tipcgen lint`` only) a line of ``.tipcgen-lint`` that silenced no finding (``lint_silence.py``; ruff's unused-noqa) |
 | ``not-position-checked`` | info | (``tipcgen lint`` only) a kind of config (paddle2onnx, serving, cpp, lite, infer_python, ...) whose lines' positions tipcgen has no table for: a deleted or added line is not found; only the byte-level rules ran |
 
 Why these severities (what the upstream runners do):
@@ -318,7 +319,8 @@ def lint_text(text: str, path: str, repo_root: str | Path | None = None, runner:
     return _Linter(text, path, Path(repo_root) if repo_root is not None else None, runner, specs).run()
 
 
-def _files(paths: Iterable[str | Path]) -> list[Path]:
+def config_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The files lint reads: each path, and every ``*.txt`` below a folder."""
     files: list[Path] = []
     for path in map(Path, paths):
         files.extend(sorted(path.rglob("*.txt")) if path.is_dir() else [path])
@@ -338,7 +340,7 @@ def lint_report(paths: Iterable[str | Path], repo_root: str | Path | None = None
     from tipcgen.configs import flag_check
 
     memo = flag_check.Memo()  # each script probed once over the repository
-    for file in _files(paths):
+    for file in config_files(paths):
         runner = family_pick.read_runner(file, root, cache)
         text = inputs.read_text(file, "config")
         linter = _Linter(text, str(file), root, runner, family_pick.runner_specs(file, root, cache))

@@ -49,7 +49,8 @@ def refuse_lint_errors(root: Path, config_path: Path) -> None:
         shown = "; ".join(f"{config_path}:{f.line}: {f.message}" for f in errors[:5])
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
         raise RunError(f"the config has {len(errors)} lint error(s): {shown}{more}",
-                       "fix them (tipcgen lint lists every finding), or run from the repository root")
+                       "fix them (tipcgen lint lists every finding; a .tipcgen-lint silence quiets lint's report, never "
+                       "this refusal: each is what the runner would get wrong), or run from the repository root")
 
 
 def refuse_missing_interpreter(config_path: Path, text: str, env: dict[str, str]) -> str:

@@ -176,6 +176,16 @@ def decode(data: bytes, path: str | Path, what: str = "file") -> str:
                          f"{exc.reason})", fix) from None
 
 
+def pickled(path: str | Path) -> bool:
+    """A regular file whose first byte is pickle's PROTO opcode (paddle.save writes protocol 2 to 4; a checkpoint
+    whatever its name), read with no FIFO, device or link followed. repro/record.py counts such a file among a
+    training's weights, and a rerun's previous folder keeps none (format/paths.py, PREVIOUS)."""
+    try:
+        return read_bytes(path, "checkpoint", 1, head=True) == b"\x80"
+    except (TipcgenError, OSError):
+        return False
+
+
 def read_text(path: str | Path, what: str = "file", limit: int = MAX_BYTES) -> str:
     """A user's text file, read safely: see the module docstring."""
     return decode(read_bytes(path, what, limit), path, what)

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Mapping
-from typing import Iterator
+from typing import Callable, Iterator
 
 from tipcgen.core.errors import LinkRefused, RenderConflictError, TipcgenError, os_error
 from tipcgen.core.text import terminal
@@ -159,6 +159,35 @@ def remove_tree(root: str | Path, path: str | Path, what: str = "") -> None:
         shutil.rmtree(absolute)
     except OSError as exc:
         raise os_error(exc, "cannot remove") from None
+
+
+def move_aside(root: str | Path, path: str | Path, aside: str | Path, drop: Callable[[Path], bool],
+               what: str = "") -> bool:
+    """Move the folder ``path`` to ``aside`` (an older ``aside`` removed first; a link or a file there refused,
+    never followed), then empty it of what it must not keep: every entry that is neither a regular file nor a
+    folder (a link, itself; a FIFO, a socket) and every regular file ``drop`` names. One rename on one file
+    system: ``path`` is whole until it is gone. False (nothing done) when ``path`` does not exist or is an empty
+    folder (nothing to keep: the folder kept aside stays)."""
+    absolute = check_no_links(root, path, what)
+    if not os.path.lexists(absolute) or (os.path.isdir(absolute) and not os.listdir(absolute)):
+        return False
+    remove_tree(root, aside, what)
+    target = check_no_links(root, aside, what)
+    try:
+        os.rename(absolute, target)
+    except OSError as exc:
+        raise os_error(exc, "cannot move") from None
+    for folder, dirs, files in os.walk(target, followlinks=False):
+        links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+        dirs[:] = [d for d in dirs if d not in links]
+        for name in [*files, *links]:
+            entry = Path(folder, name)
+            try:
+                if os.path.islink(entry) or not stat.S_ISREG(os.lstat(entry).st_mode) or drop(entry):
+                    entry.unlink()
+            except OSError as exc:
+                raise os_error(exc, "cannot remove") from None
+    return True
 
 
 def remove_file(root: str | Path, path: str | Path, what: str = "") -> None:

@@ -49,6 +49,7 @@ UNPACK_ARCHIVE = "unpack_archive.py"  # prepare.sh's unpacker of a lite data arc
 
 # tipcgen's own files in a repository.
 ANSWERS = ".tipcgen-answers.yml"  # what init rendered, from which descriptors (tipcgen update reads it)
+LINT_SILENCES = ".tipcgen-lint"  # lint findings silenced on purpose, beside the configs (configs/lint_silence.py)
 STATE = ".tipcgen"  # tipcgen's folder: the merge base, backups, caches, the submission record
 BASE = f"{STATE}/base"  # the merge base: each rendered file as init wrote it
 BACKUP = BACKUP_DIR  # where a replaced file is kept: core/writes.py (below format/) spells it
@@ -106,6 +107,25 @@ def run_dir(root: Path, model: str, mode: str, chain: str = chains.BASIC) -> Pat
     return root / run_rel(model, mode, chain)
 
 
+# The run before this one: a rerun of a mode moves the last run folder aside, beside it, to <run folder>.previous
+# (replacing an older one), without its weight files (WEIGHT_SUFFIXES, or a pickle: what repro/record.py counts
+# as a training's checkpoint), so that its summary, junit.xml, report and logs survive a run that then fails early
+# or is stopped, and no checkpoint of it can pass for a new training or be taken as the newest train run.
+PREVIOUS = ".previous"
+# A weight file by its name (repro/record.py reads it by content too: a pickle whatever its name).
+WEIGHT_SUFFIXES = (".pdparams", ".pdiparams", ".pth", ".pt", ".pd", ".safetensors")
+
+
+def previous_dir(run_folder: Path) -> Path:
+    """Where a rerun keeps the run folder it replaces (PREVIOUS)."""
+    return run_folder.with_name(run_folder.name + PREVIOUS)
+
+
+def is_previous(run_folder: Path) -> bool:
+    """A folder a rerun moved aside: never the newest run a command picks by itself."""
+    return run_folder.name.endswith(PREVIOUS)
+
+
 def runner_context() -> dict[str, str]:
     """The names the runner templates spell (as bash words: $TIPC_MODEL and $MODE are expanded there)."""
     run = {chain: "./" + run_rel("$TIPC_MODEL", "$MODE", chain) for chain in RUNNERS}
@@ -122,7 +142,8 @@ def runner_context() -> dict[str, str]:
             "dy2static_run": run[dy2s], "dy2static_log": RESULT_LOGS[dy2s],
             "dy2static_train_dir": DY2STATIC_TRAIN_DIR, "dy2static_config": DY2STATIC_CONFIG,
             "basic_config": CONFIG_NAMES[basic], "basic_runner": RUNNERS[basic], "check_dy2static": CHECK_DY2STATIC,
-            "fleet_run": run[fleet], "check_fleet": CHECK_FLEET}
+            "fleet_run": run[fleet], "check_fleet": CHECK_FLEET,
+            "previous": PREVIOUS, "weight_patterns": " | ".join("*" + suffix for suffix in WEIGHT_SUFFIXES)}
 
 # The configuration fields of a step record (steps.jsonl), beside kind/name/status/exit_code/seconds/
 # log/reason/note/command: tipc_record writes them (TIPC_FIELDS in tipc_steps.sh), results reads them.

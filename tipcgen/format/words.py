@@ -19,6 +19,10 @@ class Status(str, Enum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"
+    # A step a stop signal cut short (Ctrl-C, a CI's cancel): neither passed nor failed, and never a PASSED verdict.
+    # The runners' records keep `failed` with the reason `interrupted` (their status log's "Run failed" line, as
+    # upstream's); results/results.py reads such a record as this status.
+    INTERRUPTED = "interrupted"
 
     def __str__(self) -> str:
         return self.value
@@ -27,9 +31,10 @@ class Status(str, Enum):
         return repr(self.value)
 
 
-PASSED, FAILED, SKIPPED = Status.PASSED, Status.FAILED, Status.SKIPPED
+PASSED, FAILED, SKIPPED, INTERRUPTED = Status.PASSED, Status.FAILED, Status.SKIPPED, Status.INTERRUPTED
 STATUSES: tuple[str, ...] = tuple(Status)
-MARKS: dict[str, str] = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP"}  # a step's status in every table
+# a step's status in every table (four letters each; the runners print INTR nowhere: their line says FAIL ...: interrupted)
+MARKS: dict[str, str] = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP", INTERRUPTED: "INTR"}
 
 # The runners' progress lines (stdout): `[tipc] RUN kind name` when a step starts, `[tipc] PASS|FAIL|SKIP kind
 # name ...` when it ends; tipcgen run shows them, times steps by the RUN lines, and a suite relays them.
@@ -47,21 +52,22 @@ def progress_mark(line: str) -> str | None:
 
 # The runner's handshake with tipcgen run (run/run.py): where tipcgen gave it an answer pipe (ANSWER_FD_VAR names
 # its descriptor), the runner prints `[tipc] WAIT NONCE start KIND NAME` before a train, eval or export step starts
-# and `[tipc] WAIT NONCE ended train NAME` after a training, then reads the pipe until the line NONCE comes: tipcgen
+# and `[tipc] WAIT NONCE ended train NAME` after a training (`beside` for a step started beside the next ones, and
+# `ended` for it when it is collected: an export beside the eval), then reads the pipe until the line NONCE comes: tipcgen
 # records what it must (repro/record.py) while no step runs, then answers. NONCE is a fresh random number each
 # time, so that an answer to a line a step printed into the runner's output never lets the runner go on early.
 # Without the pipe (a reviewer running the shell) it never waits.
 WAIT = "WAIT"
-WAIT_START, WAIT_ENDED = "start", "ended"
+WAIT_START, WAIT_BESIDE, WAIT_ENDED = "start", "beside", "ended"
 ANSWER_FD_VAR = "TIPC_ANSWER_FD"
 
 
 def handshake_of(line: str) -> tuple[str, str, str, str] | None:
-    """(nonce, start or ended, kind, name) when ``line`` is the runner's handshake, else None."""
+    """(nonce, start, beside or ended, kind, name) when ``line`` is the runner's handshake, else None."""
     if not line.startswith(PROGRESS + WAIT + " "):
         return None
     fields = line[len(PROGRESS) + len(WAIT) + 1:].split(" ", 3)
-    if len(fields) != 4 or not fields[0].isdigit() or fields[1] not in (WAIT_START, WAIT_ENDED) or not all(fields[2:]):
+    if len(fields) != 4 or not fields[0].isdigit() or fields[1] not in (WAIT_START, WAIT_BESIDE, WAIT_ENDED) or not all(fields[2:]):
         return None
     return fields[0], fields[1], fields[2], fields[3]
 
@@ -116,7 +122,7 @@ CHAIN_PASSED, CHAIN_FAILED, CHAIN_INTERRUPTED = "PASSED", "FAILED", "INTERRUPTED
 CHAIN_UNCHECKED = "PASSED (results not checked)"  # passed, but no result check compared anything
 
 # What became of one chain of a suite (suite.json's `verdict`), and how the suite's table shows it.
-ERROR, TIMEOUT, LOST, INTERRUPTED = "error", "timeout", "lost", "interrupted"
+ERROR, TIMEOUT, LOST = "error", "timeout", "lost"  # and INTERRUPTED, the step status's word
 SUITE_VERDICTS = (PASSED, FAILED, ERROR, TIMEOUT, LOST, INTERRUPTED)
 SUITE_MARKS = {PASSED: "PASS", FAILED: "FAIL", ERROR: "ERROR", TIMEOUT: "TIMEOUT", LOST: "LOST",
                INTERRUPTED: "INTERRUPTED"}
@@ -135,7 +141,8 @@ def template_context() -> dict[str, object]:
     {{ section_names.result_check }} ({{ kind.after_train }}: SKIPPED_AFTER_TRAIN)."""
     return {"status": {word: word for word in STATUSES},
             "progress": {"prefix": PROGRESS, "started": STARTED, **{word: MARKS[word] for word in STATUSES},
-                         "wait": WAIT, "wait_start": WAIT_START, "wait_ended": WAIT_ENDED},
+                         "wait": WAIT, "wait_start": WAIT_START, "wait_beside": WAIT_BESIDE,
+                         "wait_ended": WAIT_ENDED},
             "mode": {name: name for name in (*MODES, BENCHMARK_TRAIN)},
             "kind": {**{word: word for word in KINDS if word != SKIPPED_AFTER_TRAIN}, "after_train": SKIPPED_AFTER_TRAIN},
             "verdicts": {"passed": CHAIN_PASSED, "failed": CHAIN_FAILED, "interrupted": CHAIN_INTERRUPTED},

@@ -26,12 +26,13 @@ from tipcgen.format.paths import (
     TEST_TIPC,
     TRAIN_LOG,
     config_rel,
+    is_previous,
 )
 from tipcgen.format.words import FAILED, INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
-from tipcgen.results.results import Summary, load_summary, log_tail
+from tipcgen.results.results import Summary, load_summary, log_tail, relocate_logs
 from tipcgen.results.summary_check import inside
 from tipcgen.format import paths
 
@@ -46,21 +47,24 @@ _NO_RUN = "run the chain first: tipcgen run --mode lite_train_lite_infer (or pas
 
 def find_run(root: Path) -> Path | None:
     """The newest basic-chain run folder (test_tipc/output/<model>/<mode>/summary.json), or None."""
-    found = list((root / OUTPUT).glob("*/*/" + SUMMARY_JSON))
+    found = [p for p in (root / OUTPUT).glob("*/*/" + SUMMARY_JSON) if not is_previous(p.parent)]
     return max(found, key=lambda p: p.stat().st_mtime).parent if found else None
 
 
-def read_run(run_dir: Path) -> Summary:
+def read_run(run_dir: Path, root: Path | None = None) -> Summary:
     path = run_dir / SUMMARY_JSON
     if not path.is_file():
         raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}",
                            "pass a run folder such as test_tipc/output/<model>/<mode>, which tipcgen run writes")
-    return load_summary(path)  # summary_check validates every field: SummaryFileError (exit 2) names the one
+    summary = load_summary(path)  # summary_check validates every field: SummaryFileError (exit 2) names the one
+    if root is not None:  # a folder a rerun moved aside: its logs are read there (results.relocate_logs)
+        relocate_logs(summary, run_dir, root)
+    return summary
 
 
 def for_report(run_dir: Path, root: Path) -> Acceptance | None:
     """The checklist a report of run_dir shows: the basic chain's (the other chains have no 核验点)."""
-    summary = read_run(run_dir)
+    summary = read_run(run_dir, root)
     return check(root, run_dir, summary) if summary.chain == BASIC else None
 
 
@@ -71,7 +75,7 @@ def check(root: Path, run_dir: Path | None = None, summary: Summary | None = Non
     root = root.resolve()
     run_dir = (run_dir.resolve() if run_dir is not None else find_run(root))
     if summary is None and run_dir is not None:
-        summary = read_run(run_dir)
+        summary = read_run(run_dir, root)
     config_path, config = accept_repo._config(root, summary)
     dirs = accept_repo._script_dirs(root, config)
     docs = accept_repo.readmes(root, dirs)
@@ -211,7 +215,7 @@ def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item
     if not summary.ok:
         failed = [s.name for s in summary.steps if s.status == FAILED]
         detail = counts + (f"; failed: {', '.join(failed[:3])}" if failed else "") + \
-            (f"; {summary.problems[0]}" if summary.problems else "") + ("; interrupted" if summary.interrupted else "")
+            (f"; {summary.problems[0]}" if summary.problems else "") + ("; interrupted" if summary.was_interrupted else "")
         return Item("4.2.2-run", title, False, where, detail, "fix the failed steps (tipcgen report shows their logs) and run again")
     return Item("4.2.2-run", title, True, where, f"{summary.mode}: {counts}")
 
@@ -222,7 +226,7 @@ def write_docs(root: Path, run_dir: Path | None = None) -> Path:
     run_dir = run_dir.resolve() if run_dir is not None else find_run(root)
     if run_dir is None:
         raise TipcgenError(f"no run under {root / OUTPUT} to fill the support table from", _NO_RUN)
-    summary = read_run(run_dir)
+    summary = read_run(run_dir, root)
     path = root / paths.CHAIN_DOC
     if not path.is_file():
         raise TipcgenError(f"{path} is missing", "render it first: tipcgen init <descriptor>")

@@ -45,7 +45,7 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
     # The old golden results may fail on purpose (the model changed): every other step must pass.
     failed = [s.name for s in run.steps if s.status == FAILED
               and not (s.kind == CHECK and s.reference == GOLDEN)]
-    if failed or run.problems or run.interrupted or not run.count(PASSED):
+    if failed or run.problems or run.was_interrupted or not run.count(PASSED):
         raise TipcgenError(f"the last run of {mode} did not pass ({summary}: failed {', '.join(failed) or 'before any step'})",
                            "golden results are taken from a passing run only: fix the chain, run it again")
     files: dict[str, str] = {}

@@ -18,7 +18,8 @@ from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.needs import numpy_for
 from tipcgen.format.chains import BASIC
-from tipcgen.format.paths import BACKUP, LOSS_PNG, OUTPUT, PREPARE_SH, REPORT_HTML, REPORT_MD, RUNNERS, SUMMARY_JSON, TEST_TIPC
+from tipcgen.format.paths import (BACKUP, LOSS_PNG, OUTPUT, PREPARE_SH, REPORT_HTML, REPORT_MD, RUNNERS, SUMMARY_JSON,
+                                  TEST_TIPC, is_previous)
 from tipcgen.format.words import BENCHMARK_TRAIN, SKIPPED, TRAIN
 from tipcgen.outputs import markup, plot_layout, report_bench, report_checks
 from tipcgen.outputs.checklist import Acceptance
@@ -29,7 +30,7 @@ from tipcgen.outputs.report_logs import (
     read_curve,
 )
 from tipcgen.render import templating
-from tipcgen.results.results import Summary, check_text, load_summary
+from tipcgen.results.results import Summary, check_text, load_summary, relocate_logs
 from tipcgen.results.summary_check import check_alignment_data
 
 TIMING_PNG = "report-timing.png"
@@ -96,7 +97,8 @@ class Report:
 def find_run(root: Path) -> Path:
     """The newest run folder (the one whose summary.json was written last) under root/test_tipc/output."""
     output = root / OUTPUT
-    found = [p for p in output.glob("*/*/" + SUMMARY_JSON)] + [p for p in output.glob("*/*/*/" + SUMMARY_JSON)]
+    found = [p for p in [*output.glob("*/*/" + SUMMARY_JSON), *output.glob("*/*/*/" + SUMMARY_JSON)]
+             if not is_previous(p.parent)]  # a folder a rerun moved aside: passed by name, never picked
     if not found:
         raise TipcgenError(f"no {SUMMARY_JSON} under {output}",
                            "run a chain first (tipcgen run --mode lite_train_lite_infer), or pass its run folder")
@@ -121,6 +123,7 @@ def build(run_dir: Path, root: Path | None = None, align: Path | None = None,
                            "test_tipc/output/<model>/<mode>, which tipcgen run writes")
     summary = load_summary(path)  # SummaryFileError (exit 2) names the file and the field
     root = root or root_of(run_dir)
+    relocate_logs(summary, run_dir, root)
     curves = [curve for step in summary.steps if step.kind == TRAIN and step.status != SKIPPED
               for curve in [read_curve(step, run_dir, root)] if curve is not None]
     report = Report(summary=summary, run_dir=run_dir, root=root, environment=environment_rows(summary, root),

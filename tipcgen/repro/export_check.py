@@ -444,8 +444,8 @@ def _judge(training: Training, checkpoints: list[Path], root: Path, records: Rec
         now = records.now(weights) if records.handshake else weights.sha256
         if now != weights.sha256:
             changed[path] = (weights, _holds(now, shas))
-    failed = "; ".join(f"checkpoint {p} changed after the training ended, before {step} started ({_holds(now, shas)})"
-                       for p, now, step in training.changed)
+    failed = "; ".join(f"checkpoint {p} changed after the training ended, {when} ({_holds(now, shas)})"
+                       for p, now, when in training.changed)
     others = " (the others hold values of weights there before it)" if kept else ""
     note = f"parameters the training changed{others}: {', '.join(counts[:SHOWN])}" if counts else ""
     if training.unrecorded:

@@ -11,8 +11,9 @@ run/run.py), so that a ``Recorder`` takes each record while no step runs:
   parameters' digests where ``state_of`` reads it (each at most the checkpoint limit, all of them at most
   ``PARAM_BUDGET`` bytes);
 - after the train step ends: every weight file in its output folder and below, the same way: its record;
-- before an eval or export step starts: whether every recorded checkpoint still holds what was recorded (its
-  inode, size and change time, which no process can set back, else its sha256 again), noting each that changed.
+- before an eval or export step starts, and when one that ran beside the next steps ends (an export beside the
+  eval): whether every recorded checkpoint still holds what was recorded (its inode, size and change time, which no
+  process can set back, else its sha256 again), noting each that changed.
 
 A checkpoint counts as trained only when some parameter of it (a float tensor of two elements or more) is in
 none of the weight files there before the step, and its bytes are none of theirs: a copy, a link or a re-save of
@@ -34,10 +35,9 @@ import numpy as np
 
 from tipcgen.core import git, inputs
 from tipcgen.core.errors import CheckpointError, TipcgenError
-from tipcgen.format.paths import OUTPUT
+from tipcgen.format.paths import OUTPUT, WEIGHT_SUFFIXES
 from tipcgen.repro.checkpoint_io import read_paddle_checkpoint
 
-WEIGHT_SUFFIXES = (".pdparams", ".pdiparams", ".pth", ".pt", ".pd", ".safetensors")
 MAX_FILES = 1000  # weight files recorded before a training, at most (the rest are counted and said)
 PARAM_BUDGET = 4 << 30  # bytes of weight files whose parameters are read before one training, at most
 HASH_BUDGET = 32 << 30  # bytes of weight files hashed before one training, at most (the rest are counted and said)
@@ -91,15 +91,6 @@ class Weights:
     key: tuple = ()
 
 
-def _pickled(path: Path) -> bool:
-    """A regular file whose first byte is pickle's PROTO opcode (paddle.save writes protocol 2 to 4), read
-    through core/inputs.py (no FIFO, device or link followed)."""
-    try:
-        return inputs.read_bytes(path, "checkpoint", 1, head=True) == b"\x80"
-    except (TipcgenError, OSError):
-        return False
-
-
 def _key(info: os.stat_result) -> tuple:
     return info.st_dev, info.st_ino, info.st_size, info.st_ctime_ns
 
@@ -116,7 +107,8 @@ def _sha256(path: Path) -> str:
 class Training:
     """One train step's record: the weight files there before it (``before``; ``unrecorded``: how many the
     bounds left out), what it wrote (``written``, None until it ended) and each recorded checkpoint found
-    changed before a later eval or export step (``changed``: (path, what it now holds, the step))."""
+    changed before a later eval or export step, or while steps ran side by side (``changed``: (path, what it now
+    holds, when: ``before export x started``))."""
 
     name: str
     before: list[Weights] = field(default_factory=list)
@@ -151,6 +143,7 @@ class Recorder:
         self._folders: dict[str, tuple[tuple, list[str], list[str]]] = {}  # a folder's listing by the same
         self._lock = threading.Lock()  # prime runs in a thread beside prepare.sh
         self._last: tuple[str, str] | None = None  # the last step started (kind, name)
+        self._beside: tuple[str, list[str]] | None = None  # a step started beside the next ones, and those next
         self._tracked: set[str] | None = None  # the files git tracks under test_tipc/output
 
     # ---------------------------------------------------------------- the handshakes
@@ -173,14 +166,31 @@ class Recorder:
                 before, left = self.weights_before()
                 self.trainings[name] = Training(name, before, left)
             elif kind in (EVAL, EXPORT):
-                self.verify(f"{kind} {name}")
+                self.verify(f"before {kind} {name} started")
+                if self._beside is not None and self._beside[0] != f"{kind} {name}":
+                    self._beside[1].append(f"{kind} {name}")
             self._last = (kind, name)
+
+    def beside(self, kind: str, name: str) -> None:
+        """A step about to start beside the next ones (the runner's handshake for it, then ``started``): the steps
+        started until it ends ran beside it."""
+        with self._lock:
+            self._beside = (f"{kind} {name}", [])
 
     def ended(self, kind: str, name: str, model_dir: str | None) -> None:
         """A training ended: its checkpoints' record. Taken only while that training is the last step started
-        (the runner's order); again, the later record wins (one a step wrote a line for while it ran)."""
-        from tipcgen.format.words import TRAIN
+        (the runner's order); again, the later record wins (one a step wrote a line for while it ran). An eval or
+        export that ran beside the next steps ended: the records verified again (a checkpoint changed while they
+        ran side by side)."""
+        from tipcgen.format.words import EVAL, EXPORT, TRAIN
 
+        if kind in (EVAL, EXPORT):
+            with self._lock:
+                step, others = self._beside if self._beside is not None else (f"{kind} {name}", [])
+                self._beside = None
+                self.verify(f"while {' and '.join([step, *others])} ran side by side" if others else
+                            f"while {step} ran")
+            return
         with self._lock:
             if self.handshake and self._last != (TRAIN, name):
                 return
@@ -271,7 +281,7 @@ class Recorder:
         for sub, dirs, files in os.walk(folder, followlinks=False):
             dirs.sort()
             for name in sorted(files):
-                if (name.endswith(WEIGHT_SUFFIXES) or _pickled(Path(sub) / name)) and len(out) < MAX_FILES:
+                if (name.endswith(WEIGHT_SUFFIXES) or inputs.pickled(Path(sub) / name)) and len(out) < MAX_FILES:
                     weights = self.weights(Path(sub) / name, PARAM_BUDGET)
                     if weights is not None:
                         out.append(weights)
@@ -309,13 +319,14 @@ class Recorder:
         self._cache[_key(info)] = weights
         return weights
 
-    def verify(self, step: str) -> None:
-        """Before an eval or export step: each recorded checkpoint that no longer holds what was recorded."""
+    def verify(self, when: str) -> None:
+        """Before an eval or export step (``when``: ``before export x started``), or as one run beside others ends:
+        each recorded checkpoint that no longer holds what was recorded."""
         for training in self.trainings.values():
             for weights in training.written or []:
                 now = self.now(weights)
                 if now != weights.sha256 and not any(c[0] == weights.path for c in training.changed):
-                    training.changed.append((weights.path, now, step))
+                    training.changed.append((weights.path, now, when))
 
     def now(self, weights: Weights) -> str:
         """The sha256 a recorded file holds now ('' where it is gone or unreadable); its recorded sha256 without

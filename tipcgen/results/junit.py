@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
-from tipcgen.format.words import ERROR, FAILED, PASSED, SKIPPED
+from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, SKIPPED
 from tipcgen.results.results import Summary
 
 OUTCOMES = (PASSED, FAILED, SKIPPED, ERROR)  # a case's outcome: a step's status, or an error
@@ -57,11 +57,18 @@ def summary_suite(summary: Summary, prefix: str | None = None, log_dir: str = ""
     prefix = prefix or f"{summary.model}.{summary.mode}"
     cases = []
     for step in summary.steps:
-        outcome = step.status if step.status in (FAILED, SKIPPED) else PASSED
+        # A step a stop signal cut short is an <error> (as a test whose run broke off), never a <skipped>: a CI
+        # page counts errors with failures, and shows skips as harmless. Its message says it was interrupted.
+        outcomes: dict[str, str] = {FAILED: FAILED, SKIPPED: SKIPPED, INTERRUPTED: ERROR}
+        outcome = outcomes.get(step.status, PASSED)
+        message = step.reason if outcome != PASSED else ""
+        if step.status == INTERRUPTED:
+            message = f"{INTERRUPTED}" + (f" by {summary.interrupted_by}" if summary.interrupted_by else "") + \
+                ": the run was stopped while this step ran"
         detail = (f"hint: {step.hint}\n" if step.hint else "") + \
             f"command: {step.command}\nlog: {(log_dir + ' ') if log_dir else ''}{step.log}\n" + "\n".join(step.tail)
-        cases.append(Case(f"{prefix}.{step.kind}", step.name, step.seconds, outcome, step.reason if outcome != PASSED else "",
-                          detail if outcome == FAILED else "", step.note))
+        cases.append(Case(f"{prefix}.{step.kind}", step.name, step.seconds, outcome, message,
+                          detail if outcome in (FAILED, ERROR) else "", step.note))
     for m in summary.target.get("metrics", []):
         shown = m["measured"] if m.get("measured") is not None else "nothing"
         message = "" if m["reproduced"] else (f"not reproduced: {m['metric']} measured {shown}, paper {m['paper']}, "

@@ -16,7 +16,7 @@ from pathlib import Path
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
-from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON
+from tipcgen.format.paths import CHECK_MARKER, JUNIT_XML, RECORDS, RESULTS_LOG, STEP_FIELDS, SUMMARY_JSON, run_rel
 from tipcgen.format import chains
 from tipcgen.format.words import (
     CHAIN_FAILED,
@@ -27,6 +27,7 @@ from tipcgen.format.words import (
     EVAL,
     FAILED,
     INFER,
+    INTERRUPTED,
     MARKS,
     PASSED,
     SKIPPED,
@@ -45,7 +46,7 @@ RECORDS_BYTES = 64 << 20  # steps.jsonl and the status log: a record is a few hu
 class Step:
     kind: str
     name: str
-    status: str  # passed | failed | skipped
+    status: str  # passed | failed | skipped | interrupted (words.Status)
     exit_code: int | None = None
     seconds: float = 0.0
     log: str = ""
@@ -75,7 +76,7 @@ class Step:
 
     @property
     def mark(self) -> str:
-        """PASS, FAIL or SKIP: how every table shows the status."""
+        """PASS, FAIL, SKIP or INTR: how every table shows the status."""
         return MARKS.get(self.status, self.status.upper())
 
     @classmethod
@@ -109,6 +110,7 @@ class Summary:
     provenance: dict = field(default_factory=dict)  # tipcgen.provenance.collect
     target: dict = field(default_factory=dict)  # results.target_check.TargetResult.to_dict(), whole_train_whole_infer only
     notes: list[str] = field(default_factory=list)  # what the run cannot tell (submission mode: tipcgen.submission)
+    previous: str = ""  # the run folder this run replaced, moved aside (format/paths.py PREVIOUS), relative to the root
 
     def count(self, status: str) -> int:
         return sum(1 for step in self.steps if step.status == status)
@@ -126,10 +128,16 @@ class Summary:
                 and step.status == SKIPPED and step.device in (None, "", "cpu")]
 
     @property
+    def was_interrupted(self) -> bool:
+        """A stop signal ended the run: tipcgen run received one, or the runner did and a step it cut short says
+        so (its status: interrupted), as when the runner alone was sent SIGTERM."""
+        return self.interrupted or self.count(INTERRUPTED) > 0
+
+    @property
     def ok(self) -> bool:
-        """The one rule of a PASSED verdict: no problem, no interrupt, no failed step, a clean runner exit,
-        a passed step of every required kind, every proof run (unproven) and the target reproduced."""
-        return (not self.problems and not self.interrupted and self.count(FAILED) == 0
+        """The one rule of a PASSED verdict: no problem, no interrupt, no failed or interrupted step, a clean
+        runner exit, a passed step of every required kind, every proof run (unproven) and the target reproduced."""
+        return (not self.problems and not self.was_interrupted and self.count(FAILED) == 0
                 and self.count(PASSED) > 0 and self.runner_exit_code == 0 and not self.missing_kinds()
                 and not self.unproven() and self.target.get("reproduced", True))
 
@@ -139,7 +147,7 @@ class Summary:
 
     @property
     def exit_code(self) -> int:
-        if self.interrupted:
+        if self.was_interrupted:  # 128 + the signal (SIGINT where tipcgen run received none itself)
             return 128 + _SIGNAL_NUMBERS.get(self.interrupted_by, 2)
         return 0 if self.ok else 1
 
@@ -153,7 +161,7 @@ class Summary:
     def to_dict(self) -> dict:
         data = asdict(self)
         data.update(ok=self.ok, exit_code=self.exit_code, passed=self.count(PASSED),
-                    failed=self.count(FAILED), skipped=self.count(SKIPPED),
+                    failed=self.count(FAILED), skipped=self.count(SKIPPED), interrupted_steps=self.count(INTERRUPTED),
                     steps_seconds=round(sum(s.seconds for s in self.steps), 3))
         return data
 
@@ -245,7 +253,9 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{path}:{number}: unreadable step record ({exc})")
             continue
-        if step.status == FAILED and step.log:
+        if step.status == FAILED and step.reason == INTERRUPTED:
+            step.status = INTERRUPTED  # cut short by a stop signal (the runner's tipc_conclude): not a failure of its own
+        if step.status in (FAILED, INTERRUPTED) and step.log:
             step.tail = log_tail(root / step.log, folder=root)
         if step.status == PASSED and step.kind == EVAL and step.log:
             step.metrics = eval_metrics(log_tail(root / step.log, 200, folder=root))
@@ -273,7 +283,7 @@ def check_status_lines(run_dir: Path, steps: list[Step], results_log: str = RESU
     bad = sum(1 for line in lines if "Run failed with command" in line)
     problems = []
     passed = sum(1 for s in steps if s.status == PASSED)
-    failed = sum(1 for s in steps if s.status == FAILED and s.command)
+    failed = sum(1 for s in steps if s.status in (FAILED, INTERRUPTED) and s.command)  # an interrupted one: "Run failed"
     if (ok, bad) != (passed, failed):
         problems.append(f"{path}: {ok} success and {bad} failure lines, but the step records say "
                         f"{passed} passed and {failed} failed")
@@ -297,6 +307,24 @@ def load_summary(path: Path) -> Summary:
     return Summary.from_dict(read_summary_data(path))
 
 
+def relocate_logs(summary: Summary, run_dir: Path, root: Path) -> None:
+    """A run folder that is no longer where its run wrote it (a rerun moved it aside to <mode>.previous, or it was
+    copied elsewhere in the repository): the step logs its summary names in the folder it was are read, and shown,
+    in the folder it is now, never in the folder a later run now fills."""
+    was = run_rel(summary.model, summary.mode, summary.chain)
+    try:
+        now = run_dir.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:  # outside the repository: the logs are read where the summary says
+        return
+    if now == was:
+        return
+    summary.previous = ""  # the folder it names is this one now, or another run's
+    for step in summary.steps:
+        log = step.log.removeprefix("./")
+        if log.startswith(was + "/"):
+            step.log = now + log[len(was):]
+
+
 def write_json(summary: Summary, path: Path) -> None:
     write_file(path, json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n", within=path.parent)
 
@@ -304,7 +332,7 @@ def write_json(summary: Summary, path: Path) -> None:
 def verdict(summary: Summary) -> str:
     """PASSED only when the steps ran and passed; a run where no result check passed says so."""
     if not summary.ok:
-        return CHAIN_INTERRUPTED if summary.interrupted else CHAIN_FAILED
+        return CHAIN_INTERRUPTED if summary.was_interrupted else CHAIN_FAILED
     if not any(step.kind == CHECK and step.status == PASSED and step.check.get("logs") != 0
                and step.reference not in chains.run_check_references() for step in summary.steps):
         return CHAIN_UNCHECKED  # no check ran, or none compared anything (one configuration only)

@@ -140,7 +140,11 @@ SCHEMA = {
     "target": {"type": "object", "description": "{} when the run had no paper target",
                "if": {"minProperties": 1}, "then": {"$ref": "#/$defs/target"}},
     "notes": listof(TEXT),
-    "ok": BOOL, "exit_code": INT, "passed": INT, "failed": INT, "skipped": INT, "steps_seconds": ANY,
+    "previous": {"type": "string", "maxLength": 4096,
+                 "description": "the folder the run before this one was moved aside to (its summary, junit.xml, "
+                                "report and logs, no weight file), relative to the repository; empty when none"},
+    "ok": BOOL, "exit_code": INT, "passed": INT, "failed": INT, "skipped": INT, "interrupted_steps": INT,
+    "steps_seconds": ANY,
   },
   "$defs": DEFS,
 }

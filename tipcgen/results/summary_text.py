@@ -26,7 +26,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
     colours = {PASSED: "green", FAILED: "red", SKIPPED: "yellow", INTERRUPTED: "yellow"} if color else {}
     rows = []
     for step in summary.steps:
-        mark, status = (INTERRUPTED_MARK, INTERRUPTED) if cut_short(summary, step) else (step.mark, step.status)
+        mark, status = step.mark, step.status
         if status in colours:  # tipcgen's own colour: the CLI's echo turns it into the terminal code
             mark = paint(mark, colours[status])
         detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
@@ -40,17 +40,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         s=summary, rows=rows, name_width=max([len(r[2]) for r in rows] + [4]),
         kind_width=max([len(r[1]) for r in rows] + [4]),
         verdict=summary.verdict, runner_counts=_runner_counts(summary),
-        cut=[step for step in summary.steps if cut_short(summary, step)],
         target_lines=_target_lines(summary))
-
-
-INTERRUPTED_MARK = "INTR"  # the table's mark of a step a stop signal cut short (four letters, as PASS, FAIL, SKIP)
-
-
-def cut_short(summary: Summary, step) -> bool:
-    """A step the stop signal cut short (its record: failed, reason ``interrupted``): the table shows it as
-    interrupted, not failed, and the closing line counts it apart; summary.json keeps the record as it is."""
-    return summary.interrupted and step.status == FAILED and step.reason == INTERRUPTED
 
 
 def _runner_counts(summary: Summary) -> tuple[int, int, int] | None:

@@ -67,8 +67,13 @@ class Records(Protocol):
         """A train, eval or export step is about to start (a kept runner: ``train *`` before it starts)."""
         ...
 
+    def beside(self, kind: str, name: str) -> None:
+        """A step is about to start beside the next ones (an export beside the eval); ``started`` follows."""
+        ...
+
     def ended(self, kind: str, name: str, model_dir: str | None) -> None:
-        """A train step ended, having written into model_dir (its record's, relative to the repository)."""
+        """A train step ended, having written into model_dir (its record's, relative to the repository); or an
+        eval or export that ran beside the next steps ended (the records checked again)."""
         ...
 
 
@@ -103,6 +108,9 @@ class NoRecords:
         return None
 
     def started(self, kind: str, name: str) -> None:
+        return None
+
+    def beside(self, kind: str, name: str) -> None:
         return None
 
     def ended(self, kind: str, name: str, model_dir: str | None) -> None:

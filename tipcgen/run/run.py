@@ -3,10 +3,13 @@
 Both scripts run as subprocesses from the repository root; their output is streamed line by
 line to a callback (progress), and the summary is read from what the runner leaves on disk.
 There is no private execution path. ``run(request, proofs)`` is the one pipeline (prepare → runner →
-records → proofs → outputs) for tipcgen's runner and a kept one (init --submission, run/submission_run.py).
+records → proofs → outputs) for tipcgen's runner and a kept one (init --submission, run/submission_run.py):
+what differs between them is a ``Driver`` (``TipcgenRunner`` here, ``submission_run.KeptRunner``), which the
+pipeline asks and never looks behind.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -18,7 +21,7 @@ import uuid
 from collections import deque
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Protocol
 
 from tipcgen.configs import flag_check, legacy_format, script_reading, submission
 from tipcgen.configs.locate import find_config
@@ -33,7 +36,7 @@ from tipcgen.format import chains, layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
-from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PADDLE_PIN, PASSED, PREPARE, TRAIN
+from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, INTERRUPTED, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.results import (
     Step,
     Summary,
@@ -58,14 +61,15 @@ BENCHMARK_DATA_MODES = (words.LITE_TRAIN_LITE_INFER, words.WHOLE_TRAIN_WHOLE_INF
 SILENCE_MARGIN = 300
 
 
-def silence_limit(request: RunRequest, env: dict[str, str], root: Path, kept: bool) -> int | None:
+def silence_limit(request: RunRequest, env: dict[str, str], root: Path, unbounded: bool) -> int | None:
     """The longest silence of prepare.sh or the runner before the run stops them as stuck: the step time limit
     the runner applies (--step-timeout, else TIPC_STEP_TIMEOUT from the environment, else the largest of the
-    models' limits tipc_steps.sh was rendered with) plus SILENCE_MARGIN. None for a kept runner without
-    --step-timeout: its steps have no limit, and a whole training may print nothing for hours."""
+    models' limits tipc_steps.sh was rendered with) plus SILENCE_MARGIN. None for an unbounded runner (a
+    kept one, Driver.bounded) without --step-timeout: its steps have no limit, and a whole training may print
+    nothing for hours."""
     if request.step_timeout is not None:
         return request.step_timeout + SILENCE_MARGIN
-    if kept:
+    if unbounded:
         return None
     given = inputs.whole_number(env.get("TIPC_STEP_TIMEOUT", ""), MAX_STEP_TIMEOUT)  # _prepare refused any other
     if given:
@@ -175,8 +179,9 @@ class _Chain:
             self.keep.append(line)
         if self.stopping:
             return  # after an interrupt the lines are kept, not shown
-        if words.progress_mark(line) == words.STARTED and len(line.split()) >= 4:
-            self.starts.append((time.time(), *line.split()[2:4]))
+        fields = line.split()
+        if words.progress_mark(line) == words.STARTED and len(fields) >= 4:
+            self.starts.append((time.time(), fields[2], fields[3]))
         self.on_line(line)
 
     def _answer(self, nonce: str, when: str, kind: str, name: str) -> None:
@@ -187,7 +192,9 @@ class _Chain:
                 self.on_wait(when, kind, name)
         finally:
             try:
-                os.write(self.answer, f"{nonce}\n".encode())
+                answer = self.answer  # None: closed by stop(), the runner reads its end and goes on
+                if answer is not None:
+                    os.write(answer, f"{nonce}\n".encode())
             except OSError:
                 pass  # the runner is gone
 
@@ -202,7 +209,8 @@ class _Chain:
         answer: hand it the read end of a pipe (words.ANSWER_FD_VAR; no other process gets it) on which each of
         its handshakes is answered once ``on_wait`` returns."""
         self.keep, self.stuck = keep, None
-        env, fds = self.env, ()
+        env = self.env
+        fds: tuple[int, ...] = ()
         if answer:
             read, self.answer = os.pipe()
             env, fds = dict(self.env, **{words.ANSWER_FD_VAR: str(read)}), (read,)
@@ -238,12 +246,165 @@ class _Chain:
         return outcome.exit_code
 
 
+class Driver(Protocol):
+    """What differs between the runners a run drives, and only that: tipcgen's (``TipcgenRunner``) and the
+    repository's own, kept by init --submission (``submission_run.KeptRunner``). The pipeline runs prepare.sh
+    (where there is one), then the runner, for either; it asks the driver and never which one it is."""
+
+    kept: bool  # the repository's own runner (RunContext.kept: the summary and the CLI say so)
+    gated: bool  # the runner runs only after a prepare.sh that passed (a kept one runs whatever prepare did)
+    handshake: bool  # the runner answers `[tipc] WAIT` lines (words.WAIT); else the weights are recorded before it
+    bounded: bool  # every step of the runner has a time limit without --step-timeout (run.silence_limit)
+    refuses: bool  # its scripts exit 2 when they refuse to start: the run says why, as a ScriptError (exit 2)
+    moves_aside: bool  # the last run's folder is moved aside (keep_previous); a kept runner keeps it, as upstream's
+
+    def scripts(self, chain: str) -> tuple[str, ...]:
+        """The scripts that must be there before anything runs, in the order they run."""
+        ...
+
+    def check_options(self, request: RunRequest) -> None:
+        """Refuse, by name, an option that cannot apply to this runner."""
+        ...
+
+    def environment(self, env: dict[str, str], desc: Any, desc_info: dict[str, Any]) -> None:
+        """The scripts' environment, before the request's options are set in it."""
+        ...
+
+    def check_environment(self, request: RunRequest, env: dict[str, str]) -> None:
+        """Refuse an environment that would make every step fail, the request's options set in it."""
+        ...
+
+    def start(self, ctx: RunContext, model: str, desc_info: dict[str, Any],
+              notes: list[str]) -> tuple[Summary, str | None, dict[str, str], bytes | None]:
+        """Before any script: the summary the run starts from (notes: the config's, from Proofs.refuse), the chain's
+        interpreter, the interpreter shim (names -> the one to run) and the first git status (None: take one)."""
+        ...
+
+    def ready(self, ctx: RunContext) -> None:
+        """What is measured once the run folder is locked, before any script starts."""
+        ...
+
+    def write_shim(self, ctx: RunContext, folder: Path) -> None:
+        """Write the interpreter shim (ctx.shim) into folder and put it first on the scripts' PATH."""
+        ...
+
+    def line(self, line: str) -> None:
+        """Each output line of the scripts, as it comes."""
+        ...
+
+    def judge_prepare(self, prepare: Step, lines: Iterable[str]) -> None:
+        """prepare.sh's step once it ended (its status from the exit code), from its output."""
+        ...
+
+    def runner_starts(self, wait: Callable[[str, str, str], None]) -> None:
+        """Just before the runner starts; wait: the records a handshake takes (words.WAIT_START, kind, name)."""
+        ...
+
+    def records(self, ctx: RunContext, summary: Summary, prepare: Step | None) -> tuple[list[Step], list[str], list[str]]:
+        """The runner's steps, the notes on where they were read and the problems its records show."""
+        ...
+
+    def proof_notes(self, steps: list[Step]) -> list[str]:
+        """What the proofs could not check on these steps (said beside the proofs' own notes)."""
+        ...
+
+    def shim_notes(self, ctx: RunContext, folder: Path) -> list[str]:
+        """What the interpreter shim did."""
+        ...
+
+    def finish(self, ctx: RunContext, summary: Summary, prepare: Step | None, steps: list[Step],
+               runner_out: list[str], stuck: bool) -> None:
+        """The problems of the run's end (the runner's exit, a mode's required steps that did not pass) and the
+        target check; steps: the runner's, without the proofs; stuck: the runner was stopped for its silence."""
+        ...
+
+
+class TipcgenRunner:
+    """tipcgen's runner: prepare.sh must pass before it; it answers each handshake; every step is bounded; its
+    records are the run folder's steps.jsonl and status log."""
+
+    kept, gated, handshake, bounded, refuses, moves_aside = False, True, True, True, True, True
+
+    def scripts(self, chain: str) -> tuple[str, ...]:
+        return PREPARE_SH, RUNNERS[chain]
+
+    def check_options(self, request: RunRequest) -> None:
+        return None
+
+    def environment(self, env: dict[str, str], desc: Any, desc_info: dict[str, Any]) -> None:
+        env.setdefault("GLOG_minloglevel", "2")
+
+    def check_environment(self, request: RunRequest, env: dict[str, str]) -> None:
+        if request.step_timeout is None and env.get("TIPC_STEP_TIMEOUT") and not inputs.whole_number(
+                env["TIPC_STEP_TIMEOUT"], MAX_STEP_TIMEOUT):
+            # tipcgen's runner hands it to `timeout` (empty: unset): 0 would lift every limit, other text fail every step
+            raise RunError(f"TIPC_STEP_TIMEOUT={quoted(env['TIPC_STEP_TIMEOUT'][:40])} in the environment is not a step time limit",
+                           f"unset it, or pass --step-timeout SECONDS (whole seconds between 1 and {MAX_STEP_TIMEOUT})")
+
+    def start(self, ctx: RunContext, model: str, desc_info: dict[str, Any],
+              notes: list[str]) -> tuple[Summary, str | None, dict[str, str], bytes | None]:
+        found, record, status = preflight(ctx.root, ctx.config_path, ctx.chain, ctx.env, ctx.mode, ctx.env.get("TIPC_DATA_DIR"),
+                                          ctx.desc, desc_info, ctx.sandbox)
+        null_kinds = _null_kinds(ctx.text) if chains.honours_null_kinds(ctx.chain) else set()
+        summary = Summary(model=model, mode=ctx.mode, config=str(ctx.config_path), chain=ctx.chain,
+                          environment=environment_info(), required_kinds=required_kinds(ctx.chain, ctx.mode, null_kinds),
+                          provenance=record, notes=list(notes))
+        return summary, found, {}, status
+
+    def ready(self, ctx: RunContext) -> None:
+        return None
+
+    def write_shim(self, ctx: RunContext, folder: Path) -> None:
+        return None
+
+    def line(self, line: str) -> None:
+        return None
+
+    def judge_prepare(self, prepare: Step, lines: Iterable[str]) -> None:
+        return None  # its exit code is its verdict: tipcgen's prepare.sh stops at the first command that fails
+
+    def runner_starts(self, wait: Callable[[str, str, str], None]) -> None:
+        return None  # it waits for tipcgen at each step (the handshake)
+
+    def records(self, ctx: RunContext, summary: Summary, prepare: Step | None) -> tuple[list[Step], list[str], list[str]]:
+        passed = prepare is not None and prepare.status == PASSED
+        steps, problems = read_records(ctx.run_dir, ctx.root) if passed else ([], [])
+        return steps, [], problems + check_status_lines(ctx.run_dir, steps, RESULT_LOGS[summary.chain])
+
+    def proof_notes(self, steps: list[Step]) -> list[str]:
+        return []
+
+    def shim_notes(self, ctx: RunContext, folder: Path) -> list[str]:
+        return []
+
+    def finish(self, ctx: RunContext, summary: Summary, prepare: Step | None, steps: list[Step],
+               runner_out: list[str], stuck: bool) -> None:
+        code, missing = summary.runner_exit_code, summary.missing_kinds()
+        # stuck: its problem line says why the runner stopped: not again here
+        if prepare is not None and prepare.status == PASSED and not summary.interrupted and not steps and not stuck:
+            summary.problems.append("the runner stopped before any step: " + " | ".join(runner_out[-5:]))
+        if code is not None and code not in (0, 1, 130) and steps and not stuck:
+            summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(runner_out[-3:]))
+        if code == 0 and missing and not summary.interrupted:
+            summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
+                                    f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
+        summary.target = target_check.check_run(ctx.desc, summary.mode, summary.chain,
+                                                [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
+
+
+def driver_of(root: Path, chain: str) -> Driver:
+    """The runner's driver: the repository's own where init --submission kept it (the basic chain), else tipcgen's."""
+    if chain == chains.BASIC and submission.is_submission(root):
+        return submission_run.KeptRunner()
+    return TipcgenRunner()
+
+
 @dataclass(frozen=True)
 class RunContext:
     """One run's fixed facts, handed down as one value: the request, the repository, the config (its path
     and text), the chain and mode (prepare.sh's mode may differ: benchmark_train), the run folder, the steps'
-    environment, the descriptor (loaded once, by _prepare), the chain's interpreter and whether the runner is
-    the repository's own (init --submission)."""
+    environment, the descriptor (loaded once, by _prepare), the runner's driver (tipcgen's or the repository's
+    own: init --submission) and the chain's interpreter."""
 
     request: RunRequest
     root: Path
@@ -255,8 +416,8 @@ class RunContext:
     run_dir: Path
     env: dict[str, str]
     desc: Any
+    driver: Driver  # what differs between tipcgen's runner and a kept one (Driver)
     python: str | None = None  # the chain's interpreter (its full path), for the proofs
-    kept: bool = False  # the repository's own runner drives the chain (run/submission_run.py)
     sandbox: Spec | None = None  # run --sandbox: the chain's sandbox (run/sandboxed.py)
     shim: dict[str, str] = field(default_factory=dict)  # a kept runner's interpreter names -> the one to run
     git_status: bytes | None = None  # the preflight's git probe: the first tracked-files snapshot (None: take one)
@@ -264,6 +425,11 @@ class RunContext:
     @property
     def on_line(self) -> Callable[[str], None]:
         return self.request.line
+
+    @property
+    def kept(self) -> bool:
+        """The repository's own runner drives the chain (run/submission_run.py)."""
+        return self.driver.kept
 
 
 def _null_kinds(text: str) -> set[str]:
@@ -291,15 +457,36 @@ def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
         request.on_run_dir(ctx.run_dir)
     with run_guard.run_lock(ctx.run_dir, ctx.env[run_guard.RUN_ID_VAR], ctx.on_line), \
             run_guard.StopSignals() as signals, run_guard.Leftovers(ctx.env[run_guard.RUN_ID_VAR]) as leftovers:
+        if ctx.driver.moves_aside:  # a kept runner keeps its folder as upstream's do (mkdir -p, its log appended)
+            summary.previous = keep_previous(ctx.root, ctx.run_dir)
         pipeline = _Pipeline(ctx, summary, proofs, signals)
         pipeline.leftovers = leftovers  # a step's daemon ends before the records are read (issue #59 item 4)
         return pipeline.run()
 
 
+def keep_previous(root: Path, run_dir: Path) -> str:
+    """The last run of this folder moved aside to <run folder>.previous (paths.PREVIOUS; an older one replaced),
+    without its weight files, under the run lock and before prepare.sh starts: its summary, junit.xml, report and
+    logs survive this run whatever becomes of it (a failed prepare, a Ctrl-C), and no checkpoint of it is left to
+    pass for this run's training (repro/record.py leaves test_tipc/output's untracked files out of the weights
+    before a training: an honest seeded training may write the very same bytes) or to be taken as the newest train
+    run (prepare.sh). The runner does the same (tipc_keep_previous) when it is run by hand; under tipcgen run the
+    folder is gone by then. The folder moved aside, relative to root; empty when there was no run folder."""
+    previous = paths.previous_dir(run_dir)
+    if not writes.move_aside(root, run_dir, previous, _weight_file, "the previous run's folder"):
+        return ""
+    return previous.relative_to(root).as_posix()
+
+
+def _weight_file(path: Path) -> bool:
+    """A file repro/record.py would count among a training's weights: a weight suffix, or a pickle."""
+    return path.name.endswith(paths.WEIGHT_SUFFIXES) or inputs.pickled(path)
+
+
 def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
     """Everything before a script starts: the request checked (each option that cannot apply refused by
-    name), the config found, the descriptor loaded once, the environment, the config's refusals and (for
-    tipcgen's runner) the preflight; the summary the run starts from. Writes nothing."""
+    name), the config found, the descriptor loaded once, the environment, the config's refusals and the driver's
+    start (tipcgen's runner: the preflight); the summary the run starts from. Writes nothing."""
     mode, chain = check_mode(request.mode), request.chain
     if chain not in RUNNERS:
         raise RunError(f"unknown chain '{chain}'", "use one of: " + ", ".join(RUNNERS))
@@ -317,10 +504,10 @@ def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
     # way to the run folder, from the repository root down.
     writes.check_no_links(root, run_dir, "the run folder", inside=True)
     desc, desc_info = provenance.load_descriptor(root, model)
-    kept = chain == chains.BASIC and submission.is_submission(root)  # the repository's own runner (init --submission)
-    _check_options(request, kept)
-    scripts = (RUNNERS[chain],) if kept else (PREPARE_SH, RUNNERS[chain])
-    for script in scripts:
+    driver = driver_of(root, chain)
+    _check_options(request)
+    driver.check_options(request)
+    for script in driver.scripts(chain):
         if not (root / script).is_file():
             if script == RUNNERS[words.BENCHMARK_TRAIN]:
                 raise RunError(f"{script} is missing under {root}: the descriptor has no benchmark section",
@@ -331,10 +518,7 @@ def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
         raise RunError("bash is not installed", "the TIPC scripts are bash scripts: install bash")
     text = (root / config_path).read_text(encoding="utf-8", errors="replace")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if kept:
-        env.update(submission_run.descriptor_env((desc, desc_info))[0])
-    else:
-        env.setdefault("GLOG_minloglevel", "2")
+    driver.environment(env, desc, desc_info)
     if request.python is not None:
         env["TIPC_PYTHON"] = request.python
     if request.data_dir is not None:
@@ -343,48 +527,22 @@ def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
         env["TIPC_MODEL_DIR"] = str(Path(request.model_dir).resolve())
     if request.step_timeout is not None:
         env["TIPC_STEP_TIMEOUT"] = str(request.step_timeout)
-    elif not kept and env.get("TIPC_STEP_TIMEOUT") and not inputs.whole_number(env["TIPC_STEP_TIMEOUT"], MAX_STEP_TIMEOUT):
-        # tipcgen's runner hands it to `timeout` (empty: unset): 0 would lift every limit, other text fail every step
-        raise RunError(f"TIPC_STEP_TIMEOUT={quoted(env['TIPC_STEP_TIMEOUT'][:40])} in the environment is not a step time limit",
-                       f"unset it, or pass --step-timeout SECONDS (whole seconds between 1 and {MAX_STEP_TIMEOUT})")
+    driver.check_environment(request, env)
     spec = (sandboxed.spec(root, run_dir, env, shutil.which(env.get("TIPC_PYTHON", "python"), path=env.get("PATH")))
             if request.sandbox else None)
     notes = proofs.refuse(root, config_path, env, desc) or []
-    status = None  # the preflight's git probe (tipcgen's runner only)
-    if kept:
-        values = submission_run.slot_values(text)
-        summary = submission_run.kept_summary(mode, root, config_path, values, (desc, desc_info),
-                                              submission_run.descriptor_env((desc, desc_info))[0])
-        summary.notes.extend(notes)
-        shim = submission_run.shim_plan(values, env, request.python, request.step_timeout)
-        if request.data_dir is not None:
-            summary.notes.append(f"--data-dir: the kept runner and its prepare.sh ran with TIPC_DATA_DIR={env['TIPC_DATA_DIR']}; "
-                                 "whether they read it is theirs to say (tipcgen's runner does)")
-        found = shim.get(values.get("python", "")) or flag_check.interpreter(text, env)[1]
-    else:
-        found, record, status = preflight(root, config_path, chain, env, mode, env.get("TIPC_DATA_DIR"), desc, desc_info, spec)
-        summary = Summary(model=model, mode=mode, config=str(config_path), chain=chain, environment=environment_info(),
-                          required_kinds=required_kinds(chain, mode, _null_kinds(text) if chains.honours_null_kinds(chain) else set()),
-                          provenance=record, notes=list(notes))
-        shim = {}
+    ctx = RunContext(request, root, config_path, text, chain, mode, prepare_mode, run_dir, env, desc, driver, sandbox=spec)
+    summary, found, shim, status = driver.start(ctx, model, desc_info, notes)
     env[run_guard.RUN_ID_VAR] = uuid.uuid4().hex
-    return RunContext(request, root, config_path, text, chain, mode, prepare_mode, run_dir, env, desc, found, kept,
-                      spec, shim, status), summary
+    return dataclasses.replace(ctx, python=found, shim=shim, git_status=status), summary
 
 
-def _check_options(request: RunRequest, kept: bool) -> None:
-    """Each option that names a folder names one; an option that cannot apply to a kept runner is refused by name."""
+def _check_options(request: RunRequest) -> None:
+    """Each option that names a folder names one (an option that cannot apply to the runner: Driver.check_options)."""
     if request.data_dir is not None and not Path(request.data_dir).is_dir():
         raise RunError(f"--data-dir {request.data_dir} is not a folder", "name the folder that holds the whole data set")
     if request.model_dir is not None and not Path(request.model_dir).is_dir():
         raise RunError(f"--model-dir {request.model_dir} is not a folder", "name a train output folder (it holds the checkpoint)")
-    if not kept:
-        return
-    if request.model_dir is not None:
-        raise RunError("--model-dir cannot apply to the repository's own runner (init --submission): it takes the "
-                       "models of whole_infer from its config, not from TIPC_MODEL_DIR",
-                       "name the models in the descriptor's whole_infer.models and run tipcgen init --submission "
-                       "again, or leave out --model-dir")
 
 
 class _Pipeline:
@@ -397,28 +555,27 @@ class _Pipeline:
         self.problems = list(summary.problems)  # those known before the scripts (a kept runner's edited files)
         self.prepare_cmd = ["bash", PREPARE_SH, str(ctx.config_path), ctx.prepare_mode]
         self.runner_cmd = ["bash", RUNNERS[ctx.chain], str(ctx.config_path), ctx.mode]
+        self.driver = ctx.driver
         self.prepare: Step | None = None  # a kept runner may come without prepare.sh
-        if not ctx.kept or (ctx.root / PREPARE_SH).is_file():
+        if PREPARE_SH in self.driver.scripts(ctx.chain) or (ctx.root / PREPARE_SH).is_file():
             self.prepare = Step(kind=PREPARE, name="prepare", status=FAILED, log="", command=" ".join(self.prepare_cmd))
         self.prepare_done = False
         self.prepare_stuck: str | None = None  # why prepare.sh was stopped for its silence
         self.runner_stuck = False  # the runner was (its problem line says so)
         self.prepare_out: deque = process.LineTail(200_000, 16 << 20)  # prepare.sh's output (its last 16 MB): prepare.log
         self.runner_out: deque = deque(maxlen=50)  # the runner's last lines
-        self.kept = (submission_run.KeptRun(ctx.root, ctx.mode, submission_run.slot_values(ctx.text))
-                     if ctx.kept else None)
+        self.driver.ready(ctx)
         self.parts: list[tuple[str, dict[str, str] | None]] = []  # git status before and after each part
         self._recorder: Records | None = None  # made beside prepare.sh (_prime) or at the first handshake
         self._recorder_lock = threading.Lock()
         self.untracked: list[set[str] | None] = []  # the untracked files before and after the runner's steps
         self.work = _Chain(ctx.root, ctx.env, self._line, ctx.sandbox,
-                           silence_limit(ctx.request, ctx.env, ctx.root, ctx.kept), self._wait)
+                           silence_limit(ctx.request, ctx.env, ctx.root, not self.driver.bounded), self._wait)
         self.shim_dir = ctx.root / paths.SHIM_DIR / ctx.env[run_guard.RUN_ID_VAR]
         self.started = time.perf_counter()
 
     def _line(self, line: str) -> None:
-        if self.kept is not None:
-            self.kept.line(line)
+        self.driver.line(line)
         self.ctx.on_line(line)
 
     @property
@@ -428,7 +585,8 @@ class _Pipeline:
         with self._recorder_lock:
             if self._recorder is None:
                 ctx = self.ctx
-                self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes, not ctx.kept)
+                self._recorder = self.proofs.recorder(ctx.root, ctx.run_dir, ctx.request.max_checkpoint_bytes,
+                                                     self.driver.handshake)
             return self._recorder
 
     def _prime(self) -> None:
@@ -442,7 +600,9 @@ class _Pipeline:
         its output folder from the record the runner has just written). A record that cannot be taken is a
         problem of the run (the proofs then hold no record of that training, and fail)."""
         try:
-            if when == words.WAIT_START:
+            if when == words.WAIT_BESIDE:
+                self.records.beside(kind, name)
+            if when in (words.WAIT_START, words.WAIT_BESIDE):
                 self.records.started(kind, name)
             else:
                 self.records.ended(kind, name, last_model_dir(self.ctx.run_dir, kind, name))
@@ -466,7 +626,7 @@ class _Pipeline:
         finally:
             if ctx.shim:
                 writes.remove_tree(ctx.root, self.shim_dir, "the run's interpreter shim")
-        if not ctx.kept and not summary.interrupted:  # tipcgen's scripts exit 2 when they refuse to start
+        if self.driver.refuses and not summary.interrupted:  # tipcgen's scripts exit 2 when they refuse to start
             prepare = self.prepare
             stopped = (self.prepare_out if prepare is not None and prepare.exit_code == 2 else
                        self.runner_out if summary.runner_exit_code == 2 and not summary.steps[1:] else None)
@@ -475,19 +635,20 @@ class _Pipeline:
         return summary
 
     def _scripts(self) -> None:
-        """prepare.sh, then the runner: tipcgen's after a prepare that passed; a kept one whatever prepare did,
-        as a reviewer would run it. git status is read before and after each part (run/tracked.py)."""
+        """prepare.sh, then the runner (after a prepare that passed, where the driver is gated: tipcgen's; a kept
+        one whatever prepare did, as a reviewer would run it). git status is read before and after each part
+        (run/tracked.py)."""
         ctx, prepare, root = self.ctx, self.prepare, self.ctx.root
         # What the proofs and the outputs import (numpy, jinja: ~0.4 s) loads while the scripts run, not after them.
         threading.Thread(target=_load_after_parts, args=(self.proofs,), name="tipcgen-load", daemon=True).start()
         # The repository's weight files, read once beside prepare.sh: the first training's handshake rereads only changes.
         threading.Thread(target=self._prime, name="tipcgen-prime", daemon=True).start()
-        if ctx.shim:
-            submission_run.write_shim(root, self.shim_dir, ctx.shim, ctx.request.step_timeout)
-            ctx.env["PATH"] = os.pathsep.join([str(self.shim_dir), ctx.env.get("PATH", os.defpath)])
+        self.driver.write_shim(ctx, self.shim_dir)
         # git status, to find tracked files a part changed; the first is the preflight's git probe's answer
         self.parts = [("before the run", tracked.from_status(root, ctx.git_status) if ctx.git_status is not None
                        else tracked.snapshot(root))]
+        if self.summary.previous and self.parts[0][1] is not None:  # the preflight's git status came before the move
+            self.parts.append((f"moving the last run aside (to {self.summary.previous})", tracked.snapshot(root)))
         if prepare is not None:
             prepare.exit_code = self.work.stream(self.prepare_cmd, self.prepare_out)
             prepare.seconds = round(time.perf_counter() - self.started, 3)
@@ -498,15 +659,13 @@ class _Pipeline:
                 self.parts.append((PREPARE_SH.rsplit("/", 1)[-1], state))
                 self.untracked.append(files)
             prepare.status = PASSED if prepare.exit_code == 0 else FAILED
-            if ctx.kept:
-                submission_run.judge_prepare(prepare, list(self.prepare_out))
-        if prepare is None or prepare.status == PASSED or ctx.kept:
-            if self.kept is not None:
-                self.kept.runner_started = time.time()
-                self._wait(words.WAIT_START, TRAIN, "*")  # no handshake: the weights there before it starts
+            self.driver.judge_prepare(prepare, self.prepare_out)
+        if self._runner_runs():
+            self.driver.runner_starts(self._wait)
             if self.parts[0][1] is not None and not self.untracked:  # no prepare.sh (a kept runner): untracked now
                 self.untracked.append(tracked.snapshot_and_untracked(root)[1])
-            self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out, answer=not ctx.kept)
+            self.summary.runner_exit_code = self.work.stream(self.runner_cmd, self.runner_out,
+                                                            answer=self.driver.handshake)
             if self.work.stuck is not None:
                 self.runner_stuck = True
                 self.problems.append(self.work.stuck)
@@ -515,6 +674,10 @@ class _Pipeline:
                 self.parts.append(("the runner's steps", state))
                 self.untracked.append(files)
         self.signals.armed = False
+
+    def _runner_runs(self) -> bool:
+        """The runner runs (ran) after this prepare: always where the driver is not gated or there is no prepare.sh."""
+        return self.prepare is None or self.prepare.status == PASSED or not self.driver.gated
 
     def _interrupted(self, signum: int) -> None:
         """A stop signal while a script ran: the summary first (a CI cancel may KILL us soon), then every process
@@ -534,32 +697,23 @@ class _Pipeline:
             prepare.exit_code = code
 
     def _records(self) -> tuple[list[Step], list[str]]:
-        """The runner's steps and the problems its records show: tipcgen's steps.jsonl and status log, or a kept
-        runner's status lines (a GPU case on a machine with none: not verified)."""
-        ctx, summary, prepare = self.ctx, self.summary, self.prepare
-        if self.kept is not None:
-            steps, notes, problems = self.kept.records()
-            summary.notes.extend(note for note in notes if note not in summary.notes)
-            device = summary.provenance.get("device") or provenance.device_info(ctx.env)
-            submission_run.unverified_gpu_cases(steps, self.kept.values, device, summary.provenance.get("versions") or {})
-            return steps, problems
-        steps, problems = read_records(ctx.run_dir, ctx.root) if prepare.status == PASSED else ([], [])
-        return steps, problems + check_status_lines(ctx.run_dir, steps, RESULT_LOGS[summary.chain])
+        """The runner's steps and the problems its records show (Driver.records: tipcgen's steps.jsonl and status
+        log, or a kept runner's status lines); the notes on where they were read join the summary's."""
+        steps, notes, problems = self.driver.records(self.ctx, self.summary, self.prepare)
+        self.summary.notes.extend(note for note in notes if note not in self.summary.notes)
+        return steps, problems
 
     def _proofs(self, steps: list[Step]) -> tuple[list[Step], list[str]]:
         """The check steps of a run that ended without an interrupt: the proofs handed in (the export's
-        parameters; not on a kept runner, whose status lines say nothing of where a training saved), then the
+        parameters, where the runner ran; a kept runner's outputs where its commands name them), then the
         tracked files."""
-        ctx, notes, extra = self.ctx, [], []
-        if self.kept is not None:  # its outputs where its commands name them (submission_run.annotate)
-            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env,
-                                                 self.records, ctx.request.max_checkpoint_bytes)
-            if any(s.kind == EXPORT and s.status == PASSED and not s.model_dir for s in steps):
-                notes.append("an export's parameters were not compared with the trained checkpoint: its status "
-                             "line's command does not name its output folder (export.output_dir's key)")
-        elif self.prepare.status == PASSED:
+        ctx = self.ctx
+        extra: list[Step] = []
+        notes: list[str] = []
+        if self._runner_runs():
             extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, self.records,
                                                  ctx.request.max_checkpoint_bytes)
+            notes = [*notes, *self.driver.proof_notes(steps)]
         step = tracked.check_step(self.parts, ctx.root, steps, self.work.starts)
         return [*extra, *([step] if step is not None else [])], notes
 
@@ -569,12 +723,14 @@ class _Pipeline:
         ctx, summary, prepare = self.ctx, self.summary, self.prepare
         root, run_dir = ctx.root, ctx.run_dir
         if prepare is not None and prepare.status != PASSED:
-            if not ctx.kept:  # no runner ran: an older run's files must not be read
+            if not self._runner_runs():  # no runner ran: an older run's files must not be read
                 writes.remove_tree(root, run_dir, "the run folder")
-            if not ctx.kept:
-                prepare.reason = "interrupted" if summary.interrupted else self.prepare_stuck or exit_text(prepare.exit_code)
-            elif not prepare.reason:  # judge_prepare names a failure its log shows
-                prepare.reason = "interrupted" if not self.prepare_done else self.prepare_stuck or exit_text(prepare.exit_code)
+            if not prepare.reason:  # a kept runner's judge_prepare names a failure its log shows
+                # gated: no runner ran, so an interrupt stopped prepare.sh; else only one before it finished did
+                stopped = summary.interrupted if self.driver.gated else not self.prepare_done
+                prepare.reason = INTERRUPTED if stopped else self.prepare_stuck or exit_text(prepare.exit_code)
+            if prepare.reason == INTERRUPTED:  # cut short by the stop signal, as a runner's step (results.read_records)
+                prepare.status = INTERRUPTED
             prepare.tail = list(self.prepare_out)[-20:]
         writes.make_dirs(root, run_dir, "the run folder")
         if prepare is not None:
@@ -595,26 +751,8 @@ class _Pipeline:
         _note_seeds(summary, root)
         if ctx.sandbox is not None:
             sandboxed.explain_network(summary, root)
-        if ctx.shim:
-            summary.notes.extend(note for note in submission_run.shim_notes(
-                ctx.shim, str(self.shim_dir.relative_to(root)), ctx.request.python, ctx.request.step_timeout,
-                submission_run.slot_values(ctx.text).get("python", "")) if note not in summary.notes)
-        code, missing = summary.runner_exit_code, summary.missing_kinds()
-        if ctx.kept:
-            if missing:
-                summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
-                                        f"{', '.join(summary.required_kinds)}")
-        else:
-            stuck = self.runner_stuck  # its problem line says why the runner stopped: not again here
-            if prepare.status == PASSED and not summary.interrupted and not steps and not stuck:
-                summary.problems.append("the runner stopped before any step: " + " | ".join(list(self.runner_out)[-5:]))
-            if code is not None and code not in (0, 1, 130) and steps and not stuck:
-                summary.problems.append(f"the runner stopped with {exit_text(code)}: " + " | ".join(list(self.runner_out)[-3:]))
-            if code == 0 and missing and not summary.interrupted:
-                summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
-                                        f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
-            summary.target = target_check.check_run(ctx.desc, summary.mode, summary.chain,
-                                                    [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
+        summary.notes.extend(note for note in self.driver.shim_notes(ctx, self.shim_dir) if note not in summary.notes)
+        self.driver.finish(ctx, summary, prepare, steps, list(self.runner_out), self.runner_stuck)
         summary.wall_seconds = round(time.perf_counter() - self.started, 3)
         write_json(summary, run_dir / SUMMARY_JSON)
         from tipcgen.results.summary_text import write_junit  # loaded beside the scripts (_scripts)
@@ -667,7 +805,7 @@ def _committed_reads(root: Path, script: str | None) -> list[tuple[str, str]]:
         text = inputs.read_text(inputs.within(root / script, root), script)
     except (TipcgenError, ValueError):
         return []
-    found = {}
+    found: dict[str, str] = {}
     for literal, line in script_reading.model_file_literals(text):
         for base in (Path("."), Path(script).parent):
             rel = os.path.normpath(base / literal)
@@ -689,7 +827,7 @@ def _load_after_parts(proofs: Proofs) -> None:
 
 def _explain_failures(summary: Summary, ctx: RunContext) -> None:
     """One line under each failed step: its log's tail matched against what tipcgen knows (results/explain.py)."""
-    failed = [s for s in summary.steps if s.status == FAILED and not s.hint and s.reason != "interrupted"]
+    failed = [s for s in summary.steps if s.status == FAILED and not s.hint]
     if not failed:
         return
     known = explain.known_of(ctx.desc, ctx.root, frozenset(s.kind for s in summary.steps if s.status == FAILED))

@@ -7,7 +7,8 @@ the runner names (its ``LOG_PATH``/``status_log`` assignments, read as text), th
 (``./log/<model>/<mode>/``, ``./test_tipc/output/<model>[/<mode>]/``), else any results_python.log in the
 tree that grew during the run, else the lines the runner printed. What such a runner cannot tell is
 said in the summary's notes: its exit status is its last command's, and a step's status is only its
-status line (train, eval and export keep no log of their own).
+status line (train, eval and export keep no log of their own). ``KeptRunner`` is this runner's driver
+(run.Driver): what the one pipeline of run/run.py asks of it where tipcgen's runner differs.
 """
 from __future__ import annotations
 
@@ -15,21 +16,28 @@ import os
 import re
 import shlex
 import shutil
+import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from tipcgen.configs import flag_check
 from tipcgen.configs.submission import edited
 from tipcgen.core import inputs
-from tipcgen.core.errors import TipcgenError
+from tipcgen.core.errors import RunError, TipcgenError
 from tipcgen.core import writes
 from tipcgen.core.writes import write_file
 from tipcgen.format import layout, paths
 from tipcgen.format.chains import BASIC
 from tipcgen.format.config import TipcConfig
-from tipcgen.format.paths import OUTPUT, RESULTS_LOG, STATE
-from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, SKIPPED, TRAIN
+from tipcgen.format.paths import OUTPUT, RESULTS_LOG, RUNNERS, STATE
+from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, SKIPPED, TRAIN, WAIT_START
 from tipcgen.results.results import Step, Summary, environment_info, required_kinds
+from tipcgen.run import provenance
+
+if TYPE_CHECKING:  # the types of the driver's arguments (run/run.py imports this module)
+    from tipcgen.run.request import RunRequest
+    from tipcgen.run.run import RunContext
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STATUS = re.compile(r"Run (successfully|failed) with command - (.*)$")
@@ -416,3 +424,94 @@ def shim_notes(plan: dict[str, str], folder: str, python: str | None, step_timeo
         notes.append(f"--step-timeout: each {' / '.join(plan) or 'python'} command the kept runner started was limited "
                      f"to {step_timeout} s (the shim runs it under timeout); a command it runs otherwise is not")
     return notes
+
+
+class KeptRunner:
+    """A kept runner (init --submission) as the run's driver (run.Driver): it runs whatever prepare.sh did, as a
+    reviewer would run it; it has no handshake (the weights are recorded just before it starts); its steps have
+    no time limit but --step-timeout's (the interpreter shim's); its records are its status lines."""
+
+    kept, gated, handshake, bounded, refuses, moves_aside = True, False, False, False, False, False
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}  # the config's values (slot_values), read by start
+        self.run: KeptRun | None = None  # its records, measured by ready
+
+    def scripts(self, chain: str) -> tuple[str, ...]:
+        return (RUNNERS[chain],)  # prepare.sh is run where there is one
+
+    def check_options(self, request: RunRequest) -> None:
+        if request.model_dir is not None:
+            raise RunError("--model-dir cannot apply to the repository's own runner (init --submission): it takes the "
+                           "models of whole_infer from its config, not from TIPC_MODEL_DIR",
+                           "name the models in the descriptor's whole_infer.models and run tipcgen init --submission "
+                           "again, or leave out --model-dir")
+
+    def environment(self, env: dict[str, str], desc: Any, desc_info: dict[str, Any]) -> None:
+        env.update(descriptor_env((desc, desc_info))[0])
+
+    def check_environment(self, request: RunRequest, env: dict[str, str]) -> None:
+        return None  # TIPC_STEP_TIMEOUT is tipcgen's runner's; a kept one reads what it reads
+
+    def start(self, ctx: RunContext, model: str, desc_info: dict[str, Any],
+              notes: list[str]) -> tuple[Summary, str | None, dict[str, str], bytes | None]:
+        self.values = values = slot_values(ctx.text)
+        loaded = (ctx.desc, desc_info)
+        summary = kept_summary(ctx.mode, ctx.root, ctx.config_path, values, loaded, descriptor_env(loaded)[0])
+        summary.notes.extend(notes)
+        shim = shim_plan(values, ctx.env, ctx.request.python, ctx.request.step_timeout)
+        if ctx.request.data_dir is not None:
+            summary.notes.append(f"--data-dir: the kept runner and its prepare.sh ran with TIPC_DATA_DIR={ctx.env['TIPC_DATA_DIR']}; "
+                                 "whether they read it is theirs to say (tipcgen's runner does)")
+        found = shim.get(values.get("python", "")) or flag_check.interpreter(ctx.text, ctx.env)[1]
+        return summary, found, shim, None
+
+    def ready(self, ctx: RunContext) -> None:
+        self.run = KeptRun(ctx.root, ctx.mode, self.values)
+
+    def write_shim(self, ctx: RunContext, folder: Path) -> None:
+        if ctx.shim:
+            write_shim(ctx.root, folder, ctx.shim, ctx.request.step_timeout)
+            ctx.env["PATH"] = os.pathsep.join([str(folder), ctx.env.get("PATH", os.defpath)])
+
+    def line(self, line: str) -> None:
+        if self.run is not None:
+            self.run.line(line)
+
+    def judge_prepare(self, prepare: Step, lines: Iterable[str]) -> None:
+        judge_prepare(prepare, list(lines))
+
+    def runner_starts(self, wait: Callable[[str, str, str], None]) -> None:
+        if self.run is not None:
+            self.run.runner_started = time.time()
+        wait(WAIT_START, TRAIN, "*")  # no handshake: the weights there before it starts
+
+    def records(self, ctx: RunContext, summary: Summary, prepare: Step | None) -> tuple[list[Step], list[str], list[str]]:
+        """Its status lines' steps (a GPU case on a machine with none: not verified), whatever prepare did."""
+        if self.run is None:
+            return [], [], []
+        steps, notes, problems = self.run.records()
+        device = summary.provenance.get("device") or provenance.device_info(ctx.env)
+        unverified_gpu_cases(steps, self.values, device, summary.provenance.get("versions") or {})
+        return steps, notes, problems
+
+    def proof_notes(self, steps: list[Step]) -> list[str]:
+        # its outputs are found where its commands name them (annotate)
+        if any(s.kind == EXPORT and s.status == PASSED and not s.model_dir for s in steps):
+            return ["an export's parameters were not compared with the trained checkpoint: its status "
+                    "line's command does not name its output folder (export.output_dir's key)"]
+        return []
+
+    def shim_notes(self, ctx: RunContext, folder: Path) -> list[str]:
+        if not ctx.shim:
+            return []
+        return shim_notes(ctx.shim, str(folder.relative_to(ctx.root)), ctx.request.python, ctx.request.step_timeout,
+                          self.values.get("python", ""))
+
+    def finish(self, ctx: RunContext, summary: Summary, prepare: Step | None, steps: list[Step],
+               runner_out: list[str], stuck: bool) -> None:
+        """Its exit status tells nothing (NOTES): only the mode's required steps that no status line passed."""
+        missing = summary.missing_kinds()
+        if missing:
+            summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
+                                    f"{', '.join(summary.required_kinds)}")

@@ -67,6 +67,9 @@ class StepWatch:
         self._follow_at = 0  # the follower's offset in the log
         self._follow_rest = b""  # a line the follower has read part of
         self._tail = ("", 0.0)  # the last log line read, and when
+        # Steps started before the shown one and still running (one run beside the next steps, tipc_step_beside: an
+        # export beside the eval, a proof beside the inference): each shown again when the step shown ends.
+        self._beside: list[tuple[str, str, float, float]] = []
 
     def set_run_dir(self, run_dir: Path) -> None:
         with self.lock:
@@ -82,14 +85,24 @@ class StepWatch:
                 return None
             fields = text[len(words.PROGRESS):].split()
             if mark == words.STARTED and len(fields) >= 3:
-                self.kind, self.name = fields[1], fields[2]
-                self.step_started, self.step_wall = time.monotonic(), time.time()
-                self._log, self._log_seen, self._follow_at, self._follow_rest = None, 0.0, 0, b""
-                self._tail = ("", 0.0)
-                self.last = ""
+                if self.name:  # a step started beside the next ones: shown again when this one ends
+                    self._beside.append((self.kind, self.name, self.step_started, self.step_wall))
+                self._show(fields[1], fields[2], time.monotonic(), time.time())
             elif len(fields) >= 3 and (fields[1], fields[2].rstrip(":")) == (self.kind, self.name):
                 self.kind, self.name = "", ""
+                if self._beside:
+                    self._show(*self._beside.pop())
+            elif len(fields) >= 3:
+                ended = (fields[1], fields[2].rstrip(":"))
+                self._beside = [step for step in self._beside if step[:2] != ended]
             return mark
+
+    def _show(self, kind: str, name: str, started: float, wall: float) -> None:
+        """Show a running step (its log looked for anew)."""
+        self.kind, self.name, self.step_started, self.step_wall = kind, name, started, wall
+        self._log, self._log_seen, self._follow_at, self._follow_rest = None, 0.0, 0, b""
+        self._tail = ("", 0.0)
+        self.last = ""
 
     @property
     def step(self) -> str:
