@@ -280,7 +280,7 @@ run_training() {
     local trainer=${tipc_training[trainer]} autocast=${tipc_training[autocast]} tag=${tipc_training[tag]}
     local gpu=${tipc_training[gpu]} device=${tipc_training[device]} run_on=${tipc_training[run_on]}
     local nodes=${tipc_training[nodes]} epoch=${tipc_training[epoch]} batch=${tipc_training[batch]}
-    local prefix save note checkpoint eval_cmd export_name beside="" exported=0 model_dir inference_dir
+    local prefix save note checkpoint newest eval_cmd export_name beside="" exported=0 model_dir inference_dir
     local -a cmd
     trainer_commands "$trainer"
     tipc_at gpu="$gpu" trainer="$trainer" autocast="$autocast" training="gpus_${gpu}${tag}"
@@ -314,6 +314,10 @@ run_training() {
         return
     fi
     checkpoint=$save/$(slot_value train_model_name)
+    if [[ $checkpoint == *'*'* ]]; then  # a folder per iteration (iter_*/model.pdparams): the newest, by number
+        newest=$(compgen -G "$checkpoint" | sort -V | tail -n 1 || true)
+        if [ -n "$newest" ]; then checkpoint=$newest; fi
+    fi
     eval_cmd=$(slot_value eval)
     export_name=${prefix}_nodes_${nodes}_export
     # Eval and export read the trained checkpoint alone: where the machine has the cores, the export runs beside

@@ -1,7 +1,7 @@
 """Issue #59 item 3: what a sandboxed process can reach besides files. Its environment is an allow-list
 (core/sandbox.py KEPT, KEPT_PREFIXES: the caller's tokens never reach a step), and no host unix socket is
 reachable (/run, /var/run, XDG_RUNTIME_DIR hidden; /tmp private; abstract sockets stay with the host's network
-namespace). Real bwrap, real sockets."""
+namespace; every other socket the host lists is covered). Real bwrap, real sockets."""
 from __future__ import annotations
 
 import json
@@ -98,6 +98,64 @@ def test_no_host_unix_socket_is_reachable(where, monkeypatch):
     finally:
         server.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("where", ["home", "bound_readable", "bound_writable"])
+def test_a_host_socket_anywhere_else_is_covered(where, tmp_path):
+    """A socket outside the hidden folders (an agent's under a home folder: ~/.gnupg/S.gpg-agent, an IDE's, a
+    database's) or in a folder the sandbox binds again (the repository, a venv under /tmp) is reachable through
+    its path alone, read-only mount or not: the sandbox covers each the host lists (/proc/net/unix)."""
+    if where == "home":
+        base = Path("/var/tmp") if os.access("/var/tmp", os.W_OK) else Path.home()
+        folder = Path(tempfile.mkdtemp(dir=base, prefix=".gnupg-like "))  # a space in the path, as any may hold
+        spec = sandbox.Spec()
+    else:
+        folder = tmp_path / "repo"
+        folder.mkdir()
+        spec = sandbox.Spec(**{"readable" if where == "bound_readable" else "writable": (str(folder),)})
+    server, path = _listening(folder)
+    try:
+        assert path in sandbox.host_sockets(inside=[str(folder)])
+        boxed = process.run(process.Request([sys.executable, "-I", "-c", _CONNECT, path], sandbox=spec,
+                                            timeout=60, stderr="separate"))
+        assert boxed.exit_code == 0 and "refused" in boxed.output, boxed.output + boxed.errors
+        # must not fire: the folder's other files are there as they are
+        (folder / "data.txt").write_text("kept")
+        seen = process.run(process.Request([sys.executable, "-I", "-c",
+                                            f"print(open({str(folder / 'data.txt')!r}).read())"], sandbox=spec,
+                                           timeout=60, stderr="separate"))
+        assert seen.output.strip() == "kept", seen.errors
+    finally:
+        server.close()
+        if where == "home":
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+_LISTING_PATH = st.one_of(st.text(min_size=0, max_size=40).filter(lambda t: "\n" not in t and "\r" not in t),
+                          st.sampled_from(["@abstract", "@/tmp/.X11-unix/X0", "/run/user/0/bus", "relative/sock",
+                                           "/tmp/x.sock", "/proc/self/../net", "/ with space", "/"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(paths=st.lists(_LISTING_PATH, max_size=12))
+def test_the_listing_yields_only_paths_that_are_sockets_now(paths, tmp_path_factory):
+    """Whatever /proc/net/unix holds (abstract names, unbound entries, relative or odd paths, paths now gone or no
+    longer a socket, spaces), only absolute paths that are a socket now, outside what the sandbox hides, come
+    out: each one real socket in the listing exactly once."""
+    folder = tmp_path_factory.mktemp("listing")
+    server, real = _listening(folder)
+    try:
+        lines = ["Num       RefCount Protocol Flags    Type St Inode Path"]
+        lines += [f"0000000000000000: 00000002 00000000 00010000 0001 01 {i} {p}".rstrip() for i, p in enumerate(paths)]
+        lines.insert(len(lines) // 2 + 1, f"0000000000000000: 00000002 00000000 00010000 0001 01 9 {real}")
+        lines.append(f"0000000000000000: 00000002 00000000 00010000 0001 01 9 {real}")
+        found = sandbox.host_sockets("\n".join(lines), inside=[str(folder)])
+        assert found.count(real) == 1
+        for path in found:
+            assert os.path.isabs(path) and not path.startswith(("/run/", "/tmp/x")), found
+    finally:
+        server.close()
 
 
 @needs_bwrap

@@ -218,7 +218,9 @@ def test_eval_must_accept_what_the_runner_passes_it(tmp_path: Path):
     with pytest.raises(TipcgenError) as info:
         new.propose(ocr_options(), tmp_path)
     message = str(info.value)
-    assert "tools/eval.py has no --pretrained" in message and "tools/eval.py has no --use_gpu" in message
+    assert "tools/eval.py has no --pretrained" in message
+    # the device flag eval lacks is left out of tipc.yaml with a note, never a refusal (tests/test_new_repos.py)
+    assert "has no --use_gpu" not in message
     assert "the required flag --checkpoints fills no TIPC slot" in message
 
 

@@ -5,8 +5,10 @@ The fixtures (tests/fixtures/new_*/README.md say what each holds): a restoration
 patch `--stride`, a `--save_interval` and no device flag; a text-detection repo driven by `-o key=value`
 over a YAML config; an anomaly-detection repo with a `--type all` class filter, a `--cuda` switch and
 `--checkpoint` folders; an NLP repo whose `--pretrained` is a download switch and whose `--data` is a
-data-set name. Each test checks the descriptor `new` writes and that its notes name every edit; the
-restoration, anomaly and detection ones then run the chain on real Paddle (tiny models, seconds each).
+data-set name; a PaddleGAN-shaped super-resolution repo (one script trains and evaluates, every setting a
+config key, weights in a timestamped folder per run); a PaddleClas-shaped classification repo (`-o` append,
+a deploy config for inference). Each test checks the descriptor `new` writes and that its notes name every
+edit; the chains then run on real Paddle (tiny models, seconds each).
 The unit tests below them read sources written here (no process), for the rules' edges: where each must
 NOT fire as well as where it must.
 """
@@ -112,22 +114,26 @@ def test_a_segmentation_repository_with_opts_iters_and_iter_folders(tmp_path: Pa
     config = "--config configs/tiny_seg.yml"
     doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
     assert doc["train"]["epochs"]["key"] == "--iters" and doc["train"]["batch_size"]["key"] == "--batch_size"
-    assert doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root"  # no flag for it: its --opts key
+    # no flag for it: its --opts key, carrying the data the training validates on (the lite eval data)
+    assert doc["train"]["extra"]["key"] == "--opts val_dataset.dataset_root=./train_data/tiny_seg/eval train_dataset.dataset_root"
     assert doc["eval"]["extra"]["key"] == "--opts val_dataset.dataset_root"
     assert doc["train"]["pretrained"]["key"] == "--model_path" and doc["export"]["weights"]["key"] == "--model_path"
     assert doc["train"]["checkpoint"] == "best_model/model.pdparams"
     assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1"  # never after a trailing --opts
     for said in ("question: train.checkpoint is best_model/model.pdparams, one of the files tools/train.py saves "
-                 "(best_model/model.pdparams, model.pdparams)",
+                 "(best_model/model.pdparams, iter_*/model.pdparams)",
                  "tools/train.py takes `--opts key=value` over configs/tiny_seg.yml: its own flags fill the other "
                  "fields, so its one key is passed as `--opts KEY=VALUE`; keys mapped: train.extra → train_dataset.dataset_root",
+                 "configs/tiny_seg.yml: val_dataset.dataset_root is data/cityscapes, the data the training validates on: "
+                 "set to the lite eval data ./train_data/tiny_seg/eval (passed in the train command's one `--opts`)",
                  "tools/train.py: --save_interval defaults to 1000, above the lite run's 10 iterations: set to 1 so the "
                  "training saves"):
         assert said in out and said in " ".join(text.split()), said
     records = lite_run(repo, "tiny_seg")
     assert_every_proof_passed(repo, "tiny_seg")
     train = next(r for r in records if r["kind"] == "train")
-    assert train["command"].endswith("--iters=10 --batch_size=4 --opts train_dataset.dataset_root=./train_data/tiny_seg/train")
+    assert train["command"].endswith("--iters=10 --batch_size=4 --opts val_dataset.dataset_root=./train_data/tiny_seg/eval "
+                                     "train_dataset.dataset_root=./train_data/tiny_seg/train")
 
 
 def seg_args(config: str) -> tuple[str, ...]:
@@ -155,8 +161,10 @@ def test_a_detection_repository_driven_by_o_overrides_over_a_yaml_config(tmp_pat
     assert doc["train"]["device"]["value"] == [False]  # a true/false key gets False, never cpu
     assert doc["train"]["checkpoint"] == "latest.pdparams"
     assert doc["train"]["norm"] == (f"tools/train.py {config} -o Global.save_epoch_step=1 Global.pretrained_model= "
-                                    "Train.dataset.label_file_list=[./train_data/det_tiny/train/train_icdar2015_label.txt]")
-    assert doc["export"]["norm"] == f"tools/export_model.py {config} -o"
+                                    "Train.dataset.label_file_list=[./train_data/det_tiny/train/train_icdar2015_label.txt] "
+                                    "Eval.dataset.data_dir=./train_data/det_tiny/eval "
+                                    "Eval.dataset.label_file_list=[./train_data/det_tiny/eval/test_icdar2015_label.txt]")
+    assert doc["export"]["norm"] == f"tools/export_model.py {config} -o Global.use_gpu=False"  # no device slot for export
     for said in ("tools/train.py takes `-o key=value` over configs/det/det_tiny.yml: the command ends in `-o`",
                  "Global.save_epoch_step is 1200, above the lite run's 1: set to 1 so the training saves",
                  "Global.pretrained_model is ./pretrain_models/MobileNetV3_large_x0_5_pretrained.pdparams, which is not "
@@ -484,7 +492,8 @@ def test_any_yaml_config_reads_without_an_error(data):
                         [Flag(("-c",), True), Flag(("-o", "--opt"), True, help="set configuration options")])
         found = overrides.detect(path, script, None)
     if found is not None:
-        for fld in ("train.epochs", "train.batch_size", "train.extra", "eval.extra", "train.pretrained", "export.output_dir"):
+        for fld in ("train.epochs", "train.batch_size", "train.extra", "eval.extra", "train.pretrained", "export.output_dir",
+                    "inference.model_dir", "inference.data", "inference.use_gpu", "inference.cpu_threads"):
             key = overrides.find(fld, found)
             assert key is None or key in found.keys
 
@@ -590,14 +599,18 @@ def test_a_nargs_opts_beside_flags_of_its_own_passes_its_one_key_with_the_flag(t
 
     honest = (FIXTURES / "new_seg" / "tools" / "train.py").read_text()
     doc = propose(honest)
-    assert doc["train"]["epochs"]["key"] == "--iters" and doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root"
+    assert doc["train"]["epochs"]["key"] == "--iters"
+    assert doc["train"]["extra"]["key"] == "--opts val_dataset.dataset_root=./train_data/seg/eval train_dataset.dataset_root"
     assert not doc["train"]["norm"].endswith("--opts")
     # no flag of its own for the device, the output, the data: every slot a key, the command ends in --opts
     only_opts = honest.replace('parser.add_argument("--iters"', 'parser.add_argument("--iters_unused"')
     for flag in ('"--batch_size"', '"--save_dir"', '"--device"'):
         only_opts = only_opts.replace(f"parser.add_argument({flag}", f"parser.add_argument({flag[:-1]}_unused\"")
     doc = propose(only_opts, "save_dir: ./output\n")
-    assert doc["train"]["norm"].endswith("--opts") and doc["train"]["epochs"]["key"] == "iters"
+    # the command's last run of --opts: the fixed key (the lite eval data the training validates on), then each
+    # key the runner appends as a bare KEY=VALUE
+    assert doc["train"]["norm"].endswith("--opts val_dataset.dataset_root=./train_data/seg/eval")
+    assert doc["train"]["epochs"]["key"] == "iters"
     assert doc["train"]["extra"]["key"] == "train_dataset.dataset_root"
 
 
@@ -605,8 +618,19 @@ def test_a_nargs_opts_beside_flags_of_its_own_passes_its_one_key_with_the_flag(t
     ('d = os.path.join(a.out, "best_model")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "best_model/model.pdparams"),
     ('paddle.save(m, os.path.join(os.path.join(a.out, "best"), "m.pdparams"))\n', "best/m.pdparams"),
     ('paddle.save(m, os.path.join(a.out, "model.pdparams"))\n', "model.pdparams"),
-    # a folder per iteration: its name is not known before the run, only the file's
-    ('d = os.path.join(a.out, f"iter_{i}")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "model.pdparams"),
+    # a folder per iteration or epoch: its number is the run's, so a pattern (the runner passes the newest match)
+    ('d = os.path.join(a.out, f"iter_{i}")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "iter_*/model.pdparams"),
+    ('d = os.path.join(a.out, "epoch_{}".format(e))\npaddle.save(m, os.path.join(d, "m.pdparams"))\n', "epoch_*/m.pdparams"),
+    ('d = os.path.join(a.out, "iter_%d" % i)\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', "iter_*/model.pdparams"),
+    ('paddle.save(m, os.path.join(os.path.join(a.out, f"{i}"), "m.pdparams"))\n', None),  # a number alone: no name
+    ('paddle.save(m, os.path.join(a.out, f"epoch_{e}", "model.pdparams"))\n', "epoch_*/model.pdparams"),
+    ('paddle.save(m, os.path.join(a.out, "best_model", "model.pdparams"))\n', "best_model/model.pdparams"),
+    ('paddle.save(m, os.path.join(a.out, name, "model.pdparams"))\n', None),
+    # two values, a separator, a value of any kind: never a folder per iteration
+    ('d = os.path.join(a.out, f"{n}_{i}")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
+    ('d = os.path.join(a.out, f"iter_{i}/sub")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
+    ('d = os.path.join(a.out, "iter_{}_{}".format(i, j))\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
+    ('d = os.path.join(a.out, name)\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
     # a file name with a dot is no folder; a separator or a pattern in the part is not one folder name
     ('d = os.path.join(a.out, "x.pdparams")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
     ('d = os.path.join(a.out, "a/b")\npaddle.save(m, os.path.join(d, "model.pdparams"))\n', None),
@@ -615,3 +639,474 @@ def test_a_nargs_opts_beside_flags_of_its_own_passes_its_one_key_with_the_flag(t
 def test_a_checkpoint_in_a_fixed_subfolder_of_the_output_flag(body: str, saved: str | None):
     found = reading('p.add_argument("--out")\na = p.parse_args()\n' + body)
     assert [name for _, name in found.saves] == ([saved] if saved else [])
+
+
+# ---------------------------------------------------------------- several --opts keys for one script (PaddleSeg)
+
+def _seg_with_two_opts_keys(repo: Path) -> None:
+    """new_seg with a save gate only its config sets (`snapshot_interval`, 1000) and no --batch_size flag (the
+    batch size is the config's `batch_size`): two `--opts` keys and a fixed override for one nargs `--opts`."""
+    with (repo / "configs" / "tiny_seg.yml").open("a") as config:
+        config.write("snapshot_interval: 1000\n")
+    train = repo / "tools" / "train.py"
+    source = train.read_text()
+    for old, new in (('if float(loss) < best_loss:', 'if it % cfg["snapshot_interval"] == 0 and float(loss) < best_loss:'),
+                     ('parser.add_argument("--batch_size"', 'parser.add_argument("--batch_size_unused"'),
+                     ('batch_size = args.batch_size or cfg["batch_size"]', 'batch_size = cfg["batch_size"]')):
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    train.write_text(source)
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_several_opts_keys_of_one_nargs_opts_go_in_one_run_of_it(tmp_path: Path):
+    """argparse keeps the last `--opts` of a command (nargs='+', action store): a fixed override put in the
+    train command before the runner's `--opts train_dataset.dataset_root=...` would be dropped without a word
+    (here: best_model is never saved, and eval fails). The fixed keys ride in the key of the last `--opts`
+    field the runner passes; a second `--opts` field is left out, said."""
+    repo = copy("new_seg", tmp_path)
+    _seg_with_two_opts_keys(repo)
+    config = "--config configs/tiny_seg.yml"
+    doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
+    assert doc["train"]["extra"]["key"] == ("--opts val_dataset.dataset_root=./train_data/tiny_seg/eval snapshot_interval=1 "
+                                            "train_dataset.dataset_root")
+    assert doc["train"]["batch_size"] is None or doc["train"]["batch_size"].get("key") is None
+    assert doc["train"]["norm"] == f"tools/train.py {config} --save_interval 1"  # no --opts the runner's would replace
+    assert doc["eval"]["extra"]["key"] == "--opts val_dataset.dataset_root"  # nothing fixed for eval: as before
+    for said in ("configs/tiny_seg.yml: snapshot_interval is 1000, above the lite run's 10: set to 1 so the training saves "
+                 "(`--opts snapshot_interval=1` passed in the train command's one `--opts`)",
+                 "tools/train.py: train.batch_size would be passed as a second `--opts batch_size=...`, and argparse keeps "
+                 "only the last `--opts` (nargs): left out, so configs/tiny_seg.yml's value stays",
+                 "tools/train.py: its fixed `--opts` keys (val_dataset.dataset_root=./train_data/tiny_seg/eval, "
+                 "snapshot_interval=1) go in train.extra's key, before "
+                 "train_dataset.dataset_root"):
+        assert said in out and said in " ".join(text.split()), said
+    records = lite_run(repo, "tiny_seg")
+    assert_every_proof_passed(repo, "tiny_seg")
+    train = next(r for r in records if r["kind"] == "train")
+    assert train["command"].endswith("--opts val_dataset.dataset_root=./train_data/tiny_seg/eval snapshot_interval=1 "
+                                     "train_dataset.dataset_root=./train_data/tiny_seg/train")
+    assert train["command"].count("--opts") == 1
+
+
+def test_fixed_opts_keys_end_the_command_when_no_opts_field_is_passed(tmp_path: Path):
+    """No lite train data: the runner passes no `--opts` field to train, so the fixed keys end the command as
+    one `--opts K=V` (the runner's flags after it end its values); an -o that is not nargs-single is untouched."""
+    from tipcgen.new import new
+
+    repo = copy("new_seg", tmp_path)
+    _seg_with_two_opts_keys(repo)
+    config = "--config configs/tiny_seg.yml"
+    options = new.Options(model_name="seg", scripts={"train": f"tools/train.py {config}", "eval": f"tools/val.py {config}",
+                                                     "export": f"tools/export.py {config}", "infer": "deploy/python/infer.py"},
+                          devices="cpu", data={"eval": "lite_data", "infer": "lite_data/images"},
+                          checkpoint="best_model/model.pdparams")
+    doc = yaml.safe_load(new.propose(options, repo).text)
+    assert doc["train"]["norm"] == (f"tools/train.py {config} --save_interval 1 --opts "
+                                    "val_dataset.dataset_root=./train_data/seg/eval snapshot_interval=1")
+    assert doc["train"]["extra"]["key"] == "--opts train_dataset.dataset_root" and doc["train"]["extra"]["value"] is None
+    assert doc["train"]["batch_size"] is None or doc["train"]["batch_size"].get("key") is None  # a per-mode value: left out
+
+
+# ---------------------------------------------------------------- an eval script without the train script's device flag
+
+def _seg_eval_without_device(repo: Path, default: str = '"gpu"') -> None:
+    """new_seg whose tools/val.py has no --device (it runs where Paddle puts it), and whose train --device
+    defaults to DEFAULT."""
+    val = repo / "tools" / "val.py"
+    source = val.read_text()
+    for old in ('parser.add_argument("--device", help="Set the device place for evaluating model.", default="gpu",\n'
+                '                    choices=["cpu", "gpu", "xpu", "npu", "mlu"], type=str)\n', "paddle.set_device(args.device)\n"):
+        assert source.count(old) == 1, old
+        source = source.replace(old, "")
+    val.write_text(source)
+    train = repo / "tools" / "train.py"
+    old = 'help="Set the device place for training model.", default="gpu",'
+    assert train.read_text().count(old) == 1
+    train.write_text(train.read_text().replace(old, f'help="Set the device place for training model.", default={default},'))
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_an_eval_script_without_the_train_device_flag_is_mapped_not_refused(tmp_path: Path):
+    """The runner passes train.device's key to eval as well: `new` used to refuse (`tools/val.py has no --device`).
+    Now the key is left out and said; with --devices cpu the train command fixes --device cpu."""
+    repo = copy("new_seg", tmp_path)
+    _seg_eval_without_device(repo)
+    config = "--config configs/tiny_seg.yml"
+    doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
+    assert doc["train"]["device"] is None and doc["gpu_list"] == ["-1"]
+    assert doc["train"]["norm"] == f"tools/train.py {config} --device cpu --save_interval 1"
+    said = ("tools/train.py: --device is left out of tipc.yaml (no train.device key): the runner passes train.device to "
+            "eval too, and tools/val.py has no --device; the train command passes --device cpu (every case is the CPU: "
+            "--devices cpu), tools/val.py runs on its default device")
+    assert said in out and said in " ".join(text.split())
+    records = lite_run(repo, "tiny_seg")
+    assert_every_proof_passed(repo, "tiny_seg")
+    assert not any("--device" in r["command"] for r in records if r["kind"] == "eval")
+
+
+@pytest.mark.parametrize(("default", "gpu_list", "said"), [
+    ('"gpu"', ["0"], "--device defaults to 'gpu', so gpu_list has the GPU entry only"),
+    ('"cpu"', ["-1"], "--device defaults to 'cpu', so gpu_list has the CPU entry only"),
+    ("None", ["0", "-1"], "question: tools/train.py: --device is left out"),
+])
+def test_without_devices_cpu_the_cases_are_the_device_the_flag_defaults_to(tmp_path: Path, default, gpu_list, said):
+    from tipcgen.new import new
+
+    repo = copy("new_seg", tmp_path)
+    _seg_eval_without_device(repo, default)
+    config = "--config configs/tiny_seg.yml"
+    options = new.Options(model_name="seg", scripts={"train": f"tools/train.py {config}", "eval": f"tools/val.py {config}",
+                                                     "export": f"tools/export.py {config}", "infer": "deploy/python/infer.py"},
+                          data={"train": "lite_data", "eval": "lite_data", "infer": "lite_data/images"},
+                          checkpoint="best_model/model.pdparams")
+    proposal = new.propose(options, repo)
+    doc = yaml.safe_load(proposal.text)
+    assert doc["gpu_list"] == gpu_list and doc["train"]["device"] is None
+    assert "--device" not in doc["train"]["norm"]  # a fixed device only where every case is the CPU
+    assert len(doc["inference"]["use_gpu"]["value"]) == len(gpu_list)
+    assert any(said in note for note in proposal.notes), proposal.notes
+    # where it must not fire: eval has the flag (the honest repository), or a --flag the user gave
+    honest = copy("new_seg", tmp_path / "honest")
+    assert yaml.safe_load(new.propose(options, honest).text)["train"]["device"]["key"] == "--device"
+    given = new.propose(replace_flags(options, {"train.device": "null"}), repo)
+    assert not any("is left out of tipc.yaml" in note for note in given.notes)
+
+
+def replace_flags(options, flags: dict[str, str]):
+    from dataclasses import replace
+
+    return replace(options, flags=flags)
+
+
+@settings(max_examples=fuzz_examples(200), deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=6), st.sampled_from(["{i}", "{}", "%d", "/", "_", "iter"])), max_size=5))
+def test_any_folder_name_template_is_a_numbered_folder_or_nothing(parts):
+    """f"...", "...".format(i) and "..." % i of any text: `iter_*` (one number, a folder name) or None."""
+    import ast
+    import re as re_
+
+    from tipcgen.configs.script_reading import numbered_folder
+
+    text = "".join(parts)
+    for source in (f"f{text!r}", f"{text!r}.format(i)", f"{text!r} % i"):
+        try:
+            node = ast.parse(source, mode="eval").body
+        except (SyntaxError, ValueError):
+            continue
+        got = numbered_folder(node)
+        assert got is None or (re_.fullmatch(r"[A-Za-z0-9_\-]*\*[A-Za-z0-9_\-]*", got) and got != "*"), (source, got)
+
+
+def test_a_checkpoint_folder_per_iteration_is_named_by_a_pattern(tmp_path: Path):
+    """train saves iter_N/model.pdparams only: eval loading a file flag gets `iter_*/model.pdparams`; eval loading
+    model.pdparams from a folder flag (`--checkpoint DIR`) gets `iter_*`; a fixed name beside it is preferred."""
+    head = "import argparse, os, paddle\np = argparse.ArgumentParser()\n"
+    (tmp_path / "train.py").write_text(head + textwrap.dedent('''
+        p.add_argument("--save_dir")
+        a = p.parse_args()
+        for it in range(1, 11):
+            folder = os.path.join(a.save_dir, f"iter_{it}")
+            paddle.save({}, os.path.join(folder, "model.pdparams"))
+    '''))
+    (tmp_path / "eval.py").write_text(head + 'p.add_argument("--model_path")\na = p.parse_args()\n'
+                                      'm.set_state_dict(paddle.load(a.model_path))\n')
+    name, note = lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"])
+    assert name == "iter_*/model.pdparams" and "the runner gives eval and export the newest" in note
+    (tmp_path / "eval.py").write_text(head + 'p.add_argument("--checkpoint")\na = p.parse_args()\n'
+                                      'm.set_state_dict(paddle.load(os.path.join(a.checkpoint, "model.pdparams")))\n')
+    name, note = lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"])
+    assert name == "iter_*" and "loads model.pdparams from the folder its flag names" in note
+    with (tmp_path / "train.py").open("a") as train:
+        train.write('paddle.save({}, os.path.join(a.save_dir, "model_final.pdparams"))\n')
+    (tmp_path / "eval.py").write_text(head + 'p.add_argument("--model_path")\na = p.parse_args()\n'
+                                      'm.set_state_dict(paddle.load(a.model_path))\n')
+    name, note = lite.checkpoint_guess(tmp_path, "train.py", ["eval.py"])
+    assert name == "model_final.pdparams" and note.startswith("question: ") and "iter_*/model.pdparams" in note
+
+
+def test_the_export_proof_finds_a_pattern_checkpoint_among_what_the_training_wrote(tmp_path: Path):
+    from tipcgen.repro.export_check import missing_checkpoint
+
+    save = tmp_path / "out"
+    written = [save / "iter_9" / "model.pdparams", save / "iter_10" / "model.pdparams", save / "iter_10" / "model.pdopt"]
+    assert missing_checkpoint(save, "iter_*/model.pdparams", written) is None
+    assert missing_checkpoint(save, "iter_*", written) is None  # a checkpoint folder
+    assert missing_checkpoint(save, "epoch_*/model.pdparams", written) == save / "epoch_*/model.pdparams"
+    assert missing_checkpoint(save, "iter_*/model.pdparams", []) == save / "iter_*/model.pdparams"
+    assert missing_checkpoint(save, "iter_*/model.pdparams", [tmp_path / "elsewhere" / "iter_1" / "model.pdparams"]) is not None
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_segmentation_repository_with_iteration_folders_only(tmp_path: Path):
+    """PaddleSeg without --do_eval: only `iter_N/model.pdparams` folders, whose N is the run's. train.checkpoint
+    is the pattern `iter_*/model.pdparams`, the runner gives eval and export the newest (iter_10 of a 10-iteration
+    lite run, never iter_9 by a lexical sort), and the export proof finds it."""
+    repo = copy("new_seg", tmp_path)
+    train = repo / "tools" / "train.py"
+    source = train.read_text()
+    best = source[source.index("        if float(loss) < best_loss:"):source.index('os.path.join(best_dir, "model.pdparams"))\n')]
+    train.write_text(source.replace(best + 'os.path.join(best_dir, "model.pdparams"))\n', ""))
+    config = "--config configs/tiny_seg.yml"
+    doc, text, out = run_new(repo, "tiny_seg", *seg_args(config))
+    assert doc["train"]["checkpoint"] == "iter_*/model.pdparams"
+    said = ("train.checkpoint is iter_*/model.pdparams (a folder per iteration or epoch, iter_*: the runner gives eval "
+            "and export the newest, the one of the highest number)")
+    assert said in out and said in " ".join(text.split())
+    records = lite_run(repo, "tiny_seg")
+    assert_every_proof_passed(repo, "tiny_seg")
+    for kind in ("eval", "export"):
+        command = next(r["command"] for r in records if r["kind"] == kind)
+        assert "/iter_10/model.pdparams" in command, command
+
+
+# ---------------------------------------------------------------- PaddleGAN-shaped: one script, -o keys, run folders
+
+def gan_args(*more: str) -> tuple[str, ...]:
+    config = "-c configs/tiny_sr.yaml"
+    return ("--train", f"tools/main.py {config}", "--eval", f"tools/main.py {config} --evaluate-only",
+            "--export", f"tools/export_model.py {config}", "--infer", f"tools/inference.py {config} --model_type tinysr",
+            "--train-data", "lite_data/train", "--eval-data", "lite_data/test", "--infer-data", "lite_data/test",
+            "--devices", "cpu", *more)
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_paddlegan_shaped_repository_from_zero(tmp_path: Path):
+    """PaddlePaddle/PaddleGAN's shape (tests/fixtures/new_gan/README.md): every edit is one a tipcgen message
+    names, the run is PASSED with every proof, and eval and export load the newest iter_N_weight.pdparams of
+    the run's own timestamped folder."""
+    repo = copy("new_gan", tmp_path)
+    # 1. the checkpoint the source does not say: asked for, with the pattern form
+    asked = tipcgen("new", "--model-name", "tiny_sr", *gan_args(), cwd=repo)
+    assert asked.returncode == 2 and "--checkpoint:" in asked.stderr and "'*/iter_*_weight.pdparams'" in asked.stderr
+    # 2. export's required -s: named, with the option that fixes it
+    refused = tipcgen("new", "--model-name", "tiny_sr", *gan_args("--checkpoint", "*/iter_*_weight.pdparams"), cwd=repo)
+    assert refused.returncode == 2 and "tools/export_model.py: the required flag --inputs_size fills no TIPC slot" in refused.stderr
+    args = [a.replace("tools/export_model.py -c configs/tiny_sr.yaml",
+                      "tools/export_model.py -c configs/tiny_sr.yaml --inputs_size 1,1,4,4") for a in gan_args()]
+    doc, text, out = run_new(repo, "tiny_sr", *args, "--checkpoint", "*/iter_*_weight.pdparams")
+    train = doc["train"]
+    assert train["device"] is None and train["pretrained"]["key"] == "--load" and doc["export"]["weights"]["key"] == "--load"
+    assert train["epochs"]["key"] == "total_iters" and train["output_dir"]["key"] == "output_dir"
+    assert train["extra"]["key"] == "dataset.train.dataroot" and doc["eval"]["extra"]["key"] == "-o dataset.test.dataroot"
+    assert doc["inference"]["data"]["key"] == "-o dataset.test.dataroot"  # the infer script's own flags follow it
+    assert train["norm"] == ("tools/main.py -c configs/tiny_sr.yaml -o dataset.test.dataroot=./train_data/tiny_sr/eval "
+                             "snapshot_config.interval=1 validate.interval=1")  # ends in -o: no --evaluate-only
+    named = "tools/inference.py loads inference.pdmodel only, and Paddle 3's export writes inference.json"
+    for said in ("configs/tiny_sr.yaml: snapshot_config.interval is 5000, above the lite run's 10: set to 1 so the "
+                 "training saves", "validate.interval is 5000, above the lite run's 10: set to 1 so the training evaluates",
+                 "dataset.test.dataroot is data/Set14, the data the training validates on: set to the lite eval data",
+                 named):
+        assert said in out and said in " ".join(text.split()), said
+    assert "--evaluate-only" not in train["norm"] and "evaluate-only so the training" not in out  # eval's mode
+    # 3. the one source edit, as the note names it (tools/inference.py's .pdmodel line)
+    infer = repo / "tools" / "inference.py"
+    old = '    config = paddle_infer.Config(prefix + ".pdmodel", prefix + ".pdiparams")\n'
+    assert infer.read_text().count(old) == 1
+    infer.write_text(infer.read_text().replace(old, '    model = prefix + (".pdmodel" if os.path.exists(prefix + ".pdmodel") '
+                                               'else ".json")\n    config = paddle_infer.Config(model, prefix + ".pdiparams")\n'))
+    records = lite_run(repo, "tiny_sr")
+    assert_every_proof_passed(repo, "tiny_sr")
+    for kind in ("eval", "export"):
+        command = next(r["command"] for r in records if r["kind"] == kind)
+        assert "/TinySRModel-" in command and "/iter_10_weight.pdparams" in command, command
+    proof = next(s for s in summary(repo, "tiny_sr")["steps"] if s["name"].startswith("export_params"))
+    assert "(the state dict under 'generator')" in proof["note"]
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_paddlegan_shaped_repository_whose_export_skips_the_trained_net_fails_naming_it(tmp_path: Path):
+    """PaddleGAN's export loads each net by its name (`if net_name in state_dicts`): weights saved under another
+    name ('netG') are skipped without a word, and the export holds the untrained generator. Every step passes;
+    the export proof fails, naming it."""
+    repo = copy("new_gan", tmp_path)
+    for rel, old, new in (
+            ("ppgan/trainer.py", "state_dicts = {net_name: net.state_dict() for net_name, net in self.model.nets.items()}",
+             'state_dicts = {"netG": net.state_dict() for net_name, net in self.model.nets.items()}'),
+            ("tools/inference.py", '    config = paddle_infer.Config(prefix + ".pdmodel", prefix + ".pdiparams")\n',
+             '    config = paddle_infer.Config(prefix + ".json", prefix + ".pdiparams")\n')):
+        source = (repo / rel).read_text()
+        assert source.count(old) == 1, old
+        (repo / rel).write_text(source.replace(old, new))
+    args = [a.replace("tools/export_model.py -c configs/tiny_sr.yaml",
+                      "tools/export_model.py -c configs/tiny_sr.yaml --inputs_size 1,1,4,4") for a in gan_args()]
+    run_new(repo, "tiny_sr", *args, "--checkpoint", "*/iter_*_weight.pdparams")
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    run = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)
+    assert run.returncode != 0 and "\nFAILED: " in run.stdout, run.stdout[-3000:]
+    said = " ".join(run.stdout.split())
+    assert "so export did not use the trained checkpoint" in said and "iter_10_weight.pdparams" in said, run.stdout[-4000:]
+    steps = {s["kind"]: s["status"] for s in summary(repo, "tiny_sr")["steps"] if s["kind"] != "check"}
+    assert set(steps.values()) == {"passed"}  # every step passed: only the proof saw it
+
+
+@pytest.mark.parametrize(("key", "interval"), [
+    ("snapshot_config.interval", True), ("validate.interval", True), ("Global.save_epoch_step", True),
+    ("checkpoint.every", True), ("eval_config.freq", True),
+    ("log_config.interval", False), ("log_config.visiual_interval", False), ("lr_scheduler.step_size", False),
+    ("Global.epochs", False), ("interval", False), ("test.batch_size", False), ("validate.metrics", False),
+    ("optimizer.interval", False), ("dataset.test.interval_ms", False),
+])
+def test_an_interval_key_by_its_own_name_or_its_parent(key: str, interval: bool):
+    assert overrides.is_interval(key) is interval
+
+
+def test_the_data_the_training_validates_on_is_set_only_when_lite_eval_data_is_shipped(tmp_path: Path):
+    repo = copy("new_gan", tmp_path)
+    from tipcgen.new import new
+
+    def train_norm(data: dict[str, str], more: str = "") -> str:
+        options = new.Options(model_name="g", scripts={"train": f"tools/main.py -c configs/tiny_sr.yaml{more}",
+                                                       "eval": "tools/main.py -c configs/tiny_sr.yaml --evaluate-only",
+                                                       "export": "tools/export_model.py -c configs/tiny_sr.yaml -s 1,1,4,4",
+                                                       "infer": "tools/inference.py -c configs/tiny_sr.yaml --model_type t"},
+                              devices="cpu", data=data, checkpoint="*/iter_*_weight.pdparams")
+        return yaml.safe_load(new.propose(options, repo).text)["train"]["norm"]
+
+    assert "dataset.test.dataroot=./train_data/g/eval" in train_norm({"train": "lite_data/train", "eval": "lite_data/test"})
+    assert "dataset.test.dataroot" not in train_norm({"train": "lite_data/train"})  # no lite eval data: left alone
+    given = train_norm({"train": "lite_data/train", "eval": "lite_data/test"}, " -o dataset.test.dataroot=mine")
+    assert given.count("dataset.test.dataroot=") == 1 and "dataset.test.dataroot=mine" in given  # the user's stays
+
+
+def test_a_flag_the_eval_command_passes_to_the_same_script_is_its_mode_not_a_train_edit():
+    body = '''
+        p.add_argument("--evaluate-only", action="store_true", default=False)
+        a = p.parse_args()
+        if a.evaluate_only:
+            trainer.test()
+    '''
+    train = Script("train", "train.py", (), [])
+    same = {"train": train, "eval": Script("eval", "train.py", ("--evaluate-only",), [])}
+    other = {"train": train, "eval": Script("eval", "eval.py", ("--evaluate-only",), [])}
+    readings = {"train.py": reading(body)}
+    assert lite.edits(Path("."), same, readings, {}, 1, False, None) == []
+    assert lite.edits(Path("."), other, readings, {}, 1, False, None) == []  # `only`: a mode by its name too
+    gated = {"train.py": reading(body.replace("evaluate-only", "do-eval").replace("evaluate_only", "do_eval"))}
+    assert [e.flag for e in lite.edits(Path("."), other, gated, {}, 1, False, None)] == ["--do-eval"]
+
+
+# ---------------------------------------------------------------- PaddleClas-shaped: -o append, a deploy config
+
+def cls_args(*more: str) -> tuple[str, ...]:
+    config = "-c ppcls/configs/TinyNet.yaml"
+    return ("--train", f"tools/train.py {config}", "--eval", f"tools/eval.py {config}", "--export",
+            f"tools/export_model.py {config}", "--infer", "deploy/python/predict_cls.py -c deploy/configs/inference_cls.yaml",
+            "--train-data", "lite_data", "--eval-data", "lite_data", "--infer-data", "lite_data/images", "--devices", "cpu",
+            *more)
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_paddleclas_shaped_repository_from_zero(tmp_path: Path):
+    """PaddlePaddle/PaddleClas's shape (tests/fixtures/new_cls/README.md): the -o (append) parser found in the
+    package module the script imports, every slot a config key (the inference script's from its own deploy
+    config), the label lists the lite data ships, the eval data the training validates on, export kept off the
+    config's GPU; each edit left is one a message names."""
+    repo = copy("new_cls", tmp_path)
+    asked = tipcgen("new", "--model-name", "tinynet", *cls_args(), cwd=repo)
+    assert asked.returncode == 2 and "--checkpoint:" in asked.stderr  # <Arch.name>/latest: not in the source
+    doc, text, out = run_new(repo, "tinynet", *cls_args("--checkpoint", "TinyNet/latest"))
+    keys = {fld: doc[fld.split(".")[0]][fld.split(".")[1]]["key"] for fld in (
+        "train.device", "train.epochs", "train.output_dir", "train.batch_size", "train.pretrained", "train.extra",
+        "eval.extra", "export.weights", "export.output_dir", "inference.model_dir", "inference.data", "inference.use_gpu",
+        "inference.enable_mkldnn", "inference.cpu_threads")}
+    assert keys == {"train.device": "-o Global.device", "train.epochs": "-o Global.epochs",
+                    "train.output_dir": "-o Global.output_dir", "train.batch_size": "-o DataLoader.Train.sampler.batch_size",
+                    "train.pretrained": "-o Global.pretrained_model", "train.extra": "-o DataLoader.Train.dataset.image_root",
+                    "eval.extra": "-o DataLoader.Eval.dataset.image_root", "export.weights": "-o Global.pretrained_model",
+                    "export.output_dir": "-o Global.save_inference_dir", "inference.model_dir": "-o Global.inference_model_dir",
+                    "inference.data": "-o Global.infer_imgs", "inference.use_gpu": "-o Global.use_gpu",
+                    "inference.enable_mkldnn": "-o Global.enable_mkldnn", "inference.cpu_threads": "-o Global.cpu_num_threads"}
+    assert doc["inference"]["use_gpu"]["value"] == [False]  # a true/false key: never 'cpu' (truthy in YAML)
+    assert doc["export"]["norm"] == "tools/export_model.py -c ppcls/configs/TinyNet.yaml -o Global.device=cpu"
+    assert doc["train"]["norm"] == (
+        "tools/train.py -c ppcls/configs/TinyNet.yaml -o DataLoader.Train.dataset.cls_label_path=./train_data/tinynet/"
+        "train/train_list.txt -o DataLoader.Eval.dataset.image_root=./train_data/tinynet/eval "
+        "-o DataLoader.Eval.dataset.cls_label_path=./train_data/tinynet/eval/val_list.txt")
+    download = ("ppcls/configs/TinyNet.yaml: Arch.pretrained is true: it may download pretrained weights at start-up "
+                "(offline the step fails): add `-o Arch.pretrained=False` to the train command in tipc.yaml")
+    pdmodel = ("deploy/python/predict_cls.py loads inference.pdmodel only, and Paddle 3's export writes inference.json: "
+               "make it load inference.json when there is no .pdmodel (deploy/python/predict_cls.py:16)")
+    for said in (download, pdmodel, "Global.device is gpu and the runner passes export no device: set to cpu",
+                 "each key passed as `-o KEY=VALUE` (action='append')"):
+        assert said in out and said in " ".join(text.split()), said
+    # the two edits, as the notes name them
+    edited = text.replace("  norm: tools/train.py -c ppcls/configs/TinyNet.yaml -o ",
+                          "  norm: tools/train.py -c ppcls/configs/TinyNet.yaml -o Arch.pretrained=False -o ")
+    assert edited != text
+    (repo / "tipc.yaml").write_text(edited)
+    predict = repo / "deploy" / "python" / "predict_cls.py"
+    old = 'inference.Config(os.path.join(model_dir, "inference.pdmodel"), '
+    assert predict.read_text().count(old) == 1 and 'os.path.join(model_dir, "inference.pdmodel")' in predict.read_text().splitlines()[15]
+    predict.write_text(predict.read_text().replace(old, 'inference.Config(os.path.join(model_dir, "inference.json"), '))
+    records = lite_run(repo, "tinynet")
+    assert_every_proof_passed(repo, "tinynet")
+    evaluation = next(r["command"] for r in records if r["kind"] == "eval")
+    assert "/TinyNet/latest -o Global.device=cpu -o DataLoader.Eval.dataset.image_root=" in evaluation, evaluation
+    assert sum(1 for r in records if r["kind"] == "infer" and r["status"] == "passed") == 4
+
+
+def test_export_is_kept_off_a_config_gpu_only_where_the_config_says_gpu(tmp_path: Path):
+    from tipcgen.new import new
+
+    repo = copy("new_cls", tmp_path)
+    options = new.Options(model_name="t", scripts={role: given for role, given in zip(
+        ("train", "eval", "export", "infer"), cls_args()[1:8:2])}, devices="cpu", checkpoint="TinyNet/latest",
+        data={"train": "lite_data", "eval": "lite_data", "infer": "lite_data/images"})
+    assert "Global.device=cpu" in yaml.safe_load(new.propose(options, repo).text)["export"]["norm"]
+    config = repo / "ppcls" / "configs" / "TinyNet.yaml"
+    config.write_text(config.read_text().replace("  device: gpu\n", "  device: cpu\n"))
+    assert "Global.device" not in yaml.safe_load(new.propose(options, repo).text)["export"]["norm"]
+
+
+@pytest.mark.paddle
+@pytest.mark.chain
+def test_a_paddleclas_shaped_repository_whose_export_ignores_the_weights_fails_naming_it(tmp_path: Path):
+    """The engine loads Global.pretrained_model in train and eval modes only: the export holds the untrained net.
+    Every step passes; the export proof fails, naming the checkpoint it should have held."""
+    repo = copy("new_cls", tmp_path)
+    engine = repo / "ppcls" / "engine.py"
+    old = '        if g.get("pretrained_model"):\n'
+    assert engine.read_text().count(old) == 1
+    engine.write_text(engine.read_text().replace(old, '        if g.get("pretrained_model") and mode != "export":\n'))
+    predict = repo / "deploy" / "python" / "predict_cls.py"
+    predict.write_text(predict.read_text().replace('os.path.join(model_dir, "inference.pdmodel")',
+                                                   'os.path.join(model_dir, "inference.json")'))
+    _, text, _ = run_new(repo, "tinynet", *cls_args("--checkpoint", "TinyNet/latest"))
+    (repo / "tipc.yaml").write_text(text.replace("  norm: tools/train.py -c ppcls/configs/TinyNet.yaml -o ",
+                                                 "  norm: tools/train.py -c ppcls/configs/TinyNet.yaml -o Arch.pretrained=False -o "))
+    tipcgen("init", "tipc.yaml", cwd=repo, check=True)
+    run = tipcgen("run", "--mode", "lite_train_lite_infer", cwd=repo)
+    assert run.returncode != 0 and "\nFAILED: " in run.stdout, run.stdout[-3000:]
+    said = " ".join(run.stdout.split())
+    assert "so export did not use the trained checkpoint" in said and "TinyNet/latest.pdparams" in said, run.stdout[-4000:]
+
+
+_FIELDS = ("train.device", "train.output_dir", "train.epochs", "train.batch_size", "train.autocast", "train.extra")
+
+
+@settings(max_examples=fuzz_examples(200), deadline=None)
+@given(st.dictionaries(st.sampled_from(_FIELDS), st.sampled_from(["--opts a.b", "--opts c", "--flag", None]), max_size=6),
+       st.dictionaries(st.sampled_from(_FIELDS), st.sampled_from(["always", "sometimes", ""]), max_size=6),
+       st.lists(st.tuples(st.sampled_from(["x.y", "z"]), st.sampled_from(["1", ""])), max_size=3))
+def test_one_run_of_a_nargs_opts_whatever_the_fields(chosen, how, fixed):
+    """However the fields are keyed and passed: at most one `--opts` field stays, it is passed in every mode when
+    it carries fixed keys, and every fixed key is placed once (in its key or at the end of the command)."""
+    scripts = {"train": Script("train", "t.py", ("-c", "c.yml"), [])}
+    ov = overrides.Overrides("--opts", False, "c.yml", single=True, fixed=list(fixed))
+    chosen = dict(chosen)
+    overrides.place_single(scripts, {"train": ov}, chosen, {"train": _FIELDS}, lambda fld: how.get(fld, ""))
+    kept = [f for f in _FIELDS if f not in ("train.device",) and (chosen.get(f) or "").startswith("--opts ")
+            and how.get(f)]
+    assert len(kept) <= 1
+    placed = " ".join([*(chosen[f] for f in kept), *scripts["train"].args])
+    for key, value in fixed:
+        assert placed.count(f"{key}={value}") >= 1
+    if fixed and kept:
+        assert how[kept[0]] == "always"

@@ -290,6 +290,9 @@ def read_script(root: Path, rel: str) -> Reading:
 def _local_imports(nodes: list[ast.AST]) -> list[str]:
     names = [alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names]
     names += [node.module for node in nodes if isinstance(node, ast.ImportFrom) and node.module]
+    # `from ppcls.utils import config`: a submodule of the package (PaddleClas's parse_args lives there)
+    names += [f"{node.module}.{alias.name}" for node in nodes if isinstance(node, ast.ImportFrom) and node.module
+              for alias in node.names if alias.name != "*"]
     return list(dict.fromkeys(names))
 
 
@@ -477,6 +480,25 @@ _LOADS = re.compile(r"^(load|load_model|load_checkpoint|load_state_dict|load_dic
 
 
 _SUBFOLDER = re.compile(r"[A-Za-z0-9_\-]+")  # a folder name: no suffix, no separator
+_SOME_FOLDER = "\0"  # a part of a path of a value the reading does not know (os.path.join(args.out, name))
+# a folder per iteration or epoch (``iter_*``: f"iter_{it}", "epoch_{}".format(e), "iter_%d" % it): one number
+_NUMBERED = re.compile(r"[A-Za-z0-9_\-]*\*[A-Za-z0-9_\-]*")
+
+
+def numbered_folder(node: ast.AST) -> str | None:
+    """``iter_*`` for a folder name built from a literal and one formatted value (f"iter_{it}",
+    "epoch_{}".format(e), "iter_%d" % it); None for anything else (a literal, two values, a separator)."""
+    text: str | None = None
+    if isinstance(node, ast.JoinedStr):
+        values = [v for v in node.values if isinstance(v, ast.FormattedValue)]
+        if len(values) == 1 and all(isinstance(v, (ast.FormattedValue, ast.Constant)) for v in node.values):
+            text = "".join("*" if isinstance(v, ast.FormattedValue) else str(v.value) for v in node.values)
+    elif isinstance(node, ast.Call) and _call_name(node) == "format" and isinstance(node.func, ast.Attribute) \
+            and isinstance(template := _literal(node.func.value), str) and len(node.args) == 1 and not node.keywords:
+        text = re.sub(r"\{[^{}]*\}", "*", template) if len(re.findall(r"\{[^{}]*\}", template)) == 1 else None
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(template := _literal(node.left), str):
+        text = re.sub(r"%[0-9]*d", "*", template) if len(re.findall(r"%", template)) == 1 else None
+    return text if text is not None and _NUMBERED.fullmatch(text) and text != "*" else None
 
 
 def _flag_path(node: ast.AST, dests: set[str], named: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
@@ -499,10 +521,21 @@ def _flag_path(node: ast.AST, dests: set[str], named: dict[str, tuple[str, str]]
         return None
     head = _flag_path(parts[0], dests, named)
     tail = _literal(parts[-1]) if len(parts) > 1 else None
-    if head is None or (head[1] and not _SUBFOLDER.fullmatch(head[1])):
+    if head is None or head[1] == _SOME_FOLDER or \
+            (head[1] and not (_SUBFOLDER.fullmatch(head[1]) or _NUMBERED.fullmatch(head[1]))):
         return None
+    joined = isinstance(node, ast.Call)
+    if joined and len(parts) == 3 and not head[1] and isinstance(tail, str):  # join(args.out, f"iter_{it}", "m.pdparams")
+        middle = _literal(parts[1])
+        folder = middle if isinstance(middle, str) and _SUBFOLDER.fullmatch(middle) else numbered_folder(parts[1])
+        return (head[0], f"{folder}/{tail.strip('/')}") if folder and _SUBFOLDER.fullmatch(tail.strip("/").replace(".", "_")) \
+            else None
     name = tail.strip("/") if isinstance(tail, str) else ""
     name = name if len(parts) == 2 and name and "{" not in name else ""
+    if not name and len(parts) == 2 and not head[1] and joined and tail is UNKNOWN:
+        # os.path.join(args.save_dir, f"iter_{it}"): a folder per iteration; a name of any other value: some
+        # folder or file (a file saved in it is not known; the path itself, loaded or saved, is as before)
+        name = numbered_folder(parts[1]) or _SOME_FOLDER
     if head[1]:  # a fixed subfolder of the flag's folder (PaddleSeg's best_model/model.pdparams)
         return (head[0], f"{head[1]}/{name}") if name else None
     return head[0], name
@@ -528,7 +561,7 @@ def _checkpoints(nodes: list[ast.AST], dests: set[str]) -> tuple[list[tuple[str,
         for arg in [*node.args, *(kw.value for kw in node.keywords if kw.arg in ("path", "f", "file", "fname"))]:
             found = _flag_path(arg, dests, named)
             if found is not None:
-                (saves if pattern is _SAVES else loads).append(found)
+                (saves if pattern is _SAVES else loads).append((found[0], found[1].replace(_SOME_FOLDER, "")))
                 break
     return saves, loads
 

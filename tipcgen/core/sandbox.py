@@ -5,8 +5,9 @@ writable, ``/tmp`` is a private empty tmpfs, ``/dev`` and ``/proc`` are the sand
 namespace is unshared (no network; a pid namespace, so nothing started inside outlives it), the
 process is in a new session (no terminal to write to) and dies with tipcgen (``--die-with-parent``).
 No host unix socket is reachable (issue #59 item 3): ``/run`` (``/var/run``) and the user's runtime folder
-(``XDG_RUNTIME_DIR``) are empty tmpfs too, ``/tmp`` is private, and abstract sockets stay in the host's network
-namespace. The environment is an allow-list (``environment``): the variables a chain, a probe and tipcgen's
+(``XDG_RUNTIME_DIR``) are empty tmpfs too, ``/tmp`` is private, abstract sockets stay in the host's network
+namespace, and every other socket bound to a path that the host's network namespace lists (``/proc/net/unix``:
+``~/.gnupg``'s agent, an IDE's, a database's under a home folder) is covered by ``/dev/null`` (``host_sockets``). The environment is an allow-list (``environment``): the variables a chain, a probe and tipcgen's
 runner read (``KEPT``, ``KEPT_PREFIXES``), never the caller's tokens (``GITHUB_TOKEN``, ``AWS_*``,
 ``SSH_AUTH_SOCK``, ...).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -71,6 +73,44 @@ def hidden() -> list[str]:
     return out
 
 
+MAX_SOCKETS = 512  # host sockets covered in one sandbox, at most (a bwrap argument each; the listing's first)
+_UNIX_LISTING = "/proc/net/unix"
+
+
+def host_sockets(listing: str | None = None, inside: Sequence[str] = ()) -> list[str]:
+    """The host's unix sockets bound to a path the sandbox would show: each path in ``listing`` (the text of
+    /proc/net/unix: the sockets of tipcgen's network namespace; read when not given) that is absolute, is a socket
+    now (not followed through a link) and lies outside what the sandbox hides (``/tmp``, ``hidden()``) unless under
+    a folder it binds again (``inside``). A socket's connect needs no more than to see its path (a read-only
+    mount does not stop it), so the sandbox covers each with ``/dev/null``."""
+    if listing is None:
+        try:
+            with open(_UNIX_LISTING, "rb") as f:
+                listing = f.read(8 << 20).decode("utf-8", errors="replace")
+        except OSError:
+            return []
+    covered = ["/tmp", *hidden()]
+    out: list[str] = []
+    for line in listing.splitlines()[1:]:
+        fields = line.split(None, 7)  # Num RefCount Protocol Flags Type St Inode Path (a path may hold spaces)
+        if len(fields) < 8 or not fields[7].startswith("/"):  # unbound, or abstract (@name: the host's netns)
+            continue
+        path = os.path.normpath(fields[7])
+        if any(path.startswith(c.rstrip("/") + "/") for c in covered) and \
+                not any(path.startswith(os.path.realpath(b).rstrip("/") + "/") for b in inside):
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+        except OSError:
+            continue
+        if path not in out:
+            out.append(path)
+        if len(out) >= MAX_SOCKETS:
+            break
+    return out
+
+
 def _base(bwrap: str) -> list[str]:
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for path in hidden():
@@ -90,6 +130,9 @@ def wrap(argv: Sequence[str], spec: Spec, cwd: str | Path | None = None) -> list
         real = os.path.realpath(path)
         if os.path.isdir(real):
             out += ["--bind", real, real]
+    # After the binds: a socket in a folder bound again (the repository, a venv under /tmp) is covered too.
+    for path in host_sockets(inside=[*spec.readable, *spec.writable]):
+        out += ["--ro-bind", "/dev/null", path]
     if cwd is not None:
         out += ["--chdir", os.path.realpath(cwd)]
     return out + ["--", *[str(a) for a in argv]]

@@ -74,7 +74,7 @@ TRAIN_INFER_PYTHON: tuple[Slot, ...] = (
     _kv(8, "train_batch_size", "train.batch_size", doc="per-mode train batch size", shape="per_mode", steps="train"),
     _kv(9, "pretrain", "train.pretrained", doc="pretrained flag; its key also passes the checkpoint to eval",
         shape="flag", steps="train eval"),
-    _kv(10, "train_model_name", "train.checkpoint", "train_model_name", doc="checkpoint name inside the output dir",
+    _kv(10, "train_model_name", "train.checkpoint", "train_model_name", doc="checkpoint name inside the output dir (`iter_*/model.pdparams`: the newest match, by number)",
         steps="eval export"),
     _kv(11, "train_infer_data", "train.infer_data", "train_infer_img_dir", doc="inference data after training (with `inference.data`'s key)",
         steps="infer"),

@@ -2,6 +2,8 @@
 fields the user may set with ``--flag``/``--value``."""
 from __future__ import annotations
 
+import re
+
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain
 
@@ -19,7 +21,8 @@ _FLAG_NAMES: dict[str, tuple[str, ...]] = {
                          "checkpoints_dir", "save_model_path", "work_dir", "exp_dir"),
     "train.batch_size": ("batch_size", "train_batch_size", "per_device_train_batch_size", "bs"),
     "train.pretrained": ("init_from_ckpt", "pretrained", "pretrained_model", "pretrained_model_path",
-                         "init_checkpoint", "params_path", "checkpoint", "resume", "weights", "model_path"),  # model_path: PaddleSeg's val.py
+                         "init_checkpoint", "params_path", "checkpoint", "resume", "weights", "model_path", "load"),
+    # model_path: PaddleSeg's val.py; load: PaddleGAN's tools/main.py --load and export_model.py --load
     "train.extra": ("data_file", "data", "data_dir", "data_path", "train_data", "train_file",
                     "train_set", "image_dir", "dataset_dir", "input_file", "data_root", "dataset_root",
                     "dataset_path", "train_dir", "img_dir", "img_path", "image_path", "images_dir"),
@@ -29,7 +32,7 @@ _FLAG_NAMES: dict[str, tuple[str, ...]] = {
     "export.output_dir": ("output_path", "save_inference_dir", "save_dir", "output_dir", "export_dir",
                           "output", "inference_dir", "save_path"),
     "export.weights": ("params_path", "init_from_ckpt", "pretrained", "pretrained_model", "model_path",
-                       "checkpoint", "weights", "ckpt", "resume"),
+                       "checkpoint", "weights", "ckpt", "resume", "load"),
     "inference.use_gpu": ("use_gpu", "device"),
     "inference.enable_mkldnn": ("enable_mkldnn", "use_mkldnn", "enable_onednn", "use_onednn"),
     "inference.cpu_threads": ("cpu_threads", "cpu_num_threads", "num_threads", "threads",
@@ -44,6 +47,9 @@ _FLAG_NAMES: dict[str, tuple[str, ...]] = {
                        "images_dir", "image_file", "img_file", "infer_dir", "test_dir", "input_dir"),
     "inference.benchmark": ("benchmark",),
 }
+# a switch that runs another mode instead of training (--evaluate-only, --test_only, --eval-only): a gate of it is
+# never opened for the lite training (it would test and return, never train)
+MODE_SWITCH = re.compile(r"(^|_)only($|_)", re.IGNORECASE)
 _ROLE_OF_STEP = {"train": "train", "eval": "eval", "export": "export", "infer": "infer", "whole_infer": "infer"}
 # Descriptor field → (the step whose script takes the flag, per the description; its flag names).
 CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tipcgen.configs.script_help import Flag, Script, loose
 from tipcgen.configs.script_reading import Arg, Reading, read_script, truthy
+from tipcgen.new.fields import MODE_SWITCH
 from tipcgen.new.overrides import override_flag
 
 SCRIPT_FIELD = {"train": "train.norm", "eval": "eval.script", "export": "export.norm", "infer": "inference.script"}
@@ -65,6 +66,11 @@ def edits(root: Path, scripts: dict[str, Script], readings: dict[str, Reading], 
         return []
     slot_flags = {loose(f) for f in chosen.values() if f}
     free = [a for a in reading.args if not _given(train, a) and loose(a.name) not in slot_flags]
+    # a flag another step passes to the same script is that step's mode (PaddleGAN's eval is `tools/main.py
+    # --evaluate-only`, which tests and returns before training): never one the training is given
+    modes = {w.split("=", 1)[0] for s in scripts.values() if s is not train and s.path == train.path
+             for w in s.args if w.startswith("-")}
+    free = [a for a in free if not set(a.names) & modes]
     out: list[Edit] = []
     for rule in (lambda left: _intervals(train, reading, left, lite_count, steps), lambda left: _strides(train, left),
                  lambda left: _augmentations(train, left),
@@ -83,7 +89,7 @@ def _intervals(train: Script, reading: Reading, free: list[Arg], lite_count: int
         gate = gates.get(arg.dest)
         by_name = gate is None and _INTERVAL_NAME.search(arg.dest.lower().replace("_", "")) is not None \
             and not reading.unused(arg.name)  # parsed and never read (a literal `step % 5000` gates): it sets nothing
-        if gate is None and not by_name or arg.dest in seen:
+        if gate is None and not by_name or arg.dest in seen or MODE_SWITCH.search(arg.dest):
             continue
         default = arg.default
         what = gate.what if gate is not None else "saving or evaluation (by its name)"
@@ -243,18 +249,39 @@ def checkpoint_guess(root: Path, train: str | None, loaders: list[str]) -> tuple
         return None
     loads = [(path, load) for path in loaders for load in read_script(root, path).loads]
     in_folder = [(path, name) for path, (_, name) in loads if name and name in saved]
+    # a folder of the output folder holding the name loaded (best_model/model.pdparams, iter_*/model.pdparams)
+    sub = [(path, name, saves.rsplit("/", 1)[0]) for path, (_, name) in loads if name and "/" not in name
+           for saves in _ranked(saved) if saves.endswith("/" + name)]
     whole = [path for path, (dest, name) in loads if not name and _WEIGHTS_DEST.search(dest)]
     if in_folder and not whole:
         path, name = in_folder[0]
         return ".", (f"train.checkpoint is '.' (the output folder): {train} saves {', '.join(saved)} in its output "
                      f"folder and {path} loads {name} from the folder its flag names")
+    if sub and not whole:
+        path, name, folder = sub[0]
+        return folder, (f"train.checkpoint is {folder}{_which(folder)}: {train} saves {name} in it, and {path} loads "
+                        f"{name} from the folder its flag names")
     if not whole:
         return None
-    best = sorted(saved, key=lambda n: (not re.search(r"best", n, re.IGNORECASE),
-                                        not re.search(r"final|latest|last", n, re.IGNORECASE)))
+    best = _ranked(saved)
     if len(best) == 1:
-        return best[0], (f"train.checkpoint is {best[0]}: {train} saves it in its output folder and "
+        return best[0], (f"train.checkpoint is {best[0]}{_which(best[0])}: {train} saves it in its output folder and "
                          f"{' and '.join(dict.fromkeys(whole))} load{'s' if len(set(whole)) == 1 else ''} the file named by a flag")
-    return best[0], (f"question: train.checkpoint is {best[0]}, one of the files {train} saves ({', '.join(best)}); "
-                     f"eval and export load the one named: is it the right one? (tipcgen new --checkpoint NAME, "
-                     "or train.checkpoint in tipc.yaml)")
+    return best[0], (f"question: train.checkpoint is {best[0]}{_which(best[0])}, one of the files {train} saves "
+                     f"({', '.join(best)}); eval and export load the one named: is it the right one? (tipcgen new "
+                     "--checkpoint NAME, or train.checkpoint in tipc.yaml)")
+
+
+def _ranked(saved: list[str]) -> list[str]:
+    """The names train saves, best first: a best snapshot, a final or latest one, any other fixed name, then a
+    folder per iteration or epoch (``iter_*/model.pdparams``: its number is the run's)."""
+    return sorted(saved, key=lambda n: ("*" in n, not re.search(r"best", n, re.IGNORECASE),
+                                        not re.search(r"final|latest|last", n, re.IGNORECASE)))
+
+
+def _which(name: str) -> str:
+    """What a name with a ``*`` stands for: the runner gives eval and export its newest match."""
+    if "*" not in name:
+        return ""
+    return (f" (a folder per iteration or epoch, {name.split('/')[0]}: the runner gives eval and export the newest, "
+            "the one of the highest number)")

@@ -89,6 +89,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     found = {role: ov for role, s in scripts.items() if (ov := overrides.detect(root, s, readings.get(s.path)))}
     keyed = overrides.choose(scripts, found, options.flags, notes)  # -o scripts: keys of their YAML config
     chosen, owners = new_reading.choose_flags(scripts, {**keyed, **options.flags}, notes, readings)
+    _device_eval_lacks(scripts, chosen, readings, options, notes, eval_overrides="eval" in found)
     data_dir = f"./train_data/{model_name}"
     data_files = _data_files(options.data, data_dir, root)
     values = _values(scripts, chosen, options, data_files, model_name)
@@ -103,6 +104,8 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     notes.extend(overrides.lite_edits(root, scripts, found, options.data, data_dir,
                                       {role: name for role, (name, _) in data_files.items()}, lite_count,
                                       chosen.get("train.pretrained")))
+    notes.extend(overrides.place_single(scripts, found, chosen, flag_check.STEP_FIELDS,
+                                        lambda fld: _how_passed(CANDIDATES[fld][0], fld, values)))
     notes.extend(lite.apply(scripts, lite.edits(root, scripts, readings, chosen, lite_count, steps, train_data)))
     notes.extend(new_reading.notes(root, scripts, readings, chosen, lite_count))
     env = dict(options.env)
@@ -117,6 +120,57 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
         owner = owners.get(fld) or scripts.get(role)
         mapping.append((fld, f"{flag} ({owner.path})" if flag and owner else flag or "-", origin if flag else "empty"))
     return Proposal(text, model_name, mapping, notes)
+
+
+_CPU_VALUES = {"cpu", "false", "0", "no"}
+_GPU_VALUES = {"gpu", "cuda", "true", "1", "yes"}
+
+
+def _device_eval_lacks(scripts: dict[str, Script], chosen: dict[str, str | None], readings: dict[str, Any],
+                       options: Options, notes: list[str], eval_overrides: bool = False) -> None:
+    """The runner passes train.device's key to eval too: an eval script without the train script's device flag
+    would stop at it (unrecognized arguments). Each script gets what it has: the key is left out of tipc.yaml
+    and said; with --devices cpu the train command fixes the flag's CPU value (exact: every case is the CPU);
+    else the cases are the device the flag defaults to (a GPU default: the GPU entry only, a CPU default: the
+    CPU entry only; a default that does not say: both, each where the script puts it), named in the note."""
+    key = chosen.get("train.device")
+    if not key or "eval" not in scripts or "train" not in scripts or "train.device" in options.flags:
+        return
+    if scripts["eval"].accepts(key) or (eval_overrides and (not key.startswith("-") or " " in key)):
+        return
+    if not key.startswith("-") or " " in key:
+        return  # a config key of the train script's -o: the refusal names it
+    train, evaluation = scripts["train"], scripts["eval"]
+    flag = next((f for f in train.flags if key in f.names), None)
+    reading = readings.get(train.path)
+    arg = next((a for a in (reading.args if reading else ()) if key in a.names), None)
+    default = arg.default if arg is not None else None
+    said = str(default).split(":")[0].lower() if isinstance(default, (str, bool, int)) else ""
+    switch = "gpu" in norm(key) or "cuda" in norm(key)
+    own = evaluation.find(tuple(n.lstrip("-") for n in CANDIDATES["train.device"][1]))
+    own_said = f" (its own {own.name} is not passed: it runs on that flag's default)" if own is not None else ""
+    head = (f"{train.path}: {key} is left out of tipc.yaml (no train.device key): the runner passes train.device to "
+            f"eval too, and {evaluation.path} has no {key}{own_said}")
+    chosen["train.device"] = None
+    if options.devices == "cpu":
+        cpu = "False" if switch else next((c for c in (flag.choices if flag else ()) if c.lower() in _CPU_VALUES), "cpu")
+        train.args = (*train.args, key, cpu)
+        notes.append(f"{head}; the train command passes {key} {cpu} (every case is the CPU: --devices cpu), "
+                     f"{evaluation.path} runs on its default device; to drive both, add {key} to {evaluation.path}, "
+                     f"then --flag train.device={key}")
+    elif said in _GPU_VALUES or (said and not switch and said not in _CPU_VALUES):
+        options.devices = "gpu"
+        notes.append(f"{head}; {key} defaults to {default!r}, so gpu_list has the GPU entry only (a CPU case would "
+                     f"train on its default device); for the CPU case pass --devices cpu (the train command then "
+                     f"passes {key}'s CPU value), or add {key} to {evaluation.path}, then --flag train.device={key}")
+    elif said in _CPU_VALUES:
+        options.devices = "cpu"
+        notes.append(f"{head}; {key} defaults to {default!r}, so gpu_list has the CPU entry only (a GPU case would "
+                     f"train on the CPU); to drive both, add {key} to {evaluation.path}, then --flag train.device={key}")
+    else:
+        notes.append(f"question: {head}; its default ({default!r}) does not say the device, so each case trains "
+                     f"where {train.path} puts it (gpus_-1 may train on a GPU where there is one): pass --devices cpu "
+                     f"for a CPU-only chain, or add {key} to {evaluation.path}, then --flag train.device={key}")
 
 
 def _guess_checkpoint(options: Options, root: Path) -> str:
@@ -158,7 +212,8 @@ def _ask_missing(options: Options, root: Path, ask: Callable[[str, str, str], st
     loads = options.scripts.get("eval") not in (None, "null") or options.scripts.get("export") != "null"
     if loads and options.checkpoint is None:
         wanted.append(("--checkpoint", "what train saves in its output dir for eval and export to load "
-                       "(a file or folder name; '.' for the output dir itself)", "checkpoint"))
+                       "(a file or folder name; '.' for the output dir itself; a * for a run's number or time: "
+                       "'iter_*/model.pdparams', '*/iter_*_weight.pdparams', the newest match)", "checkpoint"))
     if not wanted:
         return
     if ask is None:
@@ -259,7 +314,7 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
             cpu = next((c for c in flag.choices if c.lower() in ("cpu", "false")), cpu)
             if "cpu" not in lowered and "false" not in lowered:
                 cpu = flag.choices[0]
-        return [cpu] if cpu_only else [gpu, cpu]
+        return [cpu] if cpu_only else [gpu] if options.devices == "gpu" else [gpu, cpu]
 
     device_flag = chosen.get("train.device") or ""
     is_switch = "gpu" in norm(device_flag) or "cuda" in norm(device_flag)  # --use_gpu, --cuda: True/False, never cpu
@@ -278,7 +333,7 @@ def _values(scripts: dict[str, Script], chosen: dict[str, str | None], options: 
     values["eval.extra"] = _data_value(scripts, "eval.extra", chosen, data_files, "eval", data_dir)
     values["export.output_dir"] = "./output/"
     values["export.weights"] = None
-    use_gpu = loose(chosen.get("inference.use_gpu") or "") == "usegpu"
+    use_gpu = loose((chosen.get("inference.use_gpu") or "").rsplit(".", 1)[-1]) == "usegpu"  # -o Global.use_gpu too
     values["inference.use_gpu"] = device_values("inference.use_gpu", True if use_gpu else "gpu", False if use_gpu else "cpu")
     values["inference.enable_mkldnn"] = [False, True]
     values["inference.cpu_threads"] = [1, 2]
@@ -328,6 +383,14 @@ def _passed_with_value(role: str, fld: str, values: dict[str, Any]) -> bool:
     # after training, inference reads train.infer_data (with inference.data's key)
     value = values.get("train.infer_data" if fld == "inference.data" else fld)
     return value not in (None, "", [], {})
+
+
+def _how_passed(role: str, fld: str, values: dict[str, Any]) -> str:
+    """"always" when the runner passes this field's flag in every mode, "sometimes" for a per-mode value (a mode
+    without one drops the flag), "" never."""
+    if not _passed_with_value(role, fld, values):
+        return ""
+    return "sometimes" if isinstance(values.get(fld), dict) else "always"
 
 
 def _check(scripts: dict[str, Script], chosen: dict[str, str | None], values: dict[str, Any], notes: list[str],
@@ -407,7 +470,7 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
     setup = [[word.replace("{data_dir}", data_dir) for word in call] for call in _setup_calls(options.setup)]
     context = {
         "model_name": writer.flow(model_name), "python": writer.flow(options.python),
-        "gpu_list": writer.flow(["-1"] if options.devices == "cpu" else ["0", "-1"]),
+        "gpu_list": writer.flow({"cpu": ["-1"], "gpu": ["0"]}.get(options.devices, ["0", "-1"])),
         "scripts": {role: writer.flow(s.command) for role, s in scripts.items()},
         "sources": {role: s.path for role, s in scripts.items()},
         "entry": entry, "flow": writer.flow, "checkpoint": writer.flow(options.checkpoint if options.checkpoint is not None else None),
@@ -421,7 +484,8 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
         "paddle2onnx": None,
         "notes": [" ".join(note.split()) for note in notes],
     }
-    if (data_files or setup) and "export" in scripts and options.checkpoint is not None:
+    # a folder per iteration (iter_*/model.pdparams): no one model to name before a run, so no whole_infer models
+    if (data_files or setup) and "export" in scripts and options.checkpoint is not None and "*" not in options.checkpoint:
         trained = f"{data_dir}/trained"
         context["trained_model"] = writer.flow(trained)
         if "infer" in scripts and chosen.get("inference.model_dir"):

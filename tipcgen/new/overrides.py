@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from tipcgen.configs.script_help import Flag, Script, loose
 from tipcgen.configs.script_reading import Arg, Reading
@@ -38,18 +39,33 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "export.weights": ("pretrained_model", "checkpoints", "weights", "pretrain_weights", "init_checkpoint",
                        "finetune_checkpoint", "resume_checkpoint", "checkpoint"),
     "export.output_dir": ("save_inference_dir", "inference_dir", "export_dir", "output_dir", "save_dir"),
+    # an infer script driven by its own config (PaddleClas's deploy/configs/inference_cls.yaml)
+    "inference.model_dir": ("inference_model_dir", "model_dir"),
+    "inference.use_gpu": ("use_gpu",),
+    "inference.enable_mkldnn": ("enable_mkldnn", "use_mkldnn"),
+    "inference.cpu_threads": ("cpu_num_threads", "cpu_threads", "num_threads"),
+    "inference.batch_size": ("batch_size",),
+    "inference.use_tensorrt": ("use_tensorrt",),
+    "inference.benchmark": ("enable_benchmark", "benchmark"),
 }
+_INFER_DATA = ("infer_imgs", "infer_img", "infer_dir", "infer_data", "image_dir", "img_dir", "image_path")
 _BATCH = re.compile(r"^(batch_size(_per_card|_per_gpu)?|train_batch_size|batchsize|samples_per_gpu)$")
 _DATA_DIR = ("data_dir", "dataset_dir", "image_root", "data_root", "img_dir", "image_dir", "data_path", "root",
-             "dataset_root", "img_prefix", "image_prefix")
+             "dataset_root", "img_prefix", "image_prefix", "dataroot")  # dataroot: PaddleGAN's dataset.train.dataroot
 _LABEL_LIST = re.compile(r"^(label_file_list|label_file|anno_path|ann_file|label_path|cls_label_path|data_list|file_list)$")
 _TRAIN_PART = re.compile(r"train", re.IGNORECASE)
 _EVAL_PART = re.compile(r"eval|val|test", re.IGNORECASE)
 _INTERVAL = re.compile(r"^(save|eval|test|val|snapshot)\w*(step|steps|interval|freq|epoch|epochs|every|period)$|^snapshot_epoch$")
+# an interval named by its parent (PaddleGAN's snapshot_config.interval, validate.interval): the last part says
+# how often, the one before it of what
+_INTERVAL_PARENT = re.compile(r"(^|_)(save|snapshot|checkpoint|ckpt|eval|evaluate|validate|validation|val|test)(_|$)")
+_INTERVAL_LAST = {"interval", "freq", "frequency", "period", "every", "step", "steps", "epoch", "epochs", "iters"}
 _DOWNLOAD = re.compile(r"pretrain|imagenet|download", re.IGNORECASE)
 _ROLE_OF = {"train.epochs": "train", "train.output_dir": "train", "train.device": "train", "train.batch_size": "train",
             "train.extra": "train", "train.pretrained": "eval", "eval.extra": "eval", "export.weights": "export",
-            "export.output_dir": "export"}
+            "export.output_dir": "export", "inference.data": "infer", "inference.model_dir": "infer",
+            "inference.use_gpu": "infer", "inference.enable_mkldnn": "infer", "inference.cpu_threads": "infer",
+            "inference.batch_size": "infer", "inference.use_tensorrt": "infer", "inference.benchmark": "infer"}
 
 
 @dataclass
@@ -63,6 +79,7 @@ class Overrides:
     # a nargs -o in a script whose own flags fill other fields (PaddleSeg's --opts beside --device, --save_dir):
     # the runner passes those flags after the command, so it cannot end in the -o; its one key goes as `-o KEY`
     single: bool = False
+    fixed: list[tuple[str, str]] = field(default_factory=list)  # a single -o's fixed overrides, placed by place_single
 
     def key(self, dotted: str) -> str:
         return f"{self.flag} {dotted}" if self.append or self.single else dotted
@@ -141,6 +158,16 @@ def _last(dotted: str) -> str:
     return dotted.rsplit(".", 1)[-1].lower()
 
 
+def is_interval(dotted: str) -> bool:
+    """A key that says how often the training saves or evaluates: ``Global.save_epoch_step``, or an interval
+    named by its parent (``snapshot_config.interval``, ``validate.interval``); never ``log_config.interval``,
+    ``lr_scheduler.step_size`` nor an ``epochs`` count of its own (``Global.epochs``)."""
+    parts = dotted.lower().split(".")
+    if _INTERVAL.match(parts[-1]):
+        return True
+    return len(parts) > 1 and parts[-1] in _INTERVAL_LAST and bool(_INTERVAL_PARENT.search(parts[-2]))
+
+
 def _checkpointish(value: object) -> bool:
     """A checkpoint key's value: a path or nothing, never a switch or a URL (a download)."""
     if isinstance(value, bool):
@@ -155,7 +182,9 @@ def candidates(fld: str, ov: Overrides) -> list[str]:
         batch = [k for k in keys if _BATCH.match(_last(k))]
         train = [k for k in batch if _TRAIN_PART.search(k)]
         return train or (batch if len(batch) == 1 else [])
-    if fld in ("train.extra", "eval.extra"):
+    if fld == "inference.data" and (named := [k for name in _INFER_DATA for k in keys if _last(k) == name]):
+        return named  # Global.infer_imgs
+    if fld in ("train.extra", "eval.extra", "inference.data"):  # an infer script's data: the config's test set
         part = _TRAIN_PART if fld == "train.extra" else _EVAL_PART
         return [k for name in _DATA_DIR for k in keys
                 if _last(k) == name and part.search(k.rsplit(".", 1)[0] if "." in k else "")]
@@ -184,8 +213,13 @@ def choose(scripts: dict[str, Script], found: dict[str, Overrides], given: dict[
 
     flagged = {fld for fld, role in _ROLE_OF.items() if role in scripts and
                {loose(n) for f in scripts[role].flags for n in f.names} & {loose(n) for n in CANDIDATES[fld][1]}}
+    # any flag of the script the runner fills (an infer script's --model_dir, --device) follows the command
+    # (never train.pretrained's: null for the train step, so not passed to it)
+    passes_flags = {role for role, script in scripts.items() for fld, (step, names) in CANDIDATES.items()
+                    if step == role and fld != "train.pretrained"
+                    and {loose(n) for f in script.flags for n in f.names} & {loose(n) for n in names}}
     for role, one in found.items():
-        one.single = not one.append and any(_ROLE_OF[fld] == role for fld in flagged)
+        one.single = not one.append and (any(_ROLE_OF[fld] == role for fld in flagged) or role in passes_flags)
     out = {}
     for fld, role in _ROLE_OF.items():
         ov = found.get(role)
@@ -237,44 +271,111 @@ def lite_edits(root: Path, scripts: dict[str, Script], found: dict[str, Override
         script = scripts[role]
         pairs: list[tuple[str, str]] = []
         passed = " ".join(script.args)
+        added = f"passed in the {role} command's one `{ov.flag}`" if ov.single else f"added to the {role} command in tipc.yaml"
+        eval_key = find("eval.extra", ov) if role == "train" and "eval" in data_names else None
         for key, value in ov.keys.items():
             if f"{key}=" in passed:
                 continue
             last = _last(key)
+            if role == "export" and _last(key) in _KEYS["train.device"] and \
+                    (value is True or (isinstance(value, str) and value.lower().startswith(("gpu", "cuda")))):
+                cpu = "False" if isinstance(value, bool) else "cpu"  # no device slot for export: the runner passes none
+                pairs.append((key, cpu))
+                notes.append(f"{ov.config}: {key} is {value} and the runner passes export no device: set to {cpu} "
+                             f"({added}), so the export runs on a machine without a GPU too (the exported model is "
+                             "the same)")
+                continue
+            if key == eval_key and isinstance(value, str):  # the training's own validation reads the eval data
+                lite = f"{data_dir}/{data_names['eval']}"
+                pairs.append((key, lite))
+                notes.append(f"{ov.config}: {key} is {value}, the data the training validates on: set to the lite eval "
+                             f"data {lite} ({added})")
+                continue
             if role == "train" and pretrained_key is not None and ov.key(key) == pretrained_key and \
                     _missing_weights(root, value):
                 pairs.append((key, ""))
                 notes.append(f"{ov.config}: {key} is {value}, which is not in the repository: the train step would stop "
                              f"loading it; set to nothing so the lite training starts from scratch (`{ov.key(key)}=` "
-                             "added to the train command in tipc.yaml); ship the file there to start from it")
+                             f"{added}); ship the file there to start from it")
                 continue
-            if role == "train" and _INTERVAL.match(last) and isinstance(value, int) and not isinstance(value, bool) \
+            if role == "train" and is_interval(key) and isinstance(value, int) and not isinstance(value, bool) \
                     and value > lite_count:
                 pairs.append((key, "1"))
+                tail = ".".join(key.split(".")[-2:])  # validate.interval evaluates, snapshot_config.interval saves
+                does = "evaluates" if re.search(r"eval|val|test", tail, re.IGNORECASE) and \
+                    not re.search(r"save|snapshot|checkpoint", tail, re.IGNORECASE) else "saves"
                 notes.append(f"{ov.config}: {key} is {value}, above the lite run's {lite_count}: set to 1 so the training "
-                             f"saves (`{ov.key(key)}=1` added to the {role} command in tipc.yaml)")
+                             f"{does} (`{ov.key(key)}=1` {added})")
             elif _LABEL_LIST.match(last) and role in ("train", "eval"):
                 data_role = "train" if _TRAIN_PART.search(key) and not _EVAL_PART.search(key) else \
                     "eval" if _EVAL_PART.search(key) else None
-                if data_role != role or role not in data:
+                # the training validates on the eval data (the eval data key set above): its label list too
+                validates = role == "train" and data_role == "eval" and eval_key is not None
+                if (data_role != role and not validates) or data_role not in data:
                     continue
+                role_of_data = data_role
                 names = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
-                lite = root / data[role]
+                lite = root / data[role_of_data]
                 shipped = [Path(n).name for n in names if lite.is_dir() and (lite / Path(n).name).is_file()]
                 if shipped and len(shipped) == len(names):
-                    new = [f"{data_dir}/{data_names[role]}/{n}" for n in shipped]
+                    new = [f"{data_dir}/{data_names[role_of_data]}/{n}" for n in shipped]
                     text = "[" + ",".join(new) + "]" if isinstance(value, list) else new[0]
                     pairs.append((key, text))
-                    notes.append(f"{ov.config}: {key} names {', '.join(names)}; the lite data {data[role]} ships "
-                                 f"{', '.join(shipped)}: set to {text} (added to the {role} command in tipc.yaml)")
+                    notes.append(f"{ov.config}: {key} names {', '.join(names)}; the lite data {data[role_of_data]} ships "
+                                 f"{', '.join(shipped)}: set to {text} ({added})")
                 elif names:
                     notes.append(f"question: {ov.config}: {key} names {', '.join(names)}, which the lite data "
-                                 f"{data.get(role, '(none)')} does not ship; which file lists the lite {role} data? add "
+                                 f"{data.get(role_of_data, '(none)')} does not ship; which file lists the lite {role_of_data} data? add "
                                  f"`{ov.key(key)}=PATH` to the {role} command in tipc.yaml")
             elif role == "train" and value is True and _DOWNLOAD.search(last):
                 notes.append(f"{ov.config}: {key} is true: it may download pretrained weights at start-up (offline the "
                              f"step fails): add `{ov.key(key)}=False` to the train command in tipc.yaml, or ship the weights")
+        if ov.single:  # one run of the flag for them all, placed by place_single once the keys are known
+            ov.fixed = pairs
+            continue
         end_with_flag(script, ov)
         script.args = (*script.args, *ov.words(pairs))
+    return notes
+
+
+def place_single(scripts: dict[str, Script], found: dict[str, Overrides], chosen: dict[str, str | None],
+                 order: dict[str, tuple[str, ...]], passed: Callable[[str], str]) -> list[str]:
+    """A nargs ``--opts`` beside flags of its own (PaddleSeg): argparse keeps the last ``--opts`` of a command
+    only, so a script gets one run of it, with every key. The runner passes its flags after the command, in
+    ``order`` (the fields it passes to each script; ``passed(field)``: "always", "sometimes" (a per-mode value,
+    a mode without one drops the flag) or "" (never)). The last of this script's ``--opts`` fields passed in every
+    mode carries the fixed overrides before its own key (``--opts model.pretrained= train_dataset.dataset_root``:
+    the runner appends ``=VALUE`` to the last word); any other ``--opts`` field would replace that run, so its
+    key is left out, and said. With no such field the fixed overrides end the command as one ``--opts K=V ...``
+    (the runner's flags after it end the run). Mutates ``chosen`` and the scripts' args; returns the notes."""
+    notes: list[str] = []
+    for role, ov in found.items():
+        if not ov.single:
+            continue
+        # the fields whose key only this script is passed (train.device and train.pretrained go to eval too)
+        own = [fld for fld in order.get(role, ()) if fld not in ("train.device", "train.pretrained")]
+        keyed = [fld for fld in own if (chosen.get(fld) or "").startswith(f"{ov.flag} ")]
+        sometimes = [fld for fld in keyed if passed(fld)]
+        always = [fld for fld in sometimes if passed(fld) == "always"]
+        kept = always[-1] if always else None if ov.fixed or not sometimes else sometimes[-1]
+        for fld in sometimes:
+            if fld == kept:
+                continue
+            why = f"{kept} carries the `{ov.flag}` keys" if kept else \
+                f"the fixed `{ov.flag}` keys end the command, and {fld} is not passed in every mode to carry them"
+            notes.append(f"{scripts[role].path}: {fld} would be passed as a second `{ov.flag} "
+                         f"{chosen[fld].split(' ', 1)[1]}=...`, and argparse keeps only the last `{ov.flag}` "
+                         f"(nargs): left out, so {ov.config}'s value stays ({why})")
+            chosen[fld] = None
+        if not ov.fixed:
+            continue
+        words = [f"{dotted}={value}" for dotted, value in ov.fixed]
+        if kept is not None:
+            chosen[kept] = f"{ov.flag} {' '.join(words)} {chosen[kept].split(' ', 1)[1]}"
+            notes.append(f"{scripts[role].path}: its fixed `{ov.flag}` keys ({', '.join(words)}) go in {kept}'s key, "
+                         f"before {chosen[kept].rsplit(' ', 1)[1]}: argparse keeps only the last `{ov.flag}` (nargs), "
+                         "and the runner passes that one after the command")
+        else:
+            scripts[role].args = (*scripts[role].args, ov.flag, *words)
     return notes
 

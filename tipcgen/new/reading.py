@@ -17,7 +17,7 @@ from pathlib import Path
 from tipcgen.configs import legacy_format
 from tipcgen.configs.script_help import Flag, Script, loose
 from tipcgen.core.errors import TipcgenError
-from tipcgen.new.fields import CANDIDATES
+from tipcgen.new.fields import CANDIDATES, MODE_SWITCH
 from tipcgen.configs.script_reading import Arg, Reading, data_file_name, download_off, download_switch, output_like, truthy
 
 # The descriptor field that holds each role's script command (fixed arguments go there).
@@ -156,7 +156,10 @@ def notes(root: Path, scripts: dict[str, Script], readings: dict[str, Reading], 
         out.extend(_downloads(role, script, reading, given, set(chosen.values())))
         out.extend(_data_files(root, role, script, reading, given, set(chosen.values())))
         if role == "train":  # what the training saves is what eval and export load
-            out.extend(_gated(role, script, reading, given, lite_epochs))
+            # a flag another step passes to the same script is that step's mode (`--evaluate-only`): not the train's
+            modes = {w.split("=", 1)[0] for other in scripts.values() if other is not script and other.path == script.path
+                     for w in other.args if w.startswith("-")}
+            out.extend(_gated(role, script, reading, given | modes, lite_epochs))
     out.extend(_disagreeing(scripts, readings, {loose(f) for f in chosen.values() if f}))
     return out
 
@@ -213,7 +216,7 @@ def _gated(role: str, script: Script, reading: Reading, given: set[str], lite_ep
         if gate.what == "data preparation" or gate.dest in seen:
             continue
         arg = next((a for a in reading.args if a.dest == gate.dest), None)
-        if arg is None or given & set(arg.names):
+        if arg is None or given & set(arg.names) or MODE_SWITCH.search(arg.dest):
             continue
         seen.add(gate.dest)
         default = arg.default

@@ -27,7 +27,8 @@ exported one of its shape was folded or left out by export (a BatchNorm folded i
 allowed and counted; so is a one-element tensor (a quantizer's scale or state, which a PACT export rescales).
 
 A training that did not write the checkpoint the config names (train_model_name: a file of any name, or a
-folder holding a checkpoint file; ``.`` is the output folder) fails, naming the file. Eval and export must have been given the
+folder holding a checkpoint file; ``.`` is the output folder; ``iter_*/model.pdparams``, a folder per iteration,
+of which the runner passes the newest) fails, naming the file. Eval and export must have been given the
 same checkpoint (their recorded commands), and every inference case of that training must have read the
 export's folder (the run's own export), or the check fails naming them. The result is a ``check`` step
 (``export_params_<training>``) in the summary. A check that cannot run fails; only a stand-in chain
@@ -35,6 +36,7 @@ export's folder (the run's own export), or the check fails naming them. The resu
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shlex
@@ -144,10 +146,15 @@ def written_checkpoints(save: Path, name: str | None = None) -> list[Path]:
 def missing_checkpoint(save: Path, name: str | None, written: list[Path]) -> Path | None:
     """The checkpoint the config names (``<train output>/<train_model_name>``: a file of any name, the file
     with a ``CHECKPOINT_SUFFIXES`` suffix added (a script that saves ``name + '.pth'``), or a folder holding a
-    checkpoint file (``is_checkpoint_file``); ``.`` is the output folder itself) when the training did not
+    checkpoint file (``is_checkpoint_file``); ``.`` is the output folder itself; a name with ``*``, a folder per
+    iteration such as ``iter_*/model.pdparams``, any file or folder it matches) when the training did not
     write it; None when it did, or when the config names none."""
     if not name:
         return None
+    if "*" in name:  # a folder per iteration (iter_*/model.pdparams): the runner passes the newest match
+        rels = [path.relative_to(save) for path in written if path.is_relative_to(save)]
+        matched = [rel for rel in rels if any(fnmatch.fnmatchcase(part.as_posix(), name) for part in (rel, *rel.parents))]
+        return None if matched else save / name
     target = save / name
     if any(candidate in written for candidate in (target, *(save / f"{name}{suffix}" for suffix in CHECKPOINT_SUFFIXES))):
         return None
