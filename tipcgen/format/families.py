@@ -272,3 +272,47 @@ def runner_tables() -> list[dict]:
 def _outline(table: dict) -> tuple:
     """What a table must share with another to be written as that one plus its differences."""
     return table["n_lines"], table["shapes"], [anchor.split(":")[0] for anchor in table["anchors"]]
+
+
+_SPACE = " \t\n\r\f\v"  # bash's [:space:]
+
+
+def _runner_line_name(line: str) -> str:
+    """The name tipc_line_name gives a config line: a ===header==='s name, else the text before the first ':'."""
+    if len(line) >= 2 and line.startswith("=") and line.endswith("="):
+        return line.strip("=").strip(_SPACE)
+    return line.split(":", 1)[0]
+
+
+def runner_pick(text: str, tables: Sequence[dict]) -> tuple[str, int] | None:
+    """The table of ``tables`` (runner_tables' entries) tipc_check_layout reads a config with, and how many of
+    its anchors the config holds in order: the one holding most, the first on a tie (None without tables)."""
+    lines = [line.rstrip(_SPACE) for line in text.split("\n") if line.strip(_SPACE)]  # tipc_load_config's
+    best: tuple[str, int] | None = None
+    for table in tables:
+        held = 0
+        for entry in table["anchors"]:
+            index, keys = entry.split(":", 1)
+            found = _runner_line_name(lines[int(index)]) if int(index) < len(lines) else ""
+            if f"/{found}/" not in f"/{keys}/":
+                break
+            held += 1
+        if best is None or held > best[1]:
+            best = (table["name"], held)
+    return best
+
+
+def runner_tables_for(layouts: Sequence[str], kept: Sequence[str] = ()) -> list[dict]:
+    """runner_tables() a repository's runner needs: those of the ``layouts`` its configs are rendered in and of
+    the ``kept`` configs' texts that begin as a basic config does (the table tipc_check_layout would read each
+    with among them all), in runner_tables' order; a table written as another's differences (``base``) brings
+    that one's arm along, marked ``base_only`` where the repository has no config of it."""
+    tables = runner_tables()
+    wanted = {next(t["name"] for t in tables if name == t["name"] or name in t["also"]) for name in layouts}
+    for text in kept:
+        pick = runner_pick(text, tables)
+        if pick is not None and pick[1] > 0:
+            wanted.add(pick[0])
+    bases = {t["base"] for t in tables if t["name"] in wanted and t["base"]}
+    return [{**t, "base_only": t["name"] not in wanted} for t in tables if t["name"] in wanted | bases]
+

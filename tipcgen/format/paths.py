@@ -27,6 +27,7 @@ PREPARE_SH = f"{TEST_TIPC}/prepare.sh"
 PREPARE_LOG = "prepare.log"  # prepare.sh's output, in the run folder
 COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"  # upstream's helpers and the slot readers (upstream's scripts source it)
 STEPS_SH = f"{TEST_TIPC}/tipc_steps.sh"  # tipcgen's checks and step machinery (tipcgen's runners source it too)
+FLEET_SH = f"{TEST_TIPC}/tipc_fleet.sh"  # the fleet chain's simulated machines (the basic runner sources it there)
 
 # Each chain's runner, config file name and status log (upstream's names; reviewers read them): from the chain
 # registry (format/chains.py), which spells them.

@@ -21,6 +21,9 @@ from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.render import shipped
 
 
+LAYOUT = "standard"  # the basic config's layout the runner reads a dy2static config's train block by
+
+
 def config_text(desc: Descriptor, basic_text: str) -> str:
     """The model's dy2static config: as the descriptor gives it, else its basic config's train block."""
     return desc.dy2static.text if desc.dy2static.text is not None else dy2static.from_basic(basic_text)
@@ -43,7 +46,7 @@ def dy2static_files(models: Sequence[Descriptor], env: jinja2.Environment,
     files[paths.RUNNERS[chains.DY2STATIC]] = env.get_template("runner/test_train_dy2static_python.sh.j2").render(
         models=settings, anchors=dy2static.anchors(), n_lines=dy2static.LINES, trainer_index=trainer.index,
         trainer_key=trainer.key, dygraph=dy2static.DYGRAPH_TRAINER, to_static=dy2static.TO_STATIC_TRAINER,
-        to_static_index=layout.SLOT_BY_FIELD["train.to_static"].index, layout_name="standard",
+        to_static_index=layout.SLOT_BY_FIELD["train.to_static"].index, layout_name=LAYOUT,
         paths=paths.runner_context())
     files[paths.shipped_rel(paths.CHECK_DY2STATIC)] = env.get_template("runner/shipped.py.j2").render(
         name=paths.CHECK_DY2STATIC, source=shipped.source(paths.CHECK_DY2STATIC))

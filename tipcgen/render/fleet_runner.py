@@ -1,7 +1,7 @@
 """The fleet chain's files for the models of a repository with a ``fleet:`` section: each model's fleet config
 (its basic config with ``gpu_list`` naming machines and the train device at its CPU value), and one runner
-(``test_tipc/test_train_fleet_python.sh``: the basic runner with the machines simulated on this host) and check
-(``check_fleet.py``) for all of them.
+(``test_tipc/test_train_fleet_python.sh``: the basic runner with the machines simulated on this host by
+``tipc_fleet.sh``, which the basic runner sources only in this chain) and check (``check_fleet.py``) for all of them.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def fleet_files(models: Sequence[Descriptor], env: jinja2.Environment,
         return files
     files[paths.RUNNERS[chains.FLEET]] = env.get_template("runner/test_train_fleet_python.sh.j2").render(
         models=[{"name": d.model_name, "tolerance": d.fleet.tolerance} for d in found], paths=paths.runner_context())
+    files[paths.FLEET_SH] = env.get_template("runner/tipc_fleet.sh.j2").render(paths=paths.runner_context())
     files[paths.shipped_rel(paths.CHECK_FLEET)] = env.get_template("runner/shipped.py.j2").render(
         name=paths.CHECK_FLEET, source=shipped.source(paths.CHECK_FLEET))
     return files

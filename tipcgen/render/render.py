@@ -85,10 +85,19 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
     return {f"{paths.RESULTS_DIR}/{path.name}": path.read_bytes() for path in sorted(folder.glob("*.txt")) if path.is_file()}
 
 
-def _layouts_context() -> list[dict]:
-    """families.runner_tables() for tipc_steps.sh, each value-shape pattern a bash ERE (no ``\\d`` in ``[[ =~ ]]``)."""
+def _layouts_context(descs: Sequence[Descriptor]) -> list[dict]:
+    """The layout tables tipc_steps.sh holds: those of the layouts the repository's configs are in (each model's,
+    its kept configs', the dy2static runner's 51-line one), each value-shape pattern a bash ERE (no ``\\d`` in
+    ``[[ =~ ]]``). A config of another layout fails the layout check, naming the line it holds no anchor on."""
+    used = [d.layout for d in descs] + ([dy2static_runner.LAYOUT] if any(d.dy2static is not None for d in descs) else [])
+    kept = [config.render() for d in descs for config in d.kept]
+    return tables_context(families.runner_tables_for(used or [dy2static_runner.LAYOUT], kept))
+
+
+def tables_context(tables: Sequence[dict]) -> list[dict]:
+    """runner_tables entries as tipc_steps.sh.j2 reads them: each value-shape pattern a bash ERE."""
     return [{**table, "shapes": [{"index": index, "what": what, "pattern": pattern.replace(r"\d", "[0-9]")}
-                                 for index, what, pattern in table["shapes"]]} for table in families.runner_tables()]
+                                 for index, what, pattern in table["shapes"]]} for table in tables]
 
 
 def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
@@ -96,7 +105,7 @@ def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
     return {
         "modes": words.MODES,
         "legacy_modes": words.LEGACY_MODES,
-        "layouts": _layouts_context(),
+        "layouts": _layouts_context(descs),
         "default_timeout": Descriptor.step_timeout,
         "models": [{"name": d.model_name, "timeout": d.step_timeout, "env": d.env, "slot_keys": _slot_keys(d)} for d in descs]
         + ptq_runner.ptq_timeout_arms(descs),  # a PTQ config's model_name that is not its descriptor's
