@@ -582,9 +582,10 @@ tipc_spawn() {
 
 # tipc_conclude KIND NAME LOG NOTE SHOWN RC SECONDS PROGRAM: a finished step's verdict (why it failed, from its exit
 # status, TIPC_STEP_SIGNAL and its log), its status line in the results log, its progress line and its record in
-# steps.jsonl. Returns 0 if it passed.
+# steps.jsonl (a step a stop signal cut short: INTR on its progress line; its record and status line, as upstream's,
+# a failure with the reason `interrupted`). Returns 0 if it passed.
 tipc_conclude() {
-    local kind=$1 name=$2 log=$3 note=$4 shown=$5 rc=$6 seconds=$7 program=$8 reason=""
+    local kind=$1 name=$2 log=$3 note=$4 shown=$5 rc=$6 seconds=$7 program=$8 reason="" mark=FAIL
     local limit=${TIPC_STEP_TIMEOUT:-600} max_mb=${TIPC_MAX_LOG_MB:-1024}
     if [ -n "$TIPC_INTERRUPTED" ]; then
         reason="interrupted"
@@ -616,7 +617,8 @@ tipc_conclude() {
     fi
     TIPC_FAILED=$((TIPC_FAILED + 1))
     printf 'Run failed with command - %s - %s - %s\n' "$TIPC_MODEL" "$shown" "$log" >> "$TIPC_RESULTS"
-    printf '[tipc] FAIL %s %s (%s s): %s, log: %s\n' "$kind" "$name" "$seconds" "$reason" "$log"
+    if [ -n "$TIPC_INTERRUPTED" ]; then mark=INTR; fi
+    printf '[tipc] %s %s %s (%s s): %s, log: %s\n' "$mark" "$kind" "$name" "$seconds" "$reason" "$log"
     tipc_record "$kind" "$name" failed "$rc" "$seconds" "$log" "$reason" "$note" "$shown"
     return 1
 }

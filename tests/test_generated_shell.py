@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, fuzz_examples
 from tipcgen import descriptor
 from tipcgen.configs.existing import defined_functions
-from tipcgen.format import families, layout, paths
+from tipcgen.format import families, paths
 from tipcgen.render import render
 from tipcgen.render.templating import environment
 
@@ -29,7 +29,7 @@ MAX_LINE, MAX_COMMON_FUNC = 119, 200
 # a ceiling a change must justify: 1,629 before #58 item 3 moved the fleet chain's simulation (~170 lines) to
 # tipc_fleet.sh and rendered only the layout tables a repository's configs use; issue #58 asks for 900, which
 # needs a further split (docs/ARCHITECTURE.md, "The generated shell").
-BASIC_SHELL_LINES = 1480
+BASIC_SHELL_LINES = 1484  # +2 the core count without OMP_NUM_THREADS, +2 INTR on a progress line
 SAMPLES = sorted(str(p) for p in (ROOT / "sample_models").glob("*/tipc.yaml"))
 FIXTURES = sorted(str(p) for p in (ROOT / "tests" / "fixtures").glob("*/tipc*.yaml"))
 REPOSITORY = [str(ROOT / "tests" / "fixtures" / name / "tipc.yaml") for name in ("stub", "stub_tutorial", "stub_variant")]

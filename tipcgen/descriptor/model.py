@@ -29,6 +29,7 @@ from tipcgen.descriptor.schema import (
     WHOLE_ENV_RE,
 )
 from tipcgen.format import compression, layout, words
+from tipcgen.format.chains import DY2STATIC, FLEET, PADDLE2ONNX, PTQ
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 # Marks in the schema this module walks, dropped from the shipped one: a group of fields, the name a mapping's keys go by.
@@ -354,20 +355,20 @@ _TOP = {
     "run": (Optional[RunFields], Field(None, description="limits (`run:` below)")),
     "checks": (Optional[ChecksFields], Field(
         None, description="result checks of every inference case ([CHAINS.md](CHAINS.md))")),
-    "paddle2onnx": (Optional[Paddle2OnnxFields], Field(
+    PADDLE2ONNX: (Optional[Paddle2OnnxFields], Field(
         None, description="the paddle2onnx chain (`tipcgen run --chain paddle2onnx`)")),
-    "ptq": (Optional[PtqFields], Field(
+    PTQ: (Optional[PtqFields], Field(
         None, description="the post-training quantization config, `train_ptq_infer_python.txt` "
         "([QUANTIZATION.md](QUANTIZATION.md); `tipcgen import` of a PTQ config writes it)")),
     "kept": (Optional[list[KeptEntry]], Field(
         None, description="configs of kinds tipcgen does not generate from fields (C++ inference, serving, paddle2onnx, "
         "Lite, KL quantization, dy2static, pipeline, a layout of no family), each kept line by line and written back "
         "byte for byte at `test_tipc/configs/<file>` (`tipcgen import` writes it; [LAYOUTS.md](LAYOUTS.md))")),
-    "dy2static": (Optional[Dy2staticFields], Field(
+    DY2STATIC: (Optional[Dy2staticFields], Field(
         None, description="the dygraph-to-static chain, `train_dy2static_python.txt` "
         "([CHAINS.md](CHAINS.md#the-dy2static-chain)): `{}` renders it from the train block (needs `train.to_static` "
         "keyed `to_static_train`)")),
-    "fleet": (Optional[FleetFields], Field(
+    FLEET: (Optional[FleetFields], Field(
         None, description="the multi-machine chain, `train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt` "
         "([CHAINS.md](CHAINS.md#the-fleet-chain-multi-machine-on-one-host)): the basic config with a gpu_list naming "
         "machines")),

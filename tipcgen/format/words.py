@@ -33,17 +33,17 @@ class Status(str, Enum):
 
 PASSED, FAILED, SKIPPED, INTERRUPTED = Status.PASSED, Status.FAILED, Status.SKIPPED, Status.INTERRUPTED
 STATUSES: tuple[str, ...] = tuple(Status)
-# a step's status in every table (four letters each; the runners print INTR nowhere: their line says FAIL ...: interrupted)
+# a step's status in every table and on the runners' progress lines (four letters each)
 MARKS: dict[str, str] = {PASSED: "PASS", FAILED: "FAIL", SKIPPED: "SKIP", INTERRUPTED: "INTR"}
 
-# The runners' progress lines (stdout): `[tipc] RUN kind name` when a step starts, `[tipc] PASS|FAIL|SKIP kind
+# The runners' progress lines (stdout): `[tipc] RUN kind name` when a step starts, `[tipc] PASS|FAIL|SKIP|INTR kind
 # name ...` when it ends; tipcgen run shows them, times steps by the RUN lines, and a suite relays them.
 PROGRESS = "[tipc] "
 STARTED = "RUN"
 
 
 def progress_mark(line: str) -> str | None:
-    """RUN, PASS, FAIL or SKIP when ``line`` is a runner's progress line about a step, else None."""
+    """RUN, PASS, FAIL, SKIP or INTR when ``line`` is a runner's progress line about a step, else None."""
     if not line.startswith(PROGRESS):
         return None
     mark = line[len(PROGRESS):].split(" ", 1)[0]

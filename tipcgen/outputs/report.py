@@ -267,7 +267,7 @@ def draw(report: Report) -> dict[str, bytes]:
     return pictures
 
 
-_COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
+_COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e", "INTR": "#ef6c00"}
 
 
 def _label(row: Row) -> str:
