@@ -47,6 +47,9 @@ class Spec:
     writable: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()
     env_keep: tuple[str, ...] = ()  # more names kept (core/git.py's GIT_CONFIG_*), exact or ending in "*"
+    # Folders that are an empty private tmpfs inside (each where it exists): a library's scratch under the read-only
+    # home, which it must write and never reads back across runs (paddle.jit.to_static's ~/.cache/paddle/to_static_tmp)
+    scratch: tuple[str, ...] = ()
 
     def wrap(self, argv: Sequence[str], cwd: str | Path | None = None) -> list[str]:
         return wrap(argv, self, cwd)
@@ -130,6 +133,10 @@ def wrap(argv: Sequence[str], spec: Spec, cwd: str | Path | None = None) -> list
         real = os.path.realpath(path)
         if os.path.isdir(real):
             out += ["--bind", real, real]
+    for path in spec.scratch:
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            out += ["--tmpfs", real]
     # After the binds: a socket in a folder bound again (the repository, a venv under /tmp) is covered too.
     for path in host_sockets(inside=[*spec.readable, *spec.writable]):
         out += ["--ro-bind", "/dev/null", path]

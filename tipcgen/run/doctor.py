@@ -26,7 +26,7 @@ from tipcgen.format.chains import BASIC
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import PREPARE_SH, RUNNERS
 from tipcgen.format.words import PADDLE_PIN
-from tipcgen.run import sandboxed
+from tipcgen.run import export_probe, sandboxed
 
 STATUSES = ("ok", "warn", "fail")
 MIN_PYTHON = (3, 9)
@@ -125,11 +125,13 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None,
     pir = any(c.name == "export format" and c.detail.startswith("PIR") for c in python_checks)
     lint_ok = not any(c.name == "lint" and c.status == "fail" for c in config_checks)
     flags = _flags(root, config_path, lint_ok, unsandboxed) if config_path else []
-    legacy = _legacy_format(root, config_path, pir, lambda: _old_ir_export(python)) if config_path else []
+    own, old_ir = _own_export(root, config_path, python, unsandboxed) if config_path else ([], None)
+    legacy = (_legacy_format(root, config_path, pir, lambda: old_ir, "this model's own export") if old_ir else
+              _legacy_format(root, config_path, pir, lambda: _old_ir_export(python))) if config_path else []
     legacy += _predictor(root, config_path, pir) if config_path else []
     boxed = _sandboxed_paddle(root, python, python_checks)
     return (python_checks + _tools() + [Check("sandbox", *sandboxed.doctor_row()), *boxed, _git(root)] + config_checks
-            + flags + legacy + _data(root, config_path, data_dir))
+            + flags + own + legacy + _data(root, config_path, data_dir))
 
 
 def exit_code(checks: list[Check]) -> int:
@@ -414,17 +416,60 @@ def _old_ir_export(python: str) -> tuple[bool, str] | None:
     return (True, ", ".join(found.get("files", []))) if found.get("ok") else (False, str(found.get("error", "")))
 
 
-def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None) -> list[Check]:
+def _own_export(root: Path, config_path: Path, python: str, unsandboxed: bool) -> tuple[list[Check], tuple | None]:
+    """This repository's own export, exported again from the last lite run's checkpoint under PIR and under
+    FLAGS_enable_pir_api=0 (run/export_probe.py): its row, and the old program IR's outcome for _legacy_format
+    ((True, the files) or (False, the error); None where it was not probed: the small stand-in model is probed then)."""
+    name, flag = "export of this model", export_probe.FLAG
+    model = TipcConfig.read(root / config_path).model_name
+    recorded = export_probe.recorded_export(root, model.strip()) if model else None
+    if recorded is None:
+        return [Check(name, "warn", "not probed: no lite run has recorded an export step yet",
+                      "tipcgen run --mode lite_train_lite_infer, then doctor again: it exports this model again from "
+                      f"the trained checkpoint under PIR and under {flag}=0")], None
+    if not any((root / recorded.output).glob("*.pdiparams")):  # a stand-in chain's (TIPC_NO_PADDLE), or a failed one
+        return [Check(name, "warn", f"not probed: the last lite run's {recorded.name} wrote no .pdiparams into "
+                      f"{recorded.output}", "tipcgen run --mode lite_train_lite_infer: its export step's log and "
+                      "hint say why")], None
+    try:
+        under_pir, under_old = export_probe.probe(root, recorded, dict(os.environ), python, unsandboxed)
+    except TipcgenError as exc:
+        return [Check(name, "warn", f"not probed: {exc.message}", exc.hint or "")], None
+    pir_text = (f"under PIR (Paddle 3's default) it writes {', '.join(under_pir.files)}" if under_pir.ok
+                else f"under PIR (Paddle 3's default) it fails: {terminal(under_pir.error)}")
+    old_text = (f"under {flag}=0, {', '.join(under_old.files)}" if under_old.ok
+                else f"under {flag}=0 it fails: {terminal(under_old.error)}")
+    detail = f"{recorded.name} run again from the last lite run's checkpoint: {pir_text}; {old_text}"
+    flag_set = any(word == f"{flag}=0" for word in recorded.argv)
+    old_ir = (True, ", ".join(under_old.files)) if under_old.ok else (False, terminal(under_old.error))
+    if under_pir.ok and (under_old.ok or not flag_set):
+        fix = "" if under_old.ok else f"never add {flag}=0 for this model"
+        return [Check(name, "ok", detail + (f" ({fix})" if fix else ""))], old_ir
+    if under_old.ok:
+        if flag_set:
+            return [Check(name, "ok", detail + f" (the runner sets {flag}=0: descriptor env:)")], old_ir
+        return [Check(name, "fail", detail, f'add env: {{{flag}: "0"}} to the descriptor and re-render (tipcgen init '
+                      "DESCRIPTOR --force), or change what the PIR error names")], old_ir
+    if under_pir.ok:  # the runner sets the flag, and the export fails under it: it works without
+        return [Check(name, "fail", detail, f"remove {flag} from env: in the descriptor and re-render "
+                      "(tipcgen init DESCRIPTOR --force)")], old_ir
+    return [Check(name, "fail", detail, "the export step's log and its hint name the cause "
+                  "(tipcgen run --mode lite_train_lite_infer)")], old_ir
+
+
+def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None,
+                   probed: str = "a probe export of a small model") -> list[Check]:
     """An inference script that loads inference.pdmodel, which Paddle 3 (PIR) export does not write; ``old_ir``
-    (a callable, asked only under PIR): whether an export under FLAGS_enable_pir_api=0 works with this paddle,
-    so that the flag is advised only where it helps, and said to break the export where it is set and fails."""
+    (a callable, asked only under PIR): whether an export under FLAGS_enable_pir_api=0 works with this paddle
+    (``probed``: this repository's own, else a small stand-in model's), so that the flag is advised only where it
+    helps, and said to break the export where it is set and fails."""
     found = legacy_format.config_state(root, config_path)
     if found is None:  # a script that reads inference.json: the flag only costs, where the runner sets it
         probe = old_ir() if pir and old_ir is not None and legacy_format.flag_in_runner(root, config_path) else None
         if probe is None or probe[0]:
             return []
         return [Check("inference format", "fail", f"the runner exports {legacy_format.FLAG}=0 for export and inference, "
-                      f"but a probe export of a small model under it failed with this paddle ({probe[1]}), and the "
+                      f"but {probed} under it failed with this paddle ({probe[1]}), and the "
                       "inference script does not need it (it does not load inference.pdmodel only)",
                       f"remove {legacy_format.FLAG} from env: in the descriptor and re-render (tipcgen init DESCRIPTOR --force)")]
     script, runner_sets_flag = found
@@ -432,15 +477,15 @@ def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None) -> lis
     where = f" ({at})" if at else ""
     probe = old_ir() if pir and old_ir is not None else None
     failed = probe is not None and not probe[0]
-    under = f"a probe export of a small model under {legacy_format.FLAG}=0 failed with this paddle ({probe[1]})" if failed else ""
+    under = f"{probed} under {legacy_format.FLAG}=0 failed with this paddle ({probe[1]})" if failed else ""
     if runner_sets_flag:
         if failed:
             return [Check("inference format", "fail", f"{script} loads inference.pdmodel and the runner exports "
                           f"{legacy_format.FLAG}=0 for export and inference, but {under}",
                           f"remove {legacy_format.FLAG} from env: in the descriptor, make {script} load inference.json "
                           f"when there is no .pdmodel{where}, and re-render (tipcgen init DESCRIPTOR --force)")]
-        tried = ("; a probe export under it worked with this paddle (your model's ops may still fail: the export "
-                 "step's hint says so)" if probe is not None else "")
+        tried = ("" if probe is None else f"; {probed} under it worked with this paddle" + (
+            " (your model's ops may still fail: the export step's hint says so)" if "small" in probed else ""))
         return [Check("inference format", "ok", f"{script} loads inference.pdmodel; the runner exports "
                       f"{legacy_format.FLAG}=0 for export and inference (descriptor env:){tried}")]
     if failed:
@@ -448,7 +493,7 @@ def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None) -> lis
                       f"not write; and {legacy_format.FLAG}=0 is no cure here: {under}",
                       f"make {script} load inference.json when there is no .pdmodel{where}; do not add "
                       f"{legacy_format.FLAG} to env:")]
-    tried = " (a probe export under it worked with this paddle)" if probe is not None else ""
+    tried = f" ({probed} under it worked with this paddle)" if probe is not None else ""
     return [Check("inference format", "fail" if pir else "warn",
                   f"{script} loads inference.pdmodel, which Paddle 3 (PIR) export does not write"
                   + ("" if pir else " (this paddle writes it: the chain passes here, not under Paddle 3)"),

@@ -44,7 +44,27 @@ def spec(root: Path, run_dir: Path, env: dict[str, str], python: str | None = No
     seen = [*(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p), env.get("TIPC_DATA_DIR", ""),
             env.get("TIPC_MODEL_DIR", ""), *prefixes, env.get("VIRTUAL_ENV", "")]
     return sandbox.Spec(writable=tuple(writable),
-                        readable=tuple(p for p in seen if p and os.path.realpath(p).startswith("/tmp")))
+                        readable=tuple(p for p in seen if p and os.path.realpath(p).startswith("/tmp")),
+                        scratch=scratch(env))
+
+
+# paddle.jit.to_static writes the code it converts under ~/.cache/paddle/to_static_tmp/<pid> (utils.get_temp_dir),
+# which the read-only home would refuse: every export through to_static failed in the sandbox.
+TO_STATIC_TMP = (".cache", "paddle", "to_static_tmp")
+
+
+def scratch(env: dict[str, str]) -> tuple[str, ...]:
+    """The scratch folders a chain's libraries write under the step's home (HOME, as the sandbox keeps it), each
+    made on the host where it is missing (bwrap mounts on what exists), to be an empty tmpfs in the sandbox."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    if not home or not os.path.isabs(home):
+        return ()
+    path = os.path.join(home, *TO_STATIC_TMP)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return ()
+    return (path,)
 
 
 def _tried_network(root: Path, log: str, tail: list[str]) -> bool:
