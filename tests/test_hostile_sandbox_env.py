@@ -48,8 +48,15 @@ def test_the_user_may_let_a_variable_through():
     assert "GIT_CONFIG_COUNT" in sandbox.Spec(env_keep=("GIT_*",)).environment({"GIT_CONFIG_COUNT": "1"})
 
 
+def _box(readable: tuple[str, ...] = (), writable: tuple[str, ...] = ()) -> sandbox.Spec:
+    """A sandbox this interpreter runs in: its prefix bound back where it lies under /tmp (a checkout there, its
+    venv with it), as run's own sandbox binds it (run/sandboxed.py)."""
+    prefix = (sys.prefix,) if os.path.realpath(sys.prefix).startswith("/tmp") else ()
+    return sandbox.Spec(readable=(*prefix, *readable), writable=writable)
+
+
 def _sandboxed(code: str, env: dict[str, str] | None = None) -> process.Outcome:
-    return process.run(process.Request([sys.executable, "-I", "-c", code], env=env, sandbox=sandbox.Spec(),
+    return process.run(process.Request([sys.executable, "-I", "-c", code], env=env, sandbox=_box(),
                                        timeout=60, stderr="separate"))
 
 
@@ -92,7 +99,7 @@ def test_no_host_unix_socket_is_reachable(where, monkeypatch):
     try:
         reach = process.run(process.Request([sys.executable, "-I", "-c", _CONNECT, path], timeout=30))
         assert "CONNECTED" in reach.output  # the test's own check: unsandboxed, it connects
-        boxed = process.run(process.Request([sys.executable, "-I", "-c", _CONNECT, path], sandbox=sandbox.Spec(),
+        boxed = process.run(process.Request([sys.executable, "-I", "-c", _CONNECT, path], sandbox=_box(),
                                             timeout=60, stderr="separate"))
         assert boxed.exit_code == 0 and "refused" in boxed.output, boxed.output + boxed.errors
     finally:
@@ -109,11 +116,11 @@ def test_a_host_socket_anywhere_else_is_covered(where, tmp_path):
     if where == "home":
         base = Path("/var/tmp") if os.access("/var/tmp", os.W_OK) else Path.home()
         folder = Path(tempfile.mkdtemp(dir=base, prefix=".gnupg-like "))  # a space in the path, as any may hold
-        spec = sandbox.Spec()
+        spec = _box()
     else:
         folder = tmp_path / "repo"
         folder.mkdir()
-        spec = sandbox.Spec(**{"readable" if where == "bound_readable" else "writable": (str(folder),)})
+        spec = _box(**{"readable" if where == "bound_readable" else "writable": (str(folder),)})
     server, path = _listening(folder)
     try:
         assert path in sandbox.host_sockets(inside=[str(folder)])
