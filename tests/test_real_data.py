@@ -189,7 +189,7 @@ def test_doctor_notices_an_inference_script_that_loads_pdmodel(tmp_path: Path):
     assert check.status == "fail" and "is no cure here: a probe export of a small model" in check.detail
     assert "matmul()" in check.detail and "do not add FLAGS_enable_pir_api" in check.fix
     [check] = doctor._legacy_format(repo, config, pir=True, old_ir=lambda: (True, "inference.pdmodel"))
-    assert 'env: {FLAGS_enable_pir_api: "0"} to the descriptor (a probe export under it worked' in check.fix
+    assert 'env: {FLAGS_enable_pir_api: "0"} to the descriptor (a probe export of a small model under it worked' in check.fix
     asked = []
     doctor._legacy_format(repo, config, pir=False, old_ir=lambda: asked.append(1))
     assert asked == []  # Paddle 2 writes .pdmodel: nothing to probe

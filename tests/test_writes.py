@@ -55,6 +55,8 @@ ALLOWED = {
     ("repro/export_check.py", "tempfile.TemporaryDirectory"): "a private folder for the export's comparison",
     ("render/gitignore.py", "tempfile.TemporaryDirectory"): "git check-ignore's scratch repository, a private folder",
     ("run/doctor.py", "tempfile.TemporaryDirectory"): "the export probe's script, in a private folder",
+    ("run/export_probe.py", "tempfile.TemporaryDirectory"): "a probe export of the repository's model, a private "
+                                                            "folder (the only one its sandbox may write)",
 }
 
 # The scripts shipped into a user's test_tipc/ (check_inference.py, compare_results.py, ...) run inside the

@@ -61,8 +61,8 @@ def scratch(env: dict[str, str]) -> tuple[str, ...]:
         return ()
     path = os.path.join(home, *TO_STATIC_TMP)
     try:
-        os.makedirs(path, exist_ok=True)
-    except OSError:
+        writes.make_dirs(home, path, "paddle's to_static scratch")  # a link on the way is refused, never followed
+    except (TipcgenError, OSError):
         return ()
     return (path,)
 
