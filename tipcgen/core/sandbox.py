@@ -92,15 +92,15 @@ def host_sockets(listing: str | None = None, inside: Sequence[str] = ()) -> list
                 listing = f.read(8 << 20).decode("utf-8", errors="replace")
         except OSError:
             return []
-    covered = ["/tmp", *hidden()]
+    covered = tuple(c.rstrip("/") + "/" for c in ("/tmp", *hidden()))
+    bound = tuple(os.path.realpath(b).rstrip("/") + "/" for b in inside)
     out: list[str] = []
     for line in listing.splitlines()[1:]:
         fields = line.split(None, 7)  # Num RefCount Protocol Flags Type St Inode Path (a path may hold spaces)
         if len(fields) < 8 or not fields[7].startswith("/"):  # unbound, or abstract (@name: the host's netns)
             continue
         path = os.path.normpath(fields[7])
-        if any(path.startswith(c.rstrip("/") + "/") for c in covered) and \
-                not any(path.startswith(os.path.realpath(b).rstrip("/") + "/") for b in inside):
+        if path.startswith(covered) and not path.startswith(bound):
             continue
         try:
             if not stat.S_ISSOCK(os.lstat(path).st_mode):

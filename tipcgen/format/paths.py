@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tipcgen.core import inputs
 from tipcgen.core.writes import BACKUP_DIR
 from tipcgen.format import chains
 from tipcgen.format.words import BENCHMARK_TRAIN
@@ -114,6 +115,12 @@ def run_dir(root: Path, model: str, mode: str, chain: str = chains.BASIC) -> Pat
 PREVIOUS = ".previous"
 # A weight file by its name (repro/record.py reads it by content too: a pickle whatever its name).
 WEIGHT_SUFFIXES = (".pdparams", ".pdiparams", ".pth", ".pt", ".pd", ".safetensors")
+
+
+def is_weight_file(path: Path) -> bool:
+    """A file repro/record.py counts among a training's weights, and a rerun's previous folder keeps none of: a
+    weight suffix, or a pickle whatever its name (paddle.save writes any name it is given)."""
+    return path.name.endswith(WEIGHT_SUFFIXES) or inputs.pickled(path)
 
 
 def previous_dir(run_folder: Path) -> Path:

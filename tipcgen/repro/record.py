@@ -37,9 +37,9 @@ from typing import Mapping
 
 import numpy as np
 
-from tipcgen.core import git, inputs
+from tipcgen.core import git
 from tipcgen.core.errors import CheckpointError, TipcgenError
-from tipcgen.format.paths import OUTPUT, WEIGHT_SUFFIXES
+from tipcgen.format.paths import OUTPUT, WEIGHT_SUFFIXES, is_weight_file
 from tipcgen.repro import weight_cache
 from tipcgen.repro.checkpoint_io import read_paddle_checkpoint
 
@@ -336,7 +336,7 @@ class Recorder:
         for sub, dirs, files in os.walk(folder, followlinks=False):
             dirs.sort()
             for name in sorted(files):
-                if (name.endswith(WEIGHT_SUFFIXES) or inputs.pickled(Path(sub) / name)) and len(out) < MAX_FILES:
+                if is_weight_file(Path(sub) / name) and len(out) < MAX_FILES:
                     weights = self.weights(Path(sub) / name, PARAM_BUDGET)
                     if weights is not None:
                         out.append(weights)

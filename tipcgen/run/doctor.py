@@ -126,8 +126,8 @@ def diagnose(root: Path, config: str | None = None, data_dir: str | None = None,
     lint_ok = not any(c.name == "lint" and c.status == "fail" for c in config_checks)
     flags = _flags(root, config_path, lint_ok, unsandboxed) if config_path else []
     own, old_ir = _own_export(root, config_path, python, unsandboxed) if config_path else ([], None)
-    legacy = (_legacy_format(root, config_path, pir, lambda: old_ir, "this model's own export") if old_ir else
-              _legacy_format(root, config_path, pir, lambda: _old_ir_export(python))) if config_path else []
+    probed = (lambda: old_ir) if old_ir else lambda: _old_ir_export(python)
+    legacy = _legacy_format(root, config_path, pir, probed, own=old_ir is not None) if config_path else []
     legacy += _predictor(root, config_path, pir) if config_path else []
     boxed = _sandboxed_paddle(root, python, python_checks)
     return (python_checks + _tools() + [Check("sandbox", *sandboxed.doctor_row()), *boxed, _git(root)] + config_checks
@@ -420,7 +420,7 @@ def _own_export(root: Path, config_path: Path, python: str, unsandboxed: bool) -
     """This repository's own export, exported again from the last lite run's checkpoint under PIR and under
     FLAGS_enable_pir_api=0 (run/export_probe.py): its row, and the old program IR's outcome for _legacy_format
     ((True, the files) or (False, the error); None where it was not probed: the small stand-in model is probed then)."""
-    name, flag = "export of this model", export_probe.FLAG
+    name, flag = "export of this model", legacy_format.FLAG
     model = TipcConfig.read(root / config_path).model_name
     recorded = export_probe.recorded_export(root, model.strip()) if model else None
     if recorded is None:
@@ -435,13 +435,12 @@ def _own_export(root: Path, config_path: Path, python: str, unsandboxed: bool) -
         under_pir, under_old = export_probe.probe(root, recorded, dict(os.environ), python, unsandboxed)
     except TipcgenError as exc:
         return [Check(name, "warn", f"not probed: {exc.message}", exc.hint or "")], None
+    old_ir = (True, ", ".join(under_old.files)) if under_old.ok else (False, terminal(under_old.error))
     pir_text = (f"under PIR (Paddle 3's default) it writes {', '.join(under_pir.files)}" if under_pir.ok
                 else f"under PIR (Paddle 3's default) it fails: {terminal(under_pir.error)}")
-    old_text = (f"under {flag}=0, {', '.join(under_old.files)}" if under_old.ok
-                else f"under {flag}=0 it fails: {terminal(under_old.error)}")
+    old_text = f"under {flag}=0, {old_ir[1]}" if under_old.ok else f"under {flag}=0 it fails: {old_ir[1]}"
     detail = f"{recorded.name} run again from the last lite run's checkpoint: {pir_text}; {old_text}"
-    flag_set = any(word == f"{flag}=0" for word in recorded.argv)
-    old_ir = (True, ", ".join(under_old.files)) if under_old.ok else (False, terminal(under_old.error))
+    flag_set = f"{flag}=0" in recorded.argv
     if under_pir.ok and (under_old.ok or not flag_set):
         fix = "" if under_old.ok else f"never add {flag}=0 for this model"
         return [Check(name, "ok", detail + (f" ({fix})" if fix else ""))], old_ir
@@ -457,12 +456,12 @@ def _own_export(root: Path, config_path: Path, python: str, unsandboxed: bool) -
                   "(tipcgen run --mode lite_train_lite_infer)")], old_ir
 
 
-def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None,
-                   probed: str = "a probe export of a small model") -> list[Check]:
+def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None, own: bool = False) -> list[Check]:
     """An inference script that loads inference.pdmodel, which Paddle 3 (PIR) export does not write; ``old_ir``
     (a callable, asked only under PIR): whether an export under FLAGS_enable_pir_api=0 works with this paddle
-    (``probed``: this repository's own, else a small stand-in model's), so that the flag is advised only where it
-    helps, and said to break the export where it is set and fails."""
+    (``own``: this repository's own export, else a small stand-in model's), so that the flag is advised only where
+    it helps, and said to break the export where it is set and fails."""
+    probed = "this model's own export" if own else "a probe export of a small model"
     found = legacy_format.config_state(root, config_path)
     if found is None:  # a script that reads inference.json: the flag only costs, where the runner sets it
         probe = old_ir() if pir and old_ir is not None and legacy_format.flag_in_runner(root, config_path) else None
@@ -485,7 +484,7 @@ def _legacy_format(root: Path, config_path: Path, pir: bool, old_ir=None,
                           f"remove {legacy_format.FLAG} from env: in the descriptor, make {script} load inference.json "
                           f"when there is no .pdmodel{where}, and re-render (tipcgen init DESCRIPTOR --force)")]
         tried = ("" if probe is None else f"; {probed} under it worked with this paddle" + (
-            " (your model's ops may still fail: the export step's hint says so)" if "small" in probed else ""))
+            "" if own else " (your model's ops may still fail: the export step's hint says so)"))
         return [Check("inference format", "ok", f"{script} loads inference.pdmodel; the runner exports "
                       f"{legacy_format.FLAG}=0 for export and inference (descriptor env:){tried}")]
     if failed:

@@ -473,14 +473,9 @@ def keep_previous(root: Path, run_dir: Path) -> str:
     run (prepare.sh). The runner does the same (tipc_keep_previous) when it is run by hand; under tipcgen run the
     folder is gone by then. The folder moved aside, relative to root; empty when there was no run folder."""
     previous = paths.previous_dir(run_dir)
-    if not writes.move_aside(root, run_dir, previous, _weight_file, "the previous run's folder"):
+    if not writes.move_aside(root, run_dir, previous, paths.is_weight_file, "the previous run's folder"):
         return ""
     return previous.relative_to(root).as_posix()
-
-
-def _weight_file(path: Path) -> bool:
-    """A file repro/record.py would count among a training's weights: a weight suffix, or a pickle."""
-    return path.name.endswith(paths.WEIGHT_SUFFIXES) or inputs.pickled(path)
 
 
 def _prepare(request: RunRequest, proofs: Proofs) -> tuple[RunContext, Summary]:
