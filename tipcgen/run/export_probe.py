@@ -102,13 +102,13 @@ def probe(root: Path, recorded: Recorded, env: dict[str, str], python: str, unsa
     if not boxed and not unsandboxed:
         raise TipcgenError(f"no sandbox here ({why}) to run the repository's export in",
                            "doctor --trust-repo runs it without one")
+    # run's own sandbox (what the chain must see under /tmp), with the temporary folder its one writable place
+    base = sandboxed.spec(root, root / paths.OUTPUT, env, shutil.which(python) or python) if boxed else None
     out = []
     for pir, argv in zip((True, False), variants(recorded.argv)):
         with tempfile.TemporaryDirectory(prefix="tipcgen-export-probe-") as folder:
-            spec = None
-            if boxed:  # run's own sandbox (what the chain must see under /tmp), the temporary folder its one writable place
-                base = sandboxed.spec(root, root / paths.OUTPUT, env, shutil.which(python) or python)
-                spec = dataclasses.replace(base, writable=(folder,), readable=(*base.readable, str(root)))
+            spec = None if base is None else \
+                dataclasses.replace(base, writable=(folder,), readable=(*base.readable, str(root)))
             result = process.run(process.Request(list(retarget(argv, recorded.output, folder)), cwd=root, env=env,
                                                  sandbox=spec, timeout=DEFAULT_STEP_TIMEOUT, output_cap=1 << 20))
             written = tuple(sorted(name for name in os.listdir(folder)
