@@ -23,10 +23,9 @@ WRITER = "core/writes.py"
 
 # (module, call) -> why it may write by itself. Keep it short: each entry is a place a link could be followed.
 ALLOWED = {
-    # The run lock is created in place with O_CREAT | O_EXCL, which fails on an existing link (never follows it).
-    ("run/guard.py", "os.open"): "the lock file, created exclusively",
-    ("run/guard.py", "os.fdopen"): "writes into the descriptor os.open just created exclusively",
-    ("run/guard.py", "json.dump"): "the lock's holder, into that descriptor",
+    # The run's OS lock: filelock creates <run folder>.flock beside the folder (O_NOFOLLOW from filelock 4 on;
+    # guard._refuse_odd refuses a link, FIFO or folder there first, as filelock 3.x follows a link with O_TRUNC).
+    ("run/guard.py", "filelock.FileLock"): "<run folder>.flock, after refusing anything but a regular file there",
     # numpy writes a reprod_log file into io.BytesIO; write_file puts the bytes on disk.
     ("repro/align.py", "np.save"): "into io.BytesIO",
     ("repro/align.py", "np.savez"): "into io.BytesIO",
@@ -42,7 +41,6 @@ ALLOWED = {
     ("suite/suite.py", "os.fdopen"): "writes into the descriptor os.open just opened",
     # Deletes and folders (each removes a link as a link, or creates in a folder checked from its root first):
     ("run/guard.py", "path.parent.mkdir"): "the run folder's parent: the run refused a link on the way before",
-    ("run/guard.py", "path.unlink"): "the run's own lock file (unlink removes a link, never its target)",
     ("suite/suite.py", "dest.mkdir"): "runs/<chain> in the suite's output folder, checked by owned.checked_links",
     ("suite/suite.py", "path.unlink"): "a link at suite.log in the suite's own runs folder: the link itself",
     ("suite/suite.py", "?.rmdir"): "the suite's empty work/ folder (rmdir never follows a link)",
@@ -67,7 +65,7 @@ _WRITE_CALLS = {
     "np.save", "np.savez", "np.savez_compressed", "numpy.save", "numpy.savez", "paddle.save", "torch.save",
     "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move", "os.replace", "os.rename",
     "os.link", "os.symlink", "os.mkfifo", "tempfile.mkstemp", "tempfile.NamedTemporaryFile", "json.dump",
-    "pickle.dump", "yaml.dump", "yaml.safe_dump", "paddle.jit.save", "os.truncate",
+    "pickle.dump", "yaml.dump", "yaml.safe_dump", "paddle.jit.save", "os.truncate", "filelock.FileLock",
 }
 _WRITE_METHODS = {"write_text", "write_bytes", "symlink_to", "hardlink_to", "touch", "rename"}
 # Deleting and making folders follow a link on the way just as writing does (rmtree of output/x with

@@ -11,7 +11,7 @@ import shlex
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, cast, overload
 
 import typer
 from typer.core import TyperGroup
@@ -32,7 +32,10 @@ from tipcgen.format import chains, paths
 from tipcgen.format.words import FAILED, INTERRUPTED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
 if TYPE_CHECKING:  # typer 0.29 vendors click (typer._click); tipcgen depends on typer alone, never on click itself
+    from typer._click import Context as ClickContext
     from typer._click.formatting import HelpFormatter
+
+    from tipcgen.descriptor import Descriptor
 
 # The built-in samples, named here so that --help does not load the descriptor package (a quarter of a second);
 # tests/test_cli.py checks the list against descriptor.samples.sample_names().
@@ -46,11 +49,11 @@ class _Commands(TyperGroup):
     """`tipcgen --help`'s command list: in ORDER, each with its whole first sentence (click cuts it with '...'
     to fit 80 columns)."""
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: ClickContext) -> list[str]:
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: ORDER.index(name) if name in ORDER else len(ORDER))
 
-    def format_commands(self, ctx: typer.Context, formatter: HelpFormatter) -> None:
+    def format_commands(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
@@ -121,7 +124,11 @@ def complete_chains(incomplete: str) -> list[str]:
 COMPLETE_SAMPLES = completing(SAMPLES.split(", "))
 
 
-def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path:
+@overload
+def _repository_root(root: Path, alias: Path | None, alias_name: str) -> Path: ...
+@overload
+def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path | None: ...
+def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path | None:
     """--root, or its old name (kept hidden so that existing scripts work); both, if they differ, is a mistake."""
     if alias is None:
         return root
@@ -242,7 +249,7 @@ class ChainProofs:
     (configs/preflight.refuse), the records taken at the runner's handshakes (repro/record.Recorder) and the
     export against the recorded trained checkpoint (repro/export_check.check_run)."""
 
-    def refuse(self, root: Path, config_path: Path, env: dict, desc: object) -> list[str]:
+    def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Descriptor | None) -> list[str]:
         from tipcgen.configs import preflight
 
         return preflight.refuse(root, config_path, env, desc)
@@ -464,7 +471,7 @@ def doctor(
 def _command() -> TyperGroup:
     """The click command Typer builds from `app` (what `app()` builds anew on every call: a tenth of an in-process
     call's CPU in the tests, which call main() many times in one interpreter), with _metavars' names."""
-    command = typer.main.get_command(app)
+    command = cast(TyperGroup, typer.main.get_command(app))  # an app of several commands builds a TyperGroup
     _metavars(command)
     return command
 

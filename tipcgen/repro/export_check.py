@@ -91,9 +91,13 @@ def _slot_line(config_text: str, fld: str) -> tuple[str | None, str | None]:
     table = layout.slots_of(layout.LAYOUT_OF_KIND.get(config.kind, "standard"))
     index = next((s.index for s in table if s.name == chain.name_of(fld)), None)
     logical = config.logical_lines()
-    if index is None or index >= len(logical) or logical[index].value is None:
+    if index is None or index >= len(logical):
         return None, None
-    return logical[index].key.strip() or None, logical[index].value.strip() or None
+    line = logical[index]
+    value = line.value
+    if value is None:
+        return None, None
+    return line.key.strip() or None, value.strip() or None
 
 
 def checkpoint_name(config_text: str) -> str | None:
@@ -116,7 +120,7 @@ def is_checkpoint_file(path: Path, save: Path, name: str | None = None) -> bool:
     """A file the training may have written its weights into: any name ending in ``CHECKPOINT_SUFFIXES``
     (paddle.save writes whatever name it is given: ``model_latest.pth``, ``net.pd``), or the file the config
     names (train_model_name, any name)."""
-    return path.name.endswith(CHECKPOINT_SUFFIXES) or bool(name) and name != "." and path == save / name
+    return path.name.endswith(CHECKPOINT_SUFFIXES) or (name is not None and name not in ("", ".") and path == save / name)
 
 
 def written_checkpoints(save: Path, name: str | None = None) -> list[Path]:
@@ -287,7 +291,7 @@ def match(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray],
         trained32 = array.astype(np.float32, copy=False)
         diffs = {n: float(np.max(np.abs(e.astype(np.float32, copy=False) - trained32))) for n, e in same[:MAX_SAME_SHAPE]}
         budget -= array.size * len(diffs)
-        nearest = min(diffs, key=diffs.get)
+        nearest = min(diffs, key=diffs.__getitem__)
         if np.allclose(dict(same)[nearest], array, rtol=1e-5, atol=1e-6):
             found.matched += 1
             continue
@@ -406,13 +410,13 @@ def _checkpoints_of(written: list[Weights], root: Path) -> list[Path]:
     return [root / w.path for w in written if not w.path.endswith((".pdiparams", ".safetensors"))]
 
 
-def _training_of(train: Step, root: Path, records: Recorder | None,
+def _training_of(train: Step, model_dir: str, root: Path, records: Recorder | None,
                  name: str | None = None) -> tuple[Training | None, list[Path], str]:
     """(the training's record, the checkpoints it wrote, '' or why it has none): its record, taken as the train
     step ended; a training of a runner that does not wait for tipcgen (a kept one) read now, judged against the
     weights there before the runner started (those in its own output folder left out); no records at all (a
-    caller without a run): the files as they are, nothing judged."""
-    save = root / train.model_dir
+    caller without a run): the files as they are, nothing judged. ``model_dir``: the train step's own."""
+    save = root / model_dir
     if records is None:
         return None, written_checkpoints(save, name), ""
     training = records.trainings.get(train.name)
@@ -422,11 +426,11 @@ def _training_of(train: Step, root: Path, records: Recorder | None,
         return None, [], (f"tipcgen holds no record of what training {train.name} wrote: the runner did not wait for "
                           "it after the step (a runner rendered before the handshake: tipcgen update)")
     start = records.trainings.get("*")
+    written = records.weights_in(save)
     now = Training(train.name, start.before if start else [], start.unrecorded if start else 0,
-                   records.folder(train.model_dir), records.weights_in(save),
-                   unrecorded_cached=start.unrecorded_cached if start else 0)
+                   records.folder(model_dir), written, unrecorded_cached=start.unrecorded_cached if start else 0)
     records.trainings[train.name] = now
-    return now, _checkpoints_of(now.written, root), ""
+    return now, _checkpoints_of(written, root), ""
 
 
 def _judge(training: Training, checkpoints: list[Path], root: Path, records: Recorder,
@@ -509,11 +513,14 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
     eval_key, export_key = _slot_line(config_text, "train.pretrained")[0], _slot_line(config_text, "export.weights")[0]
     limit = max_bytes or default_max_bytes()
     fed = {s.training for s in steps if s.kind in (EVAL, EXPORT)}
-    written: dict[str, list[Path]] = {}
-    judged: dict[str, tuple] = {}
-    for train in (s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir and s.training in fed):
+    # keyed by the steps' training (None where a record named none: one key for all of those, as it always was)
+    written: dict[str | None, list[Path]] = {}
+    judged: dict[str | None, tuple] = {}
+    for train in steps:
+        if train.kind != TRAIN or train.status != PASSED or not train.model_dir or train.training not in fed:
+            continue
         save = root / train.model_dir
-        training, written[train.training], unrecorded = _training_of(train, root, records, name)
+        training, written[train.training], unrecorded = _training_of(train, train.model_dir, root, records, name)
         if training is not None and records is not None:
             outside = None if records.handshake else training.model_dir
             judged[train.training] = _judge(training, written[train.training], root, records, outside)
@@ -533,9 +540,11 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
     trains = {s.training: s for s in steps if s.kind == TRAIN and s.model_dir and s.training in written}
     out: list[Step] = []
     notes: list[str] = []
-    for export in (s for s in steps if s.kind == EXPORT and s.status == PASSED and s.model_dir):
-        train = trains.get(export.training)
-        if train is None:
+    for export in steps:
+        if export.kind != EXPORT or export.status != PASSED or not export.model_dir:
+            continue
+        trained_by = trains.get(export.training)
+        if trained_by is None:
             continue  # whole_infer: an export of given models, not of this run's training
         label = f"export_params_{export.training}"
         prefix = _exported_prefix(root / export.model_dir)
@@ -556,7 +565,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
             step.reason = (f"the export wrote no .pdiparams under {export.model_dir}: its parameters cannot be "
                            "compared with the trained checkpoint")
         elif not checkpoints:
-            step.reason = (f"the training wrote {CHECKPOINT_WORDS} under {train.model_dir}: the exported "
+            step.reason = (f"the training wrote {CHECKPOINT_WORDS} under {trained_by.model_dir}: the exported "
                            "parameters cannot be compared with a checkpoint of this run")
         elif not trained:
             step.reason = ("the training wrote no checkpoint of its own, judged by content against the weight files "
