@@ -200,16 +200,16 @@ def _summary(*steps: Step) -> Summary:
 
 @pytest.mark.parametrize("reference", ["trained", "git"])
 def test_a_skipped_run_proof_fails_the_verdict_and_a_result_check_skip_does_not(reference):
-    skipped = Step(CHECK, "proof", SKIPPED, reference=reference, device="cpu")
+    skipped = Step.flat(CHECK, "proof", SKIPPED, reference=reference, device="cpu")
     assert verdict(_summary(skipped)) == "FAILED" and _summary(skipped).unproven() == [skipped]
-    assert verdict(_summary(Step(CHECK, "proof", SKIPPED, reference=reference, device="gpu"))) != "FAILED"
-    assert verdict(_summary(Step(CHECK, "golden", SKIPPED, reference="golden", device="cpu"))) != "FAILED"
+    assert verdict(_summary(Step.flat(CHECK, "proof", SKIPPED, reference=reference, device="gpu"))) != "FAILED"
+    assert verdict(_summary(Step.flat(CHECK, "golden", SKIPPED, reference="golden", device="cpu"))) != "FAILED"
 
 
 def test_a_proof_entered_once_is_required_by_the_verdict(monkeypatch):
-    skipped = Step(CHECK, "toy proof", SKIPPED, reference="toyproof", device="cpu")
+    skipped = Step.flat(CHECK, "toy proof", SKIPPED, reference="toyproof", device="cpu")
     assert verdict(_summary(skipped)) != "FAILED"  # not a proof of the run: a skipped step of no account
     monkeypatch.setattr(chains, "PROOFS", (*chains.PROOFS, chains.Proof("toyproof", "a test's", "tests", of_run=True)))
     assert verdict(_summary(skipped)) == "FAILED" and _summary(skipped).unproven() == [skipped]
-    passed = Step(CHECK, "toy proof", PASSED, reference="toyproof", check={"logs": 1})
+    passed = Step.flat(CHECK, "toy proof", PASSED, reference="toyproof", check={"logs": 1})
     assert verdict(_summary(passed)) == "PASSED (results not checked)"  # a run's proof is no result check
