@@ -213,3 +213,21 @@ def test_a_proof_entered_once_is_required_by_the_verdict(monkeypatch):
     assert verdict(_summary(skipped)) == "FAILED" and _summary(skipped).unproven() == [skipped]
     passed = Step.flat(CHECK, "toy proof", PASSED, reference="toyproof", check={"logs": 1})
     assert verdict(_summary(passed)) == "PASSED (results not checked)"  # a run's proof is no result check
+
+
+
+def test_chain_names_and_references_are_typed_words_written_as_the_plain_word():
+    """The registry's names (ChainName) and the proofs' references (Reference) are enums (their members as words:
+    test_vocabulary): every chain and proof takes its own from them, and a step or summary holding one writes the
+    word the files have always held."""
+    import json
+
+    from tipcgen.format.words import BENCHMARK_TRAIN
+
+    assert {chain.name for chain in chains.CHAINS} == set(chains.ChainName) == set(chains.names())
+    assert all(isinstance(chain.name, chains.ChainName) for chain in chains.CHAINS)
+    assert [proof.reference for proof in chains.PROOFS] == list(chains.Reference)
+    assert chains.ChainName.BENCHMARK_TRAIN == BENCHMARK_TRAIN and chains.ChainName("ptq") is chains.PTQ
+    step = Step.flat(CHECK, "golden", PASSED, reference=chains.GOLDEN)
+    assert json.dumps(step.to_dict()["reference"]) == '"golden"'
+    assert json.dumps(Summary("m", "whole_infer", "c", chain=chains.PTQ).to_dict()["chain"]) == '"ptq"'

@@ -58,8 +58,8 @@ class StepTraining:
     gpu: str | None = None  # the gpu_list entry of the training (-1: CPU)
     trainer: str | None = None
     autocast: str | None = None
-    name: str | None = field(default=None, metadata={FLAT_KEY: "training"})  # gpus_<entry>[_<tag>]: the trained
-    # model, as golden result files name it
+    # gpus_<entry>[_<tag>]: the trained model, as golden result files name it (the record's `training`)
+    name: str | None = field(default=None, metadata={FLAT_KEY: "training"})
 
 
 @dataclass
@@ -81,14 +81,16 @@ class StepCase:
 class StepCheck:
     """A check step's proof: which reference it compared with, and what it found."""
     reference: str | None = None  # a reference of format/chains.py's PROOFS (golden, trained, ...)
-    differences: dict = field(default_factory=dict, metadata={FLAT_KEY: "check"})  # compare_results.py's result
+    # what the check printed (compare_results.py's, check_inference.py's, check_quant.py's result line; the record's
+    # `check`)
+    differences: dict = field(default_factory=dict, metadata={FLAT_KEY: "check"})
 
 
 @dataclass
 class Step:
     kind: str  # a words.Kind's value (a kept runner's own kinds too)
     name: str
-    status: Status
+    status: Status  # a record's word kept as read (the runner's records are not refused for an unknown one)
     exit_code: int | None = None
     seconds: float = 0.0
     log: str = ""
