@@ -144,16 +144,16 @@ def _summary() -> Summary:
     s = Summary(model="m", mode=MODE, config="c")
     # Fields as the runner records them (the names are upstream's; nothing reads them).
     cpu = {"device": "cpu", "use_gpu": "False", "training": "gpus_-1", "gpu": "-1", "batch_size": "4", "precision": "fp32"}
-    s.steps = [Step("train", "gpus_0", "skipped", reason="needs a CUDA device", gpu="0"),
-               Step("train", "norm_train_gpus_-1_autocast_fp32", "passed", gpu="-1", trainer="norm_train", device="cpu"),
-               Step("train", "norm_train_gpus_0,1_autocast_fp32", "failed", gpu="0,1", trainer="norm_train", device="gpu"),
-               Step("train", "norm_train_gpus_2,3_autocast_fp32", "passed", gpu="2,3", trainer="norm_train", device="cpu",
+    s.steps = [Step.flat("train", "gpus_0", "skipped", reason="needs a CUDA device", gpu="0"),
+               Step.flat("train", "norm_train_gpus_-1_autocast_fp32", "passed", gpu="-1", trainer="norm_train", device="cpu"),
+               Step.flat("train", "norm_train_gpus_0,1_autocast_fp32", "failed", gpu="0,1", trainer="norm_train", device="gpu"),
+               Step.flat("train", "norm_train_gpus_2,3_autocast_fp32", "passed", gpu="2,3", trainer="norm_train", device="cpu",
                     note="ran on CPU: 2 processes over gloo (no CUDA device for gpu_list entry 2,3)"),
-               Step("infer", "python_infer_gpu_gpus_0_usetrt_True_precision_fp16_batchsize_1", "passed", gpu="0",
+               Step.flat("infer", "python_infer_gpu_gpus_0_usetrt_True_precision_fp16_batchsize_1", "passed", gpu="0",
                     device="gpu", use_gpu="True", use_trt="True", precision="fp16", batch_size="1"),
-               Step("infer", "python_infer_cpu_gpus_-1_usemkldnn_True_threads_2_precision_fp32_batchsize_4", "passed",
+               Step.flat("infer", "python_infer_cpu_gpus_-1_usemkldnn_True_threads_2_precision_fp32_batchsize_4", "passed",
                     mkldnn="True", threads="2", **cpu),
-               Step("infer", "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_4", "passed",
+               Step.flat("infer", "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_4", "passed",
                     mkldnn="False", threads="1", **cpu)]
     return s
 

@@ -101,6 +101,6 @@ def test_a_check_that_compared_nothing_does_not_make_a_checked_verdict(check, ve
 
     steps = [Step("train", "norm_train", "passed"), Step("infer", "python_infer_cpu", "passed")]
     if check is not None:
-        steps.append(Step("check", "fixed_inputs_gpus_-1", "passed", check=check))
+        steps.append(Step.flat("check", "fixed_inputs_gpus_-1", "passed", check=check))
     summary = Summary(model="m", mode="lite_train_lite_infer", config="c.txt", steps=steps, runner_exit_code=0)
     assert verdict_of(summary) == verdict

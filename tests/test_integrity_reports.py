@@ -239,7 +239,7 @@ def _passing_run(root: Path, logits: float) -> None:
     run_dir.mkdir(parents=True)
     log = run_dir / "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1.log"
     log.write_text(f'sst2_0\t{{"label": 0, "logits": [{logits}, 0.5]}}\n')
-    step = Step("infer", log.stem, "passed", 0, 1.0, log="./" + log.relative_to(root).as_posix(), device="cpu",
+    step = Step.flat("infer", log.stem, "passed", 0, 1.0, log="./" + log.relative_to(root).as_posix(), device="cpu",
                 use_gpu="False", training="gpus_-1", precision="fp32")
     write_json(Summary("bert_sst2", MODE, "c.txt", steps=[step]), run_dir / "summary.json")
 

@@ -212,8 +212,8 @@ def test_the_export_is_matched_against_every_state_dict_of_every_file_and_unread
 
 
 def _steps() -> list[Step]:
-    return [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
-            Step("export", "t_export", "passed", training="gpus_-1", model_dir="out/t/inference")]
+    return [Step.flat("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
+            Step.flat("export", "t_export", "passed", training="gpus_-1", model_dir="out/t/inference")]
 
 
 def test_a_checkpoint_the_proof_cannot_read_is_never_reported_as_missing(tmp_path: Path):

@@ -42,9 +42,9 @@ def _save(path: Path, state: dict[str, np.ndarray], protocol: int = 4) -> Path:
 
 
 def _steps() -> list[Step]:
-    return [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
-            Step("eval", "t_eval", "passed", training="gpus_-1"),
-            Step("export", "t_export", "passed", training="gpus_-1", model_dir="out/t")]
+    return [Step.flat("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
+            Step.flat("eval", "t_eval", "passed", training="gpus_-1"),
+            Step.flat("export", "t_export", "passed", training="gpus_-1", model_dir="out/t")]
 
 
 class Chain:

@@ -60,7 +60,7 @@ from tipcgen.core.errors import ExportFormatError
 from tipcgen.repro import record
 from tipcgen.repro.pdiparams import read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
-from tipcgen.results.results import Step
+from tipcgen.results.results import Step, StepCase, StepCheck, StepTraining
 
 TIMEOUT = 300
 MAX_BYTES_OPTION = "--max-checkpoint-bytes"  # tipcgen run's option for the largest checkpoint read
@@ -394,7 +394,7 @@ def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, expo
     """Why eval and export were not given the same checkpoint (their recorded commands), or ''."""
     given = passed_value(export.command, export_key)
     for step in steps:
-        if step.kind != EVAL or step.training != export.training or step.status != PASSED:
+        if step.kind != EVAL or step.training.name != export.training.name or step.status != PASSED:
             continue
         evaluated = passed_value(step.command, eval_key)
         if evaluated is not None and given is not None and os.path.normpath(evaluated) != os.path.normpath(given):
@@ -512,23 +512,25 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
     name = checkpoint_name(config_text)
     eval_key, export_key = _slot_line(config_text, "train.pretrained")[0], _slot_line(config_text, "export.weights")[0]
     limit = max_bytes or default_max_bytes()
-    fed = {s.training for s in steps if s.kind in (EVAL, EXPORT)}
+    fed = {s.training.name for s in steps if s.kind in (EVAL, EXPORT)}
     # keyed by the steps' training (None where a record named none: one key for all of those, as it always was)
     written: dict[str | None, list[Path]] = {}
     judged: dict[str | None, tuple] = {}
     for train in steps:
-        if train.kind != TRAIN or train.status != PASSED or not train.model_dir or train.training not in fed:
+        model_dir = train.case.model_dir
+        if train.kind != TRAIN or train.status != PASSED or not model_dir or train.training.name not in fed:
             continue
-        save = root / train.model_dir
-        training, written[train.training], unrecorded = _training_of(train, train.model_dir, root, records, name)
+        training_id = train.training.name
+        save = root / model_dir
+        training, written[training_id], unrecorded = _training_of(train, model_dir, root, records, name)
         if training is not None and records is not None:
             outside = None if records.handshake else training.model_dir
-            judged[train.training] = _judge(training, written[train.training], root, records, outside)
+            judged[training_id] = _judge(training, written[training_id], root, records, outside)
         elif unrecorded:
-            judged[train.training] = ([], {}, [], unrecorded, "", "")
+            judged[training_id] = ([], {}, [], unrecorded, "", "")
         if unrecorded:
             continue
-        missing = missing_checkpoint(save, name, written[train.training])
+        missing = missing_checkpoint(save, name, written[training_id])
         if missing is not None:
             train.status = FAILED
             what = (f"{CHECKPOINT_WORDS} into {os.path.relpath(missing, root)}" if name == "." or missing.is_dir()
@@ -537,35 +539,37 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                 f"it wrote {what} (train_model_name {name!r}, the descriptor's train.checkpoint), which eval and "
                 "export load: check that the training saves (a flag that gates saving, such as a save or eval "
                 "interval) into the output folder it is given (train.output_dir)")]))
-    trains = {s.training: s for s in steps if s.kind == TRAIN and s.model_dir and s.training in written}
+    trains = {s.training.name: s for s in steps if s.kind == TRAIN and s.case.model_dir and s.training.name in written}
     out: list[Step] = []
     notes: list[str] = []
     for export in steps:
-        if export.kind != EXPORT or export.status != PASSED or not export.model_dir:
+        exported_to = export.case.model_dir
+        if export.kind != EXPORT or export.status != PASSED or not exported_to:
             continue
-        trained_by = trains.get(export.training)
+        training_id = export.training.name
+        trained_by = trains.get(training_id)
         if trained_by is None:
             continue  # whole_infer: an export of given models, not of this run's training
-        label = f"export_params_{export.training}"
-        prefix = _exported_prefix(root / export.model_dir)
-        checkpoints = written[export.training]
-        trained, changed, untrained, failed, note, unchecked = judged.get(export.training,
+        label = f"export_params_{training_id}"
+        prefix = _exported_prefix(root / exported_to)
+        checkpoints = written[training_id]
+        trained, changed, untrained, failed, note, unchecked = judged.get(training_id,
                                                                          (checkpoints, {}, [], "", "", ""))
         if prefix is None and env.get("TIPC_NO_PADDLE") == "1" and not failed:
-            notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir} (a stand-in chain, "
+            notes.append(f"{label}: the export wrote no .pdiparams under {exported_to} (a stand-in chain, "
                          "TIPC_NO_PADDLE=1), so its parameters were not compared with the trained checkpoint")
             continue
-        step = Step(kind=CHECK, name=label, status=FAILED, reference=TRAINED, training=export.training,
-                    model_dir=(str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
-                    if prefix is not None else export.model_dir)
+        step = Step(kind=CHECK, name=label, status=FAILED, check=StepCheck(TRAINED), training=StepTraining(name=training_id),
+                    case=StepCase(model_dir=(str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
+                                  if prefix is not None else exported_to))
         started = time.perf_counter()
         if failed:
             step.reason = failed
         elif prefix is None:
-            step.reason = (f"the export wrote no .pdiparams under {export.model_dir}: its parameters cannot be "
+            step.reason = (f"the export wrote no .pdiparams under {exported_to}: its parameters cannot be "
                            "compared with the trained checkpoint")
         elif not checkpoints:
-            step.reason = (f"the training wrote {CHECKPOINT_WORDS} under {trained_by.model_dir}: the exported "
+            step.reason = (f"the training wrote {CHECKPOINT_WORDS} under {trained_by.case.model_dir}: the exported "
                            "parameters cannot be compared with a checkpoint of this run")
         elif not trained:
             step.reason = ("the training wrote no checkpoint of its own, judged by content against the weight files "
@@ -583,7 +587,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                     notes.append(f"{unchecked_prefix()}{label}: {unchecked}")
                 step.reason = "" if passed else "; ".join([found, *(
                     [f"not counted as the training's own: {'; '.join(untrained[:SHOWN])}"] if untrained else [])])
-                step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""
+                step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.case.model_dir}.pdiparams" if checkpoint else ""
             except (CheckpointError, OSError, ValueError) as exc:
                 step.status = FAILED
                 step.reason = (getattr(exc, "message", None) or str(exc)).replace(f"{root}{os.sep}", "")
@@ -591,11 +595,11 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                 if MAX_BYTES_OPTION in hint:
                     step.reason += f": {hint}"
         mismatch = _same_checkpoint(steps, export, eval_key, export_key)
-        elsewhere = [s for s in steps if s.kind == INFER and s.training == export.training and s.model_dir
-                     and not _inside(root / s.model_dir, root / export.model_dir)]
+        elsewhere = [s for s in steps if s.kind == INFER and s.training.name == training_id and s.case.model_dir
+                     and not _inside(root / s.case.model_dir, root / exported_to)]
         if elsewhere:  # the runner passes the export's folder: a config or runner that does not proves nothing
-            mismatch = "; ".join(filter(None, [mismatch, f"inference {elsewhere[0].name} read {elsewhere[0].model_dir}, "
-                                                         f"not this run's export {export.model_dir}"]))
+            mismatch = "; ".join(filter(None, [mismatch, f"inference {elsewhere[0].name} read {elsewhere[0].case.model_dir}, "
+                                                         f"not this run's export {exported_to}"]))
         if mismatch:
             step.status, step.note = FAILED, ""
             step.reason = "; ".join(filter(None, [step.reason, mismatch]))

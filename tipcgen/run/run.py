@@ -839,7 +839,7 @@ def _note_seeds(summary: Summary, root: Path) -> None:
         summary.provenance["seeds"].update(seeds.log_seeds(root, [s.log for s in summary.steps if s.kind == TRAIN and s.log]))
     if seeds.seeded(summary.provenance) is False:
         for step in summary.steps:
-            if step.kind == CHECK and step.reference == chains.GOLDEN and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
+            if step.kind == CHECK and step.check.reference == chains.GOLDEN and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
                 step.note = f"{step.note}; {seeds.UNSEEDED}" if step.note else seeds.UNSEEDED
 
 

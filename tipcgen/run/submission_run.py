@@ -307,9 +307,9 @@ def annotate(steps: list[Step], values: dict[str, str], root: Path) -> None:
         if step.kind == TRAIN:
             training = step.name
         if step.kind in (TRAIN, EVAL, EXPORT, INFER):
-            step.training = training
+            step.training.name = training
         if step.kind in keys:
-            step.model_dir = _inside_path(_passed(step.command, keys[step.kind]), root)
+            step.case.model_dir = _inside_path(_passed(step.command, keys[step.kind]), root)
 
 
 # What a prepare.sh's output holds when something in it failed though the script went on (upstream's prepare.sh
@@ -376,7 +376,7 @@ def unverified_gpu_cases(steps: list[Step], values: dict[str, str], device: dict
     for step in steps:
         if step.status != PASSED or not gpu_case(step, keys):
             continue
-        step.status, step.device = SKIPPED, "gpu"
+        step.status, step.case.device = SKIPPED, "gpu"
         step.reason = why + ": it ran on the CPU, not verified as a GPU case here; run it where a GPU and a GPU build of paddle are"
         count += 1
     return count
@@ -497,7 +497,7 @@ class KeptRunner:
 
     def proof_notes(self, steps: list[Step]) -> list[str]:
         # its outputs are found where its commands name them (annotate)
-        if any(s.kind == EXPORT and s.status == PASSED and not s.model_dir for s in steps):
+        if any(s.kind == EXPORT and s.status == PASSED and not s.case.model_dir for s in steps):
             return ["an export's parameters were not compared with the trained checkpoint: its status "
                     "line's command does not name its output folder (export.output_dir's key)"]
         return []
