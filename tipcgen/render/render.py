@@ -112,7 +112,7 @@ def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
         "models": [{"name": d.model_name, "timeout": d.step_timeout, "env": d.env, "slot_keys": _slot_keys(d)} for d in descs]
         + ptq_runner.ptq_timeout_arms(descs),  # a PTQ config's model_name that is not its descriptor's
         "paths": paths.runner_context(),
-        "fleet": any(d.fleet is not None for d in descs),  # the basic runner's hook for the fleet chain's machines
+        "fleet_hook": any(d.fleet is not None for d in descs),  # the basic runner sources tipc_fleet.sh
     }
 
 
