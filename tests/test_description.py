@@ -115,7 +115,7 @@ def test_renaming_every_slot_and_adding_one_is_one_edit_each_in_the_description(
     config = repo / "test_tipc" / "configs" / "stub_model" / "train_infer_python.txt"
     lines = config.read_text().splitlines()
     assert lines[51] == "--warmup:2" and lines[42] == "--cpu_threads:1"
-    assert "[infer_warmup]=51" in (repo / "test_tipc" / "tipc_steps.sh").read_text()
+    assert '"infer_warmup": 51' in (repo / "test_tipc" / "tipc_layouts.json").read_text()
     lint = tipcgen("lint", str(config), cwd=repo, env=env)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     imported = tipcgen("import", str(config), cwd=repo, env=env, check=True).stdout
