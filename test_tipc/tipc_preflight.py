@@ -44,8 +44,12 @@ class Refused(Exception):
 
 def tables():
     """tipc_layouts.json beside this file."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tipc_layouts.json"), encoding="utf-8") as f:
-        return json.load(f)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tipc_layouts.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        raise Refused("cannot read %s: %s" % (path, error), "render test_tipc/ again with tipcgen init")
 
 
 def load(path):
@@ -140,15 +144,20 @@ def check_layout(path, lines, numbers, layout, held):
 def check_keys(path, lines, numbers, keys):
     """Each line the model's descriptor rendered with a key still has that key (or the null filler), so a shifted
     line, even among the keyless inference lines, fails here instead of passing a value under the neighbouring
-    flag. A key no other line has, with the next keyed line in place, was renamed."""
+    flag. A key no other line has, with the next keyed line in place, was renamed. The null filler stands for a flag
+    turned off, unless the key it replaces sits one line away."""
     def name_at(index):
-        return line_name(lines[index]) if index < len(lines) else ""
+        return line_name(lines[index]) if 0 <= index < len(lines) else ""
 
+    expected = dict(keys)
     for i, (index, key) in enumerate(keys):
         found = name_at(index)
-        if found in (key, "null"):
+        if found == key:
             continue
-        renamed = all(other_index == index or other_key != found for other_index, other_key in keys)
+        moved = any(name_at(near) == key and expected.get(near) != key for near in (index - 1, index + 1))
+        if found == "null" and not moved:
+            continue  # the null filler: the flag turned off (not the key itself one line away: a line missing or extra)
+        renamed = found != "null" and all(other_index == index or other_key != found for other_index, other_key in keys)
         if i + 1 < len(keys) and name_at(keys[i + 1][0]) not in (keys[i + 1][1], "null"):
             renamed = False
         line = lines[index] if index < len(lines) else ""
@@ -197,16 +206,16 @@ def sections(lines, first):
             continue
         key, colon, value = line.partition(":")
         where = "%s:%s" % (name, key)
-        if name is None or where in seen or any(c in where for c in SPACE):
+        if name is None or where in seen or not where.isprintable() or any(c in where for c in SPACE):
             continue
         seen.add(where)
         out.append("section %s %s" % (where, value if colon else line))
     return out
 
 
-def check(path):
-    """The config against the layout it was meant to follow, and its model's keys; the layout's table."""
-    known = tables()
+def check(path, known):
+    """The config against the layout it was meant to follow (of KNOWN, tipc_layouts.json's), and its model's keys;
+    the layout's table and the config's sections."""
     lines, numbers = load(path)
     check_markers(path, lines, numbers)
     layout, held = pick(lines, known["layouts"])
@@ -218,8 +227,8 @@ def check(path):
     return "\n".join([table(layout)] + sections(lines, layout["lines"]))
 
 
-def named_layout(name):
-    for layout in tables()["layouts"]:
+def named_layout(name, known):
+    for layout in known["layouts"]:
         if name == layout["name"] or name in layout["also"]:
             return table(layout)
     raise Refused("internal: no layout table '%s' in tipc_layouts.json" % name, "render test_tipc/ again with tipcgen init")
@@ -264,7 +273,7 @@ def check_lock(run_folder):
     if not os.path.isfile(lock):
         return
     with open(lock, encoding="utf-8", errors="replace") as f:
-        text = f.read()
+        text = f.read(65536)  # a record is a line of JSON
     run_id = os.environ.get("TIPC_RUN_ID", "")
     if run_id and '"run_id": "%s"' % run_id in text:
         return
@@ -332,29 +341,32 @@ def gpu_count(python):
     return out if out.isdigit() else "0"
 
 
-def start(run_folder, python="python"):
+def start(run_folder, python, known):
     """The run folder made safe to write (no link on the way, no other live run, the last run moved aside); the
     CUDA devices the run can use."""
     no_links(run_folder)
     check_lock(run_folder)
-    keep_previous(run_folder, tables()["weight_suffixes"])
+    keep_previous(run_folder, known["weight_suffixes"])
     return gpu_count(python)
 
 
-COMMANDS = {"check": (check, 1), "layout": (named_layout, 1), "lines": (check_lines, None), "start": (start, 2), "sections": (section_values, 2),
-            "links": (no_links, 2)}
+# Each command: its function, how many arguments it takes (None: a file, then line indices), whether it reads the
+# tables (tipc_layouts.json).
+COMMANDS = {"check": (check, 1, True), "layout": (named_layout, 1, True), "start": (start, 2, True),
+            "lines": (check_lines, None, False), "sections": (section_values, 2, False), "links": (no_links, 2, False)}
 
 
 def main(argv):
-    command = COMMANDS.get(argv[0] if argv else "")
-    most = command[1] if command else 0
-    if command is None or len(argv) < 2 or (most is not None and len(argv) - 1 > most) \
-            or (most is None and not all(arg.isdigit() for arg in argv[2:])):
+    name, args = (argv[0], argv[1:]) if argv else ("", [])
+    function, count, reads = COMMANDS.get(name, (None, 0, False))
+    variadic = count is None and args and all(arg.isdigit() for arg in args[1:])
+    if function is None or not (variadic or len(args) == count):
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
-    args = argv[1:2] + [int(arg) for arg in argv[2:]] if most is None else argv[1:]
+    if count is None:
+        args = args[:1] + [int(arg) for arg in args[1:]]
     try:
-        out = command[0](*args)
+        out = function(*args, known=tables()) if reads else function(*args)
     except Refused as refused:
         message = "tipc error: %s\n" % refused.what + ("  hint: %s\n" % refused.hint if refused.hint else "")
         sys.stderr.buffer.write(message.encode("utf-8", "surrogateescape"))
