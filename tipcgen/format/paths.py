@@ -135,7 +135,7 @@ def is_previous(run_folder: Path) -> bool:
     return run_folder.name.endswith(PREVIOUS)
 
 
-def runner_context() -> dict[str, str]:
+def runner_context() -> dict[str, str | list[str]]:
     """The names the runner templates spell (as bash words: $TIPC_MODEL and $MODE are expanded there)."""
     run = {chain: "./" + run_rel("$TIPC_MODEL", "$MODE", chain) for chain in RUNNERS}
     golden = {"model": "${TIPC_MODEL}", "mode": "${MODE}", "precision": "*"}  # a glob over the precisions
