@@ -9,6 +9,7 @@ import ast
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -309,8 +310,8 @@ def test_write_tree_refuses_a_linked_backup_folder_and_a_linked_file(tmp_path):
     assert _tree(outside) == {"secret": "secret"} and not (repo / ".tipcgen").exists()
 
 
-# A rerun's last run folder moved aside (#57): tipcgen run's writes.move_aside and the runner's tipc_keep_previous
-# keep the same files, on any tree a run could leave.
+# A rerun's last run folder moved aside (#57): tipcgen run's writes.move_aside and the runner's (tipc_preflight.py's
+# keep_previous, run by tipc_start_run) keep the same files, on any tree a run could leave.
 
 _NAMES = st.sampled_from(["a.log", "summary.json", "m.pdparams", "x.pdiparams", "w.pth", "w.pt", "w.pd", "s.safetensors",
                           "model_latest", "report.html", "n.txt", "é ü.log", "-dash", "sp ace", "*", "a.pdparams.bak"])
@@ -352,7 +353,8 @@ def _kept(folder: Path) -> dict:
 
 @settings(max_examples=25, deadline=None)
 @given(tree=_TREE, older=st.booleans())
-def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_python_and_bash(tmp_path_factory, tree, older):
+def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_tipcgen_and_the_runner(tmp_path_factory, tree,
+                                                                                                  older):
     from tipcgen.core.writes import move_aside
     from tipcgen.format.paths import WEIGHT_SUFFIXES
     from tipcgen.run.run import keep_previous
@@ -362,7 +364,7 @@ def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_pyt
     outside.mkdir()
     (outside / "theirs.pdparams").write_bytes(b"\x80keep")
     results = []
-    for side in ("python", "bash"):
+    for side in ("python", "runner"):
         root = work / side
         run_dir = root / "test_tipc/output/m/lite_train_lite_infer"
         _plant(run_dir, tree, outside)
@@ -371,8 +373,9 @@ def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_pyt
         if side == "python":
             assert keep_previous(root, run_dir) == "test_tipc/output/m/lite_train_lite_infer.previous"
         else:
-            proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_keep_previous "
-                                   "./test_tipc/output/m/lite_train_lite_infer"], cwd=root, capture_output=True, text=True)
+            proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_preflight start "
+                                   f"./test_tipc/output/m/lite_train_lite_infer {sys.executable}"], cwd=root,
+                                  capture_output=True, text=True, env={**os.environ, "TIPC_PYTHON": sys.executable})
             assert proc.returncode == 0, proc.stderr
         assert not run_dir.exists()
         results.append(_kept(run_dir.with_name("lite_train_lite_infer.previous")))
@@ -390,7 +393,8 @@ def test_an_empty_run_folder_is_left_and_the_folder_kept_aside_stays(tmp_path: P
     (tmp_path / "test_tipc/output/m/mode.previous").mkdir()
     (tmp_path / "test_tipc/output/m/mode.previous/report.html").write_text("kept")
     assert keep_previous(tmp_path, run_dir) == "" and run_dir.is_dir()
-    proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_keep_previous "
-                           "./test_tipc/output/m/mode"], cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_preflight start "
+                           f"./test_tipc/output/m/mode {sys.executable}"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "TIPC_PYTHON": sys.executable})
     assert proc.returncode == 0 and run_dir.is_dir(), proc.stderr
     assert (tmp_path / "test_tipc/output/m/mode.previous/report.html").read_text() == "kept"

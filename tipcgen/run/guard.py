@@ -45,7 +45,7 @@ class Interrupted(Exception):
 def lock_path(run_dir: Path) -> Path:
     """``<run folder>.lock``, next to the folder: the runner empties the folder, never the lock. The record of
     the run that holds it (pid, host, run id, start): what a refusal names, what the generated runner's
-    ``tipc_check_lock`` reads, the run id whose leftovers a later run stops. The exclusion itself is the OS lock
+    the runner's ``check_lock`` (test_tipc/tipc_preflight.py) reads, the run id whose leftovers a later run stops. The exclusion itself is the OS lock
     on ``os_lock_path``."""
     return run_dir.with_name(run_dir.name + ".lock")
 

@@ -470,7 +470,7 @@ def keep_previous(root: Path, run_dir: Path) -> str:
     logs survive this run whatever becomes of it (a failed prepare, a Ctrl-C), and no checkpoint of it is left to
     pass for this run's training (repro/record.py leaves test_tipc/output's untracked files out of the weights
     before a training: an honest seeded training may write the very same bytes) or to be taken as the newest train
-    run (prepare.sh). The runner does the same (tipc_keep_previous) when it is run by hand; under tipcgen run the
+    run (prepare.sh). The runner does the same (tipc_preflight.py's keep_previous) when it is run by hand; under tipcgen run the
     folder is gone by then. The folder moved aside, relative to root; empty when there was no run folder."""
     previous = paths.previous_dir(run_dir)
     if not writes.move_aside(root, run_dir, previous, paths.is_weight_file, "the previous run's folder"):
