@@ -346,7 +346,7 @@ def test_every_user_error_class_lives_in_errors_py():
     """One hierarchy: the exceptions a user sees are TipcgenError subclasses, all defined in tipcgen/core/errors.py.
     Only three internal ones live elsewhere, and none reaches the user: repro.pickles.Refused (turned into
     AlignFileError or CheckpointError where it is caught), repro.patterns._OverBudget (turned into a
-    ConvertError) and run.guard.Interrupted (a stop signal, which run.py turns into an interrupted summary). The
+    ConvertError) and run.guard.Interrupted (a stop signal, which run/pipeline.py turns into an interrupted summary). The
     scripts test_tipc/ ships (render/shipped/) import nothing from tipcgen, so their own exceptions do not count."""
     import re
 

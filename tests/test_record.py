@@ -3,7 +3,7 @@
 weights into its checkpoint folder, and a later step that overwrites the trained checkpoint with committed
 weights and sets its time back, each fail naming what happened; an honest training, a fine-tune of committed
 weights and a training that saves best/latest/EMA side by side pass. The handshakes are driven here as
-run/run.py drives them (started before a train/eval/export step, ended after a training); the exported
+run/pipeline.py drives them (started before a train/eval/export step, ended after a training); the exported
 parameters are handed in as the .pdiparams reader would return them (the chain half, with real paddle and
 the real runner, is tests/chains/test_checkpoints.py and tests/test_record_runs.py)."""
 from __future__ import annotations
@@ -275,7 +275,7 @@ def test_the_handshake_line_is_read_through_words_and_nothing_else_is_one():
         assert words.handshake_of(line) is None, line
     assert words.progress_mark("[tipc] WAIT 1 start train x") is None  # not a step's progress line
     steps = (Path(__file__).parents[1] / "templates/runner/tipc_steps.sh.j2").read_text()
-    assert steps.count(words.ANSWER_FD_VAR) >= 5  # the runner reads the variable run/run.py sets
+    assert steps.count(words.ANSWER_FD_VAR) >= 5  # the runner reads the variable run/pipeline.py sets
 
 
 def test_a_kept_runner_s_training_is_judged_against_the_weights_before_it_started(chain: Chain):

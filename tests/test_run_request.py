@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen.core.errors import RunError
-from tipcgen.run import run as runner
+from tipcgen.run import pipeline
 from tipcgen.run.request import NO_PROOFS, RunRequest
 from tipcgen.suite.suite import Chain, run_request
 
@@ -26,7 +26,7 @@ def asked(monkeypatch) -> list:
         seen.append((request, proofs))
         raise RunError("stopped at the door", "a test")
 
-    monkeypatch.setattr(runner, "run", door)
+    monkeypatch.setattr(pipeline, "run", door)
     return seen
 
 

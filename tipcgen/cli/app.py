@@ -295,7 +295,7 @@ def run(
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
     """
     from tipcgen.results import summary_text
-    from tipcgen.run import run as runner
+    from tipcgen.run import pipeline
     from tipcgen.run.request import RunRequest
 
     from tipcgen.cli.progress import RunDisplay
@@ -308,7 +308,7 @@ def run(
                              step_timeout=step_timeout, python=python, sandbox=sandbox,
                              max_checkpoint_bytes=max_checkpoint_bytes, quiet=quiet, on_line=display.on_line,
                              on_run_dir=display.on_run_dir)
-        summary = runner.run(request, ChainProofs())
+        summary = pipeline.run(request, ChainProofs())
     colored = _color(color.value)
     echo(summary_text.terminal_text(summary, color=colored), color=colored or None)
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
@@ -432,7 +432,7 @@ def golden(
     """
     from tipcgen import descriptor
     from tipcgen.outputs import golden as goldens
-    from tipcgen.run.run import check_mode
+    from tipcgen.run.pipeline import check_mode
 
     check_mode(mode)
     root = find_root(root)

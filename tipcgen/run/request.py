@@ -2,7 +2,7 @@
 
 ``RunRequest`` is built by the CLI (``tipcgen run``'s options, one field each, under the same names) and by
 ``tipcgen suite``, which starts each chain as ``tipcgen run`` with ``request.args()``: the arguments that the
-CLI parses back into the same request (tests/test_run_request.py). ``run.run.run`` takes it, for a generated
+CLI parses back into the same request (tests/test_run_request.py). ``run.pipeline.run`` takes it, for a generated
 runner and a kept one (init --submission) alike.
 
 ``Proofs`` is what a run checks that lives above ``run/`` (the layering: ``run/`` never imports ``repro/``

@@ -8,7 +8,7 @@ the runner names (its ``LOG_PATH``/``status_log`` assignments, read as text), th
 tree that grew during the run, else the lines the runner printed. What such a runner cannot tell is
 said in the summary's notes: its exit status is its last command's, and a step's status is only its
 status line (train, eval and export keep no log of their own). ``KeptRunner`` is this runner's driver
-(run.Driver): what the one pipeline of run/run.py asks of it where tipcgen's runner differs.
+(pipeline.Driver): what the one pipeline of run/pipeline.py asks of it where tipcgen's runner differs.
 """
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, SKI
 from tipcgen.results.results import Step, Summary, environment_info, required_kinds
 from tipcgen.run import provenance
 
-if TYPE_CHECKING:  # the types of the driver's arguments (run/run.py imports this module)
+if TYPE_CHECKING:  # the types of the driver's arguments (run/pipeline.py imports this module)
     from tipcgen.run.request import RunRequest
-    from tipcgen.run.run import RunContext
+    from tipcgen.run.pipeline import RunContext
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STATUS = re.compile(r"Run (successfully|failed) with command - (.*)$")
@@ -253,7 +253,7 @@ def explain_failed(steps: list[Step], outputs: list[list[str]], root: Path) -> N
     """A kept runner's failed step as tipcgen's runner gives it: the last lines of its output (its own log, else
     what the runner printed before its status line: ``outputs``, one list per step, or none) under it, and the
     cause, the line its output names the failure with (else what its status line alone says). The hint is
-    written from those lines as for any step (run._explain_failures)."""
+    written from those lines as for any step (pipeline._explain_failures)."""
     from tipcgen.results.results import log_tail
 
     for index, step in enumerate(steps):
@@ -427,7 +427,7 @@ def shim_notes(plan: dict[str, str], folder: str, python: str | None, step_timeo
 
 
 class KeptRunner:
-    """A kept runner (init --submission) as the run's driver (run.Driver): it runs whatever prepare.sh did, as a
+    """A kept runner (init --submission) as the run's driver (pipeline.Driver): it runs whatever prepare.sh did, as a
     reviewer would run it; it has no handshake (the weights are recorded just before it starts); its steps have
     no time limit but --step-timeout's (the interpreter shim's); its records are its status lines."""
 
