@@ -25,7 +25,7 @@ from tipcgen.outputs import accept_repo
 from tipcgen.results import autolog
 from tipcgen.outputs import report
 from tipcgen.outputs import support_table
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 from tipcgen.format import paths
 
 from conftest import ROOT, edit, read_summary, tipcgen

@@ -23,7 +23,7 @@ from tipcgen.results import speeds
 from tipcgen import descriptor
 from tipcgen.render import render
 from tipcgen.outputs import report_bench
-from tipcgen.results import results
+from tipcgen.results.summary import load_summary
 from tipcgen.core.errors import DescriptorError
 
 from conftest import ROOT, chain_env, make_stub_repo, tipcgen
@@ -220,7 +220,7 @@ def test_a_train_that_logs_no_ips_is_failed(tmp_path: Path):
     fp16 = next(s for s in summary["steps"] if s["status"] == "skipped")
     assert (fp16["precision"], fp16["batch_size"], fp16["device_num"]) == ("fp16", "8", "N1C1"), fp16
     assert (steps["train"]["device"], steps["train"]["precision"], steps["train"]["autocast"]) == ("cpu", "fp32", "fp32")
-    row = next(r for r in report_bench.speed_rows(results.load_summary(run_dir / "summary.json"), run_dir) if r.ips is None)
+    row = next(r for r in report_bench.speed_rows(load_summary(run_dir / "summary.json"), run_dir) if r.ips is None)
     assert (row.fp_item, row.batch_size, row.device_num) == ("fp16", "8", "N1C1")
     assert steps["train"]["status"] == "passed" and steps["speed"]["status"] == "failed"
     assert any("JOB_FAIL_FLAG" in line for line in steps["speed"]["tail"]) and not summary["ok"]

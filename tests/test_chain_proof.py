@@ -273,7 +273,7 @@ def test_the_parameter_check_finds_trained_values_by_shape_and_names_the_first_t
 
 
 def test_inference_that_read_another_model_than_the_runs_export_fails_the_check(tmp_path: Path):
-    from tipcgen.results.results import Step
+    from tipcgen.results.summary import Step
 
     (tmp_path / "out/t").mkdir(parents=True)
     (tmp_path / "out/t/inference.pdiparams").write_bytes(b"")

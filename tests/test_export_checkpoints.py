@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tipcgen.core.errors import CheckpointError
 from tipcgen.repro import export_check
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 
 RNG = np.random.default_rng(3)
 

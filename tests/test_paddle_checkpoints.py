@@ -37,7 +37,7 @@ from conftest import fuzz_examples
 from tipcgen.core.errors import CheckpointError
 from tipcgen.repro import export_check
 from tipcgen.repro.checkpoint_io import read_paddle_checkpoint, read_paddle_state
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 
 from test_chain_proof import TUTORIAL
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tipcgen.repro import export_check, record
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 
 TUTORIAL = (Path(__file__).parent / "test_chain_proof.py").read_text().split('TUTORIAL = """', 1)[1].split('"""', 1)[0]
 RUN_DIR = "test_tipc/output/m/lite_train_lite_infer"

@@ -11,7 +11,7 @@ import pytest
 from tipcgen.core.errors import RunError
 from tipcgen.format import paths
 from tipcgen.format.chains import BASIC, PADDLE2ONNX
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 from tipcgen.run import pipeline
 from tipcgen.run import submission_run
 from tipcgen.run.request import RunRequest

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tipcgen.descriptor import samples_dir
-from tipcgen.results.results import Step, Summary, write_json
+from tipcgen.results.summary import Step, Summary, write_json
 from tipcgen.run import pipeline, provenance, seeds
 
 from conftest import read_summary, tipcgen

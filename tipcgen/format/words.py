@@ -31,7 +31,7 @@ class Status(str, Enum):
     SKIPPED = "skipped"
     # A step a stop signal cut short (Ctrl-C, a CI's cancel): neither passed nor failed, and never a PASSED verdict.
     # The runners' records keep `failed` with the reason `interrupted` (their status log's "Run failed" line, as
-    # upstream's); results/results.py reads such a record as this status.
+    # upstream's); results/summary.py reads such a record as this status.
     INTERRUPTED = "interrupted"
 
     __str__, __repr__ = word_str, word_repr

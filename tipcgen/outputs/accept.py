@@ -32,7 +32,7 @@ from tipcgen.format.words import FAILED, INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
-from tipcgen.results.results import Summary, load_summary, log_tail, relocate_logs
+from tipcgen.results.summary import Summary, load_summary, log_tail, relocate_logs
 from tipcgen.results.summary_check import inside
 from tipcgen.format import paths
 
@@ -57,7 +57,7 @@ def read_run(run_dir: Path, root: Path | None = None) -> Summary:
         raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}",
                            "pass a run folder such as test_tipc/output/<model>/<mode>, which tipcgen run writes")
     summary = load_summary(path)  # summary_check validates every field: SummaryFileError (exit 2) names the one
-    if root is not None:  # a folder a rerun moved aside: its logs are read there (results.relocate_logs)
+    if root is not None:  # a folder a rerun moved aside: its logs are read there (summary.relocate_logs)
         relocate_logs(summary, run_dir, root)
     return summary
 

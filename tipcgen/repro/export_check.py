@@ -60,7 +60,7 @@ from tipcgen.core.errors import ExportFormatError
 from tipcgen.repro import record
 from tipcgen.repro.pdiparams import read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
-from tipcgen.results.results import Step, StepCase, StepCheck, StepTraining
+from tipcgen.results.summary import Step, StepCase, StepCheck, StepTraining
 
 TIMEOUT = 300
 MAX_BYTES_OPTION = "--max-checkpoint-bytes"  # tipcgen run's option for the largest checkpoint read

@@ -37,7 +37,7 @@ from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, INTERRUPTED, PADDLE_PIN, PASSED, PREPARE, TRAIN
-from tipcgen.results.results import (
+from tipcgen.results.summary import (
     Step,
     Summary,
     check_status_lines,
@@ -724,7 +724,7 @@ class _Pipeline:
                 # gated: no runner ran, so an interrupt stopped prepare.sh; else only one before it finished did
                 stopped = summary.interrupted if self.driver.gated else not self.prepare_done
                 prepare.reason = INTERRUPTED if stopped else self.prepare_stuck or exit_text(prepare.exit_code)
-            if prepare.reason == INTERRUPTED:  # cut short by the stop signal, as a runner's step (results.read_records)
+            if prepare.reason == INTERRUPTED:  # cut short by the stop signal, as a runner's step (summary.read_records)
                 prepare.status = INTERRUPTED
             prepare.tail = list(self.prepare_out)[-20:]
         writes.make_dirs(root, run_dir, "the run folder")

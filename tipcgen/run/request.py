@@ -18,7 +18,7 @@ from typing import Any, Callable, Protocol
 
 from tipcgen.format.chains import BASIC
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from tipcgen.format.chains import BASIC
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import OUTPUT, RESULTS_LOG, RUNNERS, STATE
 from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, SKIPPED, TRAIN, WAIT_START
-from tipcgen.results.results import Step, Summary, environment_info, required_kinds
+from tipcgen.results.summary import Step, Summary, environment_info, required_kinds
 from tipcgen.run import provenance
 
 if TYPE_CHECKING:  # the types of the driver's arguments (run/pipeline.py imports this module)
@@ -254,7 +254,7 @@ def explain_failed(steps: list[Step], outputs: list[list[str]], root: Path) -> N
     what the runner printed before its status line: ``outputs``, one list per step, or none) under it, and the
     cause, the line its output names the failure with (else what its status line alone says). The hint is
     written from those lines as for any step (pipeline._explain_failures)."""
-    from tipcgen.results.results import log_tail
+    from tipcgen.results.summary import log_tail
 
     for index, step in enumerate(steps):
         if step.status != FAILED:
