@@ -21,7 +21,7 @@ import pytest
 from tipcgen.descriptor import benchmark
 from tipcgen.results import speeds
 from tipcgen import descriptor
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.outputs import report_bench
 from tipcgen.results.summary import load_summary
 from tipcgen.core.errors import DescriptorError
@@ -52,7 +52,7 @@ def load(text: str):
 
 
 def test_sample_section_renders_upstream_order():
-    text = render.render_config(descriptor.load("bert-sst2"))
+    text = repository.render_config(descriptor.load("bert-sst2"))
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if "=train_benchmark_params=" in line)
     # upstream's benchmark_train.sh reads the five lines after the header by position
@@ -194,7 +194,7 @@ def test_an_imported_section_gets_the_script_and_both_at_once_are_refused(tmp_pa
     tipcgen("import", str(ROOT / "test_tipc/configs/bert_sst2/train_infer_python.txt"), "-o", str(imported), check=True)
     desc = descriptor.load(str(imported))
     assert desc.benchmark is None and any(name == benchmark.SECTION for name, _ in desc.sections)
-    files = render.render_files(desc)
+    files = repository.render_files(desc)
     assert "test_tipc/benchmark_train.sh" in files and "test_tipc/benchmark_analysis.py" in files
     both = imported.read_text() + "benchmark: {batch_size: [8]}\n"
     with pytest.raises(DescriptorError) as info:

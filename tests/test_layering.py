@@ -13,9 +13,9 @@ DOC = ROOT / "docs" / "ARCHITECTURE.md"
 # The rules within the layering (docs/ARCHITECTURE.md, "Rules beside the table"): module -> modules it never imports.
 _PURE_PARSERS = ("results.summary", "outputs.report_bench", "outputs.report_logs", "outputs.accept_repo")
 FORBIDDEN = {
-    **{m: {"render.render", "render.update", "new.new", "render.templating"} for m in _PURE_PARSERS},
+    **{m: {"render.repository", "render.update", "new.new", "render.templating"} for m in _PURE_PARSERS},
     "new.new": {"results.summary", *_PURE_PARSERS[1:], "run.pipeline", "run.submission_run"},
-    "run.pipeline": {"render.render", "configs.lint"},
+    "run.pipeline": {"render.repository", "configs.lint"},
 }
 # The package's root files: __init__ holds the version (a leaf anything may read), __main__ is `python -m tipcgen`.
 ROOT_FILES = {"__init__", "__main__"}

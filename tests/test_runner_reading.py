@@ -19,7 +19,7 @@ from tipcgen import descriptor
 from tipcgen.configs import family_pick, import_kept, lint, lint_runners
 from tipcgen.core.errors import ConfigImportError
 from tipcgen.format import runner_spec
-from tipcgen.render import render
+from tipcgen.render import repository
 import corpus_sweep
 from conftest import SANDBOX, tipcgen
 
@@ -343,7 +343,7 @@ def test_a_kept_config_comes_back_byte_for_byte(lines: list[str], final: bool) -
         written = "x" + written
     placeholder = "schema_version: 1\nmodel_name: m\ngpu_list: '-1'\ntrain:\n  norm: train.py\ninference:\n  script: null\n"
     desc = descriptor.load_text(placeholder + import_kept.import_kept(written, "c.txt", "m/c.txt"), source="c.txt")
-    assert render.kept_files([desc])["test_tipc/configs/m/c.txt"] == written
+    assert repository.kept_files([desc])["test_tipc/configs/m/c.txt"] == written
 
 
 def test_import_of_a_kept_kind_and_onto_an_existing_file(tmp_path: Path) -> None:

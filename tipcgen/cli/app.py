@@ -173,12 +173,12 @@ def init(
     Example: tipcgen init bert-sst2 question-matching --root my_repo --devices cpu
     """
     from tipcgen import descriptor
-    from tipcgen.render import render
+    from tipcgen.render import repository
 
     output = _repository_root(root, output, "--output")
     descs = [descriptor.load(target) for target in targets]
-    written = render.init(descs, output, force=force, devices=devices.value, on_note=lambda line: echo(line, err=True),
-                          submission=submission)
+    written = repository.init(descs, output, force=force, devices=devices.value, on_note=lambda line: echo(line, err=True),
+                              submission=submission)
     for item in written:
         echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")
