@@ -225,5 +225,5 @@ def test_accept_names_the_runner_of_the_run_it_judges() -> None:
     from tipcgen.outputs import accept
     from tipcgen.results.summary import Summary
 
-    item = accept.check_run(ROOT, ROOT, Summary(model="m", mode="lite_train_lite_infer", config="c", chain="dy2static"))
+    item = accept.run_item(ROOT, ROOT, Summary(model="m", mode="lite_train_lite_infer", config="c", chain="dy2static"))
     assert item.title == "the chain passes (prepare.sh + test_train_dy2static_python.sh)"

@@ -45,7 +45,7 @@ def test_the_cli_builds_one_request_of_every_option(asked: list, tmp_path: Path)
                                  quiet=True)
     assert request.on_line is not None  # the CLI's printer
     proofs = asked[-1][1]
-    assert callable(proofs.refuse) and callable(proofs.check_run)  # handed in as one object, not lambdas
+    assert callable(proofs.refuse) and callable(proofs.check_exports)  # handed in as one object, not lambdas
 
 
 def test_the_defaults_are_the_cli_defaults(asked: list) -> None:

@@ -247,7 +247,7 @@ def update(
 class ChainProofs:
     """The proofs of a run, which live above run/ (tests/test_layering.py): the config's refusals
     (configs/preflight.refuse), the records taken at the runner's handshakes (repro/record.Recorder) and the
-    export against the recorded trained checkpoint (repro/export_check.check_run)."""
+    export against the recorded trained checkpoint (repro/export_check.check_exports)."""
 
     def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Descriptor | None) -> list[str]:
         from tipcgen.configs import preflight
@@ -260,11 +260,11 @@ class ChainProofs:
 
         return record.Recorder(root, run_dir, max_bytes or export_check.default_max_bytes(), handshake, env)
 
-    def check_run(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
-                  records, max_bytes: Optional[int]) -> tuple[list, list[str]]:
+    def check_exports(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
+                      records, max_bytes: Optional[int]) -> tuple[list, list[str]]:
         from tipcgen.repro import export_check
 
-        return export_check.check_run(root, steps, config_text, python, env, records=records, max_bytes=max_bytes)
+        return export_check.check_exports(root, steps, config_text, python, env, records=records, max_bytes=max_bytes)
 
     def load(self) -> None:
         from tipcgen.repro import export_check  # noqa: F401 (numpy, the .pdiparams reader)

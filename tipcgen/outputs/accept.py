@@ -92,7 +92,7 @@ def check(root: Path, run_dir: Path | None = None, summary: Summary | None = Non
              check_autolog(root, summary, config_path, config),
              check_tree(root, config_path),
              check_support_table(root),
-             check_run(root, run_dir, summary)]
+             run_item(root, run_dir, summary)]
     return Acceptance(root=root, run_dir=run_dir, items=items)
 
 
@@ -205,7 +205,7 @@ def check_support_table(root: Path) -> Item:
     return Item("4.2.2-docs", title, True, f"{paths.CHAIN_DOC}:{body[0][0]}", f"{len(body)} row(s), from {source}")
 
 
-def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
+def run_item(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
     runner = paths.RUNNERS.get(summary.chain if summary is not None else BASIC, paths.BASIC_RUNNER).rsplit("/", 1)[-1]
     title = f"the chain passes (prepare.sh + {runner})"  # a dy2static or fleet run (--run): its own runner
     if summary is None or run_dir is None:

@@ -497,9 +497,9 @@ def _holds(sha: str, shas: dict[str, str]) -> str:
     return "it now holds other bytes"
 
 
-def check_run(root: Path, steps: list[Step], config_text: str, python: str | None,
-              env: dict[str, str], records: Recorder | None = None,
-              max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
+def check_exports(root: Path, steps: list[Step], config_text: str, python: str | None,
+                  env: dict[str, str], records: Recorder | None = None,
+                  max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
     """The check steps for every passed export of a trained model, and notes where none could run.
 
     records: what tipcgen recorded at the runner's handshakes (repro/record.py): each training's checkpoints

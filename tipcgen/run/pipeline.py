@@ -388,8 +388,8 @@ class TipcgenRunner:
         if code == 0 and missing and not summary.interrupted:
             summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                     f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
-        summary.target = target_check.check_run(ctx.desc, summary.mode, summary.chain,
-                                                [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
+        summary.target = target_check.against_target(ctx.desc, summary.mode, summary.chain,
+                                                     [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
 
 
 def driver_of(root: Path, chain: str) -> Driver:
@@ -449,9 +449,9 @@ def _null_kinds(text: str) -> set[str]:
 def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
     """The one pipeline of a run, for tipcgen's runner and a kept one (init --submission) alike: prepare
     (every refusal, the environment, the preflight) → the scripts (prepare.sh, the runner) → their records →
-    the proofs (``proofs.check_run``, the tracked files) → the outputs (summary.json, junit.xml); under the
+    the proofs (``proofs.check_exports``, the tracked files) → the outputs (summary.json, junit.xml); under the
     run folder's lock, with SIGINT/SIGTERM/SIGHUP turned into an interrupted summary. proofs: the checks that
-    live above run/ (the CLI hands in configs/preflight.refuse and repro/export_check.check_run)."""
+    live above run/ (the CLI hands in configs/preflight.refuse and repro/export_check.check_exports)."""
     ctx, summary = _prepare(request, proofs)
     if request.on_run_dir is not None:
         request.on_run_dir(ctx.run_dir)
@@ -706,8 +706,8 @@ class _Pipeline:
         extra: list[Step] = []
         notes: list[str] = []
         if self._runner_runs():
-            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, self.records,
-                                                 ctx.request.max_checkpoint_bytes)
+            extra, notes = self.proofs.check_exports(ctx.root, steps, ctx.text, ctx.python, ctx.env, self.records,
+                                                     ctx.request.max_checkpoint_bytes)
             notes = [*notes, *self.driver.proof_notes(steps)]
         step = tracked.check_step(self.parts, ctx.root, steps, self.work.starts)
         return [*extra, *([step] if step is not None else [])], notes

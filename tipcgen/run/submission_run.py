@@ -299,7 +299,7 @@ def annotate(steps: list[Step], values: dict[str, str], root: Path) -> None:
     """Where a kept runner's steps wrote and read models, from their status lines' commands (the config's
     keys as ``key=value``): a training's output folder (train.output_dir), the export's (export.output_dir),
     an inference's model folder (inference.model_dir); each eval, export and inference belongs to the
-    training before it. What the export check (Proofs.check_run) needs to find the kept runner's outputs."""
+    training before it. What the export check (Proofs.check_exports) needs to find the kept runner's outputs."""
     keys: dict[str, str] = {TRAIN: values.get("train.output_dir:key", ""), EXPORT: values.get("export.output_dir:key", ""),
             INFER: values.get("inference.model_dir:key", "")}
     training = None
