@@ -157,7 +157,7 @@ def check_autolog(root: Path, summary: Summary | None, config_path: Path | None 
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
                     "run a mode with inference (lite_train_lite_infer)")
     logs = {s.name: inside(root, s.log) for s in cases}  # a log outside the repository counts as none
-    without = [s for s in cases if logs[s.name] is None or not autolog.parse(log_tail(logs[s.name], 400))]
+    without = [s for s in cases if logs[s.name] is None or not autolog.read_block(log_tail(logs[s.name], 400))]
     off = _benchmark_off(config)
     if without and off is not None:
         number, line = off
