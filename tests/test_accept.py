@@ -25,7 +25,7 @@ from tipcgen.outputs import accept_repo
 from tipcgen.results import autolog
 from tipcgen.outputs import report
 from tipcgen.outputs import support_table
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 from tipcgen.format import paths
 
 from conftest import ROOT, edit, read_summary, tipcgen
@@ -56,7 +56,7 @@ AUTOLOG_BLOCK = """\
 
 
 def test_autolog_block_is_read_by_key():
-    speed = autolog.parse(("result line: 1, loss: 3\n" + AUTOLOG_BLOCK).splitlines())
+    speed = autolog.read_block(("result line: 1, loss: 3\n" + AUTOLOG_BLOCK).splitlines())
     assert speed == {"device": "gpu", "tensorrt": "False", "model_name": "det", "precision": "fp32", "batch_size": 1.0,
                      "data_num": 50.0, "cpu_rss_mb": 315.2656, "gpu_rss_mb": 8842.0, "gpu_util_percent": 0.0,
                      "total_s": 4.2386, "preprocess_ms": 33.7887, "inference_ms": 50.7443, "postprocess_ms": 0.2391}
@@ -65,15 +65,15 @@ def test_autolog_block_is_read_by_key():
 def test_autolog_variants_and_absence():
     cpp = ["----------------------- Perf info ------------------------",
            "preproce_time(ms): 1.5, inference_time(ms): nan, postprocess_time(ms): 0.5"]
-    assert autolog.parse(cpp) == {}, "no inference time (nan is no figure): no block"
+    assert autolog.read_block(cpp) == {}, "no inference time (nan is no figure): no block"
     cpp[1] = cpp[1].replace("nan", "7.25")
-    assert autolog.parse(cpp) == {"preprocess_ms": 1.5, "inference_ms": 7.25, "postprocess_ms": 0.5}
-    assert autolog.parse(["inference_time(ms): 3.0", "cpu_rss(MB): 3"]) == {}, "no section rule: not AutoLog"
+    assert autolog.read_block(cpp) == {"preprocess_ms": 1.5, "inference_ms": 7.25, "postprocess_ms": 0.5}
+    assert autolog.read_block(["inference_time(ms): 3.0", "cpu_rss(MB): 3"]) == {}, "no section rule: not AutoLog"
     renamed = AUTOLOG_BLOCK.replace("Perf info", "Perf")
-    assert autolog.parse(renamed.splitlines()) == {}, "times outside a Perf info section are not AutoLog's"
-    assert autolog.parse([]) == {}
+    assert autolog.read_block(renamed.splitlines()) == {}, "times outside a Perf info section are not AutoLog's"
+    assert autolog.read_block([]) == {}
     two = AUTOLOG_BLOCK + AUTOLOG_BLOCK.replace("50.7443", "9.5")
-    assert autolog.parse(two.splitlines())["inference_ms"] == 9.5, "the last block counts"
+    assert autolog.read_block(two.splitlines())["inference_ms"] == 9.5, "the last block counts"
 
 
 # ---------------------------------------------------------------- lite_data archives (headers only)

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, nodes
 from tipcgen.format import chains, paths
 from tipcgen.format.words import CHECK, SKIPPED, PASSED, TRAIN
-from tipcgen.results.results import Step, Summary, verdict
+from tipcgen.results.summary import Step, Summary, verdict
 
 PACKAGE = ROOT / "tipcgen"
 REGISTRY = "format/chains.py"
@@ -33,7 +33,7 @@ TOY = textwrap.dedent('''
     from typer.testing import CliRunner
     from tipcgen.cli import app
     from tipcgen.format import paths
-    from tipcgen.results.results import required_kinds
+    from tipcgen.results.summary import required_kinds
     from tipcgen.suite import suite
     assert paths.RUNNERS["toy"] == "test_tipc/test_toy.sh", paths.RUNNERS
     assert paths.CONFIG_NAMES["toy"] == "train_toy_python.txt" and paths.RESULT_LOGS["toy"] == "results_toy.log"
@@ -89,7 +89,7 @@ def test_the_tables_are_the_registrys():
     ("fleet", "lite_train_whole_infer", ["train", "eval", "export", "infer", "check"]), ("fleet", "whole_infer", []),
     ("nochain", "lite_train_lite_infer", [])])
 def test_required_kinds_are_the_ones_the_tables_said(chain, mode, kinds):
-    from tipcgen.results.results import required_kinds
+    from tipcgen.results.summary import required_kinds
 
     assert required_kinds(chain, mode, set()) == kinds
     assert chains.honours_null_kinds(chain) == (chain in ("basic", "fleet"))

@@ -97,7 +97,7 @@ def test_bad_arguments_exit_2(tmp_path: Path):
     (None, "PASSED (results not checked)"),                          # no check step at all
 ])
 def test_a_check_that_compared_nothing_does_not_make_a_checked_verdict(check, verdict):
-    from tipcgen.results.results import Step, Summary, verdict as verdict_of
+    from tipcgen.results.summary import Step, Summary, verdict as verdict_of
 
     steps = [Step("train", "norm_train", "passed"), Step("infer", "python_infer_cpu", "passed")]
     if check is not None:

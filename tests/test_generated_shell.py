@@ -22,7 +22,7 @@ from conftest import ROOT, fuzz_examples
 from tipcgen import descriptor
 from tipcgen.configs.existing import defined_functions
 from tipcgen.format import families, paths
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.render.shipped import tipc_preflight
 
 MAX_LINE, MAX_COMMON_FUNC = 119, 80
@@ -54,7 +54,7 @@ def _shell(group: list[str]) -> dict[str, str]:
 @functools.lru_cache(maxsize=None)
 def _rendered_shell(group: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """The generated scripts of one render (each group rendered once per session)."""
-    files = render.render_repository([descriptor.load(path) for path in group])
+    files = repository.render_repository([descriptor.load(path) for path in group])
     return tuple((rel, text) for rel, text in files.items() if rel.endswith(".sh") and isinstance(text, str))
 
 
@@ -120,7 +120,7 @@ def test_the_fleet_chains_machines_are_its_own_file_sourced_only_in_that_chain()
 def test_a_basic_runner_told_to_simulate_machines_without_the_fleet_chain_says_so(tmp_path: Path):
     """TIPC_MULTI_NODE=local where no descriptor asked for the fleet chain: one message naming the missing file
     and what renders it, before any step (not a `command not found` per entry)."""
-    render.init(descriptor.load(SAMPLES[0]), tmp_path)
+    repository.init(descriptor.load(SAMPLES[0]), tmp_path)
     proc = subprocess.run(["bash", paths.BASIC_RUNNER, paths.config_rel("bert_sst2"), "lite_train_lite_infer"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "TIPC_MULTI_NODE": "local"})
@@ -141,7 +141,7 @@ def test_the_basic_chains_shell_a_reviewer_reads_is_held_to_its_count():
 
 
 def _tables(group: list[str]) -> dict:
-    return json.loads(render.render_repository([descriptor.load(path) for path in group])[paths.LAYOUTS_JSON])
+    return json.loads(repository.render_repository([descriptor.load(path) for path in group])[paths.LAYOUTS_JSON])
 
 
 def test_tipc_layouts_holds_the_layout_tables_of_the_repositorys_configs_only():
@@ -179,7 +179,7 @@ def _bash_picks(tmp_path: Path, tables: dict, texts: list[str]) -> list[str]:
     return proc.stdout.splitlines()
 
 
-_CONFIGS = {name: render.layout_text(name, {}) for name in ("standard", "tutorial", "paddleseg")}
+_CONFIGS = {name: repository.layout_text(name, {}) for name in ("standard", "tutorial", "paddleseg")}
 
 
 @settings(max_examples=fuzz_examples(30), deadline=None)

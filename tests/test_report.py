@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen.outputs import report
-from tipcgen.results.results import Step, Summary, write_json
+from tipcgen.results.summary import Step, Summary, write_json
 
 from conftest import ROOT, fuzz_sample, tipcgen
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, fuzz_examples
 from tipcgen import descriptor
 from tipcgen.format import paths
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.render.shipped import tipc_preflight
 from tipcgen.render.shipped.tipc_preflight import Refused
 
@@ -27,7 +27,7 @@ SAMPLE = ROOT / "sample_models" / "bert-sst2" / "tipc.yaml"
 
 @functools.lru_cache(maxsize=1)
 def _rendered() -> tuple[dict, str]:
-    files = render.render_repository([descriptor.load(SAMPLE)])
+    files = repository.render_repository([descriptor.load(SAMPLE)])
     return json.loads(files[paths.LAYOUTS_JSON]), files[paths.config_rel("bert_sst2")]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tipcgen.descriptor import samples_dir
-from tipcgen.results.results import Step, Summary, write_json
-from tipcgen.run import provenance, run, seeds
+from tipcgen.results.summary import Step, Summary, write_json
+from tipcgen.run import pipeline, provenance, seeds
 
 from conftest import read_summary, tipcgen
 
@@ -75,9 +75,9 @@ def test_a_golden_mismatch_after_an_unseeded_run_says_so(tmp_path: Path):
     golden = Step.flat("check", "golden_check", "failed", 1, 0.1, reference="golden", note="output 'logits' differs by up to 0.2")
     summary = Summary("m", MODE, "c.txt", provenance={"seeds": {}},
                       steps=[Step("train", "train", "passed", 0, 1.0, log="train.log"), golden])
-    run._note_seeds(summary, tmp_path)
+    pipeline._note_seeds(summary, tmp_path)
     assert golden.note == f"output 'logits' differs by up to 0.2; {seeds.UNSEEDED}"
     (tmp_path / "train.log").write_text("seed: 5\nepoch: 1, loss: 0.5\n")
     golden.note = ""
-    run._note_seeds(summary, tmp_path)
+    pipeline._note_seeds(summary, tmp_path)
     assert golden.note == "" and summary.provenance["seeds"] == {"seed printed in train.log": "5"}

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tipcgen.format import paths
-from tipcgen.results.results import Step, load_summary
+from tipcgen.results.summary import Step, load_summary
 from tipcgen.run import submission_run
 
 from conftest import chain_env, tipcgen

@@ -13,7 +13,7 @@ from tipcgen.core.errors import SummaryFileError
 from tipcgen.format.paths import STEP_FIELDS
 from tipcgen.format.words import FAILED, PASSED, SKIPPED, STATUSES
 from tipcgen.results import summary_check, summary_schema
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -114,7 +114,7 @@ def test_a_step_the_runner_cut_short_is_interrupted_and_the_run_never_passes(tmp
     and its status log "Run failed" (upstream's line); the summary reads the step as interrupted, the verdict is
     INTERRUPTED and the exit 130 although tipcgen run itself received no signal (#57)."""
     from tipcgen.results import junit
-    from tipcgen.results.results import check_status_lines, read_records
+    from tipcgen.results.summary import check_status_lines, read_records
 
     run_dir = tmp_path / "test_tipc/output/m/lite_train_lite_infer"
     run_dir.mkdir(parents=True)
@@ -149,7 +149,7 @@ def test_a_step_is_typed_in_memory_and_flat_on_disk():
     """Step's chain-specific fields are sub-records (the training it belongs to, the case it ran in, the proof it
     checked); its record on disk stays flat: steps.jsonl's keys (paths.STEP_FIELDS, what tipc_record writes) and
     summary.json's are the sub-records' fields, and the schema's step properties are derived from the classes."""
-    from tipcgen.results.results import StepCase, StepCheck, StepTraining, flat_fields
+    from tipcgen.results.summary import StepCase, StepCheck, StepTraining, flat_fields
 
     keys = [key for key, _, _ in flat_fields()]
     assert len(keys) == len(set(keys)), "two fields spell one flat key"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, read_summary, tipcgen
 from tipcgen.configs.script_reading import model_file_literals
 from tipcgen.results import unchecked
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 
 FIXTURE = ROOT / "tests" / "fixtures" / "restore"
 NO_EVAL = "not checked: no eval step ran"

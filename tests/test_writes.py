@@ -357,7 +357,7 @@ def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_tip
                                                                                                   older):
     from tipcgen.core.writes import move_aside
     from tipcgen.format.paths import WEIGHT_SUFFIXES
-    from tipcgen.run.run import keep_previous
+    from tipcgen.run.pipeline import keep_previous
 
     work = tmp_path_factory.mktemp("aside")
     outside = work / "outside"
@@ -386,7 +386,7 @@ def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_tip
 
 
 def test_an_empty_run_folder_is_left_and_the_folder_kept_aside_stays(tmp_path: Path):
-    from tipcgen.run.run import keep_previous
+    from tipcgen.run.pipeline import keep_previous
 
     run_dir = tmp_path / "test_tipc/output/m/mode"
     run_dir.mkdir(parents=True)

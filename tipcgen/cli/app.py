@@ -173,12 +173,12 @@ def init(
     Example: tipcgen init bert-sst2 question-matching --root my_repo --devices cpu
     """
     from tipcgen import descriptor
-    from tipcgen.render import render
+    from tipcgen.render import repository
 
     output = _repository_root(root, output, "--output")
     descs = [descriptor.load(target) for target in targets]
-    written = render.init(descs, output, force=force, devices=devices.value, on_note=lambda line: echo(line, err=True),
-                          submission=submission)
+    written = repository.init(descs, output, force=force, devices=devices.value, on_note=lambda line: echo(line, err=True),
+                              submission=submission)
     for item in written:
         echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")
@@ -247,7 +247,7 @@ def update(
 class ChainProofs:
     """The proofs of a run, which live above run/ (tests/test_layering.py): the config's refusals
     (configs/preflight.refuse), the records taken at the runner's handshakes (repro/record.Recorder) and the
-    export against the recorded trained checkpoint (repro/export_check.check_run)."""
+    export against the recorded trained checkpoint (repro/export_check.check_exports)."""
 
     def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Descriptor | None) -> list[str]:
         from tipcgen.configs import preflight
@@ -260,11 +260,11 @@ class ChainProofs:
 
         return record.Recorder(root, run_dir, max_bytes or export_check.default_max_bytes(), handshake, env)
 
-    def check_run(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
-                  records, max_bytes: Optional[int]) -> tuple[list, list[str]]:
+    def check_exports(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
+                      records, max_bytes: Optional[int]) -> tuple[list, list[str]]:
         from tipcgen.repro import export_check
 
-        return export_check.check_run(root, steps, config_text, python, env, records=records, max_bytes=max_bytes)
+        return export_check.check_exports(root, steps, config_text, python, env, records=records, max_bytes=max_bytes)
 
     def load(self) -> None:
         from tipcgen.repro import export_check  # noqa: F401 (numpy, the .pdiparams reader)
@@ -295,7 +295,7 @@ def run(
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
     """
     from tipcgen.results import summary_text
-    from tipcgen.run import run as runner
+    from tipcgen.run import pipeline
     from tipcgen.run.request import RunRequest
 
     from tipcgen.cli.progress import RunDisplay
@@ -308,7 +308,7 @@ def run(
                              step_timeout=step_timeout, python=python, sandbox=sandbox,
                              max_checkpoint_bytes=max_checkpoint_bytes, quiet=quiet, on_line=display.on_line,
                              on_run_dir=display.on_run_dir)
-        summary = runner.run(request, ChainProofs())
+        summary = pipeline.run(request, ChainProofs())
     colored = _color(color.value)
     echo(summary_text.terminal_text(summary, color=colored), color=colored or None)
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
@@ -432,7 +432,7 @@ def golden(
     """
     from tipcgen import descriptor
     from tipcgen.outputs import golden as goldens
-    from tipcgen.run.run import check_mode
+    from tipcgen.run.pipeline import check_mode
 
     check_mode(mode)
     root = find_root(root)

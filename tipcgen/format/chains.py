@@ -3,7 +3,7 @@ one entry, and every table that lists chains or the references a PASSED verdict 
 
 A chain's name is spelt here and nowhere else in the package (tests/test_chains.py finds no chain table written
 by hand elsewhere): paths.RUNNERS, CONFIG_NAMES and RESULT_LOGS, the kinds a PASSED verdict needs
-(results.required_kinds), the CLI's `--chain` choices and help (`tipcgen run`, `tipcgen suite`) and what suite
+(summary.required_kinds), the CLI's `--chain` choices and help (`tipcgen run`, `tipcgen suite`) and what suite
 plans all read ``CHAINS``. The file names of a chain (config, runner, status log) are spelt here too; paths.py
 gives them their folders. Pure: records and lookups, no I/O.
 """
@@ -59,7 +59,7 @@ class Chain:
     test_tipc/. result_log: its status log in the run folder (upstream's names; reviewers read them).
     help: its piece of `tipcgen run --chain`'s help. required: the step kinds a PASSED verdict needs, per mode;
     every_mode: those of a mode ``required`` does not name (a kind the config sets to null is not required
-    where ``null_kinds`` says the chain honours it: results.required_kinds). always_trains: its runner trains
+    where ``null_kinds`` says the chain honours it: summary.required_kinds). always_trains: its runner trains
     in every mode, so it has no whole_infer (suite plans it in no whole_infer). section: its descriptor
     section (None: the descriptor's top level). suite: its piece of `tipcgen suite --chain`'s help, None where
     suite does not plan it.

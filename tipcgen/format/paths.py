@@ -3,7 +3,7 @@
 The runner templates get the run-folder names through the render context (``runner_context``), and
 run, results, report, golden, doctor, suite and accept import them from here. The file names a runner
 writes per step (``<trainer>_gpus_<entry>...log``) stay as upstream spells them and are built in bash;
-Python reads what a step was from its record's fields (results.Step), never from those names.
+Python reads what a step was from its record's fields (summary.Step), never from those names.
 tests/test_vocabulary.py finds no other string constant in the package that is one of these names (a chain's
 config, runner and status log are spelt in its record in format/chains.py, the chain registry).
 Pure: constants and path arithmetic, no I/O.

@@ -31,7 +31,7 @@ class Status(str, Enum):
     SKIPPED = "skipped"
     # A step a stop signal cut short (Ctrl-C, a CI's cancel): neither passed nor failed, and never a PASSED verdict.
     # The runners' records keep `failed` with the reason `interrupted` (their status log's "Run failed" line, as
-    # upstream's); results/results.py reads such a record as this status.
+    # upstream's); results/summary.py reads such a record as this status.
     INTERRUPTED = "interrupted"
 
     __str__, __repr__ = word_str, word_repr
@@ -56,7 +56,7 @@ def progress_mark(line: str) -> str | None:
     return mark if mark == STARTED or mark in MARKS.values() else None
 
 
-# The runner's handshake with tipcgen run (run/run.py): where tipcgen gave it an answer pipe (ANSWER_FD_VAR names
+# The runner's handshake with tipcgen run (run/pipeline.py): where tipcgen gave it an answer pipe (ANSWER_FD_VAR names
 # its descriptor), the runner prints `[tipc] WAIT NONCE start KIND NAME` before a train, eval or export step starts
 # and `[tipc] WAIT NONCE ended train NAME` after a training (`beside` for a step started beside the next ones, and
 # `ended` for it when it is collected: an export beside the eval), then reads the pipe until the line NONCE comes: tipcgen

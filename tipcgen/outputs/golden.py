@@ -17,8 +17,8 @@ from tipcgen.format.chains import FIXED, GOLDEN
 from tipcgen.format.paths import RESULTS_DIR, SUMMARY_JSON, golden_name
 from tipcgen.format.paths import run_dir as run_dir_of
 from tipcgen.format.words import CHECK, FAILED, INFER, PASSED
-from tipcgen.render.render import golden_dir
-from tipcgen.results.results import Summary, load_summary
+from tipcgen.render.repository import golden_dir
+from tipcgen.results.summary import Summary, load_summary
 from tipcgen.results.summary_check import inside
 from tipcgen.run import seeds
 

@@ -30,7 +30,7 @@ from tipcgen.outputs.report_logs import (
     read_curve,
 )
 from tipcgen.render import templating
-from tipcgen.results.results import Summary, check_text, load_summary, relocate_logs
+from tipcgen.results.summary import Summary, check_text, load_summary, relocate_logs
 from tipcgen.results.summary_check import check_alignment_data
 
 TIMING_PNG = "report-timing.png"

@@ -12,7 +12,7 @@ from tipcgen.results import speeds
 from tipcgen.format.words import SKIPPED, TRAIN
 from tipcgen.outputs import plot_layout
 from tipcgen.outputs.markup import plot_name, plot_text
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 
 IPS_PNG = "report-ips.png"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tipcgen.format.words import CHECK
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 
 
 @dataclass

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 from tipcgen.core import inputs
 from tipcgen.format.words import INFER, PASSED, SKIPPED, TRAIN
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 
 SECTION = "## 1."
 MARKER = "<!-- tipcgen: support table from "  # the rendered table starts and ends with these lines
 END_MARKER = "<!-- tipcgen: end of support table -->"
-# Table column -> the field of a step's case it shows (results.Case).
+# Table column -> the field of a step's case it shows (summary.StepCase).
 _CASE_KEYS = {"mkldnn": "mkldnn", "threads": "threads", "trt": "use_trt", "precision": "precision",
               "batch_size": "batch_size"}
 _TRAINERS = {"norm_train": "正常训练", "pact_train": "量化训练", "fpgm_train": "裁剪训练", "distill_train": "蒸馏训练"}

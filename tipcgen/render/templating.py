@@ -1,6 +1,6 @@
 """The Jinja environment every output format is rendered with (templates/ is their only home).
 
-A leaf: the renderer of test_tipc/ (render.py), the summary and report writers and the docs all take
+A leaf: the renderer of test_tipc/ (repository.py), the summary and report writers and the docs all take
 their templates from here, so none of them needs another's module to format text.
 """
 from __future__ import annotations

@@ -60,7 +60,7 @@ from tipcgen.core.errors import ExportFormatError
 from tipcgen.repro import record
 from tipcgen.repro.pdiparams import read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
-from tipcgen.results.results import Step, StepCase, StepCheck, StepTraining
+from tipcgen.results.summary import Step, StepCase, StepCheck, StepTraining
 
 TIMEOUT = 300
 MAX_BYTES_OPTION = "--max-checkpoint-bytes"  # tipcgen run's option for the largest checkpoint read
@@ -497,9 +497,9 @@ def _holds(sha: str, shas: dict[str, str]) -> str:
     return "it now holds other bytes"
 
 
-def check_run(root: Path, steps: list[Step], config_text: str, python: str | None,
-              env: dict[str, str], records: Recorder | None = None,
-              max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
+def check_exports(root: Path, steps: list[Step], config_text: str, python: str | None,
+                  env: dict[str, str], records: Recorder | None = None,
+                  max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
     """The check steps for every passed export of a trained model, and notes where none could run.
 
     records: what tipcgen recorded at the runner's handshakes (repro/record.py): each training's checkpoints

@@ -2,7 +2,7 @@
 
 ``tipcgen run`` hands the generated runner the read end of a pipe; the runner prints ``[tipc] WAIT ...`` and
 waits for tipcgen's answer before a train, eval or export step starts and after a training ends (words.WAIT,
-run/run.py), so that a ``Recorder`` takes each record while no step runs:
+run/pipeline.py), so that a ``Recorder`` takes each record while no step runs:
 
 - before a train step starts: every weight file already in the repository (``WEIGHT_SUFFIXES``, tracked or not,
   links to files followed, outside the run's own folder and ``.git``; under test_tipc/output, where earlier runs
@@ -158,7 +158,7 @@ class Training:
 
 
 class Recorder:
-    """The records of one run, taken at the runner's handshakes (run/run.py calls ``started`` and ``ended``):
+    """The records of one run, taken at the runner's handshakes (run/pipeline.py calls ``started`` and ``ended``):
     ``trainings`` by train step name. ``handshake`` is False for a runner that does not wait (a kept one):
     its trainings are then read after the run (export_check._training_of)."""
 
@@ -178,7 +178,7 @@ class Recorder:
 
     # ---------------------------------------------------------------- the handshakes
     def prime(self) -> None:
-        """Read the repository's weight files once beside prepare.sh (run/run.py): the first training's handshake
+        """Read the repository's weight files once beside prepare.sh (run/pipeline.py): the first training's handshake
         then reads again only what changed since (a folder's listing or a file's record is reused while its inode
         and change time, which no process can set back, are the same)."""
         with self._lock:

@@ -1,5 +1,5 @@
 """summary.schema.json, the published JSON Schema of a summary.json (what Summary.to_dict writes), as data built
-from the vocabulary (format/words.py) and, for a step, from results.Step's fields. tipcgen/summary.schema.json is this, written by
+from the vocabulary (format/words.py) and, for a step, from summary.Step's fields. tipcgen/summary.schema.json is this, written by
 `json_text()`; tests/test_schema.py keeps the file current, `results/summary_check.py` validates against the file.
 Standard library only.
 """
@@ -9,7 +9,7 @@ import json
 import sys
 
 from tipcgen.format.words import SPEED, STATUSES
-from tipcgen.results.results import flat_fields
+from tipcgen.results.summary import flat_fields
 
 MAX_ITEMS = 100_000  # one list or mapping
 MAXF = sys.float_info.max
@@ -51,7 +51,7 @@ EXIT = {"type": "integer", "exclusiveMinimum": -(1 << 31), "exclusiveMaximum": 1
 SECONDS = {"type": "number", "format": "finite", "minimum": 0, "maximum": 1e9}  # 1e9 s: about 30 years
 TEXTS = listof({"type": "string"})
 
-# A step's keys are results.Step's flat record (results.flat_fields: its fields and its sub-records'), each given
+# A step's keys are summary.Step's flat record (summary.flat_fields: its fields and its sub-records'), each given
 # the schema of its type; a key whose bound is tighter than its type's names its own. `speed` is the step's
 # if/then/else below (a benchmark's speed record, else an inference's AutoLog figures).
 _STEP_TYPES = {"str": TEXT, "str | None": opt({"type": "string"}), "int | None": opt(EXIT), "float": SECONDS,
@@ -61,7 +61,7 @@ _STEP_KEYS = {"kind": NAME, "name": NAME, "exit_code": opt(EXIT), "check": {"$re
 
 
 def step_properties() -> dict:
-    """The step's properties, derived from results.Step (a type with no schema here is a KeyError: say it)."""
+    """The step's properties, derived from summary.Step (a type with no schema here is a KeyError: say it)."""
     props = {key: _STEP_KEYS.get(key) or _STEP_TYPES[annotation] for key, annotation, _ in flat_fields()}
     props.pop("speed")
     return props

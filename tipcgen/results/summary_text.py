@@ -14,7 +14,7 @@ from tipcgen.format.words import CHECK, FAILED, INTERRUPTED, PASSED, PREPARE, SK
 from tipcgen.render import templating
 from tipcgen.results import junit, speeds
 from tipcgen.format.chains import run_check_references
-from tipcgen.results.results import Summary, check_text
+from tipcgen.results.summary import Summary, check_text
 
 
 def write_junit(summary: Summary, path: Path) -> None:

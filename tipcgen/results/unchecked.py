@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tipcgen.format.words import CHECK, EVAL, INFER, PASSED, TRAIN
 from tipcgen.format.chains import BASIC, run_check_references
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 
 PREFIX = "not checked: "
 SHOWN = 5

@@ -19,7 +19,7 @@ from tipcgen.core import process, sandbox
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import paths
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT, EXPORT, FAILED, LITE_TRAIN_LITE_INFER, PASSED
-from tipcgen.results.results import read_records
+from tipcgen.results.summary import read_records
 from tipcgen.run import sandboxed
 
 _ERROR_CHARS = 300

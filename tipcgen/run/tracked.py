@@ -20,7 +20,7 @@ from tipcgen.core import git, inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.chains import GIT
 from tipcgen.format.words import CHECK, FAILED, PASSED
-from tipcgen.results.results import Step, StepCheck
+from tipcgen.results.summary import Step, StepCheck
 
 SHOWN = 10
 HASH_BYTES = 1 << 30  # a tracked file larger than this is compared by its size and time

@@ -302,7 +302,7 @@ def keep_previous(run_folder, suffixes):
     there refused), then emptied of what it must not keep: every link, FIFO or socket, and every weight file, so
     that its summary, junit.xml, report and logs survive a run that fails early or is stopped, and no checkpoint of
     it can pass for a new training or be the newest train run. tipcgen run does the same before prepare.sh
-    (run/run.py keep_previous): under it, the folder is gone by the time the runner starts."""
+    (run/pipeline.py keep_previous): under it, the folder is gone by the time the runner starts."""
     previous = run_folder + ".previous"
     if not os.path.lexists(run_folder) or (os.path.isdir(run_folder) and not os.listdir(run_folder)):
         return

@@ -342,7 +342,7 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
         if step.status == PASSED and step.kind == EVAL and step.log:
             step.metrics = eval_metrics(log_tail(root / step.log, 200, folder=root))
         if step.kind == INFER and step.status == PASSED and step.log:
-            step.speed = autolog.parse(log_tail(root / step.log, 400, folder=root))
+            step.speed = autolog.read_block(log_tail(root / step.log, 400, folder=root))
         if step.kind == CHECK and step.log:
             step.check.differences = check_result(log_tail(root / step.log, 200, folder=root))
         if step.kind == SPEED and step.log:  # benchmark_train: the case's speed JSON
