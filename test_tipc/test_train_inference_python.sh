@@ -26,7 +26,7 @@ tipc_start_run "${TIPC_RUN_FOLDER:-./test_tipc/output/$TIPC_MODEL/$MODE}" result
 # run_inference MODEL_DIR DATA IS_QUANT GPU TAG: the Paddle Inference matrix for one model, in upstream's
 # loop order: on the CPU mkldnn x threads x batch size x precision, on a GPU use_trt x precision x batch size.
 run_inference() {
-    local model_dir=$1 script use_gpu switch threads bs precision what
+    local script use_gpu switch threads bs precision
     local -a use_gpus switches threadss batch_sizes precisions
     local -A inference=([model_dir]=$1 [data]=$2 [is_quant]=$3 [gpu]=$4 [tag]=$5)
     script=$(slot_value inference)
@@ -54,14 +54,6 @@ run_inference() {
                         infer_case inference gpu "$switch" "" "$precision" "$bs"
                     done
                 done; done
-                ;;
-            *)
-                TIPC_FAILED=$((TIPC_FAILED + 1))
-                printf '[tipc] FAIL infer: inference device value %s is neither True/gpu nor False/cpu\n' "$use_gpu"
-                tipc_case use_gpu="$use_gpu" model_dir="$model_dir"
-                what="inference device value '$use_gpu' (line $(slot_key infer_use_gpu))"
-                tipc_record infer "python_infer_${use_gpu}" failed null 0 "" \
-                    "$what is neither True/gpu nor False/cpu" "" ""
                 ;;
         esac
     done

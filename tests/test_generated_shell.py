@@ -31,7 +31,7 @@ MAX_LINE, MAX_COMMON_FUNC = 119, 80
 # the layout tables a repository's configs use (1,484); then the checks before any step moved to tipc_preflight.py,
 # upstream's helpers out of what the runner sources, the fleet hook out of a runner without that chain, the stop
 # signal's grace to timeout's --kill-after (docs/ARCHITECTURE.md, "The generated shell").
-BASIC_SHELL_LINES = 981
+BASIC_SHELL_LINES = 973
 SAMPLES = sorted(str(p) for p in (ROOT / "sample_models").glob("*/tipc.yaml"))
 FIXTURES = sorted(str(p) for p in (ROOT / "tests" / "fixtures").glob("*/tipc*.yaml"))
 REPOSITORY = [str(ROOT / "tests" / "fixtures" / name / "tipc.yaml") for name in ("stub", "stub_tutorial", "stub_variant")]
@@ -197,7 +197,8 @@ def test_a_config_the_runner_reads_is_read_with_the_table_it_was_meant_for(tmp_p
             lines = lines[:at] + lines[at + 1:] if delete else lines[:at] + ["extra:1"] + lines[at:]
         configs.append("\n".join(lines) + "\n")
         changed.append(change)
-    tables = {"model_slot": "model_name", "weight_suffixes": [], "models": {}, "layouts": families.runner_tables()}
+    tables = {"model_slot": "model_name", "device_slot": "infer_use_gpu", "weight_suffixes": [], "models": {},
+              "layouts": families.runner_tables()}
     picked = _bash_picks(tmp_path_factory.mktemp("pick"), tables, configs)
     for (name, *_), change, line, text in zip(texts, changed, picked, configs):
         table, _ = tipc_preflight.pick(tipc_preflight.non_blank(text)[0], tables["layouts"])

@@ -208,3 +208,21 @@ def test_the_cuda_count_is_the_override_or_none_without_nvidia_smi(tmp_path: Pat
     assert _run(tmp_path, "start", "out", sys.executable, env={"TIPC_GPU_COUNT": "3"}).stdout == "3\n"
     bare = {"PATH": str(tmp_path / "empty"), "TIPC_GPU_COUNT": ""}
     assert _run(tmp_path, "start", "out", sys.executable, env=bare).stdout == "0\n"
+
+
+@pytest.mark.parametrize("values, bad", [("True|False", None), ("true", None), ("gpu|cpu", None), ("False", None),
+                                         ("null", None), ("True|Flase", "Flase"), ("npu", "npu"), ("True|", None), ("|cpu", "")])
+def test_an_inference_device_the_runner_cannot_run_is_refused_before_the_training(tmp_path: Path, values: str,
+                                                                                  bad: str | None):
+    """Upstream's runners skip such a value with a line of output; the runner used to fail its inference after the
+    training, eval and export: it is refused first, naming the line (non-blank line 41 of the standard layout)."""
+    lines = _rendered()[1].splitlines()
+    assert lines[40].startswith("--use_gpu:")
+    lines[40] = "--use_gpu:" + values
+    if bad is None:
+        assert _table(_check(tmp_path, "\n".join(lines) + "\n"))["layout"] == ("standard", 51)
+        return
+    with pytest.raises(Refused) as refused:
+        _check(tmp_path, "\n".join(lines) + "\n")
+    assert refused.value.what.endswith(f"inference device value '{bad}' on non-blank line 41 is neither True/gpu nor "
+                                       "False/cpu") and "False or cpu" in refused.value.hint

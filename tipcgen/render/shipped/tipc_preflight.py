@@ -79,6 +79,11 @@ def line_name(line):
     return line.split(":", 1)[0]
 
 
+def items(value):
+    """The |-separated items of a value as the runner splits them (bash's read -a drops one trailing empty item)."""
+    return (value[:-1] if value.endswith("|") else value).split("|")
+
+
 def is_null(value):
     return not value.strip(SPACE) or value == "null"
 
@@ -179,12 +184,24 @@ def check_shapes(path, lines, numbers, layout):
         key, _, value = line.partition(":")
         if ":" not in line or is_null(key) or is_null(value):
             continue
-        items = (value[:-1] if value.endswith("|") else value).split("|")  # bash's read -a drops one trailing ''
-        if not all(re.search(pattern, item) for item in items):
+        if not all(re.search(pattern, item) for item in items(value)):
             raise Refused("%s:%d: '%s' on non-blank line %d, where every %s config has values of the form %s"
                           % (path, numbers[index], line, index + 1, layout["name"], what),
                           "a line above it is missing or extra, so the runner would pass these values under another"
                           " flag (tipcgen lint shows where)")
+
+
+def check_devices(path, lines, numbers, index):
+    """The inference device values (the line at INDEX) are ones the runner runs: True/gpu or False/cpu, in any case
+    (upstream's runners skip any other with a line of output; this one would fail at inference, after the training:
+    here it fails before)."""
+    if index is None or ":" not in lines[index] or is_null(lines[index].split(":", 1)[1]):
+        return
+    for item in items(lines[index].split(":", 1)[1]):
+        if item.lower() not in ("true", "false", "gpu", "cpu"):
+            raise Refused("%s:%d: inference device value '%s' on non-blank line %d is neither True/gpu nor False/cpu"
+                          % (path, numbers[index], item, index + 1),
+                          "the runner infers on the CPU (False or cpu) and on a GPU (True or gpu): write those")
 
 
 def table(layout):
@@ -223,6 +240,7 @@ def check(path, known):
     model = lines[slot].split(":", 1)[1] if slot is not None and ":" in lines[slot] else ""
     check_keys(path, lines, numbers, known["models"].get(model, []))
     check_shapes(path, lines, numbers, layout)
+    check_devices(path, lines, numbers, layout["slots"].get(known.get("device_slot", "")))
     return "\n".join([table(layout)] + sections(lines, layout["lines"]))
 
 
