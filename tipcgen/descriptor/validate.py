@@ -17,6 +17,7 @@ from tipcgen.descriptor import kept as kept_spec
 from tipcgen.descriptor import dy2static as dy2static_spec
 from tipcgen.descriptor import fleet as fleet_spec
 from tipcgen.descriptor import ptq as ptq_spec
+from tipcgen.descriptor import structure
 from tipcgen.descriptor import target as target_spec
 from tipcgen.descriptor.fields import FIELD_DEFAULTS, REQUIRED, TOP_FIELDS, children
 from tipcgen.descriptor.schema import (
@@ -116,6 +117,7 @@ class Validator:
         if data is None:
             raise DescriptorError(self.values.source, "", "is empty", hint="start from a sample: tipcgen init bert-sst2 writes one")
         data = self.values.mapping(data, "", TOP_FIELDS)
+        structure.check(data, self.values.source, self.values.lines)
         version = data.get("schema_version", SCHEMA_VERSION)
         if isinstance(version, bool) or version != SCHEMA_VERSION:
             raise self.values.err("schema_version", version, f"{SCHEMA_VERSION}")
