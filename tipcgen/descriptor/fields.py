@@ -3,7 +3,8 @@
 All of it is read from the JSON Schema shipped as ``tipcgen/tipc.schema.json``, which ``model.py`` (the one typed
 model) generates and tests/test_schema.py keeps equal to a fresh generation; so loading a descriptor (init,
 lint, run) reads one JSON file and never imports pydantic (which costs about a quarter of a second at start-up).
-The slot fields (one per config line) are layout.py's, as the model's are: a slot added there is a field at once.
+The slot fields (one per config line) are layout.py's, as the model's are: a slot added there is a field once
+``tipcgen schema -o tipcgen/tipc.schema.json --force`` regenerates the shipped file (tests/test_schema.py says so).
 """
 from __future__ import annotations
 

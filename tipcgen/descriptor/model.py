@@ -5,9 +5,11 @@ holds (``json_text``), docs/DESCRIPTOR.md's "Every field" table (``field_table``
 shipped file by ``fields.py`` so that loading a descriptor never builds these classes, the field names the
 validator accepts in each group, the required ones and the defaults it fills in. The slot fields (one per config
 line) are built from ``layout.py``. A field's ``description`` is its Markdown doc; the JSON Schema gets it as plain
-text. What a type cannot say (no full-width punctuation, device entries, a flag name read from a script...) is
-checked by the validator (``validate*.py``, whose messages name file:line:field); tests/test_schema.py holds the
-model to accept every sample and fixture and to refuse what the validator refuses.
+text, and a ``title`` in lower case (``a tolerance: a number ≥ 0``) is what a refusal says it expects. Loading a
+descriptor checks it against that shipped schema first (``structure.py``), so the validator's structure is this
+model's; what a type cannot say (no full-width punctuation, device entries, a flag name read from a script...) is
+checked after by ``validate*.py``. tests/test_schema.py holds the model, the schema and the loader to accept and
+refuse the same mutated descriptors.
 """
 # No `from __future__ import annotations`: pydantic reads these annotations as the objects they are.
 import json
@@ -15,13 +17,15 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic.json_schema import SkipJsonSchema
 
 from tipcgen.descriptor.schema import (
     DATA_NAME_RE,
     FIXED_KEY_FIELDS,
     INPUTS_PATH_RE,
     MAX_STEP_TIMEOUT,
+    MAX_TEXT_LINE,
     MD5_RE,
     SCHEMA_VERSION,
     SECTION_FIELDS,
@@ -66,11 +70,31 @@ _GROUP_OF_FIELDS = ConfigDict(extra="forbid", strict=True, frozen=True, json_sch
 
 
 Scalar = Union[str, float, bool, None]
+
+
+def _no_boolean(value: Any) -> Any:
+    if isinstance(value, bool):  # a Literal[1] takes True (True == 1); the JSON Schema's const 1 does not
+        raise ValueError("a number, not a boolean")
+    return value
+
+
+_ABSENT = SkipJsonSchema[None]
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null: leave the field out instead")
+    return value
+
+
+def _left_out(kind: Any) -> Any:
+    """``kind``, or left out (then None, its default): written as null it is refused, by the model and the schema."""
+    return Annotated[Union[kind, _ABSENT], AfterValidator(_not_null)]
 Text = Annotated[str, Field(min_length=1)]
 # Where a field takes text, a YAML number is read as its text (`description: 2021`, `key: 20`, a folder `3`): people
 # write them so. A boolean or null never is (`description: false` is refused, naming the field).
 Words = Union[Text, float]
-NonNegative = Annotated[float, Field(ge=0)]
+NonNegative = Annotated[float, Field(ge=0, lt=1e6)]  # a tolerance, a threshold: far below a million
 RelPath = Union[Annotated[str, Field(min_length=1), AfterValidator(_relative), _json(**{"not": {"pattern": _OUTSIDE_PATH}})],
                 float]
 InputsPath = Annotated[str, Field(pattern=INPUTS_PATH_RE.pattern)]
@@ -87,8 +111,8 @@ _A_TOLERANCE = "a tolerance: a number ≥ 0, such as 1.0e-5"
 
 class Tolerance(BaseModel):
     model_config = _VALUE
-    atol: NonNegative = Field(None, title=_A_TOLERANCE)
-    rtol: NonNegative = Field(None, title=_A_TOLERANCE)
+    atol: _left_out(NonNegative) = Field(None, title=_A_TOLERANCE)
+    rtol: _left_out(NonNegative) = Field(None, title=_A_TOLERANCE)
 
 
 def _tolerance(doc: str, atol: float, rtol: float) -> Any:
@@ -143,10 +167,10 @@ class TextFields(BaseModel):
     lines: Optional[Annotated[dict[Union[Annotated[int, Field(ge=0)], Annotated[str, Field(pattern=r"^[0-9]+$")]], Text],
                               _json(propertyNames={"pattern": r"^[0-9]+$", "description": "a line index"})]] = Field(
         None, description="logical line index (0-based, as the runner counts) to the line as written")
-    blank_lines: Optional[list[Annotated[int, Field(ge=1)]]] = Field(
+    blank_lines: Optional[list[Annotated[int, Field(ge=1, le=MAX_TEXT_LINE)]]] = Field(
         None, description="1-based numbers of the blank lines of the file")
     final_newline: bool = Field(True, description="`false`: the file does not end with a newline (default `true`)")
-    line_count: Optional[Annotated[int, Field(ge=1)]] = Field(
+    line_count: Optional[Annotated[int, Field(ge=1, le=MAX_TEXT_LINE)]] = Field(
         None, description="the file stops after this many lines, right after a section's `##` (a train-only or "
         "train+eval config: the runner reads the later lines as empty)")
 
@@ -187,9 +211,9 @@ class DataFile(BaseModel):
     model_config = _GROUP_OF_FIELDS
     role: Literal["train", "infer"] = Field(
         "train", description="`train` (default) or `infer`: which modes read the whole copy")
-    lite: RelPath = Field(None, description="the lite copy in the repository: a file, a folder, or a "
+    lite: _left_out(RelPath) = Field(None, description="the lite copy in the repository: a file, a folder, or a "
                                     "`.tar`/`.tar.gz`/`.tgz`/`.zip` archive")
-    whole: RelPath = Field(None, description="a file or folder inside the whole data folder, linked in place")
+    whole: _left_out(RelPath) = Field(None, description="a file or folder inside the whole data folder, linked in place")
     md5: Optional[Annotated[str, Field(pattern=MD5_RE.pattern)]] = Field(
         None, description="md5 of the whole file (32 hex digits), checked before it is linked")
     rows: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="its data rows, shown when the md5 differs")
@@ -197,7 +221,7 @@ class DataFile(BaseModel):
 
 class DataFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    dir: RelPath = Field(
+    dir: _left_out(RelPath) = Field(
         "./train_data", description="the folder prepare.sh fills (default `./train_data`), relative, inside the repository")
     whole_env: Annotated[str, Field(pattern=WHOLE_ENV_RE.pattern)] = Field(
         "TIPC_DATA_DIR", description="the variable naming the whole data folder (default `TIPC_DATA_DIR`)")
@@ -206,7 +230,7 @@ class DataFields(BaseModel):
         None, description="a mapping of name in `data.dir` to its sources")
     setup: Optional[list[Annotated[list[Union[str, float]], Field(min_length=1)]]] = Field(
         None, description="python scripts prepare.sh runs after the files are in place: a list of `[script.py, args...]`")
-    trained_model: RelPath = Field(
+    trained_model: _left_out(RelPath) = Field(
         None, description="whole_infer and paddle2onnx: the folder prepare.sh links to `$TIPC_MODEL_DIR` or the latest "
         "train run")
     whole_from_lite: bool = Field(False, description="`true`: `whole_train_whole_infer` trains on the lite data on "
@@ -229,7 +253,7 @@ class ChecksFields(BaseModel):
         None, description="the file the export step writes the dygraph model's results to (a plain file name)")
     reference_tolerance: Optional[Tolerance] = _tolerance(
         "`{atol, rtol}` for inference against that reference (default 1e-5, 1e-4)", 1e-5, 1e-4)
-    golden: RelPath = Field(
+    golden: _left_out(RelPath) = Field(
         None, description="a folder next to the descriptor with committed results (`tipcgen golden` writes them)")
     golden_tolerance: Optional[Tolerance] = _tolerance(
         "`{atol, rtol}` against the golden results (default 1e-3, 1e-3)", 1e-3, 1e-3)
@@ -252,8 +276,8 @@ class ChecksFields(BaseModel):
 
 class Paddle2OnnxFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    model_dir: RelPath = Field(None, description="the exported model folder (default `data.trained_model`)")
-    save_file: Annotated[str, Field(pattern=r"\.onnx$")] = Field(None, description="the `.onnx` file to write, relative")
+    model_dir: _left_out(RelPath) = Field(None, description="the exported model folder (default `data.trained_model`)")
+    save_file: _left_out(Annotated[str, Field(pattern=r"\.onnx$")]) = Field(None, description="the `.onnx` file to write, relative")
     opset_version: Annotated[int, Field(ge=7, le=21)] = Field(11, description="ONNX opset, 7 to 21 (default 11)")
     inference: Words = Field(description="the script that runs the `.onnx` model")
     onnx_flag: Optional[Words] = Field(
@@ -267,13 +291,13 @@ class PtqFields(BaseModel):
     layout: Literal[tuple(compression.LAYOUTS)] = Field(
         description="`ptq` (20 lines: models tutorial, PaddleSeg), `ptq_video` (24: PaddleVideo) or `kl_quant` "
         "(20: PaddleOCR)")
-    header: Text = Field(None, description="the first line as written, where it is not the layout's own header")
+    header: _left_out(Text) = Field(None, description="the first line as written, where it is not the layout's own header")
     lines: Annotated[dict[str, str], _json(additionalProperties={"type": "string", "title": "one line of text"})] = Field(
         description="each line of the layout by its name (the upstream runner's variable), as written: "
         "`batch_num: \"--batch_num:1\"`")
-    trailing: list[str] = Field(None, description="lines after the layout, which the runner does not read")
+    trailing: _left_out(list[str]) = Field(None, description="lines after the layout, which the runner does not read")
     final_newline: bool = Field(True, description="`false`: the file ends without a newline (default `true`)")
-    eval_data: InputsPath = Field(
+    eval_data: _left_out(InputsPath) = Field(
         None, description="a labelled `.npz` (arrays `x` and `label`, read without unpickling) in the repository: the "
         "PTQ chain's check reports the float and int8 models' accuracy on it and fails when int8 loses more than "
         "`ptq.accuracy_drop`; not a config line")
@@ -294,7 +318,7 @@ class KeptEntry(BaseModel):
 
 class Dy2staticFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    lines: list[str] = Field(None, description="the config's lines as written (`tipcgen import` of a dy2static config "
+    lines: _left_out(list[str]) = Field(None, description="the config's lines as written (`tipcgen import` of a dy2static config "
                              "writes them; `\"\"` for a blank line)")
     final_newline: bool = Field(True, description="`false`: the file ends without a newline (default `true`)")
     tolerance: Optional[Tolerance] = _tolerance(
@@ -340,7 +364,7 @@ _TOP = {
     "export": (Optional[ExportLines], Field(None, description="the export lines (slot fields)")),
     "whole_infer": (Optional[WholeInferLines], Field(None, description="the whole_infer lines (slot fields)")),
     "inference": (InferenceLines, Field(description="the inference lines (slot fields)")),
-    "schema_version": (Literal[SCHEMA_VERSION], Field(
+    "schema_version": (Annotated[Literal[SCHEMA_VERSION], BeforeValidator(_no_boolean)], Field(
         SCHEMA_VERSION, description=f"`{SCHEMA_VERSION}` (the default); any other number is refused")),
     "description": (Union[str, float, None], Field(None, description="one line shown in test_tipc/README.md")),
     **_TOP_SLOT,

@@ -26,7 +26,8 @@ from tipcgen.descriptor.yaml_lines import describe
 # The keywords this module reads; any other in the generated schema fails tests/test_schema.py.
 KEYWORDS = frozenset({"$schema", "title", "description", "default", "type", "anyOf", "properties",
                       "additionalProperties", "patternProperties", "required", "propertyNames", "minProperties", "items",
-                      "minItems", "uniqueItems", "minLength", "pattern", "not", "enum", "const", "minimum", "maximum"})
+                      "minItems", "uniqueItems", "minLength", "pattern", "not", "enum", "const", "minimum", "maximum",
+                      "exclusiveMaximum"})
 _SCALAR_TYPES = {"string", "number", "integer", "boolean", "null"}
 _NO_NODE: dict[str, Any] = {}
 
@@ -116,9 +117,10 @@ def _check(value: Any, node: dict[str, Any], path: str, doc: str) -> Problem | N
         return _array(value, node, path, doc)
     if isinstance(value, str):
         return _string(value, node, path, doc)
-    low, high = node.get("minimum"), node.get("maximum")
+    low, high, below = node.get("minimum"), node.get("maximum"), node.get("exclusiveMaximum")
     if json_type(value) in ("integer", "number") and ((low is not None and not value >= low)
-                                                      or (high is not None and not value <= high)):
+                                                      or (high is not None and not value <= high)
+                                                      or (below is not None and not value < below)):
         return Problem(path, _expected(node, value), doc)
     return None
 
@@ -211,6 +213,8 @@ def _string(value: str, node: dict[str, Any], path: str, doc: str) -> Problem | 
 def _value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
     return "null" if value is None else str(value)
 
 
@@ -251,7 +255,7 @@ def _what(node: dict[str, Any]) -> str:
     kind = node.get("type")
     if isinstance(kind, list):
         return _join([_what({**node, "type": k}) for k in kind])
-    low, high = node.get("minimum"), node.get("maximum")
+    low, high = node.get("minimum"), node.get("maximum", node.get("exclusiveMaximum"))
     if kind in ("integer", "number"):
         noun = "a whole number" if kind == "integer" else "a number"
         if low is not None and high is not None:
@@ -268,8 +272,9 @@ def _what(node: dict[str, Any]) -> str:
         inner = f" of {_plural(_what(item))}" if isinstance(item, dict) else ""
         return ("a non-empty list" if node.get("minItems") else "a list") + inner
     if kind == "object":
-        if node.get("properties"):
-            return "a mapping {" + ", ".join(node["properties"]) + "}"
+        names = list(node.get("properties", ()))
+        if names:
+            return "a mapping {" + ", ".join(names) + "}" if len(names) <= 5 else "a mapping of its fields"
         return "a non-empty mapping" if node.get("minProperties") else "a mapping"
     return "a value"
 
