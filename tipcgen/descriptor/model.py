@@ -37,6 +37,9 @@ from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 # Marks in the schema this module walks, dropped from the shipped one: a group of fields, the name a mapping's keys go by.
 _GROUP, _KEY = "x-tipcgen-group", "x-tipcgen-key"
+# What a refusal says a value must be, where the type's own words would not do: the shipped schema's "title" (pydantic
+# keeps a title only on a field, so a type carries it under this mark).
+_TITLE = "x-tipcgen-title"
 _OUTSIDE_PATH = r"^/|(^|/)\.\.(/|$)"
 
 
@@ -129,10 +132,12 @@ def _slot_type(slot: layout.Slot) -> Any:
         shapes.append(Annotated[dict[Mode, Scalar], Field(min_length=1)])
     value = Union[tuple(shapes)]
     fixed = slot.field in FIXED_KEY_FIELDS  # the runner checks the key: {key, value} only with the fixed one
-    keyed = create_model(f"Line_{slot.name}", __config__=_VALUE,
-                         key=(Literal[slot.key] if fixed else Optional[Union[str, float]], ...), value=(value, None))
+    words = _json(**{_TITLE: f"the fixed key {slot.key}"}, description=f"the runner checks this line's key: write "
+                  f"{slot.field}: VALUE")
+    key: Any = Annotated[Literal[slot.key], words] if fixed else Optional[Union[str, float]]
+    keyed = create_model(f"Line_{slot.name}", __config__=_VALUE, key=(key, ...), value=(value, None))
     if slot.key is None and not fixed:  # the key is the script's flag name: only {key, value} (or null) says it
-        return Optional[Annotated[keyed, _json(title="a mapping {key: FLAG, value: VALUE}")]]
+        return Optional[Annotated[keyed, _json(**{_TITLE: "a mapping {key: FLAG, value: VALUE}"})]]
     return Union[tuple([*shapes, keyed])]
 
 
@@ -214,7 +219,7 @@ class DataFile(BaseModel):
     lite: _left_out(RelPath) = Field(None, description="the lite copy in the repository: a file, a folder, or a "
                                     "`.tar`/`.tar.gz`/`.tgz`/`.zip` archive")
     whole: _left_out(RelPath) = Field(None, description="a file or folder inside the whole data folder, linked in place")
-    md5: Optional[Annotated[str, Field(pattern=MD5_RE.pattern)]] = Field(
+    md5: Optional[Annotated[str, Field(pattern=MD5_RE.pattern), _json(**{_TITLE: "32 lower-case hex digits"})]] = Field(
         None, description="md5 of the whole file (32 hex digits), checked before it is linked")
     rows: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="its data rows, shown when the md5 differs")
 
@@ -292,7 +297,7 @@ class PtqFields(BaseModel):
         description="`ptq` (20 lines: models tutorial, PaddleSeg), `ptq_video` (24: PaddleVideo) or `kl_quant` "
         "(20: PaddleOCR)")
     header: _left_out(Text) = Field(None, description="the first line as written, where it is not the layout's own header")
-    lines: Annotated[dict[str, str], _json(additionalProperties={"type": "string", "title": "one line of text"})] = Field(
+    lines: Annotated[dict[str, str], _json(additionalProperties={"type": "string", _TITLE: "one line of text"})] = Field(
         description="each line of the layout by its name (the upstream runner's variable), as written: "
         "`batch_num: \"--batch_num:1\"`")
     trailing: _left_out(list[str]) = Field(None, description="lines after the layout, which the runner does not read")
@@ -482,7 +487,9 @@ def _shipped(node: Any) -> Any:
         # pydantic's own titles ("Atol") are dropped; one of ours, a phrase in lower case, is what a message expects
         if (key == "title" and not value[:1].islower()) or key in (_GROUP, _KEY) or (key == "default" and value is None):
             continue
-        if key in ("properties", "$defs"):
+        if key == _TITLE:
+            out["title"] = value
+        elif key in ("properties", "$defs"):
             out[key] = {name: _shipped(sub) for name, sub in value.items()}
         elif key == "description":
             out[key] = _plain(value)

@@ -105,7 +105,7 @@ def _check(value: Any, node: dict[str, Any], path: str, doc: str) -> Problem | N
     if "anyOf" in node and (problem := _any_of(value, node, path, doc)) is not None:
         return problem
     if "const" in node and (value != node["const"] or json_type(value) != json_type(node["const"])):
-        return Problem(path, f"expected {_value(node['const'])}, found {describe(value)}", doc)
+        return Problem(path, _expected(node, value), doc)
     if "enum" in node and not any(value == item and json_type(value) == json_type(item) for item in node["enum"]):
         return Problem(path, _expected(node, value), _enum_hint(node, value, doc))
     kind = node.get("type")
@@ -142,6 +142,13 @@ def _any_of(value: Any, node: dict[str, Any], path: str, doc: str) -> Problem | 
     return Problem(path, _expected(node, value), doc)
 
 
+@lru_cache(maxsize=None)
+def _regex(pattern: str) -> re.Pattern[str]:
+    """A schema pattern as JSON Schema (ECMA 262) and pydantic read it: ``$`` is the end of the text, never before
+    a final line break as Python's ``$`` is (``md5: "<32 hex digits>\\n"`` is refused)."""
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+
+
 def _looks_like(value: Any, node: dict[str, Any]) -> bool:
     """Where a field takes a value or a mapping of named fields (a slot line: a value or ``{key, value}``), a
     mapping is read as those fields only when it has one of them: ``{a: 1}`` is a wrong value, not a
@@ -161,20 +168,22 @@ def _object(value: dict[str, Any], node: dict[str, Any], path: str, doc: str) ->
             noun = _plain(names.get("description")) or "a name this mapping takes"
             hint = _enum_hint(names, key, "") if "enum" in names else ""
             return Problem(sub, f"is not {noun}", f"{hint} expected {_what(names)}".lstrip(), at_key=True)
-        if key not in properties and extra is False and not any(re.search(p, key) for p in patterns):
+        if key not in properties and extra is False and not any(_regex(p).search(key) for p in patterns):
             allowed = sorted(properties)
             close = difflib.get_close_matches(key, allowed, n=1)
             return Problem(sub, "unknown field", f"did you mean '{close[0]}'?" if close else
                            "allowed: " + ", ".join(allowed), at_key=True)
     for name in node.get("required", ()):
+        sub = f"{path}.{name}" if path else name
         if name not in value:
-            sub = f"{path}.{name}" if path else name
             return Problem(sub, "is missing", _missing_hint(sub, properties.get(name, _NO_NODE)))
+        if value[name] is None and _check(None, properties.get(name, _NO_NODE), sub, "") is not None:
+            return Problem(sub, "is null", _missing_hint(sub, properties.get(name, _NO_NODE)), at_key=True)
     if len(value) < node.get("minProperties", 0):
         return Problem(path, _expected(node, value), doc)
     for key, item in value.items():
         sub = f"{path}.{key}" if path else key
-        matched = [schema for pattern, schema in patterns.items() if re.search(pattern, key)]
+        matched = [schema for pattern, schema in patterns.items() if _regex(pattern).search(key)]
         child = properties.get(key) or (matched[0] if matched else extra if isinstance(extra, dict) else None)
         if child is not None and (problem := _check(item, child, sub, doc if key not in properties else "")) is not None:
             return problem
@@ -201,10 +210,11 @@ def _string(value: str, node: dict[str, Any], path: str, doc: str) -> Problem | 
     if len(value) < node.get("minLength", 0):
         return Problem(path, f"expected non-empty text, found {describe(value)}", doc)
     pattern = node.get("pattern")
-    if pattern is not None and not re.search(pattern, value):
-        return Problem(path, f"expected text of the form {pattern}, found {describe(value)}", doc)
+    if pattern is not None and not _regex(pattern).search(value):
+        what = node["title"] if isinstance(node.get("title"), str) else f"text of the form {pattern}"
+        return Problem(path, f"expected {what}, found {describe(value)}", doc)
     outside = node.get("not", _NO_NODE).get("pattern")
-    if outside is not None and re.search(outside, value):
+    if outside is not None and _regex(outside).search(value):
         return Problem(path, f"{quoted(value)} must be a relative path inside the repository (or data folder)", doc)
     return None
 
