@@ -249,7 +249,9 @@ class RunFields(BaseModel):
         description=f"seconds before a step is killed (default {DEFAULT_STEP_TIMEOUT})")
 
 
-_DATA_NAME = Union[Annotated[str, Field(pattern=DATA_NAME_RE.pattern)], float]
+_DATA_NAME = Union[Annotated[str, Field(pattern=DATA_NAME_RE.pattern), _json(**{_TITLE: "a plain file name"})], float]
+_OUTPUT_NAME = Union[Annotated[str, Field(pattern=DATA_NAME_RE.pattern), _json(
+    **{_TITLE: "an output name: letters, digits, '_', '-' and '.'"})], float]
 
 
 class ChecksFields(BaseModel):
@@ -266,7 +268,7 @@ class ChecksFields(BaseModel):
         None, description="the chain's own fixed-input check of the exported model: a `.npz` of inputs to feed (read "
         "without unpickling), or `false` to turn the check off (default: inputs built from the model's input spec, "
         "seed 0)")
-    outputs: Annotated[list[_DATA_NAME], Field(min_length=1), _json(uniqueItems=True)] = Field(
+    outputs: Annotated[list[_OUTPUT_NAME], Field(min_length=1), _json(uniqueItems=True)] = Field(
         None, description="the exported model's outputs named by position, e.g. `[logits, probs]` (config "
         "`output_names:logits\\|probs` in `result_check_params`): the fixed-input checks, their results files and golden "
         "results use these names, so a failure reads `output 'probs' differs by up to ...`. Without it outputs keep the "
