@@ -191,7 +191,7 @@ _DEVICE_NUM = Annotated[str, Field(pattern=r"^N[1-9][0-9]*C[1-9][0-9]*$")]
 _DEVICE_NUMS = Annotated[list[_DEVICE_NUM], Field(min_length=1)]
 _FP_ITEM = Literal["fp32", "fp16"]
 _FP_ITEMS = Annotated[list[_FP_ITEM], Field(min_length=1)]
-_POSITIVE = Annotated[int, Field(ge=1)]
+_POSITIVE = Annotated[int, Field(ge=1, le=999_999)]
 _POSITIVES = Annotated[list[_POSITIVE], Field(min_length=1)]
 
 
