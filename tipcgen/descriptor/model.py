@@ -317,7 +317,8 @@ class PtqFields(BaseModel):
 
 class KeptEntry(BaseModel):
     model_config = _VALUE
-    file: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+@=-]+(/[A-Za-z0-9_.+@=-]+)*\.txt$")]
+    file: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+@=-]+(/[A-Za-z0-9_.+@=-]+)*\.txt$"),
+                    _json(**{_TITLE: "a .txt path below test_tipc/configs/, MODEL/NAME.txt"})]
     kind: str = ""
     lines: Optional[list[str]]
     final_newline: bool = True
