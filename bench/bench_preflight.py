@@ -63,14 +63,14 @@ def components(repo: Path, env: dict, runs: int) -> dict[str, list[float]]:
 import os, subprocess, sys, time
 from pathlib import Path
 from tipcgen.configs import flag_check, preflight
-from tipcgen.run import provenance, run
+from tipcgen.run import pipeline, provenance
 root, config = Path({str(repo)!r}), Path("test_tipc/configs/bert_sst2/train_infer_python.txt")
 env = dict(os.environ)
 python = flag_check.interpreter((root / config).read_text(), env)[1]
 def timed(f):
     t = time.perf_counter(); f(); return time.perf_counter() - t
 print(timed(lambda: preflight.refuse_lint_errors(root, config)),
-      timed(lambda: run._layout_check_result(run._start_layout_check(config, root, "basic", env, "{MODE}"))),
+      timed(lambda: pipeline._layout_check_result(pipeline._start_layout_check(config, root, "basic", env, "{MODE}"))),
       timed(lambda: provenance.versions(python, env)),
       timed(lambda: provenance.git_info(root)),
       timed(lambda: provenance.load_descriptor(root)))

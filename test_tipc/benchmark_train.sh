@@ -11,8 +11,6 @@
 # memory) under test_tipc/output/<model>/benchmark_train/benchmark_train/, with
 # results_benchmark_train.log and steps.jsonl; exits 1 if any step failed.
 set -u
-# shellcheck source=common_func.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 # shellcheck source=tipc_steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 

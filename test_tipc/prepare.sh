@@ -7,10 +7,38 @@
 # Lite modes copy the small data set shipped with the project. Whole-data modes read the full data
 # set from the folder in the model's whole-data variable, check it, and link it in place (never copied).
 set -u
-# shellcheck source=common_func.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 # shellcheck source=tipc_steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
+
+# value_after ANCHOR KEY: KEY's value on the first line keyed KEY after the line keyed ANCHOR, or
+# anywhere when ANCHOR is empty (config_value KEY: configs read by key).
+value_after() {
+    local anchor=$1 key=$2 line seen=""
+    if [ -z "$anchor" ]; then seen=1; fi
+    for line in "${TIPC_LINES[@]}"; do
+        if [ -z "$seen" ]; then
+            if [ "${line%%:*}" = "$anchor" ]; then seen=1; fi
+        elif [ "${line%%:*}" = "$key" ]; then
+            printf '%s' "${line#*:}"
+            return 0
+        fi
+    done
+}
+
+config_value() { value_after "" "$1"; }
+
+# tipc_line_name VAR LINE: into VAR, the name LINE is known by: the key of key:value, a ===header==='s name.
+tipc_line_name() {
+    local tipc_name_line=$2
+    if [[ $tipc_name_line == =*= ]]; then
+        tipc_name_line=${tipc_name_line##+(=)}
+        tipc_name_line=${tipc_name_line%%+(=)}
+        tipc_name_line=${tipc_name_line#"${tipc_name_line%%[![:space:]]*}"}
+        printf -v "$1" '%s' "${tipc_name_line%"${tipc_name_line##*[![:space:]]}"}"
+    else
+        printf -v "$1" '%s' "${tipc_name_line%%:*}"
+    fi
+}
 
 tipc_open "CONFIG MODE" "$@"
 tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"

@@ -8,10 +8,38 @@
 # test_tipc/output/<model>/paddle2onnx/<MODE>/results_paddle2onnx.log and steps.jsonl; exits 1
 # if any step failed. No package is installed at run time (--optimize_tool None).
 set -u
-# shellcheck source=common_func.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 # shellcheck source=tipc_steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
+
+# value_after ANCHOR KEY: KEY's value on the first line keyed KEY after the line keyed ANCHOR, or
+# anywhere when ANCHOR is empty (config_value KEY: configs read by key).
+value_after() {
+    local anchor=$1 key=$2 line seen=""
+    if [ -z "$anchor" ]; then seen=1; fi
+    for line in "${TIPC_LINES[@]}"; do
+        if [ -z "$seen" ]; then
+            if [ "${line%%:*}" = "$anchor" ]; then seen=1; fi
+        elif [ "${line%%:*}" = "$key" ]; then
+            printf '%s' "${line#*:}"
+            return 0
+        fi
+    done
+}
+
+config_value() { value_after "" "$1"; }
+
+# tipc_line_name VAR LINE: into VAR, the name LINE is known by: the key of key:value, a ===header==='s name.
+tipc_line_name() {
+    local tipc_name_line=$2
+    if [[ $tipc_name_line == =*= ]]; then
+        tipc_name_line=${tipc_name_line##+(=)}
+        tipc_name_line=${tipc_name_line%%+(=)}
+        tipc_name_line=${tipc_name_line#"${tipc_name_line%%[![:space:]]*}"}
+        printf -v "$1" '%s' "${tipc_name_line%"${tipc_name_line##*[![:space:]]}"}"
+    else
+        printf -v "$1" '%s' "${tipc_name_line%%:*}"
+    fi
+}
 
 # tipc_has_key FILE KEY: stop unless a line is keyed KEY (this config is read by key).
 tipc_has_key() {
@@ -28,8 +56,8 @@ if [ "$TIPC_FIRST" != paddle2onnx_params ]; then
     tipc_die "$CONFIG is not a paddle2onnx config (its first line is not the paddle2onnx_params header)" \
         "pass test_tipc/configs/<model>/model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt"
 fi
-TIPC_LAYOUT_LINES=1  # trailing sections start after the header: read by name
-tipc_check_markers "$CONFIG"
+tipc_read_table sections "$CONFIG" 1  # its sections (after the header line), read by name
+tipc_check_lines "$CONFIG"
 # The model's own flag names, from the four lines after `inference:` (the order tipcgen writes them):
 # the ONNX switch, the device, the model folder, the data.
 keys=(onnx_key use_gpu_key model_dir_key data_key)
@@ -48,9 +76,11 @@ for idx in "${!TIPC_LINES[@]}"; do
     break
 done
 # Every line it reads, checked before any step: no conflict marker, no stray whitespace, each key there.
+lines=()
 for idx in "${!TIPC_LINES[@]}"; do
-    if [[ ${TIPC_LINES[idx]} != =*= ]]; then tipc_check_kv_line "$CONFIG" "$idx"; fi
+    if [[ ${TIPC_LINES[idx]} != =*= ]]; then lines+=("$idx"); fi
 done
+tipc_check_lines "$CONFIG" "${lines[@]}"
 for key in model_name python 2onnx --model_dir --save_file inference \
     "$onnx_key" "$use_gpu_key" "$model_dir_key" "$data_key"; do
     if [ "$key" != null ]; then tipc_has_key "$CONFIG" "$key"; fi

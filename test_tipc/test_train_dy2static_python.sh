@@ -17,10 +17,21 @@
 # test_tipc/output/<model>/dy2static/<MODE>/results_python.log and steps.jsonl (the trainings' under
 # train/); exits 1 if a step failed.
 set -u
-# shellcheck source=common_func.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 # shellcheck source=tipc_steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
+
+# tipc_line_name VAR LINE: into VAR, the name LINE is known by: the key of key:value, a ===header==='s name.
+tipc_line_name() {
+    local tipc_name_line=$2
+    if [[ $tipc_name_line == =*= ]]; then
+        tipc_name_line=${tipc_name_line##+(=)}
+        tipc_name_line=${tipc_name_line%%+(=)}
+        tipc_name_line=${tipc_name_line#"${tipc_name_line%%[![:space:]]*}"}
+        printf -v "$1" '%s' "${tipc_name_line%"${tipc_name_line##*[![:space:]]}"}"
+    else
+        printf -v "$1" '%s' "${tipc_name_line%%:*}"
+    fi
+}
 
 # dy2static_settings MODEL: the tolerance of MODEL's loss check (check_args) from its descriptor
 # (dy2static.tolerance); a model no descriptor here rendered gets the check's defaults, and a note saying so.
@@ -43,7 +54,9 @@ fi
 # Every line the runner reads, checked before any step: no conflict marker, each anchor in place, no stray
 # whitespace. The slot helpers read idx 1-21 where the 51-line layout has them.
 tipc_use_layout standard
-tipc_check_markers "$CONFIG"
+SHIFT_HINT="a line above it is missing or extra, so every later value would be read from the wrong line"
+SHIFT_HINT+=" (tipcgen lint shows where)"
+tipc_check_lines "$CONFIG"
 if [ "${#TIPC_LINES[@]}" -lt 22 ]; then
     found="a dy2static config has 22 (a header and the train block)"
     tipc_die "$CONFIG has ${#TIPC_LINES[@]} non-blank lines; $found" \
@@ -55,7 +68,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[0]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[0]}: expected 'base_train or amp_train' on non-blank line 1, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[1]}"
 case $found in
@@ -63,7 +76,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[1]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[1]}: expected model_name on non-blank line 2, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[2]}"
 case $found in
@@ -71,7 +84,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[2]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[2]}: expected python on non-blank line 3, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[3]}"
 case $found in
@@ -79,7 +92,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[3]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[3]}: expected gpu_list on non-blank line 4, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[13]}"
 case $found in
@@ -87,7 +100,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[13]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[13]}: expected '##' on non-blank line 14, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[14]}"
 case $found in
@@ -95,7 +108,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[14]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[14]}: expected trainer on non-blank line 15, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[16]}"
 case $found in
@@ -103,7 +116,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[16]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[16]}: expected 'pact_train or quant_train' on non-blank line 17, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[17]}"
 case $found in
@@ -111,7 +124,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[17]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[17]}: expected fpgm_train on non-blank line 18, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[18]}"
 case $found in
@@ -119,7 +132,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[18]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[18]}: expected distill_train on non-blank line 19, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[19]}"
 case $found in
@@ -127,7 +140,7 @@ case $found in
     *)
         found="found '${TIPC_LINES[19]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[19]}: expected to_static_train on non-blank line 20, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
 tipc_line_name found "${TIPC_LINES[21]}"
 case $found in
@@ -135,11 +148,9 @@ case $found in
     *)
         found="found '${TIPC_LINES[21]}'"
         tipc_die "$CONFIG:${TIPC_LINENOS[21]}: expected '##' on non-blank line 22, $found" \
-            "$TIPC_SHIFT_HINT" ;;
+            "$SHIFT_HINT" ;;
 esac
-for ((idx = 1; idx < 22; idx++)); do
-    if [ "${TIPC_LINES[idx]}" != "##" ]; then tipc_check_kv_line "$CONFIG" "$idx"; fi
-done
+tipc_check_lines "$CONFIG" {1..21}
 tipc_begin "$(slot_value model_name)" "$(slot_value python)"
 if tipc_is_null "$(slot_value trainer_key1)"; then
     found="to_static_train has no value: the static training would be the dygraph one"

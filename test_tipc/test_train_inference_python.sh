@@ -8,26 +8,16 @@
 # per step and steps.jsonl (one record per step); exits 1 if any step failed.
 # shellcheck disable=SC2034  # arrays given to a function by name (local -n) are read there
 set -u
-# shellcheck source=common_func.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common_func.sh"
 # shellcheck source=tipc_steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
-# The fleet chain (test_train_fleet_python.sh runs this runner with TIPC_MULTI_NODE=local) simulates its machines
-# here with tipc_fleet.sh, rendered only with that chain: fleet_nodes, fleet_train and fleet_check.
-FLEET_HOSTS=()
-if [ "${TIPC_MULTI_NODE:-}" = local ]; then
-    if [ ! -f "$(dirname "${BASH_SOURCE[0]}")/tipc_fleet.sh" ]; then
-        tipc_die "TIPC_MULTI_NODE=local: no tipc_fleet.sh beside $0, which simulates the machines of the fleet chain" \
-            "add a fleet: section to the model's descriptor, render it (tipcgen init); on a cluster: TIPC_MULTI_NODE=1"
-    fi
-    # shellcheck source=/dev/null  # rendered only with the fleet chain; shellcheck reads it on its own
-    source "$(dirname "${BASH_SOURCE[0]}")/tipc_fleet.sh"
+if [ "${TIPC_MULTI_NODE:-}" = local ]; then  # the fleet chain's simulated machines: not rendered here
+    tipc_die "TIPC_MULTI_NODE=local: no tipc_fleet.sh beside $0, which simulates the machines of the fleet chain" \
+        "add a fleet: section to the model's descriptor, render it (tipcgen init); on a cluster: TIPC_MULTI_NODE=1"
 fi
 
 tipc_open "CONFIG MODE [GPU_ID]" "$@"
 GPU_ID=${3:-}
-# One runner for every model of the repository: the layout check reads what every config of its
-# layout shares; each model's flag names come from its own config, its settings from tipc_steps.sh.
+# One runner for every model of the repository: each model's flag names come from its own config.
 tipc_check_layout "$CONFIG"
 tipc_begin "$(slot_value model_name)" "$(slot_value python)"
 # TIPC_RUN_FOLDER: another run folder (the dy2static runner runs this one on its two trainings there).
@@ -77,10 +67,8 @@ run_inference() {
     done
 }
 
-# infer_case INFERENCE PLACE SWITCH THREADS PRECISION BATCH: one inference configuration of run_inference:
-# upstream's skip rules, or the step, its flags in upstream's order. INFERENCE names run_inference's
-# associative array (script, use_gpu, model_dir, data, is_quant, gpu, tag); PLACE is cpu or gpu; SWITCH is
-# mkldnn on the CPU, use_trt on a GPU.
+# infer_case INFERENCE PLACE SWITCH THREADS PRECISION BATCH: one configuration of run_inference's (INFERENCE names its
+# array): upstream's skip rules, or the step, its flags in upstream's order. SWITCH: mkldnn on cpu, use_trt on gpu.
 infer_case() {
     local -n tipc_inference=$1
     local place=$2 switch=$3 threads=$4 precision=$5 bs=$6 name skip=""
@@ -125,9 +113,8 @@ infer_case() {
     tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
 }
 
-# start_fixed_check MODEL_DIR GPU TAG: the chain's own check of one exported model (fixed inputs fed in every
-# inference configuration), started beside the inference matrix: it needs only the export, and runs at low CPU
-# priority while the inference steps run (run_checks collects it). One paddle start, hidden behind theirs.
+# start_fixed_check MODEL_DIR GPU TAG: the chain's own check of one exported model (fixed inputs in every inference
+# configuration), started beside the inference matrix at low CPU priority (run_checks collects it).
 start_fixed_check() {
     local model_dir=$1 gpu=$2 tag=$3
     tipc_case model_dir="$model_dir"
@@ -137,9 +124,8 @@ start_fixed_check() {
         "--use_trt=$(slot_value use_trt)" "--batch_size=$(slot_value infer_batch_size)"
 }
 
-# run_checks MODEL_DIR GPU TAG: the result checks of one model's inference: the chain's own (fixed
-# inputs: start_fixed_check's, collected here), and, when the config asks for them, against the dygraph model's
-# results (written by the export step) and against the committed golden results of this training.
+# run_checks MODEL_DIR GPU TAG: the result checks of one model's inference: the chain's own (start_fixed_check's),
+# and where the config asks, against the dygraph model's results (the export's) and this training's golden ones.
 run_checks() {
     local model_dir=$1 gpu=$2 tag=$3 compare reference golden results fixed pattern logs=""
     tipc_step_collect
@@ -159,8 +145,7 @@ run_checks() {
     fi
     golden=$(section_value result_check_params golden_dir)
     if tipc_is_null "$golden"; then return 0; fi
-    # This training's committed results (tipcgen golden writes them; tipcgen/format/paths.py names them):
-    # they belong to one training (mode, device entry, trainer/autocast): gpus_-1 for the CPU.
+    # This training's committed results (tipcgen golden; format/paths.py names them): gpus_-1 for the CPU.
     results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt"
     fixed="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt"
     if [ -n "$logs" ] && compgen -G "$results" > /dev/null; then
@@ -179,8 +164,7 @@ run_checks() {
 }
 
 # run_export STEP ENV_PREFIX COMMAND WEIGHTS OUTPUT NAME: export WEIGHTS into OUTPUT with the config's export keys,
-# under ENV_PREFIX (the name of an array: an env prefix such as CUDA_VISIBLE_DEVICES, or none), run by STEP
-# (tipc_step, or tipc_step_beside to run it beside the eval: tipc_step_collect then concludes it).
+# under ENV_PREFIX (an array's name: env CUDA_VISIBLE_DEVICES=..., or none), run by tipc_step or tipc_step_beside.
 run_export() {
     local -n tipc_export_env=$2
     local -a cmd=("${tipc_export_env[@]}" "${TIPC_STEP_ENV[@]}" "$PYTHON")
@@ -208,8 +192,8 @@ trainer_commands() {
     esac
 }
 
-# run_train_chain: for each gpu_list entry, how it trains (launch, env_prefix), then each autocast x
-# trainer: run_training, given the training's settings (an associative array) and the two arrays by name.
+# run_train_chain: for each gpu_list entry, how it trains (launch, env_prefix), then run_training for each autocast x
+# trainer, given the training's settings (an associative array) and the two arrays by name.
 run_train_chain() {
     local epoch batch gpu device run_on nodes ips launch_note autocast trainer tag i what
     local -a gpus devices autocasts trainers launch env_prefix list
@@ -222,17 +206,12 @@ run_train_chain() {
     tipc_split trainers "$(slot_value trainer)"
     for i in "${!gpus[@]}"; do
         gpu=${gpus[i]} device=${devices[i]:-${devices[0]:-}} nodes=1 launch_note="" launch=() env_prefix=()
-        FLEET_HOSTS=()
         tipc_at gpu="$gpu"
         if [[ $gpu == *";"* ]]; then  # ips;devices: several machines
             ips=${gpu%%;*}
             tipc_split list "${ips//,/|}"
             nodes=${#list[@]}
-            if [ "${TIPC_MULTI_NODE:-}" = local ]; then  # the fleet chain: the machines simulated on this host
-                if ! fleet_nodes "$gpu"; then continue; fi
-                case ${device,,} in gpu) device=cpu ;; true) device=False ;; esac  # the device flag's CPU value
-                launch_note=$FLEET_NOTE
-            elif [ -z "${TIPC_MULTI_NODE:-}" ]; then
+            if [ -z "${TIPC_MULTI_NODE:-}" ]; then
                 what="multi-machine entry '$gpu' runs on $nodes machines"
                 tipc_skip train "gpus_$gpu" "$what: run this script on each node with TIPC_MULTI_NODE=1"
                 continue
@@ -256,7 +235,7 @@ run_train_chain() {
             env_prefix=(env "CUDA_VISIBLE_DEVICES=$gpu")
         fi
         run_on=gpu
-        if [ "$gpu" = -1 ] || [ "$GPU_COUNT" -eq 0 ] || [ "${#FLEET_HOSTS[@]}" -gt 0 ]; then run_on=cpu; fi
+        if [ "$gpu" = -1 ] || [ "$GPU_COUNT" -eq 0 ]; then run_on=cpu; fi
         for autocast in "${autocasts[@]}"; do
             for trainer in "${trainers[@]}"; do
                 tag=""
@@ -271,10 +250,8 @@ run_train_chain() {
     done
 }
 
-# run_training TRAINING LAUNCH ENV_PREFIX: one training of run_train_chain and what uses it: train, then
-# eval, export, inference and result checks on the trained model. TRAINING names an associative array
-# (trainer, autocast, tag, gpu, device, run_on, nodes, note, epoch, batch); LAUNCH and ENV_PREFIX name
-# arrays: the launcher's arguments (-m paddle.distributed.launch ...) and the env prefix, or none.
+# run_training TRAINING LAUNCH ENV_PREFIX: one training of run_train_chain's (the names of its settings, launcher
+# arguments and env prefix): train, then eval, export, inference and result checks on the trained model.
 run_training() {
     local -n tipc_training=$1 tipc_launch=$2 tipc_env=$3
     local trainer=${tipc_training[trainer]} autocast=${tipc_training[autocast]} tag=${tipc_training[tag]}
@@ -303,13 +280,7 @@ run_training() {
     tipc_add_slots cmd train_use_gpu="$device" save_model="$save" epoch="$epoch" pretrain \
         train_batch_size="$batch" autocast="$autocast" train_param
     tipc_case device="$run_on" use_gpu="$device" batch_size="$batch" model_dir="$save"
-    if [ "${#FLEET_HOSTS[@]}" -gt 0 ]; then  # the fleet chain: every node at once, the one-process run, the check
-        if ! fleet_train "$prefix" "$save" "$note" "$1" "$3" -- "${cmd[@]:${#tipc_env[@]}+1}" \
-            || ! fleet_check "$prefix" "$save" "$1" "$3"; then
-            tipc_skip eval+export+infer "$prefix" "skipped because train $prefix did not pass on every node"
-            return
-        fi
-    elif ! tipc_step train "$prefix" "$save.log" "$note" -- "${cmd[@]}"; then
+    if ! tipc_step train "$prefix" "$save.log" "$note" -- "${cmd[@]}"; then
         tipc_skip eval+export+infer "$prefix" "skipped because train $prefix did not pass"
         return
     fi
@@ -320,9 +291,8 @@ run_training() {
     fi
     eval_cmd=$(slot_value eval)
     export_name=${prefix}_nodes_${nodes}_export
-    # Eval and export read the trained checkpoint alone: where the machine has the cores, the export runs beside
-    # the eval (the same handshakes and records); the inference cases, whose latency is measured, wait for both.
-    # Not on a GPU: two processes on one device may not fit its memory.
+    # Eval and export read the trained checkpoint alone: with the cores (not on a GPU: its memory), the export runs
+    # beside the eval (the same handshakes and records); the inference cases, whose latency is measured, wait for both.
     if ! tipc_is_null "$eval_cmd" && ! tipc_is_null "$EXPORT_CMD" && [ "$run_on" = cpu ] && tipc_side_by_side; then
         beside=1
         run_export tipc_step_beside "$3" "$EXPORT_CMD" "$checkpoint" "$save" "$export_name"

@@ -19,7 +19,7 @@ from tipcgen.configs.importer import import_descriptor
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import families
 from tipcgen.format.config import TipcConfig, family_of
-from tipcgen.render import ptq_runner, render
+from tipcgen.render import ptq_runner, repository
 from tipcgen.render.templating import environment
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -52,7 +52,7 @@ def _outcome(text: str, raw: bytes, name: str) -> str:
         _, desc = import_descriptor(text, name)
     except TipcgenError as exc:
         return str(exc).splitlines()[0]
-    return "byte" if render.render_config(desc).encode("utf-8", errors="surrogateescape") == raw else "differs"
+    return "byte" if repository.render_config(desc).encode("utf-8", errors="surrogateescape") == raw else "differs"
 
 
 _PLACEHOLDER = "schema_version: 1\nmodel_name: m\ngpu_list: '-1'\ntrain:\n  norm: train.py\ninference:\n  script: null\n"
@@ -65,7 +65,7 @@ def _back(text: str, raw: bytes, path: Path, name: str, runner: family_pick.Runn
         how = import_kept.route(text, runner, specs, name)
         if how == import_kept.FIELDS:
             _, desc = import_descriptor(text, name, runner)
-            written = render.render_config(desc)
+            written = repository.render_config(desc)
         elif how == import_kept.PTQ:
             section = import_compression.import_ptq(text, name)
             desc = descriptor.load_text(_PLACEHOLDER + section, source=name)
@@ -73,7 +73,7 @@ def _back(text: str, raw: bytes, path: Path, name: str, runner: family_pick.Runn
         else:
             file = import_kept.kept_file(path, text)
             desc = descriptor.load_text(_PLACEHOLDER + import_kept.import_kept(text, name, file), source=name)
-            written = render.kept_files([desc])[desc.kept[0].rel]
+            written = repository.kept_files([desc])[desc.kept[0].rel]
     except TipcgenError as exc:
         return "refused", str(exc).splitlines()[0]
     return how, "byte" if written.encode("utf-8", errors="surrogateescape") == raw else "differs"

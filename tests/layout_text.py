@@ -1,4 +1,4 @@
-"""Configs for tests, written by the one writer of the layout (render.layout_text, the template), and the
+"""Configs for tests, written by the one writer of the layout (repository.layout_text, the template), and the
 round trip `tipcgen import` then `tipcgen init` make of one."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from tipcgen import descriptor
 from tipcgen.configs.importer import import_config
 from tipcgen.format import layout
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.format.config import TipcConfig
 
 
@@ -15,7 +15,7 @@ def config_text(pairs: Mapping[str, tuple[str, str | None]],
                 trailing: Sequence[tuple[str | None, Sequence[str]]] = ()) -> str:
     """The 51-line text from ``{slot_name: (key, value)}`` (a ``None`` value writes the key alone)."""
     lines = {name: key if value is None else f"{key}:{value}" for name, (key, value) in pairs.items()}
-    return render.layout_text("standard", lines, trailing)
+    return repository.layout_text("standard", lines, trailing)
 
 
 def build(pairs: Mapping[str, tuple[str, str | None]],
@@ -42,7 +42,7 @@ def trailing_sections(config: TipcConfig) -> list[tuple[str | None, list[str]]]:
 def round_trip(text: str, source: str = "t.txt") -> str:
     """import -> load the descriptor text -> render the config, as `tipcgen import` then `tipcgen init` do
     (independently of import_descriptor, which loads what it wrote itself)."""
-    return render.render_config(descriptor.load_text(import_config(text, source), source="t.yaml"))
+    return repository.render_config(descriptor.load_text(import_config(text, source), source="t.yaml"))
 
 
 def sample_slots() -> dict[str, tuple[str, str | None]]:

@@ -25,7 +25,7 @@ from tipcgen.outputs import accept_repo
 from tipcgen.results import autolog
 from tipcgen.outputs import report
 from tipcgen.outputs import support_table
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 from tipcgen.format import paths
 
 from conftest import ROOT, edit, read_summary, tipcgen
@@ -56,7 +56,7 @@ AUTOLOG_BLOCK = """\
 
 
 def test_autolog_block_is_read_by_key():
-    speed = autolog.parse(("result line: 1, loss: 3\n" + AUTOLOG_BLOCK).splitlines())
+    speed = autolog.read_block(("result line: 1, loss: 3\n" + AUTOLOG_BLOCK).splitlines())
     assert speed == {"device": "gpu", "tensorrt": "False", "model_name": "det", "precision": "fp32", "batch_size": 1.0,
                      "data_num": 50.0, "cpu_rss_mb": 315.2656, "gpu_rss_mb": 8842.0, "gpu_util_percent": 0.0,
                      "total_s": 4.2386, "preprocess_ms": 33.7887, "inference_ms": 50.7443, "postprocess_ms": 0.2391}
@@ -65,15 +65,15 @@ def test_autolog_block_is_read_by_key():
 def test_autolog_variants_and_absence():
     cpp = ["----------------------- Perf info ------------------------",
            "preproce_time(ms): 1.5, inference_time(ms): nan, postprocess_time(ms): 0.5"]
-    assert autolog.parse(cpp) == {}, "no inference time (nan is no figure): no block"
+    assert autolog.read_block(cpp) == {}, "no inference time (nan is no figure): no block"
     cpp[1] = cpp[1].replace("nan", "7.25")
-    assert autolog.parse(cpp) == {"preprocess_ms": 1.5, "inference_ms": 7.25, "postprocess_ms": 0.5}
-    assert autolog.parse(["inference_time(ms): 3.0", "cpu_rss(MB): 3"]) == {}, "no section rule: not AutoLog"
+    assert autolog.read_block(cpp) == {"preprocess_ms": 1.5, "inference_ms": 7.25, "postprocess_ms": 0.5}
+    assert autolog.read_block(["inference_time(ms): 3.0", "cpu_rss(MB): 3"]) == {}, "no section rule: not AutoLog"
     renamed = AUTOLOG_BLOCK.replace("Perf info", "Perf")
-    assert autolog.parse(renamed.splitlines()) == {}, "times outside a Perf info section are not AutoLog's"
-    assert autolog.parse([]) == {}
+    assert autolog.read_block(renamed.splitlines()) == {}, "times outside a Perf info section are not AutoLog's"
+    assert autolog.read_block([]) == {}
     two = AUTOLOG_BLOCK + AUTOLOG_BLOCK.replace("50.7443", "9.5")
-    assert autolog.parse(two.splitlines())["inference_ms"] == 9.5, "the last block counts"
+    assert autolog.read_block(two.splitlines())["inference_ms"] == 9.5, "the last block counts"
 
 
 # ---------------------------------------------------------------- lite_data archives (headers only)
@@ -144,16 +144,16 @@ def _summary() -> Summary:
     s = Summary(model="m", mode=MODE, config="c")
     # Fields as the runner records them (the names are upstream's; nothing reads them).
     cpu = {"device": "cpu", "use_gpu": "False", "training": "gpus_-1", "gpu": "-1", "batch_size": "4", "precision": "fp32"}
-    s.steps = [Step("train", "gpus_0", "skipped", reason="needs a CUDA device", gpu="0"),
-               Step("train", "norm_train_gpus_-1_autocast_fp32", "passed", gpu="-1", trainer="norm_train", device="cpu"),
-               Step("train", "norm_train_gpus_0,1_autocast_fp32", "failed", gpu="0,1", trainer="norm_train", device="gpu"),
-               Step("train", "norm_train_gpus_2,3_autocast_fp32", "passed", gpu="2,3", trainer="norm_train", device="cpu",
+    s.steps = [Step.flat("train", "gpus_0", "skipped", reason="needs a CUDA device", gpu="0"),
+               Step.flat("train", "norm_train_gpus_-1_autocast_fp32", "passed", gpu="-1", trainer="norm_train", device="cpu"),
+               Step.flat("train", "norm_train_gpus_0,1_autocast_fp32", "failed", gpu="0,1", trainer="norm_train", device="gpu"),
+               Step.flat("train", "norm_train_gpus_2,3_autocast_fp32", "passed", gpu="2,3", trainer="norm_train", device="cpu",
                     note="ran on CPU: 2 processes over gloo (no CUDA device for gpu_list entry 2,3)"),
-               Step("infer", "python_infer_gpu_gpus_0_usetrt_True_precision_fp16_batchsize_1", "passed", gpu="0",
+               Step.flat("infer", "python_infer_gpu_gpus_0_usetrt_True_precision_fp16_batchsize_1", "passed", gpu="0",
                     device="gpu", use_gpu="True", use_trt="True", precision="fp16", batch_size="1"),
-               Step("infer", "python_infer_cpu_gpus_-1_usemkldnn_True_threads_2_precision_fp32_batchsize_4", "passed",
+               Step.flat("infer", "python_infer_cpu_gpus_-1_usemkldnn_True_threads_2_precision_fp32_batchsize_4", "passed",
                     mkldnn="True", threads="2", **cpu),
-               Step("infer", "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_4", "passed",
+               Step.flat("infer", "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_4", "passed",
                     mkldnn="False", threads="1", **cpu)]
     return s
 

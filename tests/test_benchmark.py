@@ -21,9 +21,9 @@ import pytest
 from tipcgen.descriptor import benchmark
 from tipcgen.results import speeds
 from tipcgen import descriptor
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.outputs import report_bench
-from tipcgen.results import results
+from tipcgen.results.summary import load_summary
 from tipcgen.core.errors import DescriptorError
 
 from conftest import ROOT, chain_env, make_stub_repo, tipcgen
@@ -52,7 +52,7 @@ def load(text: str):
 
 
 def test_sample_section_renders_upstream_order():
-    text = render.render_config(descriptor.load("bert-sst2"))
+    text = repository.render_config(descriptor.load("bert-sst2"))
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if "=train_benchmark_params=" in line)
     # upstream's benchmark_train.sh reads the five lines after the header by position
@@ -195,7 +195,7 @@ def test_an_imported_section_gets_the_script_and_both_at_once_are_refused(tmp_pa
     tipcgen("import", str(ROOT / "test_tipc/configs/bert_sst2/train_infer_python.txt"), "-o", str(imported), check=True)
     desc = descriptor.load(str(imported))
     assert desc.benchmark is None and any(name == benchmark.SECTION for name, _ in desc.sections)
-    files = render.render_files(desc)
+    files = repository.render_files(desc)
     assert "test_tipc/benchmark_train.sh" in files and "test_tipc/benchmark_analysis.py" in files
     both = imported.read_text() + "benchmark: {batch_size: [8]}\n"
     with pytest.raises(DescriptorError) as info:
@@ -221,7 +221,7 @@ def test_a_train_that_logs_no_ips_is_failed(tmp_path: Path):
     fp16 = next(s for s in summary["steps"] if s["status"] == "skipped")
     assert (fp16["precision"], fp16["batch_size"], fp16["device_num"]) == ("fp16", "8", "N1C1"), fp16
     assert (steps["train"]["device"], steps["train"]["precision"], steps["train"]["autocast"]) == ("cpu", "fp32", "fp32")
-    row = next(r for r in report_bench.speed_rows(results.load_summary(run_dir / "summary.json"), run_dir) if r.ips is None)
+    row = next(r for r in report_bench.speed_rows(load_summary(run_dir / "summary.json"), run_dir) if r.ips is None)
     assert (row.fp_item, row.batch_size, row.device_num) == ("fp16", "8", "N1C1")
     assert steps["train"]["status"] == "passed" and steps["speed"]["status"] == "failed"
     assert any("JOB_FAIL_FLAG" in line for line in steps["speed"]["tail"]) and not summary["ok"]

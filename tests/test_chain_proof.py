@@ -273,20 +273,20 @@ def test_the_parameter_check_finds_trained_values_by_shape_and_names_the_first_t
 
 
 def test_inference_that_read_another_model_than_the_runs_export_fails_the_check(tmp_path: Path):
-    from tipcgen.results.results import Step
+    from tipcgen.results.summary import Step
 
     (tmp_path / "out/t").mkdir(parents=True)
     (tmp_path / "out/t/inference.pdiparams").write_bytes(b"")
     (tmp_path / "shipped").mkdir()
-    steps = [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
-             Step("export", "t_export", "passed", training="gpus_-1", model_dir="out/t"),
-             Step("infer", "python_infer_cpu", "passed", training="gpus_-1", model_dir="shipped")]
-    (check,), notes = export_check.check_run(tmp_path, steps, TUTORIAL, None, {})
+    steps = [Step.flat("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
+             Step.flat("export", "t_export", "passed", training="gpus_-1", model_dir="out/t"),
+             Step.flat("infer", "python_infer_cpu", "passed", training="gpus_-1", model_dir="shipped")]
+    (check,), notes = export_check.check_exports(tmp_path, steps, TUTORIAL, None, {})
     assert check.name == "export_params_gpus_-1" and check.status == "failed" and notes == []
     assert check.reason == ("the training wrote no checkpoint (.pdparams, .pth, .pd, .pt) under out/t: the exported "
                             "parameters cannot be compared with a checkpoint of this run; inference python_infer_cpu read shipped, not this run's "
                             "export out/t")
     assert steps[0].status == "failed" and steps[0].reason.startswith("it wrote no checkpoint out/t/latest.pdparams (train_model_name")
-    steps[0].status, steps[2].model_dir = "passed", "out/t"
-    (check,), _ = export_check.check_run(tmp_path, steps, TUTORIAL, None, {})
+    steps[0].status, steps[2].case.model_dir = "passed", "out/t"
+    (check,), _ = export_check.check_exports(tmp_path, steps, TUTORIAL, None, {})
     assert check.status == "failed" and check.reason.startswith("the training wrote no checkpoint (.pdparams, .pth, .pd, .pt) under out/t")  # never a skip

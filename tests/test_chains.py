@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, nodes
 from tipcgen.format import chains, paths
 from tipcgen.format.words import CHECK, SKIPPED, PASSED, TRAIN
-from tipcgen.results.results import Step, Summary, verdict
+from tipcgen.results.summary import Step, Summary, verdict
 
 PACKAGE = ROOT / "tipcgen"
 REGISTRY = "format/chains.py"
@@ -33,7 +33,7 @@ TOY = textwrap.dedent('''
     from typer.testing import CliRunner
     from tipcgen.cli import app
     from tipcgen.format import paths
-    from tipcgen.results.results import required_kinds
+    from tipcgen.results.summary import required_kinds
     from tipcgen.suite import suite
     assert paths.RUNNERS["toy"] == "test_tipc/test_toy.sh", paths.RUNNERS
     assert paths.CONFIG_NAMES["toy"] == "train_toy_python.txt" and paths.RESULT_LOGS["toy"] == "results_toy.log"
@@ -89,7 +89,7 @@ def test_the_tables_are_the_registrys():
     ("fleet", "lite_train_whole_infer", ["train", "eval", "export", "infer", "check"]), ("fleet", "whole_infer", []),
     ("nochain", "lite_train_lite_infer", [])])
 def test_required_kinds_are_the_ones_the_tables_said(chain, mode, kinds):
-    from tipcgen.results.results import required_kinds
+    from tipcgen.results.summary import required_kinds
 
     assert required_kinds(chain, mode, set()) == kinds
     assert chains.honours_null_kinds(chain) == (chain in ("basic", "fleet"))
@@ -200,16 +200,34 @@ def _summary(*steps: Step) -> Summary:
 
 @pytest.mark.parametrize("reference", ["trained", "git"])
 def test_a_skipped_run_proof_fails_the_verdict_and_a_result_check_skip_does_not(reference):
-    skipped = Step(CHECK, "proof", SKIPPED, reference=reference, device="cpu")
+    skipped = Step.flat(CHECK, "proof", SKIPPED, reference=reference, device="cpu")
     assert verdict(_summary(skipped)) == "FAILED" and _summary(skipped).unproven() == [skipped]
-    assert verdict(_summary(Step(CHECK, "proof", SKIPPED, reference=reference, device="gpu"))) != "FAILED"
-    assert verdict(_summary(Step(CHECK, "golden", SKIPPED, reference="golden", device="cpu"))) != "FAILED"
+    assert verdict(_summary(Step.flat(CHECK, "proof", SKIPPED, reference=reference, device="gpu"))) != "FAILED"
+    assert verdict(_summary(Step.flat(CHECK, "golden", SKIPPED, reference="golden", device="cpu"))) != "FAILED"
 
 
 def test_a_proof_entered_once_is_required_by_the_verdict(monkeypatch):
-    skipped = Step(CHECK, "toy proof", SKIPPED, reference="toyproof", device="cpu")
+    skipped = Step.flat(CHECK, "toy proof", SKIPPED, reference="toyproof", device="cpu")
     assert verdict(_summary(skipped)) != "FAILED"  # not a proof of the run: a skipped step of no account
     monkeypatch.setattr(chains, "PROOFS", (*chains.PROOFS, chains.Proof("toyproof", "a test's", "tests", of_run=True)))
     assert verdict(_summary(skipped)) == "FAILED" and _summary(skipped).unproven() == [skipped]
-    passed = Step(CHECK, "toy proof", PASSED, reference="toyproof", check={"logs": 1})
+    passed = Step.flat(CHECK, "toy proof", PASSED, reference="toyproof", check={"logs": 1})
     assert verdict(_summary(passed)) == "PASSED (results not checked)"  # a run's proof is no result check
+
+
+
+def test_chain_names_and_references_are_typed_words_written_as_the_plain_word():
+    """The registry's names (ChainName) and the proofs' references (Reference) are enums (their members as words:
+    test_vocabulary): every chain and proof takes its own from them, and a step or summary holding one writes the
+    word the files have always held."""
+    import json
+
+    from tipcgen.format.words import BENCHMARK_TRAIN
+
+    assert {chain.name for chain in chains.CHAINS} == set(chains.ChainName) == set(chains.names())
+    assert all(isinstance(chain.name, chains.ChainName) for chain in chains.CHAINS)
+    assert [proof.reference for proof in chains.PROOFS] == list(chains.Reference)
+    assert chains.ChainName.BENCHMARK_TRAIN == BENCHMARK_TRAIN and chains.ChainName("ptq") is chains.PTQ
+    step = Step.flat(CHECK, "golden", PASSED, reference=chains.GOLDEN)
+    assert json.dumps(step.to_dict()["reference"]) == '"golden"'
+    assert json.dumps(Summary("m", "whole_infer", "c", chain=chains.PTQ).to_dict()["chain"]) == '"ptq"'

@@ -97,10 +97,10 @@ def test_bad_arguments_exit_2(tmp_path: Path):
     (None, "PASSED (results not checked)"),                          # no check step at all
 ])
 def test_a_check_that_compared_nothing_does_not_make_a_checked_verdict(check, verdict):
-    from tipcgen.results.results import Step, Summary, verdict as verdict_of
+    from tipcgen.results.summary import Step, Summary, verdict as verdict_of
 
     steps = [Step("train", "norm_train", "passed"), Step("infer", "python_infer_cpu", "passed")]
     if check is not None:
-        steps.append(Step("check", "fixed_inputs_gpus_-1", "passed", check=check))
+        steps.append(Step.flat("check", "fixed_inputs_gpus_-1", "passed", check=check))
     summary = Summary(model="m", mode="lite_train_lite_infer", config="c.txt", steps=steps, runner_exit_code=0)
     assert verdict_of(summary) == verdict

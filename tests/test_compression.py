@@ -24,7 +24,7 @@ from tipcgen.configs.importer import import_descriptor
 from tipcgen.configs.lint import lint_text
 from tipcgen.core.errors import DescriptorError
 from tipcgen.descriptor import ptq as ptq_spec
-from tipcgen.render import render, shipped
+from tipcgen.render import repository, shipped
 from tipcgen.format import compression, paths
 from tipcgen.format.config import TipcConfig
 
@@ -129,9 +129,9 @@ def with_ptq(section: str) -> str:
 def test_every_ptq_config_imports_and_inits_back_byte_for_byte(path: Path) -> None:
     original = path.read_bytes().decode()
     desc = descriptor.load_text(with_ptq(import_ptq(original, path.name)), source="tipc.yaml")
-    files = render.render_files(desc)
+    files = repository.render_files(desc)
     assert files[paths.config_rel("stub_model", "ptq")] == original
-    without = render.render_files(descriptor.load_text(STUB_DESCRIPTOR.read_text(), source="tipc.yaml"))
+    without = repository.render_files(descriptor.load_text(STUB_DESCRIPTOR.read_text(), source="tipc.yaml"))
     assert files.keys() - without.keys() == {paths.config_rel("stub_model", "ptq"), "test_tipc/test_ptq_inference_python.sh",
                                              "test_tipc/check_quant.py"}  # the config and the chain's two scripts
     assert all(files[name] == text for name, text in without.items())  # nothing else changes
@@ -193,7 +193,7 @@ def test_the_pact_and_clas_ptq_configs_import_and_init_back_byte_for_byte() -> N
     for path in basic:
         original = path.read_bytes().decode()
         _, desc = import_descriptor(original, path.name)
-        assert render.render_config(desc) == original, path.name
+        assert repository.render_config(desc) == original, path.name
 
 
 # ---------------------------------------------------------------- ptq.tolerance: the int8-vs-float check's
@@ -209,7 +209,7 @@ def ptq_cnn(name: str = "tipc.yaml", tolerance: str | None = None) -> str:
 
 def check_args(desc) -> str:
     """The line of the runner's arm for the model that holds check_quant.py's flags ("" when it passes none)."""
-    runner = render.render_files(desc)["test_tipc/test_ptq_inference_python.sh"]
+    runner = repository.render_files(desc)["test_tipc/test_ptq_inference_python.sh"]
     arm = runner.split(f"\n        {desc.model_name})\n", 1)[1].split(";;", 1)[0]
     return next((line.strip() for line in arm.splitlines() if line.strip().startswith("check_args=(")), "")
 
@@ -224,7 +224,7 @@ def test_the_ptq_tolerance_defaults_to_the_checks_own() -> None:
     assert 'add_argument("--atol", type=float, default=0.0)' in source
     assert f'add_argument("--accuracy_drop", type=float, default={ptq_spec.DEFAULT_ACCURACY_DROP})' in source
     written = descriptor.load_text(ptq_cnn(tolerance="{rtol: 0.2, atol: 0}"), source="tipc.yaml")
-    assert render.render_files(written) == render.render_files(desc)  # the default written out renders the same
+    assert repository.render_files(written) == repository.render_files(desc)  # the default written out renders the same
 
 
 @pytest.mark.parametrize("name, tolerance, rtol, atol", [
@@ -239,8 +239,8 @@ def test_a_ptq_tolerance_reaches_the_check(name: str, tolerance: str, rtol: floa
     desc = descriptor.load_text(ptq_cnn(name, tolerance), source="tipc.yaml")
     assert (desc.ptq.tolerance.rtol, desc.ptq.tolerance.atol) == (rtol, atol)
     assert check_args(desc).endswith(f'"--rtol={rtol}" "--atol={atol}")')  # after eval_data's flags, if any
-    config = render.render_files(desc)[paths.config_rel(desc.model_name, "ptq")]
-    assert config == render.render_files(descriptor.load_text(ptq_cnn(name), source="tipc.yaml"))[
+    config = repository.render_files(desc)[paths.config_rel(desc.model_name, "ptq")]
+    assert config == repository.render_files(descriptor.load_text(ptq_cnn(name), source="tipc.yaml"))[
         paths.config_rel(desc.model_name, "ptq")]  # not a config line: the config stays as imported
 
 
@@ -351,7 +351,7 @@ def test_one_ptq_runner_serves_every_model_with_its_own_layout_and_settings(tmp_
     assert "--eval_data" not in check["command"] and "--rtol" not in check["command"]
     assert check["note"] == "no descriptor here rendered model other: its check ran with check_quant.py's defaults"
 
-    video = render.render_files(descriptor.load(PTQ_CNN / "tipc_video.yaml"))[paths.config_rel("ptq_cnn", "ptq")]
+    video = repository.render_files(descriptor.load(PTQ_CNN / "tipc_video.yaml"))[paths.config_rel("ptq_cnn", "ptq")]
     (repo / "video.txt").write_text(video)
     proc, _ = stub_run(repo, "video.txt", "ptq_cnn")
     assert proc.returncode == 2 and "is a PTQ config of the ptq_video layout, which no model rendered here has " \
@@ -374,6 +374,6 @@ def test_a_ptq_config_named_otherwise_keeps_its_models_step_timeout() -> None:
     step time limit, which tipc_begin reads by the config's model_name."""
     source = ptq_cnn("tipc_kl.yaml").replace("    model_name: model_name:ptq_cnn\n", "    model_name: model_name:ptq_cnn_KL\n")
     desc = descriptor.load_text(source + "run:\n  step_timeout: 300\n", source="tipc.yaml")
-    files = render.render_files(desc)
+    files = repository.render_files(desc)
     assert "        ptq_cnn_KL)\n            TIPC_MODEL_TIMEOUT=300\n" in files[paths.STEPS_SH]
     assert "        ptq_cnn_KL)\n" in files[paths.RUNNERS["ptq"]]

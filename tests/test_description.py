@@ -94,12 +94,12 @@ def test_renaming_every_slot_and_adding_one_is_one_edit_each_in_the_description(
     sample = tmp_path / "sample"
     tipcgen("init", "bert-sst2", "--output", str(sample), cwd=tmp_path, env=env, check=True)
     for path in sorted((ROOT / "test_tipc").rglob("*")):
-        if path.is_file() and path.suffix in (".txt", ".sh", ".md", ".py"):
+        if path.is_file() and path.suffix in (".txt", ".sh", ".md", ".py", ".json"):
             rel = path.relative_to(ROOT)
             text = (sample / rel).read_text()
             assert re.sub(r"\brenamed_\d+\b", lambda m: back[m.group(0)], text) == path.read_text(), rel
-    common = (sample / "test_tipc" / "tipc_steps.sh").read_text()
-    assert "[renamed_42]=42" in common and "[cpu_threads]" not in common
+    tables = (sample / "test_tipc" / "tipc_layouts.json").read_text()
+    assert '"renamed_42": 42' in tables and '"cpu_threads"' not in tables
 
     tutorial = tmp_path / "tutorial"  # the 32-line layout: import, then init renders the same config
     shutil.copytree(ROOT / "tests" / "fixtures" / "tutorial", tutorial)
@@ -118,7 +118,7 @@ def test_renaming_every_slot_and_adding_one_is_one_edit_each_in_the_description(
     config = repo / "test_tipc" / "configs" / "stub_model" / "train_infer_python.txt"
     lines = config.read_text().splitlines()
     assert lines[51] == "--warmup:2" and lines[42] == "--cpu_threads:1"
-    assert "[infer_warmup]=51" in (repo / "test_tipc" / "tipc_steps.sh").read_text()
+    assert '"infer_warmup": 51' in (repo / "test_tipc" / "tipc_layouts.json").read_text()
     lint = tipcgen("lint", str(config), cwd=repo, env=env)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     imported = tipcgen("import", str(config), cwd=repo, env=env, check=True).stdout

@@ -25,7 +25,7 @@ from tipcgen.configs.lint import lint_text
 from tipcgen.core.errors import ConfigImportError, DescriptorError
 from tipcgen.format import dy2static, paths
 from tipcgen.format.config import TipcConfig
-from tipcgen.render import render, shipped
+from tipcgen.render import repository, shipped
 
 SHARED = ROOT.parent / "shared"
 ALL = sorted(p for corpus in ("tipc-corpus", "tipc-corpus-2") if (SHARED / corpus).is_dir()
@@ -49,7 +49,7 @@ def test_a_corpus_config_lints_imports_and_renders_back_byte_for_byte(path: Path
     text = path.read_bytes().decode("utf-8")
     assert [f for f in lint_text(text, str(path)) if f.severity == "error"] == []
     desc = _descriptor(import_dy2static(text, str(path)))
-    files = render.render_repository([desc])
+    files = repository.render_repository([desc])
     assert files[paths.config_rel(desc.model_name, "dy2static")] == text
     assert paths.RUNNERS["dy2static"] in files and paths.shipped_rel(paths.CHECK_DY2STATIC) in files
 
@@ -67,7 +67,7 @@ def test_another_suites_dy2static_layout_is_one_warning_and_not_imported(path: P
 
 def test_the_sample_layout_renders_from_the_basic_config() -> None:
     desc = _descriptor()
-    files = render.render_repository([desc])
+    files = repository.render_repository([desc])
     text = files[paths.config_rel(desc.model_name, "dy2static")]
     basic = TipcConfig.parse(files[paths.config_rel(desc.model_name)]).logical_lines()
     lines = text.splitlines()
@@ -79,7 +79,7 @@ def test_the_sample_layout_renders_from_the_basic_config() -> None:
 
 
 def test_a_missing_line_is_a_slot_shift_error() -> None:
-    config = render.render_repository([_descriptor()])[paths.config_rel("dy2static_mlp", "dy2static")]
+    config = repository.render_repository([_descriptor()])[paths.config_rel("dy2static_mlp", "dy2static")]
     lines = config.splitlines()
     del lines[16]  # pact_train
     findings = lint_text("\n".join(lines) + "\n", "x.txt")
@@ -223,7 +223,7 @@ def test_the_first_step_beyond_the_tolerance_is_the_one_named(tmp_path_factory, 
 
 def test_accept_names_the_runner_of_the_run_it_judges() -> None:
     from tipcgen.outputs import accept
-    from tipcgen.results.results import Summary
+    from tipcgen.results.summary import Summary
 
-    item = accept.check_run(ROOT, ROOT, Summary(model="m", mode="lite_train_lite_infer", config="c", chain="dy2static"))
+    item = accept.run_item(ROOT, ROOT, Summary(model="m", mode="lite_train_lite_infer", config="c", chain="dy2static"))
     assert item.title == "the chain passes (prepare.sh + test_train_dy2static_python.sh)"

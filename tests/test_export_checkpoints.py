@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tipcgen.core.errors import CheckpointError
 from tipcgen.repro import export_check
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 
 RNG = np.random.default_rng(3)
 
@@ -104,9 +104,9 @@ TUTORIAL = (Path(__file__).parent / "test_chain_proof.py").read_text().split('TU
 
 
 def _steps(eval_cmd: str, export_cmd: str) -> list[Step]:
-    return [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
-            Step("eval", "t_eval", "passed", training="gpus_-1", command=eval_cmd),
-            Step("export", "t_export", "passed", training="gpus_-1", model_dir="out/t", command=export_cmd)]
+    return [Step.flat("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
+            Step.flat("eval", "t_eval", "passed", training="gpus_-1", command=eval_cmd),
+            Step.flat("export", "t_export", "passed", training="gpus_-1", model_dir="out/t", command=export_cmd)]
 
 
 def test_eval_and_export_given_other_checkpoints_fail_the_check_from_their_recorded_commands(tmp_path: Path):
@@ -117,13 +117,13 @@ def test_eval_and_export_given_other_checkpoints_fail_the_check_from_their_recor
         == "out/t/latest.pdparams"  # the last one, as argparse reads it
     same = _steps("python train.py --test-only --pretrained=out/t/latest.pdparams",
                   "python export.py --pretrained=./out/t/latest.pdparams --save-inference-dir=out/t")
-    (check,), _ = export_check.check_run(tmp_path, same, TUTORIAL, None, {})
+    (check,), _ = export_check.check_exports(tmp_path, same, TUTORIAL, None, {})
     assert check.reason == ("no interpreter to read the export with: out/t/inference: no .json or .pdmodel program "
                             "beside the .pdiparams")  # a proof that cannot run fails
     assert check.status == "failed" and same[0].status == "passed"
     other = _steps("python train.py --test-only --pretrained=weights/shipped.pdparams",
                    "python export.py --pretrained=out/t/latest.pdparams")
-    (check,), _ = export_check.check_run(tmp_path, other, TUTORIAL, None, {})
+    (check,), _ = export_check.check_exports(tmp_path, other, TUTORIAL, None, {})
     assert check.status == "failed" and check.reason.endswith(
         "eval t_eval was given weights/shipped.pdparams (--pretrained) but export out/t/latest.pdparams "
         "(--pretrained): both must load the checkpoint this run trained")
@@ -133,26 +133,26 @@ def test_a_training_that_wrote_no_named_checkpoint_fails_naming_the_file(tmp_pat
     (tmp_path / "out/t").mkdir(parents=True)
     (tmp_path / "out/t/train.log").write_text("epoch 0\n")
     steps = _steps("", "")
-    export_check.check_run(tmp_path, steps, TUTORIAL, None, {})
+    export_check.check_exports(tmp_path, steps, TUTORIAL, None, {})
     assert steps[0].status == "failed" and steps[0].reason.startswith(
         "it wrote no checkpoint out/t/latest.pdparams (train_model_name 'latest.pdparams', the descriptor's train.checkpoint)")
-    alone = [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t")]  # nothing loads it (benchmark)
-    export_check.check_run(tmp_path, alone, TUTORIAL, None, {})
+    alone = [Step.flat("train", "t", "passed", training="gpus_-1", model_dir="out/t")]  # nothing loads it (benchmark)
+    export_check.check_exports(tmp_path, alone, TUTORIAL, None, {})
     assert alone[0].status == "passed"
 
 
 def test_a_proof_that_did_not_run_fails_the_verdict_and_only_a_missing_device_excuses_a_skip():
     def summary(*checks: Step) -> Summary:
-        steps = [Step("train", "t", "passed"), Step("check", "fixed_inputs", "passed", reference="fixed", check={"logs": 1}),
+        steps = [Step("train", "t", "passed"), Step.flat("check", "fixed_inputs", "passed", reference="fixed", check={"logs": 1}),
                  *checks]
         return Summary(model="m", mode="lite_train_lite_infer", config="c", steps=steps, runner_exit_code=0,
                        required_kinds=["train"])
 
-    assert summary(Step("check", "export_params_gpus_-1", "passed", reference="trained")).verdict == "PASSED"
-    skipped = summary(Step("check", "export_params_gpus_-1", "skipped", reference="trained", reason="no checkpoint"))
+    assert summary(Step.flat("check", "export_params_gpus_-1", "passed", reference="trained")).verdict == "PASSED"
+    skipped = summary(Step.flat("check", "export_params_gpus_-1", "skipped", reference="trained", reason="no checkpoint"))
     assert skipped.verdict == "FAILED" and skipped.exit_code == 1 and [s.name for s in skipped.unproven()] == ["export_params_gpus_-1"]
-    assert summary(Step("check", "tracked_files", "skipped", reference="git")).verdict == "FAILED"
-    gpu = summary(Step("check", "export_params_gpus_0", "skipped", reference="trained", device="gpu",
+    assert summary(Step.flat("check", "tracked_files", "skipped", reference="git")).verdict == "FAILED"
+    gpu = summary(Step.flat("check", "export_params_gpus_0", "skipped", reference="trained", device="gpu",
                        reason="gpu_list entry '0' needs a CUDA device; none found"))
     assert gpu.verdict == "PASSED" and gpu.unproven() == []
 
@@ -190,9 +190,9 @@ def test_an_export_without_pdiparams_fails_the_check_unless_the_chain_is_a_stand
     (tmp_path / "out/t").mkdir(parents=True)
     _save(tmp_path / "out/t/latest.pdparams", _state(1))
     steps = _steps("", "")
-    (check,), notes = export_check.check_run(tmp_path, steps, TUTORIAL, None, {})
+    (check,), notes = export_check.check_exports(tmp_path, steps, TUTORIAL, None, {})
     assert check.status == "failed" and notes == [] and check.reason.startswith("the export wrote no .pdiparams under out/t")
-    assert export_check.check_run(tmp_path, steps, TUTORIAL, None, {"TIPC_NO_PADDLE": "1"})[0] == []
+    assert export_check.check_exports(tmp_path, steps, TUTORIAL, None, {"TIPC_NO_PADDLE": "1"})[0] == []
 
 
 def test_tracked_files_that_git_could_not_read_after_the_run_fail_the_check():

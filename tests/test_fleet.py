@@ -27,7 +27,7 @@ from tipcgen.configs.lint import lint_text
 from tipcgen.core.errors import DescriptorError
 from tipcgen.format import paths
 from tipcgen.format.config import TipcConfig
-from tipcgen.render import render, shipped
+from tipcgen.render import repository, shipped
 
 SHARED = ROOT.parent / "shared"
 FILES = sorted(p for corpus in ("tipc-corpus", "tipc-corpus-2", "tipc-corpus-3") if (SHARED / corpus).is_dir()
@@ -52,7 +52,7 @@ def _descriptor(section: str):
 
 def test_the_fleet_config_is_the_basic_one_with_machines() -> None:
     desc = _descriptor("fleet: {gpu_list: '192.168.0.1,192.168.0.2;0,1'}\n")
-    files = render.render_repository([desc])
+    files = repository.render_repository([desc])
     basic = files[paths.config_rel(desc.model_name)].splitlines()
     fleet = files[paths.config_rel(desc.model_name, "fleet")].splitlines()
     assert [i for i, (a, b) in enumerate(zip(basic, fleet)) if a != b] == [3] and len(basic) == len(fleet)
@@ -229,7 +229,7 @@ def test_any_machine_list_is_rendered_or_refused_naming_the_field(entry: str) ->
     ips, _, devices = entry.partition(";")
     assert len(set(ips.split(","))) == len(ips.split(",")) and devices and all(
         d == "-1" or d.isdigit() for d in devices.split(","))
-    text = render.render_repository([desc])[paths.config_rel(desc.model_name, "fleet")]
+    text = repository.render_repository([desc])[paths.config_rel(desc.model_name, "fleet")]
     assert f"gpu_list:{entry}\n" in text
 
 
@@ -242,7 +242,7 @@ def _top_level(entry: str, section: str = ""):
 
 def test_a_gpu_list_entry_naming_machines_renders_the_fleet_chain() -> None:
     # The form tipcgen's own hints offer: it renders the fleet chain, section or not.
-    files = render.render_repository([_top_level("127.0.0.2,127.0.0.3;-1,-1")])
+    files = repository.render_repository([_top_level("127.0.0.2,127.0.0.3;-1,-1")])
     assert "gpu_list:127.0.0.2,127.0.0.3;-1,-1\n" in files[paths.config_rel("dy2static_mlp", "fleet")]
     assert paths.RUNNERS["fleet"] in files and paths.shipped_rel(paths.CHECK_FLEET) in files
     # A section without its own gpu_list takes the descriptor's; one with its own keeps it.
@@ -280,4 +280,4 @@ def test_any_gpu_list_entry_naming_machines_renders_the_fleet_chain_or_is_refuse
         assert ";" not in entry or not all(ip.replace(".", "").isdigit() for ip in ips)
         return
     assert desc.fleet.gpu_list == entry and len(set(ips)) == len(ips)
-    assert f"gpu_list:{entry}\n" in render.render_repository([desc])[paths.config_rel(desc.model_name, "fleet")]
+    assert f"gpu_list:{entry}\n" in repository.render_repository([desc])[paths.config_rel(desc.model_name, "fleet")]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from tipcgen import descriptor
 from tipcgen.format import layout, paths
 from tipcgen.configs import lint
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.descriptor import fields as schema
 from tipcgen.format.config import TipcConfig
 from tipcgen.core.errors import DescriptorError
@@ -177,7 +177,7 @@ def assert_loads_or_clear_error(text: str, source: str = SOURCE) -> descriptor.D
 
 
 def assert_renders(desc: descriptor.Descriptor) -> None:
-    files = render.render_files(desc)
+    files = repository.render_files(desc)
     text = files[paths.config_rel(desc.model_name)]
     logical = TipcConfig.parse(text).logical_lines()
     sections = [line for name, lines in desc.sections for line in ([layout.header_line(name)] if name else []) + list(lines)]
@@ -327,7 +327,7 @@ def test_hostile_data_values_are_quoted_in_prepare_sh(tmp_path: Path):
     (repo / "stub" / f"{HOSTILE}.tsv").write_text("label\ttext\n1\tgood\n")
     (repo / "stub" / f"setup_{HOSTILE}.py").write_text(
         "import os, sys\nprint('setup argv', sys.argv[1:])\nsys.exit(1 if os.environ.get('SETUP_FAILS') else 0)\n")
-    render.write_tree(render.render_files(desc), repo)
+    repository.write_tree(repository.render_files(desc), repo)
     prepare = repo / "test_tipc" / "prepare.sh"
     assert subprocess.run(["bash", "-n", str(prepare)], capture_output=True).returncode == 0
     config = paths.config_rel("stub_model")
@@ -366,7 +366,7 @@ def test_an_inference_value_of_another_shape_is_passed_but_a_shifted_looking_blo
         doc = copy.deepcopy(SAMPLE_DOC)
         doc["inference"][name] = {"key": doc["inference"][name]["key"], "value": value}
         desc = descriptor.load_text(dump(doc, None, True), source=SOURCE)
-        rules = {(f.rule, f.severity) for f in lint.lint_text(render.render_config(desc), "c.txt")}
+        rules = {(f.rule, f.severity) for f in lint.lint_text(repository.render_config(desc), "c.txt")}
         assert ("infer-value-shape", "warning") in rules and not any(sev == "error" for _, sev in rules), name
     doc = copy.deepcopy(SAMPLE_DOC)
     for name, value in (("use_gpu", [True, False]), ("enable_mkldnn", 1), ("batch_size", False)):

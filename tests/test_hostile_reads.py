@@ -21,7 +21,7 @@ from conftest import make_stub_repo, tipcgen
 from tipcgen.core import inputs
 from tipcgen.core.errors import RunError, TipcgenError
 from tipcgen.format.paths import RECORDS
-from tipcgen.results.results import Summary, log_tail, read_records, write_json
+from tipcgen.results.summary import Summary, log_tail, read_records, write_json
 from tipcgen.results.summary_text import write_junit
 from tipcgen.run import guard
 from tipcgen.suite import suite

@@ -222,9 +222,9 @@ def test_escapes_in_a_path_or_a_log_never_reach_the_terminal(stub_run, tmp_path)
     step.update(status="failed", reason="\x1b[2J\x1b]8;;http://evil\x07click", tail=["\x1b]0;title\x07", "ok"])
     (run_dir / "summary.json").write_text(json.dumps(mutated))
     try:
-        from tipcgen.results import results, summary_text
+        from tipcgen.results import summary, summary_text
 
-        text = summary_text.terminal_text(results.load_summary(run_dir / "summary.json"))
+        text = summary_text.terminal_text(summary.load_summary(run_dir / "summary.json"))
         accepted = tipcgen("accept", "--root", str(repo), "--run", str(run_dir))
     finally:
         (run_dir / "summary.json").write_text(json.dumps(data))

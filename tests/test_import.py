@@ -13,7 +13,7 @@ import pytest
 
 from tipcgen import descriptor
 from tipcgen.format import layout
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.core.errors import InputError, TipcgenError
 from tipcgen.configs import lint
 from tipcgen.configs.importer import ConfigImportError, import_config, import_descriptor, import_file
@@ -24,7 +24,7 @@ CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tipc-corpus"
 SHIFTED = "PaddleOCR/test_tipc__configs__ch_PP-OCRv4_server_rec_ampO2_ultra__train_infer_python.txt"
 CLAS_RESNET = "PaddleClas/test_tipc__configs__ResNet__ResNet50_vd_train_infer_python.txt"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
-ENV = render.environment()
+ENV = repository.environment()
 BERT_SST2 = sample_slots()
 
 
@@ -78,7 +78,7 @@ def test_a_shifted_file_is_refused_naming_the_shift() -> None:
 # ---------------------------------------------------------------- without the corpus
 
 def test_the_bert_sst2_config_round_trips() -> None:
-    config = render.render_config(descriptor.load("bert-sst2"), ENV)
+    config = repository.render_config(descriptor.load("bert-sst2"), ENV)
     document = import_config(config, "test_tipc/configs/bert_sst2/train_infer_python.txt")
     assert round_trip(config) == config
     assert "# Normalised" not in document
@@ -132,7 +132,7 @@ def test_whitespace_is_normalised_in_the_fields_and_kept_in_text() -> None:
     assert round_trip(text) == text  # text: gives the spelling back
     # a field that changes the line wins over the kept spelling
     changed = document.replace("  norm: train.py ", "  norm: train2.py", 1)
-    rendered = render.render_config(descriptor.load_text(changed, source="t.yaml"), ENV)
+    rendered = repository.render_config(descriptor.load_text(changed, source="t.yaml"), ENV)
     assert "\nnorm_train:train2.py\n" in rendered and "python:python \t\n" in rendered
 
 

@@ -18,7 +18,7 @@ from tipcgen.configs import importer
 from tipcgen.core import inputs
 from tipcgen.configs import lint
 from tipcgen.new import new
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.core.errors import InputError, TipcgenError
 
 CONFIG = ROOT / "test_tipc" / "configs" / "bert_sst2" / "train_infer_python.txt"
@@ -289,7 +289,7 @@ def test_backups_in_the_same_second_never_overwrite_each_other(tmp_path: Path, m
     monkeypatch.setattr(time, "strftime", lambda *_: "20260101-000000")  # every write in one second
     target = "notes.txt"
     for version in ("first", "second", "third", "fourth"):
-        render.write_tree({target: f"{version}\n"}, tmp_path, force=True)
+        repository.write_tree({target: f"{version}\n"}, tmp_path, force=True)
     backups = sorted((tmp_path / ".tipcgen" / "backup").iterdir())
     assert [p.name for p in backups] == ["20260101-000000", "20260101-000000-02", "20260101-000000-03"]
     assert [(p / target).read_text() for p in backups] == ["first\n", "second\n", "third\n"]
@@ -346,7 +346,7 @@ def test_every_user_error_class_lives_in_errors_py():
     """One hierarchy: the exceptions a user sees are TipcgenError subclasses, all defined in tipcgen/core/errors.py.
     Only three internal ones live elsewhere, and none reaches the user: repro.pickles.Refused (turned into
     AlignFileError or CheckpointError where it is caught), repro.patterns._OverBudget (turned into a
-    ConvertError) and run.guard.Interrupted (a stop signal, which run.py turns into an interrupted summary). The
+    ConvertError) and run.guard.Interrupted (a stop signal, which run/pipeline.py turns into an interrupted summary). The
     scripts test_tipc/ ships (render/shipped/) import nothing from tipcgen, so their own exceptions do not count."""
     import re
 

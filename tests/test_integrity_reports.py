@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, fuzz_examples, tipcgen
-from tipcgen.results import results
 from tipcgen.results import summary_text
 from tipcgen.descriptor import samples_dir
 from tipcgen.core.errors import TipcgenError
-from tipcgen.results.results import Step, Summary, write_json
+from tipcgen.results.summary import Step, Summary, load_summary, read_records, write_json
 
 MODE = "lite_train_lite_infer"
 SECRET = "SECRET-7f3a"  # put into the bad files: no error message may echo it
@@ -123,7 +122,7 @@ def test_a_malformed_alignment_json_is_one_clear_error_in_report(tmp_path: Path)
 
 def test_a_good_summary_round_trips_through_load_summary(tmp_path: Path):
     (tmp_path / "summary.json").write_text(json.dumps(GOOD))
-    summary = results.load_summary(tmp_path / "summary.json")
+    summary = load_summary(tmp_path / "summary.json")
     assert summary.steps[0].note == SECRET and summary.ok and summary.wall_seconds == 3.5
 
 
@@ -150,7 +149,7 @@ def _junit_of_failing_logs(tmp_path: Path) -> tuple[Path, dict[str, str]]:
                         "seconds": 0.5, "log": "./" + log.relative_to(tmp_path).as_posix(),
                         "reason": f"exit code 1 \x1b[31m{name}\x0b", "command": "python t.py --x='\x00]]>'"})
     (run_dir / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    steps, problems = results.read_records(run_dir, tmp_path)
+    steps, problems = read_records(run_dir, tmp_path)
     summary = Summary("m", MODE, "c\x1b[0m.txt", steps=steps, problems=problems + ["lone \ud800 surrogate \x00"],
                       environment={"python": "3.11\x00", "x\x01": "\udcff"})
     summary.steps.append(Step("check", "golden", "failed", 1, 0.1, reason="bad", note="a\x1b[1mnote\x08",
@@ -181,7 +180,7 @@ def test_a_suite_junit_with_control_characters_in_every_failing_log_parses(tmp_p
     from tipcgen.suite.suite import Chain, ChainResult, Refused
 
     _junit_of_failing_logs(tmp_path)  # its run folder and step records
-    steps, problems = results.read_records(tmp_path / "test_tipc" / "output" / "m" / MODE, tmp_path)
+    steps, problems = read_records(tmp_path / "test_tipc" / "output" / "m" / MODE, tmp_path)
     summary = Summary("m\x1b[0m", MODE, "c.txt", steps=steps, problems=["\x00 problem \ud800"])
     chain = Chain(str(tmp_path), "c.txt", "basic", MODE, "m\x1b[31m\x00")
     suite = SuiteResult(results=[ChainResult(chain, "failed", 1, 1.0, "runs/\x1b]0;t\x07", summary=summary),
@@ -239,7 +238,7 @@ def _passing_run(root: Path, logits: float) -> None:
     run_dir.mkdir(parents=True)
     log = run_dir / "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1.log"
     log.write_text(f'sst2_0\t{{"label": 0, "logits": [{logits}, 0.5]}}\n')
-    step = Step("infer", log.stem, "passed", 0, 1.0, log="./" + log.relative_to(root).as_posix(), device="cpu",
+    step = Step.flat("infer", log.stem, "passed", 0, 1.0, log="./" + log.relative_to(root).as_posix(), device="cpu",
                 use_gpu="False", training="gpus_-1", precision="fp32")
     write_json(Summary("bert_sst2", MODE, "c.txt", steps=[step]), run_dir / "summary.json")
 

@@ -338,7 +338,7 @@ def test_exit_codes_and_signals_are_reported_as_what_they_are(stub_repo: Path, e
 
 
 def test_ok_is_never_true_next_to_a_failing_runner(tmp_path: Path):
-    from tipcgen.results.results import Step, Summary
+    from tipcgen.results.summary import Step, Summary
 
     summary = Summary(model="m", mode=MODE, config="c", steps=[Step("train", "t", "passed")], runner_exit_code=1)
     assert not summary.ok and summary.to_dict()["ok"] is False

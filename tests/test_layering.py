@@ -11,11 +11,11 @@ from conftest import ROOT, nodes, parsed
 PACKAGE = ROOT / "tipcgen"
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
 # The rules within the layering (docs/ARCHITECTURE.md, "Rules beside the table"): module -> modules it never imports.
-_PURE_PARSERS = ("results.results", "outputs.report_bench", "outputs.report_logs", "outputs.accept_repo")
+_PURE_PARSERS = ("results.summary", "outputs.report_bench", "outputs.report_logs", "outputs.accept_repo")
 FORBIDDEN = {
-    **{m: {"render.render", "render.update", "new.new", "render.templating"} for m in _PURE_PARSERS},
-    "new.new": {"results.results", *_PURE_PARSERS[1:], "run.run", "run.submission_run"},
-    "run.run": {"render.render", "configs.lint"},
+    **{m: {"render.repository", "render.update", "new.new", "render.templating"} for m in _PURE_PARSERS},
+    "new.new": {"results.summary", *_PURE_PARSERS[1:], "run.pipeline", "run.submission_run"},
+    "run.pipeline": {"render.repository", "configs.lint"},
 }
 # The package's root files: __init__ holds the version (a leaf anything may read), __main__ is `python -m tipcgen`.
 ROOT_FILES = {"__init__", "__main__"}
@@ -135,14 +135,14 @@ def test_the_checker_sees_a_wrong_import(tmp_path: Path):
     (pkg / "results").mkdir(parents=True)
     (pkg / "cli").mkdir()
     (pkg / "run").mkdir()
-    for name in ("results/__init__.py", "cli/__init__.py", "cli/app.py", "run/__init__.py", "run/run.py"):
+    for name in ("results/__init__.py", "cli/__init__.py", "cli/app.py", "run/__init__.py", "run/pipeline.py"):
         (pkg / name).write_text("")
     known = set(modules(pkg))
     for text, dep in (("from ..cli import app\n", "cli.app"), ("from tipcgen.cli import app\n", "cli.app"),
-                      ("def f():\n    from tipcgen.run.run import x\n", "run.run"), ("import tipcgen.run.run\n", "run.run"),
+                      ("def f():\n    from tipcgen.run.pipeline import x\n", "run.pipeline"), ("import tipcgen.run.pipeline\n", "run.pipeline"),
                       ("from tipcgen import run\n", "run")):
-        (pkg / "results" / "results.py").write_text(text)
-        assert dep in imports(pkg / "results" / "results.py", known | {"results.results"}, pkg), text
+        (pkg / "results" / "summary.py").write_text(text)
+        assert dep in imports(pkg / "results" / "summary.py", known | {"results.summary"}, pkg), text
 
 
 # A module-level name that only renames a name of another tipcgen module is a second spelling of it (#29:

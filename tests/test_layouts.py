@@ -17,7 +17,7 @@ from tipcgen.configs import lint
 from tipcgen.configs.importer import ConfigImportError, import_config, import_file
 from tipcgen.format import families, layout
 from tipcgen.format.config import TipcConfig, family_of
-from tipcgen.render import render
+from tipcgen.render import repository
 import corpus_sweep
 from conftest import tipcgen
 from layout_text import config_text
@@ -62,7 +62,7 @@ DETECTION_READS = {**STANDARD_READS, 27: ("key", "value"), 28: ("key", "value")}
 GAN_READS = {**STANDARD_READS, 28: ("value",)}
 
 
-def repository(tmp_path: Path, config: str, runner: str | None) -> Path:
+def config_in_repo(tmp_path: Path, config: str, runner: str | None) -> Path:
     folder = tmp_path / "test_tipc" / "configs" / "m"
     folder.mkdir(parents=True)
     (folder / "train_infer_python.txt").write_text(config)
@@ -108,7 +108,7 @@ def test_docs_layouts_holds_the_sweep_tables(corpus_entries) -> None:
 def test_the_runner_picks_the_family_and_lint_and_import_say_so(tmp_path: Path) -> None:
     """A PaddleVideo-style runner (lines[11] and lines[19] by key, lines[46] by value) makes a 51-line
     config paddlevideo; without a runner the headers say standard."""
-    config = repository(tmp_path, text_of(standard_lines()), runner_text(VIDEO_READS))
+    config = config_in_repo(tmp_path, text_of(standard_lines()), runner_text(VIDEO_READS))
     proc = tipcgen("lint", str(config), check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "info family layout family paddlevideo (" in proc.stdout
@@ -117,7 +117,7 @@ def test_the_runner_picks_the_family_and_lint_and_import_say_so(tmp_path: Path) 
     assert [(f["rule"], f["severity"]) for f in found] == [("family", "info")]
     document = import_file(config)
     assert "\nlayout: paddlevideo " in document and "# layout family paddlevideo (" in document
-    assert render.render_config(descriptor.load_text(document, source="t.yaml")) == config.read_text()
+    assert repository.render_config(descriptor.load_text(document, source="t.yaml")) == config.read_text()
     (tmp_path / "test_tipc" / "test_train_inference_python.sh").write_text(runner_text(STANDARD_READS))
     assert "\nlayout:" not in import_file(config)
     assert "# layout family standard (" in import_file(config)
@@ -130,12 +130,12 @@ def test_a_detection_runner_takes_its_run_modes_and_a_gan_runner_needs_gans_layo
     byte; the GAN marks alone do not make a file without GAN's `##` at idx 4 paddlegan."""
     lines = standard_lines()
     lines[45] = "--run_mode:paddle|trt_fp32|trt_fp16|trt_int8"
-    config = repository(tmp_path / "det", text_of(lines), runner_text(DETECTION_READS))
+    config = config_in_repo(tmp_path / "det", text_of(lines), runner_text(DETECTION_READS))
     assert not lint.has_errors(lint.lint_report([config]))
     document = import_file(config)
     assert "\nlayout: paddledetection " in document
-    assert render.render_config(descriptor.load_text(document, source="t.yaml")) == config.read_text()
-    gan = repository(tmp_path / "gan", text_of(standard_lines()), runner_text(GAN_READS))
+    assert repository.render_config(descriptor.load_text(document, source="t.yaml")) == config.read_text()
+    gan = config_in_repo(tmp_path / "gan", text_of(standard_lines()), runner_text(GAN_READS))
     assert "# layout family standard (" in import_file(gan)
     lines = standard_lines()
     lines[4] = "##"
@@ -154,13 +154,13 @@ def test_runner_reads_stop_at_the_klquant_block() -> None:
 @needs_corpus
 def test_a_paddleseg_config_lints_clean_and_renders_back_from_layout_paddleseg(tmp_path: Path) -> None:
     text = (corpus_sweep.CORPORA[1] / SEG).read_text()
-    config = repository(tmp_path, text, runner_text(STANDARD_READS))
+    config = config_in_repo(tmp_path, text, runner_text(STANDARD_READS))
     assert not lint.has_errors(lint.lint_report([config]))
     document = import_file(config)
     assert "\nlayout: paddleseg " in document
     assert "headers sit where paddleseg has them" in document
     desc = descriptor.load_text(document, source="t.yaml")
-    assert render.render_config(desc) == text
+    assert repository.render_config(desc) == text
     assert desc.slot_of("export.inference_dir").value == "null"  # paddleseg has no such line: idx 35 is a header
 
 
@@ -170,7 +170,7 @@ def test_a_paddlevideo_key_with_words_and_equals_is_a_flag_name() -> None:
     text = (corpus_sweep.CORPORA[1] / "PaddleVideo/test_tipc__configs__TokenShift__train_amp_infer_python.txt").read_text()
     desc = descriptor.load_text(import_config(text, "t.txt"), source="t.yaml")
     assert desc.slot_of("train.extra").key.startswith("-o model_name=TokenShiftVisionTransformer -o ")
-    assert render.render_config(desc) == text
+    assert repository.render_config(desc) == text
 
 
 # ---------------------------------------------------------------- what is not in a family
@@ -226,7 +226,7 @@ def test_a_suites_own_inference_values_are_passed_through_not_refused() -> None:
     assert [(f.rule, f.severity, f.line) for f in findings if f.rule == "infer-value-shape"] == \
         [("infer-value-shape", "warning", 46)]
     assert not lint.has_errors(findings)
-    assert render.render_config(descriptor.load_text(import_config(text, "c.txt"), source="t.yaml")) == text
+    assert repository.render_config(descriptor.load_text(import_config(text, "c.txt"), source="t.yaml")) == text
 
 
 @pytest.mark.parametrize("index", [41, 42, 43, 44])
@@ -254,10 +254,10 @@ def test_a_32_line_runner_picks_the_tutorial_family(tmp_path: Path) -> None:
     name = "models/tutorials__mobilenetv3_prod__Step6__test_tipc__configs__mobilenet_v3_small__train_infer_python.txt"
     text = (corpus_sweep.CORPORA[0] / name).read_text()
     runner = runner_text({i: ("key", "value") for i in range(1, 32) if i not in (11, 14, 15, 17, 18, 22, 25)}, span=32)
-    config = repository(tmp_path, text, runner)
+    config = config_in_repo(tmp_path, text, runner)
     picked = [f.message for f in lint.lint_report([config]) if f.rule == "family"]
     assert picked == [f"layout family tutorial ({tmp_path / 'test_tipc/test_train_inference_python.sh'} reads lines[0..31])"]
-    assert render.render_config(descriptor.load_text(import_file(config), source="t.yaml")) == text
+    assert repository.render_config(descriptor.load_text(import_file(config), source="t.yaml")) == text
 
 
 @needs_corpus

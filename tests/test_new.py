@@ -17,7 +17,7 @@ import yaml
 
 from tipcgen import descriptor
 from tipcgen.new import new
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.descriptor import schema
 from tipcgen.configs import script_help
 from tipcgen.core.errors import TipcgenError
@@ -130,7 +130,7 @@ def test_new_probes_through_the_flag_cache_and_the_run_after_it_probes_nothing(t
     options.scripts["train"] = "tools/train.py"  # without -c: its required --config comes back from the cache too
     with pytest.raises(TipcgenError, match=r"the required flag --config fills no TIPC slot"):
         new.propose(options, repo)
-    files = render.render_files(descriptor.load_text(first.text, base_dir=repo))
+    files = repository.render_files(descriptor.load_text(first.text, base_dir=repo))
     [config] = [text for path, text in files.items() if path.endswith("train_infer_python.txt")]
     python = flag_check.probe_interpreter(config, dict(os.environ))[1]
     found = flag_check.survey(repo, config, python, unsandboxed=True)
@@ -157,7 +157,7 @@ def test_ocr_style_scripts_map_to_the_tipc_slots(tmp_path: Path):
     assert lines["infer_batch_size"] == "null:null"  # --rec_batch_num is not a batch-size name tipcgen knows
     assert any("--use_amp is a switch" in note for note in proposal.notes)
     assert ("train.epochs", "--epoch_num (tools/train.py)", "probed") in proposal.mapping
-    render.render_files(descriptor.load_text(proposal.text))
+    repository.render_files(descriptor.load_text(proposal.text))
 
 
 def test_options_override_probing(tmp_path: Path):
@@ -277,7 +277,7 @@ def test_cli_writes_a_descriptor_that_init_renders(tmp_path: Path):
 def test_new_on_the_bert_sst2_scripts_yields_a_passing_chain(tmp_path: Path):
     pytest.importorskip("paddle")
     # An existing repository: the sample's scripts and lite data, no test_tipc/ yet.
-    render.write_tree(render.sample_files(descriptor.load("bert-sst2")), tmp_path)
+    repository.write_tree(repository.sample_files(descriptor.load("bert-sst2")), tmp_path)
     assert not (tmp_path / "test_tipc").exists()
     s = "sample_models/bert-sst2"
     proc = tipcgen("new", "--model-name", "bert_new", "--checkpoint", "checkpoint",

@@ -8,7 +8,7 @@ public reproduction repositories were failed by it).
   (``model`` and ``ema``), never the optimizer's;
 - a file without model weights (a ``.pdopt``, a dict of plain values) is named with what it holds;
 - discovery: ``.pth``, ``.pd``, ``.pt`` beside ``.pdparams``, the file train_model_name names whatever its
-  name, a folder holding one; ``check_run`` on a real export passes ``model_latest.pth`` holding
+  name, a folder holding one; ``check_exports`` on a real export passes ``model_latest.pth`` holding
   ``{'iter', 'state_dict', 'optimizer'}`` and fails an export of other weights, naming the file;
 - hostile files (os.system, builtins.eval, getattr, ``tuple`` called on other things, huge declared sizes,
   cycles, a shared list nested 40 deep) are still refused, nothing runs, and the refusal is named.
@@ -37,7 +37,7 @@ from conftest import fuzz_examples
 from tipcgen.core.errors import CheckpointError
 from tipcgen.repro import export_check
 from tipcgen.repro.checkpoint_io import read_paddle_checkpoint, read_paddle_state
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 
 from test_chain_proof import TUTORIAL
 
@@ -212,8 +212,8 @@ def test_the_export_is_matched_against_every_state_dict_of_every_file_and_unread
 
 
 def _steps() -> list[Step]:
-    return [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
-            Step("export", "t_export", "passed", training="gpus_-1", model_dir="out/t/inference")]
+    return [Step.flat("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
+            Step.flat("export", "t_export", "passed", training="gpus_-1", model_dir="out/t/inference")]
 
 
 def test_a_checkpoint_the_proof_cannot_read_is_never_reported_as_missing(tmp_path: Path):
@@ -222,12 +222,12 @@ def test_a_checkpoint_the_proof_cannot_read_is_never_reported_as_missing(tmp_pat
     (tmp_path / "out/t/inference/inference.pdiparams").write_bytes(b"")
     _save(tmp_path / "out/t/model_latest.pth", {"iter": 3, "net": "resnet", "optim": _optimizer(_state(1))})
     steps = _steps()
-    (check,), _ = export_check.check_run(tmp_path, steps, config, None, {})
+    (check,), _ = export_check.check_exports(tmp_path, steps, config, None, {})
     assert steps[0].status == "passed"  # the named file was written (what it holds is the check's to say)
     assert check.status == "failed" and "wrote no checkpoint" not in check.reason  # here: no export to read
     (tmp_path / "out/t/model_latest.pth").unlink()
     steps = _steps()
-    export_check.check_run(tmp_path, steps, config, None, {})
+    export_check.check_exports(tmp_path, steps, config, None, {})
     assert steps[0].status == "failed" and steps[0].reason.startswith(
         "it wrote no checkpoint out/t/model_latest.pth (train_model_name 'model_latest.pth'")
 
@@ -375,7 +375,7 @@ def test_real_optimizer_files_and_plain_value_files_hold_no_model_weights(traine
 
 
 @pytest.mark.paddle
-def test_check_run_passes_a_real_export_of_model_latest_pth_and_fails_one_of_other_weights(trained, tmp_path: Path):
+def test_check_exports_passes_a_real_export_of_model_latest_pth_and_fails_one_of_other_weights(trained, tmp_path: Path):
     """The issue's case end to end: train_model_name model_latest.pth, written with paddle.save as
     {'iter', 'state_dict', 'optimizer'}; the export is a real paddle.jit.save of the model."""
     paddle, model, opt = trained
@@ -387,7 +387,7 @@ def test_check_run_passes_a_real_export_of_model_latest_pth_and_fails_one_of_oth
     paddle.jit.save(model, str(save / "inference/inference"),
                     input_spec=[paddle.static.InputSpec([None, 3], "float32")])
     steps = _steps()
-    (check,), notes = export_check.check_run(tmp_path, steps, config, None, {})
+    (check,), notes = export_check.check_exports(tmp_path, steps, config, None, {})
     assert steps[0].status == "passed" and notes == []
     assert check.status == "passed", check.reason
     assert check.note.startswith("6 of 6 trained parameters found in the export with their trained values") \
@@ -395,6 +395,6 @@ def test_check_run_passes_a_real_export_of_model_latest_pth_and_fails_one_of_oth
     assert check.command == "compare out/t/model_latest.pth with out/t/inference/inference.pdiparams"
     other = {k: v + 1 for k, v in model.state_dict().items()}  # the export of weights the training never wrote
     paddle.save({"iter": 12, "state_dict": other, "optimizer": opt}, str(save / "model_latest.pth"))
-    (check,), _ = export_check.check_run(tmp_path, _steps(), config, None, {})
+    (check,), _ = export_check.check_exports(tmp_path, _steps(), config, None, {})
     assert check.status == "failed" and "so export did not use the trained checkpoint" in check.reason \
         and "(the state dict under 'state_dict')" in check.reason

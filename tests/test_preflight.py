@@ -1,4 +1,4 @@
-"""What `tipcgen run` does before the first step: the lint gate above run.py, one bounded probe of the
+"""What `tipcgen run` does before the first step: the lint gate above run/pipeline.py, one bounded probe of the
 chain's interpreter that never imports paddle (docs/PERFORMANCE.md counts and times them)."""
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _imported(module: Path) -> set[str]:
 
 def test_run_does_not_import_lint():
     """ARCHITECTURE.md: run imports results; lint is config-level, called from preflight.py above it."""
-    assert not any(name.split(".")[-1] == "lint" for name in _imported(PACKAGE / "run" / "run.py")), _imported(PACKAGE / "run" / "run.py")
+    assert not any(name.split(".")[-1] == "lint" for name in _imported(PACKAGE / "run" / "pipeline.py")), _imported(PACKAGE / "run" / "pipeline.py")
     assert "lint" in {name.split(".")[-1] for name in _imported(PACKAGE / "configs" / "preflight.py")}
 
 

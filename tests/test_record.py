@@ -3,7 +3,7 @@
 weights into its checkpoint folder, and a later step that overwrites the trained checkpoint with committed
 weights and sets its time back, each fail naming what happened; an honest training, a fine-tune of committed
 weights and a training that saves best/latest/EMA side by side pass. The handshakes are driven here as
-run/run.py drives them (started before a train/eval/export step, ended after a training); the exported
+run/pipeline.py drives them (started before a train/eval/export step, ended after a training); the exported
 parameters are handed in as the .pdiparams reader would return them (the chain half, with real paddle and
 the real runner, is tests/chains/test_checkpoints.py and tests/test_record_runs.py)."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tipcgen.repro import export_check, record
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 
 TUTORIAL = (Path(__file__).parent / "test_chain_proof.py").read_text().split('TUTORIAL = """', 1)[1].split('"""', 1)[0]
 RUN_DIR = "test_tipc/output/m/lite_train_lite_infer"
@@ -42,9 +42,9 @@ def _save(path: Path, state: dict[str, np.ndarray], protocol: int = 4) -> Path:
 
 
 def _steps() -> list[Step]:
-    return [Step("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
-            Step("eval", "t_eval", "passed", training="gpus_-1"),
-            Step("export", "t_export", "passed", training="gpus_-1", model_dir="out/t")]
+    return [Step.flat("train", "t", "passed", training="gpus_-1", model_dir="out/t"),
+            Step.flat("eval", "t_eval", "passed", training="gpus_-1"),
+            Step.flat("export", "t_export", "passed", training="gpus_-1", model_dir="out/t")]
 
 
 class Chain:
@@ -71,7 +71,7 @@ class Chain:
         self.monkeypatch.setattr(export_check, "read_exported", lambda *a: ({f"p_{i}": v.copy() for i, v in
                                                                            enumerate(exported.values())}, ""))
         steps = _steps()
-        (check,), self.notes = export_check.check_run(self.root, steps, TUTORIAL, None, {}, records=self.recorder)
+        (check,), self.notes = export_check.check_exports(self.root, steps, TUTORIAL, None, {}, records=self.recorder)
         return check, steps
 
 
@@ -176,7 +176,7 @@ def test_a_checkpoint_overwritten_after_eval_started_fails_the_export_against_th
     steps = _steps()
     (chain.save / "inference.pdiparams").write_bytes(b"")
     chain.monkeypatch.setattr(export_check, "read_exported", lambda *a: (dict(_state(9)), ""))
-    (check,), _ = export_check.check_run(chain.root, steps, TUTORIAL, None, {}, records=chain.recorder)
+    (check,), _ = export_check.check_exports(chain.root, steps, TUTORIAL, None, {}, records=chain.recorder)
     assert check.status == "failed" and check.reason.startswith(
         "out/t/latest.pdparams changed after the training ended (it now holds the bytes of pretrained/best.pdparams, "
         "a weight file there before the train step): 3 of 3 parameters the training wrote (recorded as it ended) are "
@@ -186,7 +186,7 @@ def test_a_checkpoint_overwritten_after_eval_started_fails_the_export_against_th
 def test_a_training_without_a_record_fails_where_the_runner_should_have_waited(chain: Chain):
     _save(chain.save / "latest.pdparams", _state(1))  # written, never recorded: no handshake
     (chain.save / "inference.pdiparams").write_bytes(b"")
-    (check,), _ = export_check.check_run(chain.root, _steps(), TUTORIAL, None, {}, records=chain.recorder)
+    (check,), _ = export_check.check_exports(chain.root, _steps(), TUTORIAL, None, {}, records=chain.recorder)
     assert check.status == "failed" and check.reason.startswith("tipcgen holds no record of what training t wrote")
 
 
@@ -275,7 +275,7 @@ def test_the_handshake_line_is_read_through_words_and_nothing_else_is_one():
         assert words.handshake_of(line) is None, line
     assert words.progress_mark("[tipc] WAIT 1 start train x") is None  # not a step's progress line
     steps = (Path(__file__).parents[1] / "templates/runner/tipc_steps.sh.j2").read_text()
-    assert steps.count(words.ANSWER_FD_VAR) >= 5  # the runner reads the variable run/run.py sets
+    assert steps.count(words.ANSWER_FD_VAR) >= 5  # the runner reads the variable run/pipeline.py sets
 
 
 def test_a_kept_runner_s_training_is_judged_against_the_weights_before_it_started(chain: Chain):
@@ -289,13 +289,13 @@ def test_a_kept_runner_s_training_is_judged_against_the_weights_before_it_starte
     chain.recorder = kept
     (chain.save / "inference.pdiparams").write_bytes(b"")
     chain.monkeypatch.setattr(export_check, "read_exported", lambda *a: (dict(_state(1)), ""))
-    (check,), _ = export_check.check_run(chain.root, _steps(), TUTORIAL, None, {}, records=kept)
+    (check,), _ = export_check.check_exports(chain.root, _steps(), TUTORIAL, None, {}, records=kept)
     assert check.status == "passed", check.reason
     shutil.copyfile(chain.root / "pretrained/best.pdparams", chain.save / "latest.pdparams")
     kept = record.Recorder(chain.root, chain.root / RUN_DIR, 1 << 30, handshake=False)
     kept.started("train", "*")
     chain.monkeypatch.setattr(export_check, "read_exported", lambda *a: (dict(_state(9)), ""))
-    (check,), _ = export_check.check_run(chain.root, _steps(), TUTORIAL, None, {}, records=kept)
+    (check,), _ = export_check.check_exports(chain.root, _steps(), TUTORIAL, None, {}, records=kept)
     assert check.status == "failed" and check.reason == (
         "the training wrote no checkpoint of its own, judged by content against the weight files there before it: "
         "out/t/latest.pdparams (its bytes) is pretrained/best.pdparams, a weight file there before the train step")

@@ -12,7 +12,7 @@ import pytest
 from tipcgen.format import config, paths
 from tipcgen import descriptor
 from tipcgen.format import layout
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.core import writes
 from tipcgen.core.errors import RenderConflictError, TipcgenError
 
@@ -31,7 +31,7 @@ def test_committed_test_tipc_is_what_init_renders(tmp_path: Path):
 
 
 def test_config_has_the_canonical_51_line_layout():
-    text = render.render_config(descriptor.load("bert-sst2"))
+    text = repository.render_config(descriptor.load("bert-sst2"))
     cfg = config.TipcConfig.parse(text)
     lines = cfg.logical_lines()
     assert cfg.kind == "train_infer_python"
@@ -50,7 +50,7 @@ def test_config_has_the_canonical_51_line_layout():
 def test_render_passes_lint_with_the_repository(tmp_path: Path):
     from tipcgen.configs import lint
 
-    findings = lint.lint_text(render.render_config(descriptor.load("bert-sst2")), "c.txt", repo_root=str(ROOT))
+    findings = lint.lint_text(repository.render_config(descriptor.load("bert-sst2")), "c.txt", repo_root=str(ROOT))
     assert findings == []
 
 
@@ -83,7 +83,7 @@ def test_init_writes_all_files_or_none(tmp_path: Path):
     blocker.mkdir(parents=True)  # a folder where a file must go
     desc = descriptor.load("bert-sst2")
     with pytest.raises(TipcgenError):
-        render.init(desc, tmp_path)
+        repository.init(desc, tmp_path)
     leftovers = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert leftovers == [], leftovers
 
@@ -93,7 +93,7 @@ def test_a_failed_commit_rolls_back(tmp_path: Path, monkeypatch):
     (tmp_path / "a.txt").write_text("old a")
     fail_nth_replace(monkeypatch, writes, 3)
     with pytest.raises(TipcgenError, match="disk full"):
-        render.write_tree(files, tmp_path, force=True)
+        repository.write_tree(files, tmp_path, force=True)
     assert (tmp_path / "a.txt").read_text() == "old a"
     assert not (tmp_path / "b.txt").exists() and not (tmp_path / "c.txt").exists()
     assert not list(tmp_path.glob(".tipcgen-stage-*"))
@@ -102,7 +102,7 @@ def test_a_failed_commit_rolls_back(tmp_path: Path, monkeypatch):
 def test_conflict_error_lists_files(tmp_path: Path):
     (tmp_path / "x.txt").write_text("mine")
     with pytest.raises(RenderConflictError) as info:
-        render.write_tree({"x.txt": "theirs", "y.txt": "new"}, tmp_path)
+        repository.write_tree({"x.txt": "theirs", "y.txt": "new"}, tmp_path)
     assert "x.txt" in str(info.value)
     assert not (tmp_path / "y.txt").exists()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen.outputs import report
-from tipcgen.results.results import Step, Summary, write_json
+from tipcgen.results.summary import Step, Summary, write_json
 
 from conftest import ROOT, fuzz_sample, tipcgen
 
@@ -47,14 +47,14 @@ def fake_run(root: Path, *, nan: bool = False) -> Path:
                       wall_seconds=12.5, environment={"python": "3.11.7", "platform": "Linux-test", "machine": "x86_64"})
     summary.steps = [
         Step("prepare", "prepare", "passed", 0, 0.2, command="bash test_tipc/prepare.sh c m"),
-        Step("train", "gpus_0", "skipped", reason="gpu_list entry '0' needs a CUDA device; none found", gpu="0"),
-        Step("train", train, "passed", 0, 4.0, log=rel(run_dir / (train + ".log")), command="python train.py --epochs=6",
+        Step.flat("train", "gpus_0", "skipped", reason="gpu_list entry '0' needs a CUDA device; none found", gpu="0"),
+        Step.flat("train", train, "passed", 0, 4.0, log=rel(run_dir / (train + ".log")), command="python train.py --epochs=6",
              gpu="-1", trainer="norm_train", autocast="fp32", training="gpus_-1", device="cpu", use_gpu="cpu"),
         Step("eval", train + "_nodes_1_eval", "passed", 0, 2.0, command="python eval.py", metrics={"accuracy": 0.875}),
         Step("export", train + "_nodes_1_export", "failed", 1, 1.5, reason="exit code 1", command="python export.py",
              log="./export.log", tail=["Traceback (most recent call last):", "ValueError: <bad> | shape"]),
         Step("infer", infer_log.stem, "passed", 0, 1.0, log=rel(infer_log), command="python infer.py --use_gpu=False"),
-        Step("check", "golden_gpus_-1", "passed", 0, 0.1, command="python test_tipc/compare_results.py",
+        Step.flat("check", "golden_gpus_-1", "passed", 0, 0.1, command="python test_tipc/compare_results.py",
              check={"passed": True, "atol": 1e-3, "rtol": 1e-3, "max_abs": {"label": 0.0, "logits": 1.2e-7},
                     "max_rel": {"label": 0.0, "logits": 3.2e-7}, "failures": 0, "logs": 4}),
         Step("check", "infer_vs_dygraph_gpus_-1", "skipped", reason="no reference results"),

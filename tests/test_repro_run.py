@@ -45,13 +45,13 @@ def test_a_whole_run_reports_the_target_met_or_missed_with_the_figures(tmp_path,
 
 def test_the_target_is_checked_only_on_whole_train_whole_infer_basic_chain():
     from tipcgen import descriptor
-    from tipcgen.results.target_check import check_run
+    from tipcgen.results.target_check import against_target
 
     desc = descriptor.load("bert-sst2")
     evals = [("eval", {"accuracy": 0.5})]
-    assert check_run(desc, "lite_train_lite_infer", "basic", evals) == {}
-    assert check_run(desc, WHOLE, "paddle2onnx", evals) == {}
-    assert check_run(desc, WHOLE, "basic", evals)["reproduced"] is False
+    assert against_target(desc, "lite_train_lite_infer", "basic", evals) == {}
+    assert against_target(desc, WHOLE, "paddle2onnx", evals) == {}
+    assert against_target(desc, WHOLE, "basic", evals)["reproduced"] is False
 
 
 def test_check_is_relative_or_absolute_and_knows_lower_is_better():

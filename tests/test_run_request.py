@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen.core.errors import RunError
-from tipcgen.run import run as runner
+from tipcgen.run import pipeline
 from tipcgen.run.request import NO_PROOFS, RunRequest
 from tipcgen.suite.suite import Chain, run_request
 
@@ -26,7 +26,7 @@ def asked(monkeypatch) -> list:
         seen.append((request, proofs))
         raise RunError("stopped at the door", "a test")
 
-    monkeypatch.setattr(runner, "run", door)
+    monkeypatch.setattr(pipeline, "run", door)
     return seen
 
 
@@ -45,7 +45,7 @@ def test_the_cli_builds_one_request_of_every_option(asked: list, tmp_path: Path)
                                  quiet=True)
     assert request.on_line is not None  # the CLI's printer
     proofs = asked[-1][1]
-    assert callable(proofs.refuse) and callable(proofs.check_run)  # handed in as one object, not lambdas
+    assert callable(proofs.refuse) and callable(proofs.check_exports)  # handed in as one object, not lambdas
 
 
 def test_the_defaults_are_the_cli_defaults(asked: list) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import needs_bwrap, tipcgen
 from tipcgen.core import sandbox
 from tipcgen.format.words import FAILED, PREPARE
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 from tipcgen.run import sandboxed
 
 SUMMARY = "test_tipc/output/stub_model/lite_train_lite_infer/summary.json"

@@ -164,7 +164,7 @@ def test_the_allowed_silence_is_the_step_limit_the_runner_applies_plus_the_margi
     was rendered with; a kept runner has none without --step-timeout (its steps are unbounded)."""
     from tipcgen.format.paths import STEPS_SH
     from tipcgen.run.request import RunRequest
-    from tipcgen.run.run import SILENCE_MARGIN, silence_limit
+    from tipcgen.run.pipeline import SILENCE_MARGIN, silence_limit
 
     steps = tmp_path / STEPS_SH
     steps.parent.mkdir(parents=True)
@@ -198,9 +198,9 @@ def test_a_script_stuck_outside_any_step_is_stopped_and_fails_the_run(stub_repo:
     is bounded too: silent for longer than a step may run, it is stopped with everything it started, and the
     run fails naming it. The margin is cut from 300 s to 1 s and the step limit to 3 s (a stub step takes ~40 ms
     of CPU), so that the test waits 4 s."""
-    from tipcgen.run import run as run_mod
+    from tipcgen.run import pipeline
 
-    monkeypatch.setattr(run_mod, "SILENCE_MARGIN", 1)
+    monkeypatch.setattr(pipeline, "SILENCE_MARGIN", 1)
     path = stub_repo / "test_tipc" / script
     lines = path.read_text().splitlines(keepends=True)
     marker = f"{3000 + len(script)}.25"  # a sleep no other test starts, to find it afterwards

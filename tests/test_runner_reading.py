@@ -19,7 +19,7 @@ from tipcgen import descriptor
 from tipcgen.configs import family_pick, import_kept, lint, lint_runners
 from tipcgen.core.errors import ConfigImportError
 from tipcgen.format import runner_spec
-from tipcgen.render import render
+from tipcgen.render import repository
 import corpus_sweep
 from conftest import SANDBOX, tipcgen
 
@@ -281,7 +281,7 @@ def runner_layouts(draw):
 @given(layout=runner_layouts(), data=st.data())
 def test_generated_runners_read_their_configs_and_catch_every_shift(layout, data) -> None:
     lines, reads, parser, split_lines = layout
-    spec = runner_spec.parse(runner(reads, split_lines, parser=parser), "test_train_inference_python.sh")
+    spec = runner_spec.spec_of(runner(reads, split_lines, parser=parser), "test_train_inference_python.sh")
     assert spec is not None and spec.split == (runner_spec.LINES if split_lines else runner_spec.WORDS)
     assert {(r.index, r.var) for r in spec.reads if r.load == 1} == set(reads)
     assert runner_spec.misreads(spec, text(lines)) == []
@@ -304,27 +304,27 @@ def test_indices_are_ascii_digits_of_bounded_length() -> None:
     for bad in ("", "1" * 5000, "\u0661\u0662", "1a", "-1", "９"):
         assert runner_spec.index_of(bad) is None
     huge = 'x=$(func_parser_value "${lines[' + "9" * 5000 + ']}")\ny=$(func_parser_value "${lines[2]}")\n'
-    spec = runner_spec.parse(huge, "r.sh")
+    spec = runner_spec.spec_of(huge, "r.sh")
     assert spec is not None and [r.index for r in spec.reads] == [2]
-    assert runner_spec.parse("a" * (runner_spec.MAX_TEXT + 1), "r.sh") is None
+    assert runner_spec.spec_of("a" * (runner_spec.MAX_TEXT + 1), "r.sh") is None
 
 
 def test_a_runner_is_read_once_per_text_and_an_edited_one_anew() -> None:
     """parse keeps each runner's reading by its text's digest: the same text is the same reading, an edit (one
     character) is read anew, the name is part of the key, and the memory is bounded."""
     first = runner([(1, "model_name"), (2, "python")])
-    spec = runner_spec.parse(first, "r.sh")
-    assert runner_spec.parse(first, "r.sh") is spec
-    edited = runner_spec.parse(first.replace("lines[2]", "lines[3]"), "r.sh")
+    spec = runner_spec.spec_of(first, "r.sh")
+    assert runner_spec.spec_of(first, "r.sh") is spec
+    edited = runner_spec.spec_of(first.replace("lines[2]", "lines[3]"), "r.sh")
     assert {r.index for r in edited.reads if r.load == 1} == {1, 3} and {r.index for r in spec.reads if r.load == 1} == {1, 2}
-    assert runner_spec.parse(first, "other.sh").name == "other.sh"
+    assert runner_spec.spec_of(first, "other.sh").name == "other.sh"
     for i in range(runner_spec._MAX_PARSED + 5):
-        runner_spec.parse(first + f"# {i}\n", "r.sh")
+        runner_spec.spec_of(first + f"# {i}\n", "r.sh")
     assert len(runner_spec._PARSED) <= runner_spec._MAX_PARSED
 
 
 def test_reads_know_their_mode_branch_and_reload() -> None:
-    spec = runner_spec.parse(runner([(1, "model_name")], mode_reads=((55, "run_mode_value"),)), "r.sh")
+    spec = runner_spec.spec_of(runner([(1, "model_name")], mode_reads=((55, "run_mode_value"),)), "r.sh")
     by_var = {r.var: r for r in spec.reads}
     assert by_var["model_name"].mode is None and by_var["run_mode_value"].mode == "benchmark_train"
     assert by_var["python"].mode == "klquant_whole_infer" and by_var["python"].load == 2
@@ -343,7 +343,7 @@ def test_a_kept_config_comes_back_byte_for_byte(lines: list[str], final: bool) -
         written = "x" + written
     placeholder = "schema_version: 1\nmodel_name: m\ngpu_list: '-1'\ntrain:\n  norm: train.py\ninference:\n  script: null\n"
     desc = descriptor.load_text(placeholder + import_kept.import_kept(written, "c.txt", "m/c.txt"), source="c.txt")
-    assert render.kept_files([desc])["test_tipc/configs/m/c.txt"] == written
+    assert repository.kept_files([desc])["test_tipc/configs/m/c.txt"] == written
 
 
 def test_import_of_a_kept_kind_and_onto_an_existing_file(tmp_path: Path) -> None:
@@ -478,13 +478,13 @@ def test_a_second_colon_on_a_line_the_runner_splits_itself_is_no_warning() -> No
     """PaddleRS's `model_name:cd:bit`, read by its own parse_first_value/parse_second_value: no colon-in-value."""
     lines, reads = own_layout()
     lines[1] = "model_name:cd:bit"
-    spec = runner_spec.parse(runner([r for r in reads if r[0] != 1], name_first=True), "test_train_inference_python.sh")
+    spec = runner_spec.spec_of(runner([r for r in reads if r[0] != 1], name_first=True), "test_train_inference_python.sh")
     assert "colon-in-value" not in [f.rule for f in lint.lint_text(text(lines), "c.txt", specs=(spec,))]
     assert "colon-in-value" in [f.rule for f in lint.lint_text(text(lines), "c.txt")]  # read by func_parser_value
 
 
 def test_inline_and_sed_reads_are_reads() -> None:
-    spec = runner_spec.parse('dataline=$(cat $1)\nIFS=$\'\\n\'\nlines=(${dataline})\n'
+    spec = runner_spec.spec_of('dataline=$(cat $1)\nIFS=$\'\\n\'\nlines=(${dataline})\n'
                              'for t in $(func_parser_value "${lines[14]}"); do echo $t; done\n'
                              'name=$(sed -n 2p $FILENAME)\nbig=$(sed -n 99999999p $F)\n', "r.sh")
     assert sorted((r.index, r.var, r.parser) for r in spec.reads) == [(1, "name", "sed"), (14, "", "value")]
@@ -631,7 +631,7 @@ def test_runner_spec_reads_loops_member_guards_and_mode_ties() -> None:
         'if [ ${MODE} = "whole_infer" ] || [ ${MODE} = "kl_infer" ]; then',
         '    if [ ${MODE} = "kl_infer" ] && [ ${mode_kind} != "kl" ]; then', '        continue', '    fi',
         'else', '    echo ${key9}', 'fi'])
-    spec = runner_spec.parse(text, "r.sh")
+    spec = runner_spec.spec_of(text, "r.sh")
     assert ("dev", "dev_list") in spec.loops and spec.mode_ties == (("kl_infer", "mode_kind", "kl"),)
     assert any("dev=cpu|False" in guards for _, var, guards in spec.uses if var == "key9")
     assert runner_spec.guard_index(spec, "dev=cpu|False") == 3

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tipcgen.descriptor import samples_dir
-from tipcgen.results.results import Step, Summary, write_json
-from tipcgen.run import provenance, run, seeds
+from tipcgen.results.summary import Step, Summary, write_json
+from tipcgen.run import pipeline, provenance, seeds
 
 from conftest import read_summary, tipcgen
 
@@ -50,7 +50,7 @@ def _golden_run(root: Path, seeded: bool) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "python_infer_cpu_gpus_-1_usemkldnn_False_threads_1_precision_fp32_batchsize_1.log"
     log.write_text('sst2_0\t{"label": 0, "logits": [0.1, 0.5]}\n')
-    step = Step("infer", log.stem, "passed", 0, 1.0, log="./" + log.relative_to(root).as_posix(), device="cpu",
+    step = Step.flat("infer", log.stem, "passed", 0, 1.0, log="./" + log.relative_to(root).as_posix(), device="cpu",
                 use_gpu="False", training="gpus_-1", precision="fp32")
     record = {"seeds": {"--seed default of train.py": "42"} if seeded else {}}
     write_json(Summary("bert_sst2", MODE, "c.txt", steps=[step], provenance=record), run_dir / "summary.json")
@@ -72,12 +72,12 @@ def test_golden_from_an_unseeded_run_warns_that_the_next_run_may_differ(tmp_path
 
 def test_a_golden_mismatch_after_an_unseeded_run_says_so(tmp_path: Path):
     (tmp_path / "train.log").write_text("epoch: 1, loss: 0.5\n")
-    golden = Step("check", "golden_check", "failed", 1, 0.1, reference="golden", note="output 'logits' differs by up to 0.2")
+    golden = Step.flat("check", "golden_check", "failed", 1, 0.1, reference="golden", note="output 'logits' differs by up to 0.2")
     summary = Summary("m", MODE, "c.txt", provenance={"seeds": {}},
                       steps=[Step("train", "train", "passed", 0, 1.0, log="train.log"), golden])
-    run._note_seeds(summary, tmp_path)
+    pipeline._note_seeds(summary, tmp_path)
     assert golden.note == f"output 'logits' differs by up to 0.2; {seeds.UNSEEDED}"
     (tmp_path / "train.log").write_text("seed: 5\nepoch: 1, loss: 0.5\n")
     golden.note = ""
-    run._note_seeds(summary, tmp_path)
+    pipeline._note_seeds(summary, tmp_path)
     assert golden.note == "" and summary.provenance["seeds"] == {"seed printed in train.log": "5"}

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 from tipcgen import descriptor
 from tipcgen.format import paths
-from tipcgen.render import render, shipped
+from tipcgen.render import repository, shipped
 
 np = pytest.importorskip("numpy")
 sys.path.insert(0, str(shipped.HERE))  # as in test_tipc/, where the scripts find tipc_compare beside them
@@ -73,7 +73,7 @@ def test_a_shipped_script_imports_nothing_from_tipcgen(name):
 
 
 def test_render_copies_each_module_with_one_header_line():
-    files = render.render_files(descriptor.load("bert-sst2"))
+    files = repository.render_files(descriptor.load("bert-sst2"))
     shipped_here = [name for name in shipped.SCRIPTS if f"test_tipc/{name}" in files]
     assert {"check_inference.py", "tipc_compare.py", "compare_results.py"} <= set(shipped_here)
     for name in shipped_here:

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tipcgen.format import paths
-from tipcgen.results.results import Step, load_summary
+from tipcgen.results.summary import Step, load_summary
 from tipcgen.run import submission_run
 
 from conftest import chain_env, tipcgen
@@ -313,7 +313,7 @@ def test_a_case_named_after_a_gpu_entry_is_never_passed_without_a_gpu_paddle(nam
     count = submission_run.unverified_gpu_cases([step], {}, device, versions)
     verifiable = bool(device["gpus"]) and versions.get("paddle_dist") == "paddlepaddle-gpu"
     if name in GPU_NAMES and not verifiable:
-        assert count == 1 and step.status == "skipped" and step.device == "gpu"
+        assert count == 1 and step.status == "skipped" and step.case.device == "gpu"
         assert ("CPU build of paddle" in step.reason) == bool(device["gpus"]), step.reason
     else:
         assert count == 0 and step.status == "passed", (name, machine)

@@ -10,18 +10,19 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tipcgen.core.errors import SummaryFileError
+from tipcgen.format.paths import STEP_FIELDS
 from tipcgen.format.words import FAILED, PASSED, SKIPPED, STATUSES
 from tipcgen.results import summary_check, summary_schema
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 
 jsonschema = pytest.importorskip("jsonschema")
 
 
 def _summary() -> Summary:
-    steps = [Step("train", "norm_train", PASSED, 0, 1.5, "./test_tipc/output/m/x/train.log", gpu="-1", training="gpus_-1"),
+    steps = [Step.flat("train", "norm_train", PASSED, 0, 1.5, "./test_tipc/output/m/x/train.log", gpu="-1", training="gpus_-1"),
              Step("infer", "infer_cpu", FAILED, 1, 0.5, "./l.log", reason="exit code 1", tail=["a", "b"],
                   speed={"inference_ms": 1.5, "precision": "fp32", "device": None}),
-             Step("check", "check_results", PASSED, 0, 0.1, "./c.log", metrics={"loss": float("nan")},
+             Step.flat("check", "check_results", PASSED, 0, 0.1, "./c.log", metrics={"loss": float("nan")},
                   check={"max_abs": {"logits": 1e-7}, "atol": 1e-5, "rtol": 1e-4, "logs": 2}),
              Step("speed", "N1C1", SKIPPED, None, 0.0, "./s.log", speed={"ips": 12.5, "speed_unit": "samples/s"})]
     return Summary("m", "lite_train_lite_infer", "test_tipc/configs/m/c.txt", steps=steps, wall_seconds=3.0,
@@ -113,7 +114,7 @@ def test_a_step_the_runner_cut_short_is_interrupted_and_the_run_never_passes(tmp
     and its status log "Run failed" (upstream's line); the summary reads the step as interrupted, the verdict is
     INTERRUPTED and the exit 130 although tipcgen run itself received no signal (#57)."""
     from tipcgen.results import junit
-    from tipcgen.results.results import check_status_lines, read_records
+    from tipcgen.results.summary import check_status_lines, read_records
 
     run_dir = tmp_path / "test_tipc/output/m/lite_train_lite_infer"
     run_dir.mkdir(parents=True)
@@ -142,3 +143,45 @@ def test_a_step_the_runner_cut_short_is_interrupted_and_the_run_never_passes(tmp
     for reason in ("Interrupted", "interrupted by the user", " interrupted"):
         (run_dir / "steps.jsonl").write_text(json.dumps({**records[1], "reason": reason}) + "\n")
         assert [s.status for s in read_records(run_dir, tmp_path)[0]] == [FAILED]
+
+
+def test_a_step_is_typed_in_memory_and_flat_on_disk():
+    """Step's chain-specific fields are sub-records (the training it belongs to, the case it ran in, the proof it
+    checked); its record on disk stays flat: steps.jsonl's keys (paths.STEP_FIELDS, what tipc_record writes) and
+    summary.json's are the sub-records' fields, and the schema's step properties are derived from the classes."""
+    from tipcgen.results.summary import StepCase, StepCheck, StepTraining, flat_fields
+
+    keys = [key for key, _, _ in flat_fields()]
+    assert len(keys) == len(set(keys)), "two fields spell one flat key"
+    shell = {key for key, annotation, holder in flat_fields() if holder in ("training", "case", "check")
+             and annotation == "str | None"}
+    assert shell == set(STEP_FIELDS), "the runner's record fields and the sub-records' text fields differ"
+    props = summary_schema.SCHEMA["$defs"]["step"]["properties"]
+    assert set(props) == set(keys) - {"speed"} and props["training"] == props["gpu"] == {"anyOf": [{"type": "null"},
+                                                                                                   {"type": "string"}]}
+    flat = {"kind": "check", "name": "golden_gpus_-1", "status": PASSED, "gpu": "-1", "training": "gpus_-1",
+            "device": "cpu", "precision": "fp32", "model_dir": "out/m", "device_num": "N1C1", "reference": "golden",
+            "check": {"logs": 2}}
+    step = Step.from_dict(flat)
+    assert step.training == StepTraining(gpu="-1", name="gpus_-1")
+    assert step.case == StepCase(device="cpu", precision="fp32", model_dir="out/m", device_num="N1C1")
+    assert step.check == StepCheck("golden", {"logs": 2})
+    written = step.to_dict()
+    assert list(written) == keys and {k: written[k] for k in flat} == flat
+    assert Step.from_dict(written) == step == Step.flat("check", "golden_gpus_-1", PASSED, **{
+        k: v for k, v in flat.items() if k not in ("kind", "name", "status")})
+    written["check"]["logs"] = 3  # to_dict copies: the summary written is not the step in memory
+    assert step.check.differences == {"logs": 2}
+    with pytest.raises(TypeError, match="no key model"):
+        Step.flat("infer", "c", PASSED, model="out/m")  # a misspelt key is an error, not a field left empty
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(STEP_FIELDS)),
+                       st.none() | st.text(max_size=6)))
+def test_any_record_fields_survive_the_round_trip(fields):
+    """Whatever record fields a runner wrote, to_dict gives back each one under its own key, and the rest None."""
+    step = Step.flat("infer", "c", PASSED, **fields)
+    written = step.to_dict()
+    assert all(written[key] == value for key, value in fields.items())
+    assert Step.from_dict(written) == step

@@ -18,7 +18,7 @@ from tipcgen import descriptor
 from tipcgen.configs import importer
 from tipcgen.format import layout
 from tipcgen.configs import lint
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.format.config import TipcConfig
 from tipcgen.core.errors import DescriptorError
 
@@ -271,6 +271,6 @@ def test_every_corpus_trailing_header_comes_back_as_written() -> None:
             document = importer.import_config(text, str(path))
         except importer.ConfigImportError:
             continue
-        rendered = TipcConfig.parse(render.render_config(descriptor.load_text(document, source="t.yaml")))
+        rendered = TipcConfig.parse(repository.render_config(descriptor.load_text(document, source="t.yaml")))
         same += [line.text for line in rendered.logical_lines()[skip:] if line.header_name] == headers
     assert (with_sections, same) == (442, 441)

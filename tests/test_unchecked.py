@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, read_summary, tipcgen
 from tipcgen.configs.script_reading import model_file_literals
 from tipcgen.results import unchecked
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 
 FIXTURE = ROOT / "tests" / "fixtures" / "restore"
 NO_EVAL = "not checked: no eval step ran"
@@ -32,7 +32,7 @@ CHECKS = st.sampled_from([
                 max_size=3), st.sampled_from(["basic", "benchmark"]))
 def test_the_summary_s_gaps_are_said_exactly_where_they_are(kinds, checks, chain):
     steps = [Step(kind=k, name=f"{k}_{i}", status="passed") for i, k in enumerate(kinds)]
-    steps += [Step(kind="check", name=f"c{i}", status=status, reference=ref, check=check)
+    steps += [Step.flat(kind="check", name=f"c{i}", status=status, reference=ref, check=check)
               for i, ((check, _), status, ref) in enumerate(checks)]
     notes = unchecked.summary_notes(Summary(model="m", mode="lite_train_lite_infer", config="c", steps=steps, chain=chain))
     assert any(NO_EVAL in n for n in notes) == ("train" in kinds and "eval" not in kinds and chain == "basic")

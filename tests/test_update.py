@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tipcgen.descriptor import answers
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.render import update
 from tipcgen.core import writes
 from tipcgen.core.errors import TipcgenError
@@ -221,8 +221,8 @@ def test_write_tree_owned_files_and_removals(tmp_path: Path):
     (tmp_path / "book.txt").write_text("old")
     (tmp_path / "gone.txt").write_text("bye")
     with pytest.raises(TipcgenError):  # a user's changed file still needs force
-        render.write_tree({"user.txt": "new", "book.txt": "new"}, tmp_path, owned={"book.txt"})
-    written = render.write_tree({"book.txt": "new"}, tmp_path, owned={"book.txt"}, remove=["gone.txt", "absent.txt"])
+        repository.write_tree({"user.txt": "new", "book.txt": "new"}, tmp_path, owned={"book.txt"})
+    written = repository.write_tree({"book.txt": "new"}, tmp_path, owned={"book.txt"}, remove=["gone.txt", "absent.txt"])
     assert {w.path: w.action for w in written} == {"book.txt": "updated", "gone.txt": "removed"}
     assert (tmp_path / "book.txt").read_text() == "new" and not (tmp_path / "gone.txt").exists()
     assert [p.name for p in (tmp_path / ".tipcgen" / "backup").rglob("*.txt")] == ["gone.txt"]  # owned: no backup
@@ -233,8 +233,8 @@ def test_a_failed_write_puts_removed_and_owned_files_back(tmp_path: Path, monkey
     (tmp_path / "gone.txt").write_text("bye")
     fail_nth_replace(monkeypatch, writes, 2)
     with pytest.raises(TipcgenError, match="disk full"):
-        render.write_tree({"book.txt": "new", "c.txt": "c"}, tmp_path, owned={"book.txt"}, remove=["gone.txt"],
-                          backup=False)
+        repository.write_tree({"book.txt": "new", "c.txt": "c"}, tmp_path, owned={"book.txt"}, remove=["gone.txt"],
+                              backup=False)
     assert (tmp_path / "book.txt").read_text() == "old" and (tmp_path / "gone.txt").read_text() == "bye"
     assert not (tmp_path / "c.txt").exists() and not list(tmp_path.glob(".tipcgen-stage-*"))
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, nodes, parents
-from tipcgen.format import paths, words
+from tipcgen.format import chains, paths, words
 
 PACKAGE = ROOT / "tipcgen"
 WORDS = set(words.STATUSES) | {words.CHAIN_PASSED, words.CHAIN_FAILED, words.CHAIN_INTERRUPTED, words.CHAIN_UNCHECKED}
@@ -326,9 +326,9 @@ def test_the_runner_refuses_the_model_names_init_refuses():
     assert f"[[ ! $TIPC_MODEL =~ {MODEL_NAME_RE.pattern} ]]" in (ROOT / "test_tipc" / "tipc_steps.sh").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("member", [*words.Status, *words.Kind], ids=str)
+@pytest.mark.parametrize("member", [*words.Status, *words.Kind, *chains.ChainName, *chains.Reference], ids=str)
 def test_a_typed_status_or_kind_is_its_word_wherever_it_is_written_or_looked_up(member):
-    """Status and Kind members are str-valued enums: every way a word reaches a file, a message or a lookup gives
+    """Status, Kind, ChainName and Reference members are str-valued enums: every way a word reaches a file, a message or a lookup gives
     the plain word's bytes and answers (values on disk unchanged), and a pickled one comes back as itself."""
     import json
     import pickle
@@ -341,7 +341,8 @@ def test_a_typed_status_or_kind_is_its_word_wherever_it_is_written_or_looked_up(
     assert (str(member), repr(member), f"{member}", f"{member:>24}|", "%s %r" % (member, member)) == \
         (word, repr(word), word, f"{word:>24}|", "%s %r" % (word, word))
     assert json.dumps({member: [member]}) == json.dumps({word: [word]})
-    assert {word: 1}[member] == 1 and {member: 1}[word] == 1 and word in (words.STATUSES + words.KINDS)
+    assert {word: 1}[member] == 1 and {member: 1}[word] == 1
+    assert word in (*words.STATUSES, *words.KINDS, *chains.names(), *(proof.reference for proof in chains.PROOFS))
     assert quoted(member) == quoted(word)
     template = environment().from_string("{{ w }} {{ w | upper }} {{ w | tojson }} {{ d[w] }}")
     assert template.render(w=member, d={word: "x"}) == template.render(w=word, d={word: "x"})

@@ -9,6 +9,7 @@ import ast
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,9 @@ WRITER = "core/writes.py"
 
 # (module, call) -> why it may write by itself. Keep it short: each entry is a place a link could be followed.
 ALLOWED = {
-    # The run lock is created in place with O_CREAT | O_EXCL, which fails on an existing link (never follows it).
-    ("run/guard.py", "os.open"): "the lock file, created exclusively",
-    ("run/guard.py", "os.fdopen"): "writes into the descriptor os.open just created exclusively",
-    ("run/guard.py", "json.dump"): "the lock's holder, into that descriptor",
+    # The run's OS lock: filelock creates <run folder>.flock beside the folder (O_NOFOLLOW from filelock 4 on;
+    # guard._refuse_odd refuses a link, FIFO or folder there first, as filelock 3.x follows a link with O_TRUNC).
+    ("run/guard.py", "filelock.FileLock"): "<run folder>.flock, after refusing anything but a regular file there",
     # numpy writes a reprod_log file into io.BytesIO; write_file puts the bytes on disk.
     ("repro/align.py", "np.save"): "into io.BytesIO",
     ("repro/align.py", "np.savez"): "into io.BytesIO",
@@ -42,7 +42,6 @@ ALLOWED = {
     ("suite/suite.py", "os.fdopen"): "writes into the descriptor os.open just opened",
     # Deletes and folders (each removes a link as a link, or creates in a folder checked from its root first):
     ("run/guard.py", "path.parent.mkdir"): "the run folder's parent: the run refused a link on the way before",
-    ("run/guard.py", "path.unlink"): "the run's own lock file (unlink removes a link, never its target)",
     ("suite/suite.py", "dest.mkdir"): "runs/<chain> in the suite's output folder, checked by owned.checked_links",
     ("suite/suite.py", "path.unlink"): "a link at suite.log in the suite's own runs folder: the link itself",
     ("suite/suite.py", "?.rmdir"): "the suite's empty work/ folder (rmdir never follows a link)",
@@ -67,7 +66,7 @@ _WRITE_CALLS = {
     "np.save", "np.savez", "np.savez_compressed", "numpy.save", "numpy.savez", "paddle.save", "torch.save",
     "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move", "os.replace", "os.rename",
     "os.link", "os.symlink", "os.mkfifo", "tempfile.mkstemp", "tempfile.NamedTemporaryFile", "json.dump",
-    "pickle.dump", "yaml.dump", "yaml.safe_dump", "paddle.jit.save", "os.truncate",
+    "pickle.dump", "yaml.dump", "yaml.safe_dump", "paddle.jit.save", "os.truncate", "filelock.FileLock",
 }
 _WRITE_METHODS = {"write_text", "write_bytes", "symlink_to", "hardlink_to", "touch", "rename"}
 # Deleting and making folders follow a link on the way just as writing does (rmtree of output/x with
@@ -311,8 +310,8 @@ def test_write_tree_refuses_a_linked_backup_folder_and_a_linked_file(tmp_path):
     assert _tree(outside) == {"secret": "secret"} and not (repo / ".tipcgen").exists()
 
 
-# A rerun's last run folder moved aside (#57): tipcgen run's writes.move_aside and the runner's tipc_keep_previous
-# keep the same files, on any tree a run could leave.
+# A rerun's last run folder moved aside (#57): tipcgen run's writes.move_aside and the runner's (tipc_preflight.py's
+# keep_previous, run by tipc_start_run) keep the same files, on any tree a run could leave.
 
 _NAMES = st.sampled_from(["a.log", "summary.json", "m.pdparams", "x.pdiparams", "w.pth", "w.pt", "w.pd", "s.safetensors",
                           "model_latest", "report.html", "n.txt", "é ü.log", "-dash", "sp ace", "*", "a.pdparams.bak"])
@@ -354,17 +353,18 @@ def _kept(folder: Path) -> dict:
 
 @settings(max_examples=25, deadline=None)
 @given(tree=_TREE, older=st.booleans())
-def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_python_and_bash(tmp_path_factory, tree, older):
+def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_tipcgen_and_the_runner(tmp_path_factory, tree,
+                                                                                                  older):
     from tipcgen.core.writes import move_aside
     from tipcgen.format.paths import WEIGHT_SUFFIXES
-    from tipcgen.run.run import keep_previous
+    from tipcgen.run.pipeline import keep_previous
 
     work = tmp_path_factory.mktemp("aside")
     outside = work / "outside"
     outside.mkdir()
     (outside / "theirs.pdparams").write_bytes(b"\x80keep")
     results = []
-    for side in ("python", "bash"):
+    for side in ("python", "runner"):
         root = work / side
         run_dir = root / "test_tipc/output/m/lite_train_lite_infer"
         _plant(run_dir, tree, outside)
@@ -373,8 +373,9 @@ def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_pyt
         if side == "python":
             assert keep_previous(root, run_dir) == "test_tipc/output/m/lite_train_lite_infer.previous"
         else:
-            proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_keep_previous "
-                                   "./test_tipc/output/m/lite_train_lite_infer"], cwd=root, capture_output=True, text=True)
+            proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_preflight start "
+                                   f"./test_tipc/output/m/lite_train_lite_infer {sys.executable}"], cwd=root,
+                                  capture_output=True, text=True, env={**os.environ, "TIPC_PYTHON": sys.executable})
             assert proc.returncode == 0, proc.stderr
         assert not run_dir.exists()
         results.append(_kept(run_dir.with_name("lite_train_lite_infer.previous")))
@@ -385,14 +386,15 @@ def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_pyt
 
 
 def test_an_empty_run_folder_is_left_and_the_folder_kept_aside_stays(tmp_path: Path):
-    from tipcgen.run.run import keep_previous
+    from tipcgen.run.pipeline import keep_previous
 
     run_dir = tmp_path / "test_tipc/output/m/mode"
     run_dir.mkdir(parents=True)
     (tmp_path / "test_tipc/output/m/mode.previous").mkdir()
     (tmp_path / "test_tipc/output/m/mode.previous/report.html").write_text("kept")
     assert keep_previous(tmp_path, run_dir) == "" and run_dir.is_dir()
-    proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_keep_previous "
-                           "./test_tipc/output/m/mode"], cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_preflight start "
+                           f"./test_tipc/output/m/mode {sys.executable}"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "TIPC_PYTHON": sys.executable})
     assert proc.returncode == 0 and run_dir.is_dir(), proc.stderr
     assert (tmp_path / "test_tipc/output/m/mode.previous/report.html").read_text() == "kept"

@@ -11,7 +11,7 @@ import shlex
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, cast, overload
 
 import typer
 from typer.core import TyperGroup
@@ -32,7 +32,10 @@ from tipcgen.format import chains, paths
 from tipcgen.format.words import FAILED, INTERRUPTED, LITE_TRAIN_LITE_INFER, MODES, PASSED, SKIPPED
 
 if TYPE_CHECKING:  # typer 0.29 vendors click (typer._click); tipcgen depends on typer alone, never on click itself
+    from typer._click import Context as ClickContext
     from typer._click.formatting import HelpFormatter
+
+    from tipcgen.descriptor import Descriptor
 
 # The built-in samples, named here so that --help does not load the descriptor package (a quarter of a second);
 # tests/test_cli.py checks the list against descriptor.samples.sample_names().
@@ -46,11 +49,11 @@ class _Commands(TyperGroup):
     """`tipcgen --help`'s command list: in ORDER, each with its whole first sentence (click cuts it with '...'
     to fit 80 columns)."""
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: ClickContext) -> list[str]:
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: ORDER.index(name) if name in ORDER else len(ORDER))
 
-    def format_commands(self, ctx: typer.Context, formatter: HelpFormatter) -> None:
+    def format_commands(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
@@ -121,7 +124,11 @@ def complete_chains(incomplete: str) -> list[str]:
 COMPLETE_SAMPLES = completing(SAMPLES.split(", "))
 
 
-def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path:
+@overload
+def _repository_root(root: Path, alias: Path | None, alias_name: str) -> Path: ...
+@overload
+def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path | None: ...
+def _repository_root(root: Path | None, alias: Path | None, alias_name: str) -> Path | None:
     """--root, or its old name (kept hidden so that existing scripts work); both, if they differ, is a mistake."""
     if alias is None:
         return root
@@ -166,12 +173,12 @@ def init(
     Example: tipcgen init bert-sst2 question-matching --root my_repo --devices cpu
     """
     from tipcgen import descriptor
-    from tipcgen.render import render
+    from tipcgen.render import repository
 
     output = _repository_root(root, output, "--output")
     descs = [descriptor.load(target) for target in targets]
-    written = render.init(descs, output, force=force, devices=devices.value, on_note=lambda line: echo(line, err=True),
-                          submission=submission)
+    written = repository.init(descs, output, force=force, devices=devices.value, on_note=lambda line: echo(line, err=True),
+                              submission=submission)
     for item in written:
         echo(f"{item.action:>11}  {output / item.path}")
     created = sum(1 for w in written if w.action != "unchanged")
@@ -240,9 +247,9 @@ def update(
 class ChainProofs:
     """The proofs of a run, which live above run/ (tests/test_layering.py): the config's refusals
     (configs/preflight.refuse), the records taken at the runner's handshakes (repro/record.Recorder) and the
-    export against the recorded trained checkpoint (repro/export_check.check_run)."""
+    export against the recorded trained checkpoint (repro/export_check.check_exports)."""
 
-    def refuse(self, root: Path, config_path: Path, env: dict, desc: object) -> list[str]:
+    def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Descriptor | None) -> list[str]:
         from tipcgen.configs import preflight
 
         return preflight.refuse(root, config_path, env, desc)
@@ -253,11 +260,11 @@ class ChainProofs:
 
         return record.Recorder(root, run_dir, max_bytes or export_check.default_max_bytes(), handshake, env)
 
-    def check_run(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
-                  records, max_bytes: Optional[int]) -> tuple[list, list[str]]:
+    def check_exports(self, root: Path, steps: list, config_text: str, python: Optional[str], env: dict,
+                      records, max_bytes: Optional[int]) -> tuple[list, list[str]]:
         from tipcgen.repro import export_check
 
-        return export_check.check_run(root, steps, config_text, python, env, records=records, max_bytes=max_bytes)
+        return export_check.check_exports(root, steps, config_text, python, env, records=records, max_bytes=max_bytes)
 
     def load(self) -> None:
         from tipcgen.repro import export_check  # noqa: F401 (numpy, the .pdiparams reader)
@@ -288,7 +295,7 @@ def run(
     Example: tipcgen run --mode whole_train_whole_infer --data-dir ../shared/data/sst2
     """
     from tipcgen.results import summary_text
-    from tipcgen.run import run as runner
+    from tipcgen.run import pipeline
     from tipcgen.run.request import RunRequest
 
     from tipcgen.cli.progress import RunDisplay
@@ -301,7 +308,7 @@ def run(
                              step_timeout=step_timeout, python=python, sandbox=sandbox,
                              max_checkpoint_bytes=max_checkpoint_bytes, quiet=quiet, on_line=display.on_line,
                              on_run_dir=display.on_run_dir)
-        summary = runner.run(request, ChainProofs())
+        summary = pipeline.run(request, ChainProofs())
     colored = _color(color.value)
     echo(summary_text.terminal_text(summary, color=colored), color=colored or None)
     run_dir = paths.run_dir(root, summary.model, summary.mode, chain)
@@ -425,7 +432,7 @@ def golden(
     """
     from tipcgen import descriptor
     from tipcgen.outputs import golden as goldens
-    from tipcgen.run.run import check_mode
+    from tipcgen.run.pipeline import check_mode
 
     check_mode(mode)
     root = find_root(root)
@@ -464,7 +471,7 @@ def doctor(
 def _command() -> TyperGroup:
     """The click command Typer builds from `app` (what `app()` builds anew on every call: a tenth of an in-process
     call's CPU in the tests, which call main() many times in one interpreter), with _metavars' names."""
-    command = typer.main.get_command(app)
+    command = cast(TyperGroup, typer.main.get_command(app))  # an app of several commands builds a TyperGroup
     _metavars(command)
     return command
 

@@ -5,7 +5,12 @@ tests/test_cli_reference.py checks that the committed page is what this writes; 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
+
+if TYPE_CHECKING:  # typer vendors click (typer._click): its Command, as typer.main.get_command builds them
+    from typer._click import Command
 
 WIDTH = 100  # columns of the help text on the page
 
@@ -31,16 +36,17 @@ def markdown() -> str:
     for name in ORDER:
         command = group.commands[name]
         parts += [f"## tipcgen {name}\n", _help(command, [], f"tipcgen {name}")]
-        for sub in sorted(getattr(command, "commands", {})):
-            parts += [f"### tipcgen {name} {sub}\n", _help(command.commands[sub], [], f"tipcgen {name} {sub}")]
+        subs: dict[str, Command] = getattr(command, "commands", {})  # a group's (align's, repro's); none for the others
+        for sub in sorted(subs):
+            parts += [f"### tipcgen {name} {sub}\n", _help(subs[sub], [], f"tipcgen {name} {sub}")]
     return "\n".join(parts)
 
 
-def _help(command: object, args: list[str], prog: str) -> str:
+def _help(command: Command, args: list[str], prog: str) -> str:
     # help_option_names as the app's context gives them: click keeps a command's help option once made
     ctx = typer.Context(command, info_name=prog, terminal_width=WIDTH, max_content_width=WIDTH,
                         help_option_names=["-h", "--help"])
-    text = command.get_help(ctx)  # type: ignore[attr-defined]
+    text = command.get_help(ctx)
     return "```text\n" + "\n".join(line.rstrip() for line in text.splitlines()) + "\n```\n"
 
 

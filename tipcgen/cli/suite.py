@@ -68,8 +68,8 @@ def suite(
                            keep_work=keep_work, sandbox=sandbox, color=color.value).checked()
     chains, refused = suite_run.plan(request)
     if request.lint_only:
-        for item in refused:
-            echo(f"REFUSED {item.config}\n" + "\n".join(f"    {reason}" for reason in item.reasons))
+        for refusal in refused:
+            echo(f"REFUSED {refusal.config}\n" + "\n".join(f"    {reason}" for reason in refusal.reasons))
         for item in chains:
             echo(f"run     {item.key}  ({Path(item.root) / item.config})")
         echo(f"{len(chains)} chain(s) to run, {len(refused)} config(s) refused", err=True)

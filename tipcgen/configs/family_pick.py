@@ -62,7 +62,7 @@ def runner_specs(config: Path, repo_root: Path | None = None, cache: dict | None
         specs = []
         for script in scripts:
             try:
-                spec = runner_spec.parse(inputs.read_text(script, "runner", runner_spec.MAX_TEXT), script.name)
+                spec = runner_spec.spec_of(inputs.read_text(script, "runner", runner_spec.MAX_TEXT), script.name)
             except TipcgenError:  # not text, too large: not a runner tipcgen reads
                 spec = None
             if spec is not None:

@@ -1,7 +1,7 @@
 """Config-level refusals before `tipcgen run` starts anything.
 
-ARCHITECTURE.md layers run.py under the config model (run imports results, never lint), so this gate
-lives one level up: the CLI hands ``refuse`` to ``run.run`` (its ``Proofs.refuse``), which calls it where
+ARCHITECTURE.md layers run/pipeline.py under the config model (run imports results, never lint), so this gate
+lives one level up: the CLI hands ``refuse`` to ``pipeline.run`` (its ``Proofs.refuse``), which calls it where
 a refusal belongs (after the config is found and the run's environment is built, before any script or
 probe starts). In order:
 

@@ -68,7 +68,7 @@ def submission_files(files: dict[str, str | bytes], out_dir: Path, config_rel: s
 def authors_docs(files: dict[str, str | bytes], out_dir: Path, rendered: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """The docs a submission would write (README, the chain's doc) that the repository already has, with other
     content, and that tipcgen did not render there unedited (``rendered``): the authors' own, which submission
-    mode keeps unless --force (render.init names each)."""
+    mode keeps unless --force (repository.init names each)."""
     out = []
     for rel in (paths.README, paths.CHAIN_DOC):
         target, content = out_dir / rel, files.get(rel)

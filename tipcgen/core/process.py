@@ -17,7 +17,7 @@ suite's chains), gets the same guarantees:
 - optionally a sandbox (``core/sandbox.py``: bubblewrap, read-only filesystem, no network);
 - optionally each output line handed to ``on_line`` as it comes (streaming: ``tipcgen run``'s progress);
 - no descriptor of tipcgen's but the three standard ones and those ``pass_fds`` names (the runner's answer
-  pipe, run/run.py: bubblewrap passes them into the sandbox as they are).
+  pipe, run/pipeline.py: bubblewrap passes them into the sandbox as they are).
 
 ``run(request)`` runs to the end. ``start(request)`` returns a ``Running`` for the callers that start
 several at once and read them later (provenance) or stop them from outside (run, suite): its

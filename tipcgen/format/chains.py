@@ -3,13 +3,14 @@ one entry, and every table that lists chains or the references a PASSED verdict 
 
 A chain's name is spelt here and nowhere else in the package (tests/test_chains.py finds no chain table written
 by hand elsewhere): paths.RUNNERS, CONFIG_NAMES and RESULT_LOGS, the kinds a PASSED verdict needs
-(results.required_kinds), the CLI's `--chain` choices and help (`tipcgen run`, `tipcgen suite`) and what suite
+(summary.required_kinds), the CLI's `--chain` choices and help (`tipcgen run`, `tipcgen suite`) and what suite
 plans all read ``CHAINS``. The file names of a chain (config, runner, status log) are spelt here too; paths.py
 gives them their folders. Pure: records and lookups, no I/O.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
 
@@ -28,10 +29,25 @@ from tipcgen.format.words import (
     WHOLE_INFER,
     WHOLE_TRAIN_WHOLE_INFER,
     Kind,
+    word_repr,
+    word_str,
 )
 
-# The chain names other modules compare with (benchmark_train's is words.BENCHMARK_TRAIN: also a mode's name).
-BASIC, PADDLE2ONNX, PTQ, DY2STATIC, FLEET = "basic", "paddle2onnx", "ptq", "dy2static", "fleet"
+class ChainName(str, Enum):
+    """A chain's name: `--chain NAME`, summary.json's `chain`, its run folder's name (a Chain's ``name``)."""
+    BASIC = "basic"
+    PADDLE2ONNX = "paddle2onnx"
+    BENCHMARK_TRAIN = BENCHMARK_TRAIN  # also a mode's name (words.BENCHMARK_TRAIN)
+    PTQ = "ptq"
+    DY2STATIC = "dy2static"
+    FLEET = "fleet"
+
+    __str__, __repr__ = word_str, word_repr
+
+
+# The chain names other modules compare with (benchmark_train's is words.BENCHMARK_TRAIN: the mode's word).
+BASIC, PADDLE2ONNX, PTQ, DY2STATIC, FLEET = (ChainName.BASIC, ChainName.PADDLE2ONNX, ChainName.PTQ,
+                                             ChainName.DY2STATIC, ChainName.FLEET)
 
 
 @dataclass(frozen=True)
@@ -43,7 +59,7 @@ class Chain:
     test_tipc/. result_log: its status log in the run folder (upstream's names; reviewers read them).
     help: its piece of `tipcgen run --chain`'s help. required: the step kinds a PASSED verdict needs, per mode;
     every_mode: those of a mode ``required`` does not name (a kind the config sets to null is not required
-    where ``null_kinds`` says the chain honours it: results.required_kinds). always_trains: its runner trains
+    where ``null_kinds`` says the chain honours it: summary.required_kinds). always_trains: its runner trains
     in every mode, so it has no whole_infer (suite plans it in no whole_infer). section: its descriptor
     section (None: the descriptor's top level). suite: its piece of `tipcgen suite --chain`'s help, None where
     suite does not plan it.
@@ -88,7 +104,7 @@ CHAINS: tuple[Chain, ...] = (
     Chain(PADDLE2ONNX, "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt", "test_paddle2onnx.sh",
           "results_paddle2onnx.log", "paddle2onnx", every_mode=(CONVERT, INFER), section=PADDLE2ONNX,
           suite="paddle2onnx (runs after the basic chain of its model, on the model it trained)", after_basic=True),
-    Chain(BENCHMARK_TRAIN, _BASIC_CONFIG, "benchmark_train.sh", "results_benchmark_train.log",
+    Chain(ChainName.BENCHMARK_TRAIN, _BASIC_CONFIG, "benchmark_train.sh", "results_benchmark_train.log",
           "benchmark_train (training speed per case; --mode picks its data)",
           required={BENCHMARK_TRAIN: (TRAIN, SPEED)}, always_trains=True, section="benchmark"),
     Chain(PTQ, "train_ptq_infer_python.txt", "test_ptq_inference_python.sh", "results_ptq_python.log",
@@ -171,9 +187,21 @@ class Proof:
     of_run: bool = False
 
 
-# The references a check step records (steps.jsonl's and summary.json's `reference`), each a proof below.
-TRAINED, GIT, DYGRAPH, GOLDEN = "trained", "git", "dygraph", "golden"
-FIXED, PADDLE, SINGLE = "fixed", "paddle", "single"
+class Reference(str, Enum):
+    """The reference a check step records (steps.jsonl's and summary.json's `reference`), each a proof below."""
+    TRAINED = "trained"
+    GIT = "git"
+    DYGRAPH = "dygraph"
+    GOLDEN = "golden"
+    FIXED = "fixed"
+    PADDLE = "paddle"
+    SINGLE = "single"
+
+    __str__, __repr__ = word_str, word_repr
+
+
+TRAINED, GIT, DYGRAPH, GOLDEN = Reference.TRAINED, Reference.GIT, Reference.DYGRAPH, Reference.GOLDEN
+FIXED, PADDLE, SINGLE = Reference.FIXED, Reference.PADDLE, Reference.SINGLE
 
 PROOFS: tuple[Proof, ...] = (
     Proof(TRAINED, "the export holds the parameters this run trained", "repro/export_check.py", of_run=True),

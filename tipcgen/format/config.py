@@ -270,7 +270,7 @@ def family_of(config: TipcConfig, runner: families.RunnerReads | None = None,
 
 def slot_pairs(config: TipcConfig, layout_name: str | None = None) -> dict[str, tuple[str, str | None]]:
     """The kv slots of a conforming file as ``{slot_name: (key, value)}`` (what
-    ``render.layout_text`` writes back; a line without ``:`` gives ``(text, None)``). The layout is
+    ``repository.layout_text`` writes back; a line without ``:`` gives ``(text, None)``). The layout is
     the family's (``layout_name``, else the one its headers say)."""
     logical, table = _conforming_logical(config, layout_name)
     return {

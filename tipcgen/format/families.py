@@ -243,76 +243,21 @@ def structure_text(family: Family) -> str:
 
 
 def runner_tables() -> list[dict]:
-    """The layout tables of tipcgen's runner (common_func.sh's tipc_use_layout), the first the default: name,
-    n_lines, anchors (``index:key/key``), slots (name -> index) and value shapes (index, what, pattern).
-    A family whose tables equal an earlier one's is only named on that one's arm (``also``): the runner picks
-    the first layout on a tie, so it could never be picked. One with an earlier one's line count, shapes and
-    anchor lines is that ``base`` plus its differences (``anchor_changes``, ``slots_unset``, ``slots_set``)."""
+    """The layout tables of tipcgen's runner (test_tipc/tipc_layouts.json, which tipc_preflight.py checks a config
+    with), the first the default: name, lines (the non-blank line count), anchors (index, ``key/key``), slots (name
+    -> index) and value shapes (index, what, pattern). A family whose tables equal an earlier one's is only named on
+    that one (``also``): the runner picks the first layout on a tie, so it could never be picked."""
     out: list[dict] = []
     for name, anchors in layout.RUNNER_ANCHORS.items():
         kv = [slot for slot in layout.slots_of(name) if slot.kind == "kv"]
-        this = {"name": name, "n_lines": len(layout.slots_of(name)), "also": [], "base": None,
-                "anchors": [f"{slot.index}:{'/'.join(slot.anchors)}" for slot in anchors],
+        this = {"name": name, "lines": len(layout.slots_of(name)), "also": [],
+                "anchors": [(slot.index, "/".join(slot.anchors)) for slot in anchors],
                 "slots": {slot.name: slot.index for slot in kv if slot.name not in layout.RUNNER_UNPASSED[name]},
                 "shapes": [(slot.index, slot.value[0], slot.value[1].pattern) for slot in kv if slot.value is not None]}
-        same = next((seen for seen in out if all(seen[k] == this[k] for k in ("n_lines", "anchors", "slots", "shapes"))),
+        same = next((seen for seen in out if all(seen[k] == this[k] for k in ("lines", "anchors", "slots", "shapes"))),
                     None)
         if same is not None:
             same["also"].append(name)
             continue
-        base = next((seen for seen in out if seen["base"] is None and _outline(seen) == _outline(this)), None)
-        if base is not None:
-            this.update(base=base["name"], slots_unset=[slot for slot in base["slots"] if slot not in this["slots"]],
-                        anchor_changes=[(i, a) for i, (a, b) in enumerate(zip(this["anchors"], base["anchors"])) if a != b],
-                        slots_set=[(slot, i) for slot, i in this["slots"].items() if base["slots"].get(slot) != i])
         out.append(this)
     return out
-
-
-def _outline(table: dict) -> tuple:
-    """What a table must share with another to be written as that one plus its differences."""
-    return table["n_lines"], table["shapes"], [anchor.split(":")[0] for anchor in table["anchors"]]
-
-
-_SPACE = " \t\n\r\f\v"  # bash's [:space:]
-
-
-def _runner_line_name(line: str) -> str:
-    """The name tipc_line_name gives a config line: a ===header==='s name, else the text before the first ':'."""
-    if len(line) >= 2 and line.startswith("=") and line.endswith("="):
-        return line.strip("=").strip(_SPACE)
-    return line.split(":", 1)[0]
-
-
-def runner_pick(text: str, tables: Sequence[dict]) -> tuple[str, int] | None:
-    """The table of ``tables`` (runner_tables' entries) tipc_check_layout reads a config with, and how many of
-    its anchors the config holds in order: the one holding most, the first on a tie (None without tables)."""
-    lines = [line.rstrip(_SPACE) for line in text.split("\n") if line.strip(_SPACE)]  # tipc_load_config's
-    best: tuple[str, int] | None = None
-    for table in tables:
-        held = 0
-        for entry in table["anchors"]:
-            index, keys = entry.split(":", 1)
-            found = _runner_line_name(lines[int(index)]) if int(index) < len(lines) else ""
-            if f"/{found}/" not in f"/{keys}/":
-                break
-            held += 1
-        if best is None or held > best[1]:
-            best = (table["name"], held)
-    return best
-
-
-def runner_tables_for(layouts: Sequence[str], kept: Sequence[str] = ()) -> list[dict]:
-    """runner_tables() a repository's runner needs: those of the ``layouts`` its configs are rendered in and of
-    the ``kept`` configs' texts that begin as a basic config does (the table tipc_check_layout would read each
-    with among them all), in runner_tables' order; a table written as another's differences (``base``) brings
-    that one's arm along, marked ``base_only`` where the repository has no config of it."""
-    tables = runner_tables()
-    wanted = {next(t["name"] for t in tables if name == t["name"] or name in t["also"]) for name in layouts}
-    for text in kept:
-        pick = runner_pick(text, tables)
-        if pick is not None and pick[1] > 0:
-            wanted.add(pick[0])
-    bases = {t["base"] for t in tables if t["name"] in wanted and t["base"]}
-    return [{**t, "base_only": t["name"] not in wanted} for t in tables if t["name"] in wanted | bases]
-

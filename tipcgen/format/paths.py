@@ -3,7 +3,7 @@
 The runner templates get the run-folder names through the render context (``runner_context``), and
 run, results, report, golden, doctor, suite and accept import them from here. The file names a runner
 writes per step (``<trainer>_gpus_<entry>...log``) stay as upstream spells them and are built in bash;
-Python reads what a step was from its record's fields (results.Step), never from those names.
+Python reads what a step was from its record's fields (summary.Step), never from those names.
 tests/test_vocabulary.py finds no other string constant in the package that is one of these names (a chain's
 config, runner and status log are spelt in its record in format/chains.py, the chain registry).
 Pure: constants and path arithmetic, no I/O.
@@ -26,8 +26,9 @@ CHAIN_DOC = f"{TEST_TIPC}/docs/test_train_inference_python.md"  # the basic chai
 
 PREPARE_SH = f"{TEST_TIPC}/prepare.sh"
 PREPARE_LOG = "prepare.log"  # prepare.sh's output, in the run folder
-COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"  # upstream's helpers and the slot readers (upstream's scripts source it)
-STEPS_SH = f"{TEST_TIPC}/tipc_steps.sh"  # tipcgen's checks and step machinery (tipcgen's runners source it too)
+COMMON_FUNC = f"{TEST_TIPC}/common_func.sh"  # upstream's helpers (upstream's Lite, serving and C++ scripts source it)
+STEPS_SH = f"{TEST_TIPC}/tipc_steps.sh"  # the slot readers and step machinery every tipcgen script sources
+LAYOUTS_JSON = f"{TEST_TIPC}/tipc_layouts.json"  # the tables tipc_preflight.py checks a config with (rendered)
 FLEET_SH = f"{TEST_TIPC}/tipc_fleet.sh"  # the fleet chain's simulated machines (the basic runner sources it there)
 
 # Each chain's runner, config file name and status log (upstream's names; reviewers read them): from the chain
@@ -47,6 +48,7 @@ CHECK_INFERENCE, TIPC_COMPARE, COMPARE_RESULTS = "check_inference.py", "tipc_com
 CHECK_QUANT, BENCHMARK_ANALYSIS, CHECK_DY2STATIC = "check_quant.py", "benchmark_analysis.py", "check_dy2static.py"
 CHECK_FLEET = "check_fleet.py"
 UNPACK_ARCHIVE = "unpack_archive.py"  # prepare.sh's unpacker of a lite data archive
+TIPC_PREFLIGHT = "tipc_preflight.py"  # every script's checks before any step: the config, the run folder
 
 # tipcgen's own files in a repository.
 ANSWERS = ".tipcgen-answers.yml"  # what init rendered, from which descriptors (tipcgen update reads it)
@@ -133,7 +135,7 @@ def is_previous(run_folder: Path) -> bool:
     return run_folder.name.endswith(PREVIOUS)
 
 
-def runner_context() -> dict[str, str]:
+def runner_context() -> dict[str, str | list[str]]:
     """The names the runner templates spell (as bash words: $TIPC_MODEL and $MODE are expanded there)."""
     run = {chain: "./" + run_rel("$TIPC_MODEL", "$MODE", chain) for chain in RUNNERS}
     golden = {"model": "${TIPC_MODEL}", "mode": "${MODE}", "precision": "*"}  # a glob over the precisions
@@ -150,7 +152,7 @@ def runner_context() -> dict[str, str]:
             "dy2static_train_dir": DY2STATIC_TRAIN_DIR, "dy2static_config": DY2STATIC_CONFIG,
             "basic_config": CONFIG_NAMES[basic], "basic_runner": RUNNERS[basic], "check_dy2static": CHECK_DY2STATIC,
             "fleet_run": run[fleet], "check_fleet": CHECK_FLEET,
-            "previous": PREVIOUS, "weight_patterns": " | ".join("*" + suffix for suffix in WEIGHT_SUFFIXES)}
+            "previous": PREVIOUS, "weight_suffixes": list(WEIGHT_SUFFIXES), "preflight": TIPC_PREFLIGHT}
 
 # The configuration fields of a step record (steps.jsonl), beside kind/name/status/exit_code/seconds/
 # log/reason/note/command: tipc_record writes them (TIPC_FIELDS in tipc_steps.sh), results reads them.

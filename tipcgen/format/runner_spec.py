@@ -117,7 +117,7 @@ _PARSED: dict[tuple[bytes, str], Spec | None] = {}
 _MAX_PARSED = 256
 
 
-def parse(text: str, name: str) -> Spec | None:
+def spec_of(text: str, name: str) -> Spec | None:
     """The reads of a runner's text; ``None`` when it reads no ``lines[N]`` (or is too large to read).
     Besides the reads: where each variable is used, inside which ``if [ ${X} != "null" ]`` guards and which
     function, which functions each function calls (under which guards), and ``A=${B}`` copies."""
@@ -127,11 +127,11 @@ def parse(text: str, name: str) -> Spec | None:
     if key not in _PARSED:
         if len(_PARSED) >= _MAX_PARSED:
             _PARSED.clear()
-        _PARSED[key] = _parse(text, name)
+        _PARSED[key] = _spec_of(text, name)
     return _PARSED[key]
 
 
-def _parse(text: str, name: str) -> Spec | None:
+def _spec_of(text: str, name: str) -> Spec | None:
     reads: list[Read] = []
     stack: list[str | None] = []  # per open `if`: its MODE value (None: another condition)
     guards: list[str | None] = []  # per open `if`: the variable it requires not null (None: another condition)

@@ -10,10 +10,20 @@ from __future__ import annotations
 from enum import Enum
 
 
-# Statuses and kinds are typed (`Status`, `Kind`) and are their words at once: each member is a str equal to its
-# value, hashed as it, and written as it (str(), repr(), f-strings, json, the templates), so what reaches a file or
-# a message is the same bytes as the plain word, and a word read back from steps.jsonl finds its member in a dict
-# or a tuple. A chain's name lives in the chain registry (format/chains.py).
+# Statuses and kinds are typed (`Status`, `Kind`; chains' names and proofs' references in format/chains.py) and are
+# their words at once: each member is a str equal to its value, hashed as it, and written as it (str(), repr(),
+# f-strings, json, the templates), so what reaches a file or a message is the same bytes as the plain word, and a
+# word read back from steps.jsonl finds its member in a dict or a tuple. (enum.StrEnum is Python 3.11's; tipcgen
+# runs on 3.9.) A chain's name lives in the chain registry (format/chains.py).
+def word_str(member: Enum) -> str:
+    """A typed word's __str__ (and so its f-string, %s and template text): its value."""
+    return str(member.value)
+
+
+def word_repr(member: Enum) -> str:
+    return repr(member.value)
+
+
 class Status(str, Enum):
     """A step's status: steps.jsonl's and summary.json's `status` (the runner's tipc_record writes it)."""
     PASSED = "passed"
@@ -21,14 +31,10 @@ class Status(str, Enum):
     SKIPPED = "skipped"
     # A step a stop signal cut short (Ctrl-C, a CI's cancel): neither passed nor failed, and never a PASSED verdict.
     # The runners' records keep `failed` with the reason `interrupted` (their status log's "Run failed" line, as
-    # upstream's); results/results.py reads such a record as this status.
+    # upstream's); results/summary.py reads such a record as this status.
     INTERRUPTED = "interrupted"
 
-    def __str__(self) -> str:
-        return self.value
-
-    def __repr__(self) -> str:
-        return repr(self.value)
+    __str__, __repr__ = word_str, word_repr
 
 
 PASSED, FAILED, SKIPPED, INTERRUPTED = Status.PASSED, Status.FAILED, Status.SKIPPED, Status.INTERRUPTED
@@ -50,7 +56,7 @@ def progress_mark(line: str) -> str | None:
     return mark if mark == STARTED or mark in MARKS.values() else None
 
 
-# The runner's handshake with tipcgen run (run/run.py): where tipcgen gave it an answer pipe (ANSWER_FD_VAR names
+# The runner's handshake with tipcgen run (run/pipeline.py): where tipcgen gave it an answer pipe (ANSWER_FD_VAR names
 # its descriptor), the runner prints `[tipc] WAIT NONCE start KIND NAME` before a train, eval or export step starts
 # and `[tipc] WAIT NONCE ended train NAME` after a training (`beside` for a step started beside the next ones, and
 # `ended` for it when it is collected: an export beside the eval), then reads the pipe until the line NONCE comes: tipcgen
@@ -100,11 +106,7 @@ class Kind(str, Enum):
     SKIPPED_AFTER_TRAIN = "eval+export+infer"
     OTHER = "other"  # a kept runner's status line whose command matches no config command (run/submission_run.py)
 
-    def __str__(self) -> str:
-        return self.value
-
-    def __repr__(self) -> str:
-        return repr(self.value)
+    __str__, __repr__ = word_str, word_repr
 
 
 PREPARE, TRAIN, EVAL, EXPORT, INFER, CHECK = Kind.PREPARE, Kind.TRAIN, Kind.EVAL, Kind.EXPORT, Kind.INFER, Kind.CHECK

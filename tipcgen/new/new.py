@@ -26,7 +26,7 @@ from tipcgen.new import reading as new_reading
 from tipcgen.configs import flag_check, script_reading
 from tipcgen.new.fields import CANDIDATES, STEP_COUNTERS
 from tipcgen.configs.script_help import PROBE_TIMEOUT, SCRIPT_OPTION, Flag, Script, loose, norm
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER
 
 ROLES = ("train", "eval", "export", "infer")
@@ -112,7 +112,7 @@ def propose(options: Options, root: Path, ask: Callable[[str, str, str], str] | 
     notes.extend(new_reading.setup_notes(root, scripts, chosen, data_files, env, tuple(options.values)))
     text = _document(model_name, scripts, chosen, values, options, data_files, data_dir, env, notes)
     desc = descriptor.load_text(text, source="<tipcgen new>", base_dir=root)
-    render.render_files(desc)
+    repository.render_files(desc)
     mapping = []
     for fld, (role, _) in CANDIDATES.items():
         origin = "option" if fld in options.flags else "probed" if role in scripts else "no script"
@@ -496,4 +496,4 @@ def _document(model_name: str, scripts: dict[str, Script], chosen: dict[str, str
                                       else writer.flow(flag.name) if flag is not None and flag.takes_value else "null"}
         context["whole_infer"] = {"models": writer.flow(f"{trained}/{options.checkpoint}" if options.checkpoint else trained),
                                   "export": context["scripts"]["export"]}
-    return render.environment().get_template("descriptor/tipc.yaml.j2").render(**context)
+    return repository.environment().get_template("descriptor/tipc.yaml.j2").render(**context)

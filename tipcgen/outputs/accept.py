@@ -32,7 +32,7 @@ from tipcgen.format.words import FAILED, INFER, PASSED, SKIPPED, TRAIN
 from tipcgen.outputs import accept_repo, support_table
 from tipcgen.outputs.checklist import Acceptance, Item
 from tipcgen.results import autolog
-from tipcgen.results.results import Summary, load_summary, log_tail, relocate_logs
+from tipcgen.results.summary import Summary, load_summary, log_tail, relocate_logs
 from tipcgen.results.summary_check import inside
 from tipcgen.format import paths
 
@@ -57,7 +57,7 @@ def read_run(run_dir: Path, root: Path | None = None) -> Summary:
         raise TipcgenError(f"{run_dir} has no {SUMMARY_JSON}",
                            "pass a run folder such as test_tipc/output/<model>/<mode>, which tipcgen run writes")
     summary = load_summary(path)  # summary_check validates every field: SummaryFileError (exit 2) names the one
-    if root is not None:  # a folder a rerun moved aside: its logs are read there (results.relocate_logs)
+    if root is not None:  # a folder a rerun moved aside: its logs are read there (summary.relocate_logs)
         relocate_logs(summary, run_dir, root)
     return summary
 
@@ -92,7 +92,7 @@ def check(root: Path, run_dir: Path | None = None, summary: Summary | None = Non
              check_autolog(root, summary, config_path, config),
              check_tree(root, config_path),
              check_support_table(root),
-             check_run(root, run_dir, summary)]
+             run_item(root, run_dir, summary)]
     return Acceptance(root=root, run_dir=run_dir, items=items)
 
 
@@ -157,7 +157,7 @@ def check_autolog(root: Path, summary: Summary | None, config_path: Path | None 
         return Item("3.2.3", title, False, summary.config, "the run has no passed inference case",
                     "run a mode with inference (lite_train_lite_infer)")
     logs = {s.name: inside(root, s.log) for s in cases}  # a log outside the repository counts as none
-    without = [s for s in cases if logs[s.name] is None or not autolog.parse(log_tail(logs[s.name], 400))]
+    without = [s for s in cases if logs[s.name] is None or not autolog.read_block(log_tail(logs[s.name], 400))]
     off = _benchmark_off(config)
     if without and off is not None:
         number, line = off
@@ -205,7 +205,7 @@ def check_support_table(root: Path) -> Item:
     return Item("4.2.2-docs", title, True, f"{paths.CHAIN_DOC}:{body[0][0]}", f"{len(body)} row(s), from {source}")
 
 
-def check_run(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
+def run_item(root: Path, run_dir: Path | None, summary: Summary | None) -> Item:
     runner = paths.RUNNERS.get(summary.chain if summary is not None else BASIC, paths.BASIC_RUNNER).rsplit("/", 1)[-1]
     title = f"the chain passes (prepare.sh + {runner})"  # a dy2static or fleet run (--run): its own runner
     if summary is None or run_dir is None:

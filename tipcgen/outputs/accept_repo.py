@@ -19,7 +19,7 @@ from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import CONFIG_NAMES, CONFIGS, OUTPUT
 from tipcgen.outputs.accept_archive import ArchiveLimit, archive_members, archive_problems
 from tipcgen.outputs.checklist import Item
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 from tipcgen.results.summary_check import inside
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")

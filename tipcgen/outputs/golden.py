@@ -13,12 +13,12 @@ from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
 from tipcgen.descriptor import Descriptor, samples_dir
-from tipcgen.format.chains import GOLDEN
+from tipcgen.format.chains import FIXED, GOLDEN
 from tipcgen.format.paths import RESULTS_DIR, SUMMARY_JSON, golden_name
 from tipcgen.format.paths import run_dir as run_dir_of
 from tipcgen.format.words import CHECK, FAILED, INFER, PASSED
-from tipcgen.render.render import golden_dir
-from tipcgen.results.results import Summary, load_summary
+from tipcgen.render.repository import golden_dir
+from tipcgen.results.summary import Summary, load_summary
 from tipcgen.results.summary_check import inside
 from tipcgen.run import seeds
 
@@ -44,16 +44,16 @@ def collect(run_dir: Path, model: str, mode: str) -> dict[str, str]:
     run = load_summary(summary)  # SummaryFileError (exit 2) names the file and the field
     # The old golden results may fail on purpose (the model changed): every other step must pass.
     failed = [s.name for s in run.steps if s.status == FAILED
-              and not (s.kind == CHECK and s.reference == GOLDEN)]
+              and not (s.kind == CHECK and s.check.reference == GOLDEN)]
     if failed or run.problems or run.was_interrupted or not run.count(PASSED):
         raise TipcgenError(f"the last run of {mode} did not pass ({summary}: failed {', '.join(failed) or 'before any step'})",
                            "golden results are taken from a passing run only: fix the chain, run it again")
     files: dict[str, str] = {}
     # Per trained model and precision, the first CPU inference log (in log-name order, as before records had fields).
-    cpu = [s for s in run.steps if s.kind == INFER and s.status == PASSED and s.device == "cpu" and s.log
-           and s.training and s.precision in PRECISIONS]
+    cpu = [s for s in run.steps if s.kind == INFER and s.status == PASSED and s.case.device == "cpu" and s.log
+           and s.training.name and s.case.precision in PRECISIONS]
     for step in sorted(cpu, key=lambda s: Path(s.log).name):
-        name = golden_name(model, mode, step.training, step.precision)
+        name = golden_name(model, mode, step.training.name, step.case.precision)
         log = inside(run_dir, Path(step.log).name)  # a regular file inside the run folder, links not out
         if name in files or log is None:
             continue
@@ -73,7 +73,7 @@ def fixed_results(run_dir: Path, run: Summary, model: str, mode: str) -> dict[st
     per trained model (`python_<model>_<mode>_gpus_<..>_fixed_results_<precision>.txt`), from the check
     steps' records and the cases.json check_inference.py wrote next to their results."""
     files: dict[str, str] = {}
-    checks = sorted((s for s in run.steps if s.kind == CHECK and s.reference == "fixed" and s.training),
+    checks = sorted((s for s in run.steps if s.kind == CHECK and s.check.reference == FIXED and s.training.name),
                     key=lambda s: s.name)
     for step in checks:
         folder = run_dir / step.name  # tipc_fixed_check writes its results there
@@ -85,7 +85,7 @@ def fixed_results(run_dir: Path, run: Summary, model: str, mode: str) -> dict[st
             if not isinstance(case, dict) or case.get("place") != "cpu" or case.get("precision") not in PRECISIONS:
                 continue
             path = inside(run_dir, f"{step.name}/{Path(str(case.get('file', ''))).name}")
-            name = golden_name(model, mode, f"{step.training}_fixed", case["precision"])
+            name = golden_name(model, mode, f"{step.training.name}_fixed", case["precision"])
             lines = result_lines(path) if path is not None else []
             if lines and name not in files:
                 files[name] = "\n".join(lines) + "\n"

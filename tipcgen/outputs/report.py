@@ -30,7 +30,7 @@ from tipcgen.outputs.report_logs import (
     read_curve,
 )
 from tipcgen.render import templating
-from tipcgen.results.results import Summary, check_text, load_summary, relocate_logs
+from tipcgen.results.summary import Summary, check_text, load_summary, relocate_logs
 from tipcgen.results.summary_check import check_alignment_data
 
 TIMING_PNG = "report-timing.png"
@@ -170,11 +170,11 @@ def device_text(summary: Summary, autolog: dict[str, str]) -> str:
     """`CPU (gpu_list -1); GPU cases skipped: no CUDA device` from the steps that ran and were skipped."""
     ran = []
     for step in summary.steps:
-        if step.kind == TRAIN and step.status != SKIPPED and step.gpu:
-            entry = step.gpu
+        if step.kind == TRAIN and step.status != SKIPPED and step.training.gpu:
+            entry = step.training.gpu
             if entry == "-1":
                 ran.append("CPU (gpu_list -1)")
-            elif step.device == "cpu":  # a multi-GPU entry run as CPU processes on a machine without CUDA
+            elif step.case.device == "cpu":  # a multi-GPU entry run as CPU processes on a machine without CUDA
                 ran.append(f"CPU, {len(entry.split(','))} processes (gpu_list {entry}, no CUDA device)")
             else:
                 ran.append(f"GPU {entry} (gpu_list {entry})")
@@ -190,7 +190,7 @@ def step_rows(summary: Summary) -> list[Row]:
     rows = []
     for number, step in enumerate(summary.steps, 1):
         parts = [", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), step.reason, step.hint and f"hint: {step.hint}",
-                 check_text(step.check), step.note]
+                 check_text(step.check.differences), step.note]
         rows.append(Row(number, step.mark, step.kind, step.name,
                         f"{step.seconds:.1f}" if step.status != SKIPPED else "-",
                         "; ".join(p for p in parts if p), step.command, step.log.removeprefix("./")))

@@ -12,7 +12,7 @@ from tipcgen.results import speeds
 from tipcgen.format.words import SKIPPED, TRAIN
 from tipcgen.outputs import plot_layout
 from tipcgen.outputs.markup import plot_name, plot_text
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 
 IPS_PNG = "report-ips.png"
 
@@ -44,8 +44,8 @@ def speed_rows(summary: Summary, run_dir: Path) -> list[SpeedRow]:
             note=str(data.get("note") or "")))
     for step in summary.steps:
         if step.kind == TRAIN and step.status == SKIPPED:
-            rows.append(SpeedRow(case=step.name, device_num=step.device_num or "", fp_item=step.precision or "",
-                                 batch_size=step.batch_size or "", ips=None,
+            rows.append(SpeedRow(case=step.name, device_num=step.case.device_num or "", fp_item=step.case.precision or "",
+                                 batch_size=step.case.batch_size or "", ips=None,
                                  unit="", records="-", peak_memory="-", note=f"not run: {step.reason}"))
     return rows
 

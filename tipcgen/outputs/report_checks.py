@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tipcgen.format.words import CHECK
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 
 
 @dataclass
@@ -47,7 +47,7 @@ def _shown(value: float | None, spec: str) -> str:
 def quant_rows(steps: list[Step]) -> list[QuantRow]:
     rows = []
     for step in steps:
-        check = step.check if isinstance(step.check, dict) else {}
+        check = step.check.differences if isinstance(step.check.differences, dict) else {}
         if step.kind != CHECK or "top1_agreement" not in check:
             continue
         diff, scale = _number(check.get("max_diff")), _number(check.get("float_abs_max"))
@@ -68,7 +68,7 @@ def check_rows(steps: list[Step]) -> list[CheckRow]:
         if step.kind != CHECK:
             continue
         status = step.mark
-        check = step.check
+        check = step.check.differences
         if not check.get("max_abs"):
             rows.append(CheckRow(step.name, status, "-", "-", "-", "-", step.reason or "no differences recorded"))
             continue

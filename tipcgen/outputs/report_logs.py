@@ -15,7 +15,7 @@ from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.paths import TRAIN_LOG
 from tipcgen.format.words import INFER, PASSED
-from tipcgen.results.results import Step, Summary
+from tipcgen.results.summary import Step, Summary
 from tipcgen.results.summary_check import inside
 
 # `epoch: 1, global_step: 5, loss: 0.69312, ...` (the TIPC train log fields); step counters by other names too.

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 from tipcgen.core import inputs
 from tipcgen.format.words import INFER, PASSED, SKIPPED, TRAIN
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 
 SECTION = "## 1."
 MARKER = "<!-- tipcgen: support table from "  # the rendered table starts and ends with these lines
 END_MARKER = "<!-- tipcgen: end of support table -->"
-# Table column -> the step record field it shows (results.Step).
+# Table column -> the field of a step's case it shows (summary.StepCase).
 _CASE_KEYS = {"mkldnn": "mkldnn", "threads": "threads", "trt": "use_trt", "precision": "precision",
               "batch_size": "batch_size"}
 _TRAINERS = {"norm_train": "正常训练", "pact_train": "量化训练", "fpgm_train": "裁剪训练", "distill_train": "蒸馏训练"}
@@ -57,24 +57,24 @@ def build(summary: Summary, run: str) -> Table:
         if step.status != PASSED:
             continue
         if step.kind == TRAIN:
-            if not step.gpu or not step.trainer:
+            trainer, entry = step.training.trainer, step.training.gpu
+            if not entry or not trainer:
                 continue
-            entry = step.gpu
             devices = entry.split(",")
             if entry == "-1":
                 where = "CPU"
-            elif step.device == "cpu":  # no CUDA device: the runner stood in processes over gloo
+            elif step.case.device == "cpu":  # no CUDA device: the runner stood in processes over gloo
                 where = f"CPU, {len(devices)} processes over gloo"
             else:
                 where = f"{len(devices)} GPU" if len(devices) > 1 else "GPU"
-            text = f"{_TRAINERS.get(step.trainer, step.trainer)} ({where})"
+            text = f"{_TRAINERS.get(trainer, trainer)} ({where})"
             target = multi if len(devices) > 1 else single
             if text not in target:
                 target.append(text)
-        elif step.kind == INFER and step.gpu and step.device in ("cpu", "gpu"):  # the basic chain's matrix
-            row = infer.setdefault(step.device, InferRow(step.device.upper()))
+        elif step.kind == INFER and step.training.gpu and step.case.device in ("cpu", "gpu"):  # the basic chain's matrix
+            row = infer.setdefault(step.case.device, InferRow(step.case.device.upper()))
             for key, field_name in _CASE_KEYS.items():
-                value = getattr(step, field_name)
+                value = getattr(step.case, field_name)
                 if value is not None:
                     row.values.setdefault(key, set()).add(value)
     skipped = [f"{step.kind} {step.name}: {step.reason}" for step in summary.steps if step.status == SKIPPED]

@@ -1,11 +1,12 @@
 """The Jinja environment every output format is rendered with (templates/ is their only home).
 
-A leaf: the renderer of test_tipc/ (render.py), the summary and report writers and the docs all take
+A leaf: the renderer of test_tipc/ (repository.py), the summary and report writers and the docs all take
 their templates from here, so none of them needs another's module to format text.
 """
 from __future__ import annotations
 
 import functools
+import json
 import shlex
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def environment() -> jinja2.Environment:
         comment_end_string="--#>",
     )
     env.filters["sh"] = shlex.quote
+    env.filters["json"] = functools.partial(json.dumps, ensure_ascii=False)  # a value in a JSON file (tipc_layouts)
     env.filters["terminal"] = terminal  # text from files and logs on a terminal: escapes neutralised
     env.globals["header"] = layout.header_line
     env.globals["version"] = __version__

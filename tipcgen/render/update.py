@@ -20,7 +20,7 @@ from tipcgen.core import git, writes
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import write_file
 from tipcgen.descriptor.answers import Answers, base_path, read, sha256_of, target_of
-from tipcgen.render import render
+from tipcgen.render import repository
 from tipcgen.format import paths
 
 # What happens to one file: nothing to do, or what update writes (or would write, with --diff).
@@ -72,7 +72,7 @@ def plan(out_dir: Path, marker_size: int = 7) -> UpdatePlan:
     old = read(out_dir)
     models = [(descriptor.load(target_of(reference, out_dir, sha256)), devices)
               for reference, sha256, devices in old.models]
-    files = render.rendered_models(models)
+    files = repository.rendered_models(models)
     if (out_dir / paths.SUBMISSION_RECORD).is_file():  # init --submission: the repository keeps its runner files
         files = submission.own_files(files, paths.config_rel(models[0][0].model_name))
     shas = [sha256_of(Path(desc.source)) for desc, _ in models]
@@ -184,7 +184,7 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, rel: str, marker_size: int =
     return proc.data, code
 
 
-def apply(update: UpdatePlan, markers: bool = False) -> list[render.Written]:
+def apply(update: UpdatePlan, markers: bool = False) -> list[repository.Written]:
     """Write the clean changes atomically and advance their merge base. A conflicting file is left
     as it is and keeps its old base (the next update merges it again), unless markers is set: then it
     gets git's conflict markers and the new base, since the markers already carry the new render."""
@@ -210,10 +210,10 @@ def apply(update: UpdatePlan, markers: bool = False) -> list[render.Written]:
             book_base[item.path] = item.new_base
     answers = Answers(update.new.tipcgen_version, update.new.descriptor, update.new.descriptor_sha256,
                       update.new.devices, tuple(sorted(set(tracked))), update.new.others)
-    book = render.bookkeeping(answers, book_base)
+    book = repository.bookkeeping(answers, book_base)
     remove += [base_path(item.path) for item in update.files
                if item.path not in tracked and (out_dir / base_path(item.path)).is_file()]
-    written = render.write_tree({**files, **book}, out_dir, force=True, owned=set(book), remove=remove)
+    written = repository.write_tree({**files, **book}, out_dir, force=True, owned=set(book), remove=remove)
     return [w for w in written if w.path in files or w.path in remove or w.path == paths.ANSWERS]
 
 

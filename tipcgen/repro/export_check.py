@@ -60,7 +60,7 @@ from tipcgen.core.errors import ExportFormatError
 from tipcgen.repro import record
 from tipcgen.repro.pdiparams import read_pdiparams
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, PASSED, TRAIN
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step, StepCase, StepCheck, StepTraining
 
 TIMEOUT = 300
 MAX_BYTES_OPTION = "--max-checkpoint-bytes"  # tipcgen run's option for the largest checkpoint read
@@ -91,9 +91,13 @@ def _slot_line(config_text: str, fld: str) -> tuple[str | None, str | None]:
     table = layout.slots_of(layout.LAYOUT_OF_KIND.get(config.kind, "standard"))
     index = next((s.index for s in table if s.name == chain.name_of(fld)), None)
     logical = config.logical_lines()
-    if index is None or index >= len(logical) or logical[index].value is None:
+    if index is None or index >= len(logical):
         return None, None
-    return logical[index].key.strip() or None, logical[index].value.strip() or None
+    line = logical[index]
+    value = line.value
+    if value is None:
+        return None, None
+    return line.key.strip() or None, value.strip() or None
 
 
 def checkpoint_name(config_text: str) -> str | None:
@@ -116,7 +120,7 @@ def is_checkpoint_file(path: Path, save: Path, name: str | None = None) -> bool:
     """A file the training may have written its weights into: any name ending in ``CHECKPOINT_SUFFIXES``
     (paddle.save writes whatever name it is given: ``model_latest.pth``, ``net.pd``), or the file the config
     names (train_model_name, any name)."""
-    return path.name.endswith(CHECKPOINT_SUFFIXES) or bool(name) and name != "." and path == save / name
+    return path.name.endswith(CHECKPOINT_SUFFIXES) or (name is not None and name not in ("", ".") and path == save / name)
 
 
 def written_checkpoints(save: Path, name: str | None = None) -> list[Path]:
@@ -287,7 +291,7 @@ def match(trained: dict[str, np.ndarray], exported: dict[str, np.ndarray],
         trained32 = array.astype(np.float32, copy=False)
         diffs = {n: float(np.max(np.abs(e.astype(np.float32, copy=False) - trained32))) for n, e in same[:MAX_SAME_SHAPE]}
         budget -= array.size * len(diffs)
-        nearest = min(diffs, key=diffs.get)
+        nearest = min(diffs, key=diffs.__getitem__)
         if np.allclose(dict(same)[nearest], array, rtol=1e-5, atol=1e-6):
             found.matched += 1
             continue
@@ -390,7 +394,7 @@ def _same_checkpoint(steps: list[Step], export: Step, eval_key: str | None, expo
     """Why eval and export were not given the same checkpoint (their recorded commands), or ''."""
     given = passed_value(export.command, export_key)
     for step in steps:
-        if step.kind != EVAL or step.training != export.training or step.status != PASSED:
+        if step.kind != EVAL or step.training.name != export.training.name or step.status != PASSED:
             continue
         evaluated = passed_value(step.command, eval_key)
         if evaluated is not None and given is not None and os.path.normpath(evaluated) != os.path.normpath(given):
@@ -406,13 +410,13 @@ def _checkpoints_of(written: list[Weights], root: Path) -> list[Path]:
     return [root / w.path for w in written if not w.path.endswith((".pdiparams", ".safetensors"))]
 
 
-def _training_of(train: Step, root: Path, records: Recorder | None,
+def _training_of(train: Step, model_dir: str, root: Path, records: Recorder | None,
                  name: str | None = None) -> tuple[Training | None, list[Path], str]:
     """(the training's record, the checkpoints it wrote, '' or why it has none): its record, taken as the train
     step ended; a training of a runner that does not wait for tipcgen (a kept one) read now, judged against the
     weights there before the runner started (those in its own output folder left out); no records at all (a
-    caller without a run): the files as they are, nothing judged."""
-    save = root / train.model_dir
+    caller without a run): the files as they are, nothing judged. ``model_dir``: the train step's own."""
+    save = root / model_dir
     if records is None:
         return None, written_checkpoints(save, name), ""
     training = records.trainings.get(train.name)
@@ -422,11 +426,11 @@ def _training_of(train: Step, root: Path, records: Recorder | None,
         return None, [], (f"tipcgen holds no record of what training {train.name} wrote: the runner did not wait for "
                           "it after the step (a runner rendered before the handshake: tipcgen update)")
     start = records.trainings.get("*")
+    written = records.weights_in(save)
     now = Training(train.name, start.before if start else [], start.unrecorded if start else 0,
-                   records.folder(train.model_dir), records.weights_in(save),
-                   unrecorded_cached=start.unrecorded_cached if start else 0)
+                   records.folder(model_dir), written, unrecorded_cached=start.unrecorded_cached if start else 0)
     records.trainings[train.name] = now
-    return now, _checkpoints_of(now.written, root), ""
+    return now, _checkpoints_of(written, root), ""
 
 
 def _judge(training: Training, checkpoints: list[Path], root: Path, records: Recorder,
@@ -493,9 +497,9 @@ def _holds(sha: str, shas: dict[str, str]) -> str:
     return "it now holds other bytes"
 
 
-def check_run(root: Path, steps: list[Step], config_text: str, python: str | None,
-              env: dict[str, str], records: Recorder | None = None,
-              max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
+def check_exports(root: Path, steps: list[Step], config_text: str, python: str | None,
+                  env: dict[str, str], records: Recorder | None = None,
+                  max_bytes: int | None = None) -> tuple[list[Step], list[str]]:
     """The check steps for every passed export of a trained model, and notes where none could run.
 
     records: what tipcgen recorded at the runner's handshakes (repro/record.py): each training's checkpoints
@@ -508,20 +512,25 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
     name = checkpoint_name(config_text)
     eval_key, export_key = _slot_line(config_text, "train.pretrained")[0], _slot_line(config_text, "export.weights")[0]
     limit = max_bytes or default_max_bytes()
-    fed = {s.training for s in steps if s.kind in (EVAL, EXPORT)}
-    written: dict[str, list[Path]] = {}
-    judged: dict[str, tuple] = {}
-    for train in (s for s in steps if s.kind == TRAIN and s.status == PASSED and s.model_dir and s.training in fed):
-        save = root / train.model_dir
-        training, written[train.training], unrecorded = _training_of(train, root, records, name)
+    fed = {s.training.name for s in steps if s.kind in (EVAL, EXPORT)}
+    # keyed by the steps' training (None where a record named none: one key for all of those, as it always was)
+    written: dict[str | None, list[Path]] = {}
+    judged: dict[str | None, tuple] = {}
+    for train in steps:
+        model_dir = train.case.model_dir
+        if train.kind != TRAIN or train.status != PASSED or not model_dir or train.training.name not in fed:
+            continue
+        training_id = train.training.name
+        save = root / model_dir
+        training, written[training_id], unrecorded = _training_of(train, model_dir, root, records, name)
         if training is not None and records is not None:
             outside = None if records.handshake else training.model_dir
-            judged[train.training] = _judge(training, written[train.training], root, records, outside)
+            judged[training_id] = _judge(training, written[training_id], root, records, outside)
         elif unrecorded:
-            judged[train.training] = ([], {}, [], unrecorded, "", "")
+            judged[training_id] = ([], {}, [], unrecorded, "", "")
         if unrecorded:
             continue
-        missing = missing_checkpoint(save, name, written[train.training])
+        missing = missing_checkpoint(save, name, written[training_id])
         if missing is not None:
             train.status = FAILED
             what = (f"{CHECKPOINT_WORDS} into {os.path.relpath(missing, root)}" if name == "." or missing.is_dir()
@@ -530,33 +539,37 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                 f"it wrote {what} (train_model_name {name!r}, the descriptor's train.checkpoint), which eval and "
                 "export load: check that the training saves (a flag that gates saving, such as a save or eval "
                 "interval) into the output folder it is given (train.output_dir)")]))
-    trains = {s.training: s for s in steps if s.kind == TRAIN and s.model_dir and s.training in written}
+    trains = {s.training.name: s for s in steps if s.kind == TRAIN and s.case.model_dir and s.training.name in written}
     out: list[Step] = []
     notes: list[str] = []
-    for export in (s for s in steps if s.kind == EXPORT and s.status == PASSED and s.model_dir):
-        train = trains.get(export.training)
-        if train is None:
+    for export in steps:
+        exported_to = export.case.model_dir
+        if export.kind != EXPORT or export.status != PASSED or not exported_to:
+            continue
+        training_id = export.training.name
+        trained_by = trains.get(training_id)
+        if trained_by is None:
             continue  # whole_infer: an export of given models, not of this run's training
-        label = f"export_params_{export.training}"
-        prefix = _exported_prefix(root / export.model_dir)
-        checkpoints = written[export.training]
-        trained, changed, untrained, failed, note, unchecked = judged.get(export.training,
+        label = f"export_params_{training_id}"
+        prefix = _exported_prefix(root / exported_to)
+        checkpoints = written[training_id]
+        trained, changed, untrained, failed, note, unchecked = judged.get(training_id,
                                                                          (checkpoints, {}, [], "", "", ""))
         if prefix is None and env.get("TIPC_NO_PADDLE") == "1" and not failed:
-            notes.append(f"{label}: the export wrote no .pdiparams under {export.model_dir} (a stand-in chain, "
+            notes.append(f"{label}: the export wrote no .pdiparams under {exported_to} (a stand-in chain, "
                          "TIPC_NO_PADDLE=1), so its parameters were not compared with the trained checkpoint")
             continue
-        step = Step(kind=CHECK, name=label, status=FAILED, reference=TRAINED, training=export.training,
-                    model_dir=(str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
-                    if prefix is not None else export.model_dir)
+        step = Step(kind=CHECK, name=label, status=FAILED, check=StepCheck(TRAINED), training=StepTraining(name=training_id),
+                    case=StepCase(model_dir=(str(prefix.relative_to(root)) if prefix.is_relative_to(root) else str(prefix))
+                                  if prefix is not None else exported_to))
         started = time.perf_counter()
         if failed:
             step.reason = failed
         elif prefix is None:
-            step.reason = (f"the export wrote no .pdiparams under {export.model_dir}: its parameters cannot be "
+            step.reason = (f"the export wrote no .pdiparams under {exported_to}: its parameters cannot be "
                            "compared with the trained checkpoint")
         elif not checkpoints:
-            step.reason = (f"the training wrote {CHECKPOINT_WORDS} under {train.model_dir}: the exported "
+            step.reason = (f"the training wrote {CHECKPOINT_WORDS} under {trained_by.case.model_dir}: the exported "
                            "parameters cannot be compared with a checkpoint of this run")
         elif not trained:
             step.reason = ("the training wrote no checkpoint of its own, judged by content against the weight files "
@@ -574,7 +587,7 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                     notes.append(f"{unchecked_prefix()}{label}: {unchecked}")
                 step.reason = "" if passed else "; ".join([found, *(
                     [f"not counted as the training's own: {'; '.join(untrained[:SHOWN])}"] if untrained else [])])
-                step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.model_dir}.pdiparams" if checkpoint else ""
+                step.command = f"compare {os.path.relpath(checkpoint, root)} with {step.case.model_dir}.pdiparams" if checkpoint else ""
             except (CheckpointError, OSError, ValueError) as exc:
                 step.status = FAILED
                 step.reason = (getattr(exc, "message", None) or str(exc)).replace(f"{root}{os.sep}", "")
@@ -582,11 +595,11 @@ def check_run(root: Path, steps: list[Step], config_text: str, python: str | Non
                 if MAX_BYTES_OPTION in hint:
                     step.reason += f": {hint}"
         mismatch = _same_checkpoint(steps, export, eval_key, export_key)
-        elsewhere = [s for s in steps if s.kind == INFER and s.training == export.training and s.model_dir
-                     and not _inside(root / s.model_dir, root / export.model_dir)]
+        elsewhere = [s for s in steps if s.kind == INFER and s.training.name == training_id and s.case.model_dir
+                     and not _inside(root / s.case.model_dir, root / exported_to)]
         if elsewhere:  # the runner passes the export's folder: a config or runner that does not proves nothing
-            mismatch = "; ".join(filter(None, [mismatch, f"inference {elsewhere[0].name} read {elsewhere[0].model_dir}, "
-                                                         f"not this run's export {export.model_dir}"]))
+            mismatch = "; ".join(filter(None, [mismatch, f"inference {elsewhere[0].name} read {elsewhere[0].case.model_dir}, "
+                                                         f"not this run's export {exported_to}"]))
         if mismatch:
             step.status, step.note = FAILED, ""
             step.reason = "; ".join(filter(None, [step.reason, mismatch]))

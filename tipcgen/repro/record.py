@@ -2,7 +2,7 @@
 
 ``tipcgen run`` hands the generated runner the read end of a pipe; the runner prints ``[tipc] WAIT ...`` and
 waits for tipcgen's answer before a train, eval or export step starts and after a training ends (words.WAIT,
-run/run.py), so that a ``Recorder`` takes each record while no step runs:
+run/pipeline.py), so that a ``Recorder`` takes each record while no step runs:
 
 - before a train step starts: every weight file already in the repository (``WEIGHT_SUFFIXES``, tracked or not,
   links to files followed, outside the run's own folder and ``.git``; under test_tipc/output, where earlier runs
@@ -59,7 +59,7 @@ def digest(array: np.ndarray) -> str:
     """A parameter's value as one string: its float32 bytes' sha256 and its shape (names are left out: Paddle 3's
     export renames every parameter)."""
     values = np.ascontiguousarray(array, dtype=np.float32)  # no copy of a contiguous float32 array
-    return hashlib.sha256(memoryview(values).cast("B")).hexdigest() + str(array.shape)
+    return hashlib.sha256(values.data.cast("B")).hexdigest() + str(array.shape)  # .data: the array's memoryview
 
 
 def compared(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -158,7 +158,7 @@ class Training:
 
 
 class Recorder:
-    """The records of one run, taken at the runner's handshakes (run/run.py calls ``started`` and ``ended``):
+    """The records of one run, taken at the runner's handshakes (run/pipeline.py calls ``started`` and ``ended``):
     ``trainings`` by train step name. ``handshake`` is False for a runner that does not wait (a kept one):
     its trainings are then read after the run (export_check._training_of)."""
 
@@ -178,7 +178,7 @@ class Recorder:
 
     # ---------------------------------------------------------------- the handshakes
     def prime(self) -> None:
-        """Read the repository's weight files once beside prepare.sh (run/run.py): the first training's handshake
+        """Read the repository's weight files once beside prepare.sh (run/pipeline.py): the first training's handshake
         then reads again only what changed since (a folder's listing or a file's record is reused while its inode
         and change time, which no process can set back, are the same)."""
         with self._lock:
@@ -332,7 +332,7 @@ class Recorder:
         train_model_name names, ``model_latest``, ``net.ckpt``)."""
         if not folder.is_dir() or folder.is_symlink():
             return []
-        out = []
+        out: list[Weights] = []
         for sub, dirs, files in os.walk(folder, followlinks=False):
             dirs.sort()
             for name in sorted(files):
@@ -372,7 +372,9 @@ class Recorder:
             sha = _sha256(path)
         except OSError as exc:
             return Weights(rel, "", info.st_size, None, f"unreadable: {exc.strerror or exc}", link, _key(info))
-        params, constant, why, over = None, (), "", info.st_size > min(self.max_bytes, budget)
+        params: dict[str, str] | None = None
+        constant: tuple[str, ...] = ()
+        why, over = "", info.st_size > min(self.max_bytes, budget)
         if over:
             why = f"{info.st_size} bytes, over the bytes left to read ({min(self.max_bytes, budget)})"
         else:
@@ -484,5 +486,5 @@ def _holder(weights: Weights, training: Training, outside: str | None) -> str:
     names it."""
     own = set((weights.params or {}).values())
     holder = max((w for w in training._before(outside) if w.params),
-                 key=lambda w: len(set(w.params.values()) & own), default=None)
+                 key=lambda w: len(set((w.params or {}).values()) & own), default=None)
     return f"{holder.path}, there before the train step" if holder is not None else "weight files there before the train step"

@@ -28,7 +28,7 @@ _PREFIX = re.compile(r"^.*?\b(?:INFO|WARNING|DEBUG)\s*:\s?")
 _PAIR = re.compile(r"^\s*([^:,]+?)\s*:\s*(.*?)\s*$")
 
 
-def parse(lines: Iterable[str]) -> dict:
+def read_block(lines: Iterable[str]) -> dict:
     """The last AutoLog block in lines, as {summary key: value}; {} when there is none.
 
     Numbers are floats (`None`, `nan` and `%` are handled); a value that is not a number stays text

@@ -9,7 +9,7 @@ a flag's default, a download switch, the flag whose block prepares a data file, 
 the failed step's command (what it passed: no `--workers 0` advice to a step that passes 0), what the
 training left in its output folder, and which kinds failed in the run. A rule whose explanation finds that
 it does not apply returns '' and the next rule is tried: a hint that does not apply is worse than none.
-Only the log's tail is read (``results.log_tail``: at most 64 KiB); the runner's reason for the step is its
+Only the log's tail is read (``summary.log_tail``: at most 64 KiB); the runner's reason for the step is its
 last line (a ``last_only`` rule reads nothing else). The first rule that answers wins; a failure no rule
 knows gets no hint.
 """

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, SKIPPED
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 
 OUTCOMES = (PASSED, FAILED, SKIPPED, ERROR)  # a case's outcome: a step's status, or an error
 _ELEMENT = {FAILED: "failure", SKIPPED: SKIPPED, ERROR: ERROR}  # JUnit's element of each outcome but a pass

@@ -1,5 +1,5 @@
 """summary.schema.json, the published JSON Schema of a summary.json (what Summary.to_dict writes), as data built
-from the vocabulary (format/words.py, format/paths.py). tipcgen/summary.schema.json is this, written by
+from the vocabulary (format/words.py) and, for a step, from summary.Step's fields. tipcgen/summary.schema.json is this, written by
 `json_text()`; tests/test_schema.py keeps the file current, `results/summary_check.py` validates against the file.
 Standard library only.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import sys
 
-from tipcgen.format.paths import STEP_FIELDS
 from tipcgen.format.words import SPEED, STATUSES
+from tipcgen.results.summary import flat_fields
 
 MAX_ITEMS = 100_000  # one list or mapping
 MAXF = sys.float_info.max
@@ -50,6 +50,22 @@ def record(props: dict, required: tuple = (), extra: dict | None = None, **more)
 EXIT = {"type": "integer", "exclusiveMinimum": -(1 << 31), "exclusiveMaximum": 1 << 31}
 SECONDS = {"type": "number", "format": "finite", "minimum": 0, "maximum": 1e9}  # 1e9 s: about 30 years
 TEXTS = listof({"type": "string"})
+
+# A step's keys are summary.Step's flat record (summary.flat_fields: its fields and its sub-records'), each given
+# the schema of its type; a key whose bound is tighter than its type's names its own. `speed` is the step's
+# if/then/else below (a benchmark's speed record, else an inference's AutoLog figures).
+_STEP_TYPES = {"str": TEXT, "str | None": opt({"type": "string"}), "int | None": opt(EXIT), "float": SECONDS,
+               "Status": {"type": "string", "enum": list(STATUSES)}, "list[str]": TEXTS,
+               "dict[str, float]": {"type": "object", "additionalProperties": ANY}, "dict": {"type": "object"}}
+_STEP_KEYS = {"kind": NAME, "name": NAME, "exit_code": opt(EXIT), "check": {"$ref": "#/$defs/check"}}
+
+
+def step_properties() -> dict:
+    """The step's properties, derived from summary.Step (a type with no schema here is a KeyError: say it)."""
+    props = {key: _STEP_KEYS.get(key) or _STEP_TYPES[annotation] for key, annotation, _ in flat_fields()}
+    props.pop("speed")
+    return props
+
 DEFS = {
   "finite": {"title": "a finite number", "type": "number", "format": "finite",
              "description": "a number that is neither infinite nor NaN"},
@@ -100,15 +116,7 @@ DEFS = {
   "step": {
     "type": "object",
     "required": ["kind", "name", "status"],
-    "properties": {
-      "kind": NAME, "name": NAME, "status": {"type": "string", "enum": list(STATUSES)},
-      "exit_code": opt(EXIT), "seconds": SECONDS,
-      **{key: TEXT for key in ("log", "reason", "note", "command")},
-      **{key: opt({"type": "string"}) for key in STEP_FIELDS},
-      "tail": TEXTS,
-      "metrics": {"type": "object", "additionalProperties": ANY},
-      "check": {"$ref": "#/$defs/check"},
-    },
+    "properties": step_properties(),
     "if": {"properties": {"kind": {"const": SPEED}, "speed": {"minProperties": 1}}, "required": ["kind", "speed"]},
     "then": {"properties": {"speed": {"$ref": "#/$defs/speed_step"}}},
     "else": {"properties": {"speed": {"$ref": "#/$defs/speed"}}},

@@ -14,7 +14,7 @@ from tipcgen.format.words import CHECK, FAILED, INTERRUPTED, PASSED, PREPARE, SK
 from tipcgen.render import templating
 from tipcgen.results import junit, speeds
 from tipcgen.format.chains import run_check_references
-from tipcgen.results.results import Summary, check_text
+from tipcgen.results.summary import Summary, check_text
 
 
 def write_junit(summary: Summary, path: Path) -> None:
@@ -29,7 +29,7 @@ def terminal_text(summary: Summary, color: bool = False) -> str:
         mark, status = step.mark, step.status
         if status in colours:  # tipcgen's own colour: the CLI's echo turns it into the terminal code
             mark = paint(mark, colours[status])
-        detail = "; ".join(part for part in (step.reason, check_text(step.check), step.note) if part)
+        detail = "; ".join(part for part in (step.reason, check_text(step.check.differences), step.note) if part)
         if step.metrics:
             detail = "; ".join(part for part in (", ".join(f"{k} {v:.4f}" for k, v in step.metrics.items()), detail) if part)
         if step.kind == SPEED and step.speed:
@@ -49,10 +49,11 @@ def _runner_counts(summary: Summary) -> tuple[int, int, int] | None:
     closing line then says what its count includes; run's display leaves the runner's own count line out
     (cli/progress.py), so that the last line is the one count a person reads."""
     own = [step for step in summary.steps
-           if not (step.kind == PREPARE or (step.kind == CHECK and step.reference in run_check_references()))]
+           if not (step.kind == PREPARE or (step.kind == CHECK and step.check.reference in run_check_references()))]
     if len(own) == len(summary.steps):
         return None
-    return tuple(sum(1 for step in own if step.status == status) for status in (PASSED, FAILED, SKIPPED))
+    passed, failed, skipped = (sum(1 for step in own if step.status == status) for status in (PASSED, FAILED, SKIPPED))
+    return passed, failed, skipped
 
 
 def _target_lines(summary: Summary) -> list[str]:

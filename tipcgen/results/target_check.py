@@ -77,7 +77,7 @@ def result_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def check_run(desc: Any, mode: str, chain: str, eval_steps: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
+def against_target(desc: Any, mode: str, chain: str, eval_steps: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
     """The summary's ``target`` entry: checked on whole_train_whole_infer's basic chain when the descriptor has one."""
     if desc is None or getattr(desc, "target", None) is None or mode != WHOLE_TRAIN_WHOLE_INFER or chain != BASIC:
         return {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tipcgen.format.words import CHECK, EVAL, INFER, PASSED, TRAIN
 from tipcgen.format.chains import BASIC, run_check_references
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 
 PREFIX = "not checked: "
 SHOWN = 5
@@ -26,11 +26,12 @@ def summary_notes(summary: Summary) -> list[str]:
         notes.append(PREFIX + "no eval step ran (eval: null in the descriptor, or no eval line in the config): the "
                      "run proves the training ran and exported, not what the trained model scores")
     for step in summary.steps:
-        if step.kind != CHECK or step.status != PASSED or step.reference in run_check_references() or not step.check:
+        found = step.check.differences
+        if step.kind != CHECK or step.status != PASSED or step.check.reference in run_check_references() or not found:
             continue
-        if step.check.get("accuracy"):
+        if found.get("accuracy"):
             continue  # the PTQ check compares accuracies, not outputs
-        if step.check.get("logs") == 0 or ("max_abs" in step.check and not step.check["max_abs"]):
+        if found.get("logs") == 0 or ("max_abs" in found and not found["max_abs"]):
             notes.append(PREFIX + f"the result check {step.name} compared nothing (one configuration, or outputs "
                          "without a batch dimension): it passed without comparing the exported model's outputs")
     return notes

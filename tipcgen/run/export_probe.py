@@ -19,7 +19,7 @@ from tipcgen.core import process, sandbox
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import paths
 from tipcgen.format.words import DEFAULT_STEP_TIMEOUT, EXPORT, FAILED, LITE_TRAIN_LITE_INFER, PASSED
-from tipcgen.results.results import read_records
+from tipcgen.results.summary import read_records
 from tipcgen.run import sandboxed
 
 _ERROR_CHARS = 300
@@ -54,12 +54,12 @@ def recorded_export(root: Path, model: str) -> Recorded | None:
     except (TipcgenError, OSError):
         return None
     for step in reversed(steps):
-        if step.kind == EXPORT and step.command and step.model_dir and step.status in (PASSED, FAILED):
+        if step.kind == EXPORT and step.command and step.case.model_dir and step.status in (PASSED, FAILED):
             try:
                 argv = tuple(shlex.split(step.command))
             except ValueError:  # a quoting shlex does not read ($'...')
                 return None
-            return Recorded(step.name, argv, step.model_dir) if argv else None
+            return Recorded(step.name, argv, step.case.model_dir) if argv else None
     return None
 
 

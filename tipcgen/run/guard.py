@@ -24,7 +24,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from tipcgen.core import inputs, process
+import filelock
+
+from tipcgen.core import inputs, process, writes
 from tipcgen.core.errors import RunError, TipcgenError
 
 RUN_ID_VAR = "TIPC_RUN_ID"
@@ -41,28 +43,25 @@ class Interrupted(Exception):
 
 
 def lock_path(run_dir: Path) -> Path:
-    """``<run folder>.lock``, next to the folder: the runner empties the folder, never the lock."""
+    """``<run folder>.lock``, next to the folder: the runner empties the folder, never the lock. The record of
+    the run that holds it (pid, host, run id, start): what a refusal names, what the generated runner's
+    the runner's ``check_lock`` (test_tipc/tipc_preflight.py) reads, the run id whose leftovers a later run stops. The exclusion itself is the OS lock
+    on ``os_lock_path``."""
     return run_dir.with_name(run_dir.name + ".lock")
 
 
-def _alive(pid: int) -> bool:
-    """A live tipcgen process has this pid (a pid reused by another program does not count)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return b"tipcgen" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc: trust the pid
+def os_lock_path(run_dir: Path) -> Path:
+    """``<run folder>.flock``: the file ``filelock`` holds an ``flock`` on for the whole run. The kernel lets it go
+    when the run's process ends, even by SIGKILL, so a run that holds it is alive, and a record left without it is
+    stale whatever its pid is now. It stays in place once released (filelock's design: waiters share one inode).
+    Not the record's own file: filelock 3.x opens its file with O_TRUNC, which would empty a live run's record."""
+    return run_dir.with_name(run_dir.name + ".flock")
 
 
 _LOCK_BYTES = 1 << 16  # a lock is one line of JSON
 
 
-def _read_lock(path: Path) -> dict:
+def _read_lock(path: Path) -> dict[str, Any]:
     """The lock's record; {} where it is not a regular file of at most _LOCK_BYTES holding a JSON object (never
     a wait on a FIFO, never /dev/zero read to the end: core/inputs.py)."""
     try:
@@ -72,66 +71,81 @@ def _read_lock(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _refuse_odd(path: Path) -> None:
+    """A folder, FIFO, device, socket or link where the lock's files go: refused, never read, opened or removed
+    (a link is never followed: filelock 3.x would open its target with O_TRUNC)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RunError(f"cannot read {path}: {exc.strerror}", "run where test_tipc/output is readable") from None
+    if stat.S_ISDIR(mode):
+        raise RunError(f"{path} is a folder, where tipcgen run keeps its lock file", "remove that folder and run again")
+    if not stat.S_ISREG(mode):
+        raise RunError(f"{path} is not a regular file (a link, pipe, device or socket), where tipcgen run "
+                       "keeps its lock file", f"remove it (rm {path}) and run again")
+
+
+def _whole(value: object) -> int | None:
+    """A record's pid when it is a whole number (JSON true is not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 @contextmanager
 def run_lock(run_dir: Path, run_id: str, note: Callable[[str], None]) -> Iterator[Path]:
-    """Hold the output folder's lock for the run; refuse when a live run holds it, recover a stale one."""
-    path = lock_path(run_dir)
+    """Hold the output folder's lock for the run; refuse while another run holds it, take over a stale one."""
+    path, held = lock_path(run_dir), os_lock_path(run_dir)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RunError(f"cannot create {path.parent}: {exc.strerror}", "run where test_tipc/output is writable") from None
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id,
-              "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    for _ in range(3):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            if path.is_dir():
-                raise RunError(f"{path} is a folder, where tipcgen run keeps its lock file",
-                               "remove that folder and run again") from None
-            if not _regular(path):  # a FIFO, a device, a socket or a link: never read, never removed by tipcgen
-                raise RunError(f"{path} is not a regular file (a link, pipe, device or socket), where tipcgen run "
-                               "keeps its lock file", f"remove it (rm {path}) and run again") from None
-            old = _read_lock(path)
-            pid, host = old.get("pid"), old.get("host")
-            if isinstance(pid, int) and host == holder["host"] and _alive(pid):
-                raise RunError(f"another tipcgen run (pid {pid}, started {old.get('started', '?')}) is writing "
-                               f"{run_dir}; its lock is {path}",
-                               f"wait for it to finish, or stop it (kill {pid}); each mode has its own folder")
-            if host not in (None, holder["host"]):
-                raise RunError(f"{path} is held by a run on host {host} (pid {pid})",
-                               f"if that run is over, delete {path} and run again")
-            stopped = stop_run_processes(str(old.get("run_id") or ""))
-            try:
-                path.unlink(missing_ok=True)
-            except OSError as exc:
-                raise RunError(f"cannot remove the stale lock {path}: {exc.strerror}",
-                               "remove it by hand, then run again") from None
-            note(f"note: recovered the stale lock {path} of pid {pid} (started {old.get('started', '?')}), "
-                 f"which is no longer running" + (f"; stopped {stopped} leftover process(es) of it" if stopped else ""))
-            continue
-        except OSError as exc:
-            raise RunError(f"cannot write the lock {path}: {exc.strerror}", "run where test_tipc/output is writable") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(holder, handle)
-        break
-    else:
-        raise RunError(f"could not take the lock {path}", "another run keeps taking it: run again later")
+    _refuse_odd(path)
+    _refuse_odd(held)
+    exclusion = filelock.FileLock(str(held))
     try:
+        exclusion.acquire(timeout=0)
+    except filelock.Timeout:
+        old = _read_lock(path)  # {} when the holder has not written it yet
+        pid = _whole(old.get("pid"))
+        raise RunError(f"another tipcgen run (pid {pid if pid is not None else '?'}, started "
+                       f"{old.get('started', '?')}) is writing {run_dir}; its lock is {path}",
+                       f"wait for it to finish, or stop it{f' (kill {pid})' if pid is not None else ''}; "
+                       "each mode has its own folder") from None
+    except OSError as exc:
+        raise RunError(f"cannot take the lock {held}: {exc.strerror}", "run where test_tipc/output is writable") from None
+    try:
+        _take(path, run_id, note)
         yield path
     finally:
-        if _read_lock(path).get("run_id") == run_id:
-            try:
-                path.unlink(missing_ok=True)
-            except OSError:
-                pass  # a later run finds it stale (its pid is gone)
+        try:
+            if _read_lock(path).get("run_id") == run_id:
+                writes.remove_file(path.parent, path, "run lock")
+        except TipcgenError:
+            pass  # a later run finds it stale (nobody holds the OS lock)
+        finally:
+            exclusion.release()
 
 
-def _regular(path: Path) -> bool:
+def _take(path: Path, run_id: str, note: Callable[[str], None]) -> None:
+    """Under the OS lock: a record already there is a stale run's (the OS let its lock go when it ended), unless
+    it names another host (an OS lock on a shared folder is not always seen from there); its leftover processes
+    are stopped, then this run's record is written over it."""
+    host = socket.gethostname()
+    if os.path.lexists(path):
+        old = _read_lock(path)
+        if old.get("host") not in (None, host):
+            raise RunError(f"{path} is held by a run on host {old.get('host')} (pid {old.get('pid')})",
+                           f"if that run is over, delete {path} and run again")
+        stopped = stop_run_processes(str(old.get("run_id") or ""))
+        note(f"note: recovered the stale lock {path} of pid {old.get('pid')} (started {old.get('started', '?')}), "
+             f"which is no longer running" + (f"; stopped {stopped} leftover process(es) of it" if stopped else ""))
+    holder = {"pid": os.getpid(), "host": host, "run_id": run_id,
+              "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return True  # gone since: the next try creates it
+        writes.write_file(path, json.dumps(holder), within=path.parent)
+    except TipcgenError as exc:
+        raise RunError(exc.message, "run where test_tipc/output is writable") from None
 
 
 def run_processes(run_id: str) -> list[int]:

@@ -283,7 +283,7 @@ def data_files(root: Path, desc: Any, data_dir: str | None) -> list[Path]:
 def load_descriptor(root: Path, model: str | None = None) -> tuple[Any, dict[str, Any]]:
     """The descriptor `tipcgen init` rendered this tree's ``model`` from (via the answers file; the
     first model without one, or when none matches), and its hashes. ``tipcgen run`` calls it once
-    (run.run) and hands the descriptor down to the config's checks and the run."""
+    (pipeline.run) and hands the descriptor down to the config's checks and the run."""
     from tipcgen.descriptor import answers as answer_file
 
     if not (root / paths.ANSWERS).is_file():

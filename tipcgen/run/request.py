@@ -2,13 +2,13 @@
 
 ``RunRequest`` is built by the CLI (``tipcgen run``'s options, one field each, under the same names) and by
 ``tipcgen suite``, which starts each chain as ``tipcgen run`` with ``request.args()``: the arguments that the
-CLI parses back into the same request (tests/test_run_request.py). ``run.run.run`` takes it, for a generated
+CLI parses back into the same request (tests/test_run_request.py). ``run.pipeline.run`` takes it, for a generated
 runner and a kept one (init --submission) alike.
 
 ``Proofs`` is what a run checks that lives above ``run/`` (the layering: ``run/`` never imports ``repro/``
 or ``configs/lint``): the CLI hands in an object with its methods; ``NO_PROOFS`` checks nothing. Its
 ``recorder`` takes the records the proofs read (repro/record.py) at the runner's handshakes (words.WAIT):
-``run/`` calls it, and hands it back to ``check_run``, without looking inside.
+``run/`` calls it, and hands it back to ``check_exports``, without looking inside.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Callable, Protocol
 
 from tipcgen.format.chains import BASIC
 from tipcgen.format.words import LITE_TRAIN_LITE_INFER
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class Records(Protocol):
 class Proofs(Protocol):
     """The checks of a run that live above ``run/``: the config's refusals before anything starts
     (configs/preflight.refuse), the records taken while the runner waits (repro/record.Recorder) and the
-    checks of a finished run (repro/export_check.check_run)."""
+    checks of a finished run (repro/export_check.check_exports)."""
 
     def refuse(self, root: Path, config_path: Path, env: dict[str, str], desc: Any) -> list[str]:
         """Raise a RunError for a config that would make every step fail; notes the summary records."""
@@ -92,13 +92,13 @@ class Proofs(Protocol):
         env: the steps' environment, whose HOME and PPNLP_HOME name the pretrained caches they see)."""
         ...
 
-    def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
-                  records: Records, max_bytes: int | None) -> tuple[list[Step], list[str]]:
+    def check_exports(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
+                      records: Records, max_bytes: int | None) -> tuple[list[Step], list[str]]:
         """The check steps and notes of a finished run, from its records."""
         ...
 
     def load(self) -> None:
-        """Import what check_run needs (numpy, ...): called in a thread while the scripts run, so that the
+        """Import what check_exports needs (numpy, ...): called in a thread while the scripts run, so that the
         proofs start at once when the runner ends."""
         ...
 
@@ -129,8 +129,8 @@ class NoProofs:
                  env: dict[str, str] | None = None) -> Records:
         return NoRecords()
 
-    def check_run(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
-                  records: Records, max_bytes: int | None) -> tuple[list[Step], list[str]]:
+    def check_exports(self, root: Path, steps: list[Step], config_text: str, python: str | None, env: dict[str, str],
+                      records: Records, max_bytes: int | None) -> tuple[list[Step], list[str]]:
         return [], []
 
     def load(self) -> None:

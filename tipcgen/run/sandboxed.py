@@ -15,7 +15,7 @@ from pathlib import Path
 from tipcgen.core import inputs, sandbox, writes
 from tipcgen.core.errors import RunError, TipcgenError
 from tipcgen.format.words import FAILED
-from tipcgen.results.results import Summary
+from tipcgen.results.summary import Summary
 
 NETWORK_NOTE = ("it tried the network, which run --sandbox has none of: a lite chain must be self-contained "
                 "(its data and weights in the repository or prepared before the run, never downloaded by a step)")

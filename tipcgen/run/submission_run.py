@@ -8,7 +8,7 @@ the runner names (its ``LOG_PATH``/``status_log`` assignments, read as text), th
 tree that grew during the run, else the lines the runner printed. What such a runner cannot tell is
 said in the summary's notes: its exit status is its last command's, and a step's status is only its
 status line (train, eval and export keep no log of their own). ``KeptRunner`` is this runner's driver
-(run.Driver): what the one pipeline of run/run.py asks of it where tipcgen's runner differs.
+(pipeline.Driver): what the one pipeline of run/pipeline.py asks of it where tipcgen's runner differs.
 """
 from __future__ import annotations
 
@@ -32,12 +32,12 @@ from tipcgen.format.chains import BASIC
 from tipcgen.format.config import TipcConfig
 from tipcgen.format.paths import OUTPUT, RESULTS_LOG, RUNNERS, STATE
 from tipcgen.format.words import EVAL, EXPORT, FAILED, INFER, OTHER, PASSED, SKIPPED, TRAIN, WAIT_START
-from tipcgen.results.results import Step, Summary, environment_info, required_kinds
+from tipcgen.results.summary import Step, Summary, environment_info, required_kinds
 from tipcgen.run import provenance
 
-if TYPE_CHECKING:  # the types of the driver's arguments (run/run.py imports this module)
+if TYPE_CHECKING:  # the types of the driver's arguments (run/pipeline.py imports this module)
     from tipcgen.run.request import RunRequest
-    from tipcgen.run.run import RunContext
+    from tipcgen.run.pipeline import RunContext
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STATUS = re.compile(r"Run (successfully|failed) with command - (.*)$")
@@ -253,8 +253,8 @@ def explain_failed(steps: list[Step], outputs: list[list[str]], root: Path) -> N
     """A kept runner's failed step as tipcgen's runner gives it: the last lines of its output (its own log, else
     what the runner printed before its status line: ``outputs``, one list per step, or none) under it, and the
     cause, the line its output names the failure with (else what its status line alone says). The hint is
-    written from those lines as for any step (run._explain_failures)."""
-    from tipcgen.results.results import log_tail
+    written from those lines as for any step (pipeline._explain_failures)."""
+    from tipcgen.results.summary import log_tail
 
     for index, step in enumerate(steps):
         if step.status != FAILED:
@@ -299,7 +299,7 @@ def annotate(steps: list[Step], values: dict[str, str], root: Path) -> None:
     """Where a kept runner's steps wrote and read models, from their status lines' commands (the config's
     keys as ``key=value``): a training's output folder (train.output_dir), the export's (export.output_dir),
     an inference's model folder (inference.model_dir); each eval, export and inference belongs to the
-    training before it. What the export check (Proofs.check_run) needs to find the kept runner's outputs."""
+    training before it. What the export check (Proofs.check_exports) needs to find the kept runner's outputs."""
     keys: dict[str, str] = {TRAIN: values.get("train.output_dir:key", ""), EXPORT: values.get("export.output_dir:key", ""),
             INFER: values.get("inference.model_dir:key", "")}
     training = None
@@ -307,9 +307,9 @@ def annotate(steps: list[Step], values: dict[str, str], root: Path) -> None:
         if step.kind == TRAIN:
             training = step.name
         if step.kind in (TRAIN, EVAL, EXPORT, INFER):
-            step.training = training
+            step.training.name = training
         if step.kind in keys:
-            step.model_dir = _inside_path(_passed(step.command, keys[step.kind]), root)
+            step.case.model_dir = _inside_path(_passed(step.command, keys[step.kind]), root)
 
 
 # What a prepare.sh's output holds when something in it failed though the script went on (upstream's prepare.sh
@@ -376,7 +376,7 @@ def unverified_gpu_cases(steps: list[Step], values: dict[str, str], device: dict
     for step in steps:
         if step.status != PASSED or not gpu_case(step, keys):
             continue
-        step.status, step.device = SKIPPED, "gpu"
+        step.status, step.case.device = SKIPPED, "gpu"
         step.reason = why + ": it ran on the CPU, not verified as a GPU case here; run it where a GPU and a GPU build of paddle are"
         count += 1
     return count
@@ -427,7 +427,7 @@ def shim_notes(plan: dict[str, str], folder: str, python: str | None, step_timeo
 
 
 class KeptRunner:
-    """A kept runner (init --submission) as the run's driver (run.Driver): it runs whatever prepare.sh did, as a
+    """A kept runner (init --submission) as the run's driver (pipeline.Driver): it runs whatever prepare.sh did, as a
     reviewer would run it; it has no handshake (the weights are recorded just before it starts); its steps have
     no time limit but --step-timeout's (the interpreter shim's); its records are its status lines."""
 
@@ -497,7 +497,7 @@ class KeptRunner:
 
     def proof_notes(self, steps: list[Step]) -> list[str]:
         # its outputs are found where its commands name them (annotate)
-        if any(s.kind == EXPORT and s.status == PASSED and not s.model_dir for s in steps):
+        if any(s.kind == EXPORT and s.status == PASSED and not s.case.model_dir for s in steps):
             return ["an export's parameters were not compared with the trained checkpoint: its status "
                     "line's command does not name its output folder (export.output_dir's key)"]
         return []

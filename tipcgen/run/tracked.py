@@ -20,7 +20,7 @@ from tipcgen.core import git, inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format.chains import GIT
 from tipcgen.format.words import CHECK, FAILED, PASSED
-from tipcgen.results.results import Step
+from tipcgen.results.summary import Step, StepCheck
 
 SHOWN = 10
 HASH_BYTES = 1 << 30  # a tracked file larger than this is compared by its size and time
@@ -118,7 +118,7 @@ def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None
         return None  # no git work tree: nothing to compare with
     lost = [part for part, state in parts[1:] if state is None]
     if lost:  # git answered before the run, not after a part of it: the proof could not run, so it fails
-        return Step(kind=CHECK, name="tracked_files", status=FAILED, reference=GIT, command=COMMAND,
+        return Step(kind=CHECK, name="tracked_files", status=FAILED, check=StepCheck(GIT), command=COMMAND,
                     reason=f"git status could not be read after {lost[0]} (it failed or timed out), so the tracked "
                            "files were not compared: run again, or check the repository with git status")
     found: list[str] = []
@@ -132,7 +132,7 @@ def check_step(parts: list[tuple[str, dict[str, str] | None]], root: Path | None
                     found[-1] += f" ({step.kind} {step.name}: {', '.join(files)})"
                     step.status = FAILED
                     step.reason = "; ".join(filter(None, [step.reason, f"it changed tracked file(s) {_shown(files)}"]))
-    step = Step(kind=CHECK, name="tracked_files", status=FAILED if found else PASSED, reference=GIT, command=COMMAND)
+    step = Step(kind=CHECK, name="tracked_files", status=FAILED if found else PASSED, check=StepCheck(GIT), command=COMMAND)
     if found:
         step.reason = ("; ".join(found) + ": a chain must not write into the repository's tracked files "
                        "(point the script's output flag at the run's folder; git diff shows the change)")

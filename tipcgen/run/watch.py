@@ -165,7 +165,7 @@ class StepWatch:
             if log is None:
                 return []
             data, size = inputs.read_tail(log, FOLLOW_BYTES, self._follow_at)
-            out = []
+            out: list[str] = []
             if size < self._follow_at:  # the log was cut or replaced: from its start again
                 self._follow_at, self._follow_rest = 0, b""
                 return out

@@ -35,7 +35,7 @@ def check_limits(timeout: float, jobs: int) -> None:
 
 
 def check_modes(modes: list[str]) -> list[str]:
-    from tipcgen.run.run import check_mode
+    from tipcgen.run.pipeline import check_mode
 
     return [check_mode(mode) for mode in modes]
 

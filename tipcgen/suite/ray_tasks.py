@@ -23,7 +23,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chains as registry
 from tipcgen.format.paths import OUTPUT, SUITE_RUNS, SUITE_WORK
 from tipcgen.format.words import INTERRUPTED, LOST, PROGRESS
-from tipcgen.results.results import SUMMARY_JSON, load_summary
+from tipcgen.results.summary import SUMMARY_JSON, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.suite.slots import Slot
 from tipcgen.suite.suite import Chain, ChainResult, execute_chain, needs_trained_model, waves, working_copy

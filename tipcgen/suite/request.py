@@ -2,7 +2,7 @@
 
 Built by the CLI (``tipcgen suite``'s options, one field each) and checked by ``checked()`` before anything is
 planned: the repository root found, the limits, modes and chains refused by name (a TipcgenError: exit 2, one
-message). suite/run.py takes it, as run/run.py takes a ``RunRequest``.
+message). suite/run.py takes it, as run/pipeline.py takes a ``RunRequest``.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from tipcgen.core.text import terminal
 from tipcgen.format import chains as registry
 from tipcgen.format.paths import CONFIGS, OUTPUT, STATE, SUITE_RUNS, SUITE_WORK, SUMMARY_JSON, TEST_TIPC, run_rel
 from tipcgen.format.words import ERROR, FAILED, INTERRUPTED, PASSED, TIMEOUT, WHOLE_INFER
-from tipcgen.results.results import Summary, load_summary
+from tipcgen.results.summary import Summary, load_summary
 from tipcgen.run.guard import Interrupted
 from tipcgen.run.request import RunRequest
 from tipcgen.suite.slots import Slot

@@ -8,7 +8,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ("check_inference.py", "compare_results.py", "tipc_compare.py", "benchmark_analysis.py", "check_quant.py",
-           "unpack_archive.py", "check_dy2static.py", "check_fleet.py")
+           "unpack_archive.py", "check_dy2static.py", "check_fleet.py", "tipc_preflight.py")
 
 
 def source(name: str) -> str:

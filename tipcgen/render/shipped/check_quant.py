@@ -105,7 +105,7 @@ def main():
               f"(delta {accuracy['delta']:+.4f}, allowed drop {args.accuracy_drop})")
         if -accuracy["delta"] > args.accuracy_drop:
             problems.append(f"the int8 model loses {-accuracy['delta']:.4f} accuracy, more than {args.accuracy_drop}")
-    # The line tipcgen's summary reads (results.check_result): the difference, the tolerance, both latencies.
+    # The line tipcgen's summary reads (summary.check_result): the difference, the tolerance, both latencies.
     # rtol is relative to the float outputs' largest magnitude (float_abs_max), not elementwise.
     print(MARKER + json.dumps({
         "max_abs": {pred_name(float_pred) + " int8 vs float": diff}, "atol": args.atol, "rtol": args.rtol,

@@ -27,6 +27,7 @@ from tipcgen.descriptor.answers import (
 from tipcgen.descriptor.answers import read as read_answers
 from tipcgen.format import chain, chains, families, layout, paths, text_style, words
 from tipcgen.render import dy2static_runner, fleet_runner, gitignore, ptq_runner, shipped
+from tipcgen.render.shipped import tipc_preflight
 from tipcgen.render.templating import environment
 
 
@@ -86,18 +87,19 @@ def _golden_files(desc: Descriptor) -> dict[str, bytes]:
 
 
 def _layouts_context(descs: Sequence[Descriptor]) -> list[dict]:
-    """The layout tables tipc_steps.sh holds: those of the layouts the repository's configs are in (each model's,
-    its kept configs', the dy2static runner's 51-line one), each value-shape pattern a bash ERE (no ``\\d`` in
-    ``[[ =~ ]]``). A config of another layout fails the layout check, naming the line it holds no anchor on."""
+    """The layout tables tipc_layouts.json holds: those of the layouts the repository's configs are in (each model's,
+    the dy2static runner's 51-line one, and each kept config's as tipc_preflight.py would pick it among them all),
+    in families.runner_tables' order. A config of another layout fails the layout check, naming the line it holds
+    no anchor on."""
+    tables = families.runner_tables()
     used = [d.layout for d in descs] + ([dy2static_runner.LAYOUT] if any(d.dy2static is not None for d in descs) else [])
-    kept = [config.render() for d in descs for config in d.kept]
-    return tables_context(families.runner_tables_for(used or [dy2static_runner.LAYOUT], kept))
-
-
-def tables_context(tables: Sequence[dict]) -> list[dict]:
-    """runner_tables entries as tipc_steps.sh.j2 reads them: each value-shape pattern a bash ERE."""
-    return [{**table, "shapes": [{"index": index, "what": what, "pattern": pattern.replace(r"\d", "[0-9]")}
-                                 for index, what, pattern in table["shapes"]]} for table in tables]
+    wanted = {next(t["name"] for t in tables if name == t["name"] or name in t["also"])
+              for name in used or [dy2static_runner.LAYOUT]}
+    for text in (config.render() for d in descs for config in d.kept):
+        table, held = tipc_preflight.pick(tipc_preflight.non_blank(text)[0], tables)
+        if held > 0:
+            wanted.add(table["name"])
+    return [t for t in tables if t["name"] in wanted]
 
 
 def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
@@ -110,6 +112,7 @@ def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
         "models": [{"name": d.model_name, "timeout": d.step_timeout, "env": d.env, "slot_keys": _slot_keys(d)} for d in descs]
         + ptq_runner.ptq_timeout_arms(descs),  # a PTQ config's model_name that is not its descriptor's
         "paths": paths.runner_context(),
+        "fleet_hook": any(d.fleet is not None for d in descs),  # the basic runner sources tipc_fleet.sh
     }
 
 
@@ -176,6 +179,7 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     files.update({
         paths.COMMON_FUNC: env.get_template("runner/common_func.sh.j2").render(**runner),
         paths.STEPS_SH: env.get_template("runner/tipc_steps.sh.j2").render(**runner),
+        paths.LAYOUTS_JSON: env.get_template("runner/tipc_layouts.json.j2").render(**runner),
         paths.BASIC_RUNNER: env.get_template("runner/test_train_inference_python.sh.j2").render(**runner),
         paths.PREPARE_SH: env.get_template("runner/prepare.sh.j2").render(
             models=prepare, any_data=any(d.data for d in models), unpack_script=paths.UNPACK_ARCHIVE,
@@ -183,7 +187,7 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
         paths.README: env.get_template("docs/README.md.j2").render(**docs),
         paths.CHAIN_DOC: env.get_template("docs/test_train_inference_python.md.j2").render(**docs),
     })
-    shipped_scripts = [paths.CHECK_INFERENCE, paths.TIPC_COMPARE]
+    shipped_scripts = [paths.TIPC_PREFLIGHT, paths.CHECK_INFERENCE, paths.TIPC_COMPARE]
     if any(d.checks is not None for d in models):
         shipped_scripts.append(paths.COMPARE_RESULTS)
     if any(d.data for d in models):  # prepare.sh's unpacker of lite data archives

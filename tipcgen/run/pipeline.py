@@ -37,7 +37,7 @@ from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
 from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, INTERRUPTED, PADDLE_PIN, PASSED, PREPARE, TRAIN
-from tipcgen.results.results import (
+from tipcgen.results.summary import (
     Step,
     Summary,
     check_status_lines,
@@ -388,8 +388,8 @@ class TipcgenRunner:
         if code == 0 and missing and not summary.interrupted:
             summary.problems.append(f"no {', no '.join(missing)} step passed, but {summary.mode} needs "
                                     f"{', '.join(summary.required_kinds)} (check the trainer list, gpu_list and the device values)")
-        summary.target = target_check.check_run(ctx.desc, summary.mode, summary.chain,
-                                                [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
+        summary.target = target_check.against_target(ctx.desc, summary.mode, summary.chain,
+                                                     [(s.name, s.metrics) for s in steps if s.kind == EVAL and s.status == PASSED])
 
 
 def driver_of(root: Path, chain: str) -> Driver:
@@ -449,9 +449,9 @@ def _null_kinds(text: str) -> set[str]:
 def run(request: RunRequest, proofs: Proofs = NO_PROOFS) -> Summary:
     """The one pipeline of a run, for tipcgen's runner and a kept one (init --submission) alike: prepare
     (every refusal, the environment, the preflight) → the scripts (prepare.sh, the runner) → their records →
-    the proofs (``proofs.check_run``, the tracked files) → the outputs (summary.json, junit.xml); under the
+    the proofs (``proofs.check_exports``, the tracked files) → the outputs (summary.json, junit.xml); under the
     run folder's lock, with SIGINT/SIGTERM/SIGHUP turned into an interrupted summary. proofs: the checks that
-    live above run/ (the CLI hands in configs/preflight.refuse and repro/export_check.check_run)."""
+    live above run/ (the CLI hands in configs/preflight.refuse and repro/export_check.check_exports)."""
     ctx, summary = _prepare(request, proofs)
     if request.on_run_dir is not None:
         request.on_run_dir(ctx.run_dir)
@@ -470,7 +470,7 @@ def keep_previous(root: Path, run_dir: Path) -> str:
     logs survive this run whatever becomes of it (a failed prepare, a Ctrl-C), and no checkpoint of it is left to
     pass for this run's training (repro/record.py leaves test_tipc/output's untracked files out of the weights
     before a training: an honest seeded training may write the very same bytes) or to be taken as the newest train
-    run (prepare.sh). The runner does the same (tipc_keep_previous) when it is run by hand; under tipcgen run the
+    run (prepare.sh). The runner does the same (tipc_preflight.py's keep_previous) when it is run by hand; under tipcgen run the
     folder is gone by then. The folder moved aside, relative to root; empty when there was no run folder."""
     previous = paths.previous_dir(run_dir)
     if not writes.move_aside(root, run_dir, previous, paths.is_weight_file, "the previous run's folder"):
@@ -706,8 +706,8 @@ class _Pipeline:
         extra: list[Step] = []
         notes: list[str] = []
         if self._runner_runs():
-            extra, notes = self.proofs.check_run(ctx.root, steps, ctx.text, ctx.python, ctx.env, self.records,
-                                                 ctx.request.max_checkpoint_bytes)
+            extra, notes = self.proofs.check_exports(ctx.root, steps, ctx.text, ctx.python, ctx.env, self.records,
+                                                     ctx.request.max_checkpoint_bytes)
             notes = [*notes, *self.driver.proof_notes(steps)]
         step = tracked.check_step(self.parts, ctx.root, steps, self.work.starts)
         return [*extra, *([step] if step is not None else [])], notes
@@ -724,7 +724,7 @@ class _Pipeline:
                 # gated: no runner ran, so an interrupt stopped prepare.sh; else only one before it finished did
                 stopped = summary.interrupted if self.driver.gated else not self.prepare_done
                 prepare.reason = INTERRUPTED if stopped else self.prepare_stuck or exit_text(prepare.exit_code)
-            if prepare.reason == INTERRUPTED:  # cut short by the stop signal, as a runner's step (results.read_records)
+            if prepare.reason == INTERRUPTED:  # cut short by the stop signal, as a runner's step (summary.read_records)
                 prepare.status = INTERRUPTED
             prepare.tail = list(self.prepare_out)[-20:]
         writes.make_dirs(root, run_dir, "the run folder")
@@ -839,7 +839,7 @@ def _note_seeds(summary: Summary, root: Path) -> None:
         summary.provenance["seeds"].update(seeds.log_seeds(root, [s.log for s in summary.steps if s.kind == TRAIN and s.log]))
     if seeds.seeded(summary.provenance) is False:
         for step in summary.steps:
-            if step.kind == CHECK and step.reference == chains.GOLDEN and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
+            if step.kind == CHECK and step.check.reference == chains.GOLDEN and step.status == FAILED and seeds.UNSEEDED not in (step.note or ""):
                 step.note = f"{step.note}; {seeds.UNSEEDED}" if step.note else seeds.UNSEEDED
 
 

@@ -6,11 +6,12 @@ depends on regular expressions over free text.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import Field, dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from tipcgen.core import inputs
@@ -32,6 +33,7 @@ from tipcgen.format.words import (
     PASSED,
     SKIPPED,
     SPEED,
+    Status,
 )
 from tipcgen.results import autolog, speeds
 from tipcgen.results.summary_check import read_summary_data
@@ -42,23 +44,28 @@ _TAIL_BYTES = 64 * 1024
 RECORDS_BYTES = 64 << 20  # steps.jsonl and the status log: a record is a few hundred bytes
 
 
+# A step's record is flat on disk (steps.jsonl: tipc_record writes paths.STEP_FIELDS; summary.json: Step.to_dict)
+# and typed here: the fields every step has stay on Step, those of what it belongs to or ran in are sub-records,
+# each flat key its field's name (or its metadata's FLAT_KEY). results/summary_schema.py derives the step's schema
+# from these classes (flat_fields).
+FLAT_KEY = "flat_key"
+
+
 @dataclass
-class Step:
-    kind: str
-    name: str
-    status: str  # passed | failed | skipped | interrupted (words.Status)
-    exit_code: int | None = None
-    seconds: float = 0.0
-    log: str = ""
-    reason: str = ""
-    note: str = ""
-    hint: str = ""  # a failed step: why, in one line, and the descriptor field to edit (results/explain.py)
-    command: str = ""
-    # What the step ran, from its record (None where it does not apply; values as the config spells them).
-    gpu: str | None = None  # the gpu_list entry of its training (-1: CPU)
+class StepTraining:
+    """The training a step belongs to (train, and the eval, export, inference and checks of its model); None
+    where the step belongs to none. Values as the config spells them."""
+    gpu: str | None = None  # the gpu_list entry of the training (-1: CPU)
     trainer: str | None = None
     autocast: str | None = None
-    training: str | None = None  # gpus_<entry>[_<tag>]: the trained model, as golden result files name it
+    # gpus_<entry>[_<tag>]: the trained model, as golden result files name it (the record's `training`)
+    name: str | None = field(default=None, metadata={FLAT_KEY: "training"})
+
+
+@dataclass
+class StepCase:
+    """What the step ran in: the configuration an inference case (or a training, an export) was given; None where
+    it does not apply. Values as the config spells them."""
     device: str | None = None  # cpu | gpu: where it ran
     use_gpu: str | None = None  # the config's device value passed to it
     use_trt: str | None = None
@@ -66,13 +73,37 @@ class Step:
     threads: str | None = None
     precision: str | None = None
     batch_size: str | None = None
-    model_dir: str | None = None
-    reference: str | None = None  # a check's proof: a reference of format/chains.py's PROOFS (golden, trained, ...)
+    model_dir: str | None = None  # the model folder it read (an inference) or wrote (a training, an export)
     device_num: str | None = None  # a benchmark_train case's N<machines>C<cards>
+
+
+@dataclass
+class StepCheck:
+    """A check step's proof: which reference it compared with, and what it found."""
+    reference: str | None = None  # a reference of format/chains.py's PROOFS (golden, trained, ...)
+    # what the check printed (compare_results.py's, check_inference.py's, check_quant.py's result line; the record's
+    # `check`)
+    differences: dict = field(default_factory=dict, metadata={FLAT_KEY: "check"})
+
+
+@dataclass
+class Step:
+    kind: str  # a words.Kind's value (a kept runner's own kinds too)
+    name: str
+    status: Status  # a record's word kept as read (the runner's records are not refused for an unknown one)
+    exit_code: int | None = None
+    seconds: float = 0.0
+    log: str = ""
+    reason: str = ""
+    note: str = ""
+    hint: str = ""  # a failed step: why, in one line, and the descriptor field to edit (results/explain.py)
+    command: str = ""
+    training: StepTraining = field(default_factory=StepTraining)
+    case: StepCase = field(default_factory=StepCase)
+    check: StepCheck = field(default_factory=StepCheck)
     tail: list[str] = field(default_factory=list)
-    metrics: dict[str, float] = field(default_factory=dict)
-    check: dict = field(default_factory=dict)  # a result check's differences (compare_results.py)
-    speed: dict = field(default_factory=dict)  # an inference case's AutoLog figures (autolog.py)
+    metrics: dict[str, float] = field(default_factory=dict)  # an eval's figures
+    speed: dict = field(default_factory=dict)  # an inference case's AutoLog figures (autolog.py), a benchmark's (speeds.py)
 
     @property
     def mark(self) -> str:
@@ -80,12 +111,63 @@ class Step:
         return MARKS.get(self.status, self.status.upper())
 
     @classmethod
+    def flat(cls, kind: str, name: str, status: str, exit_code: int | None = None, seconds: float = 0.0,
+             log: str = "", **keys: object) -> "Step":
+        """A step from the keys of its flat record, as steps.jsonl and summary.json spell them
+        (``Step.flat("infer", "c", PASSED, device="cpu", check={...})``)."""
+        unknown = sorted(set(keys) - {key for key, _, _ in flat_fields()})
+        if unknown:
+            raise TypeError(f"a step record has no key {', '.join(unknown)}")
+        return cls.from_dict({"kind": kind, "name": name, "status": status, "exit_code": exit_code,
+                              "seconds": seconds, "log": log, **keys})
+
+    @classmethod
     def from_dict(cls, data: dict) -> "Step":
-        """A step of a summary.json (validated: summary_check) again; keys it does not know are left out."""
-        return cls(**{key: value for key, value in data.items() if key in cls.__dataclass_fields__})
+        """A flat step record (summary.json's, validated: summary_check; or steps.jsonl's) typed again: each
+        sub-record gathers its keys; keys it does not know are left out."""
+        known: dict = {}
+        for fld in fields(cls):
+            record = _record_class(fld)
+            if record is not None:
+                known[fld.name] = record(**{sub.name: data[_flat_key(sub)] for sub in fields(record)
+                                            if _flat_key(sub) in data})
+            elif fld.name in data:
+                known[fld.name] = data[fld.name]
+        return cls(**known)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The flat record summary.json holds (the keys flat_fields names, in its order)."""
+        data: dict = {}
+        for fld in fields(self):
+            value = getattr(self, fld.name)
+            if _record_class(fld) is not None:
+                data.update((_flat_key(sub), copy.deepcopy(getattr(value, sub.name))) for sub in fields(value))
+            else:
+                data[fld.name] = copy.deepcopy(value)
+        return data
+
+
+def _record_class(fld: Field) -> type | None:
+    """The sub-record class of a Step field, None for a field of its own."""
+    factory = fld.default_factory
+    return factory if isinstance(factory, type) and is_dataclass(factory) else None
+
+
+def _flat_key(fld: Field) -> str:
+    return fld.metadata.get(FLAT_KEY, fld.name)
+
+
+def flat_fields() -> list[tuple[str, str, str]]:
+    """Each key of a step's flat record: (key, its type as annotated, the Step field holding it: itself, or the
+    sub-record's)."""
+    out = []
+    for fld in fields(Step):
+        record = _record_class(fld)
+        if record is None:
+            out.append((fld.name, str(fld.type), fld.name))
+        else:
+            out.extend((_flat_key(sub), str(sub.type), fld.name) for sub in fields(record))
+    return out
 
 
 def required_kinds(chain: str, mode: str, null_kinds: set[str]) -> list[str]:
@@ -124,8 +206,8 @@ class Summary:
         """The run's own proofs (format/chains.py's PROOFS that are of_run: the export holds the trained
         parameters, no tracked file changed) that did not run: a PASSED verdict needs each to have passed. A skip
         is allowed only for a device the machine lacks (the step records one other than the CPU)."""
-        return [step for step in self.steps if step.kind == CHECK and step.reference in chains.run_check_references()
-                and step.status == SKIPPED and step.device in (None, "", "cpu")]
+        return [step for step in self.steps if step.kind == CHECK and step.check.reference in chains.run_check_references()
+                and step.status == SKIPPED and step.case.device in (None, "", "cpu")]
 
     @property
     def was_interrupted(self) -> bool:
@@ -159,7 +241,8 @@ class Summary:
         return cls(**known, steps=[Step.from_dict(step) for step in data.get("steps", [])])
 
     def to_dict(self) -> dict:
-        data = asdict(self)
+        data = {fld.name: copy.deepcopy(getattr(self, fld.name)) for fld in fields(self) if fld.name != "steps"}
+        data["steps"] = [step.to_dict() for step in self.steps]
         data.update(ok=self.ok, exit_code=self.exit_code, passed=self.count(PASSED),
                     failed=self.count(FAILED), skipped=self.count(SKIPPED), interrupted_steps=self.count(INTERRUPTED),
                     steps_seconds=round(sum(s.seconds for s in self.steps), 3))
@@ -245,11 +328,10 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
             continue
         try:
             raw = json.loads(line)
-            step = Step(**{k: raw[k] for k in ("kind", "name", "status")},
-                        exit_code=raw.get("exit_code"), seconds=float(raw.get("seconds") or 0),
-                        log=raw.get("log") or "", reason=raw.get("reason") or "",
-                        note=raw.get("note") or "", command=raw.get("command") or "",
-                        **{k: _field(raw.get(k)) for k in STEP_FIELDS})
+            step = Step.from_dict({**{k: raw[k] for k in ("kind", "name", "status")},
+                                   "exit_code": raw.get("exit_code"), "seconds": float(raw.get("seconds") or 0),
+                                   **{k: raw.get(k) or "" for k in ("log", "reason", "note", "command")},
+                                   **{k: _field(raw.get(k)) for k in STEP_FIELDS}})
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{path}:{number}: unreadable step record ({exc})")
             continue
@@ -260,9 +342,9 @@ def read_records(run_dir: Path, root: Path) -> tuple[list[Step], list[str]]:
         if step.status == PASSED and step.kind == EVAL and step.log:
             step.metrics = eval_metrics(log_tail(root / step.log, 200, folder=root))
         if step.kind == INFER and step.status == PASSED and step.log:
-            step.speed = autolog.parse(log_tail(root / step.log, 400, folder=root))
+            step.speed = autolog.read_block(log_tail(root / step.log, 400, folder=root))
         if step.kind == CHECK and step.log:
-            step.check = check_result(log_tail(root / step.log, 200, folder=root))
+            step.check.differences = check_result(log_tail(root / step.log, 200, folder=root))
         if step.kind == SPEED and step.log:  # benchmark_train: the case's speed JSON
             step.speed = speeds.speed_of_log(log_tail(root / step.log, 50, folder=root))
         steps.append(step)
@@ -333,7 +415,7 @@ def verdict(summary: Summary) -> str:
     """PASSED only when the steps ran and passed; a run where no result check passed says so."""
     if not summary.ok:
         return CHAIN_INTERRUPTED if summary.was_interrupted else CHAIN_FAILED
-    if not any(step.kind == CHECK and step.status == PASSED and step.check.get("logs") != 0
-               and step.reference not in chains.run_check_references() for step in summary.steps):
+    if not any(step.kind == CHECK and step.status == PASSED and step.check.differences.get("logs") != 0
+               and step.check.reference not in chains.run_check_references() for step in summary.steps):
         return CHAIN_UNCHECKED  # no check ran, or none compared anything (one configuration only)
     return CHAIN_PASSED
