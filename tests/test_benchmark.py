@@ -63,9 +63,10 @@ def test_sample_section_renders_upstream_order():
 
 
 @pytest.mark.parametrize("edit, field, words", [
-    ("  batch_size: [8]", "benchmark.batch_size", "whole numbers > 0"),
-    ("  fp_items: [fp32, bf16]", "benchmark.fp_items", "fp32 and fp16"),
-    ("  device_num: [N1C1, 2]", "benchmark.device_num", "found ['N1C1', 2]"),
+    # A list's wrong item is named by its index, found by the model's JSON Schema (descriptor/structure.py).
+    ("  batch_size: [8]", "benchmark.batch_size[0]", "expected a whole number from 1 to 999999, found the number 0"),
+    ("  fp_items: [fp32, bf16]", "benchmark.fp_items[1]", "expected fp32 or fp16, found the text 'bf16'"),
+    ("  device_num: [N1C1, 2]", "benchmark.device_num[1]", "found the number 2"),
     ("  device_num: " + "x" * 5000, "benchmark.device_num", "found a text of 5000 characters"),
     ("  flags: {FLAGS_x: '1;rm -rf /'}", "benchmark.flags.FLAGS_x", "not NAME=VALUE"),
     ("  epochs: 4", "benchmark.epochs", "unknown field"),

@@ -77,6 +77,9 @@ def _add_a_slot(pkg: Path) -> None:
     assert text.count("\n)\n\nTRAIN_INFER_PYTHON_LINES") == 1
     description.write_text(text.replace("\n)\n\nTRAIN_INFER_PYTHON_LINES", '\n    _kv(51, "infer_warmup", "inference.warmup", '
                                         '"null", doc="warm-up runs", shape="flag"),\n)\n\nTRAIN_INFER_PYTHON_LINES'))
+    # The shipped JSON Schema the validator checks by is generated from the model, which reads layout.py: regenerate it.
+    tipcgen("schema", "-o", str(pkg / "tipcgen" / "tipc.schema.json"), "--force", cwd=pkg, env={"PYTHONPATH": str(pkg)},
+            check=True)
 
 
 def test_renaming_every_slot_and_adding_one_is_one_edit_each_in_the_description(tmp_path: Path):

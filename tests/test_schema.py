@@ -9,12 +9,15 @@ import sys
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from conftest import CORPUS, ROOT, tipcgen
+from conftest import CORPUS, ROOT, fuzz_examples, tipcgen
+from test_fuzz_descriptor import dump, mutated_samples
 from tipcgen import descriptor
 from tipcgen.configs import importer
-from tipcgen.descriptor import fields, model
+from tipcgen.descriptor import fields, model, structure
 from tipcgen.descriptor.spec import Tolerance
 from tipcgen.core.errors import DescriptorError
 
@@ -190,3 +193,81 @@ def test_loading_a_descriptor_imports_no_pydantic():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stdout
 
+
+
+# -- the validator's structure is the model's: the same descriptors accepted and refused
+def _strict_jsonschema():
+    """jsonschema with the model's own integers (pydantic's strict int: 3.0 is no whole number, true no number)."""
+    types = jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool))
+    return jsonschema.validators.extend(jsonschema.Draft7Validator, type_checker=types)(
+        json.loads(fields.SCHEMA_FILE.read_text()))
+
+
+def _has_nan(value) -> bool:
+    if isinstance(value, dict):
+        return any(_has_nan(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_nan(v) for v in value)
+    return isinstance(value, float) and value != value
+
+
+def test_the_shipped_schema_uses_only_the_keywords_the_structure_check_reads():
+    def keywords(node):
+        if isinstance(node, list):
+            return set().union(*map(keywords, node)) if node else set()
+        if not isinstance(node, dict):
+            return set()
+        out = set(node)
+        for key, value in node.items():
+            if key in ("properties", "patternProperties"):
+                out |= set().union(*map(keywords, value.values())) if value else set()
+            elif key not in ("default", "const", "enum", "description", "title"):
+                out |= keywords(value)
+        return out
+    assert keywords(json.loads(fields.SCHEMA_FILE.read_text())) <= structure.KEYWORDS
+
+
+@settings(max_examples=fuzz_examples(600), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(doc=mutated_samples(), flow=st.sampled_from([None, True, False]))
+def test_the_validator_the_schema_and_the_model_accept_the_same_descriptors(doc, flow):
+    """On mutated samples: the structure check (the validator's first step), jsonschema on the shipped schema and
+    the pydantic model accept and refuse the same documents, and the validator accepts none of those they refuse
+    (it refuses more: what a schema cannot say, such as a model_name that names no folder)."""
+    text = dump(doc, flow, True)
+    doc = yaml.safe_load(text)
+    try:
+        model.TipcYaml.model_validate(doc)
+        by_model = True
+    except ValidationError:
+        by_model = False
+    assert structure.accepts(doc) == by_model, text
+    if not _has_nan(doc):  # jsonschema's minimum lets NaN by (NaN < 0 is false); the model and the check do not
+        assert (not list(_strict_jsonschema().iter_errors(doc))) == by_model, text
+    try:
+        descriptor.load_text(text, source="mutated.yaml", base_dir=ROOT)
+    except DescriptorError:
+        return
+    assert by_model, text
+
+
+@pytest.mark.parametrize("text, loads", [
+    ("description: 2021", True), ("paddle2onnx: {save_file: m.onnx, inference: 28, model_dir: out}", True),
+    ("checks: {golden: 3}", True),
+    ("description: false", False), ("description: {}", False), ("description: []", False),
+    ("checks: {golden: null}", False), ("checks: {golden_tolerance: {atol: null}}", False),
+])
+def test_a_number_is_text_where_text_is_expected_but_a_boolean_or_null_is_refused(text, loads):
+    """People write `description: 2021`; `description: false` is a missing value: refused, naming the field."""
+    field, _, value = text.partition(": ")
+    doc = {**SAMPLE, field: yaml.safe_load(value)}
+    source = yaml.safe_dump(doc, sort_keys=False)
+    if loads:
+        descriptor.load_text(source, source="t.yaml", base_dir=ROOT)
+        model.TipcYaml.model_validate(doc)
+        return
+    with pytest.raises(DescriptorError) as info:
+        descriptor.load_text(source, source="t.yaml", base_dir=ROOT)
+    assert f": {field}" in str(info.value) and "expected" in str(info.value), str(info.value)
+    with pytest.raises(ValidationError):
+        model.TipcYaml.model_validate(doc)

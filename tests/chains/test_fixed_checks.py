@@ -164,8 +164,9 @@ def test_checks_outputs_name_the_outputs_in_both_configs(tmp_path: Path):
 
 @pytest.mark.parametrize("checks, message", [
     ("  fixed_inputs: 'a b.txt'\n", "checks.fixed_inputs"),
-    ("  outputs: [logits, logits]\n", "checks.outputs: names an output twice"),
-    ("  outputs: ['a|b']\n", "checks.outputs: 'a|b' is not a usable output name"),
+    ("  outputs: [logits, logits]\n", "checks.outputs: names 'logits' twice"),
+    ("  outputs: ['a|b']\n", "checks.outputs[0]: expected an output name: letters, digits, '_', '-' and '.', "
+                            "found the text 'a|b'"),
     ("  outputs: logits\n", "checks.outputs"),
 ])
 def test_bad_checks_are_refused_before_writing(tmp_path: Path, checks: str, message: str):

@@ -3,7 +3,7 @@
 A descriptor says everything a TIPC chain needs. Its slot fields map one to one onto the
 lines of ``train_infer_python.txt`` (see ``layout.py``); the rest describes data and limits.
 Reading is ``yaml_lines.py`` (values with their lines), the fields are ``model.py``, checking
-is ``validate.py``, the built-in samples ``samples.py``. Every error names the file, the line,
+is ``structure.py`` (the model's JSON Schema) then ``validate.py``, the built-in samples ``samples.py``. Every error names the file, the line,
 the field, what was found and what is expected.
 """
 from __future__ import annotations

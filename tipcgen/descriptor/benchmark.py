@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.fields import BENCHMARK_FIELDS, default
+from tipcgen.descriptor.fields import default
 from tipcgen.descriptor.yaml_lines import shown
 
 SECTION = "train_benchmark_params"
@@ -46,58 +46,24 @@ class BenchmarkSpec:
                 f"device_num:{'|'.join(self.device_num)}"]
 
 
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1_000_000
-
-
 def _as_list(value: Any) -> list:
     return value if isinstance(value, list) else [value]
 
 
 def parse(value: Any, source: str, lines: dict[str, int]) -> BenchmarkSpec | None:
-    """The descriptor's ``benchmark`` section → BenchmarkSpec; errors name the field and its line."""
+    """The descriptor's ``benchmark`` section → BenchmarkSpec. Its fields' types, ranges and allowed values are the
+    model's (checked before, descriptor/structure.py); here what a schema does not state: a flag's value."""
     if value is None:
         return None
-
-    def fail(path: str, message: str, hint: str) -> DescriptorError:
-        return DescriptorError(source, path, message, lines.get(path) or lines.get("benchmark"), hint)
-
-    example = "benchmark: {batch_size: [8], fp_items: [fp32, fp16], epoch: 4, device_num: [N1C1, N1C2]}"
-    if not isinstance(value, dict):
-        raise fail("benchmark", "expected a mapping", example)
-    unknown = sorted(str(k) for k in set(value) - BENCHMARK_FIELDS)
-    if unknown:
-        raise fail(f"benchmark.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(BENCHMARK_FIELDS)))
-    if "batch_size" not in value:
-        raise fail("benchmark.batch_size", "is missing", example)
-    sizes = _as_list(value["batch_size"])
-    if not sizes or not all(_positive_int(b) for b in sizes):
-        raise fail("benchmark.batch_size", f"expected whole numbers > 0, found {shown(value['batch_size'])}", "e.g. [8, 16]")
-    fp_items = _as_list(value.get("fp_items", list(FP_ITEMS)))
-    if not fp_items or not all(item in FP_ITEMS for item in fp_items):
-        raise fail("benchmark.fp_items", f"expected a list of fp32 and fp16, found {shown(value.get('fp_items'))}",
-                   "fp16 trains with AMP (the autocast slot gets amp), e.g. [fp32, fp16]")
-    epoch = value.get("epoch", default("benchmark.epoch"))
-    if not _positive_int(epoch):
-        raise fail("benchmark.epoch", f"expected a whole number > 0, found {shown(epoch)}",
-                   "enough epochs for more than 2 logged ips: values (the first 2 are skipped)")
-    profiler = value.get("profiler_options")
-    if profiler is not None and (not isinstance(profiler, str) or not re.fullmatch(r"[^\s|:]+", profiler)):
-        raise fail("benchmark.profiler_options", f"expected one word without spaces, ':' or '|', found {shown(profiler)}",
-                   "e.g. batch_range=[10,20];state=GPU;tracer_option=Default;profile_path=model.profile, or null")
-    flags = value.get("flags") or {}
-    if not isinstance(flags, dict):
-        raise fail("benchmark.flags", f"expected a mapping of environment variable to value, found {shown(flags)}",
-                   "e.g. {FLAGS_eager_delete_tensor_gb: 0.0}")
     pairs = []
-    for name, flag in flags.items():
+    for name, flag in (value.get("flags") or {}).items():
         text = str(flag).lower() if isinstance(flag, bool) else str(flag)
-        if not isinstance(name, str) or not FLAG_NAME_RE.match(name) or not FLAG_VALUE_RE.match(text):
-            raise fail(f"benchmark.flags.{name}", f"{shown(f'{name}={text}')} is not NAME=VALUE (letters, digits, _ . + -)",
-                       "the benchmark exports each flag as an environment variable: e.g. FLAGS_cudnn_deterministic: 1")
+        if not FLAG_VALUE_RE.match(text):
+            path = f"benchmark.flags.{name}"
+            raise DescriptorError(source, path, f"{shown(f'{name}={text}')} is not NAME=VALUE (letters, digits, _ . + -)",
+                                  lines.get(path) or lines.get("benchmark"), "the benchmark exports each flag as an "
+                                  "environment variable: e.g. FLAGS_cudnn_deterministic: 1")
         pairs.append((name, text))
-    devices = _as_list(value.get("device_num", list(DEVICE_NUM)))
-    if not devices or not all(isinstance(d, str) and DEVICE_RE.match(d) for d in devices):
-        raise fail("benchmark.device_num", f"expected entries such as N1C1 or N1C8, found {shown(value.get('device_num'))}",
-                   "N<machines>C<cards>: N1C1 is one device, N1C2 two (on a CPU machine, two gloo processes)")
-    return BenchmarkSpec(tuple(sizes), tuple(fp_items), epoch, profiler, tuple(pairs), tuple(devices))
+    return BenchmarkSpec(tuple(_as_list(value["batch_size"])), tuple(_as_list(value.get("fp_items", list(FP_ITEMS)))),
+                         value.get("epoch", default("benchmark.epoch")), value.get("profiler_options"), tuple(pairs),
+                         tuple(_as_list(value.get("device_num", list(DEVICE_NUM)))))

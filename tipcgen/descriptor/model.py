@@ -5,9 +5,11 @@ holds (``json_text``), docs/DESCRIPTOR.md's "Every field" table (``field_table``
 shipped file by ``fields.py`` so that loading a descriptor never builds these classes, the field names the
 validator accepts in each group, the required ones and the defaults it fills in. The slot fields (one per config
 line) are built from ``layout.py``. A field's ``description`` is its Markdown doc; the JSON Schema gets it as plain
-text. What a type cannot say (no full-width punctuation, device entries, a flag name read from a script...) is
-checked by the validator (``validate*.py``, whose messages name file:line:field); tests/test_schema.py holds the
-model to accept every sample and fixture and to refuse what the validator refuses.
+text, and a ``title`` in lower case (``a tolerance: a number ≥ 0``) is what a refusal says it expects. Loading a
+descriptor checks it against that shipped schema first (``structure.py``), so the validator's structure is this
+model's; what a type cannot say (no full-width punctuation, device entries, a flag name read from a script...) is
+checked after by ``validate*.py``. tests/test_schema.py holds the model, the schema and the loader to accept and
+refuse the same mutated descriptors.
 """
 # No `from __future__ import annotations`: pydantic reads these annotations as the objects they are.
 import json
@@ -15,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from tipcgen.descriptor.schema import (
@@ -23,6 +25,7 @@ from tipcgen.descriptor.schema import (
     FIXED_KEY_FIELDS,
     INPUTS_PATH_RE,
     MAX_STEP_TIMEOUT,
+    MAX_TEXT_LINE,
     MD5_RE,
     SCHEMA_VERSION,
     SECTION_FIELDS,
@@ -34,6 +37,9 @@ from tipcgen.format.words import DEFAULT_STEP_TIMEOUT
 
 # Marks in the schema this module walks, dropped from the shipped one: a group of fields, the name a mapping's keys go by.
 _GROUP, _KEY = "x-tipcgen-group", "x-tipcgen-key"
+# What a refusal says a value must be, where the type's own words would not do: the shipped schema's "title" (pydantic
+# keeps a title only on a field, so a type carries it under this mark).
+_TITLE = "x-tipcgen-title"
 _OUTSIDE_PATH = r"^/|(^|/)\.\.(/|$)"
 
 
@@ -66,15 +72,36 @@ _VALUE = ConfigDict(extra="forbid", strict=True, frozen=True)
 _GROUP_OF_FIELDS = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={_GROUP: True})
 
 
-# Left out (None) where the JSON Schema takes no null: written as null, the schema refuses it (as it always has) and
-# the validator reads it as left out.
-Absent = SkipJsonSchema[None]
 Scalar = Union[str, float, bool, None]
+
+
+def _no_boolean(value: Any) -> Any:
+    if isinstance(value, bool):  # a Literal[1] takes True (True == 1); the JSON Schema's const 1 does not
+        raise ValueError("a number, not a boolean")
+    return value
+
+
+_ABSENT = SkipJsonSchema[None]
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null: leave the field out instead")
+    return value
+
+
+def _left_out(kind: Any) -> Any:
+    """``kind``, or left out (then None, its default): written as null it is refused, by the model and the schema."""
+    return Annotated[Union[kind, _ABSENT], AfterValidator(_not_null)]
 Text = Annotated[str, Field(min_length=1)]
-NonNegative = Annotated[float, Field(ge=0)]
-RelPath = Annotated[str, Field(min_length=1), AfterValidator(_relative), _json(**{"not": {"pattern": _OUTSIDE_PATH}})]
+# Where a field takes text, a YAML number is read as its text (`description: 2021`, `key: 20`, a folder `3`): people
+# write them so. A boolean or null never is (`description: false` is refused, naming the field).
+Words = Union[Text, float]
+NonNegative = Annotated[float, Field(ge=0, lt=1e6)]  # a tolerance, a threshold: far below a million
+RelPath = Union[Annotated[str, Field(min_length=1), AfterValidator(_relative), _json(**{"not": {"pattern": _OUTSIDE_PATH}})],
+                float]
 InputsPath = Annotated[str, Field(pattern=INPUTS_PATH_RE.pattern)]
-Mode = Literal[tuple([*words.MODES, *words.KNOWN_EXTRA_MODES])]
+Mode = Annotated[Literal[tuple([*words.MODES, *words.KNOWN_EXTRA_MODES])], _json(description="a TIPC mode")]
 
 
 def _some(item: Any) -> Any:
@@ -82,10 +109,13 @@ def _some(item: Any) -> Any:
     return Annotated[list[item], Field(min_length=1)]
 
 
+_A_TOLERANCE = "a tolerance: a number ≥ 0, such as 1.0e-5"
+
+
 class Tolerance(BaseModel):
     model_config = _VALUE
-    atol: Union[NonNegative, Absent] = None
-    rtol: Union[NonNegative, Absent] = None
+    atol: _left_out(NonNegative) = Field(None, title=_A_TOLERANCE)
+    rtol: _left_out(NonNegative) = Field(None, title=_A_TOLERANCE)
 
 
 def _tolerance(doc: str, atol: float, rtol: float) -> Any:
@@ -102,10 +132,12 @@ def _slot_type(slot: layout.Slot) -> Any:
         shapes.append(Annotated[dict[Mode, Scalar], Field(min_length=1)])
     value = Union[tuple(shapes)]
     fixed = slot.field in FIXED_KEY_FIELDS  # the runner checks the key: {key, value} only with the fixed one
-    keyed = create_model(f"Line_{slot.name}", __config__=_VALUE,
-                         key=(Literal[slot.key] if fixed else Optional[str], ...), value=(value, None))
+    words = _json(**{_TITLE: f"the fixed key {slot.key}"}, description=f"the runner checks this line's key: write "
+                  f"{slot.field}: VALUE")
+    key: Any = Annotated[Literal[slot.key], words] if fixed else Optional[Union[str, float]]
+    keyed = create_model(f"Line_{slot.name}", __config__=_VALUE, key=(key, ...), value=(value, None))
     if slot.key is None and not fixed:  # the key is the script's flag name: only {key, value} (or null) says it
-        return Optional[keyed]
+        return Optional[Annotated[keyed, _json(**{_TITLE: "a mapping {key: FLAG, value: VALUE}"})]]
     return Union[tuple([*shapes, keyed])]
 
 
@@ -116,7 +148,9 @@ _REQUIRED_SLOTS = ("model_name", "gpu_list", "train.norm", "inference.script")
 def _slot_field(field: str, slot: layout.Slot) -> tuple[Any, Any]:
     default = _SLOT_DEFAULTS.get(field)
     shown = f" (default `{default}`)" if default is not None else ""
-    doc = f"config line {slot.index} (`{slot.name}`){shown}: see the slot table"
+    keyed = ", keyed by the script's flag: `{key: --flag, value: VALUE}`" if slot.key is None and \
+        field not in FIXED_KEY_FIELDS else ""
+    doc = f"config line {slot.index} (`{slot.name}`){shown}{keyed}: see the slot table"
     return _slot_type(slot), Field(... if field in _REQUIRED_SLOTS else default, description=doc)
 
 
@@ -136,20 +170,20 @@ TrainLines, EvalLines, ExportLines, WholeInferLines, InferenceLines = (_lines_gr
 class TextFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
     lines: Optional[Annotated[dict[Union[Annotated[int, Field(ge=0)], Annotated[str, Field(pattern=r"^[0-9]+$")]], Text],
-                              _json(propertyNames={"pattern": r"^[0-9]+$"})]] = Field(
+                              _json(propertyNames={"pattern": r"^[0-9]+$", "description": "a line index"})]] = Field(
         None, description="logical line index (0-based, as the runner counts) to the line as written")
-    blank_lines: Optional[list[Annotated[int, Field(ge=1)]]] = Field(
+    blank_lines: Optional[list[Annotated[int, Field(ge=1, le=MAX_TEXT_LINE)]]] = Field(
         None, description="1-based numbers of the blank lines of the file")
     final_newline: bool = Field(True, description="`false`: the file does not end with a newline (default `true`)")
-    line_count: Optional[Annotated[int, Field(ge=1)]] = Field(
+    line_count: Optional[Annotated[int, Field(ge=1, le=MAX_TEXT_LINE)]] = Field(
         None, description="the file stops after this many lines, right after a section's `##` (a train-only or "
         "train+eval config: the runner reads the later lines as empty)")
 
 
 class SectionEntry(BaseModel):
     model_config = _VALUE
-    name: Optional[str] = None
-    header: Optional[str] = None
+    name: Optional[Words] = None
+    header: Optional[Words] = None
     lines: Optional[list[Union[str, float]]] = None
 
 
@@ -157,7 +191,7 @@ _DEVICE_NUM = Annotated[str, Field(pattern=r"^N[1-9][0-9]*C[1-9][0-9]*$")]
 _DEVICE_NUMS = Annotated[list[_DEVICE_NUM], Field(min_length=1)]
 _FP_ITEM = Literal["fp32", "fp16"]
 _FP_ITEMS = Annotated[list[_FP_ITEM], Field(min_length=1)]
-_POSITIVE = Annotated[int, Field(ge=1)]
+_POSITIVE = Annotated[int, Field(ge=1, le=999_999)]
 _POSITIVES = Annotated[list[_POSITIVE], Field(min_length=1)]
 
 
@@ -171,7 +205,8 @@ class BenchmarkFields(BaseModel):
     profiler_options: Optional[Annotated[str, Field(pattern=r"^[^\s|:]+$")]] = Field(
         None, description="one word without spaces, `:` or `|` (default null): adds a profiling run per N1C1 case")
     flags: Optional[Annotated[dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Union[str, float, bool]],
-                              _json(propertyNames={"pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"})]] = Field(
+                              _json(propertyNames={"pattern": r"^[A-Za-z_][A-Za-z0-9_]*$",
+                                                    "description": "a variable name"})]] = Field(
         None, description="environment variables each case exports: a mapping of name to value")
     device_num: Union[_DEVICE_NUM, _DEVICE_NUMS] = Field(
         ["N1C1", "N1C2"], description="`N<machines>C<devices>` entries (default `[N1C1, N1C2]`)")
@@ -181,17 +216,17 @@ class DataFile(BaseModel):
     model_config = _GROUP_OF_FIELDS
     role: Literal["train", "infer"] = Field(
         "train", description="`train` (default) or `infer`: which modes read the whole copy")
-    lite: Union[RelPath, Absent] = Field(None, description="the lite copy in the repository: a file, a folder, or a "
+    lite: _left_out(RelPath) = Field(None, description="the lite copy in the repository: a file, a folder, or a "
                                     "`.tar`/`.tar.gz`/`.tgz`/`.zip` archive")
-    whole: Union[RelPath, Absent] = Field(None, description="a file or folder inside the whole data folder, linked in place")
-    md5: Optional[Annotated[str, Field(pattern=MD5_RE.pattern)]] = Field(
+    whole: _left_out(RelPath) = Field(None, description="a file or folder inside the whole data folder, linked in place")
+    md5: Optional[Annotated[str, Field(pattern=MD5_RE.pattern), _json(**{_TITLE: "32 lower-case hex digits"})]] = Field(
         None, description="md5 of the whole file (32 hex digits), checked before it is linked")
     rows: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="its data rows, shown when the md5 differs")
 
 
 class DataFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    dir: Union[RelPath, Absent] = Field(
+    dir: _left_out(RelPath) = Field(
         "./train_data", description="the folder prepare.sh fills (default `./train_data`), relative, inside the repository")
     whole_env: Annotated[str, Field(pattern=WHOLE_ENV_RE.pattern)] = Field(
         "TIPC_DATA_DIR", description="the variable naming the whole data folder (default `TIPC_DATA_DIR`)")
@@ -200,7 +235,7 @@ class DataFields(BaseModel):
         None, description="a mapping of name in `data.dir` to its sources")
     setup: Optional[list[Annotated[list[Union[str, float]], Field(min_length=1)]]] = Field(
         None, description="python scripts prepare.sh runs after the files are in place: a list of `[script.py, args...]`")
-    trained_model: Union[RelPath, Absent] = Field(
+    trained_model: _left_out(RelPath) = Field(
         None, description="whole_infer and paddle2onnx: the folder prepare.sh links to `$TIPC_MODEL_DIR` or the latest "
         "train run")
     whole_from_lite: bool = Field(False, description="`true`: `whole_train_whole_infer` trains on the lite data on "
@@ -210,10 +245,13 @@ class DataFields(BaseModel):
 class RunFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
     step_timeout: Annotated[int, Field(ge=1, le=MAX_STEP_TIMEOUT)] = Field(
-        DEFAULT_STEP_TIMEOUT, description=f"seconds before a step is killed (default {DEFAULT_STEP_TIMEOUT})")
+        DEFAULT_STEP_TIMEOUT, title=f"whole seconds between 1 and {MAX_STEP_TIMEOUT}",
+        description=f"seconds before a step is killed (default {DEFAULT_STEP_TIMEOUT})")
 
 
-_DATA_NAME = Annotated[str, Field(pattern=DATA_NAME_RE.pattern)]
+_DATA_NAME = Union[Annotated[str, Field(pattern=DATA_NAME_RE.pattern), _json(**{_TITLE: "a plain file name"})], float]
+_OUTPUT_NAME = Union[Annotated[str, Field(pattern=DATA_NAME_RE.pattern), _json(
+    **{_TITLE: "an output name: letters, digits, '_', '-' and '.'"})], float]
 
 
 class ChecksFields(BaseModel):
@@ -222,7 +260,7 @@ class ChecksFields(BaseModel):
         None, description="the file the export step writes the dygraph model's results to (a plain file name)")
     reference_tolerance: Optional[Tolerance] = _tolerance(
         "`{atol, rtol}` for inference against that reference (default 1e-5, 1e-4)", 1e-5, 1e-4)
-    golden: Union[RelPath, Absent] = Field(
+    golden: _left_out(RelPath) = Field(
         None, description="a folder next to the descriptor with committed results (`tipcgen golden` writes them)")
     golden_tolerance: Optional[Tolerance] = _tolerance(
         "`{atol, rtol}` against the golden results (default 1e-3, 1e-3)", 1e-3, 1e-3)
@@ -230,7 +268,7 @@ class ChecksFields(BaseModel):
         None, description="the chain's own fixed-input check of the exported model: a `.npz` of inputs to feed (read "
         "without unpickling), or `false` to turn the check off (default: inputs built from the model's input spec, "
         "seed 0)")
-    outputs: Union[Annotated[list[_DATA_NAME], Field(min_length=1), _json(uniqueItems=True)], Absent] = Field(
+    outputs: Annotated[list[_OUTPUT_NAME], Field(min_length=1), _json(uniqueItems=True)] = Field(
         None, description="the exported model's outputs named by position, e.g. `[logits, probs]` (config "
         "`output_names:logits\\|probs` in `result_check_params`): the fixed-input checks, their results files and golden "
         "results use these names, so a failure reads `output 'probs' differs by up to ...`. Without it outputs keep the "
@@ -245,11 +283,11 @@ class ChecksFields(BaseModel):
 
 class Paddle2OnnxFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    model_dir: Union[RelPath, Absent] = Field(None, description="the exported model folder (default `data.trained_model`)")
-    save_file: Union[Annotated[str, Field(pattern=r"\.onnx$")], Absent] = Field(None, description="the `.onnx` file to write, relative")
+    model_dir: _left_out(RelPath) = Field(None, description="the exported model folder (default `data.trained_model`)")
+    save_file: _left_out(Annotated[str, Field(pattern=r"\.onnx$")]) = Field(None, description="the `.onnx` file to write, relative")
     opset_version: Annotated[int, Field(ge=7, le=21)] = Field(11, description="ONNX opset, 7 to 21 (default 11)")
-    inference: Text = Field(description="the script that runs the `.onnx` model")
-    onnx_flag: Optional[str] = Field(
+    inference: Words = Field(description="the script that runs the `.onnx` model")
+    onnx_flag: Optional[Words] = Field(
         "--use_onnx", description="the flag that switches that script to ONNX Runtime (default `--use_onnx`); `null`: "
         "the script has none, the chain's own check runs the ONNX model. `tipcgen new` writes the section when there is "
         "an inference script and a `data.trained_model`, and this field only where the default does not apply")
@@ -260,12 +298,13 @@ class PtqFields(BaseModel):
     layout: Literal[tuple(compression.LAYOUTS)] = Field(
         description="`ptq` (20 lines: models tutorial, PaddleSeg), `ptq_video` (24: PaddleVideo) or `kl_quant` "
         "(20: PaddleOCR)")
-    header: Union[Text, Absent] = Field(None, description="the first line as written, where it is not the layout's own header")
-    lines: dict[str, str] = Field(description="each line of the layout by its name (the upstream runner's variable), "
-                                  "as written: `batch_num: \"--batch_num:1\"`")
-    trailing: Union[list[str], Absent] = Field(None, description="lines after the layout, which the runner does not read")
+    header: _left_out(Text) = Field(None, description="the first line as written, where it is not the layout's own header")
+    lines: Annotated[dict[str, str], _json(additionalProperties={"type": "string", _TITLE: "one line of text"})] = Field(
+        description="each line of the layout by its name (the upstream runner's variable), as written: "
+        "`batch_num: \"--batch_num:1\"`")
+    trailing: _left_out(list[str]) = Field(None, description="lines after the layout, which the runner does not read")
     final_newline: bool = Field(True, description="`false`: the file ends without a newline (default `true`)")
-    eval_data: Union[InputsPath, Absent] = Field(
+    eval_data: _left_out(InputsPath) = Field(
         None, description="a labelled `.npz` (arrays `x` and `label`, read without unpickling) in the repository: the "
         "PTQ chain's check reports the float and int8 models' accuracy on it and fails when int8 loses more than "
         "`ptq.accuracy_drop`; not a config line")
@@ -278,7 +317,8 @@ class PtqFields(BaseModel):
 
 class KeptEntry(BaseModel):
     model_config = _VALUE
-    file: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+@=-]+(/[A-Za-z0-9_.+@=-]+)*\.txt$")]
+    file: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+@=-]+(/[A-Za-z0-9_.+@=-]+)*\.txt$"),
+                    _json(**{_TITLE: "a .txt path below test_tipc/configs/, MODEL/NAME.txt"})]
     kind: str = ""
     lines: Optional[list[str]]
     final_newline: bool = True
@@ -286,7 +326,7 @@ class KeptEntry(BaseModel):
 
 class Dy2staticFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    lines: Union[list[str], Absent] = Field(None, description="the config's lines as written (`tipcgen import` of a dy2static config "
+    lines: _left_out(list[str]) = Field(None, description="the config's lines as written (`tipcgen import` of a dy2static config "
                              "writes them; `\"\"` for a blank line)")
     final_newline: bool = Field(True, description="`false`: the file ends without a newline (default `true`)")
     tolerance: Optional[Tolerance] = _tolerance(
@@ -311,7 +351,8 @@ ALIGN_CHECKPOINTS = ("forward", "metric", "loss", "backward", "train")
 
 class AlignFields(BaseModel):
     model_config = _GROUP_OF_FIELDS
-    thresholds: Optional[dict[Literal[ALIGN_CHECKPOINTS], NonNegative]] = Field(
+    thresholds: Optional[dict[Annotated[Literal[ALIGN_CHECKPOINTS], _json(description="a checkpoint of tipcgen align")],
+                              NonNegative]] = Field(
         None, description="per checkpoint (`forward`, `metric`, `loss`, `backward`, `train`): the largest difference "
         "that passes")
 
@@ -331,7 +372,7 @@ _TOP = {
     "export": (Optional[ExportLines], Field(None, description="the export lines (slot fields)")),
     "whole_infer": (Optional[WholeInferLines], Field(None, description="the whole_infer lines (slot fields)")),
     "inference": (InferenceLines, Field(description="the inference lines (slot fields)")),
-    "schema_version": (Literal[SCHEMA_VERSION], Field(
+    "schema_version": (Annotated[Literal[SCHEMA_VERSION], BeforeValidator(_no_boolean)], Field(
         SCHEMA_VERSION, description=f"`{SCHEMA_VERSION}` (the default); any other number is refused")),
     "description": (Union[str, float, None], Field(None, description="one line shown in test_tipc/README.md")),
     **_TOP_SLOT,
@@ -446,9 +487,12 @@ def _shipped(node: Any) -> Any:
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in ("title", _GROUP, _KEY) or (key == "default" and value is None):
+        # pydantic's own titles ("Atol") are dropped; one of ours, a phrase in lower case, is what a message expects
+        if (key == "title" and not value[:1].islower()) or key in (_GROUP, _KEY) or (key == "default" and value is None):
             continue
-        if key in ("properties", "$defs"):
+        if key == _TITLE:
+            out["title"] = value
+        elif key in ("properties", "$defs"):
             out[key] = {name: _shipped(sub) for name, sub in value.items()}
         elif key == "description":
             out[key] = _plain(value)

@@ -35,6 +35,7 @@ WHOLE_ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # Full-width and other look-alike punctuation that TIPC parsers split on wrongly (PaddleGAN #637).
 BAD_PUNCTUATION = "，：｜；（）＝　、"
 MAX_STEP_TIMEOUT = 24 * 3600
+MAX_TEXT_LINE = 100_000  # text.lines: an index past any config (a 5,000-digit one is refused, not parsed)
 # Slot fields whose key the generated runner checks before it reads anything: only their value is the user's.
 FIXED_KEY_FIELDS = ("model_name", "python", "gpu_list", "train.trainer")
 # What the runner needs to own itself: a descriptor's env: may not change them.

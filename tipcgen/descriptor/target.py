@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipcgen.core.errors import DescriptorError
-from tipcgen.descriptor.fields import TARGET_FIELDS, default
+from tipcgen.descriptor.fields import default
 from tipcgen.descriptor.yaml_lines import shown
 
 DEFAULT_TOLERANCE = default("target.tolerance")
@@ -44,28 +44,16 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> Target | None:
     def fail(path: str, message: str, hint: str) -> DescriptorError:
         return DescriptorError(source, path, message, lines.get(path) or lines.get("target"), hint)
 
-    example = "target: {metrics: {accuracy: 0.80}, tolerance: 0.02, relative: true}"
-    if not isinstance(value, dict):
-        raise fail("target", "expected a mapping", example)
-    unknown = sorted(set(value) - TARGET_FIELDS)
-    if unknown:
-        raise fail(f"target.{unknown[0]}", "unknown field", "allowed: " + ", ".join(sorted(TARGET_FIELDS)))
-    metrics = value.get("metrics")
-    if not isinstance(metrics, dict) or not metrics:
-        raise fail("target.metrics", "expected a mapping of metric name to the paper's figure", example)
+    # Types, allowed fields and the tolerance's range are the model's (descriptor/structure.py); here the rest.
+    metrics = value["metrics"]
     for name, figure in metrics.items():
-        if not isinstance(name, str) or not name.strip() or not _number(figure):
+        if not name.strip() or not _number(figure):
             raise fail(f"target.metrics.{name}", f"expected a number, found {shown(figure)}",
                        "the metric as the eval step prints it (accuracy: 0.8125), e.g. accuracy: 0.80")
     tolerance = value.get("tolerance", DEFAULT_TOLERANCE)
-    if not _number(tolerance) or tolerance < 0:
-        raise fail("target.tolerance", f"expected a number >= 0, found {shown(tolerance)}", "e.g. 0.02")
     relative = value.get("relative", default("target.relative"))
-    if not isinstance(relative, bool):
-        raise fail("target.relative", f"expected true or false, found {shown(relative)}",
-                   "true: the tolerance is a fraction of the figure; false: in the metric's own units")
     lower = value.get("lower_is_better", [m for m in metrics if m in LOWER_BY_DEFAULT])
-    if not isinstance(lower, list) or not all(m in metrics for m in lower):
+    if not all(m in metrics for m in lower):
         raise fail("target.lower_is_better", f"expected a list of metric names from target.metrics, found {shown(lower)}",
                    "e.g. lower_is_better: [loss]")
     return Target({str(k): float(v) for k, v in metrics.items()}, float(tolerance), relative, tuple(lower))

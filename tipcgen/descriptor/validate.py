@@ -1,12 +1,12 @@
 """The descriptor validator: YAML values (with their lines) → a Descriptor, or one DescriptorError.
 
-The field names come from ``schema.py``, the config lines from ``layout.py``; the groups
-(data, checks, ...) are checked in ``validate_fields.py``, single values in ``validate_values.py``: the
-Validator holds one of each (composition, no class chain).
+The structure (types, allowed values, unknown and missing fields, ranges, patterns) is the model's, checked first
+against its JSON Schema by ``structure.py``; what follows here are the rules a schema cannot state and the
+Descriptor built: the slot lines (``layout.py``) here, the groups (data, checks, ...) in ``validate_fields.py``,
+the text rules in ``validate_values.py``: the Validator holds one of each (composition, no class chain).
 """
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +17,22 @@ from tipcgen.descriptor import kept as kept_spec
 from tipcgen.descriptor import dy2static as dy2static_spec
 from tipcgen.descriptor import fleet as fleet_spec
 from tipcgen.descriptor import ptq as ptq_spec
+from tipcgen.descriptor import structure
 from tipcgen.descriptor import target as target_spec
-from tipcgen.descriptor.fields import FIELD_DEFAULTS, REQUIRED, TOP_FIELDS, children
+from tipcgen.descriptor.fields import FIELD_DEFAULTS, REQUIRED, default
 from tipcgen.descriptor.schema import (
     FIXED_KEY_FIELDS,
     GPU_ENTRY_RE,
     KEY_RE,
     MODEL_NAME_HINT,
     PYTHON_RE,
-    SCHEMA_VERSION,
     SECTION_FIELDS,
     is_model_name,
 )
 from tipcgen.descriptor.spec import Descriptor, SlotValue
 from tipcgen.descriptor.validate_fields import Groups
 from tipcgen.descriptor.validate_values import Checks
-from tipcgen.format import chain, chains, dy2static, layout, layout_check, words
+from tipcgen.format import chain, chains, dy2static, layout, layout_check
 
 
 class Validator:
@@ -59,14 +59,9 @@ class Validator:
                             f"this inference line takes {slot.value[0]} (a list of them joined by | for a matrix)")
 
     def _slot_text(self, value: Any, path: str, slot: layout.Slot) -> str:
-        if isinstance(value, list) and slot.name not in layout.LIST_SLOTS:
-            raise self.values.err(path, value, "a single value", hint="this line is not a | list in TIPC")
-        if isinstance(value, dict) and slot.name not in layout.PER_MODE_SLOTS:
-            raise self.values.err(path, value, "a single value" + (" or a list" if slot.name in layout.LIST_SLOTS else ""),
-                            hint="only epochs and batch_size take per-mode values")
+        """A line's value as the config writes it; its shape (a list only on a loop line, modes only on a per-mode
+        line, no empty list, no unknown mode) is the model's, checked by `structure` before."""
         if isinstance(value, list):
-            if not value:
-                raise self.values.err(path, value, "a non-empty list")
             parts = []
             for i, item in enumerate(value):
                 part = self.values.scalar_text(item, f"{path}[{i}]")
@@ -75,16 +70,8 @@ class Validator:
                 parts.append(part)
             return "|".join(parts)
         if isinstance(value, dict):
-            if not value:
-                raise self.values.err(path, value, "a mapping of mode to value")
             parts = []
             for mode, item in value.items():
-                if mode not in words.MODES and mode not in words.KNOWN_EXTRA_MODES:
-                    close = difflib.get_close_matches(mode, words.MODES, n=1)
-                    hint = f"did you mean '{close[0]}'? " if close else ""
-                    raise DescriptorError(self.values.source, f"{path}.{mode}", "is not a TIPC mode",
-                                          self.values.lines.get(f"{path}.{mode}"),
-                                          hint + "modes: " + ", ".join(words.MODES))
                 part = self.values.scalar_text(item, f"{path}.{mode}")
                 if "|" in part or "=" in part:
                     raise self.values.fail(f"{path}.{mode}", f"{quoted(part)} contains '|' or '='", "give one plain value per mode")
@@ -107,31 +94,23 @@ class Validator:
             return SlotValue(key, text)
         if value is None:
             return SlotValue(default_key or "null", "null")
-        if default_key is None:
-            raise self.values.err(path, value, "a mapping {key: FLAG, value: VALUE} (or null)",
-                            hint=f"this line's key is the script's flag name, e.g. {path}: {{key: --flag, value: ...}}")
-        return SlotValue(default_key, self.slot_value(value, path, slot))
+        return SlotValue(str(default_key), self.slot_value(value, path, slot))
 
     def descriptor(self, data: Any, base_dir: Path) -> Descriptor:
         if data is None:
             raise DescriptorError(self.values.source, "", "is empty", hint="start from a sample: tipcgen init bert-sst2 writes one")
-        data = self.values.mapping(data, "", TOP_FIELDS)
-        version = data.get("schema_version", SCHEMA_VERSION)
-        if isinstance(version, bool) or version != SCHEMA_VERSION:
-            raise self.values.err("schema_version", version, f"{SCHEMA_VERSION}")
-        for required in REQUIRED:
-            if data.get(required) is None:
-                raise DescriptorError(self.values.source, required, "is missing" if required not in data else "is null",
-                                      self.values.lines.get(required), hint=f"give '{required}:' a value (see docs/DESCRIPTOR.md)")
-        sections = {name: self.values.mapping(data[name], name, children(name))
-                    for name in SECTION_FIELDS if name in data and data[name] is not None}
-        if "norm" not in sections["train"]:
-            raise DescriptorError(self.values.source, "train.norm", "is missing", self.values.lines.get("train"),
-                                  hint="name the train script, e.g. train.norm: tools/train.py")
-        if "script" not in sections["inference"]:
-            raise DescriptorError(self.values.source, "inference.script", "is missing", self.values.lines.get("inference"),
-                                  hint="name the inference script, or write inference.script: null")
-        layout_name = self.groups.layout(data.get("layout", "standard"))
+        if not isinstance(data, dict):  # not a descriptor at all: say so without quoting it
+            raise DescriptorError(self.values.source, "", f"is not a descriptor: a YAML mapping of fields was expected, "
+                                  f"found {'a list' if isinstance(data, list) else 'a single value'}",
+                                  self.values.lines.get(""), "pass a tipc.yaml (docs/DESCRIPTOR.md), e.g. tipcgen init bert-sst2")
+        # Types, allowed values, unknown and missing fields, ranges and patterns: the model's, by its JSON Schema.
+        structure.check(data, self.values.source, self.values.lines)
+        for required in REQUIRED:  # present (the schema says so), but a slot's null would render `key:null`
+            if data[required] is None:
+                raise DescriptorError(self.values.source, required, "is null", self.values.lines.get(required),
+                                      hint=f"give '{required}:' a value (see docs/DESCRIPTOR.md)")
+        sections = {name: data[name] for name in SECTION_FIELDS if data.get(name) is not None}
+        layout_name = data.get("layout", default("layout"))
         own = {slot.name: slot for slot in layout.slots_of(layout_name)}
         slots: dict[str, SlotValue] = {}
         for slot in layout.TRAIN_INFER_PYTHON:
@@ -144,10 +123,7 @@ class Validator:
                                 f"leave {slot.field} out, or render the standard layout (layout: standard)")
             slot = own.get(slot.name, slot)  # the tutorial's own default keys (train_model:)
             raw = given.get(tail or head, FIELD_DEFAULTS.get(slot.field))
-            slots[slot.name] = self.slot(slot, raw, slot.field)
-            if slot.field in FIXED_KEY_FIELDS and slots[slot.name].key != slot.key:
-                raise self.values.fail(f"{slot.field}.key", f"{quoted(slots[slot.name].key)} replaces the fixed key {quoted(slot.key)}",
-                                f"the runner checks this line's key: write {slot.field}: VALUE")
+            slots[slot.name] = self.slot(slot, raw, slot.field)  # a fixed key (model_name, python, ...) is the schema's
         self._required_values(slots)
         self._infer_shapes(slots, layout.slots_of(layout_name))
         model_name = self._model_name(slots[chain.name_of("model_name")].value)
@@ -173,7 +149,7 @@ class Validator:
             align_thresholds=self.groups.align(data.get("align")),
             target=target_spec.parse(data.get("target"), self.values.source, self.values.lines),
             benchmark=bench,
-            description=self.values.text(data["description"], "description") if data.get("description") else "",
+            description="" if data.get("description") in (None, "") else self.values.text(data["description"], "description"),
             layout=layout_name,
             env=self.groups.env(data.get("env")),
             text=self.groups.text(data.get("text")),

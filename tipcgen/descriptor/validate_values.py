@@ -1,10 +1,10 @@
-"""The validator's checks of one value: a mapping's field names, a text, a relative path, a tolerance.
+"""The validator's checks of one value that its JSON Schema does not state: text (spaces, full-width punctuation,
+control characters), a relative path, a tolerance read with its defaults.
 
 Every failure is a DescriptorError that names the file, the line and the field (``Checks.fail``).
 """
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -45,22 +45,7 @@ class Checks:
         line = self.lines.get(path)
         return DescriptorError(self.source, path, f"expected {expected}, found {describe(found)}", line, hint)
 
-    # -- generic checks
-    def mapping(self, value: Any, path: str, allowed: set[str]) -> dict[str, Any]:
-        if not isinstance(value, dict) and not path:  # not a descriptor at all: say so without quoting it
-            raise DescriptorError(self.source, "", f"is not a descriptor: a YAML mapping of fields was expected, "
-                                  f"found {'a list' if isinstance(value, list) else 'a single value'}",
-                                  self.lines.get(""), "pass a tipc.yaml (docs/DESCRIPTOR.md), e.g. tipcgen init bert-sst2")
-        if not isinstance(value, dict):
-            raise self.err(path or "(top level)", value, "a mapping")
-        for key in value:
-            if key not in allowed:
-                sub = f"{path}.{key}" if path else key
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                hint = f"did you mean '{close[0]}'?" if close else "allowed: " + ", ".join(sorted(allowed))
-                raise DescriptorError(self.source, sub, "unknown field", self.lines.get(sub), hint)
-        return value
-
+    # -- the rules of text a schema does not state
     def text(self, value: Any, path: str, *, what: str = "text") -> str:
         if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
             raise self.err(path, value, what)
@@ -97,15 +82,7 @@ class Checks:
         return text
 
     def tolerance(self, value: Any, path: str, default: Tolerance) -> Tolerance:
+        """``{atol, rtol}`` (each a number ≥ 0 by the schema), the default's for what is left out."""
         if value is None:
             return default
-        value = self.mapping(value, path, {"atol", "rtol"})
-        out = {}
-        for name in ("atol", "rtol"):
-            number = value.get(name, getattr(default, name))
-            if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < 1e6 \
-                    or number != number:
-                raise self.err(f"{path}.{name}", number, "a tolerance: a number ≥ 0, such as 1.0e-5")
-            out[name] = float(number)
-        return Tolerance(**out)
-
+        return Tolerance(**{name: float(value.get(name, getattr(default, name))) for name in ("atol", "rtol")})
