@@ -65,7 +65,7 @@ def test_the_corpus_counts_by_layout() -> None:
 @pytest.mark.parametrize("path", PTQ_FILES, ids=lambda p: p.name.split("configs__")[-1])
 def test_every_ptq_config_parses_and_renders_back_byte_for_byte(path: Path) -> None:
     original = path.read_bytes().decode()
-    assert compression.parse(original).render() == original
+    assert compression.read_config(original).render() == original
 
 
 @needs_corpus
@@ -107,11 +107,11 @@ def test_a_null_script_and_an_unknown_device_are_errors() -> None:
 @needs_corpus
 def test_a_parse_refuses_what_it_cannot_keep() -> None:
     with pytest.raises(ValueError, match="idx 9 should hold '##'"):
-        compression.parse(without_line(text(SEG_PTQ), 4))
+        compression.read_config(without_line(text(SEG_PTQ), 4))
     with pytest.raises(ValueError, match="blank line"):
-        compression.parse(text(SEG_PTQ).replace("##\n", "##\n\n", 1))
+        compression.read_config(text(SEG_PTQ).replace("##\n", "##\n\n", 1))
     with pytest.raises(ValueError, match="not a PTQ config"):
-        compression.parse(text("tipc-corpus/PaddleOCR/test_tipc__configs__ch_PP-OCRv3_det__train_pact_infer_python.txt"))
+        compression.read_config(text("tipc-corpus/PaddleOCR/test_tipc__configs__ch_PP-OCRv3_det__train_pact_infer_python.txt"))
 
 
 # ---------------------------------------------------------------- import → init

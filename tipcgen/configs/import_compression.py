@@ -45,7 +45,7 @@ def import_ptq(text: str, source: str) -> str:
         if bad is not None:
             raise ConfigImportError(source, number, f"contains the control character {bad!r}",
                                     "a config line is single-line printable text; remove it")
-    ptq = compression.parse(text)
+    ptq = compression.read_config(text)
     return "\n".join(_yaml(ptq, source)) + "\n"
 
 

@@ -61,8 +61,8 @@ def parse(value: Any, source: str, lines: dict[str, int]) -> PtqSpec | None:
         tuple(_line(text, f"ptq.trailing[{i}]", fail) for i, text in enumerate(trailing)),
         value.get("final_newline", True) is not False)
     try:
-        if compression.parse(config.render()).layout != name:
-            raise ValueError(f"its lines read as the {compression.parse(config.render()).layout} layout")
+        if compression.read_config(config.render()).layout != name:
+            raise ValueError(f"its lines read as the {compression.read_config(config.render()).layout} layout")
     except ValueError as exc:  # a line that moved a header, ## or keyed line out of its place
         raise fail("ptq.lines", f"the config it renders is not a {name} config: {exc}",
                    "keep model_name:, python:, trainer:, inference: and the ## lines where the layout has them") from None

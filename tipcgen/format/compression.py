@@ -154,7 +154,7 @@ def misplaced(config: TipcConfig, name: str) -> tuple[layout_check.Anchor, int |
     return None
 
 
-def parse(text: str) -> CompressionConfig:
+def read_config(text: str) -> CompressionConfig:
     """The lines of a conforming PTQ config; ``ValueError`` for another kind or a misplaced anchor."""
     config = TipcConfig.parse(text)
     name = layout_of(config)
