@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,26 @@ FUZZ_SHARE = 1.0 if FULL_RUN or os.environ.get("TIPCGEN_FUZZ", "") == "full" els
 def fuzz_examples(full: int) -> int:
     """How many examples a fuzz test that would run `full` of them runs now (FUZZ_SHARE of them, at least 20)."""
     return max(20, round(full * FUZZ_SHARE))
+
+
+def finishes(fn, seconds: float = 60.0):
+    """fn() run in a thread: its value or its exception, or a failure when it has not returned in `seconds` (a read
+    or a lock that blocks, on a FIFO say: a ceiling, not a bound)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{fn} blocked for {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def parsed(path: Path) -> ast.Module:

@@ -10,14 +10,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_stub_repo, tipcgen
+from conftest import finishes, make_stub_repo, tipcgen
 from tipcgen.core import inputs
 from tipcgen.core.errors import RunError, TipcgenError
 from tipcgen.format.paths import RECORDS
@@ -30,23 +29,6 @@ SECRET = "TOP-SECRET-7f3a"
 MODE = "lite_train_lite_infer"
 
 
-def _finishes(fn, seconds: float = 60.0):
-    """fn() run in a thread: its value, or a failure when it has not returned in `seconds` (a read that blocks)."""
-    box: dict = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"{fn} blocked for {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 # ---------------------------------------------------------------- a step's log, swapped
@@ -98,7 +80,7 @@ def test_a_swapped_log_never_reaches_the_summary(tmp_path_factory, shape, kind, 
     rel = _swap(root, outside, shape)
     run = root / "test_tipc" / "output" / "m" / MODE
     (run / RECORDS).write_text(json.dumps({"kind": kind, "name": "n", "status": status, "log": rel}) + "\n")
-    steps, problems = _finishes(lambda: read_records(run, root))
+    steps, problems = finishes(lambda: read_records(run, root))
     summary = Summary(model="m", mode=MODE, config="c.txt", steps=steps, problems=problems)
     write_json(summary, run / "summary.json")
     write_junit(summary, run / "junit.xml")
@@ -132,7 +114,7 @@ def test_the_records_file_itself_is_not_followed_out(tmp_path: Path):
     assert steps == [] and problems and SECRET not in problems[0]
     (run / RECORDS).unlink()
     os.mkfifo(run / RECORDS)
-    steps, problems = _finishes(lambda: read_records(run, root))
+    steps, problems = finishes(lambda: read_records(run, root))
     assert steps == [] and "not a regular file" in problems[0]
 
 
@@ -181,7 +163,7 @@ def test_the_tail_of_a_log_never_blocks_and_stays_small(tmp_path: Path, shape):
         with (tmp_path / "big").open("wb") as handle:
             handle.truncate(1 << 30)
         log.symlink_to(tmp_path / "big")
-    tail = _finishes(lambda: log_tail(log, folder=log.parent))
+    tail = finishes(lambda: log_tail(log, folder=log.parent))
     assert len(tail) == 1 and tail[0].startswith("(tipcgen did not read this log")
 
 
@@ -211,7 +193,7 @@ def test_a_lock_that_is_not_a_file_is_refused_at_once(tmp_path: Path, shape):
             return "taken"
 
     with pytest.raises(RunError) as caught:
-        _finishes(take)
+        finishes(take)
     assert "not a regular file" in caught.value.message and f"rm {lock}" in caught.value.hint
     assert os.path.lexists(lock)  # never removed by tipcgen: the user looks at it
 
@@ -240,7 +222,7 @@ def test_a_suite_copies_a_run_folder_holding_a_fifo_a_socket_and_a_link(tmp_path
     server.bind(str(src / "sock"))
     server.close()
     (src / "link").symlink_to("/dev/zero")
-    _finishes(lambda: shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True, ignore=suite._not_plain))
+    finishes(lambda: shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True, ignore=suite._not_plain))
     assert sorted(p.name for p in dest.rglob("*")) == ["a.log", "link", "sub", "summary.json"]
     assert (dest / "link").is_symlink()
 
@@ -365,7 +347,7 @@ def test_the_runner_is_judged_from_its_head(tmp_path: Path, shape):
         os.mkfifo(runner)
     else:
         runner.write_text(f"#!/usr/bin/env bash\n# {submission.GENERATED_MARK} 0.1.0\n")
-    assert _finishes(lambda: submission.is_generated(tmp_path)) is (shape == "generated")
+    assert finishes(lambda: submission.is_generated(tmp_path)) is (shape == "generated")
 
 
 @pytest.mark.paddle

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -22,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
+from conftest import ROOT, finishes
 from tipcgen.core.errors import RunError
 from tipcgen.run import guard
 
@@ -30,23 +29,6 @@ MODE = "lite_train_lite_infer"
 _CEILING = 600.0  # seconds a blocked call may take before the test says so (a ceiling, not a bound)
 
 
-def _finishes(fn):
-    """fn() in a thread: its value or its exception; a failure if it never returns (a wait on a FIFO)."""
-    box: dict = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(_CEILING)
-    assert not thread.is_alive(), f"{fn} blocked"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def _take(run_dir: Path, run_id: str = "new") -> list[str]:
@@ -162,20 +144,26 @@ def _foreign_host(content: bytes) -> bool:
     return isinstance(value, dict) and value.get("host") not in (None, socket.gethostname())
 
 
+def _left_record(folder: Path, content: bytes) -> tuple[Path, Path]:
+    """A run folder's path under FOLDER and its lock record, holding CONTENT (the folder itself not made)."""
+    run_dir = folder / "out" / MODE
+    record = guard.lock_path(run_dir)
+    record.parent.mkdir(parents=True)
+    record.write_bytes(content)
+    return run_dir, record
+
+
 @settings(max_examples=60, deadline=None)
 @given(content=_garbage())
 def test_any_record_left_without_a_holder_is_taken_over_or_refused_by_host(content: bytes):
     with tempfile.TemporaryDirectory() as folder:
-        run_dir = Path(folder) / "out" / MODE
-        record = guard.lock_path(run_dir)
-        record.parent.mkdir(parents=True)
-        record.write_bytes(content)
+        run_dir, record = _left_record(Path(folder), content)
         if _foreign_host(content):
             with pytest.raises(RunError, match="held by a run on host"):
-                _finishes(lambda: _take(run_dir))
+                finishes(lambda: _take(run_dir), _CEILING)
             assert record.read_bytes() == content
         else:
-            notes = _finishes(lambda: _take(run_dir))
+            notes = finishes(lambda: _take(run_dir), _CEILING)
             assert len(notes) == 1 and "recovered the stale lock" in notes[0], notes
             assert not record.exists()
 
@@ -184,13 +172,10 @@ def test_any_record_left_without_a_holder_is_taken_over_or_refused_by_host(conte
 @given(content=_garbage())
 def test_any_record_next_to_a_held_os_lock_is_a_refusal_never_a_crash(content: bytes):
     with tempfile.TemporaryDirectory() as folder:
-        run_dir = Path(folder) / "out" / MODE
-        record = guard.lock_path(run_dir)
-        record.parent.mkdir(parents=True)
-        record.write_bytes(content)
+        run_dir, record = _left_record(Path(folder), content)
         with _held_elsewhere(run_dir):
             with pytest.raises(RunError) as caught:
-                _finishes(lambda: _take(run_dir))
+                finishes(lambda: _take(run_dir), _CEILING)
         assert caught.value.message.startswith("another tipcgen run (pid ")
         assert record.read_bytes() == content  # the holder's record is never touched
 
@@ -218,7 +203,7 @@ def test_a_lock_path_that_is_not_a_file_is_refused_never_followed(tmp_path: Path
     else:
         path.mkdir()
     with pytest.raises(RunError) as caught:
-        _finishes(lambda: _take(run_dir))
+        finishes(lambda: _take(run_dir), _CEILING)
     if shape == "folder":
         assert "is a folder" in caught.value.message
     else:
