@@ -198,8 +198,8 @@ tipc_preflight() {
 tipc_check_layout() { tipc_read_table check "$1"; }
 tipc_use_layout() { tipc_read_table layout "$1"; }
 
-# tipc_read_table COMMAND ARG...: what tipc_preflight.py prints, read as words: `layout NAME LINES` into TIPC_LAYOUT
-# and TIPC_LAYOUT_LINES, `slot NAME INDEX` into TIPC_SLOT (each a number), `section NAME:KEY VALUE` into TIPC_SECTIONS.
+# tipc_read_table COMMAND ARG...: what tipc_preflight.py prints, read as words: `layout NAME LINES` (NAME into
+# TIPC_LAYOUT), `slot NAME INDEX` into TIPC_SLOT (each number checked), `section NAME:KEY VALUE` into TIPC_SECTIONS.
 tipc_read_table() {
     local table what name value
     table=$(tipc_preflight "$@") || exit 2
@@ -207,7 +207,7 @@ tipc_read_table() {
     while read -r what name value; do
         if [ "$what" = section ]; then TIPC_SECTIONS[$name]=$value; continue; fi
         if [[ ! $value =~ ^[0-9]+$ ]]; then tipc_die "internal: '$what $name $value' from tipc_preflight.py"; fi
-        if [ "$what" = slot ]; then TIPC_SLOT[$name]=$value; else TIPC_LAYOUT=$name TIPC_LAYOUT_LINES=$value; fi
+        if [ "$what" = slot ]; then TIPC_SLOT[$name]=$value; else TIPC_LAYOUT=$name; fi
     done <<< "$table"
 }
 
