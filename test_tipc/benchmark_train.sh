@@ -15,9 +15,8 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
 
 TIPC_MODES=(benchmark_train)
-tipc_open "CONFIG benchmark_train [CASE]" "$@"
+tipc_open check "CONFIG benchmark_train [CASE]" "$@"
 CASE=${3:-}
-tipc_check_layout "$CONFIG"
 for key in batch_size fp_items epoch flags; do
     if [ -z "$(section_value train_benchmark_params "$key")" ]; then
         tipc_die "$CONFIG has no '$key:' line in its train_benchmark_params section" \

@@ -40,7 +40,10 @@ tipc_line_name() {
     fi
 }
 
-tipc_open "CONFIG MODE" "$@"
+# tipc_check_lines FILE [INDEX...]: no merge conflict marker; the lines at INDEX clean key:value lines.
+tipc_check_lines() { tipc_preflight lines "$@"; }
+
+tipc_open open "CONFIG MODE" "$@"
 tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
 # shellcheck disable=SC2034  # CHAIN is read where a model links a trained model (whole_infer, paddle2onnx)
 if [ "$TIPC_FIRST" = paddle2onnx_params ]; then
@@ -60,11 +63,14 @@ elif [ "$TIPC_FIRST" = base_train ] || [ "$TIPC_FIRST" = amp_train ]; then
     PYTHON=${TIPC_PYTHON:-$(config_value python)}
 else
     CHAIN=basic
-    tipc_check_layout "$CONFIG"
+    tipc_read_table check "$CONFIG" "$MODE" "${TIPC_MODES[@]}"
     TIPC_MODEL=$(slot_value model_name)
     PYTHON=${TIPC_PYTHON:-$(slot_value python)}
 fi
-tipc_check_python "$PYTHON"
+if ! command -v "$PYTHON" > /dev/null 2>&1; then
+    tipc_die "the config's interpreter '$PYTHON' (line python:) is not on PATH" \
+        "write python:python in the config, or set TIPC_PYTHON to the interpreter to use"
+fi
 case $MODE in
     whole_train_whole_infer) WHOLE_ROLES=" train infer " ;;
     lite_train_whole_infer | whole_infer) WHOLE_ROLES=" infer " ;;
@@ -195,13 +201,13 @@ prepare_bert_sst2() {
                 "name a train output folder, one that holds $NEED (test_tipc/output/$TIPC_MODEL/<mode>/<train step>/)"
         fi
     fi
-    tipc_no_links "$DATA_DIR" "the data folder"
+    tipc_preflight links "$DATA_DIR" "the data folder"
     mkdir -p -- "$DATA_DIR"
     prepare_file train.tsv train sample_models/bert-sst2/data/lite_train.tsv train.tsv
     prepare_file dev.tsv train sample_models/bert-sst2/data/lite_dev.tsv dev.tsv
     prepare_file infer.tsv infer sample_models/bert-sst2/data/lite_dev.tsv dev.tsv
     if [ "$MODE" = whole_infer ] || [ "$CHAIN" = paddle2onnx ]; then
-        tipc_no_links "$(dirname -- "$TRAINED")" "the trained model's folder"
+        tipc_preflight links "$(dirname -- "$TRAINED")" "the trained model's folder"
         mkdir -p -- "$(dirname -- "$TRAINED")"
         rm -f -- "$TRAINED"
         ln -s -- "$(cd -- "$SOURCE" && pwd)" "$TRAINED"

@@ -41,6 +41,9 @@ tipc_line_name() {
     fi
 }
 
+# tipc_check_lines FILE [INDEX...]: no merge conflict marker; the lines at INDEX clean key:value lines.
+tipc_check_lines() { tipc_preflight lines "$@"; }
+
 # tipc_has_key FILE KEY: stop unless a line is keyed KEY (this config is read by key).
 tipc_has_key() {
     local line
@@ -50,7 +53,7 @@ tipc_has_key() {
     tipc_die "$1 has no '$2:' line" "render the config with tipcgen init (or restore the line)"
 }
 
-tipc_open "CONFIG MODE" "$@"
+tipc_open open "CONFIG MODE" "$@"
 tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
 if [ "$TIPC_FIRST" != paddle2onnx_params ]; then
     tipc_die "$CONFIG is not a paddle2onnx config (its first line is not the paddle2onnx_params header)" \

@@ -33,6 +33,9 @@ tipc_line_name() {
     fi
 }
 
+# tipc_check_lines FILE [INDEX...]: no merge conflict marker; the lines at INDEX clean key:value lines.
+tipc_check_lines() { tipc_preflight lines "$@"; }
+
 # dy2static_settings MODEL: the tolerance of MODEL's loss check (check_args) from its descriptor
 # (dy2static.tolerance); a model no descriptor here rendered gets the check's defaults, and a note saying so.
 dy2static_settings() {
@@ -46,14 +49,14 @@ dy2static_settings() {
     esac
 }
 
-tipc_open "CONFIG MODE" "$@"
+tipc_open open "CONFIG MODE" "$@"
 if [ "$MODE" = whole_infer ]; then
     tipc_die "the dy2static chain trains, and $MODE trains nothing" \
         "run it in a train mode: lite_train_lite_infer (upstream's) or whole_train_whole_infer"
 fi
 # Every line the runner reads, checked before any step: no conflict marker, each anchor in place, no stray
 # whitespace. The slot helpers read idx 1-21 where the 51-line layout has them.
-tipc_use_layout standard
+tipc_read_table layout standard
 SHIFT_HINT="a line above it is missing or extra, so every later value would be read from the wrong line"
 SHIFT_HINT+=" (tipcgen lint shows where)"
 tipc_check_lines "$CONFIG"
@@ -165,13 +168,13 @@ if [ ! -f "$BASIC_CONFIG" ]; then
 fi
 DY2STATIC_LINES=("${TIPC_LINES[@]}")
 # The basic config's own checks (the basic runner repeats them on the config it is given).
-(tipc_load_config "$BASIC_CONFIG" && tipc_check_layout "$BASIC_CONFIG") || exit 2
+(tipc_read_table check "$BASIC_CONFIG" "$MODE" "${TIPC_MODES[@]}") || exit 2
 dy2static_settings "$TIPC_MODEL"
 tipc_start_run "./test_tipc/output/$TIPC_MODEL/dy2static/$MODE" results_python.log "dy2static $MODE"
 
 # The config both trainings run from: the basic config with CONFIG's train block (idx 1-21) and both
 # trainers.
-tipc_load_config "$BASIC_CONFIG"
+tipc_read_table open "$BASIC_CONFIG" "$MODE" "${TIPC_MODES[@]}"
 for ((idx = 1; idx < 22; idx++)); do TIPC_LINES[idx]=${DY2STATIC_LINES[idx]}; done
 TIPC_LINES[14]='trainer:norm_train|to_static_train'
 TRAIN_CONFIG=$LOG_PATH/train_infer_python_dy2static.txt

@@ -15,20 +15,19 @@ if [ "${TIPC_MULTI_NODE:-}" = local ]; then  # the fleet chain's simulated machi
         "add a fleet: section to the model's descriptor, render it (tipcgen init); on a cluster: TIPC_MULTI_NODE=1"
 fi
 
-tipc_open "CONFIG MODE [GPU_ID]" "$@"
-GPU_ID=${3:-}
 # One runner for every model of the repository: each model's flag names come from its own config.
-tipc_check_layout "$CONFIG"
+tipc_open check "CONFIG MODE [GPU_ID]" "$@"
+GPU_ID=${3:-}
 tipc_begin "$(slot_value model_name)" "$(slot_value python)"
 # TIPC_RUN_FOLDER: another run folder (the dy2static runner runs this one on its two trainings there).
 tipc_start_run "${TIPC_RUN_FOLDER:-./test_tipc/output/$TIPC_MODEL/$MODE}" results_python.log "$MODE"
 
-# run_inference MODEL_DIR DATA IS_QUANT GPU TAG: the Paddle Inference matrix for one model, in upstream's
+# run_inference MODEL_DIR DATA IS_QUANT GPUS: the Paddle Inference matrix for one model, in upstream's
 # loop order: on the CPU mkldnn x threads x batch size x precision, on a GPU use_trt x precision x batch size.
 run_inference() {
     local script use_gpu switch threads bs precision
     local -a use_gpus switches threadss batch_sizes precisions
-    local -A inference=([model_dir]=$1 [data]=$2 [is_quant]=$3 [gpu]=$4 [tag]=$5)
+    local -A inference=([model_dir]=$1 [data]=$2 [is_quant]=$3 [gpus]=$4)
     script=$(slot_value inference)
     if tipc_is_null "$script"; then return 0; fi
     inference[script]=$script
@@ -65,11 +64,10 @@ infer_case() {
     local -n tipc_inference=$1
     local place=$2 switch=$3 threads=$4 precision=$5 bs=$6 name skip=""
     local script=${tipc_inference[script]} use_gpu=${tipc_inference[use_gpu]} model_dir=${tipc_inference[model_dir]}
-    local data=${tipc_inference[data]} is_quant=${tipc_inference[is_quant]} gpu=${tipc_inference[gpu]}
-    local tag=${tipc_inference[tag]}
+    local data=${tipc_inference[data]} is_quant=${tipc_inference[is_quant]} gpus=${tipc_inference[gpus]}
     local -a cmd
     if [ "$place" = cpu ]; then
-        name=python_infer_cpu_gpus_${gpu}${tag}_usemkldnn_${switch}_threads_${threads}
+        name=python_infer_cpu_gpus_${gpus}_usemkldnn_${switch}_threads_${threads}
         name+=_precision_${precision}_batchsize_${bs}
         tipc_case device=cpu use_gpu="$use_gpu" mkldnn="$switch" threads="$threads" precision="$precision" \
             batch_size="$bs" model_dir="$model_dir"
@@ -79,7 +77,7 @@ infer_case() {
             skip="a quantised model runs int8 only (upstream rule)"
         fi
     else
-        name=python_infer_gpu_gpus_${gpu}${tag}_usetrt_${switch}_precision_${precision}_batchsize_${bs}
+        name=python_infer_gpu_gpus_${gpus}_usetrt_${switch}_precision_${precision}_batchsize_${bs}
         tipc_case device=gpu use_gpu="$use_gpu" use_trt="$switch" precision="$precision" batch_size="$bs" \
             model_dir="$model_dir"
         if [ "${is_quant,,}" != true ] && [ "$precision" = int8 ]; then
@@ -105,53 +103,52 @@ infer_case() {
     tipc_step infer "$name" "$LOG_PATH/$name.log" "$TIPC_STEP_NOTE" -- "${cmd[@]}"
 }
 
-# start_fixed_check MODEL_DIR GPU TAG: the chain's own check of one exported model (fixed inputs in every inference
+# start_fixed_check MODEL_DIR GPUS: the chain's own check of one exported model (fixed inputs in every inference
 # configuration), started beside the inference matrix at low CPU priority (run_checks collects it).
 start_fixed_check() {
-    local model_dir=$1 gpu=$2 tag=$3
+    local model_dir=$1 gpus=$2
     tipc_case model_dir="$model_dir"
-    tipc_fixed_check tipc_step_beside "fixed_inputs_gpus_${gpu}${tag}" "$model_dir" \
+    tipc_fixed_check tipc_step_beside "fixed_inputs_gpus_$gpus" "$model_dir" \
         "--use_gpu=$(slot_value infer_use_gpu)" "--enable_mkldnn=$(slot_value enable_mkldnn)" \
         "--cpu_threads=$(slot_value cpu_threads)" "--precision=$(slot_value precision)" \
         "--use_trt=$(slot_value use_trt)" "--batch_size=$(slot_value infer_batch_size)"
 }
 
-# run_checks MODEL_DIR GPU TAG: the result checks of one model's inference: the chain's own (start_fixed_check's),
+# run_checks MODEL_DIR GPUS: the result checks of one model's inference: the chain's own (start_fixed_check's),
 # and where the config asks, against the dygraph model's results (the export's) and this training's golden ones.
 run_checks() {
-    local model_dir=$1 gpu=$2 tag=$3 compare reference golden results fixed pattern logs=""
+    local model_dir=$1 gpus=$2 compare reference golden results fixed pattern logs=""
     tipc_step_collect
     compare=$(section_value result_check_params compare)
     if tipc_is_null "$compare"; then return 0; fi
-    pattern="$LOG_PATH/python_infer_*_gpus_${gpu}${tag}_*.log"
+    pattern="$LOG_PATH/python_infer_*_gpus_${gpus}_*.log"
     if compgen -G "$pattern" > /dev/null; then logs=1; fi
     reference=$(section_value result_check_params reference_file)
     if [ -n "$logs" ] && ! tipc_is_null "$reference"; then
         tipc_case reference=dygraph model_dir="$model_dir"
         if [ -f "$model_dir/$reference" ]; then
-            tipc_compare_check "$compare" "infer_vs_dygraph_gpus_${gpu}${tag}" "$model_dir/$reference" "$pattern" \
-                reference
+            tipc_compare_check "$compare" "infer_vs_dygraph_gpus_$gpus" "$model_dir/$reference" "$pattern" reference
         else
-            tipc_skip check "infer_vs_dygraph_gpus_${gpu}${tag}" "the export step wrote no $reference into $model_dir"
+            tipc_skip check "infer_vs_dygraph_gpus_${gpus}" "the export step wrote no $reference into $model_dir"
         fi
     fi
     golden=$(section_value result_check_params golden_dir)
     if tipc_is_null "$golden"; then return 0; fi
     # This training's committed results (tipcgen golden; format/paths.py names them): gpus_-1 for the CPU.
-    results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_results_*.txt"
-    fixed="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpu}${tag}_fixed_results_*.txt"
+    results="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpus}_results_*.txt"
+    fixed="$golden/python_${TIPC_MODEL}_${MODE}_gpus_${gpus}_fixed_results_*.txt"
     if [ -n "$logs" ] && compgen -G "$results" > /dev/null; then
         tipc_case reference=golden
-        tipc_compare_check "$compare" "golden_gpus_${gpu}${tag}" "$results" "$pattern" golden
+        tipc_compare_check "$compare" "golden_gpus_${gpus}" "$results" "$pattern" golden
     elif [ -n "$logs" ] && ! compgen -G "$fixed" > /dev/null; then
         tipc_case reference=golden
-        tipc_skip check "golden_gpus_${gpu}${tag}" \
-            "no golden results for $MODE, gpus $gpu$tag in $golden (tipcgen golden --mode $MODE writes them)"
+        tipc_skip check "golden_gpus_${gpus}" \
+            "no golden results for $MODE, gpus $gpus in $golden (tipcgen golden --mode $MODE writes them)"
     fi
-    if compgen -G "$fixed" > /dev/null && [ -d "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}" ]; then
+    if compgen -G "$fixed" > /dev/null && [ -d "$LOG_PATH/fixed_inputs_gpus_${gpus}" ]; then
         tipc_case reference=golden
-        tipc_compare_check "$compare" "golden_fixed_inputs_gpus_${gpu}${tag}" "$fixed" \
-            "$LOG_PATH/fixed_inputs_gpus_${gpu}${tag}/*_results.txt" golden
+        tipc_compare_check "$compare" "golden_fixed_inputs_gpus_$gpus" "$fixed" \
+            "$LOG_PATH/fixed_inputs_gpus_$gpus/*_results.txt" golden
     fi
 }
 
@@ -261,11 +258,9 @@ run_training() {
     fi
     save=$LOG_PATH/$prefix
     note=${tipc_training[note]}
-    if [ "$run_on" = cpu ]; then
-        case ${autocast,,} in
-            amp | fp16) note="${note:+$note; }autocast $autocast had no effect: CPU training runs in float32" ;;
-        esac
-    fi
+    case $run_on:${autocast,,} in
+        cpu:amp | cpu:fp16) note="${note:+$note; }autocast $autocast had no effect: CPU training runs in float32" ;;
+    esac
     cmd=("${tipc_env[@]}" "$PYTHON" "${tipc_launch[@]}")
     if [ ${#tipc_launch[@]} -gt 0 ]; then cmd+=(--log_dir "$save/log"); fi
     tipc_add_words cmd "$TRAIN_CMD"
@@ -309,13 +304,13 @@ run_training() {
     model_dir=$save
     inference_dir=$(slot_value inference_dir)
     if ! tipc_is_null "$inference_dir" && [ "$inference_dir" != "##" ]; then model_dir=$save/$inference_dir; fi
-    start_fixed_check "$model_dir" "$gpu" "$tag"
-    run_inference "$model_dir" "$(slot_value train_infer_data)" "$IS_QUANT" "$gpu" "$tag"
-    run_checks "$model_dir" "$gpu" "$tag"
+    start_fixed_check "$model_dir" "$gpu$tag"
+    run_inference "$model_dir" "$(slot_value train_infer_data)" "$IS_QUANT" "$gpu$tag"
+    run_checks "$model_dir" "$gpu$tag"
 }
 
 # run_whole_infer: inference (after an export when the config gives one) on each model of the
-# infer_model line, on GPU_ID (or the CPU).
+# infer_model line (tipc_open has checked that it names one), on GPU_ID (or the CPU).
 run_whole_infer() {
     local count=0 model export_cmd is_quant model_dir i
     local -a models exports quants env_prefix=()
@@ -340,14 +335,10 @@ run_whole_infer() {
                 continue
             fi
         fi
-        start_fixed_check "$model_dir" "${GPU_ID:--1}" "_model_$count"
-        run_inference "$model_dir" "$(slot_value infer_data)" "$is_quant" "${GPU_ID:--1}" "_model_$count"
-        run_checks "$model_dir" "${GPU_ID:--1}" "_model_$count"
+        start_fixed_check "$model_dir" "${GPU_ID:--1}_model_$count"
+        run_inference "$model_dir" "$(slot_value infer_data)" "$is_quant" "${GPU_ID:--1}_model_$count"
+        run_checks "$model_dir" "${GPU_ID:--1}_model_$count"
     done
-    if [ "$count" -eq 0 ]; then
-        tipc_die "$CONFIG: whole_infer needs trained models in the infer_model line" \
-            "list model folders there (| separated)"
-    fi
 }
 
 if [ "$MODE" = whole_infer ]; then

@@ -3,7 +3,7 @@
 # re-render with `tipcgen init`, do not edit.
 # What every tipcgen script sources (its runners and prepare.sh), read top to bottom:
 #   1. Reading the config: the slot readers and the words of a command (a config value is never run as shell code)
-#   2. Opening a run: arguments, mode, the checks before any step (tipc_preflight.py), the model's settings
+#   2. Opening a run: its arguments, config and model, read and checked before any step by tipc_preflight.py
 #   3. Steps: each run under a time and log limit, its status line and its record (steps.jsonl)
 #   4. Result checks (compare_results.py, check_inference.py)
 # shellcheck disable=SC2034  # the namerefs (local -n) write their caller's arrays; the runners read TIPC_STEP_NOTE
@@ -18,7 +18,7 @@ shopt -s extglob
 TIPC_HERE=$(dirname "${BASH_SOURCE[0]}")
 
 # ---- 1. Reading the config ---------------------------------------------------------------------------
-# From TIPC_LINES (tipc_load_config), TIPC_SLOT (each slot's line) and TIPC_SECTIONS (tipc_check_layout's).
+# From TIPC_LINES (the config's non-blank lines), TIPC_SLOT (each slot's line) and TIPC_SECTIONS (tipc_open's).
 declare -A TIPC_SLOT=() TIPC_SECTIONS=()
 
 # slot_key, slot_value (given a slot name): the key of the slot's line, or everything after its first ':'
@@ -44,10 +44,7 @@ tipc_value_for_mode() {
     local item items
     IFS='|' read -r -a items <<< "$1"
     for item in "${items[@]}"; do
-        if [ "${item%%=*}" = "$2" ]; then
-            printf '%s' "${item#*=}"
-            return 0
-        fi
+        if [ "${item%%=*}" = "$2" ]; then printf '%s' "${item#*=}"; return 0; fi
     done
 }
 
@@ -94,23 +91,13 @@ tipc_add_slots() {
 
 # tipc_show_cmd VAR WORD...: the command as one shell-quoted line, into VAR.
 tipc_show_cmd() {
-    local -n tipc_shown_out=$1
-    shift
-    printf -v tipc_shown_out '%q ' "$@"
-    tipc_shown_out=${tipc_shown_out% }
+    printf -v "$1" '%q ' "${@:2}"
+    printf -v "$1" '%s' "${!1% }"
 }
 
 # ---- 2. Opening a run --------------------------------------------------------------------------------
 
 TIPC_MODES=("lite_train_lite_infer" "lite_train_whole_infer" "whole_infer" "whole_train_whole_infer")
-
-# tipc_model_settings MODEL: the model's settings from its descriptor: the step time limit and the env of its
-# export and inference steps (an `env` prefix).
-tipc_model_settings() {
-    TIPC_MODEL_TIMEOUT=600
-    TIPC_STEP_ENV=()
-    TIPC_STEP_NOTE=""
-}
 
 tipc_die() {
     printf 'tipc error: %s\n' "$1" >&2
@@ -118,67 +105,17 @@ tipc_die() {
     exit 2
 }
 
-tipc_check_mode() {
-    local known legacy=(  # old:new
-        lite_train_infer:lite_train_lite_infer whole_train_infer:whole_train_whole_infer infer:whole_infer
-    )
-    for known in "${TIPC_MODES[@]}"; do
-        if [ "$1" = "$known" ]; then return 0; fi
-    done
-    for known in "${legacy[@]}"; do
-        if [ "$1" = "${known%%:*}" ]; then
-            tipc_die "mode '$1' is a legacy name" "use ${known#*:} (modes: ${TIPC_MODES[*]})"
-        fi
-    done
-    tipc_die "unknown mode '$1'" "use one of: ${TIPC_MODES[*]}"
-}
-
-# tipc_open USAGE ARGS...: every script's start: CONFIG and MODE from ARGS, the mode checked, the config read.
+# tipc_open CHECK USAGE ARGS...: every script's start: CONFIG and MODE from ARGS, then tipc_preflight.py CHECK:
+# open (MODE one of TIPC_MODES, the config's lines) or check (also the config against its layout: the layout whose
+# anchors it holds longest, its line count, the model's keys, the value shapes, no stray character), read.
 tipc_open() {
-    if [ $# -lt 3 ]; then tipc_die "usage: bash $0 $1" "MODE is one of: ${TIPC_MODES[*]}"; fi
-    CONFIG=$2
-    MODE=$3
-    tipc_check_mode "$MODE"
-    tipc_load_config "$CONFIG"
+    if [ $# -lt 4 ]; then tipc_die "usage: bash $0 $2" "MODE is one of: ${TIPC_MODES[*]}"; fi
+    CONFIG=$3 MODE=$4
+    tipc_read_table "$1" "$CONFIG" "$MODE" "${TIPC_MODES[@]}"
 }
 
-# tipc_begin MODEL PYTHON: once the config is checked: the model (its run folder, its settings), the interpreter
-# (TIPC_PYTHON overrides the config's) and the step time limit (TIPC_STEP_TIMEOUT overrides the model's).
-tipc_begin() {
-    TIPC_MODEL=$1
-    if [[ ! $TIPC_MODEL =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || [[ $TIPC_MODEL == *..* ]]; then
-        tipc_die "$CONFIG: model_name '$TIPC_MODEL' cannot name a folder" "use letters, digits, '_', '-' and '.'"
-    fi
-    PYTHON=${TIPC_PYTHON:-$2}
-    tipc_check_python "$PYTHON"
-    tipc_model_settings "$TIPC_MODEL"
-    export TIPC_STEP_TIMEOUT=${TIPC_STEP_TIMEOUT:-$TIPC_MODEL_TIMEOUT}
-}
-
-tipc_check_python() {
-    if command -v "$1" > /dev/null 2>&1; then return 0; fi
-    tipc_die "the config's interpreter '$1' (line python:) is not on PATH" \
-        "write python:python in the config, or set TIPC_PYTHON to the interpreter to use"
-}
-
-# tipc_load_config FILE: FILE's non-blank lines into TIPC_LINES (the indices upstream runners read), their line
-# numbers into TIPC_LINENOS; trailing whitespace dropped (upstream keeps it in the value and silently skips steps).
-tipc_load_config() {
-    local file=$1 raw n=0
-    TIPC_LINES=() TIPC_LINENOS=()
-    if [ ! -f "$file" ]; then
-        tipc_die "config file not found: $file" "pass a file such as test_tipc/configs/<model>/train_infer_python.txt"
-    fi
-    while IFS= read -r raw || [ -n "$raw" ]; do
-        n=$((n + 1))
-        if [[ $raw == *$'\r' ]]; then
-            tipc_die "$file:$n: Windows line ending (CR)" \
-                "convert the file to LF line endings, e.g. sed -i 's/\\r\$//' $file"
-        fi
-        raw=${raw%"${raw##*[![:space:]]}"}
-        if [ -n "$raw" ]; then TIPC_LINES+=("$raw") TIPC_LINENOS+=("$n"); fi
-    done < "$file"
-}
+# tipc_begin MODEL PYTHON: the model, its interpreter (TIPC_PYTHON overrides the config's); tipc_start_run checks them.
+tipc_begin() { TIPC_MODEL=$1 PYTHON=${TIPC_PYTHON:-$2}; }
 
 # tipc_preflight COMMAND ARGS...: tipc_preflight.py beside this file (the checks before any step: the config
 # against its layout and its model's keys, the run folder), under TIPC_PYTHON, else python3. A refusal has printed
@@ -192,29 +129,36 @@ tipc_preflight() {
     "$python" -I -S "$TIPC_HERE/tipc_preflight.py" "$@" || exit 2
 }
 
-# tipc_check_layout FILE: every line the runner reads is where its layout says, before any step (the layout whose
-# anchors the config holds longest, its line count, the model's keys, the value shapes, no stray character); then
-# its table and sections. tipc_use_layout NAME: a layout's table, unchecked.
-tipc_check_layout() { tipc_read_table check "$1"; }
-tipc_use_layout() { tipc_read_table layout "$1"; }
-
-# tipc_read_table COMMAND ARG...: what tipc_preflight.py prints, read as words: `layout NAME LINES` (NAME into
-# TIPC_LAYOUT), `slot NAME INDEX` into TIPC_SLOT (each number checked), `section NAME:KEY VALUE` into TIPC_SECTIONS.
+# tipc_read_table COMMAND ARG...: what tipc_preflight.py prints, read as words, a record `WHAT NAME VALUE` a line,
+# `end - 0` last (else it did not answer): `line LINENO TEXT` into TIPC_LINES and TIPC_LINENOS, `section NAME:KEY
+# VALUE` into TIPC_SECTIONS, the model's steps' env prefix (`env - WORD`) and note (`note - TEXT`); numbers, each
+# checked: `slot NAME INDEX` into TIPC_SLOT, `layout NAME LINES` (TIPC_LAYOUT), `timeout - SECONDS`, `gpus - COUNT`.
 tipc_read_table() {
-    local table what name value
+    local table record what name value records=()
     table=$(tipc_preflight "$@") || exit 2
-    TIPC_SLOT=() TIPC_SECTIONS=()
-    while read -r what name value; do
-        if [ "$what" = section ]; then TIPC_SECTIONS[$name]=$value; continue; fi
+    case $1 in open | check) TIPC_LINES=() TIPC_LINENOS=() ;; esac
+    case $1 in check | layout | sections) TIPC_SLOT=() TIPC_SECTIONS=() ;; esac
+    mapfile -t records <<< "$table"  # not `read`: in a UTF-8 locale it takes a newline after a stray byte for its own
+    if [ "${records[-1]}" != "end - 0" ]; then
+        tipc_die "no answer from ${TIPC_PYTHON:-python3} $TIPC_HERE/tipc_preflight.py" "set TIPC_PYTHON to Python 3"
+    fi
+    for record in "${records[@]}"; do
+        what=${record%% *} record=${record#* } name=${record%% *} value=${record#* }
+        case $what in
+            line) TIPC_LINES+=("$value") TIPC_LINENOS+=("$name"); continue ;;
+            section) TIPC_SECTIONS[$name]=$value; continue ;;
+            env) TIPC_STEP_ENV+=("$value"); continue ;;
+            note) TIPC_STEP_NOTE=$value; continue ;;
+        esac
         if [[ ! $value =~ ^[0-9]+$ ]]; then tipc_die "internal: '$what $name $value' from tipc_preflight.py"; fi
-        if [ "$what" = slot ]; then TIPC_SLOT[$name]=$value; else TIPC_LAYOUT=$name; fi
-    done <<< "$table"
+        case $what in
+            slot) TIPC_SLOT[$name]=$value ;;
+            layout) TIPC_LAYOUT=$name ;;
+            timeout) export TIPC_STEP_TIMEOUT=$value ;;
+            gpus) GPU_COUNT=$value ;;
+        esac
+    done
 }
-
-# tipc_check_lines FILE [INDEX...]: no merge conflict marker; the lines at INDEX clean key:value lines.
-tipc_check_lines() { tipc_preflight lines "$@"; }
-# tipc_no_links PATH [WHAT]: no component of PATH (from the repository root) is a symbolic link.
-tipc_no_links() { tipc_preflight links "$1" "${2:-the run folder}"; }
 
 # ---- 3. Steps: run, record, start and finish a run ---------------------------------------------------
 
@@ -233,17 +177,12 @@ TIPC_FIELDS=(  # paths.STEP_FIELDS
 )
 declare -A TIPC_AT=() TIPC_CASE=()
 
-# tipc_fields_into ARRAY KEY=VALUE...: set fields of a step configuration (an unknown key is a bug here).
+# tipc_fields_into ARRAY KEY=VALUE...: set fields of a step configuration (each KEY one of TIPC_FIELDS: the tests
+# read every call of every generated script).
 tipc_fields_into() {
     local -n tipc_fields_out=$1
     local pair
-    shift
-    for pair in "$@"; do
-        if [[ " ${TIPC_FIELDS[*]} " != *" ${pair%%=*} "* ]]; then
-            tipc_die "internal: unknown step field '${pair%%=*}'"
-        fi
-        tipc_fields_out[${pair%%=*}]=${pair#*=}
-    done
+    for pair in "${@:2}"; do tipc_fields_out[${pair%%=*}]=${pair#*=}; done
 }
 
 # tipc_at KEY=VALUE...: the training the next records belong to (replaces the previous one).
@@ -331,8 +270,7 @@ tipc_wait_step() {
     while tipc_running "$pid"; do
         read -r -t "$delay" -u "$TIPC_SLEEP_FD" _ || :
         tipc_beside_poll
-        polls=$((polls + 1))
-        if [ "$polls" -eq 50 ]; then delay=0.05; fi
+        if [ "$((++polls))" -eq 50 ]; then delay=0.05; fi
     done
     jobs -l > "$status_file" 2>&1  # `PID Exit 137` or `PID Killed` (the latter as a notice on stderr)
     wait "$pid"
@@ -363,9 +301,8 @@ tipc_elapsed() {
 # the step's output closed it); one still held after 5 s by a process the step left behind is stopped.
 tipc_wait_writer() {
     local polls=0
-    while tipc_running "$1" && [ "$polls" -lt 500 ]; do
+    while tipc_running "$1" && [ "$((polls++))" -lt 500 ]; do
         read -r -t 0.01 -u "$TIPC_SLEEP_FD" _ || :
-        polls=$((polls + 1))
     done
     kill "$1" 2> /dev/null
     wait "$1" 2> /dev/null
@@ -421,15 +358,11 @@ tipc_conclude() {
     elif [ "$rc" -eq 124 ] || { [ "$TIPC_STEP_SIGNAL" = KILL ] && [ "${seconds%.*}" -ge "$limit" ]; }; then
         reason="timeout after $limit s"
     elif [ "$TIPC_STEP_SIGNAL" = XFSZ ]; then
-        reason="killed by signal SIGXFSZ: a file it wrote reached the file-size limit of the shell that started"
-        reason+=" the run"
-        reason+=" (ulimit -f $(ulimit -f)): raise it (ulimit -f unlimited) and run again"
+        reason="killed by signal SIGXFSZ: a file it wrote reached the file-size limit of the shell that started the"
+        reason+=" run (ulimit -f $(ulimit -f)): raise it (ulimit -f unlimited) and run again"
     elif [ "$rc" -ne 0 ] && [ "$(wc -c < "$log")" -ge $((max_mb * 1048576)) ]; then
-        reason="log over $max_mb MB (TIPC_MAX_LOG_MB): the log stops there, and the step failed when it wrote on"
-        if [ -n "$TIPC_STEP_SIGNAL" ]; then
-            reason="log over $max_mb MB (TIPC_MAX_LOG_MB): the log stops there, and the step was killed by"
-            reason+=" SIG$TIPC_STEP_SIGNAL when it wrote on"
-        fi
+        reason="log over $max_mb MB (TIPC_MAX_LOG_MB): the log stops there, and the step "
+        reason+="${TIPC_STEP_SIGNAL:+was killed by SIG}${TIPC_STEP_SIGNAL:-failed} when it wrote on"
     elif [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
         reason="command not found or not executable: $program"
     elif [ -n "$TIPC_STEP_SIGNAL" ]; then
@@ -538,10 +471,13 @@ tipc_step_collect() {
     return "$status"
 }
 
-# tipc_start_run LOG_PATH RESULTS_LOG LABEL (none with TIPC_CHECK_ONLY=1: tipcgen run's check of the config): a
-# clean run folder (tipc_preflight start: no link on the way, no other live run, the last run's moved aside to
-# LOG_PATH.previous without its weight files), the CUDA device count, the logs, Ctrl-C handling.
+# tipc_start_run LOG_PATH RESULTS_LOG LABEL: the model's name, interpreter and settings (tipc_preflight start; with
+# TIPC_CHECK_ONLY=1, tipcgen run's check of the config, no more), a clean run folder (no link on the way, no other
+# live run, the last run's moved aside to LOG_PATH.previous without its weight files), the CUDA device
+# count, the logs, Ctrl-C handling.
 tipc_start_run() {
+    TIPC_STEP_ENV=() TIPC_STEP_NOTE=""
+    tipc_read_table start "$1" "$PYTHON" "$CONFIG" "$TIPC_MODEL"
     if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
     # tipcgen run's answer pipe (tipc_handshake): a descriptor number open for reading, else none; never exported.
     case ${TIPC_ANSWER_FD:-} in
@@ -550,7 +486,6 @@ tipc_start_run() {
     esac
     export -n TIPC_ANSWER_FD
     LOG_PATH=$1
-    GPU_COUNT=$(tipc_preflight start "$LOG_PATH" "$PYTHON") || exit 2  # and the CUDA devices paddle can use here
     mkdir -p -- "$LOG_PATH"
     TIPC_RESULTS=$LOG_PATH/$2
     TIPC_RECORDS=$LOG_PATH/steps.jsonl

@@ -278,7 +278,8 @@ def test_init_refuses_a_bad_ptq_tolerance_with_exit_2(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- one PTQ runner for a repository's models
 
-STUB_PYTHON = "#!/bin/sh\nexit 0\n"  # every step "passes": what the runner passed each step is in its record
+# Every step "passes" (what the runner passed each step is in its record); the checks before any step are run.
+STUB_PYTHON = '#!/bin/sh\ncase $3 in */tipc_preflight.py) exec python3 "$@" ;; esac\nexit 0\n'
 KL_TOLERANCE = "{rtol: 0.3}"  # the kl_quant model's own check setting (ptq_mobile keeps the default)
 
 
@@ -370,10 +371,10 @@ def test_two_ptq_configs_of_one_model_name_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_ptq_config_named_otherwise_keeps_its_models_step_timeout() -> None:
-    """OCR's PTQ configs name the model `<model>_KL`: tipc_steps.sh's arm for that name holds the descriptor's
-    step time limit, which tipc_begin reads by the config's model_name."""
+    """OCR's PTQ configs name the model `<model>_KL`: tipc_layouts.json's settings for that name hold the
+    descriptor's step time limit, which tipc_start_run reads by the config's model_name."""
     source = ptq_cnn("tipc_kl.yaml").replace("    model_name: model_name:ptq_cnn\n", "    model_name: model_name:ptq_cnn_KL\n")
     desc = descriptor.load_text(source + "run:\n  step_timeout: 300\n", source="tipc.yaml")
     files = repository.render_files(desc)
-    assert "        ptq_cnn_KL)\n            TIPC_MODEL_TIMEOUT=300\n" in files[paths.STEPS_SH]
+    assert json.loads(files[paths.LAYOUTS_JSON])["settings"]["ptq_cnn_KL"]["timeout"] == 300
     assert "        ptq_cnn_KL)\n" in files[paths.RUNNERS["ptq"]]

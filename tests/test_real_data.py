@@ -3,6 +3,7 @@ folder, whole modes that never train on lite data by accident, and checkpoint na
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -115,7 +116,8 @@ def test_archives_that_reach_outside_the_data_folder_are_refused(tmp_path: Path)
 def test_whole_infer_takes_the_newest_train_run_and_either_checkpoint_spelling(tmp_path: Path):
     data = {"dir": "./data", "whole_from_lite": True, "trained_model": "./data/trained"}
     for spelling in ("latest", "latest.pdparams"):
-        repo = make_repo(tmp_path / spelling.replace(".", "_"), data, train__checkpoint=spelling)
+        repo = make_repo(tmp_path / spelling.replace(".", "_"), data, train__checkpoint=spelling,
+                         whole_infer__models="./data/trained")  # the mode infers on it (the runner checks it names one)
         runs = repo / "test_tipc/output/stub_model"
         for i, mode in enumerate(("whole_train_whole_infer", "lite_train_lite_infer")):  # the lite run is newer
             folder = runs / mode / "norm_train_gpus_-1_autocast_fp32"
@@ -238,8 +240,8 @@ def test_import_names_the_line_and_never_adds_the_flag_unasked(tmp_path: Path):
     assert "\nenv:" not in text and "FLAGS_enable_pir_api" not in text
     (repo / "imported.yaml").write_text(text + '\nenv: {FLAGS_enable_pir_api: "0"}\n')  # asked for
     tipcgen("init", "imported.yaml", "--force", cwd=repo, check=True)
-    common = (repo / "test_tipc/tipc_steps.sh").read_text()  # each model's env: is its arm of tipc_model_settings
-    assert "TIPC_STEP_ENV=(env FLAGS_enable_pir_api=0)" in common
+    tables = json.loads((repo / "test_tipc/tipc_layouts.json").read_text())  # each model's env: is in its settings
+    assert [own["env"] for own in tables["settings"].values()] == [["env", "FLAGS_enable_pir_api=0"]]
 
 
 def test_doctor_names_the_predictor_traps_of_paddle_3(tmp_path: Path):

@@ -61,11 +61,12 @@ def test_models_are_added_one_after_another_without_force(zoo):
         assert (repo / config(model)).is_file(), model
     answers = (repo / ".tipcgen-answers.yml").read_text()
     assert "stub_variant/tipc.yaml" in answers and "stub_tutorial/tipc.yaml" in answers
-    # One prepare.sh, dispatched on model_name; one tipc_steps.sh with each model's own settings.
+    # One prepare.sh, dispatched on model_name; one tipc_layouts.json with each model's own settings.
     prepare = (repo / "test_tipc/prepare.sh").read_text()
     assert all(f"    {m}) prepare_{m} ;;" in prepare for m in MODELS)
-    common = (repo / "test_tipc/tipc_steps.sh").read_text()
-    assert "TIPC_STEP_ENV=(env STUB_TUTORIAL=1)" in common and "TIPC_MODEL_TIMEOUT=300" in common
+    settings = json.loads((repo / "test_tipc/tipc_layouts.json").read_text())["settings"]
+    assert settings["stub_tutorial"] == {"timeout": 300, "env": ["env", "STUB_TUTORIAL=1"],
+                                         "note": "ran with STUB_TUTORIAL=1 (descriptor env:)"}
 
 
 def test_the_suite_runs_every_model_against_the_one_runner(zoo, tmp_path):

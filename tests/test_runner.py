@@ -160,23 +160,29 @@ def test_a_hanging_step_is_killed_at_its_limit(stub_repo: Path):
 
 
 def test_the_allowed_silence_is_the_step_limit_the_runner_applies_plus_the_margin(tmp_path: Path):
-    """--step-timeout, else TIPC_STEP_TIMEOUT as the runner reads it, else the largest model limit tipc_steps.sh
-    was rendered with; a kept runner has none without --step-timeout (its steps are unbounded)."""
-    from tipcgen.format.paths import STEPS_SH
+    """--step-timeout, else TIPC_STEP_TIMEOUT as the runner reads it, else the largest model limit tipc_layouts.json
+    holds; a kept runner has none without --step-timeout (its steps are unbounded)."""
+    import json
+
+    from tipcgen.format.paths import LAYOUTS_JSON
     from tipcgen.run.request import RunRequest
     from tipcgen.run.pipeline import SILENCE_MARGIN, silence_limit
 
-    steps = tmp_path / STEPS_SH
-    steps.parent.mkdir(parents=True)
-    steps.write_text("TIPC_MODEL_TIMEOUT=600\n    big) TIPC_MODEL_TIMEOUT=7200\n    x) TIPC_MODEL_TIMEOUT=99999999999\n")
+    tables = tmp_path / LAYOUTS_JSON
+    tables.parent.mkdir(parents=True)
+    tables.write_text(json.dumps({"settings": {"big": {"timeout": 7200}, "x": {"timeout": 99999999999},
+                                               "y": {"timeout": True}, "z": {"timeout": "9000"}, "w": []}}))
     assert silence_limit(RunRequest(), {}, tmp_path, False) == 7200 + SILENCE_MARGIN  # past 24 h: not a limit
     assert silence_limit(RunRequest(step_timeout=5), {"TIPC_STEP_TIMEOUT": "50"}, tmp_path, True) == 5 + SILENCE_MARGIN
     assert silence_limit(RunRequest(), {"TIPC_STEP_TIMEOUT": "50"}, tmp_path, False) == 50 + SILENCE_MARGIN
     for bogus in ("", "0", "-5", "５０", "1e3", "9" * 5000):  # refused by run before this (next test)
         assert silence_limit(RunRequest(), {"TIPC_STEP_TIMEOUT": bogus}, tmp_path, False) == 7200 + SILENCE_MARGIN
     assert silence_limit(RunRequest(), {}, tmp_path, True) is None
-    steps.unlink()
-    steps.mkdir()  # unreadable as a file: the default limit (the runner itself refuses to start)
+    for broken in ("{not json", "[]", '{"settings": [1]}'):
+        tables.write_text(broken)  # the default limit (the runner itself refuses to start without its tables)
+        assert silence_limit(RunRequest(), {}, tmp_path, False) == 600 + SILENCE_MARGIN
+    tables.unlink()
+    tables.mkdir()  # unreadable as a file
     assert silence_limit(RunRequest(), {}, tmp_path, False) == 600 + SILENCE_MARGIN
 
 

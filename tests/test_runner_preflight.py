@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, fuzz_examples
 from tipcgen import descriptor
-from tipcgen.format import paths
+from tipcgen.format import paths, words
 from tipcgen.render import repository
 from tipcgen.render.shipped import tipc_preflight
 from tipcgen.render.shipped.tipc_preflight import Refused
@@ -34,12 +34,12 @@ def _rendered() -> tuple[dict, str]:
 def _check(tmp_path: Path, text: str | bytes) -> str:
     config = tmp_path / "c.txt"
     config.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape"))
-    return tipc_preflight.check(str(config), known=_rendered()[0])
+    return tipc_preflight.check(str(config), words.LITE_TRAIN_LITE_INFER, *words.MODES, known=_rendered()[0])
 
 
 def _table(out: str) -> dict:
     """The table as the runner reads it (tipc_read_table): each line `what name value`."""
-    table: dict = {"slot": {}, "section": {}}
+    table: dict = {"slot": {}, "section": {}, "line": {}}
     for line in out.split("\n"):  # bash's read ends a line at a newline alone
         what, name, value = (line.split(" ", 2) + [""])[:3]
         if what == "layout":
@@ -121,7 +121,9 @@ def _run(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess.Comp
                           text=True, timeout=120, env={**os.environ, **(env or {})})
 
 
-@pytest.mark.parametrize("args", [[], ["nope"], ["check"], ["check", "a", "b"], ["lines", "c", "x"], ["start", "r"]])
+@pytest.mark.parametrize("args", [[], ["nope"], ["check"], ["check", "a"], ["open", "a"], ["lines", "c", "x"],
+                                  ["sections", "c", "x"], ["sections", "c"], ["start", "r"], ["start", "r", "p", "c"],
+                                  ["links", "a"], ["layout", "a", "b"]])
 def test_a_wrong_call_prints_the_usage_and_exits_2(tmp_path: Path, args: list[str]):
     proc = _run(tmp_path, *args)
     assert proc.returncode == 2 and "usage" not in proc.stdout and "check CONFIG" in proc.stderr
@@ -131,7 +133,7 @@ def test_a_wrong_call_prints_the_usage_and_exits_2(tmp_path: Path, args: list[st
 def test_missing_tables_are_a_message_naming_the_fix(tmp_path: Path):
     _run(tmp_path, "links", "x", "y")
     (tmp_path / "tipc_layouts.json").write_text("{not json")
-    proc = _run(tmp_path, "check", "c.txt")
+    proc = _run(tmp_path, "check", "c.txt", words.WHOLE_INFER, words.WHOLE_INFER)
     assert proc.returncode == 2 and "tipc_layouts.json" in proc.stderr and "tipcgen init" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -165,16 +167,16 @@ def test_a_lock_left_there_never_hangs_or_crashes_the_start(tmp_path: Path, lock
     else:
         dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
         path.write_text(json.dumps({"pid": int(dead.stdout), "run_id": "r0"}))
-    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable, env={"TIPC_RUN_ID": "r1"})
+    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable, "c.txt", "m", env={"TIPC_RUN_ID": "r1"})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().isdigit() and not run.exists()
+    assert _records(proc.stdout)["gpus"].isdigit() and not run.exists()
     assert sorted(p.name for p in run.with_name("mode.previous").iterdir()) == ["summary.json"]
 
 
 def test_a_live_run_holding_the_folder_stops_the_start_and_nothing_moves(tmp_path: Path):
     run = _run_folder(tmp_path)
     (tmp_path / "test_tipc/output/m/mode.lock").write_text(json.dumps({"pid": os.getpid(), "run_id": "other"}))
-    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable, env={"TIPC_RUN_ID": "mine"})
+    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable, "c.txt", "m", env={"TIPC_RUN_ID": "mine"})
     assert proc.returncode == 2 and f"pid {os.getpid()}" in proc.stderr and f"kill {os.getpid()}" in proc.stderr
     assert (run / "model.pdparams").exists() and not run.with_name("mode.previous").exists()
 
@@ -190,7 +192,7 @@ def test_a_link_on_the_way_is_refused_and_its_target_untouched(tmp_path: Path, w
     link = tmp_path / where
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(outside)
-    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable)
+    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable, "c.txt", "m")
     assert proc.returncode == 2 and f"{where} is a symbolic link to {outside}" in proc.stderr, proc.stderr
     assert "write and delete through no link" in proc.stderr and "Traceback" not in proc.stderr
     assert [p.name for p in outside.iterdir()] == ["theirs.pdparams"]
@@ -199,15 +201,27 @@ def test_a_link_on_the_way_is_refused_and_its_target_untouched(tmp_path: Path, w
 def test_a_file_where_the_previous_run_goes_is_refused(tmp_path: Path):
     run = _run_folder(tmp_path)
     run.with_name("mode.previous").write_text("mine")
-    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable)
+    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable, "c.txt", "m")
     assert proc.returncode == 2 and "is a file, where the scripts keep the previous run's folder" in proc.stderr
     assert run.with_name("mode.previous").read_text() == "mine" and (run / "model.pdparams").exists()
 
 
+def _records(out: str) -> dict[str, str]:
+    """start's records (`WHAT - VALUE`) by WHAT (env: its words, joined by spaces)."""
+    records: dict[str, str] = {}
+    assert out.splitlines()[-1] == "end - 0", out  # the last record: the scripts refuse an answer without it
+    for line in out.splitlines()[:-1]:
+        what, dash, value = line.split(" ", 2)
+        assert dash == "-", line
+        records[what] = f"{records[what]} {value}" if what in records else value
+    return records
+
+
 def test_the_cuda_count_is_the_override_or_none_without_nvidia_smi(tmp_path: Path):
-    assert _run(tmp_path, "start", "out", sys.executable, env={"TIPC_GPU_COUNT": "3"}).stdout == "3\n"
+    assert _records(_run(tmp_path, "start", "out", sys.executable, "c.txt", "m", env={"TIPC_GPU_COUNT": "3"}).stdout) == {
+        "timeout": "600", "note": "", "gpus": "3"}
     bare = {"PATH": str(tmp_path / "empty"), "TIPC_GPU_COUNT": ""}
-    assert _run(tmp_path, "start", "out", sys.executable, env=bare).stdout == "0\n"
+    assert _records(_run(tmp_path, "start", "out", sys.executable, "c.txt", "m", env=bare).stdout)["gpus"] == "0"
 
 
 @pytest.mark.parametrize("values, bad", [("True|False", None), ("true", None), ("gpu|cpu", None), ("False", None),
@@ -226,3 +240,140 @@ def test_an_inference_device_the_runner_cannot_run_is_refused_before_the_trainin
         _check(tmp_path, "\n".join(lines) + "\n")
     assert refused.value.what.endswith(f"inference device value '{bad}' on non-blank line 41 is neither True/gpu nor "
                                        "False/cpu") and "False or cpu" in refused.value.hint
+
+
+@pytest.mark.parametrize("mode, words_said", [("lite_train_infer", ["legacy name", "use lite_train_lite_infer"]),
+                                              ("infer", ["legacy name", "use whole_infer"]),
+                                              ("nope", ["unknown mode 'nope'", "use one of: lite_train_lite_infer"]),
+                                              ("", ["unknown mode ''"])])
+def test_a_mode_the_script_does_not_run_is_refused_by_name_before_the_config_is_read(tmp_path: Path, mode: str,
+                                                                                     words_said: list[str]):
+    for command in ("open", "check"):
+        with pytest.raises(Refused) as refused:
+            getattr(tipc_preflight, "open_config" if command == "open" else command)(
+                str(tmp_path / "missing.txt"), mode, *words.MODES, known=_rendered()[0])
+        said = refused.value.what + " " + refused.value.hint
+        assert all(word in said for word in words_said), said
+
+
+@pytest.mark.parametrize("text, said", [(b"a:1\nb:2\r\nc:3\n", ":2: Windows line ending (CR)"),
+                                        (b"a:1\n\nb:\x002\n", ":3: a NUL byte"),
+                                        (b"a:1\r", ":1: Windows line ending (CR)")])
+def test_a_config_no_shell_variable_could_hold_as_written_is_refused_naming_its_line(tmp_path: Path, text: bytes,
+                                                                                      said: str):
+    (tmp_path / "c.txt").write_bytes(text)
+    with pytest.raises(Refused) as refused:
+        tipc_preflight.open_config(str(tmp_path / "c.txt"), words.WHOLE_INFER, *words.MODES, known=_rendered()[0])
+    assert refused.value.what == f"{tmp_path / 'c.txt'}{said}" and refused.value.hint
+
+
+_READ_LINES = r"""source "$1/tipc_steps.sh"
+shift
+for file in "$@"; do
+    tipc_read_table open "$file" whole_infer whole_infer
+    printf '%s\0' "${#TIPC_LINES[@]}" "${TIPC_LINES[@]}" "${TIPC_LINENOS[@]}"
+done
+"""
+
+_LINE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x00"), max_size=30)
+
+
+@settings(max_examples=fuzz_examples(25), deadline=None)
+@given(configs=st.lists(st.lists(st.one_of(_LINE, st.sampled_from(["", "  ", "\t", " a: b ", "x:y:z", "line 3 x",
+                                                                        "section a:b c", "-", "\x1f", "$(touch x)"])),
+                                          max_size=12), min_size=1, max_size=4),
+       raw=st.binary(max_size=12).filter(lambda b: b"\n" not in b and b"\r" not in b and b"\x00" not in b))
+def test_the_runner_reads_every_line_of_a_config_exactly_as_the_checks_read_it(tmp_path_factory, configs, raw):
+    """tipc_open's lines (TIPC_LINES, TIPC_LINENOS) come from tipc_preflight.py's records: for any text, bytes that are
+    not UTF-8 included, the runner holds the same non-blank lines, byte for byte (leading whitespace kept, trailing
+    dropped), with the same line numbers, and runs none of it."""
+    folder = tmp_path_factory.mktemp("read")
+    (folder / "tipc_steps.sh").write_text((ROOT / paths.STEPS_SH).read_text())
+    (folder / paths.TIPC_PREFLIGHT).write_text((ROOT / "test_tipc" / paths.TIPC_PREFLIGHT).read_text())
+    (folder / "tipc_layouts.json").write_text(json.dumps(_rendered()[0]))
+    files, expected = [], []
+    for i, lines in enumerate(configs):
+        data = "\n".join(lines).encode("utf-8") + raw
+        (folder / f"c{i}.txt").write_bytes(data)
+        files.append(str(folder / f"c{i}.txt"))
+        kept, numbers = tipc_preflight.non_blank(data.decode("utf-8", "surrogateescape"))
+        expected += [str(len(kept)).encode()] + [k.encode("utf-8", "surrogateescape") for k in kept]
+        expected += [str(n).encode() for n in numbers]
+    proc = subprocess.run(["bash", "-c", _READ_LINES, "read", str(folder), *files], cwd=folder, capture_output=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split(b"\0")[:-1] == expected
+    assert not (folder / "x").exists()
+
+
+@settings(max_examples=fuzz_examples(200), deadline=None)
+@given(name=st.one_of(st.text(max_size=12), st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,10}", fullmatch=True),
+                      st.sampled_from(["..", "a..b", "../x", "-x", ".x", "a/b", "a\n", "a b", "ｍ", "x" * 200])))
+def test_the_runner_refuses_exactly_the_model_names_init_refuses(name: str):
+    """The model names the run folder (test_tipc/output/<model_name>/): the runner's rule is the descriptor's."""
+    from tipcgen.descriptor.schema import is_model_name
+
+    try:
+        tipc_preflight.check_model("c.txt", name, _rendered()[0])
+    except Refused as refused:
+        assert not is_model_name(name) and refused.what == f"c.txt: model_name '{name}' cannot name a folder"
+        return
+    assert is_model_name(name)
+
+
+def test_start_refuses_a_model_an_interpreter_or_a_step_limit_it_cannot_use_before_touching_the_folder(tmp_path: Path):
+    run = _run_folder(tmp_path)
+    for args, env, said in [
+            (["../m", sys.executable], {}, "c.txt: model_name '../m' cannot name a folder"),
+            (["m", "python3.7-nowhere"], {}, "the config's interpreter 'python3.7-nowhere' (line python:) is not on PATH"),
+            (["m", sys.executable], {"TIPC_STEP_TIMEOUT": "0"}, "TIPC_STEP_TIMEOUT=0 is not a step time limit"),
+            (["m", sys.executable], {"TIPC_STEP_TIMEOUT": "1e3"}, "TIPC_STEP_TIMEOUT=1e3 is not a step time limit"),
+            (["m", sys.executable], {"TIPC_STEP_TIMEOUT": "５"}, "TIPC_STEP_TIMEOUT=５ is not a step time limit"),
+            (["m", sys.executable], {"TIPC_STEP_TIMEOUT": "86401"}, "TIPC_STEP_TIMEOUT=86401 is not a step time limit")]:
+        model, python = args
+        proc = _run(tmp_path, "start", "test_tipc/output/m/mode", python, "c.txt", model, env=env)
+        assert proc.returncode == 2 and f"tipc error: {said}" in proc.stderr and "hint: " in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+        assert (run / "model.pdparams").exists() and not run.with_name("mode.previous").exists()
+
+
+def test_a_check_only_start_checks_and_prints_the_settings_and_touches_nothing(tmp_path: Path):
+    """tipcgen run's check of the config (TIPC_CHECK_ONLY=1) runs start's checks: the run folder and the CUDA count
+    are the run's, not the check's."""
+    run = _run_folder(tmp_path)
+    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable, "c.txt", "m",
+                env={"TIPC_CHECK_ONLY": "1", "TIPC_STEP_TIMEOUT": "42"})
+    assert proc.returncode == 0 and _records(proc.stdout) == {"timeout": "42", "note": ""}, proc.stderr
+    assert (run / "model.pdparams").exists() and not run.with_name("mode.previous").exists()
+
+
+def test_a_models_own_limit_and_env_are_its_records_as_its_descriptor_rendered_them(tmp_path: Path, monkeypatch):
+    """A model whose descriptor sets step_timeout and env: its limit (TIPC_STEP_TIMEOUT still overrides it), the env
+    prefix of its export and inference steps, word by word, and the note its records carry; other models get none."""
+    text = SAMPLE.read_text().replace("  step_timeout: 600", "  step_timeout: 900\nenv:\n  FLAGS_enable_pir_api: '0'\n"
+                                      "  NAME: 'two words'", 1)
+    (tmp_path / "tipc.yaml").write_text(text)
+    desc = descriptor.load_text(text, source=str(tmp_path / "tipc.yaml"), base_dir=SAMPLE.parent)
+    known = json.loads(repository.render_repository([desc])[paths.LAYOUTS_JSON])
+    monkeypatch.delenv("TIPC_STEP_TIMEOUT", raising=False)
+    out = _records("\n".join(tipc_preflight.settings("bert_sst2", known) + ["end - 0"]))
+    assert out == {"timeout": "900", "env": "env FLAGS_enable_pir_api=0 NAME=two words",
+                   "note": "ran with FLAGS_enable_pir_api=0 NAME=two words (descriptor env:)"}
+    assert _records("\n".join(tipc_preflight.settings("other", known) + ["end - 0"])) == {"timeout": "600", "note": ""}
+
+
+@pytest.mark.parametrize("value, refused", [("null", True), ("##", True), ("##|null", True), ("", True),
+                                            ("./m1", False), ("null|./m1", False)])
+def test_whole_infer_without_a_trained_model_is_refused_before_any_step(tmp_path: Path, value: str, refused: bool):
+    lines = _rendered()[1].splitlines()
+    index = _rendered()[0]["layouts"][0]["slots"]["infer_model"]
+    lines[index] = "infer_model:" + value
+    (tmp_path / "c.txt").write_text("\n".join(lines) + "\n")
+    check = functools.partial(tipc_preflight.check, str(tmp_path / "c.txt"), known=_rendered()[0])
+    assert check(words.LITE_TRAIN_LITE_INFER, *words.MODES)  # the train modes do not read the line
+    if not refused:
+        assert check(words.WHOLE_INFER, *words.MODES)
+        return
+    with pytest.raises(Refused) as said:
+        check(words.WHOLE_INFER, *words.MODES)
+    assert said.value.what == f"{tmp_path / 'c.txt'}: whole_infer needs trained models in the infer_model line"

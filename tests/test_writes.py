@@ -374,7 +374,7 @@ def test_the_previous_folder_keeps_every_file_but_weights_and_links_alike_in_tip
             assert keep_previous(root, run_dir) == "test_tipc/output/m/lite_train_lite_infer.previous"
         else:
             proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_preflight start "
-                                   f"./test_tipc/output/m/lite_train_lite_infer {sys.executable}"], cwd=root,
+                                   f"./test_tipc/output/m/lite_train_lite_infer {sys.executable} c.txt m"], cwd=root,
                                   capture_output=True, text=True, env={**os.environ, "TIPC_PYTHON": sys.executable})
             assert proc.returncode == 0, proc.stderr
         assert not run_dir.exists()
@@ -394,7 +394,7 @@ def test_an_empty_run_folder_is_left_and_the_folder_kept_aside_stays(tmp_path: P
     (tmp_path / "test_tipc/output/m/mode.previous/report.html").write_text("kept")
     assert keep_previous(tmp_path, run_dir) == "" and run_dir.is_dir()
     proc = subprocess.run(["bash", "-c", f"source {ROOT / 'test_tipc/tipc_steps.sh'} && tipc_preflight start "
-                           f"./test_tipc/output/m/mode {sys.executable}"], cwd=tmp_path, capture_output=True, text=True,
+                           f"./test_tipc/output/m/mode {sys.executable} c.txt m"], cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "TIPC_PYTHON": sys.executable})
     assert proc.returncode == 0 and run_dir.is_dir(), proc.stderr
     assert (tmp_path / "test_tipc/output/m/mode.previous/report.html").read_text() == "kept"

@@ -9,10 +9,13 @@ Standard library only; the files are read as text and never run.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tipcgen.core import inputs
+from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chains, paths, words
 
 _WHY = {
@@ -150,3 +153,15 @@ def check(files: dict[str, str | bytes], out_dir: Path, force: bool) -> list[str
     lines += [f"warning: {item.describe()} (replaced with --force; the old file is under .tipcgen/backup/)"
               for item in broken]
     return lines
+
+
+def rendered_settings(root: Path) -> dict[str, dict]:
+    """Each model's step settings as the repository's test_tipc/tipc_layouts.json holds them (the models whose
+    settings are not the default: ``timeout``, the step time limit; ``env``, the env prefix of its export and
+    inference steps); {} where there is none, or none readable."""
+    try:
+        tables = json.loads(inputs.read_bytes(root / paths.LAYOUTS_JSON, paths.LAYOUTS_JSON, limit=_MAX_BYTES * 16))
+    except (TipcgenError, ValueError):
+        return {}
+    settings = tables.get("settings") if isinstance(tables, dict) else None
+    return {name: own for name, own in settings.items() if isinstance(own, dict)} if isinstance(settings, dict) else {}

@@ -13,6 +13,7 @@ import re
 import shlex
 from pathlib import Path
 
+from tipcgen.configs import existing
 from tipcgen.core import inputs
 from tipcgen.core.errors import TipcgenError
 from tipcgen.format import chain
@@ -80,7 +81,8 @@ def needs_env(root: Path, command: str | None) -> bool:
 
 def runner_sets_flag(common_func_text: str, model: str) -> bool:
     """Whether the generated shell (tipc_steps.sh, or the common_func.sh of a render before it) exports
-    FLAGS_enable_pir_api=0 to ``model``'s steps (the descriptor's env:, in that model's arm of tipc_model_settings)."""
+    FLAGS_enable_pir_api=0 to ``model``'s steps (the descriptor's env:, in that model's arm of tipc_model_settings in a
+    render before test_tipc/tipc_layouts.json held the models' settings)."""
     arm, lines = False, []
     for raw in common_func_text.splitlines():
         line = raw.strip()
@@ -103,16 +105,22 @@ def config_state(root: Path, config_path: Path) -> tuple[str, bool] | None:
 
 
 def flag_in_runner(root: Path, config_path: Path) -> bool:
-    """Whether the repository's generated shell exports FLAGS_enable_pir_api=0 to the config's model."""
+    """Whether the repository's generated shell exports FLAGS_enable_pir_api=0 to the config's model: its env prefix
+    in test_tipc/tipc_layouts.json, or in a render before it, its arm of tipc_steps.sh's or common_func.sh's
+    tipc_model_settings."""
     config = TipcConfig.read(root / config_path)
+    line = config.slot(chain.name_of("model_name"))
+    model = line.value if line is not None else ""
+    env = existing.rendered_settings(root).get(model, {}).get("env")
+    if isinstance(env, list) and f"{FLAG}=0" in env:
+        return True
     common = ""
-    for rel in (STEPS_SH, COMMON_FUNC):  # the model arms: tipc_steps.sh, or common_func.sh in a render before it
+    for rel in (STEPS_SH, COMMON_FUNC):  # the model arms of a render before tipc_layouts.json held them
         try:  # through the one reader: a regular file of bounded size (a FIFO there is not waited on)
             common += inputs.read_bytes(root / rel, rel).decode("utf-8", errors="replace") + "\n"
         except TipcgenError:
             pass
-    model = config.slot(chain.name_of("model_name"))
-    return runner_sets_flag(common, model.value if model is not None else "")
+    return runner_sets_flag(common, model)
 
 
 def imported_env(text: str, root: Path) -> tuple[str, str | None]:

@@ -2,7 +2,7 @@
 
 lint reports what it finds (rule ``slot-shift``, ``anchor-key``); import and the config model
 refuse a file whose headers and ``##`` lines are out of place. The generated runner checks the
-same anchors in bash (``tipc_check_layout``, rendered from ``layout.RUNNER_ANCHORS``).
+same anchors before any step (test_tipc/tipc_preflight.py, from the tables of ``families.runner_tables``).
 """
 from __future__ import annotations
 

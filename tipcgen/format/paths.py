@@ -142,8 +142,8 @@ def runner_context() -> dict[str, str | list[str]]:
     basic, p2o, bench, ptq, dy2s, fleet = (chains.BASIC, chains.PADDLE2ONNX, BENCHMARK_TRAIN, chains.PTQ,
                                            chains.DY2STATIC, chains.FLEET)
     return {"records": RECORDS, "step_fields": " ".join(STEP_FIELDS),
-            "golden_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}", **golden),
-            "golden_fixed_results": GOLDEN_RESULTS.format(training="gpus_${gpu}${tag}_fixed", **golden),
+            "golden_results": GOLDEN_RESULTS.format(training="gpus_${gpus}", **golden),
+            "golden_fixed_results": GOLDEN_RESULTS.format(training="gpus_${gpus}_fixed", **golden),
             "basic_run": run[basic], "basic_log": RESULT_LOGS[basic],
             "paddle2onnx_run": run[p2o], "paddle2onnx_log": RESULT_LOGS[p2o],
             "benchmark_run": run[bench], "benchmark_log": RESULT_LOGS[bench],

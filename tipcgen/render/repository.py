@@ -25,6 +25,7 @@ from tipcgen.descriptor.answers import (
     target_of,
 )
 from tipcgen.descriptor.answers import read as read_answers
+from tipcgen.descriptor.schema import MAX_STEP_TIMEOUT
 from tipcgen.format import chain, chains, families, layout, paths, text_style, words
 from tipcgen.render import dy2static_runner, fleet_runner, gitignore, ptq_runner, shipped
 from tipcgen.render.shipped import tipc_preflight
@@ -109,6 +110,7 @@ def _runner_context(descs: Sequence[Descriptor] = ()) -> dict:
         "legacy_modes": words.LEGACY_MODES,
         "layouts": _layouts_context(descs),
         "default_timeout": Descriptor.step_timeout,
+        "max_timeout": MAX_STEP_TIMEOUT,
         "models": [{"name": d.model_name, "timeout": d.step_timeout, "env": d.env, "slot_keys": _slot_keys(d)} for d in descs]
         + ptq_runner.ptq_timeout_arms(descs),  # a PTQ config's model_name that is not its descriptor's
         "paths": paths.runner_context(),

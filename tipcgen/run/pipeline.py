@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import signal
 import threading
@@ -23,7 +22,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
-from tipcgen.configs import flag_check, legacy_format, script_reading, submission
+from tipcgen.configs import existing, flag_check, legacy_format, script_reading, submission
 from tipcgen.configs.locate import find_config
 from tipcgen.core import inputs, process
 from tipcgen.core.errors import RunError, ScriptError, TipcgenError
@@ -35,7 +34,7 @@ from tipcgen.descriptor.schema import MAX_STEP_TIMEOUT, MODEL_NAME_HINT, is_mode
 from tipcgen.format import chains, layout, paths, words
 from tipcgen.format.chain import slots_of_step
 from tipcgen.format.config import TipcConfig, model_name_in
-from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, STEPS_SH, SUMMARY_JSON
+from tipcgen.format.paths import JUNIT_XML, PREPARE_LOG, PREPARE_SH, RECORDS, RESULT_LOGS, RUNNERS, SUMMARY_JSON
 from tipcgen.format.words import CHECK, EVAL, EXPORT, FAILED, INFER, INTERRUPTED, PADDLE_PIN, PASSED, PREPARE, TRAIN
 from tipcgen.results.summary import (
     Step,
@@ -64,7 +63,7 @@ SILENCE_MARGIN = 300
 def silence_limit(request: RunRequest, env: dict[str, str], root: Path, unbounded: bool) -> int | None:
     """The longest silence of prepare.sh or the runner before the run stops them as stuck: the step time limit
     the runner applies (--step-timeout, else TIPC_STEP_TIMEOUT from the environment, else the largest of the
-    models' limits tipc_steps.sh was rendered with) plus SILENCE_MARGIN. None for an unbounded runner (a
+    models' limits test_tipc/tipc_layouts.json holds) plus SILENCE_MARGIN. None for an unbounded runner (a
     kept one, Driver.bounded) without --step-timeout: its steps have no limit, and a whole training may print
     nothing for hours."""
     if request.step_timeout is not None:
@@ -74,12 +73,9 @@ def silence_limit(request: RunRequest, env: dict[str, str], root: Path, unbounde
     given = inputs.whole_number(env.get("TIPC_STEP_TIMEOUT", ""), MAX_STEP_TIMEOUT)  # _prepare refused any other
     if given:
         return given + SILENCE_MARGIN
-    try:
-        rendered = inputs.read_bytes(root / STEPS_SH, STEPS_SH, limit=1 << 20).decode("utf-8", errors="replace")
-    except TipcgenError:
-        rendered = ""  # the runner refuses to start without it, and says so
-    limits = (inputs.whole_number(n, MAX_STEP_TIMEOUT) for n in re.findall(r"TIPC_MODEL_TIMEOUT=(\d+)", rendered))
-    return max([words.DEFAULT_STEP_TIMEOUT, *(n for n in limits if n)]) + SILENCE_MARGIN
+    timeouts = (own.get("timeout") for own in existing.rendered_settings(root).values())
+    limits = (n for n in timeouts if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_STEP_TIMEOUT)
+    return max([words.DEFAULT_STEP_TIMEOUT, *limits]) + SILENCE_MARGIN
 
 
 def check_mode(mode: str) -> str:

@@ -1,22 +1,25 @@
-"""What a TIPC script checks before any step: the config it reads, and the run folder it writes.
+"""What a TIPC script checks before any step: its arguments, the config it reads, and the run folder it writes.
 
-    python -I -S test_tipc/tipc_preflight.py check CONFIG        the config against its layout; prints its table
+    python -I -S test_tipc/tipc_preflight.py open CONFIG MODE MODES...   the mode one of MODES, the config's lines
+    python -I -S test_tipc/tipc_preflight.py check CONFIG MODE MODES...  and the config against its layout; its table
     python -I -S test_tipc/tipc_preflight.py layout NAME         a layout's table, unchecked (the dy2static runner)
     python -I -S test_tipc/tipc_preflight.py lines CONFIG [I...]  no conflict marker; lines I clean key:value lines
     python -I -S test_tipc/tipc_preflight.py sections CONFIG FIRST  the values of the sections after line FIRST
-    python -I -S test_tipc/tipc_preflight.py start RUN_FOLDER PYTHON  no link on the way, no other live run, the
-                                  last run's folder moved aside without its weights; prints the CUDA devices PYTHON's
+    python -I -S test_tipc/tipc_preflight.py start RUN_FOLDER PYTHON CONFIG MODEL  the model's name and settings, the
+                                  interpreter; then (not with TIPC_CHECK_ONLY) no link on the way, no other live run,
+                                  the last run's folder moved aside without its weights, the CUDA devices PYTHON's
                                   paddle can use
     python -I -S test_tipc/tipc_preflight.py links PATH WHAT     no symbolic link on the way to PATH
 
-tipc_steps.sh runs it (tipc_check_layout, tipc_use_layout, tipc_check_lines, tipc_start_run, tipc_no_links): the
-runners read the table it prints (`layout NAME LINES`, then `slot NAME INDEX` lines) into TIPC_SLOT, never as
-shell code. A refusal is one message on stderr (`tipc error: WHAT` and `  hint: HOW`) and exit code 2, as the
-scripts' own tipc_die. The tables come from tipc_layouts.json beside it, rendered by tipcgen from
-tipcgen/format/layout.py: the layouts of this repository's configs (per layout its non-blank line count, its
-anchors: the keys every config of it has at fixed lines; the value shape of its keyless lines; the line of each
-key:value slot) and the key of each line of each model as its descriptor rendered it. Standard library only;
-imports nothing from tipcgen; runs on any Python 3 the repository's scripts run on.
+tipc_steps.sh runs it (tipc_open, tipc_start_run, tipc_read_table; the scripts' tipc_check_lines): the scripts
+read what it prints, one record a line, `WHAT NAME VALUE` (the config's lines, its layout's table, its sections, the
+model's settings, then `end - 0`), as words into arrays, never as shell code. A refusal is one message on stderr (`tipc error: WHAT`
+and `  hint: HOW`) and exit code 2, as the scripts' own tipc_die. The tables come from tipc_layouts.json beside it,
+rendered by tipcgen from tipcgen/format/layout.py and the descriptors: the layouts of this repository's configs (per
+layout its non-blank line count, its anchors: the keys every config of it has at fixed lines; the value shape of its
+keyless lines; the line of each key:value slot), the key of each line of each model as its descriptor rendered it,
+and each model's step time limit and step environment. Standard library only; imports nothing from tipcgen; runs on
+any Python 3 the repository's scripts run on.
 """
 import json
 import os
@@ -52,13 +55,21 @@ def tables():
 
 
 def load(path):
-    """The config's non-blank lines (trailing whitespace dropped) and each one's line number in an editor: what
-    the scripts' tipc_load_config reads (it has refused a missing file and a CR line ending already)."""
+    """The config's non-blank lines (trailing whitespace dropped) and each one's line number in an editor: the
+    lines the runners read by index. A CR line ending is refused (the value would keep it, and upstream's runners
+    silently skip the step), and a NUL byte (no shell variable holds one)."""
     if not os.path.isfile(path):
         raise Refused("config file not found: %s" % path,
                       "pass a file such as test_tipc/configs/<model>/train_infer_python.txt")
     with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as f:
-        return non_blank(f.read())
+        text = f.read()
+    for number, raw in enumerate(text.split("\n"), start=1):
+        if raw.endswith("\r"):
+            raise Refused("%s:%d: Windows line ending (CR)" % (path, number),
+                          "convert the file to LF line endings, e.g. sed -i 's/\\r$//' %s" % path)
+        if "\0" in raw:
+            raise Refused("%s:%d: a NUL byte" % (path, number), "delete it: a config is text")
+    return non_blank(text)
 
 
 def non_blank(text):
@@ -204,6 +215,17 @@ def check_devices(path, lines, numbers, index):
                           "the runner infers on the CPU (False or cpu) and on a GPU (True or gpu): write those")
 
 
+def check_whole_infer(path, mode, lines, layout, known):
+    """In whole_infer, the infer_model line names a trained model (the mode infers on those alone; a null or ##
+    entry names none)."""
+    whole = known["whole_infer"]
+    index = layout["slots"].get(whole["slot"])
+    value = lines[index].split(":", 1)[1] if index is not None and ":" in lines[index] else ""
+    if mode == whole["mode"] and all(is_null(item) or item == "##" for item in items(value)):
+        raise Refused("%s: %s needs trained models in the %s line" % (path, mode, whole["slot"]),
+                      "list model folders there (| separated)")
+
+
 def table(layout):
     """The table the runner reads: its layout, then the line of each slot."""
     out = ["layout %s %d" % (layout["name"], layout["lines"])]
@@ -229,9 +251,30 @@ def sections(lines, first):
     return out
 
 
-def check(path, known):
-    """The config against the layout it was meant to follow (of KNOWN, tipc_layouts.json's), and its model's keys;
-    the layout's table and the config's sections."""
+def check_mode(mode, modes, known):
+    """MODE is one of MODES (the script's); a first-version name is refused with the name it has now."""
+    if mode in modes:
+        return
+    if mode in known["legacy_modes"]:
+        raise Refused("mode '%s' is a legacy name" % mode, "use %s (modes: %s)" % (known["legacy_modes"][mode], " ".join(modes)))
+    raise Refused("unknown mode '%s'" % mode, "use one of: %s" % " ".join(modes))
+
+
+def config_lines(lines, numbers):
+    """The lines the runners read by index (TIPC_LINES) and their line numbers (TIPC_LINENOS)."""
+    return ["line %d %s" % (number, line) for line, number in zip(lines, numbers)]
+
+
+def open_config(path, mode, *modes, known):
+    """The mode; the config's lines."""
+    check_mode(mode, modes, known)
+    return "\n".join(config_lines(*load(path)))
+
+
+def check(path, mode, *modes, known):
+    """The mode; the config against the layout it was meant to follow (of KNOWN, tipc_layouts.json's), and its
+    model's keys; the config's lines, its layout's table and its sections."""
+    check_mode(mode, modes, known)
     lines, numbers = load(path)
     check_markers(path, lines, numbers)
     layout, held = pick(lines, known["layouts"])
@@ -241,7 +284,8 @@ def check(path, known):
     check_keys(path, lines, numbers, known["models"].get(model, []))
     check_shapes(path, lines, numbers, layout)
     check_devices(path, lines, numbers, layout["slots"].get(known.get("device_slot", "")))
-    return "\n".join([table(layout)] + sections(lines, layout["lines"]))
+    check_whole_infer(path, mode, lines, layout, known)
+    return "\n".join(config_lines(lines, numbers) + [table(layout)] + sections(lines, layout["lines"]))
 
 
 def named_layout(name, known):
@@ -252,7 +296,8 @@ def named_layout(name, known):
 
 
 def section_values(path, first):
-    return "\n".join(sections(load(path)[0], int(first)))
+    """The values of the sections after non-blank line FIRST (the paddle2onnx runner's, after its header)."""
+    return "\n".join(sections(load(path)[0], first))
 
 
 def check_lines(path, *indices):
@@ -358,36 +403,68 @@ def gpu_count(python):
     return out if out.isdigit() else "0"
 
 
-def start(run_folder, python, known):
-    """The run folder made safe to write (no link on the way, no other live run, the last run moved aside); the
-    CUDA devices the run can use."""
-    no_links(run_folder)
-    check_lock(run_folder)
-    keep_previous(run_folder, known["weight_suffixes"])
-    return gpu_count(python)
+def settings(model, known):
+    """The model's step time limit (TIPC_STEP_TIMEOUT overrides it: whole seconds) and the env prefix of its export
+    and inference steps, with the note its records carry: `timeout - N`, `env - WORD`, `note - TEXT`."""
+    own = known["settings"].get(model, {})
+    timeout = os.environ.get("TIPC_STEP_TIMEOUT") or str(own.get("timeout", known["default_timeout"]))
+    if not (timeout.isascii() and timeout.isdigit() and 0 < int(timeout) <= known["max_timeout"]):
+        raise Refused("TIPC_STEP_TIMEOUT=%s is not a step time limit" % timeout[:40],
+                      "set it to whole seconds from 1 to %d, or unset it (the model's limit applies)" % known["max_timeout"])
+    out = ["timeout - %s" % timeout, "note - %s" % own.get("note", "")]
+    return out + ["env - %s" % word for word in own.get("env", [])]
 
 
-# Each command: its function, how many arguments it takes (None: a file, then line indices), whether it reads the
+def check_model(config, model, known):
+    """MODEL names a folder (the run folder's): letters, digits, '_', '-' and '.', no '..'."""
+    if not re.search(known["model_name_re"], model) or "\n" in model or ".." in model:
+        raise Refused("%s: model_name '%s' cannot name a folder" % (config, model), "use letters, digits, '_', '-' and '.'")
+
+
+def start(run_folder, python, config, model, known):
+    """The model's name and settings, the interpreter; then (not with TIPC_CHECK_ONLY: tipcgen run's check of the
+    config) the run folder made safe to write (no link on the way, no other live run, the last run moved aside) and
+    the CUDA devices the run can use (`gpus - N`)."""
+    check_model(config, model, known)
+    if shutil.which(python) is None:
+        raise Refused("the config's interpreter '%s' (line python:) is not on PATH" % python,
+                      "write python:python in the config, or set TIPC_PYTHON to the interpreter to use")
+    out = settings(model, known)
+    if not os.environ.get("TIPC_CHECK_ONLY"):
+        no_links(run_folder)
+        check_lock(run_folder)
+        keep_previous(run_folder, known["weight_suffixes"])
+        out.append("gpus - %s" % gpu_count(python))
+    return "\n".join(out)
+
+
+# Each command: its function, how many arguments it takes at least and at most (None: any), whether it reads the
 # tables (tipc_layouts.json).
-COMMANDS = {"check": (check, 1, True), "layout": (named_layout, 1, True), "start": (start, 2, True),
-            "lines": (check_lines, None, False), "sections": (section_values, 2, False), "links": (no_links, 2, False)}
+COMMANDS = {"open": (open_config, 2, None, True), "check": (check, 2, None, True), "layout": (named_layout, 1, 1, True),
+            "start": (start, 4, 4, True), "lines": (check_lines, 1, None, False), "sections": (section_values, 2, 2, False),
+            "links": (no_links, 2, 2, False)}
+
+TABLES = ("open", "check", "layout", "start", "sections")  # the commands whose records the scripts read
 
 
 def main(argv):
     name, args = (argv[0], argv[1:]) if argv else ("", [])
-    function, count, reads = COMMANDS.get(name, (None, 0, False))
-    variadic = count is None and args and all(arg.isdigit() for arg in args[1:])
-    if function is None or not (variadic or len(args) == count):
+    function, least, most, reads = COMMANDS.get(name, (None, 0, 0, False))
+    if name in ("lines", "sections"):  # a file, then line indices
+        if not all(arg.isascii() and arg.isdigit() for arg in args[1:]):
+            function = None
+        args = args[:1] + [int(arg) for arg in args[1:] if arg.isascii() and arg.isdigit()]
+    if function is None or len(args) < least or (most is not None and len(args) > most):
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
-    if count is None:
-        args = args[:1] + [int(arg) for arg in args[1:]]
     try:
         out = function(*args, known=tables()) if reads else function(*args)
     except Refused as refused:
         message = "tipc error: %s\n" % refused.what + ("  hint: %s\n" % refused.hint if refused.hint else "")
         sys.stderr.buffer.write(message.encode("utf-8", "surrogateescape"))
         return 2
+    if name in TABLES:  # the last record: the scripts refuse an answer without it (an interpreter that is not Python)
+        out = out + "\nend - 0" if out else "end - 0"
     if out:
         sys.stdout.buffer.write((out + "\n").encode("utf-8", "surrogateescape"))
     return 0
