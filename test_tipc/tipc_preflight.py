@@ -35,6 +35,7 @@ SHIFT_HINT = ("a line above it is missing or extra, so every later value would b
               " (tipcgen lint shows where)")
 MARKER = re.compile(r"^(<{7,}|>{7,}|\|{7,})( |$)|^={7,}$")
 FULL_WIDTH = ("\uff1a", "\uff5c")  # full-width ':' and '|'
+ENV_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^\n\0]*\Z")  # a word of a model's step env after `env`: never a program
 
 
 class Refused(Exception):
@@ -412,8 +413,11 @@ def settings(model, known):
     if not (timeout.isascii() and timeout.isdigit() and 0 < int(timeout) <= known["max_timeout"]):
         raise Refused("TIPC_STEP_TIMEOUT=%s is not a step time limit" % timeout[:40],
                       "set it to whole seconds from 1 to %d, or unset it (the model's limit applies)" % known["max_timeout"])
-    out = ["timeout - %s" % timeout, "note - %s" % own.get("note", "")]
-    return out + ["env - %s" % word for word in own.get("env", [])]
+    env = own.get("env", [])
+    if env and (env[0] != "env" or not all(ENV_WORD.match(word) for word in env[1:])):
+        raise Refused(("tipc_layouts.json: model %s's step env %s is not env NAME=VALUE..." % (model, env))[:300],
+                      "render test_tipc/ again with tipcgen init (the words prefix each export and inference step)")
+    return ["timeout - %s" % timeout, "note - %s" % own.get("note", "")] + ["env - %s" % word for word in env]
 
 
 def check_model(config, model, known):

@@ -377,3 +377,17 @@ def test_whole_infer_without_a_trained_model_is_refused_before_any_step(tmp_path
     with pytest.raises(Refused) as said:
         check(words.WHOLE_INFER, *words.MODES)
     assert said.value.what == f"{tmp_path / 'c.txt'}: whole_infer needs trained models in the infer_model line"
+
+
+@pytest.mark.parametrize("env", [["rm", "-rf"], ["env", "-i"], ["env", "A=1", "sh"], ["env", "A=1\nB"], ["env", "1A=2"],
+                                 ["env", "=x"], ["nice", "A=1"]])
+def test_a_step_env_that_would_run_a_program_is_refused_not_prefixed(env: list[str]):
+    """The model's step env is read from tipc_layouts.json as words that prefix each export and inference step
+    (TIPC_STEP_ENV): anything but `env NAME=VALUE...` would run a program of the table's choosing; refused, naming
+    the fix. An honest env (what render writes) is read word for word."""
+    known = {**_rendered()[0], "settings": {"m": {"timeout": 60, "env": env, "note": "n"}}}
+    with pytest.raises(Refused) as refused:
+        tipc_preflight.settings("m", known)
+    assert "is not env NAME=VALUE" in refused.value.what and "tipcgen init" in refused.value.hint
+    honest = {**known, "settings": {"m": {"timeout": 60, "env": ["env", "A=1", "B=two words", "C="], "note": "n"}}}
+    assert tipc_preflight.settings("m", honest)[2:] == ["env - env", "env - A=1", "env - B=two words", "env - C="]
