@@ -2,14 +2,14 @@
 """What a TIPC script checks before any step: its arguments, the config it reads, and the run folder it writes.
 
     python -I -S test_tipc/tipc_preflight.py open CONFIG MODE MODES...   the mode one of MODES, the config's lines
-    python -I -S test_tipc/tipc_preflight.py check CONFIG MODE MODES...  and the config against its layout; its table
+    python -I -S test_tipc/tipc_preflight.py check CONFIG MODE MODES...  and the config against its layout, its model's
+                                  name and interpreter; its table
     python -I -S test_tipc/tipc_preflight.py layout NAME         a layout's table, unchecked (the dy2static runner)
     python -I -S test_tipc/tipc_preflight.py lines CONFIG [I...]  no conflict marker; lines I clean key:value lines
     python -I -S test_tipc/tipc_preflight.py sections CONFIG FIRST  the values of the sections after line FIRST
     python -I -S test_tipc/tipc_preflight.py start RUN_FOLDER PYTHON CONFIG MODEL  the model's name and settings, the
-                                  interpreter; then (not with TIPC_CHECK_ONLY) no link on the way, no other live run,
-                                  the last run's folder moved aside without its weights, the CUDA devices PYTHON's
-                                  paddle can use
+                                  interpreter; no link on the way, no other live run, the last run's folder moved
+                                  aside without its weights, the CUDA devices PYTHON's paddle can use
     python -I -S test_tipc/tipc_preflight.py links PATH WHAT     no symbolic link on the way to PATH
 
 tipc_steps.sh runs it (tipc_open, tipc_start_run, tipc_read_table; the scripts' tipc_check_lines): the scripts
@@ -287,6 +287,9 @@ def check(path, mode, *modes, known):
     check_shapes(path, lines, numbers, layout)
     check_devices(path, lines, numbers, layout["slots"].get(known.get("device_slot", "")))
     check_whole_infer(path, mode, lines, layout, known)
+    python = layout["slots"].get(known["python_slot"])
+    python = lines[python].split(":", 1)[1] if python is not None and ":" in lines[python] else "null"
+    check_begin(path, model if slot is not None else "null", os.environ.get("TIPC_PYTHON") or python, known)
     return "\n".join(config_lines(lines, numbers) + [table(layout)] + sections(lines, layout["lines"]))
 
 
@@ -426,21 +429,24 @@ def check_model(config, model, known):
         raise Refused("%s: model_name '%s' cannot name a folder" % (config, model), "use letters, digits, '_', '-' and '.'")
 
 
-def start(run_folder, python, config, model, known):
-    """The model's name and settings, the interpreter; then (not with TIPC_CHECK_ONLY: tipcgen run's check of the
-    config) the run folder made safe to write (no link on the way, no other live run, the last run moved aside) and
-    the CUDA devices the run can use (`gpus - N`)."""
+def check_begin(config, model, python, known):
+    """The model's name (check_model) and its interpreter, on PATH (check, with the config's slots: tipcgen run's
+    check of the config; start, for every script)."""
     check_model(config, model, known)
     if shutil.which(python) is None:
         raise Refused("the config's interpreter '%s' (line python:) is not on PATH" % python,
                       "write python:python in the config, or set TIPC_PYTHON to the interpreter to use")
+
+
+def start(run_folder, python, config, model, known):
+    """The model's name, the interpreter and the model's settings; the run folder made safe to write (no link on the
+    way, no other live run, the last run moved aside) and the CUDA devices the run can use (`gpus - N`)."""
+    check_begin(config, model, python, known)
     out = settings(model, known)
-    if not os.environ.get("TIPC_CHECK_ONLY"):
-        no_links(run_folder)
-        check_lock(run_folder)
-        keep_previous(run_folder, known["weight_suffixes"])
-        out.append("gpus - %s" % gpu_count(python))
-    return "\n".join(out)
+    no_links(run_folder)
+    check_lock(run_folder)
+    keep_previous(run_folder, known["weight_suffixes"])
+    return "\n".join(out + ["gpus - %s" % gpu_count(python)])
 
 
 # Each command: its function, how many arguments it takes at least and at most (None: any), whether it reads the

@@ -471,14 +471,14 @@ tipc_step_collect() {
     return "$status"
 }
 
-# tipc_start_run LOG_PATH RESULTS_LOG LABEL: the model's name, interpreter and settings (tipc_preflight start; with
-# TIPC_CHECK_ONLY=1, tipcgen run's check of the config, no more), a clean run folder (no link on the way, no other
-# live run, the last run's moved aside to LOG_PATH.previous without its weight files), the CUDA device
-# count, the logs, Ctrl-C handling.
+# tipc_start_run LOG_PATH RESULTS_LOG LABEL (none with TIPC_CHECK_ONLY=1: tipcgen run's check of the config): the
+# model's name, interpreter and settings (tipc_preflight start), a clean run folder (no link on the way, no other live
+# run, the last run's moved aside to LOG_PATH.previous without its weight files), the CUDA device count,
+# the logs, Ctrl-C handling.
 tipc_start_run() {
+    if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
     TIPC_STEP_ENV=() TIPC_STEP_NOTE=""
     tipc_read_table start "$1" "$PYTHON" "$CONFIG" "$TIPC_MODEL"
-    if [ -n "${TIPC_CHECK_ONLY:-}" ]; then exit 0; fi
     # tipcgen run's answer pipe (tipc_handshake): a descriptor number open for reading, else none; never exported.
     case ${TIPC_ANSWER_FD:-} in
         '' | *[!0-9]*) TIPC_ANSWER_FD= ;;

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -177,7 +179,7 @@ def _bash_picks(tmp_path: Path, tables: dict, texts: list[str]) -> list[str]:
         (tmp_path / f"c{i}.txt").write_text(text)
         files.append(str(tmp_path / f"c{i}.txt"))
     proc = subprocess.run(["bash", "-c", _PICK, "pick", str(tmp_path), *files], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env={**os.environ, "TIPC_PYTHON": sys.executable})  # the configs' python: lines
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.splitlines()
 

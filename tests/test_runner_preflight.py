@@ -337,14 +337,23 @@ def test_start_refuses_a_model_an_interpreter_or_a_step_limit_it_cannot_use_befo
         assert (run / "model.pdparams").exists() and not run.with_name("mode.previous").exists()
 
 
-def test_a_check_only_start_checks_and_prints_the_settings_and_touches_nothing(tmp_path: Path):
-    """tipcgen run's check of the config (TIPC_CHECK_ONLY=1) runs start's checks: the run folder and the CUDA count
-    are the run's, not the check's."""
-    run = _run_folder(tmp_path)
-    proc = _run(tmp_path, "start", "test_tipc/output/m/mode", sys.executable, "c.txt", "m",
-                env={"TIPC_CHECK_ONLY": "1", "TIPC_STEP_TIMEOUT": "42"})
-    assert proc.returncode == 0 and _records(proc.stdout) == {"timeout": "42", "note": ""}, proc.stderr
-    assert (run / "model.pdparams").exists() and not run.with_name("mode.previous").exists()
+@pytest.mark.parametrize("edit, said", [("model_name:../up", "model_name '../up' cannot name a folder"),
+                                        ("model_name:", "model_name '' cannot name a folder"),
+                                        ("python:python3.7-nowhere", "interpreter 'python3.7-nowhere' (line python:)")])
+def test_the_check_of_the_config_refuses_a_model_or_an_interpreter_the_run_cannot_use(tmp_path: Path, edit: str,
+                                                                                        said: str, monkeypatch):
+    """tipcgen run's check of the config (the runner under TIPC_CHECK_ONLY=1, which stops before start) refuses
+    what start would: the model's name and the interpreter (TIPC_PYTHON over the config's python: line)."""
+    monkeypatch.delenv("TIPC_PYTHON", raising=False)
+    lines = _rendered()[1].splitlines()
+    key = edit.split(":", 1)[0]
+    lines = [edit if line.split(":", 1)[0] == key else line for line in lines]
+    with pytest.raises(Refused) as refused:
+        _check(tmp_path, "\n".join(lines) + "\n")
+    assert said in refused.value.what and refused.value.hint
+    if key == "python":
+        monkeypatch.setenv("TIPC_PYTHON", sys.executable)
+        assert _table(_check(tmp_path, "\n".join(lines) + "\n"))["layout"] == ("standard", 51)
 
 
 def test_a_models_own_limit_and_env_are_its_records_as_its_descriptor_rendered_them(tmp_path: Path, monkeypatch):
