@@ -170,3 +170,69 @@ def test_the_hidden_folders_are_empty_and_the_rest_is_there():
     outcome = _sandboxed("import os; print(sorted(os.listdir('/run')), os.path.isdir('/usr/bin'))")
     assert outcome.exit_code == 0, outcome.errors
     assert outcome.output.strip() == "[] True"
+
+
+def _gone_sockets(monkeypatch, tmp_path: Path, times: int) -> list[int]:
+    """host_sockets answers, ``times`` times, a socket that went (with its folder) before bubblewrap mounted it, as
+    a program's socket does when it ends between the listing and the mounts; then the host's own listing."""
+    listed = sandbox.host_sockets
+    calls: list[int] = []
+
+    def gone(listing=None, inside=()):
+        calls.append(1)
+        if len(calls) <= times:
+            return [str(Path("/var/tmp") / f"tipcgen-gone-{os.getpid()}-{tmp_path.name}" / "S.agent")]
+        return listed(listing, inside)
+    monkeypatch.setattr(sandbox, "host_sockets", gone)
+    return calls
+
+
+_COUNT = "import sys\nwith open(sys.argv[1], 'a') as f:\n    f.write('ran\\n')\nsys.exit(7)\n"
+
+
+@needs_bwrap
+def test_a_socket_gone_as_the_sandbox_mounts_is_a_second_start_not_a_failed_step(monkeypatch, tmp_path):
+    """bubblewrap stops before the command when a socket it covers is gone by its mounts (`Can't mkdir parents`):
+    a race with any program that ends, another test's sandbox included. The start is tried again with the sockets
+    listed anew; the command runs once, its exit code its own."""
+    calls = _gone_sockets(monkeypatch, tmp_path, times=1)
+    counter = tmp_path / "count.txt"
+    boxed = process.run(process.Request([sys.executable, "-I", "-c", _COUNT, str(counter)],
+                                        sandbox=_box(writable=(str(tmp_path),)), timeout=60, stderr="separate"))
+    assert boxed.exit_code == 7 and "bwrap" not in boxed.errors, boxed.errors
+    assert counter.read_text() == "ran\n" and len(calls) == 2
+
+
+@needs_bwrap
+def test_a_sandbox_that_never_stands_is_bubblewraps_failure_after_a_few_starts_and_nothing_ran(monkeypatch, tmp_path):
+    calls = _gone_sockets(monkeypatch, tmp_path, times=1000)
+    counter = tmp_path / "count.txt"
+    boxed = process.run(process.Request([sys.executable, "-I", "-c", _COUNT, str(counter)],
+                                        sandbox=_box(writable=(str(tmp_path),)), timeout=60, stderr="separate"))
+    assert boxed.exit_code == 1 and "Can't mkdir parents" in boxed.errors and not counter.exists()
+    assert len(calls) == process.SANDBOX_STARTS
+
+
+_ARGV_WORD = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=12)
+
+
+@needs_bwrap
+@settings(max_examples=20, deadline=None)
+@given(words=st.lists(st.one_of(_ARGV_WORD, st.sampled_from(["-c", "$@", '"$0"', "--", "5>&-", "'", "\\", " "])),
+                      max_size=5))
+def test_a_command_started_by_the_sandboxs_ready_shell_gets_its_argv_and_no_descriptor_of_it(words, tmp_path_factory):
+    """Where the sandbox covers a socket it starts the command by a shell that says it stands (sandbox.wrap): the
+    command gets its argv word for word and no descriptor but its three (the ready pipe closed before it runs)."""
+    folder = tmp_path_factory.mktemp("ready")
+    server, path = _listening(folder)
+    try:
+        spec = _box(readable=(str(folder),))
+        assert path in sandbox.host_sockets(inside=[str(folder)]) and spec.wrap(["x"], None, 99)[1]
+        code = "import json, os, sys\nprint(json.dumps([sys.argv[1:], sorted(os.listdir('/proc/self/fd'))]))"
+        boxed = process.run(process.Request([sys.executable, "-I", "-c", code, *words], sandbox=spec, timeout=60,
+                                            stderr="separate"))
+        assert boxed.exit_code == 0, boxed.errors
+        argv, fds = json.loads(boxed.output)
+        assert argv == words and fds == ["0", "1", "2", "3"]  # 3: the listing's own
+    finally:
+        server.close()

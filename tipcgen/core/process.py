@@ -28,6 +28,7 @@ from __future__ import annotations
 import codecs
 import functools
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -273,6 +274,24 @@ def _preexec(parent: int, request: Request) -> Callable[[], None]:
     return setup
 
 
+# How many times a sandbox is started before its failure is the outcome: bubblewrap stops before the command runs
+# when a host socket it covers goes between the listing and its mounts (sandbox.wrap); the next start lists anew.
+SANDBOX_STARTS = 3
+READY_WAIT = 60.0  # seconds for a sandbox to stand (its mounts are milliseconds): then it counts as standing
+
+
+def _stands(fd: int, says: bool) -> bool:
+    """Whether the sandbox stood up: its byte on the ready pipe (sandbox.wrap), or none expected. Closes fd. An end
+    of the pipe without the byte: bubblewrap exited before the command (nothing ran)."""
+    try:
+        if not says:
+            return True
+        readable, _, _ = select.select([fd], [], [], READY_WAIT)
+        return not readable or os.read(fd, 1) == b"."
+    finally:
+        os.close(fd)
+
+
 class Running:
     """A started process: read it to its end with ``finish``, or stop it with ``stop``/``kill``."""
 
@@ -280,8 +299,6 @@ class Running:
         self.request = request
         argv = [str(a) for a in request.argv]
         self.argv = self.args = argv
-        if request.sandbox is not None:
-            argv = request.sandbox.wrap(argv, request.cwd)
         self.started = self.last_output = time.monotonic()
         self.timed_out = self.silent = False
         self.stopping_at: float | None = None
@@ -291,14 +308,32 @@ class Running:
         pipe_out = subprocess.PIPE if request.stdout == "keep" else subprocess.DEVNULL
         if pipe_out == subprocess.DEVNULL and pipe_err == subprocess.STDOUT:
             pipe_err = subprocess.DEVNULL
-        argv, preexec = _launcher(request, argv)
         env = dict(request.env) if request.env is not None else None
         if request.sandbox is not None:  # the sandbox's allow-list: no token of the caller's reaches it
             env = request.sandbox.environment(os.environ if env is None else env)
-        self.popen = subprocess.Popen(argv, cwd=request.cwd, env=env,
-                                      stdin=subprocess.DEVNULL, stdout=pipe_out, stderr=pipe_err,
-                                      start_new_session=True, close_fds=True, preexec_fn=preexec,
-                                      pass_fds=request.pass_fds)
+        for attempt in range(1, SANDBOX_STARTS + 1):
+            ready = os.pipe() if request.sandbox is not None else None
+            wrapped, says = (argv, False) if ready is None or request.sandbox is None else \
+                request.sandbox.wrap(argv, request.cwd, ready[1])
+            launched, preexec = _launcher(request, wrapped)
+            try:
+                self.popen = subprocess.Popen(launched, cwd=request.cwd, env=env,
+                                              stdin=subprocess.DEVNULL, stdout=pipe_out, stderr=pipe_err,
+                                              start_new_session=True, close_fds=True, preexec_fn=preexec,
+                                              pass_fds=(*request.pass_fds, *([ready[1]] if says and ready else [])))
+            except BaseException:
+                if ready:
+                    os.close(ready[0])
+                raise
+            finally:
+                if ready:
+                    os.close(ready[1])
+            if ready is None or _stands(ready[0], says) or attempt == SANDBOX_STARTS:
+                break
+            self.popen.wait()  # bubblewrap stopped before argv: a host socket it covers went as it mounted
+            for handle in (self.popen.stdout, self.popen.stderr):
+                if handle is not None:
+                    handle.close()
         self.pid = self.popen.pid
         _LIVE.add(self.pid)
         self._streams: dict[int, _Kept] = {}

@@ -51,8 +51,8 @@ class Spec:
     # home, which it must write and never reads back across runs (paddle.jit.to_static's ~/.cache/paddle/to_static_tmp)
     scratch: tuple[str, ...] = ()
 
-    def wrap(self, argv: Sequence[str], cwd: str | Path | None = None) -> list[str]:
-        return wrap(argv, self, cwd)
+    def wrap(self, argv: Sequence[str], cwd: str | Path | None = None, ready_fd: int | None = None) -> tuple[list[str], bool]:
+        return wrap(argv, self, cwd, ready_fd)
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """The variables of env the sandboxed process gets: KEPT, KEPT_PREFIXES, env_keep's and the names the
@@ -121,8 +121,13 @@ def _base(bwrap: str) -> list[str]:
     return out + ["--unshare-all", "--die-with-parent", "--new-session"]
 
 
-def wrap(argv: Sequence[str], spec: Spec, cwd: str | Path | None = None) -> list[str]:
-    """The bwrap command line that runs argv inside the sandbox (cwd: the folder it starts in)."""
+def wrap(argv: Sequence[str], spec: Spec, cwd: str | Path | None = None,
+         ready_fd: int | None = None) -> tuple[list[str], bool]:
+    """The bwrap command line that runs argv inside the sandbox (cwd: the folder it starts in), and whether it says
+    on ``ready_fd`` that the sandbox stands: where it covers host sockets, a socket gone between the listing and
+    bubblewrap's mounts (a program's, as it ends) stops bubblewrap before argv runs. Then argv is started by a
+    shell in the sandbox that first writes a byte to ``ready_fd`` and closes it: a start without that byte ran
+    nothing, and may be tried again (core/process.py). Without a socket to cover, argv starts as it is."""
     bwrap = shutil.which("bwrap") or "bwrap"
     out = _base(bwrap)
     for path in spec.readable:
@@ -138,11 +143,15 @@ def wrap(argv: Sequence[str], spec: Spec, cwd: str | Path | None = None) -> list
         if os.path.isdir(real):
             out += ["--tmpfs", real]
     # After the binds: a socket in a folder bound again (the repository, a venv under /tmp) is covered too.
-    for path in host_sockets(inside=[*spec.readable, *spec.writable]):
+    sockets = host_sockets(inside=[*spec.readable, *spec.writable])
+    for path in sockets:
         out += ["--ro-bind", "/dev/null", path]
     if cwd is not None:
         out += ["--chdir", os.path.realpath(cwd)]
-    return out + ["--", *[str(a) for a in argv]]
+    says = bool(sockets) and ready_fd is not None
+    # bash, not sh: dash takes one digit for a descriptor; argv gets none of it
+    ready = ["bash", "-c", f'printf . >&{ready_fd} && exec "$0" "$@" {ready_fd}>&-'] if says else []
+    return out + ["--", *ready, *[str(a) for a in argv]], says
 
 
 def available() -> tuple[bool, str]:
