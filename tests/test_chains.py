@@ -1,7 +1,8 @@
 """The chain registry and the proof seam (tipcgen/format/chains.py, issue #58 items 1 and 2): a chain kind is one
 record and every table of chains is derived from it; a proof is one entry and the references a PASSED verdict
 needs are derived from the list. A toy chain registered in a fresh interpreter is listed by the CLI and planned by
-suite; a chain table or chain comparison written by hand outside the registry fails here."""
+suite, and with a render hook of its own rendered by init, run and summarised by run; a chain table or chain
+comparison written by hand outside the registry fails here."""
 from __future__ import annotations
 
 import ast
@@ -231,3 +232,70 @@ def test_chain_names_and_references_are_typed_words_written_as_the_plain_word():
     step = Step.flat(CHECK, "golden", PASSED, reference=chains.GOLDEN)
     assert json.dumps(step.to_dict()["reference"]) == '"golden"'
     assert json.dumps(Summary("m", "whole_infer", "c", chain=chains.PTQ).to_dict()["chain"]) == '"ptq"'
+
+
+# The toy chain again, this time with a render hook (a module of the test, on sys.path) and a shipped check: `init`
+# renders its config, runner and check; `run --chain toy` runs its runner (it sources tipc_steps.sh as every chain's
+# does) and summarises it. Nothing of tipcgen is edited: the record, its hook and its runner are the chain.
+TOY_HOOK = textwrap.dedent('''
+    from tipcgen.format import paths
+
+    RUNNER = """#!/usr/bin/env bash
+    set -u
+    source "$(dirname "${BASH_SOURCE[0]}")/tipc_steps.sh"
+    tipc_open check "CONFIG MODE" "$@"
+    tipc_begin "$(slot_value model_name)" "$(slot_value python)"
+    tipc_start_run "./test_tipc/output/$TIPC_MODEL/toy/$MODE" results_toy.log "toy $MODE"
+    tipc_step train toy_train "$LOG_PATH/toy_train.log" "" -- "$PYTHON" -c "print('trained')"
+    tipc_step infer toy_infer "$LOG_PATH/toy_infer.log" "" -- "$PYTHON" -c "print('inferred')"
+    tipc_finish
+    """
+
+
+    def files(job):
+        out = {paths.config_rel(d.model_name, "toy"): job.files[paths.config_rel(d.model_name)] for d in job.models}
+        if out:
+            out[paths.RUNNERS["toy"]] = RUNNER
+        return out
+''')
+
+TOY_RUN = textwrap.dedent('''
+    import json, os, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[2])  # toy_hook.py
+    from tipcgen.format import chains
+    from tipcgen.format.words import TRAIN, INFER
+    toy = chains.Chain("toy", "train_toy_python.txt", "test_toy.sh", "results_toy.log", "toy (a chain of the test)",
+                       every_mode=(TRAIN, INFER), always_trains=True, render="toy_hook", shipped=(chains.CHECK_FLEET,))
+    chains.CHAINS = (*chains.CHAINS, toy)
+    from typer.testing import CliRunner
+    from tipcgen.cli import app
+    repo = Path(sys.argv[1])
+    os.chdir(repo)
+    cli = CliRunner()
+    init = cli.invoke(app.app, ["init", "stub/tipc.yaml"], env={"NO_COLOR": "1"})
+    assert init.exit_code == 0, init.output
+    for rel in ("test_tipc/configs/stub_model/train_toy_python.txt", "test_tipc/test_toy.sh", "test_tipc/check_fleet.py"):
+        assert (repo / rel).is_file(), (rel, init.output)
+    run = cli.invoke(app.app, ["run", "--chain", "toy", "--mode", "lite_train_lite_infer"], env={"NO_COLOR": "1"})
+    run_dir = repo / "test_tipc/output/stub_model/toy/lite_train_lite_infer"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    steps = {(s["kind"], s["name"]): s["status"] for s in summary["steps"]}
+    assert summary["chain"] == "toy" and steps[("train", "toy_train")] == steps[("infer", "toy_infer")] == "passed", steps
+    assert (run_dir / "results_toy.log").is_file() and (run_dir / "junit.xml").is_file()
+    assert summary["required_kinds"] == ["train", "infer"] and summary["ok"] == (run.exit_code == 0), summary
+    print("toy chain rendered, run and summarised:", summary["ok"], summary["problems"], run.output[-600:])
+''')
+
+
+def test_a_toy_chain_with_a_render_hook_is_rendered_run_and_summarised(tmp_path: Path):
+    """#58 item 1: a chain kind is one registration: its record (format/chains.py's fields), the hook its record
+    names (render/hook.py) and its runner; init renders it beside the others, run runs and summarises it."""
+    from conftest import make_stub_repo
+
+    repo = make_stub_repo(tmp_path / "repo", init=False)
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "toy_hook.py").write_text(TOY_HOOK)
+    proc = subprocess.run([sys.executable, "-c", TOY_RUN, str(repo), str(tmp_path / "hooks")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "toy chain rendered, run and summarised" in proc.stdout, proc.stdout + proc.stderr

@@ -64,6 +64,9 @@ class Chain:
     section (None: the descriptor's top level). suite: its piece of `tipcgen suite --chain`'s help, None where
     suite does not plan it.
     after_basic: it converts or infers the model its model's basic chain trained (suite runs it after that).
+    render: the module of its render hook (render/hook.py: ``files(job)``, its runner, configs and other files for
+    the models that ask for the chain), None where render/repository.py renders it (the basic chain).
+    shipped: the scripts of tipcgen/render/shipped/ its runner calls, rendered wherever its runner is.
     """
 
     name: str
@@ -78,6 +81,8 @@ class Chain:
     section: str | None = None
     suite: str | None = None
     after_basic: bool = False
+    render: str | None = None
+    shipped: tuple[str, ...] = ()
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -93,6 +98,9 @@ class Chain:
 _BASIC_CONFIG = "train_infer_python.txt"
 _DY2STATIC_CONFIG = "train_dy2static_python.txt"
 _FLEET_CONFIG = "train_linux_gpu_fleet_normal_infer_python_linux_gpu_cpu.txt"
+# The shipped checks of the chains (format/paths.py names them for the rest of tipcgen).
+CHECK_QUANT, BENCHMARK_ANALYSIS, CHECK_DY2STATIC = "check_quant.py", "benchmark_analysis.py", "check_dy2static.py"
+CHECK_FLEET = "check_fleet.py"
 _TRAINED_MODES = (LITE_TRAIN_LITE_INFER, LITE_TRAIN_WHOLE_INFER, WHOLE_TRAIN_WHOLE_INFER)
 
 # In the order `--chain`'s help lists them.
@@ -103,24 +111,27 @@ CHAINS: tuple[Chain, ...] = (
           null_kinds=True, suite=f"basic ({_BASIC_CONFIG})"),
     Chain(PADDLE2ONNX, "model_linux_gpu_normal_normal_paddle2onnx_python_linux_cpu.txt", "test_paddle2onnx.sh",
           "results_paddle2onnx.log", "paddle2onnx", every_mode=(CONVERT, INFER), section=PADDLE2ONNX,
-          suite="paddle2onnx (runs after the basic chain of its model, on the model it trained)", after_basic=True),
+          suite="paddle2onnx (runs after the basic chain of its model, on the model it trained)", after_basic=True,
+          render="tipcgen.render.paddle2onnx_runner"),
     Chain(ChainName.BENCHMARK_TRAIN, _BASIC_CONFIG, "benchmark_train.sh", "results_benchmark_train.log",
           "benchmark_train (training speed per case; --mode picks its data)",
-          required={BENCHMARK_TRAIN: (TRAIN, SPEED)}, always_trains=True, section="benchmark"),
+          required={BENCHMARK_TRAIN: (TRAIN, SPEED)}, always_trains=True, section="benchmark",
+          render="tipcgen.render.benchmark_runner", shipped=(BENCHMARK_ANALYSIS,)),
     Chain(PTQ, "train_ptq_infer_python.txt", "test_ptq_inference_python.sh", "results_ptq_python.log",
           "ptq (post-training quantization: calibrate, int8 inference, int8 vs float)",
-          every_mode=(QUANT, INFER, CHECK), section=PTQ),
+          every_mode=(QUANT, INFER, CHECK), section=PTQ, render="tipcgen.render.ptq_runner", shipped=(CHECK_QUANT,)),
     Chain(DY2STATIC, _DY2STATIC_CONFIG, "test_train_dy2static_python.sh", "results_python.log",
           "dy2static (the same training in dygraph and through paddle.jit.to_static, losses compared step by step, "
           "then eval, export and inference)",
           every_mode=(TRAIN, EXPORT, INFER, CHECK), always_trains=True, section=DY2STATIC,
-          suite=f"dy2static ({_DY2STATIC_CONFIG})"),
+          suite=f"dy2static ({_DY2STATIC_CONFIG})", render="tipcgen.render.dy2static_runner", shipped=(CHECK_DY2STATIC,)),
     Chain(FLEET, _FLEET_CONFIG, "test_train_fleet_python.sh", "results_python.log",
           "fleet (a gpu_list naming machines, each simulated on this host as its own launcher over loopback "
           "addresses; rank 0's model goes on)",
           required={mode: (TRAIN, EVAL, EXPORT, INFER, CHECK) for mode in _TRAINED_MODES}, null_kinds=True,
           always_trains=True, section=FLEET,
-          suite=f"fleet ({_FLEET_CONFIG}: machines simulated on this host)"),
+          suite=f"fleet ({_FLEET_CONFIG}: machines simulated on this host)", render="tipcgen.render.fleet_runner",
+          shipped=(CHECK_FLEET,)),
 )
 
 

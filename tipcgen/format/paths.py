@@ -45,8 +45,8 @@ TRAIN_LOG = "train.log"  # <output_dir>/train.log, where the TIPC train scripts 
 
 # The Python scripts test_tipc/ ships: copies of tipcgen/render/shipped/ under the same names.
 CHECK_INFERENCE, TIPC_COMPARE, COMPARE_RESULTS = "check_inference.py", "tipc_compare.py", "compare_results.py"
-CHECK_QUANT, BENCHMARK_ANALYSIS, CHECK_DY2STATIC = "check_quant.py", "benchmark_analysis.py", "check_dy2static.py"
-CHECK_FLEET = "check_fleet.py"
+CHECK_QUANT, BENCHMARK_ANALYSIS, CHECK_DY2STATIC, CHECK_FLEET = (chains.CHECK_QUANT, chains.BENCHMARK_ANALYSIS,
+                                                                  chains.CHECK_DY2STATIC, chains.CHECK_FLEET)
 UNPACK_ARCHIVE = "unpack_archive.py"  # prepare.sh's unpacker of a lite data archive
 TIPC_PREFLIGHT = "tipc_preflight.py"  # every script's checks before any step: the config, the run folder
 

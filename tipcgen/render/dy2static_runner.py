@@ -18,7 +18,7 @@ import jinja2
 from tipcgen.descriptor import Descriptor
 from tipcgen.format import chains, dy2static, layout, paths
 from tipcgen.format.config import TipcConfig, model_name_in
-from tipcgen.render import shipped
+from tipcgen.render.hook import RenderJob
 
 
 LAYOUT = "standard"  # the basic config's layout the runner reads a dy2static config's train block by
@@ -48,6 +48,10 @@ def dy2static_files(models: Sequence[Descriptor], env: jinja2.Environment,
         trainer_key=trainer.key, dygraph=dy2static.DYGRAPH_TRAINER, to_static=dy2static.TO_STATIC_TRAINER,
         to_static_index=layout.SLOT_BY_FIELD["train.to_static"].index, layout_name=LAYOUT,
         paths=paths.runner_context())
-    files[paths.shipped_rel(paths.CHECK_DY2STATIC)] = env.get_template("runner/shipped.py.j2").render(
-        name=paths.CHECK_DY2STATIC, source=shipped.source(paths.CHECK_DY2STATIC))
     return files
+
+
+def files(job: RenderJob) -> dict[str, str]:
+    """The dy2static chain's render hook (render/hook.py): each config from its model's basic one as rendered (or
+    kept)."""
+    return dy2static_files(job.models, job.env, lambda d: str(job.files[paths.config_rel(d.model_name)]))

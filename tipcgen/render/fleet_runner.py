@@ -12,7 +12,7 @@ import jinja2
 
 from tipcgen.descriptor import Descriptor
 from tipcgen.format import chain, chains, paths
-from tipcgen.render import shipped
+from tipcgen.render.hook import RenderJob
 
 
 def fleet_descriptor(desc: Descriptor) -> Descriptor:
@@ -34,6 +34,9 @@ def fleet_files(models: Sequence[Descriptor], env: jinja2.Environment,
     files[paths.RUNNERS[chains.FLEET]] = env.get_template("runner/test_train_fleet_python.sh.j2").render(
         models=[{"name": d.model_name, "tolerance": d.fleet.tolerance} for d in found], paths=paths.runner_context())
     files[paths.FLEET_SH] = env.get_template("runner/tipc_fleet.sh.j2").render(paths=paths.runner_context())
-    files[paths.shipped_rel(paths.CHECK_FLEET)] = env.get_template("runner/shipped.py.j2").render(
-        name=paths.CHECK_FLEET, source=shipped.source(paths.CHECK_FLEET))
     return files
+
+
+def files(job: RenderJob) -> dict[str, str]:
+    """The fleet chain's render hook (render/hook.py)."""
+    return fleet_files(job.models, job.env, job.render_config)

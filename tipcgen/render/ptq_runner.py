@@ -18,7 +18,7 @@ from tipcgen.core.errors import TipcgenError
 from tipcgen.descriptor import Descriptor
 from tipcgen.descriptor import ptq as ptq_spec
 from tipcgen.format import chains, compression, paths
-from tipcgen.render import shipped
+from tipcgen.render.hook import RenderJob
 
 
 def ptq_name(desc: Descriptor) -> str:
@@ -84,6 +84,9 @@ def ptq_files(models: Sequence[Descriptor], env: jinja2.Environment) -> dict[str
     files[paths.RUNNERS[chains.PTQ]] = env.get_template("runner/test_ptq_inference_python.sh.j2").render(
         layouts=[_layout(name) for name in held], models=[_settings(d) for d in found], headers=compression.HEADERS,
         video_trainer=video, paths=paths.runner_context())
-    files[paths.shipped_rel(paths.CHECK_QUANT)] = env.get_template("runner/shipped.py.j2").render(
-        name=paths.CHECK_QUANT, source=shipped.source(paths.CHECK_QUANT))
     return files
+
+
+def files(job: RenderJob) -> dict[str, str]:
+    """The PTQ chain's render hook (render/hook.py)."""
+    return ptq_files(job.models, job.env)

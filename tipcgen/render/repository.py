@@ -6,17 +6,17 @@ user's files: it writes all files or none, and never overwrites a changed file w
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 import jinja2
 
 from tipcgen import __version__
-from tipcgen.configs import existing, legacy_format
+from tipcgen.configs import existing
 from tipcgen.core.errors import TipcgenError
 from tipcgen.core.writes import Written, write_tree
-from tipcgen.descriptor import Descriptor, benchmark, samples_dir
+from tipcgen.descriptor import Descriptor, samples_dir
 from tipcgen.descriptor.answers import (
     Answers,
     base_path,
@@ -27,7 +27,8 @@ from tipcgen.descriptor.answers import (
 from tipcgen.descriptor.answers import read as read_answers
 from tipcgen.descriptor.schema import MAX_STEP_TIMEOUT
 from tipcgen.format import chain, chains, families, layout, paths, text_style, words
-from tipcgen.render import dy2static_runner, fleet_runner, gitignore, ptq_runner, shipped
+from tipcgen.render import dy2static_runner, gitignore, hook, ptq_runner, shipped
+from tipcgen.render.hook import RenderJob
 from tipcgen.render.shipped import tipc_preflight
 from tipcgen.render.templating import environment
 
@@ -57,22 +58,6 @@ def layout_text(layout_name: str, lines: Mapping[str, str], sections: Sequence[t
     headers = [section_headers[i] if i < len(section_headers) else None for i in range(len(sections))]
     return (env or environment()).get_template("config/train_infer_python.txt.j2").render(
         layout=table, lines=given, sections=sections, checks=checks, benchmark=benchmark, section_headers=headers)
-
-
-def _paddle2onnx_config(desc: Descriptor, env: jinja2.Environment) -> dict[str, str]:
-    p = desc.paddle2onnx
-    if p is None:
-        return {}
-    use_gpu, model_dir, data = (_slot(desc, f"inference.{name}") for name in ("use_gpu", "model_dir", "data"))
-    keys = {"use_gpu_key": use_gpu.key, "model_dir_key": model_dir.key, "data_key": data.key}  # the runner reads them back
-    config = env.get_template("config/paddle2onnx.txt.j2").render(
-        model_name=desc.model_name, python=_slot(desc, "python").value, p=p, checks=desc.checks,
-        use_gpu={"key": keys["use_gpu_key"], "value": use_gpu.value},
-        model_dir_key=keys["model_dir_key"], onnx_dir=posixpath.dirname(p.save_file),
-        data={"key": keys["data_key"]}, infer_data=_slot(desc, "train.infer_data").value,
-        # Paddle 3 writes the Paddle 2 format (.pdmodel) only under the env: that turns PIR off.
-        model_filename="inference.pdmodel" if dict(desc.env).get(legacy_format.FLAG) == "0" else "inference.json")
-    return {paths.config_rel(desc.model_name, chains.PADDLE2ONNX): config}
 
 
 def golden_dir(desc: Descriptor) -> Path | None:
@@ -167,7 +152,9 @@ def _models(descs: Sequence[Descriptor]) -> list[Descriptor]:
 
 def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     """Every generated file of test_tipc/ for the models of one repository: each model's configs, and
-    one runner, common_func.sh, tipc_steps.sh and prepare.sh for all of them (docs: the first model's)."""
+    one runner, common_func.sh, tipc_steps.sh and prepare.sh for all of them (docs: the first model's); then
+    each chain's files from its render hook (render/hook.py, the chain's record names it) and the shipped
+    scripts of each chain whose runner it rendered; the configs the descriptors keep, each where it was."""
     env = environment()
     models = _models(descs)
     runner = _runner_context(models)
@@ -175,7 +162,6 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
     files: dict[str, str | bytes] = {}
     for desc in models:
         files[paths.config_rel(desc.model_name)] = render_config(desc, env)
-        files.update(_paddle2onnx_config(desc, env))
     prepare = [{"name": d.model_name, "data": d.data,
                 "whole_files": sorted({f.whole for f in d.data.files if f.whole} if d.data else ())} for d in models]
     files.update({
@@ -194,15 +180,14 @@ def render_repository(descs: Sequence[Descriptor]) -> dict[str, str | bytes]:
         shipped_scripts.append(paths.COMPARE_RESULTS)
     if any(d.data for d in models):  # prepare.sh's unpacker of lite data archives
         shipped_scripts.append(paths.UNPACK_ARCHIVE)
-    if any(d.paddle2onnx is not None for d in models):
-        files[paths.RUNNERS[chains.PADDLE2ONNX]] = env.get_template("runner/test_paddle2onnx.sh.j2").render(**runner)
-    files.update(ptq_runner.ptq_files(models, env))  # the PTQ chain: each model's config, one runner for all
-    files.update(kept_files(models))  # configs kept line by line (kept:), each where it was
-    files.update(dy2static_runner.dy2static_files(models, env, lambda d: files[paths.config_rel(d.model_name)]))
-    files.update(fleet_runner.fleet_files(models, env, render_config))
-    if any(d.benchmark is not None or any(name == benchmark.SECTION for name, _ in d.sections) for d in models):
-        files[paths.RUNNERS[words.BENCHMARK_TRAIN]] = env.get_template("runner/benchmark_train.sh.j2").render(**runner)  # an imported one too
-        shipped_scripts.append(paths.BENCHMARK_ANALYSIS)
+    kept = kept_files(models)  # configs kept line by line (kept:), each where it was: a hook reads them too
+    job = RenderJob(models, env, runner, MappingProxyType({**files, **kept}), render_config)
+    for record in chains.CHAINS:
+        produced = hook.files_of(record, job)
+        files.update(produced)
+        if paths.RUNNERS[record.name] in produced:
+            shipped_scripts += [name for name in record.shipped if name not in shipped_scripts]
+    files.update(kept)
     for name in shipped_scripts:  # real modules of tipcgen/render/shipped/, copied with a header line
         files[paths.shipped_rel(name)] = env.get_template("runner/shipped.py.j2").render(name=name, source=shipped.source(name))
     return files
