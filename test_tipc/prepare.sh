@@ -40,9 +40,6 @@ tipc_line_name() {
     fi
 }
 
-# tipc_check_lines FILE [INDEX...]: no merge conflict marker; the lines at INDEX clean key:value lines.
-tipc_check_lines() { tipc_preflight lines "$@"; }
-
 tipc_open open "CONFIG MODE" "$@"
 tipc_line_name TIPC_FIRST "${TIPC_LINES[0]:-}"
 # shellcheck disable=SC2034  # CHAIN is read where a model links a trained model (whole_infer, paddle2onnx)

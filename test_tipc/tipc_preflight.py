@@ -217,12 +217,20 @@ def check_devices(path, lines, numbers, index):
                           "the runner infers on the CPU (False or cpu) and on a GPU (True or gpu): write those")
 
 
+def slot_value(lines, layout, name):
+    """A slot's value as the scripts' slot_value reads it: after the line's first ':' ('' without one), null where
+    the layout has no such slot."""
+    index = layout["slots"].get(name)
+    if index is None:
+        return "null"
+    return lines[index].split(":", 1)[1] if ":" in lines[index] else ""
+
+
 def check_whole_infer(path, mode, lines, layout, known):
     """In whole_infer, the infer_model line names a trained model (the mode infers on those alone; a null or ##
     entry names none)."""
     whole = known["whole_infer"]
-    index = layout["slots"].get(whole["slot"])
-    value = lines[index].split(":", 1)[1] if index is not None and ":" in lines[index] else ""
+    value = slot_value(lines, layout, whole["slot"])
     if mode == whole["mode"] and all(is_null(item) or item == "##" for item in items(value)):
         raise Refused("%s: %s needs trained models in the %s line" % (path, mode, whole["slot"]),
                       "list model folders there (| separated)")
@@ -281,15 +289,12 @@ def check(path, mode, *modes, known):
     check_markers(path, lines, numbers)
     layout, held = pick(lines, known["layouts"])
     check_layout(path, lines, numbers, layout, held)
-    slot = layout["slots"].get(known["model_slot"])
-    model = lines[slot].split(":", 1)[1] if slot is not None and ":" in lines[slot] else ""
+    model = slot_value(lines, layout, known["model_slot"])
     check_keys(path, lines, numbers, known["models"].get(model, []))
     check_shapes(path, lines, numbers, layout)
     check_devices(path, lines, numbers, layout["slots"].get(known.get("device_slot", "")))
     check_whole_infer(path, mode, lines, layout, known)
-    python = layout["slots"].get(known["python_slot"])
-    python = lines[python].split(":", 1)[1] if python is not None and ":" in lines[python] else "null"
-    check_begin(path, model if slot is not None else "null", os.environ.get("TIPC_PYTHON") or python, known)
+    check_begin(path, model, os.environ.get("TIPC_PYTHON") or slot_value(lines, layout, known["python_slot"]), known)
     return "\n".join(config_lines(lines, numbers) + [table(layout)] + sections(lines, layout["lines"]))
 
 
@@ -312,7 +317,6 @@ def check_lines(path, *indices):
     for index in indices:
         if index < len(lines):
             check_kv_line(path, lines, numbers, index)
-    return ""
 
 
 def no_links(path, what="the run folder"):
@@ -320,7 +324,7 @@ def no_links(path, what="the run folder"):
     test_tipc/output -> ~ (or train_data -> ~/data) would take the scripts' rm -rf and every file they write out of
     the repository. A folder outside the repository, named by the user, is theirs."""
     if path.startswith("/"):
-        return ""
+        return
     walked = ""
     for part in path.split("/"):
         if part in ("", "."):
@@ -330,7 +334,6 @@ def no_links(path, what="the run folder"):
             raise Refused("%s is a symbolic link to %s, on the way to %s %s: the scripts write and delete through no"
                           " link" % (walked, os.readlink(walked), what, path),
                           "remove the link (rm %s; the scripts create a real folder there), then run again" % walked)
-    return ""
 
 
 def check_lock(run_folder):
@@ -449,13 +452,11 @@ def start(run_folder, python, config, model, known):
     return "\n".join(out + ["gpus - %s" % gpu_count(python)])
 
 
-# Each command: its function, how many arguments it takes at least and at most (None: any), whether it reads the
-# tables (tipc_layouts.json).
+# Each command: its function (those that answer return the text of their records, the others None), how many
+# arguments it takes at least and at most (None: any), whether it reads the tables (tipc_layouts.json).
 COMMANDS = {"open": (open_config, 2, None, True), "check": (check, 2, None, True), "layout": (named_layout, 1, 1, True),
             "start": (start, 4, 4, True), "lines": (check_lines, 1, None, False), "sections": (section_values, 2, 2, False),
             "links": (no_links, 2, 2, False)}
-
-TABLES = ("open", "check", "layout", "start", "sections")  # the commands whose records the scripts read
 
 
 def main(argv):
@@ -474,10 +475,8 @@ def main(argv):
         message = "tipc error: %s\n" % refused.what + ("  hint: %s\n" % refused.hint if refused.hint else "")
         sys.stderr.buffer.write(message.encode("utf-8", "surrogateescape"))
         return 2
-    if name in TABLES:  # the last record: the scripts refuse an answer without it (an interpreter that is not Python)
-        out = out + "\nend - 0" if out else "end - 0"
-    if out:
-        sys.stdout.buffer.write((out + "\n").encode("utf-8", "surrogateescape"))
+    if out is not None:  # an answer's last record: the scripts refuse one without it (an interpreter that is not Python)
+        sys.stdout.buffer.write(((out + "\n" if out else "") + "end - 0\n").encode("utf-8", "surrogateescape"))
     return 0
 
 

@@ -312,9 +312,10 @@ class Running:
         if request.sandbox is not None:  # the sandbox's allow-list: no token of the caller's reaches it
             env = request.sandbox.environment(os.environ if env is None else env)
         for attempt in range(1, SANDBOX_STARTS + 1):
-            ready = os.pipe() if request.sandbox is not None else None
-            wrapped, says = (argv, False) if ready is None or request.sandbox is None else \
-                request.sandbox.wrap(argv, request.cwd, ready[1])
+            ready, wrapped, says = None, argv, False
+            if request.sandbox is not None:
+                ready = os.pipe()
+                wrapped, says = request.sandbox.wrap(argv, request.cwd, ready[1])
             launched, preexec = _launcher(request, wrapped)
             try:
                 self.popen = subprocess.Popen(launched, cwd=request.cwd, env=env,
